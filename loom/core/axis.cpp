@@ -1,0 +1,16 @@
+#include "loom/core/axis.h"
+
+#include <atomic>
+
+namespace loom {
+
+Axis Axis::new_unique_dynamic_axis(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return Axis(Kind::Dynamic, name + "_" + std::to_string(counter++));
+}
+
+std::string Axis::to_string() const {
+  return is_static() ? "Axis(" + std::to_string(index_) + ")" : "Axis('" + name_ + "')";
+}
+
+}  // namespace loom

@@ -1,0 +1,110 @@
+#include <gtest/gtest.h>
+
+#include "loom/core/dictionary.h"
+#include "loom/core/random.h"
+#include "loom/core/value.h"
+
+namespace loom {
+namespace {
+
+TEST(NDShape, PrintsAndCounts) {
+  NDShape s{28, 28};
+  EXPECT_EQ(s.total_size(), 784u);
+  EXPECT_EQ(s.to_string(), "[28,28]");
+  EXPECT_EQ(NDShape{}.total_size(), 1u);
+  EXPECT_EQ((NDShape{NDShape::kInferred, 5}).to_string(), "[-1,5]");
+  EXPECT_TRUE((NDShape{NDShape::kInferred, 5}).has_inferred());
+  EXPECT_EQ(s.prepend(4), (NDShape{4, 28, 28}));
+  EXPECT_THROW(s.sub_shape(1, 3), ArgumentError);
+}
+
+TEST(NDArrayView, DenseRoundTripAndAliasing) {
+  auto v = NDArrayView::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  NDArrayView alias = v;
+  alias.data<float>()[0] = 10;
+  EXPECT_EQ(v.to_vector<float>()[0], 10);
+  NDArrayView copy = v.deep_clone();
+  copy.data<float>()[1] = 20;
+  EXPECT_EQ(v.to_vector<float>()[1], 2);
+  EXPECT_THROW(v.data<double>(), ShapeError);
+  EXPECT_THROW(NDArrayView::from_vector<float>({2, 2}, {1, 2, 3}), ShapeError);
+  EXPECT_EQ(v.reshaped({3, 2}).shape(), (NDShape{3, 2}));
+}
+
+TEST(NDArrayView, SparseCsrDensifiesAndValidates) {
+  auto s = NDArrayView::sparse_csr<float>({2, 4}, {0, 1, 3}, {2, 0, 3}, {1.f, 2.f, 3.f});
+  EXPECT_TRUE(s.is_sparse());
+  EXPECT_EQ(s.nnz(), 3u);
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 2, 0, 0, 3}));
+  EXPECT_THROW(NDArrayView::sparse_csr<float>({2, 4}, {0, 1, 1}, {4}, {1.f}), ShapeError);
+  EXPECT_THROW(NDArrayView::sparse_csr<float>({2, 4}, {0, 1}, {1}, {1.f}), ShapeError);
+  EXPECT_THROW(s.raw_data(), StateError);
+}
+
+TEST(Value, SequencesArePaddedWithMask) {
+  auto v = Value::create_sequences<float>({2}, {{1, 2, 3, 4, 5, 6}, {7, 8}});
+  EXPECT_TRUE(v.is_sequence());
+  EXPECT_EQ(v.data().shape(), (NDShape{2, 3, 2}));
+  EXPECT_EQ(v.sequence_lengths(), (std::vector<size_t>{3, 1}));
+  EXPECT_EQ(v.number_of_samples(), 4u);
+  EXPECT_EQ(v.mask()->at(1, 0), MaskKind::SequenceBegin);
+  EXPECT_EQ(v.mask()->at(1, 1), MaskKind::Invalid);
+  auto back = v.as_sequences<float>();
+  EXPECT_EQ(back[1], (std::vector<float>{7, 8}));
+}
+
+TEST(Value, OneHotIsSparse) {
+  auto v = Value::one_hot(3, {2, 0});
+  EXPECT_TRUE(v.is_sparse());
+  EXPECT_EQ(v.data().to_vector<float>(), (std::vector<float>{0, 0, 1, 1, 0, 0}));
+  auto s = Value::one_hot_sequences(4, {{1, 2}, {3}});
+  EXPECT_EQ(s.data().shape(), (NDShape{2, 2, 4}));
+  EXPECT_EQ(s.sequence_lengths(), (std::vector<size_t>{2, 1}));
+  EXPECT_THROW(Value::one_hot(3, {3}), ArgumentError);
+}
+
+TEST(Dictionary, NestedTypedValues) {
+  Dictionary inner;
+  inner["count"] = uint64_t{7};
+  Dictionary d;
+  d["inner"] = inner;
+  d["name"] = "sgd";
+  d["list"] = DictionaryVector{1.5, std::string("x")};
+  EXPECT_EQ(d.get_dictionary("inner").get<uint64_t>("count"), 7u);
+  EXPECT_EQ(d.get<std::string>("name"), "sgd");
+  EXPECT_EQ(d.get<DictionaryVector>("list")[0].get<double>(), 1.5);
+  EXPECT_THROW(d.get<double>("name"), StateError);
+  EXPECT_THROW(d.at("missing"), StateError);
+}
+
+TEST(Random, CounterBasedAndRestorable) {
+  RandomGenerator a(42, 1);
+  for (int i = 0; i < 5; ++i) a.uniform();
+  Dictionary state = a.checkpoint();
+  double next = a.uniform();
+  RandomGenerator b;
+  b.restore(state);
+  EXPECT_EQ(b.uniform(), next);
+  RandomGenerator c(42, 2);
+  EXPECT_NE(RandomGenerator(42, 1).next_u32(), c.next_u32());
+  double sum = 0, sq = 0;
+  RandomGenerator n(1);
+  for (int i = 0; i < 20000; ++i) {
+    double x = n.normal();
+    sum += x;
+    sq += x * x;
+  }
+  EXPECT_NEAR(sum / 20000, 0.0, 0.03);
+  EXPECT_NEAR(sq / 20000, 1.0, 0.05);
+}
+
+TEST(Random, FixedSeedGivesSameStreams) {
+  set_fixed_random_seed(3);
+  auto g1 = next_default_generator(), g2 = next_default_generator();
+  set_fixed_random_seed(3);
+  EXPECT_EQ(next_default_generator().next_u32(), g1.next_u32());
+  EXPECT_EQ(next_default_generator().next_u32(), g2.next_u32());
+}
+
+}  // namespace
+}  // namespace loom

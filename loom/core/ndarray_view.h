@@ -1,0 +1,104 @@
+// NDArrayView: a tensor's data. A view is a handle: copies share the storage (as CNTK's
+// NDArrayViewPtr does); deep_clone() copies it. Dense storage is row-major and 64-byte
+// aligned. Sparse storage is CSR over the matrix [rows = product of all but the last axis,
+// cols = last axis], so a batch of one-hot vectors is one CSR row per sample.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "loom/core/data_type.h"
+#include "loom/core/device.h"
+#include "loom/core/error.h"
+#include "loom/core/shape.h"
+
+namespace loom {
+
+// An aligned, zero-initialized block of bytes.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+};
+
+class NDArrayView {
+ public:
+  // A zero-filled dense tensor.
+  NDArrayView(DataType dtype, const NDShape& shape,
+              DeviceDescriptor device = DeviceDescriptor::use_default_device());
+
+  template <typename T>
+  static NDArrayView from_vector(const NDShape& shape, std::span<const T> values);
+  template <typename T>
+  static NDArrayView from_vector(const NDShape& shape, const std::vector<T>& values) {
+    return from_vector<T>(shape, std::span<const T>(values));
+  }
+  // A sparse CSR tensor; row_offsets has rows+1 entries, col_indices and values nnz each.
+  template <typename T>
+  static NDArrayView sparse_csr(const NDShape& shape, std::vector<int32_t> row_offsets,
+                                std::vector<int32_t> col_indices, const std::vector<T>& values);
+
+  DataType dtype() const { return dtype_; }
+  const NDShape& shape() const { return shape_; }
+  DeviceDescriptor device() const { return device_; }
+  bool is_sparse() const { return csr_ != nullptr; }
+  size_t size() const { return shape_.total_size(); }
+
+  // Dense element access; the dtype must match T.
+  template <typename T>
+  T* data();
+  template <typename T>
+  const T* data() const;
+  void* raw_data();
+  const void* raw_data() const;
+
+  // CSR parts (sparse views only).
+  size_t csr_rows() const;
+  size_t csr_cols() const { return shape_.rank() ? shape_[shape_.rank() - 1] : 1; }
+  size_t nnz() const;
+  const std::vector<int32_t>& csr_row_offsets() const;
+  const std::vector<int32_t>& csr_col_indices() const;
+  template <typename T>
+  const T* csr_values() const;
+
+  // All elements in row-major order, densified, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  NDArrayView to_dense() const;
+  NDArrayView deep_clone() const;
+  // Copies other's elements into this view's storage; shapes must match (dense target).
+  void copy_from(const NDArrayView& other);
+  void fill(double value);
+  // A dense view of the same storage with another shape of equal total size.
+  NDArrayView reshaped(const NDShape& shape) const;
+  // True when both handles share storage.
+  bool aliases(const NDArrayView& other) const { return buffer_ && buffer_ == other.buffer_; }
+
+ private:
+  struct Csr {
+    std::vector<int32_t> row_offsets;
+    std::vector<int32_t> col_indices;
+    std::shared_ptr<Buffer> values;
+  };
+  NDArrayView() = default;
+  void check_dtype(DataType expected) const;
+
+  DataType dtype_ = DataType::Float32;
+  NDShape shape_;
+  DeviceDescriptor device_ = DeviceDescriptor::cpu_device();
+  std::shared_ptr<Buffer> buffer_;     // dense storage
+  std::shared_ptr<const Csr> csr_;     // sparse storage (immutable once built)
+};
+
+}  // namespace loom

@@ -1,0 +1,47 @@
+// NDShape: the static shape of a tensor, in row-major (numpy) order: the last axis is the
+// contiguous one. A dimension may be unknown until shape inference fixes it (kInferred).
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+class NDShape {
+ public:
+  // A dimension whose size is filled in by shape inference at the first call of a layer.
+  static constexpr size_t kInferred = static_cast<size_t>(-1);
+
+  NDShape() = default;
+  NDShape(std::initializer_list<size_t> dims) : dims_(dims) {}
+  explicit NDShape(std::vector<size_t> dims) : dims_(std::move(dims)) {}
+
+  size_t rank() const { return dims_.size(); }
+  size_t operator[](size_t i) const { return dims_.at(i); }
+  size_t& operator[](size_t i) { return dims_.at(i); }
+  const std::vector<size_t>& dims() const { return dims_; }
+  bool empty() const { return dims_.empty(); }
+
+  // Number of elements; 1 for a scalar (rank 0). Not meaningful while has_inferred().
+  size_t total_size() const;
+  bool has_inferred() const;
+
+  // Sub-shape of axes [begin, end).
+  NDShape sub_shape(size_t begin, size_t end) const;
+  NDShape sub_shape(size_t begin) const { return sub_shape(begin, rank()); }
+  // This shape followed by other's axes.
+  NDShape append(const NDShape& other) const;
+  NDShape prepend(size_t dim) const;
+
+  // "[2]", "[28,28]", "[]"; an inferred dimension prints as -1 as in CNTK's Python API.
+  std::string to_string() const;
+
+  bool operator==(const NDShape&) const = default;
+
+ private:
+  std::vector<size_t> dims_;
+};
+
+}  // namespace loom

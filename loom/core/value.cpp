@@ -1,0 +1,147 @@
+#include "loom/core/value.h"
+
+#include <algorithm>
+
+namespace loom {
+
+Value::Value(NDArrayView data, bool is_sequence, std::optional<NDMask> mask)
+    : data_(std::move(data)), is_sequence_(is_sequence), mask_(std::move(mask)) {
+  const NDShape& s = data_.shape();
+  LOOM_CHECK(s.rank() >= (is_sequence ? 2u : 1u), ShapeError, "Value: data of shape ",
+             s.to_string(), " has no ", is_sequence ? "[batch, sequence]" : "batch",
+             " axes in front of the sample shape");
+  if (mask_) {
+    LOOM_CHECK(is_sequence, ShapeError, "Value: a mask needs sequence data");
+    LOOM_CHECK(mask_->num_sequences() == s[0] && mask_->max_length() == s[1], ShapeError,
+               "Value: mask of ", mask_->num_sequences(), "x", mask_->max_length(),
+               " does not match data of shape ", s.to_string());
+    for (size_t b = 0; b < s[0]; ++b) {
+      size_t len = mask_->sequence_length(b);
+      for (size_t t = len; t < s[1]; ++t)
+        LOOM_CHECK(mask_->at(b, t) == MaskKind::Invalid, ShapeError,
+                   "Value: sequence ", b, " has a valid position after padding at ", len);
+    }
+  }
+}
+
+template <typename T>
+Value Value::create_batch(const NDShape& sample_shape, const std::vector<T>& data) {
+  size_t n = sample_shape.total_size();
+  LOOM_CHECK(n > 0 && data.size() % n == 0, ShapeError, "create_batch: ", data.size(),
+             " values are not a whole number of samples of shape ", sample_shape.to_string());
+  return Value(NDArrayView::from_vector<T>(sample_shape.prepend(data.size() / n), data), false);
+}
+
+template <typename T>
+Value Value::create_sequences(const NDShape& sample_shape,
+                              const std::vector<std::vector<T>>& sequences) {
+  size_t n = sample_shape.total_size();
+  size_t max_len = 0;
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    LOOM_CHECK(n > 0 && sequences[b].size() % n == 0, ShapeError, "create_sequences: sequence ", b,
+               " has ", sequences[b].size(), " values, not a whole number of samples of shape ",
+               sample_shape.to_string());
+    max_len = std::max(max_len, sequences[b].size() / n);
+  }
+  NDArrayView data(data_type_of<T>(), sample_shape.prepend(max_len).prepend(sequences.size()));
+  NDMask mask(sequences.size(), max_len);
+  T* d = data.data<T>();
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    std::copy(sequences[b].begin(), sequences[b].end(), d + b * max_len * n);
+    mask.invalidate_from(b, sequences[b].size() / n);
+  }
+  return Value(std::move(data), true, std::move(mask));
+}
+
+namespace {
+template <typename T>
+NDArrayView one_hot_rows(size_t dim, size_t rows, const std::vector<const std::vector<size_t>*>& seqs,
+                         size_t max_len, const NDShape& shape) {
+  std::vector<int32_t> offsets(rows + 1, 0), cols;
+  std::vector<T> values;
+  size_t r = 0;
+  for (const auto* seq : seqs) {
+    for (size_t t = 0; t < max_len; ++t, ++r) {
+      if (t < seq->size()) {
+        size_t idx = (*seq)[t];
+        LOOM_CHECK(idx < dim, ArgumentError, "one_hot: index ", idx,
+                   " is out of range for dimension ", dim);
+        cols.push_back(static_cast<int32_t>(idx));
+        values.push_back(T(1));
+      }
+      offsets[r + 1] = static_cast<int32_t>(cols.size());
+    }
+  }
+  return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(cols), values);
+}
+}  // namespace
+
+Value Value::one_hot(size_t dim, const std::vector<size_t>& indices, DataType dtype) {
+  std::vector<std::vector<size_t>> singles;
+  singles.reserve(indices.size());
+  for (size_t i : indices) singles.push_back({i});
+  std::vector<const std::vector<size_t>*> seqs;
+  for (auto& s : singles) seqs.push_back(&s);
+  NDShape shape{indices.size(), dim};
+  return Value(dispatch(dtype, [&](auto zero) {
+                 return one_hot_rows<decltype(zero)>(dim, indices.size(), seqs, 1, shape);
+               }),
+               false);
+}
+
+Value Value::one_hot_sequences(size_t dim, const std::vector<std::vector<size_t>>& sequences,
+                               DataType dtype) {
+  size_t max_len = 0;
+  std::vector<const std::vector<size_t>*> seqs;
+  for (auto& s : sequences) {
+    max_len = std::max(max_len, s.size());
+    seqs.push_back(&s);
+  }
+  NDShape shape{sequences.size(), max_len, dim};
+  NDArrayView data = dispatch(dtype, [&](auto zero) {
+    return one_hot_rows<decltype(zero)>(dim, sequences.size() * max_len, seqs, max_len, shape);
+  });
+  NDMask mask(sequences.size(), max_len);
+  for (size_t b = 0; b < sequences.size(); ++b) mask.invalidate_from(b, sequences[b].size());
+  return Value(std::move(data), true, std::move(mask));
+}
+
+size_t Value::sequence_length(size_t seq) const {
+  if (!is_sequence_) return 1;
+  return mask_ ? mask_->sequence_length(seq) : data_.shape()[1];
+}
+
+std::vector<size_t> Value::sequence_lengths() const {
+  std::vector<size_t> out(num_sequences());
+  for (size_t b = 0; b < out.size(); ++b) out[b] = sequence_length(b);
+  return out;
+}
+
+size_t Value::number_of_samples() const {
+  if (!is_sequence_) return num_sequences();
+  size_t n = 0;
+  for (size_t b = 0; b < num_sequences(); ++b) n += sequence_length(b);
+  return n;
+}
+
+template <typename T>
+std::vector<std::vector<T>> Value::as_sequences() const {
+  std::vector<T> all = data_.to_vector<T>();
+  size_t n = sample_shape().total_size(), T_max = max_sequence_length();
+  std::vector<std::vector<T>> out(num_sequences());
+  for (size_t b = 0; b < out.size(); ++b) {
+    auto first = all.begin() + b * T_max * n;
+    out[b].assign(first, first + sequence_length(b) * n);
+  }
+  return out;
+}
+
+#define LOOM_INSTANTIATE(T)                                                                    \
+  template Value Value::create_batch<T>(const NDShape&, const std::vector<T>&);                \
+  template Value Value::create_sequences<T>(const NDShape&, const std::vector<std::vector<T>>&); \
+  template std::vector<std::vector<T>> Value::as_sequences<T>() const;
+LOOM_INSTANTIATE(float)
+LOOM_INSTANTIATE(double)
+#undef LOOM_INSTANTIATE
+
+}  // namespace loom

@@ -1,0 +1,57 @@
+// Value: the data bound to a variable for one evaluation: a batch of samples [B, sample...]
+// or a batch of variable-length sequences padded to [B, T, sample...] with an NDMask saying
+// which positions are real. Sparse data (e.g. one-hot) keeps CSR storage, one row per position.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "loom/core/mask.h"
+#include "loom/core/ndarray_view.h"
+
+namespace loom {
+
+class Value {
+ public:
+  // data is [B, sample...] when !is_sequence, else [B, T, sample...]; a sequence value
+  // without a mask has all sequences of full length T.
+  Value(NDArrayView data, bool is_sequence, std::optional<NDMask> mask = std::nullopt);
+
+  // A batch of samples from row-major data holding B * sample_shape.total_size() values.
+  template <typename T>
+  static Value create_batch(const NDShape& sample_shape, const std::vector<T>& data);
+  // A batch of sequences; each inner vector holds length * sample_shape.total_size() values.
+  template <typename T>
+  static Value create_sequences(const NDShape& sample_shape,
+                                const std::vector<std::vector<T>>& sequences);
+  // Sparse one-hot samples of dimension dim, one per index.
+  static Value one_hot(size_t dim, const std::vector<size_t>& indices,
+                       DataType dtype = DataType::Float32);
+  // Sparse one-hot sequences: one index per position.
+  static Value one_hot_sequences(size_t dim, const std::vector<std::vector<size_t>>& sequences,
+                                 DataType dtype = DataType::Float32);
+
+  const NDArrayView& data() const { return data_; }
+  DataType dtype() const { return data_.dtype(); }
+  bool is_sequence() const { return is_sequence_; }
+  bool is_sparse() const { return data_.is_sparse(); }
+  const std::optional<NDMask>& mask() const { return mask_; }
+  NDShape sample_shape() const { return data_.shape().sub_shape(is_sequence_ ? 2 : 1); }
+  size_t num_sequences() const { return data_.shape()[0]; }
+  size_t max_sequence_length() const { return is_sequence_ ? data_.shape()[1] : 1; }
+  size_t sequence_length(size_t seq) const;
+  std::vector<size_t> sequence_lengths() const;
+  // Number of real (unmasked) samples: the count the loss is summed over.
+  size_t number_of_samples() const;
+
+  // Each sequence's (or sample's) values, padding dropped, densified.
+  template <typename T>
+  std::vector<std::vector<T>> as_sequences() const;
+
+ private:
+  NDArrayView data_;
+  bool is_sequence_;
+  std::optional<NDMask> mask_;
+};
+
+}  // namespace loom
