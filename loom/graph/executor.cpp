@@ -1,0 +1,306 @@
+#include "loom/graph/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+namespace loom {
+
+Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
+    : outputs_(std::move(outputs)) {
+  auto order = topological_order(outputs_);
+  std::unordered_set<const VariableImpl*> wanted;
+  for (auto& w : wrt) wanted.insert(w.impl().get());
+  auto add_leaf = [&](const Variable& v) {
+    if (v.is_output() || slot_index_.count(v.impl().get())) return;
+    LOOM_CHECK(!v.is_placeholder(), StateError, "placeholder '", v.name(), "' (", v.uid(),
+               ") is unbound: call the function on inputs before evaluating it");
+    slot_index_[v.impl().get()] = leaf_vars_.size();
+    leaf_vars_.push_back(v);
+  };
+  for (auto& f : order)
+    for (auto& in : f->inputs) add_leaf(in);
+  for (auto& o : outputs_) add_leaf(o);
+  slots_.resize(leaf_vars_.size() + order.size());
+  for (size_t i = 0; i < leaf_vars_.size(); ++i) {
+    const Variable& v = leaf_vars_[i];
+    slots_[i].needs_grad = wanted.count(v.impl().get()) > 0;
+    if (slots_[i].needs_grad && v.is_parameter())
+      param_grads_.emplace(v, NDArrayView(v.dtype(), v.value().shape()));
+    LOOM_CHECK(!slots_[i].needs_grad || v.is_parameter() || v.is_input(), ArgumentError,
+               "gradients exist for parameters and inputs only, not for '", v.name(), "'");
+  }
+  for (auto& f : order) {
+    LOOM_CHECK(f->outputs.size() == 1, StateError, "op ", f->op->name(),
+               " with several outputs is not supported by the executor yet");
+    for (auto& out : f->outputs)
+      LOOM_CHECK(out->shape_known, StateError, "output of ", f->uid,
+                 " has an unknown shape: its graph has unbound placeholders");
+    Node n{f, {}, leaf_vars_.size() + nodes_.size()};
+    bool needs = false;
+    for (size_t i = 0; i < f->inputs.size(); ++i) {
+      size_t s = slot_of(f->inputs[i]);
+      n.inputs.push_back(s);
+      needs = needs || (slots_[s].needs_grad && f->op->differentiable(i, f->attributes));
+    }
+    slot_index_[f->outputs[0].get()] = n.output;
+    slots_[n.output].needs_grad = needs;
+    nodes_.push_back(std::move(n));
+  }
+  for (auto& w : wrt) slot_of(w);  // a wrt variable the outputs do not use is an error
+}
+
+size_t Executor::slot_of(const Variable& v) const {
+  auto it = slot_index_.find(v.impl().get());
+  LOOM_CHECK(it != slot_index_.end(), ArgumentError, "variable '", v.name(), "' (", v.uid(),
+             ") is not part of the graph being computed");
+  return it->second;
+}
+
+void Executor::bind_sequence_layouts(const ValueMap& arguments) {
+  sequence_layouts_.clear();
+  if (layouts_.size() > 64) layouts_.clear();
+  for (auto& v : leaf_vars_) {
+    if (!v.is_input() || !v.has_sequence_axis()) continue;
+    auto it = arguments.find(v);
+    if (it == arguments.end()) continue;
+    const Value& value = it->second;
+    std::vector<size_t> lengths = value.sequence_lengths();
+    std::vector<bool> begins(lengths.size(), true);
+    if (value.mask())
+      for (size_t b = 0; b < lengths.size(); ++b) begins[b] = value.mask()->begins_sequence(b);
+    const std::string& axis = v.dynamic_axes()[1].name();
+    auto found = sequence_layouts_.find(axis);
+    if (found == sequence_layouts_.end()) {
+      sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
+    } else {
+      LOOM_CHECK(found->second->lengths == lengths, ShapeError, "input '", v.name(),
+                 "' has sequence lengths that differ from another input on sequence axis '",
+                 axis, "'");
+    }
+  }
+}
+
+void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
+  const std::string label = "'" + v.name() + "' (" + v.uid() + ")";
+  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for variable ", label, " has type ",
+             to_string(value.dtype()), " but the variable has type ", to_string(v.dtype()));
+  LOOM_CHECK(value.sample_shape() == v.shape(), ShapeError, "value for variable ", label,
+             " has sample shape ", value.sample_shape().to_string(),
+             " but the variable has shape ", v.shape().to_string());
+  LOOM_CHECK(v.has_batch_axis(), ShapeError, "variable ", label,
+             " has no dynamic axes; bind it as a constant instead");
+  Tensor& t = slot.value;
+  t.dtype = v.dtype();
+  t.sparse = nullptr;
+  t.data = nullptr;
+  size_t sample = v.shape().total_size();
+  if (!v.has_sequence_axis()) {
+    LOOM_CHECK(value.max_sequence_length() <= 1 &&
+                   value.number_of_samples() == value.num_sequences(),
+               ShapeError, "value for variable ", label,
+               " holds sequences longer than 1, but the variable has no sequence axis");
+    size_t n = value.num_sequences();
+    t.layout = layouts_.batch(n);
+    t.shape = v.shape().prepend(n);
+    slot.bound = value.data();
+    if (value.is_sparse()) {
+      t.sparse = &*slot.bound;
+    } else {
+      t.data = const_cast<void*>(slot.bound->raw_data());  // inputs are never written
+    }
+    return;
+  }
+  const SequenceLayout* layout = sequence_layouts_.at(v.dynamic_axes()[1].name());
+  t.layout = layout;
+  t.shape = v.shape().prepend(layout->rows());
+  size_t T = value.max_sequence_length();
+  if (value.is_sparse()) {
+    // Reorder CSR rows into the packed order.
+    const NDArrayView& src = value.data();
+    const auto& off = src.csr_row_offsets();
+    const auto& col = src.csr_col_indices();
+    std::vector<int32_t> offsets{0}, cols;
+    std::vector<size_t> src_index;
+    for (size_t step = 0; step < layout->max_length(); ++step)
+      for (size_t k = 0; k < layout->active(step); ++k) {
+        size_t r = layout->order[k] * T + step;
+        for (int32_t j = off[r]; j < off[r + 1]; ++j) {
+          cols.push_back(col[j]);
+          src_index.push_back(size_t(j));
+        }
+        offsets.push_back(int32_t(cols.size()));
+      }
+    slot.bound = dispatch(v.dtype(), [&](auto zero) {
+      using T_ = decltype(zero);
+      const T_* vals = src.csr_values<T_>();
+      std::vector<T_> values(src_index.size());
+      for (size_t i = 0; i < values.size(); ++i) values[i] = vals[src_index[i]];
+      return NDArrayView::sparse_csr<T_>(t.shape, std::move(offsets), std::move(cols), values);
+    });
+    t.sparse = &*slot.bound;
+    return;
+  }
+  size_t bytes = size_of(t.dtype) * sample;
+  t.data = slot.storage.ensure(layout->rows() * bytes);
+  const char* src = static_cast<const char*>(value.data().raw_data());
+  char* dst = static_cast<char*>(t.data);
+  for (size_t b = 0; b < layout->num_sequences(); ++b)
+    for (size_t step = 0; step < layout->lengths[b]; ++step)
+      std::memcpy(dst + layout->row(b, step) * bytes, src + (b * T + step) * bytes, bytes);
+}
+
+void Executor::forward(const ValueMap& arguments, bool is_training) {
+  is_training_ = is_training;
+  bind_sequence_layouts(arguments);
+  for (size_t i = 0; i < leaf_vars_.size(); ++i) {
+    const Variable& v = leaf_vars_[i];
+    Slot& slot = slots_[i];
+    if (v.is_input()) {
+      auto it = arguments.find(v);
+      LOOM_CHECK(it != arguments.end(), ArgumentError, "no value given for input '", v.name(),
+                 "' (", v.uid(), ") of shape ", v.shape().to_string());
+      bind_input(v, slot, it->second);
+    } else {
+      slot.bound = v.value();
+      slot.value = Tensor{v.dtype(), slot.bound->shape(), nullptr, slot.bound->raw_data(), nullptr};
+    }
+  }
+  for (auto& node : nodes_) {
+    const FunctionImpl& f = *node.fn;
+    std::vector<const Tensor*> ins;
+    ins.reserve(node.inputs.size());
+    for (size_t s : node.inputs) ins.push_back(&slots_[s].value);
+    Slot& out = slots_[node.output];
+    const VariableImpl& spec = *f.outputs[0];
+    out.value.dtype = spec.dtype;
+    out.value.layout = f.op->output_layout(ins, f.attributes, layouts_);
+    out.value.shape = out.value.layout ? spec.shape.prepend(out.value.layout->rows()) : spec.shape;
+    out.value.sparse = nullptr;
+    out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
+    OpCall call{f.attributes, std::move(ins), &out.value, nullptr, &out.scratch, is_training};
+    f.op->forward(call);
+  }
+  forward_done_ = true;
+}
+
+Tensor& Executor::gradient_tensor(size_t index) {
+  Slot& slot = slots_[index];
+  Tensor& g = slot.grad;
+  g = slot.value;
+  g.sparse = nullptr;
+  if (index < leaf_vars_.size() && leaf_vars_[index].is_parameter()) {
+    g.data = param_grads_.at(leaf_vars_[index]).raw_data();
+  } else {
+    g.data = slot.grad_storage.ensure(g.size() * size_of(g.dtype));
+  }
+  return g;
+}
+
+void Executor::backward(const Variable& root) {
+  LOOM_CHECK(forward_done_, StateError, "backward before forward");
+  for (auto& s : slots_) s.grad_written = false;
+  size_t r = slot_of(root);
+  LOOM_CHECK(slots_[r].needs_grad, ArgumentError, "'", root.name(),
+             "' does not depend on any variable whose gradient was requested");
+  Tensor& seed = gradient_tensor(r);
+  dispatch(seed.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::fill_n(seed.ptr<T>(), seed.size(), T(1));
+  });
+  slots_[r].grad_written = true;
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Slot& out = slots_[it->output];
+    if (!out.grad_written) continue;
+    const FunctionImpl& f = *it->fn;
+    std::vector<const Tensor*> ins;
+    for (size_t s : it->inputs) ins.push_back(&slots_[s].value);
+    OpCall call{f.attributes, std::move(ins), &out.value, &out.grad, &out.scratch, is_training_};
+    for (size_t i = 0; i < it->inputs.size(); ++i) {
+      Slot& in = slots_[it->inputs[i]];
+      if (!in.needs_grad || !f.op->differentiable(i, f.attributes)) continue;
+      LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input '",
+                 leaf_vars_[it->inputs[i]].name(), "' is not supported");
+      bool accumulate = in.grad_written;
+      Tensor& g = accumulate ? in.grad : gradient_tensor(it->inputs[i]);
+      f.op->backward(call, i, g, accumulate);
+      in.grad_written = true;
+    }
+  }
+  for (size_t i = 0; i < leaf_vars_.size(); ++i)
+    if (slots_[i].needs_grad && !slots_[i].grad_written && leaf_vars_[i].is_parameter())
+      param_grads_.at(leaf_vars_[i]).fill(0);
+}
+
+const Tensor& Executor::tensor(const Variable& v) const {
+  LOOM_CHECK(forward_done_, StateError, "no value before forward");
+  return slots_[slot_of(v)].value;
+}
+
+namespace {
+// Copies a packed tensor (or gradient) into a Value of the variable's form.
+Value unpack(const Tensor& t, bool as_sequence) {
+  size_t bytes = t.sample_size() * size_of(t.dtype);
+  NDShape sample = t.sample_shape();
+  if (!t.dynamic()) {
+    NDArrayView out(t.dtype, sample.prepend(1));
+    std::memcpy(out.raw_data(), t.data, bytes);
+    return Value(out, false);
+  }
+  const SequenceLayout& l = *t.layout;
+  size_t T = as_sequence ? l.max_length() : 1;
+  NDArrayView out(t.dtype, as_sequence ? sample.prepend(T).prepend(l.num_sequences())
+                                       : sample.prepend(l.num_sequences()));
+  char* dst = static_cast<char*>(out.raw_data());
+  const char* src = static_cast<const char*>(t.data);
+  for (size_t b = 0; b < l.num_sequences(); ++b)
+    for (size_t step = 0; step < l.lengths[b]; ++step)
+      std::memcpy(dst + (b * T + step) * bytes, src + l.row(b, step) * bytes, bytes);
+  if (!as_sequence) return Value(out, false);
+  NDMask mask(l.num_sequences(), T);
+  for (size_t b = 0; b < l.num_sequences(); ++b) {
+    mask.invalidate_from(b, l.lengths[b]);
+    if (!l.begins[b] && l.lengths[b]) mask.set(b, 0, MaskKind::Valid);
+  }
+  return Value(out, true, std::move(mask));
+}
+}  // namespace
+
+Value Executor::output_value(const Variable& v) const {
+  const Tensor& t = tensor(v);
+  LOOM_CHECK(!t.is_sparse(), StateError, "output_value of sparse '", v.name(), "'");
+  return unpack(t, v.has_sequence_axis());
+}
+
+double Executor::sum(const Variable& v) const {
+  const Tensor& t = tensor(v);
+  return dispatch(t.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    double s = 0;
+    const T* d = t.ptr<T>();
+    for (size_t i = 0, n = t.size(); i < n; ++i) s += double(d[i]);
+    return s;
+  });
+}
+
+size_t Executor::sample_count(const Variable& v) const { return tensor(v).rows(); }
+
+NDArrayView Executor::parameter_gradient(const Variable& parameter) const {
+  auto it = param_grads_.find(parameter);
+  LOOM_CHECK(it != param_grads_.end(), ArgumentError, "no gradient was requested for '",
+             parameter.name(), "'");
+  return it->second;
+}
+
+Value Executor::gradient_value(const Variable& v) const {
+  const Slot& slot = slots_[slot_of(v)];
+  LOOM_CHECK(slot.needs_grad, ArgumentError, "no gradient was requested for '", v.name(), "'");
+  if (v.is_parameter()) {
+    NDArrayView g = parameter_gradient(v).deep_clone();
+    return Value(g.reshaped(g.shape().prepend(1)), false);
+  }
+  LOOM_CHECK(slot.grad_written, StateError, "'", v.name(), "' received no gradient");
+  return unpack(slot.grad, v.has_sequence_axis());
+}
+
+}  // namespace loom

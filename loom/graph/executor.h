@@ -1,0 +1,79 @@
+// Executor: runs a graph. It plans once (topological order, which variables need gradients,
+// one storage slot per variable) and reuses that plan and its grow-only buffers for every
+// minibatch, so a steady training loop allocates nothing. See docs/executor.md.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/graph/function.h"
+#include "loom/graph/graph_impl.h"
+#include "loom/graph/op.h"
+
+namespace loom {
+
+class Executor {
+ public:
+  // outputs: what forward computes; wrt: parameters or inputs whose gradients backward gives.
+  explicit Executor(std::vector<Variable> outputs, std::vector<Variable> wrt = {});
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Binds the arguments (every input the outputs depend on needs a value; others are
+  // ignored) and computes the outputs. is_training selects training behaviour of ops such
+  // as dropout and batch normalization.
+  void forward(const ValueMap& arguments, bool is_training);
+  // Back-propagates the gradient of the sum of root (one of the outputs) over all its
+  // elements and samples, after forward.
+  void backward(const Variable& root);
+
+  // After forward: a variable's packed tensor, and its value unpacked into a Value (copy).
+  const Tensor& tensor(const Variable& v) const;
+  Value output_value(const Variable& v) const;
+  // Sum of all elements of a computed variable over all samples.
+  double sum(const Variable& v) const;
+  // Number of samples (rows) of a computed variable; 1 when it has no dynamic axes.
+  size_t sample_count(const Variable& v) const;
+  // After backward: the gradient of a wrt variable. For parameters, an NDArrayView of the
+  // parameter's shape owned by the executor and reused across minibatches.
+  NDArrayView parameter_gradient(const Variable& parameter) const;
+  Value gradient_value(const Variable& v) const;
+  // Gradients of all wrt parameters, keyed by parameter (the learners' input).
+  std::unordered_map<Variable, NDArrayView>& parameter_gradients() { return param_grads_; }
+
+ private:
+  struct Slot {
+    Tensor value;
+    TensorStorage storage;
+    Tensor grad;
+    TensorStorage grad_storage;
+    bool grad_written = false;
+    bool needs_grad = false;
+    std::optional<NDArrayView> bound;  // keeps a bound input's data alive
+    TensorStorage scratch;
+  };
+  struct Node {
+    std::shared_ptr<FunctionImpl> fn;
+    std::vector<size_t> inputs;  // slot indices
+    size_t output;               // slot index (single-output ops)
+  };
+
+  size_t slot_of(const Variable& v) const;
+  void bind_input(const Variable& v, Slot& slot, const Value& value);
+  void bind_sequence_layouts(const ValueMap& arguments);
+  Tensor& gradient_tensor(size_t slot);
+
+  std::vector<Variable> outputs_;
+  std::vector<Node> nodes_;
+  std::vector<Slot> slots_;
+  std::unordered_map<const VariableImpl*, size_t> slot_index_;
+  std::vector<Variable> leaf_vars_;  // slot i < leaf_vars_.size() holds leaf_vars_[i]
+  std::unordered_map<Variable, NDArrayView> param_grads_;
+  LayoutCache layouts_;
+  std::unordered_map<std::string, const SequenceLayout*> sequence_layouts_;
+  bool forward_done_ = false;
+  bool is_training_ = false;
+};
+
+}  // namespace loom

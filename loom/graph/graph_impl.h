@@ -1,0 +1,58 @@
+// The shared state behind Variable and Function handles. Used by the graph layer and by the
+// executor; user code sees only the handles.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+#include "loom/core/random.h"
+#include "loom/graph/function.h"
+#include "loom/graph/variable.h"
+
+namespace loom {
+
+struct VariableImpl {
+  VariableKind kind;
+  NDShape shape;
+  bool shape_known = true;
+  DataType dtype = DataType::Float32;
+  std::vector<Axis> dynamic_axes;
+  bool is_sparse = false;
+  bool needs_gradient = false;
+  std::string name;
+  std::string uid;
+  // Outputs: the producing primitive (weak: the function owns its outputs).
+  std::weak_ptr<FunctionImpl> owner;
+  size_t output_index = 0;
+  // Parameters and constants: the value once the shape is known, and how to make it.
+  std::optional<NDArrayView> value;
+  Initializer init;
+  RandomGenerator init_generator;
+
+  // Fixes the inferred dimensions of a parameter's shape and runs its initializer.
+  void resolve_shape(const NDShape& full);
+};
+
+class FunctionImpl {
+ public:
+  const OpDef* op = nullptr;
+  std::vector<Variable> inputs;
+  std::vector<std::shared_ptr<VariableImpl>> outputs;
+  Dictionary attributes;
+  std::string name;
+  std::string uid;
+  // Set for combine() results and layer calls: the name it prints as ("Composite", "Dense").
+  std::string block_name;
+};
+
+// A new uid with the given prefix ("Parameter", "Input", "Plus", ...), unique in the process.
+std::string new_uid(const std::string& prefix);
+
+// All primitive functions the given variables depend on, inputs before the functions that
+// use them (a topological order), each once.
+std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots);
+
+}  // namespace loom

@@ -1,0 +1,44 @@
+// Parameter initializers (CNTK's glorot_uniform, he_normal, ...). An initializer is a small
+// description, not code, so a model file can record how a parameter was made.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "loom/core/ndarray_view.h"
+#include "loom/core/random.h"
+
+namespace loom {
+
+enum class InitKind { Zeros, Constant, Uniform, Normal, GlorotUniform, GlorotNormal, HeUniform, HeNormal };
+
+struct Initializer {
+  InitKind kind = InitKind::GlorotUniform;
+  double scale = 1.0;  // the value for Constant
+  // Trailing axes of the shape that are the output (fan-out) axes; the rest are fan-in.
+  int output_rank = 1;
+  // Leading axes that are filter (receptive-field) axes counted in both fans (convolution).
+  int filter_rank = 0;
+  // Seed of the generator; none: the parameter draws the next default stream when it is
+  // created (set_fixed_random_seed), so creation order, not inference order, decides values.
+  std::optional<uint64_t> seed;
+
+  // Fills t (dense, any shape) as the kind says, drawing from gen.
+  void fill(NDArrayView& t, RandomGenerator& gen) const;
+};
+
+Initializer zeros();
+Initializer constant_initializer(double value);
+Initializer uniform(double scale, std::optional<uint64_t> seed = std::nullopt);
+Initializer normal(double scale, std::optional<uint64_t> seed = std::nullopt);
+Initializer glorot_uniform(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+                           std::optional<uint64_t> seed = std::nullopt);
+Initializer glorot_normal(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+                          std::optional<uint64_t> seed = std::nullopt);
+Initializer he_uniform(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+                       std::optional<uint64_t> seed = std::nullopt);
+Initializer he_normal(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+                      std::optional<uint64_t> seed = std::nullopt);
+
+}  // namespace loom

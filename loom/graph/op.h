@@ -1,0 +1,70 @@
+// OpDef: what one kind of primitive function does. Each op family in loom/ops/ implements
+// this interface; the graph layer calls it for shape inference, the executor for compute.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+#include "loom/graph/tensor.h"
+#include "loom/graph/variable.h"
+
+namespace loom {
+
+// The type of one output, as shape inference determines it.
+struct OutputSpec {
+  NDShape shape;
+  DataType dtype = DataType::Float32;
+  std::vector<Axis> dynamic_axes;
+  bool is_sparse = false;
+};
+
+// One op application inside the executor: the inputs' and output's tensors, and for
+// backward the output's gradient.
+struct OpCall {
+  const Dictionary& attributes;
+  std::vector<const Tensor*> inputs;
+  Tensor* output = nullptr;
+  const Tensor* output_gradient = nullptr;
+  // Scratch space the op may keep between forward and backward of one minibatch (e.g. the
+  // softmax of cross_entropy_with_softmax); sized by the op, reused across minibatches.
+  TensorStorage* scratch = nullptr;
+  bool is_training = false;
+};
+
+class OpDef {
+ public:
+  virtual ~OpDef() = default;
+  virtual const char* name() const = 0;
+  // Output types from the inputs (all with known shapes). May fix the inferred dimensions of
+  // parameter inputs through resolve_parameter_shape (e.g. times learns its input size).
+  // Throws ShapeError naming the op, the inputs and their shapes on a mismatch.
+  virtual std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
+                                        const Dictionary& attributes) const = 0;
+  // Which layout the output rows follow. By default the rows of the dynamic inputs (which
+  // must all share one layout); sequence ops return another (e.g. one row per sequence).
+  virtual const SequenceLayout* output_layout(const std::vector<const Tensor*>& inputs,
+                                              const Dictionary& attributes,
+                                              LayoutCache& layouts) const;
+  virtual void forward(OpCall& call) const = 0;
+  // Writes (accumulate=false) or adds (accumulate=true) the gradient for input `index` into
+  // input_gradient, whose shape equals that input's tensor shape.
+  virtual void backward(OpCall& call, size_t index, Tensor& input_gradient,
+                        bool accumulate) const = 0;
+  // Whether the op can produce a gradient for input `index` (false e.g. for labels of a
+  // metric, or indices).
+  virtual bool differentiable(size_t index, const Dictionary& attributes) const { return true; }
+};
+
+// Fixes inferred dimensions of a parameter input; for known dimensions checks they agree.
+void resolve_parameter_shape(const Variable& parameter, const NDShape& shape);
+
+// Shape-inference helpers shared by the op families.
+// The common dynamic axes of inputs (those that have any must agree), or a ShapeError.
+std::vector<Axis> common_dynamic_axes(const char* op, const std::vector<Variable>& inputs);
+// The common data type of inputs, or a ShapeError.
+DataType common_dtype(const char* op, const std::vector<Variable>& inputs);
+// Numpy broadcasting of sample shapes (right-aligned, 1 broadcasts), or a ShapeError.
+NDShape broadcast_shapes(const char* op, const std::vector<Variable>& inputs);
+
+}  // namespace loom

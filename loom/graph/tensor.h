@@ -1,0 +1,77 @@
+// What ops compute on inside the executor. A tensor with dynamic axes is packed: its rows
+// are the real (unmasked) samples of the minibatch, one row per (sequence, step), so no op
+// ever sees padding and every reduction over samples is a plain sum over rows. Rows are
+// time-major with sequences sorted by decreasing length (as in PyTorch's PackedSequence):
+// step t of all sequences still running is one contiguous block, which is what a recurrent
+// loop needs. SequenceLayout records that arrangement.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "loom/core/ndarray_view.h"
+
+namespace loom {
+
+struct SequenceLayout {
+  std::vector<size_t> lengths;       // per sequence, in the minibatch's order
+  std::vector<size_t> order;         // rank -> sequence, by decreasing length (stable)
+  std::vector<size_t> rank_of;       // sequence -> rank
+  std::vector<size_t> step_offsets;  // first row of step t; max_length + 1 entries
+  std::vector<bool> begins;          // per sequence: starts in this minibatch (not a continuation)
+
+  // A layout for sequences of the given lengths; all begin unless begins is given.
+  static SequenceLayout from_lengths(std::vector<size_t> lengths, std::vector<bool> begins = {});
+
+  size_t num_sequences() const { return lengths.size(); }
+  size_t rows() const { return step_offsets.back(); }
+  size_t max_length() const { return step_offsets.size() - 1; }
+  // Row of step t of sequence seq (t < lengths[seq]).
+  size_t row(size_t seq, size_t t) const { return step_offsets[t] + rank_of[seq]; }
+  // Sequences still running at step t (they are the ranks 0..active(t)-1).
+  size_t active(size_t t) const { return step_offsets[t + 1] - step_offsets[t]; }
+  bool same_shape_as(const SequenceLayout& o) const { return lengths == o.lengths; }
+};
+
+// Layouts of one minibatch; owned by the executor, valid until the next minibatch.
+class LayoutCache {
+ public:
+  // The layout of a batch of n samples without a sequence axis (identity order).
+  const SequenceLayout* batch(size_t n);
+  const SequenceLayout* add(SequenceLayout layout);
+  void clear() { layouts_.clear(); }
+  size_t size() const { return layouts_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<SequenceLayout>> layouts_;
+};
+
+// Grow-only storage: reallocated only when a minibatch needs more than any before it.
+class TensorStorage {
+ public:
+  void* ensure(size_t bytes);
+  size_t capacity() const { return buffer_ ? buffer_->bytes() : 0; }
+
+ private:
+  std::unique_ptr<Buffer> buffer_;
+};
+
+struct Tensor {
+  DataType dtype = DataType::Float32;
+  // [rows] + sample shape when the tensor has dynamic axes, else the static shape.
+  NDShape shape;
+  const SequenceLayout* layout = nullptr;  // null: no dynamic axes
+  void* data = nullptr;                    // dense elements (null when sparse)
+  const NDArrayView* sparse = nullptr;     // CSR data, one CSR row per tensor row
+
+  bool dynamic() const { return layout != nullptr; }
+  bool is_sparse() const { return sparse != nullptr; }
+  size_t rows() const { return dynamic() ? shape[0] : 1; }
+  size_t size() const { return shape.total_size(); }
+  NDShape sample_shape() const { return dynamic() ? shape.sub_shape(1) : shape; }
+  size_t sample_size() const { return sample_shape().total_size(); }
+  template <typename T>
+  T* ptr() const { return static_cast<T*>(data); }
+};
+
+}  // namespace loom

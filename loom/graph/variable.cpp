@@ -1,0 +1,171 @@
+#include "loom/graph/variable.h"
+
+#include <atomic>
+
+#include "loom/graph/graph_impl.h"
+
+namespace loom {
+
+std::string new_uid(const std::string& prefix) {
+  static std::atomic<uint64_t> counter{0};
+  return prefix + std::to_string(++counter);
+}
+
+Variable::Variable(const Function& f) {
+  LOOM_CHECK(f.valid(), ArgumentError, "Variable from an empty Function");
+  auto& outs = f.impl()->outputs;
+  LOOM_CHECK(outs.size() == 1, ShapeError, "function ", f.to_string(), " has ", outs.size(),
+             " outputs; pick one with outputs()[i]");
+  impl_ = outs[0];
+  keep_alive_ = f.impl();
+}
+
+namespace {
+const VariableImpl& get(const std::shared_ptr<VariableImpl>& p) {
+  LOOM_CHECK(p, StateError, "use of an empty Variable");
+  return *p;
+}
+}  // namespace
+
+VariableKind Variable::kind() const { return get(impl_).kind; }
+const NDShape& Variable::shape() const { return get(impl_).shape; }
+bool Variable::has_known_shape() const { return get(impl_).shape_known; }
+DataType Variable::dtype() const { return get(impl_).dtype; }
+const std::vector<Axis>& Variable::dynamic_axes() const { return get(impl_).dynamic_axes; }
+bool Variable::is_sparse() const { return get(impl_).is_sparse; }
+bool Variable::needs_gradient() const { return get(impl_).needs_gradient; }
+const std::string& Variable::name() const { return get(impl_).name; }
+const std::string& Variable::uid() const { return get(impl_).uid; }
+
+NDArrayView Variable::value() const {
+  const VariableImpl& v = get(impl_);
+  LOOM_CHECK(v.kind == VariableKind::Parameter || v.kind == VariableKind::Constant, StateError,
+             "variable '", v.name, "' (", v.uid, ") is not a parameter or constant and has no value");
+  LOOM_CHECK(v.value.has_value(), StateError, "parameter '", v.name, "' of shape ",
+             v.shape.to_string(), " has no value yet: its shape is inferred at the first call");
+  return *v.value;
+}
+
+void Variable::set_value(const NDArrayView& value) const {
+  NDArrayView current = this->value();
+  LOOM_CHECK(value.shape() == current.shape(), ShapeError, "set_value of '", name(),
+             "': shape ", value.shape().to_string(), " does not match ", current.shape().to_string());
+  current.copy_from(value);
+}
+
+Function Variable::owner() const {
+  const VariableImpl& v = get(impl_);
+  LOOM_CHECK(v.kind == VariableKind::Output, StateError, "only outputs have an owner function");
+  auto f = v.owner.lock();
+  LOOM_CHECK(f, StateError, "the function producing '", v.uid, "' no longer exists");
+  return Function(f);
+}
+
+std::string Variable::type_string() const {
+  const VariableImpl& v = get(impl_);
+  if (!v.shape_known) return "Placeholder";
+  std::string t = std::string(v.is_sparse ? "SparseTensor" : "Tensor") + v.shape.to_string();
+  return v.dynamic_axes.size() > 1 ? "Sequence[" + t + "]" : t;
+}
+
+Parameter::Parameter(const Variable& v) : Variable(v) {
+  LOOM_CHECK(v.is_parameter(), ArgumentError, "variable '", v.name(), "' is not a parameter");
+}
+
+Constant::Constant(const Variable& v) : Variable(v) {
+  LOOM_CHECK(v.is_constant(), ArgumentError, "variable '", v.name(), "' is not a constant");
+}
+
+void VariableImpl::resolve_shape(const NDShape& full) {
+  // An inferred axis may stand for several (a Dense layer over images maps all their axes).
+  LOOM_CHECK(full.rank() == shape.rank() || (shape.has_inferred() && full.rank() > shape.rank()),
+             ShapeError, "parameter '", name, "' of shape ", shape.to_string(),
+             " cannot take shape ", full.to_string());
+  for (size_t i = 0; i < full.rank() && full.rank() == shape.rank(); ++i)
+    LOOM_CHECK(shape[i] == NDShape::kInferred || shape[i] == full[i], ShapeError, "parameter '",
+               name, "' of shape ", shape.to_string(), " cannot take shape ", full.to_string());
+  if (value) return;
+  shape = full;
+  value = NDArrayView(dtype, shape);
+  init.fill(*value, init_generator);
+}
+
+Variable input_variable(const NDShape& shape, const InputOptions& o) {
+  LOOM_CHECK(!shape.has_inferred(), ShapeError, "input_variable '", o.name, "': shape ",
+             shape.to_string(), " must be fully known");
+  LOOM_CHECK(!o.is_sparse || shape.rank() >= 1, ShapeError, "input_variable '", o.name,
+             "': a sparse input needs at least one axis");
+  LOOM_CHECK(o.dynamic_axes.size() <= 2 && (o.dynamic_axes.empty() || o.dynamic_axes[0].is_batch()),
+             ArgumentError, "input_variable '", o.name,
+             "': dynamic axes must be {}, {batch} or {batch, sequence axis}");
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Input;
+  v->shape = shape;
+  v->dtype = o.dtype;
+  v->dynamic_axes = o.dynamic_axes;
+  v->is_sparse = o.is_sparse;
+  v->needs_gradient = o.needs_gradient;
+  v->name = o.name;
+  v->uid = new_uid("Input");
+  return Variable(v);
+}
+
+Variable sequence::input_variable(const NDShape& shape, InputOptions o) {
+  if (o.dynamic_axes.size() < 2) o.dynamic_axes = default_sequence_axes();
+  return loom::input_variable(shape, o);
+}
+
+Parameter parameter(const NDShape& shape, const Initializer& init, DataType dtype,
+                    const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Parameter;
+  v->shape = shape;
+  v->dtype = dtype;
+  v->needs_gradient = true;
+  v->name = name;
+  v->uid = new_uid("Parameter");
+  v->init = init;
+  v->init_generator = init.seed ? RandomGenerator(*init.seed) : next_default_generator();
+  if (!shape.has_inferred()) v->resolve_shape(shape);
+  return Parameter(Variable(v));
+}
+
+Parameter parameter(const NDArrayView& value, const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Parameter;
+  v->shape = value.shape();
+  v->dtype = value.dtype();
+  v->needs_gradient = true;
+  v->name = name;
+  v->uid = new_uid("Parameter");
+  v->value = value.to_dense().deep_clone();
+  return Parameter(Variable(v));
+}
+
+Constant constant(const NDArrayView& value, const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Constant;
+  v->shape = value.shape();
+  v->dtype = value.dtype();
+  v->name = name;
+  v->uid = new_uid("Constant");
+  v->value = value.to_dense().deep_clone();
+  return Constant(Variable(v));
+}
+
+Constant constant(double scalar, DataType dtype, const std::string& name) {
+  NDArrayView value(dtype, NDShape{});
+  value.fill(scalar);
+  return constant(value, name);
+}
+
+Variable placeholder(const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Placeholder;
+  v->shape_known = false;
+  v->name = name;
+  v->uid = new_uid("Placeholder");
+  return Variable(v);
+}
+
+}  // namespace loom

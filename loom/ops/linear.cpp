@@ -1,0 +1,117 @@
+#include "loom/ops/linear.h"
+
+#include "loom/graph/op.h"
+#include "loom/kernels/gemm.h"
+#include "loom/kernels/sparse.h"
+
+namespace loom {
+
+namespace {
+
+// x viewed as a matrix [M, K] (rows times leading axes A, then the contracted axes) and W as
+// [K, N].
+struct Dims {
+  size_t M, K, N;
+};
+
+Dims matrix_dims(const OpCall& call) {
+  const Tensor& x = *call.inputs[0];
+  const Tensor& W = *call.inputs[1];
+  size_t output_rank = size_t(call.attributes.get<int64_t>("output_rank"));
+  size_t N = W.shape.sub_shape(W.shape.rank() - output_rank).total_size();
+  size_t K = W.size() / (N ? N : 1);
+  size_t M = K ? x.size() / K : 0;
+  return {M, K, N};
+}
+
+class TimesOp : public OpDef {
+ public:
+  const char* name() const override { return "Times"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary& a) const override {
+    const Variable &x = in[0], &W = in[1];
+    size_t output_rank = size_t(a.get<int64_t>("output_rank"));
+    int map = int(a.get<int64_t>("infer_input_rank_to_map"));
+    const NDShape& ws = W.shape();
+    LOOM_CHECK(!W.has_batch_axis(), ShapeError, "Times: the right operand '", W.name(),
+               "' must not have dynamic axes (its shape is ", ws.to_string(), ")");
+    LOOM_CHECK(ws.rank() > output_rank, ShapeError, "Times: right operand of shape ",
+               ws.to_string(), " has no input axes besides its ", output_rank, " output axes");
+    NDShape out_axes = ws.sub_shape(ws.rank() - output_rank);
+    NDShape w_in = ws.sub_shape(0, ws.rank() - output_rank);
+    const NDShape& xs = x.shape();
+    if (w_in.has_inferred()) {
+      size_t k_rank = map == 0 ? xs.rank() : map > 0 ? xs.rank() - size_t(map) : w_in.rank();
+      LOOM_CHECK(k_rank <= xs.rank() && k_rank > 0, ShapeError, "Times: cannot infer the input axes of ",
+                 ws.to_string(), " from an operand of shape ", xs.to_string());
+      NDShape k = xs.sub_shape(xs.rank() - k_rank);
+      LOOM_CHECK(w_in.rank() == k_rank || (w_in.rank() == 1 && map >= 0), ShapeError,
+                 "Times: right operand of shape ", ws.to_string(),
+                 " cannot take input axes ", k.to_string());
+      LOOM_CHECK(W.is_parameter(), ShapeError, "Times: only a parameter can have inferred axes");
+      resolve_parameter_shape(W, k.append(out_axes));
+      w_in = k;
+    }
+    LOOM_CHECK(w_in.rank() <= xs.rank() && xs.sub_shape(xs.rank() - w_in.rank()) == w_in,
+               ShapeError, "Times: operand shapes ", xs.to_string(), " and ", W.shape().to_string(),
+               " do not match: the trailing axes of the left must equal the leading ", w_in.rank(),
+               " axes of the right");
+    LOOM_CHECK(x.dtype() == W.dtype(), ShapeError, "Times: operands have types ",
+               to_string(x.dtype()), " and ", to_string(W.dtype()));
+    NDShape out = xs.sub_shape(0, xs.rank() - w_in.rank()).append(out_axes);
+    return {{out, x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const Tensor &x = *call.inputs[0], &W = *call.inputs[1];
+    Dims d = matrix_dims(call);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* y = call.output->ptr<T>();
+      if (x.is_sparse()) {
+        const NDArrayView& s = *x.sparse;
+        kernels::csr_gemm<T>(d.M, d.N, s.csr_row_offsets().data(), s.csr_col_indices().data(),
+                             s.csr_values<T>(), W.ptr<T>(), d.N, T(1), T(0), y, d.N);
+      } else {
+        kernels::gemm<T>(false, false, d.M, d.N, d.K, T(1), x.ptr<T>(), d.K, W.ptr<T>(), d.N,
+                         T(0), y, d.N);
+      }
+    });
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &x = *call.inputs[0], &W = *call.inputs[1];
+    Dims d = matrix_dims(call);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      T beta = accumulate ? T(1) : T(0);
+      if (index == 0) {  // dX = dY · Wᵀ
+        kernels::gemm<T>(false, true, d.M, d.K, d.N, T(1), dy, d.N, W.ptr<T>(), d.N, beta,
+                         g.ptr<T>(), d.K);
+      } else if (x.is_sparse()) {  // dW = Xᵀ · dY
+        const NDArrayView& s = *x.sparse;
+        kernels::csr_transpose_gemm<T>(d.M, d.K, d.N, s.csr_row_offsets().data(),
+                                       s.csr_col_indices().data(), s.csr_values<T>(), dy, d.N,
+                                       T(1), beta, g.ptr<T>(), d.N);
+      } else {
+        kernels::gemm<T>(true, false, d.K, d.N, d.M, T(1), x.ptr<T>(), d.K, dy, d.N, beta,
+                         g.ptr<T>(), d.N);
+      }
+    });
+  }
+};
+
+const TimesOp kTimes;
+
+}  // namespace
+
+Function times(const Variable& x, const Variable& W, size_t output_rank,
+               int infer_input_rank_to_map, const std::string& name) {
+  Dictionary a;
+  a["output_rank"] = int64_t(output_rank);
+  a["infer_input_rank_to_map"] = int64_t(infer_input_rank_to_map);
+  return make_primitive(kTimes, {x, W}, std::move(a), name);
+}
+
+}  // namespace loom

@@ -1,0 +1,239 @@
+#include "loom/ops/losses.h"
+
+#include <cmath>
+
+#include "loom/graph/op.h"
+#include "loom/kernels/softmax.h"
+
+namespace loom {
+
+namespace {
+
+// Shape inference shared by the losses: both operands have the same sample shape and one
+// [1]-shaped value comes out per sample.
+std::vector<OutputSpec> per_sample_loss(const char* op, const std::vector<Variable>& in) {
+  LOOM_CHECK(in[0].shape() == in[1].shape(), ShapeError, op, ": operand shapes ",
+             in[0].shape().to_string(), " and ", in[1].shape().to_string(), " differ");
+  return {{NDShape{1}, common_dtype(op, in), common_dynamic_axes(op, in), false}};
+}
+
+// Calls f(column, value) for the entries of row r of a dense or sparse tensor.
+template <typename T, typename F>
+void for_each_in_row(const Tensor& t, size_t r, size_t cols, F&& f) {
+  if (t.is_sparse()) {
+    const auto& off = t.sparse->csr_row_offsets();
+    const auto& col = t.sparse->csr_col_indices();
+    const T* v = t.sparse->csr_values<T>();
+    for (int32_t k = off[r]; k < off[r + 1]; ++k) f(size_t(col[k]), v[k]);
+  } else {
+    const T* row = t.ptr<T>() + r * cols;
+    for (size_t c = 0; c < cols; ++c)
+      if (row[c] != T(0)) f(c, row[c]);
+  }
+}
+
+class SquaredErrorOp : public OpDef {
+ public:
+  const char* name() const override { return "SquaredError"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return per_sample_loss(name(), in);
+  }
+  void forward(OpCall& call) const override {
+    const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
+    LOOM_CHECK(!o.is_sparse() && !t.is_sparse(), ShapeError, "SquaredError needs dense operands");
+    size_t rows = call.output->rows(), n = o.sample_size();
+    dispatch(o.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *a = o.ptr<T>(), *b = t.ptr<T>();
+      T* y = call.output->ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        T s = 0;
+        for (size_t i = 0; i < n; ++i) {
+          T d = a[r * n + i] - b[r * n + i];
+          s += d * d;
+        }
+        y[r] = s;
+      }
+    });
+  }
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
+    size_t rows = call.output->rows(), n = o.sample_size();
+    dispatch(o.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *a = o.ptr<T>(), *b = t.ptr<T>(), *dy = call.output_gradient->ptr<T>();
+      T* dx = g.ptr<T>();
+      T sign = index == 0 ? T(2) : T(-2);
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t i = 0; i < n; ++i) {
+          T v = sign * dy[r] * (a[r * n + i] - b[r * n + i]);
+          dx[r * n + i] = accumulate ? dx[r * n + i] + v : v;
+        }
+    });
+  }
+};
+
+class CrossEntropyWithSoftmaxOp : public OpDef {
+ public:
+  const char* name() const override { return "CrossEntropyWithSoftmax"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return per_sample_loss(name(), in);
+  }
+  void forward(OpCall& call) const override {
+    const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    LOOM_CHECK(!z.is_sparse(), ShapeError, "CrossEntropyWithSoftmax needs dense scores");
+    size_t rows = call.output->rows(), n = z.sample_size();
+    dispatch(z.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* y = call.output->ptr<T>();
+      kernels::logsumexp<T>(rows, n, z.ptr<T>(), y);
+      const T* zp = z.ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        T mass = 0, dot = 0;
+        for_each_in_row<T>(t, r, n, [&](size_t c, T v) {
+          mass += v;
+          dot += v * zp[r * n + c];
+        });
+        y[r] = mass * y[r] - dot;
+      }
+    });
+  }
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    size_t rows = call.output->rows(), n = z.sample_size();
+    dispatch(z.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *zp = z.ptr<T>(), *dy = call.output_gradient->ptr<T>();
+      T* p = static_cast<T*>(call.scratch->ensure(rows * n * sizeof(T)));
+      T* dx = g.ptr<T>();
+      if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
+        kernels::softmax<T>(rows, n, zp, p);
+        for (size_t r = 0; r < rows; ++r) {
+          T mass = 0;
+          for_each_in_row<T>(t, r, n, [&](size_t, T v) { mass += v; });
+          T* pr = p + r * n;
+          for (size_t c = 0; c < n; ++c) pr[c] *= mass;
+          for_each_in_row<T>(t, r, n, [&](size_t c, T v) { pr[c] -= v; });
+          for (size_t c = 0; c < n; ++c) {
+            T v = dy[r] * pr[c];
+            dx[r * n + c] = accumulate ? dx[r * n + c] + v : v;
+          }
+        }
+      } else {  // dt = dy · (logsumexp(z) − z)
+        kernels::logsumexp<T>(rows, n, zp, p);
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t c = 0; c < n; ++c) {
+            T v = dy[r] * (p[r] - zp[r * n + c]);
+            dx[r * n + c] = accumulate ? dx[r * n + c] + v : v;
+          }
+      }
+    });
+  }
+};
+
+class BinaryCrossEntropyOp : public OpDef {
+ public:
+  const char* name() const override { return "BinaryCrossEntropy"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return per_sample_loss(name(), in);
+  }
+  void forward(OpCall& call) const override {
+    const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
+    LOOM_CHECK(!o.is_sparse() && !t.is_sparse(), ShapeError,
+               "BinaryCrossEntropy needs dense operands");
+    size_t rows = call.output->rows(), n = o.sample_size();
+    dispatch(o.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *a = o.ptr<T>(), *b = t.ptr<T>();
+      T* y = call.output->ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        T s = 0;
+        for (size_t i = r * n; i < (r + 1) * n; ++i)
+          s -= b[i] * std::log(a[i]) + (1 - b[i]) * std::log(1 - a[i]);
+        y[r] = s;
+      }
+    });
+  }
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
+    size_t rows = call.output->rows(), n = o.sample_size();
+    dispatch(o.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *a = o.ptr<T>(), *b = t.ptr<T>(), *dy = call.output_gradient->ptr<T>();
+      T* dx = g.ptr<T>();
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t i = r * n; i < (r + 1) * n; ++i) {
+          T v = index == 0 ? dy[r] * ((1 - b[i]) / (1 - a[i]) - b[i] / a[i])
+                           : dy[r] * (std::log(1 - a[i]) - std::log(a[i]));
+          dx[i] = accumulate ? dx[i] + v : v;
+        }
+    });
+  }
+};
+
+class ClassificationErrorOp : public OpDef {
+ public:
+  const char* name() const override { return "ClassificationError"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return per_sample_loss(name(), in);
+  }
+  bool differentiable(size_t, const Dictionary&) const override { return false; }
+  void forward(OpCall& call) const override {
+    const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    LOOM_CHECK(!z.is_sparse(), ShapeError, "ClassificationError needs dense scores");
+    size_t rows = call.output->rows(), n = z.sample_size();
+    size_t top_n = size_t(call.attributes.get<int64_t>("top_n"));
+    dispatch(z.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* zp = z.ptr<T>();
+      T* y = call.output->ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        size_t label = 0;
+        T best = -std::numeric_limits<T>::infinity();
+        for_each_in_row<T>(t, r, n, [&](size_t c, T v) {
+          if (v > best) best = v, label = c;
+        });
+        // Entries ranked before the label: larger scores, and equal ones earlier in the row.
+        const T* row = zp + r * n;
+        size_t ahead = 0;
+        for (size_t c = 0; c < n; ++c)
+          ahead += row[c] > row[label] || (row[c] == row[label] && c < label);
+        y[r] = ahead >= top_n ? T(1) : T(0);
+      }
+    });
+  }
+  void backward(OpCall&, size_t, Tensor&, bool) const override {
+    throw StateError("ClassificationError has no gradient");
+  }
+};
+
+const SquaredErrorOp kSquaredError;
+const CrossEntropyWithSoftmaxOp kCrossEntropyWithSoftmax;
+const BinaryCrossEntropyOp kBinaryCrossEntropy;
+const ClassificationErrorOp kClassificationError;
+
+}  // namespace
+
+Function squared_error(const Variable& output, const Variable& target, const std::string& name) {
+  return make_primitive(kSquaredError, {output, target}, {}, name);
+}
+
+Function cross_entropy_with_softmax(const Variable& z, const Variable& target,
+                                    const std::string& name) {
+  return make_primitive(kCrossEntropyWithSoftmax, {z, target}, {}, name);
+}
+
+Function binary_cross_entropy(const Variable& output, const Variable& target,
+                              const std::string& name) {
+  return make_primitive(kBinaryCrossEntropy, {output, target}, {}, name);
+}
+
+Function classification_error(const Variable& z, const Variable& target, size_t top_n,
+                              const std::string& name) {
+  LOOM_CHECK(top_n >= 1, ArgumentError, "classification_error: top_n must be at least 1");
+  Dictionary a;
+  a["top_n"] = int64_t(top_n);
+  return make_primitive(kClassificationError, {z, target}, std::move(a), name);
+}
+
+}  // namespace loom

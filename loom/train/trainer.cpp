@@ -1,0 +1,144 @@
+#include "loom/train/trainer.h"
+
+#include <unordered_set>
+
+namespace loom {
+
+ValueMap values_of(const MinibatchMap& minibatch) {
+  ValueMap values;
+  for (auto& [var, data] : minibatch) values.emplace(var, data.data);
+  return values;
+}
+
+namespace {
+bool any_sweep_end(const MinibatchMap& minibatch) {
+  for (auto& [var, data] : minibatch)
+    if (data.sweep_end) return true;
+  return false;
+}
+
+std::pair<Variable, Variable> criterion_outputs(const Function& criterion) {
+  auto outs = criterion.outputs();
+  LOOM_CHECK(outs.size() == 1 || outs.size() == 2, ArgumentError, "Trainer: the criterion ",
+             criterion.to_string(), " must have one output (loss) or two (loss, metric)");
+  return {outs[0], outs.size() == 2 ? outs[1] : Variable()};
+}
+}  // namespace
+
+Trainer::Trainer(const Function& model, const Function& criterion,
+                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers)
+    : Trainer(model, criterion_outputs(criterion), std::move(learners), std::move(writers)) {}
+
+Trainer::Trainer(const Function& model, const Variable& loss,
+                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers)
+    : Trainer(model, std::pair<Variable, Variable>{loss, Variable()}, std::move(learners),
+              std::move(writers)) {}
+
+Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& loss_and_metric,
+                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers)
+    : model_(model),
+      loss_(loss_and_metric.first),
+      metric_(loss_and_metric.second),
+      learners_(std::move(learners)),
+      writers_(std::move(writers)) {
+  LOOM_CHECK(loss_.valid(), ArgumentError, "Trainer: no loss given");
+  LOOM_CHECK(!learners_.empty(), ArgumentError, "Trainer: no learner given");
+  for (auto& w : writers_) LOOM_CHECK(w, ArgumentError, "Trainer: a progress writer is null");
+  // Each parameter belongs to at most one learner; parameters of none stay fixed.
+  std::unordered_set<Variable> covered;
+  std::vector<Variable> wrt;
+  for (auto& learner : learners_) {
+    LOOM_CHECK(learner, ArgumentError, "Trainer: a learner is null");
+    for (const Parameter& p : learner->parameters()) {
+      LOOM_CHECK(covered.insert(p).second, ArgumentError, "Trainer: parameter '", p.name(), "' (",
+                 p.uid(), ") is given to more than one learner");
+      wrt.push_back(p);
+    }
+    learner->set_progress_observer([this](const std::string& key, double value) {
+      for (auto& w : writers_) w->write(key, value);
+    });
+  }
+  std::vector<Variable> outputs{loss_};
+  if (metric_.valid()) outputs.push_back(metric_);
+  train_exec_ = std::make_unique<Executor>(outputs, wrt);
+  for (auto& learner : learners_) {
+    std::unordered_map<Variable, NDArrayView> grads;
+    for (const Parameter& p : learner->parameters())
+      grads.emplace(p, train_exec_->parameter_gradient(p));
+    learner_gradients_.push_back(std::move(grads));
+  }
+}
+
+bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
+  if (arguments.empty()) return false;
+  train_exec_->forward(arguments, /*is_training=*/true);
+  train_exec_->backward(loss_);
+  size_t samples = train_exec_->sample_count(loss_);
+  bool go_on = false;
+  for (size_t i = 0; i < learners_.size(); ++i)
+    go_on = learners_[i]->update(learner_gradients_[i], samples, is_sweep_end) || go_on;
+  previous_samples_ = samples;
+  previous_loss_sum_ = train_exec_->sum(loss_);
+  previous_metric_sum_ = metric_.valid() ? train_exec_->sum(metric_) : 0;
+  total_samples_ += samples;
+  for (auto& w : writers_)
+    w->update_training(samples, previous_loss_sum_,
+                       metric_.valid() ? std::optional<double>(previous_metric_sum_) : std::nullopt);
+  return go_on;
+}
+
+bool Trainer::train_minibatch(const MinibatchMap& minibatch) {
+  return train_minibatch(values_of(minibatch), any_sweep_end(minibatch));
+}
+
+double Trainer::test_minibatch(const ValueMap& arguments) {
+  if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(metric_.valid() ? metric_ : loss_, writers_);
+  return evaluator_->test_minibatch(arguments);
+}
+
+double Trainer::test_minibatch(const MinibatchMap& minibatch) {
+  return test_minibatch(values_of(minibatch));
+}
+
+double Trainer::previous_minibatch_loss_average() const {
+  LOOM_CHECK(previous_samples_ > 0, StateError, "no minibatch has been trained yet");
+  return previous_loss_sum_ / double(previous_samples_);
+}
+
+double Trainer::previous_minibatch_evaluation_average() const {
+  LOOM_CHECK(previous_samples_ > 0, StateError, "no minibatch has been trained yet");
+  LOOM_CHECK(metric_.valid(), StateError, "the trainer has no evaluation function");
+  return previous_metric_sum_ / double(previous_samples_);
+}
+
+void Trainer::summarize_training_progress() {
+  for (auto& w : writers_) w->write_training_summary();
+}
+
+void Trainer::summarize_test_progress() {
+  for (auto& w : writers_) w->write_test_summary();
+}
+
+Evaluator::Evaluator(const Variable& metric, ProgressWriters writers)
+    : metric_(metric), writers_(std::move(writers)) {
+  LOOM_CHECK(metric_.valid(), ArgumentError, "Evaluator: no metric given");
+}
+
+double Evaluator::test_minibatch(const ValueMap& arguments) {
+  if (!exec_) exec_ = std::make_unique<Executor>(std::vector<Variable>{metric_});
+  exec_->forward(arguments, /*is_training=*/false);
+  size_t samples = exec_->sample_count(metric_);
+  double sum = exec_->sum(metric_);
+  for (auto& w : writers_) w->update_test(samples, sum);
+  return samples ? sum / double(samples) : 0.0;
+}
+
+double Evaluator::test_minibatch(const MinibatchMap& minibatch) {
+  return test_minibatch(values_of(minibatch));
+}
+
+void Evaluator::summarize_test_progress() {
+  for (auto& w : writers_) w->write_test_summary();
+}
+
+}  // namespace loom

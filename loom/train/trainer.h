@@ -1,0 +1,82 @@
+// Trainer: drives one minibatch at a time through forward, backward and the learners, and
+// reports to progress writers. The loss of a minibatch is the SUM of the per-sample loss;
+// that sum's gradient is what the learners receive (DESIGN.md §4).
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/graph/executor.h"
+#include "loom/io/stream.h"
+#include "loom/learners/learner.h"
+#include "loom/train/progress_writer.h"
+
+namespace loom {
+
+using MinibatchMap = std::unordered_map<Variable, MinibatchData>;
+using ProgressWriters = std::vector<std::shared_ptr<ProgressWriter>>;
+
+// Values of a minibatch read from a source, for train_minibatch/test_minibatch/eval.
+ValueMap values_of(const MinibatchMap& minibatch);
+
+// Evaluator: the metric of a model over test minibatches, reported to progress writers.
+class Evaluator {
+ public:
+  explicit Evaluator(const Variable& metric, ProgressWriters progress_writers = {});
+  // The metric's average over the minibatch's samples.
+  double test_minibatch(const ValueMap& arguments);
+  double test_minibatch(const MinibatchMap& minibatch);
+  void summarize_test_progress();
+
+ private:
+  Variable metric_;
+  ProgressWriters writers_;
+  std::unique_ptr<Executor> exec_;
+};
+
+class Trainer {
+ public:
+  // criterion: a function whose outputs are (loss) or (loss, metric), e.g. combine({loss, metric}).
+  Trainer(const Function& model, const Function& criterion,
+          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
+  Trainer(const Function& model, const std::pair<Variable, Variable>& loss_and_metric,
+          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
+  Trainer(const Function& model, const Variable& loss,
+          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
+
+  // One update from a minibatch. Returns false when training should stop: the minibatch is
+  // empty, or every learner's learning rate has reached 0.
+  bool train_minibatch(const ValueMap& arguments, bool is_sweep_end = false);
+  bool train_minibatch(const MinibatchMap& minibatch);
+  // The metric's average over the minibatch's samples (the loss's when there is no metric).
+  double test_minibatch(const ValueMap& arguments);
+  double test_minibatch(const MinibatchMap& minibatch);
+
+  size_t total_number_of_samples_seen() const { return total_samples_; }
+  double previous_minibatch_loss_average() const;
+  double previous_minibatch_evaluation_average() const;
+  size_t previous_minibatch_sample_count() const { return previous_samples_; }
+
+  void summarize_training_progress();
+  void summarize_test_progress();
+
+  const Function& model() const { return model_; }
+  const Variable& loss_function() const { return loss_; }
+  const Variable& evaluation_function() const { return metric_; }
+  const std::vector<std::shared_ptr<Learner>>& parameter_learners() const { return learners_; }
+  const ProgressWriters& progress_writers() const { return writers_; }
+
+ private:
+  Function model_;
+  Variable loss_, metric_;  // metric_ invalid when there is none
+  std::vector<std::shared_ptr<Learner>> learners_;
+  ProgressWriters writers_;
+  std::unique_ptr<Executor> train_exec_;
+  std::unique_ptr<Evaluator> evaluator_;  // test_minibatch, made at first use
+  std::vector<std::unordered_map<Variable, NDArrayView>> learner_gradients_;
+  size_t total_samples_ = 0, previous_samples_ = 0;
+  double previous_loss_sum_ = 0, previous_metric_sum_ = 0;
+};
+
+}  // namespace loom
