@@ -179,7 +179,10 @@ void NDArrayView::fill(double value) {
 }
 
 NDArrayView NDArrayView::reshaped(const NDShape& shape) const {
-  LOOM_CHECK(!is_sparse(), StateError, "reshaped: sparse tensors cannot be reshaped");
+  // CSR rows are all axes but the last, so a sparse view keeps its storage while that holds.
+  LOOM_CHECK(!is_sparse() || (shape.rank() > 0 && shape[shape.rank() - 1] == csr_cols()),
+             StateError, "reshaped: a sparse tensor of shape ", shape_.to_string(),
+             " can only be reshaped with the same last axis, not to ", shape.to_string());
   LOOM_CHECK(shape.total_size() == size(), ShapeError, "reshaped: shape ", shape.to_string(),
              " does not have the ", size(), " elements of ", shape_.to_string());
   NDArrayView v = *this;

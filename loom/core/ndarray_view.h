@@ -80,7 +80,7 @@ class NDArrayView {
   // Copies other's elements into this view's storage; shapes must match (dense target).
   void copy_from(const NDArrayView& other);
   void fill(double value);
-  // A dense view of the same storage with another shape of equal total size.
+  // A view of the same storage with another shape of equal total size (sparse: same last axis).
   NDArrayView reshaped(const NDShape& shape) const;
   // True when both handles share storage.
   bool aliases(const NDArrayView& other) const { return buffer_ && buffer_ == other.buffer_; }

@@ -67,6 +67,8 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   return order;
 }
 
+Function::Function(const Variable& v) : impl_(v.is_output() ? v.owner().impl_ : combine({v}).impl_) {}
+
 const std::vector<Variable>& Function::inputs() const { return get(impl_).inputs; }
 
 std::vector<Variable> Function::outputs() const {

@@ -29,6 +29,8 @@ class Function {
  public:
   Function() = default;
   explicit Function(std::shared_ptr<FunctionImpl> impl) : impl_(std::move(impl)) {}
+  // The function producing v (for an output), else the composite of v alone.
+  Function(const Variable& v);
 
   const std::vector<Variable>& inputs() const;
   std::vector<Variable> outputs() const;

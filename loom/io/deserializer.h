@@ -1,0 +1,76 @@
+// Deserializer: the interface a MinibatchSource reads data through. Data comes in chunks
+// (CTF: about chunk_size_bytes of text each), so a randomizer can shuffle chunks and keep
+// only a window of them in memory; a chunk holds whole sequences, each stream's samples
+// stored contiguously. A deserializer describes its chunks and their sequences without
+// loading them, and loads a chunk on request.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "loom/core/error.h"
+#include "loom/io/stream.h"
+
+namespace loom {
+
+struct ChunkInfo {
+  size_t num_sequences = 0;
+  size_t num_samples = 0;
+};
+
+struct SequenceInfo {
+  // Length in samples: the longest stream, or the stream that defines the minibatch size.
+  size_t num_samples = 0;
+  // The sequence's id in its source (CTF: the id column, or the line number).
+  uint64_t key = 0;
+};
+
+// One stream's samples for all sequences of a chunk, in sequence order.
+struct StreamChunkData {
+  // Sequence i holds samples [sample_begin[i], sample_begin[i + 1]).
+  std::vector<size_t> sample_begin{0};
+  // Sparse streams: sample s holds entries [nnz_begin[s], nnz_begin[s + 1]) of indices/values.
+  // Dense streams: sample s holds values [s * dim, (s + 1) * dim).
+  std::vector<size_t> nnz_begin{0};
+  std::vector<int32_t> indices;
+  // The values, in the stream's dtype: exactly one of the two is used.
+  std::vector<float> values_f32;
+  std::vector<double> values_f64;
+
+  size_t length(size_t seq) const { return sample_begin[seq + 1] - sample_begin[seq]; }
+  template <typename T>
+  const std::vector<T>& values() const {
+    if constexpr (std::is_same_v<T, float>)
+      return values_f32;
+    else
+      return values_f64;
+  }
+};
+
+struct Chunk {
+  std::vector<SequenceInfo> sequences;
+  // Indexed by the deserializer's stream id.
+  std::vector<StreamChunkData> streams;
+};
+
+class Deserializer {
+ public:
+  virtual ~Deserializer() = default;
+
+  // The streams, in id order (ids 0..n-1).
+  virtual const std::vector<StreamInformation>& stream_infos() const = 0;
+  virtual const std::vector<ChunkInfo>& chunk_infos() const = 0;
+  // The sequences of a chunk, in chunk order, without loading its data.
+  virtual std::vector<SequenceInfo> sequence_infos(size_t chunk) const = 0;
+  virtual std::shared_ptr<const Chunk> load_chunk(size_t chunk) = 0;
+
+  size_t number_of_sequences() const {
+    size_t n = 0;
+    for (const ChunkInfo& c : chunk_infos()) n += c.num_sequences;
+    return n;
+  }
+};
+
+}  // namespace loom

@@ -1,0 +1,108 @@
+// MinibatchSource: cuts the data of one or more deserializers into minibatches along a
+// deterministic timeline that repeats the corpus sweep after sweep (CNTK-SEMANTICS.md §3.2).
+// Each sweep's order is a function of (randomization_seed, sweep index) only, so a position
+// (a global sample count) is all a checkpoint needs: restoring replays the timeline to it.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+#include "loom/graph/variable.h"
+#include "loom/io/deserializer.h"
+
+namespace loom {
+
+inline constexpr size_t INFINITELY_REPEAT = std::numeric_limits<size_t>::max();
+inline constexpr size_t FULL_DATA_SWEEP = std::numeric_limits<size_t>::max() - 1;
+
+struct MinibatchSourceConfig {
+  // Shuffle chunks, then sequences within windows of chunks, anew in every sweep.
+  bool randomize = true;
+  // Where the timeline ends, in samples or in sweeps (FULL_DATA_SWEEP: one sweep); exclusive.
+  size_t max_samples = INFINITELY_REPEAT;
+  size_t max_sweeps = INFINITELY_REPEAT;
+  uint64_t randomization_seed = 0;
+  // Chunks whose sequences are shuffled together (CNTK: 4 GB / 32 MB).
+  size_t randomization_window_in_chunks = 128;
+  // Split sequences into independent samples (each a sequence of length 1).
+  bool frame_mode = false;
+};
+
+class MinibatchSource {
+ public:
+  // With several deserializers, the i-th sequences of all of them form sequence i; they must
+  // hold equally many sequences, and chunks (for randomization and partitions) are those of
+  // the first. Stream names must be unique across deserializers.
+  MinibatchSource(std::vector<std::shared_ptr<Deserializer>> deserializers,
+                  MinibatchSourceConfig config = {});
+  MinibatchSource(std::shared_ptr<Deserializer> deserializer, MinibatchSourceConfig config = {});
+
+  // The next minibatch of about minibatch_size_in_samples samples (counted in the longest
+  // stream, or the one that defines the minibatch size; at least one whole sequence), for
+  // worker partition_index of num_data_partitions. The size is global: all workers walk the
+  // same timeline and each gets its share of it (possibly no sequence; then every stream has
+  // number_of_sequences == 0). Empty once max_samples or max_sweeps is reached.
+  std::unordered_map<StreamInformation, MinibatchData> next_minibatch(
+      size_t minibatch_size_in_samples, size_t num_data_partitions = 1, size_t partition_index = 0);
+
+  // The stream with this name; ArgumentError listing the known names otherwise.
+  // The same minibatch keyed by the variables of input_map. A stream bound to a variable
+  // without a sequence axis comes as a batch of samples; its sequences must have length 1.
+  std::unordered_map<Variable, MinibatchData> next_minibatch(
+      size_t minibatch_size_in_samples,
+      const std::unordered_map<Variable, StreamInformation>& input_map,
+      size_t num_data_partitions = 1, size_t partition_index = 0);
+
+  const StreamInformation& operator[](const std::string& name) const;
+  const std::vector<StreamInformation>& stream_infos() const { return streams_; }
+
+  // {"minibatchSourcePosition": global sample position}.
+  Dictionary get_checkpoint_state() const;
+  void restore_from_checkpoint(const Dictionary& state);
+
+ private:
+  // A unit of the timeline: a sequence, or one sample of it in frame mode.
+  struct Unit {
+    size_t sequence;    // global sequence index
+    size_t frame;       // sample index in frame mode, else 0
+    size_t length;      // samples
+    size_t chunk_rank;  // position of its chunk in the sweep's chunk order
+  };
+  // Where a global sequence lives in one deserializer.
+  struct Location {
+    size_t chunk, index;
+  };
+  struct Corpus {
+    std::shared_ptr<Deserializer> deserializer;
+    std::vector<Location> locations;  // by global sequence index
+    size_t first_stream;              // global id of its stream 0
+  };
+
+  void build_sweep(size_t sweep);
+  void move_to(size_t position);
+  std::shared_ptr<const Chunk> chunk(size_t corpus, size_t index);
+  MinibatchData pack(size_t stream, const std::vector<Unit>& units, bool sweep_end);
+
+  MinibatchSourceConfig config_;
+  std::vector<Corpus> corpora_;
+  std::vector<StreamInformation> streams_;
+  std::vector<size_t> stream_corpus_;    // global stream id -> corpus
+  std::vector<size_t> sequence_length_;  // by global sequence index
+  std::vector<size_t> sequence_chunk_;   // chunk (of the first corpus) of each sequence
+  std::vector<std::vector<size_t>> chunk_sequences_;  // first corpus: chunk -> sequences
+  size_t sweep_size_ = 0;                             // samples per sweep
+  size_t end_position_ = INFINITELY_REPEAT;           // samples
+
+  size_t position_ = 0;      // global samples consumed
+  size_t sweep_ = 0;         // sweep of the next unit
+  size_t cursor_ = 0;        // next unit in order_
+  std::vector<Unit> order_;  // the current sweep's units in timeline order
+  std::vector<std::unordered_map<size_t, std::shared_ptr<const Chunk>>> loaded_;
+};
+
+}  // namespace loom

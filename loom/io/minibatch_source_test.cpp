@@ -1,0 +1,310 @@
+#include "loom/io/minibatch_source.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "loom/io/ctf_deserializer.h"
+
+namespace loom {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& content) {
+  std::string path = testing::TempDir() + "loom_mbs_" + name;
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+// Seed 000's XOR table.
+std::shared_ptr<Deserializer> xor_data() {
+  static const std::string path =
+      write_temp("xor.ctf", "|xy 0 0\t|r 0\n|xy 1 0\t|r 1\n|xy 0 1\t|r 1\n|xy 1 1\t|r 0\n");
+  return std::make_shared<CTFDeserializer>(path,
+                                           StreamDefs{{"xy", StreamDef{.field = "xy", .shape = 2}},
+                                                      {"r", StreamDef{.field = "r", .shape = 1}}});
+}
+
+// 40 sequences of 1..4 samples: |k holds the sequence number once, |v the sample values.
+std::shared_ptr<Deserializer> numbered_data(size_t chunk_size_bytes = 60) {
+  std::string text;
+  for (int s = 0; s < 40; ++s)
+    for (int t = 0; t < 1 + s % 4; ++t)
+      text += std::to_string(s) + (t == 0 ? " |k " + std::to_string(s) : std::string()) + " |v " +
+              std::to_string(100 * s + t) + " |w " + std::to_string(t % 3) + ":1\n";
+  static const std::string path = write_temp("numbered.ctf", text);
+  return std::make_shared<CTFDeserializer>(
+      path,
+      StreamDefs{{"k", StreamDef{.shape = 1}},
+                 {"v", StreamDef{.shape = 1, .dtype = DataType::Float64}},
+                 {"w", StreamDef{.shape = 3, .is_sparse = true}}},
+      CTFOptions{.chunk_size_bytes = chunk_size_bytes});
+}
+
+using Minibatch = std::unordered_map<StreamInformation, MinibatchData>;
+
+// The sequence numbers of a numbered_data minibatch, in batch order.
+std::vector<int> keys(MinibatchSource& source, const Minibatch& mb) {
+  std::vector<int> out;
+  for (const auto& seq : mb.at(source["k"]).data.as_sequences<float>()) out.push_back(int(seq[0]));
+  return out;
+}
+
+// Everything observable about a minibatch, to compare two timelines.
+std::string describe(MinibatchSource& source, const Minibatch& mb) {
+  if (mb.empty()) return "end";
+  std::ostringstream out;
+  for (const StreamInformation& s : source.stream_infos()) {
+    const MinibatchData& d = mb.at(s);
+    out << s.name << ":" << d.number_of_sequences << "/" << d.number_of_samples << "/"
+        << d.sweep_end << "[";
+    for (const auto& seq : d.data.as_sequences<double>()) {
+      for (double x : seq) out << x << ",";
+      out << ";";
+    }
+    out << "]";
+  }
+  return out.str();
+}
+
+TEST(MinibatchSource, XorInFileOrder) {
+  MinibatchSource source(xor_data(), {.randomize = false});
+  const StreamInformation& xy = source["xy"];
+  EXPECT_EQ(xy.sample_shape, NDShape{2});
+  EXPECT_EQ(xy.storage, StorageFormat::Dense);
+  EXPECT_EQ(source.stream_infos().size(), 2u);
+  for (int sweep = 0; sweep < 3; ++sweep) {
+    Minibatch mb = source.next_minibatch(4);
+    const MinibatchData& x = mb.at(xy);
+    const MinibatchData& r = mb.at(source["r"]);
+    EXPECT_TRUE(x.sweep_end);
+    EXPECT_TRUE(r.sweep_end);
+    EXPECT_EQ(x.number_of_sequences, 4u);
+    EXPECT_EQ(x.number_of_samples, 4u);
+    EXPECT_EQ(x.data.data().shape(), (NDShape{4, 1, 2}));
+    EXPECT_EQ(x.data.data().to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 0, 1, 1, 1}));
+    EXPECT_EQ(r.data.data().to_vector<float>(), (std::vector<float>{0, 1, 1, 0}));
+    ASSERT_TRUE(x.data.mask().has_value());
+    EXPECT_EQ(x.data.sequence_lengths(), (std::vector<size_t>{1, 1, 1, 1}));
+  }
+}
+
+TEST(MinibatchSource, MinibatchesCrossSweepsAndFlagTheirEnd) {
+  MinibatchSource source(xor_data(), {.randomize = false});
+  std::vector<bool> ends;
+  std::vector<float> first_r;
+  for (int i = 0; i < 4; ++i) {
+    Minibatch mb = source.next_minibatch(3);
+    ends.push_back(mb.at(source["r"]).sweep_end);
+    first_r.push_back(mb.at(source["xy"]).data.data().to_vector<float>()[0]);
+  }
+  EXPECT_EQ(ends, (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(first_r, (std::vector<float>{0, 1, 0, 1}));  // rows 0, 3, 2, 1
+}
+
+TEST(MinibatchSource, MaxSamplesAndMaxSweepsEndTheTimeline) {
+  MinibatchSource by_samples(xor_data(), {.randomize = false, .max_samples = 10});
+  std::vector<size_t> sizes;
+  for (Minibatch mb; !(mb = by_samples.next_minibatch(4)).empty();)
+    sizes.push_back(mb.at(by_samples["xy"]).number_of_samples);
+  EXPECT_EQ(sizes, (std::vector<size_t>{4, 4, 2}));
+  EXPECT_TRUE(by_samples.next_minibatch(4).empty());
+
+  MinibatchSource by_sweeps(xor_data(), {.randomize = false, .max_sweeps = 2});
+  sizes.clear();
+  std::vector<bool> ends;
+  for (Minibatch mb; !(mb = by_sweeps.next_minibatch(3)).empty();) {
+    sizes.push_back(mb.at(by_sweeps["xy"]).number_of_samples);
+    ends.push_back(mb.at(by_sweeps["xy"]).sweep_end);
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{3, 3, 2}));
+  EXPECT_EQ(ends, (std::vector<bool>{false, true, true}));
+
+  MinibatchSource one_sweep(xor_data(), {.max_samples = FULL_DATA_SWEEP});
+  EXPECT_EQ(one_sweep.next_minibatch(100).at(one_sweep["r"]).number_of_samples, 4u);
+  EXPECT_TRUE(one_sweep.next_minibatch(100).empty());
+
+  EXPECT_THROW(MinibatchSource(xor_data(), {.max_samples = 10, .max_sweeps = 1}), ArgumentError);
+  EXPECT_THROW(MinibatchSource(xor_data()).next_minibatch(0), ArgumentError);
+  EXPECT_THROW(MinibatchSource(xor_data()).next_minibatch(4, 2, 2), ArgumentError);
+}
+
+TEST(MinibatchSource, UnknownStreamNamesTheKnownOnes) {
+  MinibatchSource source(xor_data());
+  try {
+    source["z"];
+    FAIL() << "no exception";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown stream 'z'; known streams: 'xy', 'r'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(MinibatchSource, SequencesArePaddedWithAMaskAndSparseStaysCsr) {
+  MinibatchSource source(numbered_data(), {.randomize = false});
+  Minibatch mb = source.next_minibatch(6);  // sequences 0 (1 sample), 1 (2), 2 (3)
+  EXPECT_EQ(keys(source, mb), (std::vector<int>{0, 1, 2}));
+  const MinibatchData& v = mb.at(source["v"]);
+  EXPECT_EQ(v.number_of_samples, 6u);
+  EXPECT_EQ(v.data.dtype(), DataType::Float64);
+  EXPECT_EQ(v.data.data().shape(), (NDShape{3, 3, 1}));
+  EXPECT_EQ(v.data.sequence_lengths(), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(v.data.as_sequences<double>(),
+            (std::vector<std::vector<double>>{{0}, {100, 101}, {200, 201, 202}}));
+  const MinibatchData& k = mb.at(source["k"]);
+  EXPECT_EQ(k.number_of_samples, 3u);  // one sample per sequence
+  EXPECT_EQ(k.data.data().shape(), (NDShape{3, 1, 1}));
+  const MinibatchData& w = mb.at(source["w"]);
+  ASSERT_TRUE(w.data.is_sparse());
+  EXPECT_EQ(w.data.data().shape(), (NDShape{3, 3, 3}));
+  EXPECT_EQ(w.data.data().csr_row_offsets(), (std::vector<int32_t>{0, 1, 1, 1, 2, 3, 3, 4, 5, 6}));
+  EXPECT_EQ(w.data.data().csr_col_indices(), (std::vector<int32_t>{0, 0, 1, 0, 1, 2}));
+  EXPECT_EQ(w.data.mask()->at(0, 1), MaskKind::Invalid);
+  EXPECT_EQ(w.data.mask()->at(2, 0), MaskKind::SequenceBegin);
+}
+
+TEST(MinibatchSource, RandomizedSweepsSeeEverySequenceOnce) {
+  auto data = numbered_data();
+  ASSERT_GT(data->chunk_infos().size(), 4u);
+  auto sweeps = [&](uint64_t seed, size_t window) {
+    MinibatchSource source(
+        data,
+        {.max_sweeps = 3, .randomization_seed = seed, .randomization_window_in_chunks = window});
+    // A minibatch may cross a sweep end: sort sequences into sweeps by sample position.
+    std::vector<std::vector<int>> out(3);
+    size_t position = 0;
+    for (Minibatch mb; !(mb = source.next_minibatch(7)).empty();) {
+      for (int k : keys(source, mb)) {
+        out.at(position / 100).push_back(k);  // a sweep holds 100 samples
+        position += 1 + k % 4;
+      }
+    }
+    return out;
+  };
+  std::vector<int> all(40);
+  std::iota(all.begin(), all.end(), 0);
+  for (size_t window : {1, 2, 128}) {
+    auto a = sweeps(1, window);
+    ASSERT_EQ(a.size(), 3u);
+    for (const auto& sweep : a) {
+      std::vector<int> sorted = sweep;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(sorted, all);
+      EXPECT_NE(sweep, all);
+    }
+    EXPECT_NE(a[0], a[1]);
+    EXPECT_EQ(a, sweeps(1, window));
+    EXPECT_NE(a, sweeps(2, window));
+  }
+}
+
+TEST(MinibatchSource, FrameModeSplitsSequencesIntoSamples) {
+  std::string path = write_temp("frames.ctf", "0 |a 1 |b 10\n0 |a 2 |b 20\n1 |a 3 |b 30\n");
+  auto data = std::make_shared<CTFDeserializer>(
+      path, StreamDefs{{"a", StreamDef{.shape = 1}}, {"b", StreamDef{.shape = 1}}});
+  MinibatchSource source(data, {.randomize = false, .frame_mode = true});
+  Minibatch mb = source.next_minibatch(2);
+  EXPECT_EQ(mb.at(source["a"]).data.data().shape(), (NDShape{2, 1, 1}));
+  EXPECT_EQ(mb.at(source["b"]).data.data().to_vector<float>(), (std::vector<float>{10, 20}));
+  mb = source.next_minibatch(2);
+  EXPECT_EQ(mb.at(source["b"]).data.data().to_vector<float>(), (std::vector<float>{30, 10}));
+  EXPECT_TRUE(mb.at(source["b"]).sweep_end);
+
+  std::string ragged = write_temp("ragged.ctf", "0 |a 1 |b 10\n0 |a 2\n");
+  MinibatchSource bad(
+      std::make_shared<CTFDeserializer>(
+          ragged, StreamDefs{{"a", StreamDef{.shape = 1}}, {"b", StreamDef{.shape = 1}}}),
+      {.frame_mode = true});
+  EXPECT_THROW(bad.next_minibatch(2), DataError);
+}
+
+TEST(MinibatchSource, CheckpointRestoresTheExactRemainingStream) {
+  for (bool randomize : {false, true}) {
+    for (size_t taken = 0; taken < 25; taken += 3) {
+      MinibatchSourceConfig config{.randomize = randomize,
+                                   .max_samples = 300,
+                                   .randomization_seed = 7,
+                                   .randomization_window_in_chunks = 2};
+      MinibatchSource original(numbered_data(), config);
+      for (size_t i = 0; i < taken; ++i) original.next_minibatch(5 + i % 4);
+      Dictionary state = original.get_checkpoint_state();
+      MinibatchSource restored(numbered_data(), config);
+      restored.restore_from_checkpoint(state);
+      for (size_t i = taken; i < taken + 30; ++i) {
+        size_t n = 5 + i % 4;
+        ASSERT_EQ(describe(restored, restored.next_minibatch(n)),
+                  describe(original, original.next_minibatch(n)))
+            << "randomize " << randomize << ", restored after " << taken << ", minibatch " << i;
+      }
+    }
+  }
+  MinibatchSource source(numbered_data(), {.randomize = false});
+  Dictionary bad;
+  bad["minibatchSourcePosition"] = uint64_t{2};  // inside sequence 1 (samples 1..2)
+  Dictionary good = MinibatchSource(numbered_data()).get_checkpoint_state();
+  source.next_minibatch(3);
+  EXPECT_THROW(source.restore_from_checkpoint(bad), ArgumentError);
+  EXPECT_EQ(keys(source, source.next_minibatch(3)), (std::vector<int>{2}));  // unchanged
+  EXPECT_THROW(source.restore_from_checkpoint(Dictionary()), ArgumentError);
+  source.restore_from_checkpoint(good);
+  EXPECT_EQ(keys(source, source.next_minibatch(3)), (std::vector<int>{0, 1}));
+}
+
+TEST(MinibatchSource, PartitionsSplitTheDataDisjointlyAndCompletely) {
+  for (size_t chunk_size : {60, 1 << 20}) {  // many chunks; a single chunk
+    for (bool randomize : {false, true}) {
+      for (size_t workers : {2, 3}) {
+        std::vector<std::unique_ptr<MinibatchSource>> sources;
+        for (size_t r = 0; r < workers; ++r)
+          sources.push_back(std::make_unique<MinibatchSource>(
+              numbered_data(chunk_size),
+              MinibatchSourceConfig{
+                  .randomize = randomize, .max_sweeps = 1, .randomization_window_in_chunks = 2}));
+        std::multiset<int> seen;
+        std::vector<size_t> per_worker(workers);
+        for (bool done = false; !done;) {
+          for (size_t r = 0; r < workers; ++r) {
+            Minibatch mb = sources[r]->next_minibatch(10, workers, r);
+            done = mb.empty();
+            if (done) break;
+            for (int k : keys(*sources[r], mb)) seen.insert(k), ++per_worker[r];
+          }
+        }
+        SCOPED_TRACE(testing::Message() << "chunk " << chunk_size << " randomize " << randomize
+                                        << " workers " << workers);
+        EXPECT_EQ(seen.size(), 40u);
+        EXPECT_EQ(std::set<int>(seen.begin(), seen.end()).size(), 40u);
+        for (size_t n : per_worker) EXPECT_GT(n, 5u);
+      }
+    }
+  }
+}
+
+TEST(MinibatchSource, AWorkerWithoutDataGetsAnEmptyMinibatch) {
+  MinibatchSource source(xor_data(), {.randomize = false});
+  Minibatch mb = source.next_minibatch(1, 2, 1);  // sequence 0 belongs to worker 0
+  ASSERT_FALSE(mb.empty());
+  EXPECT_EQ(mb.at(source["xy"]).number_of_sequences, 0u);
+  EXPECT_EQ(mb.at(source["xy"]).data.data().shape(), (NDShape{0, 0, 2}));
+}
+
+TEST(MinibatchSource, CombinesDeserializersSequenceBySequence) {
+  auto labels =
+      std::make_shared<CTFDeserializer>(write_temp("labels.ctf", "|y 1\n|y 2\n|y 3\n|y 4\n"),
+                                        StreamDefs{{"y", StreamDef{.shape = 1}}});
+  MinibatchSource source({xor_data(), labels}, {.randomize = false});
+  EXPECT_EQ(source["y"].id, 2u);
+  Minibatch mb = source.next_minibatch(2);
+  EXPECT_EQ(mb.at(source["y"]).data.data().to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(mb.at(source["xy"]).data.data().to_vector<float>(), (std::vector<float>{0, 0, 1, 0}));
+  auto short_labels = std::make_shared<CTFDeserializer>(write_temp("short_labels.ctf", "|y 1\n"),
+                                                        StreamDefs{{"y", StreamDef{.shape = 1}}});
+  EXPECT_THROW(MinibatchSource({xor_data(), short_labels}), ArgumentError);
+  EXPECT_THROW(MinibatchSource({xor_data(), xor_data()}), ArgumentError);  // same names
+}
+
+}  // namespace
+}  // namespace loom

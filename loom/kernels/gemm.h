@@ -1,0 +1,17 @@
+// Dense matrix product over row-major matrices, BLAS-style. Conventions as in elementwise.h.
+#pragma once
+
+#include <cstddef>
+
+namespace loom::kernels {
+
+// C (M x N, leading dimension ldc) = alpha * op(A) * op(B) + beta * C, where op(A) is M x K
+// (A is M x K with lda >= K, or K x M with lda >= M when trans_a) and op(B) is K x N (ldb >= N,
+// or >= K when trans_b). With beta == 0, C is not read (it may hold NaN). float runs oneDNN's
+// sgemm; double runs a cache-blocked loop whose result does not depend on the thread count.
+// Throws ArgumentError on a leading dimension that is too small.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, T alpha, const T* A, size_t lda,
+          const T* B, size_t ldb, T beta, T* C, size_t ldc);
+
+}  // namespace loom::kernels

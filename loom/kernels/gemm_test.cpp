@@ -1,0 +1,141 @@
+#include "loom/kernels/gemm.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "loom/core/error.h"
+
+namespace loom::kernels {
+namespace {
+
+template <typename T>
+std::vector<T> random_vector(size_t n, unsigned seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(dist(gen));
+  return v;
+}
+
+template <typename T>
+double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
+}
+
+// Checks gemm on matrices stored with `pad` extra columns against a double reference.
+template <typename T>
+void check_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, T alpha, T beta, size_t pad,
+                unsigned seed) {
+  const size_t a_rows = ta ? K : M, a_cols = ta ? M : K;
+  const size_t b_rows = tb ? N : K, b_cols = tb ? K : N;
+  const size_t lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
+  const auto A = random_vector<T>(a_rows * lda, seed);
+  const auto B = random_vector<T>(b_rows * ldb, seed + 1);
+  auto C = random_vector<T>(M * ldc, seed + 2);
+  const auto C0 = C;
+  if (beta == T(0)) std::fill(C.begin(), C.end(), std::numeric_limits<T>::quiet_NaN());
+  gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  for (size_t i = 0; i < M; ++i) {
+    for (size_t j = 0; j < N; ++j) {
+      double s = 0, mag = 0;
+      for (size_t k = 0; k < K; ++k) {
+        const double a = ta ? A[k * lda + i] : A[i * lda + k];
+        const double b = tb ? B[j * ldb + k] : B[k * ldb + j];
+        s += a * b;
+        mag += std::abs(a * b);
+      }
+      const double c0 = beta == T(0) ? 0.0 : double(C0[i * ldc + j]);
+      const double want = double(alpha) * s + double(beta) * c0;
+      const double scale = std::abs(double(alpha)) * mag + std::abs(double(beta) * c0) + 1;
+      ASSERT_NEAR(C[i * ldc + j], want, tolerance<T>() * scale)
+          << "ta " << ta << " tb " << tb << " M " << M << " N " << N << " K " << K << " at " << i
+          << "," << j;
+    }
+    // Padding columns are untouched.
+    for (size_t j = N; j < ldc; ++j) {
+      if (beta == T(0))
+        ASSERT_TRUE(std::isnan(C[i * ldc + j]));
+      else
+        ASSERT_EQ(C[i * ldc + j], C0[i * ldc + j]);
+    }
+  }
+}
+
+template <typename T>
+class GemmTest : public ::testing::Test {};
+using Types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(GemmTest, Types);
+
+TYPED_TEST(GemmTest, AllTranspositionsAndSizes) {
+  using T = TypeParam;
+  struct Size {
+    size_t M, N, K;
+  };
+  const Size sizes[] = {{1, 1, 1}, {7, 5, 3}, {4, 9, 1}, {33, 17, 65}, {130, 70, 300}, {5, 600, 7}};
+  unsigned seed = 1;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (const Size& s : sizes)
+        for (size_t pad : {size_t{0}, size_t{3}}) {
+          check_gemm<T>(ta, tb, s.M, s.N, s.K, T(1), T(0), pad, seed++);
+          check_gemm<T>(ta, tb, s.M, s.N, s.K, T(-0.5), T(1), pad, seed++);
+          check_gemm<T>(ta, tb, s.M, s.N, s.K, T(2), T(0.25), pad, seed++);
+        }
+}
+
+TYPED_TEST(GemmTest, LargeProductsUseThreads) {
+  using T = TypeParam;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) check_gemm<T>(ta, tb, 257, 530, 260, T(1), T(0.5), 1, 7);
+}
+
+TYPED_TEST(GemmTest, DegenerateSizes) {
+  using T = TypeParam;
+  // K == 0 or alpha == 0: C = beta * C, and beta == 0 clears NaN.
+  for (bool ta : {false, true}) {
+    check_gemm<T>(ta, false, 3, 4, 0, T(1), T(0.5), 1, 1);  // lda >= 1 even for K == 0
+    check_gemm<T>(ta, true, 3, 4, 0, T(1), T(0), 1, 2);
+    check_gemm<T>(ta, false, 3, 4, 5, T(0), T(0), 0, 3);
+    check_gemm<T>(ta, false, 3, 4, 5, T(0), T(2), 0, 4);
+  }
+  // Empty outputs touch nothing.
+  gemm<T>(false, false, 0, 4, 5, T(1), nullptr, 5, nullptr, 4, T(0), nullptr, 4);
+  gemm<T>(false, false, 3, 0, 5, T(1), nullptr, 5, nullptr, 1, T(0), nullptr, 1);
+}
+
+TYPED_TEST(GemmTest, RejectsShortLeadingDimensions) {
+  using T = TypeParam;
+  std::vector<T> a(12), b(12), c(12);
+  EXPECT_THROW(gemm<T>(false, false, 3, 4, 4, T(1), a.data(), 3, b.data(), 4, T(0), c.data(), 4),
+               ArgumentError);
+  EXPECT_THROW(gemm<T>(true, false, 3, 4, 4, T(1), a.data(), 2, b.data(), 4, T(0), c.data(), 4),
+               ArgumentError);
+  EXPECT_THROW(gemm<T>(false, true, 3, 4, 4, T(1), a.data(), 4, b.data(), 3, T(0), c.data(), 4),
+               ArgumentError);
+  EXPECT_THROW(gemm<T>(false, false, 3, 4, 4, T(1), a.data(), 4, b.data(), 4, T(0), c.data(), 3),
+               ArgumentError);
+}
+
+TEST(GemmDouble, ResultDoesNotDependOnThreadCount) {
+  const size_t M = 300, N = 600, K = 700;
+  const auto A = random_vector<double>(M * K, 1), B = random_vector<double>(K * N, 2);
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<double>> runs;
+  for (int threads : {1, 3, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<double> C(M * N);
+    gemm<double>(false, true, M, N, K, 1.0, A.data(), K, B.data(), K, 0.0, C.data(), N);
+    runs.push_back(C);
+  }
+  omp_set_num_threads(saved);
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[1], runs[2]);
+}
+
+}  // namespace
+}  // namespace loom::kernels

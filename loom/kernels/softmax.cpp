@@ -1,0 +1,124 @@
+#include "loom/kernels/softmax.h"
+
+#include <cmath>
+#include <limits>
+
+#include "loom/kernels/detail.h"
+
+namespace loom::kernels {
+namespace {
+
+// exp() costs several simple ops; it lowers the threading threshold.
+constexpr size_t kExpCost = 8;
+
+// The row's max, the shift that keeps exp() from overflowing; 0 when the max is not finite, so
+// that a row of -inf gives exp(-inf) = 0 instead of exp(-inf - -inf) = NaN.
+template <typename T>
+T row_shift(size_t n, const T* x) {
+  T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
+  for (size_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return std::isfinite(m) ? m : T(0);
+}
+
+// Sum of exp(x - shift) in double.
+template <typename T>
+double sum_exp(size_t n, const T* x, T shift) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (size_t j = 0; j < n; ++j) s += std::exp(x[j] - shift);
+  return s;
+}
+
+template <typename T, typename Row>
+void for_rows(size_t rows, size_t cols, size_t cost, Row row) {
+  detail::parallel_for(rows, rows * cols * cost, [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) row(r, r * cols);
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void softmax(size_t rows, size_t cols, const T* x, T* y) {
+  for_rows<T>(rows, cols, kExpCost, [&](size_t, size_t o) {
+    const T shift = row_shift(cols, x + o);
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t j = 0; j < cols; ++j) {
+      y[o + j] = std::exp(x[o + j] - shift);
+      s += y[o + j];
+    }
+    const T inv = static_cast<T>(1.0 / s);
+#pragma omp simd
+    for (size_t j = 0; j < cols; ++j) y[o + j] *= inv;
+  });
+}
+
+template <typename T>
+void log_softmax(size_t rows, size_t cols, const T* x, T* y) {
+  for_rows<T>(rows, cols, kExpCost, [&](size_t, size_t o) {
+    const T shift = row_shift(cols, x + o);
+    // (x - shift) - log(sum) keeps the precision that x - logsumexp loses for large x.
+    const T log_sum = static_cast<T>(std::log(sum_exp(cols, x + o, shift)));
+#pragma omp simd
+    for (size_t j = 0; j < cols; ++j) y[o + j] = (x[o + j] - shift) - log_sum;
+  });
+}
+
+template <typename T>
+void softmax_backward(size_t rows, size_t cols, const T* y, const T* dy, T* dx, bool accumulate) {
+  detail::with_accumulate(accumulate, [&](auto acc) {
+    constexpr bool A = decltype(acc)::value;
+    for_rows<T>(rows, cols, 1, [&](size_t, size_t o) {
+      double dot = 0;
+#pragma omp simd reduction(+ : dot)
+      for (size_t j = 0; j < cols; ++j) dot += static_cast<double>(dy[o + j]) * y[o + j];
+      const T d = static_cast<T>(dot);
+#pragma omp simd
+      for (size_t j = 0; j < cols; ++j) {
+        const T v = y[o + j] * (dy[o + j] - d);
+        dx[o + j] = A ? dx[o + j] + v : v;
+      }
+    });
+  });
+}
+
+template <typename T>
+void log_softmax_backward(size_t rows, size_t cols, const T* y, const T* dy, T* dx,
+                          bool accumulate) {
+  detail::with_accumulate(accumulate, [&](auto acc) {
+    constexpr bool A = decltype(acc)::value;
+    for_rows<T>(rows, cols, kExpCost, [&](size_t, size_t o) {
+      double sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (size_t j = 0; j < cols; ++j) sum += dy[o + j];
+      const T s = static_cast<T>(sum);
+#pragma omp simd
+      for (size_t j = 0; j < cols; ++j) {
+        const T v = dy[o + j] - std::exp(y[o + j]) * s;
+        dx[o + j] = A ? dx[o + j] + v : v;
+      }
+    });
+  });
+}
+
+template <typename T>
+void logsumexp(size_t rows, size_t cols, const T* x, T* out) {
+  for_rows<T>(rows, cols, kExpCost, [&](size_t r, size_t o) {
+    const T shift = row_shift(cols, x + o);
+    out[r] = shift + static_cast<T>(std::log(sum_exp(cols, x + o, shift)));
+  });
+}
+
+#define LOOM_INSTANTIATE(T)                                                            \
+  template void softmax<T>(size_t, size_t, const T*, T*);                              \
+  template void log_softmax<T>(size_t, size_t, const T*, T*);                          \
+  template void softmax_backward<T>(size_t, size_t, const T*, const T*, T*, bool);     \
+  template void log_softmax_backward<T>(size_t, size_t, const T*, const T*, T*, bool); \
+  template void logsumexp<T>(size_t, size_t, const T*, T*);
+LOOM_INSTANTIATE(float)
+LOOM_INSTANTIATE(double)
+#undef LOOM_INSTANTIATE
+
+}  // namespace loom::kernels

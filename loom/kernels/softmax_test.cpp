@@ -1,0 +1,152 @@
+#include "loom/kernels/softmax.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace loom::kernels {
+namespace {
+
+template <typename T>
+std::vector<T> random_vector(size_t n, unsigned seed, double lo = -3, double hi = 3) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(dist(gen));
+  return v;
+}
+
+template <typename T>
+double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
+}
+
+// log(sum(exp(row))) in long double, no shift needed for the test ranges.
+template <typename T>
+double lse_ref(size_t cols, const T* x) {
+  long double s = 0;
+  for (size_t j = 0; j < cols; ++j) s += std::exp(static_cast<long double>(x[j]));
+  return static_cast<double>(std::log(s));
+}
+
+template <typename T>
+class SoftmaxTest : public ::testing::Test {};
+using Types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SoftmaxTest, Types);
+
+struct Size {
+  size_t rows, cols;
+};
+const Size kSizes[] = {{0, 5}, {1, 1}, {3, 7}, {10, 1000}, {2000, 33}};
+
+TYPED_TEST(SoftmaxTest, ForwardMatchesReference) {
+  using T = TypeParam;
+  unsigned seed = 1;
+  for (const Size& s : kSizes) {
+    const size_t n = s.rows * s.cols;
+    const auto x = random_vector<T>(n, seed++);
+    std::vector<T> sm(n), lsm(n), lse(s.rows);
+    softmax(s.rows, s.cols, x.data(), sm.data());
+    log_softmax(s.rows, s.cols, x.data(), lsm.data());
+    logsumexp(s.rows, s.cols, x.data(), lse.data());
+    for (size_t r = 0; r < s.rows; ++r) {
+      const double l = lse_ref(s.cols, x.data() + r * s.cols);
+      ASSERT_NEAR(lse[r], l, tolerance<T>() * (1 + std::abs(l)));
+      for (size_t j = 0; j < s.cols; ++j) {
+        const size_t i = r * s.cols + j;
+        const double want_log = double(x[i]) - l;
+        ASSERT_NEAR(lsm[i], want_log, tolerance<T>() * (1 + std::abs(want_log) + std::abs(l)));
+        ASSERT_NEAR(sm[i], std::exp(want_log), tolerance<T>() * std::exp(want_log) * 2);
+      }
+    }
+  }
+}
+
+TYPED_TEST(SoftmaxTest, BackwardMatchesReference) {
+  using T = TypeParam;
+  unsigned seed = 10;
+  for (const Size& s : kSizes) {
+    const size_t n = s.rows * s.cols;
+    const auto x = random_vector<T>(n, seed++), dy = random_vector<T>(n, seed++);
+    std::vector<T> sm(n), lsm(n);
+    softmax(s.rows, s.cols, x.data(), sm.data());
+    log_softmax(s.rows, s.cols, x.data(), lsm.data());
+    for (bool accumulate : {false, true}) {
+      const auto init = random_vector<T>(n, seed++);
+      std::vector<T> dsm = init, dlsm = init;
+      softmax_backward(s.rows, s.cols, sm.data(), dy.data(), dsm.data(), accumulate);
+      log_softmax_backward(s.rows, s.cols, lsm.data(), dy.data(), dlsm.data(), accumulate);
+      for (size_t r = 0; r < s.rows; ++r) {
+        double dot = 0, sum = 0, mag = 0;
+        for (size_t j = 0; j < s.cols; ++j) {
+          const size_t i = r * s.cols + j;
+          dot += double(dy[i]) * sm[i];
+          sum += dy[i];
+          mag += std::abs(double(dy[i]));
+        }
+        for (size_t j = 0; j < s.cols; ++j) {
+          const size_t i = r * s.cols + j;
+          const double base = accumulate ? double(init[i]) : 0.0;
+          const double want_sm = base + sm[i] * (dy[i] - dot);
+          const double want_lsm = base + dy[i] - std::exp(double(lsm[i])) * sum;
+          ASSERT_NEAR(dsm[i], want_sm, tolerance<T>() * (1 + mag + std::abs(want_sm)));
+          ASSERT_NEAR(dlsm[i], want_lsm, tolerance<T>() * (1 + mag + std::abs(want_lsm)));
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(SoftmaxTest, ExtremeInputs) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  // Large values do not overflow; -inf entries get probability 0; a row of -inf is NaN with
+  // logsumexp -inf.
+  const std::vector<T> x = {1000, 999, -1000, 5, -inf, 5, -inf, -inf, -inf};
+  std::vector<T> sm(9), lsm(9), lse(3);
+  softmax<T>(3, 3, x.data(), sm.data());
+  log_softmax<T>(3, 3, x.data(), lsm.data());
+  logsumexp<T>(3, 3, x.data(), lse.data());
+  const double e = std::exp(-1.0);
+  EXPECT_NEAR(sm[0], 1 / (1 + e), 1e-6);
+  EXPECT_NEAR(sm[1], e / (1 + e), 1e-6);
+  EXPECT_EQ(sm[2], T(0));
+  EXPECT_NEAR(lse[0], 1000 + std::log(1 + e), 1e-3);
+  EXPECT_NEAR(lsm[0], -std::log(1 + e), 1e-5);
+  EXPECT_EQ(sm[3], T(0.5));
+  EXPECT_EQ(sm[4], T(0));
+  EXPECT_EQ(lsm[4], -inf);
+  EXPECT_TRUE(std::isnan(sm[6]));
+  EXPECT_EQ(lse[2], -inf);
+  // Empty rows: logsumexp of nothing is -inf.
+  std::vector<T> out(2, T(1));
+  logsumexp<T>(2, 0, nullptr, out.data());
+  EXPECT_EQ(out[0], -inf);
+  EXPECT_EQ(out[1], -inf);
+}
+
+TYPED_TEST(SoftmaxTest, ResultsDoNotDependOnThreadCount) {
+  using T = TypeParam;
+  const size_t rows = 3000, cols = 50;
+  const auto x = random_vector<T>(rows * cols, 1), dy = random_vector<T>(rows * cols, 2);
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<T>> runs;
+  for (int threads : {1, 3, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<T> y(rows * cols), dx(rows * cols);
+    softmax(rows, cols, x.data(), y.data());
+    softmax_backward(rows, cols, y.data(), dy.data(), dx.data(), false);
+    y.insert(y.end(), dx.begin(), dx.end());
+    runs.push_back(y);
+  }
+  omp_set_num_threads(saved);
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[1], runs[2]);
+}
+
+}  // namespace
+}  // namespace loom::kernels

@@ -1,0 +1,223 @@
+// Learners: what turns the gradients of a minibatch into new parameter values.
+//
+// Conventions (CNTK's, DESIGN.md §4): the gradient handed to update() is the SUM over the
+// minibatch's M samples. A schedule's reference minibatch size N says what its values are
+// for: the effective per-step rate is lr/M for N == IGNORE (lr times the mean gradient) and
+// lr/N for N > 0 (a step of lr per N samples). With the learner option minibatch_size ==
+// IGNORE ("compatible mode") the gradient is divided by M first and the rate becomes lr, or
+// lr*M/N.
+//
+// Learner is the interface (parameters, learning-rate schedule, counters, checkpoint,
+// progress observer). LearnerBase applies the update pipeline of the built-in learners in one
+// place; each built-in learner only supplies its rule.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+#include "loom/core/ndarray_view.h"
+#include "loom/core/random.h"
+#include "loom/graph/variable.h"
+#include "loom/learners/schedule.h"
+
+namespace loom {
+
+// The global default of LearnerOptions::unit_gain (true, as in CNTK).
+void set_default_unit_gain_value(bool value);
+bool default_unit_gain_value();
+
+// Options every built-in learner accepts (CNTK's AdditionalLearningOptions and the Python
+// learners' keyword arguments).
+struct LearnerOptions {
+  // The minibatch size the hyper-parameters were tuned for. It becomes N of every schedule
+  // made without its own minibatch size. IGNORE selects compatible mode. Absent: neither.
+  std::optional<size_t> minibatch_size = std::nullopt;
+  double l1_regularization_weight = 0.0;  // per sample
+  double l2_regularization_weight = 0.0;  // per sample
+  // Standard deviation of Gaussian noise added to each parameter after its update.
+  TrainingParameterSchedule<double> gaussian_noise_injection_std_dev = 0.0;
+  double gradient_clipping_threshold_per_sample = std::numeric_limits<double>::infinity();
+  // Clip each element to the threshold; false: rescale the whole gradient to that norm.
+  bool gradient_clipping_with_truncation = true;
+  // Momentum learners: scale the gradient by (1 - momentum) when accumulating it.
+  bool unit_gain = default_unit_gain_value();
+};
+
+class Learner {
+ public:
+  using ProgressObserver = std::function<void(const std::string& key, double value)>;
+
+  virtual ~Learner() = default;
+  Learner(const Learner&) = delete;
+  Learner& operator=(const Learner&) = delete;
+
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  const LearnerOptions& options() const { return options_; }
+
+  // Updates the parameters from the gradients (sums over the minibatch, keyed by parameter)
+  // of a minibatch of training_sample_count samples; sweep_end marks the minibatch that ends
+  // a sweep over the data. Returns false, changing nothing, when the current learning rate is
+  // 0 (how a schedule that ends in 0 stops training). The gradients are left unchanged.
+  virtual bool update(std::unordered_map<Variable, NDArrayView>& gradients,
+                      size_t training_sample_count, bool sweep_end = false) = 0;
+
+  // The learning-rate schedule's value now.
+  double learning_rate() const { return current_value(lr_schedule_); }
+  // Replaces the learning-rate schedule; the new one starts at the current sample (or sweep)
+  // count, as if training started now.
+  void reset_learning_rate(const LearningRateSchedule& schedule);
+
+  size_t total_number_of_samples_seen() const { return sample_count_; }
+  size_t total_number_of_minibatches_seen() const { return minibatch_count_; }
+  size_t total_number_of_sweeps_seen() const { return sweep_count_; }
+
+  // Counters and the learning-rate schedule; built-in learners add their state.
+  virtual Dictionary create_checkpoint() const;
+  virtual void restore_from_checkpoint(const Dictionary& checkpoint);
+
+  // Called with ("Learning rate per minibatch", 0.1), ("Learning rate per 10 samples", ...),
+  // ("Momentum per 1 samples", ...) when a hyper-parameter's value changes, the first update
+  // included (CNTK's keys, as progress writers print them).
+  void set_progress_observer(ProgressObserver observer);
+
+ protected:
+  Learner(std::vector<Parameter> parameters, LearningRateSchedule lr, LearnerOptions options);
+
+  // A schedule's value at the counter it is measured in (sweeps or samples).
+  template <typename T>
+  T current_value(const TrainingParameterSchedule<T>& s) const {
+    return s.value(s.is_sweep_based() ? sweep_count_ : sample_count_);
+  }
+  // Compatible mode: the gradient is averaged over the minibatch before anything else.
+  bool compatible_mode() const { return options_.minibatch_size == IGNORE; }
+  // The rate applied to this learner's gradient for a minibatch of m samples (CNTK's
+  // LearningRate(M)).
+  double effective_learning_rate(size_t m) const;
+  // The momentum for a minibatch of m samples: beta per N samples becomes beta^(m/N).
+  double momentum_for_minibatch(const MomentumSchedule& s, size_t m) const;
+  // s with this learner's minibatch_size as N unless s was given its own.
+  TrainingParameterSchedule<double> adopt_minibatch_size(TrainingParameterSchedule<double> s) const;
+  // Tells the observer about name's current value if it changed since last told.
+  void report(const TrainingParameterSchedule<double>& s, const std::string& name);
+  // Checks the update arguments; false when the learning rate is 0 (reported first).
+  bool begin_update(size_t training_sample_count);
+  void advance_counters(size_t training_sample_count, bool sweep_end);
+
+ private:
+  std::vector<Parameter> parameters_;
+  LearningRateSchedule lr_schedule_;
+  LearnerOptions options_;
+  size_t sample_count_ = 0, minibatch_count_ = 0, sweep_count_ = 0;
+  ProgressObserver observer_;
+  std::map<std::string, double> reported_;
+};
+
+// The parameter, its gradient and the rule's state for one update of one parameter, with the
+// parts of the pipeline that run element by element around the rule. A rule reads grad(i)
+// before it writes p[i] and stores finish(new value) into p[i]; everything runs in T.
+template <typename T>
+struct RuleStep {
+  T* p;
+  const T* g;
+  T* state;  // state_tensors consecutive blocks of n elements
+  size_t n;
+  size_t minibatch_size;  // M
+  double learning_rate;   // effective_learning_rate(M)
+  T mean_scale;           // 1/M in compatible mode
+  bool mean = false;
+  T clip = 0;  // truncation threshold
+  bool truncate = false;
+  T norm_scale = 1;  // rescaling to the clipping norm
+  bool rescale = false;
+  T l2 = 0;
+  bool l2_on = false;
+  T l1 = 0;  // soft threshold, when it can run inside the rule's loop
+  bool l1_on = false;
+
+  T* state_block(size_t k) const { return state + k * n; }
+  // The gradient after compatible mode, clipping and L2, in CNTK's order and rounding.
+  T grad(size_t i) const {
+    T x = g[i];
+    if (mean) x *= mean_scale;
+    if (truncate) x = x < -clip ? -clip : (x > clip ? clip : x);
+    if (rescale) x *= norm_scale;
+    if (l2_on) x += l2 * p[i];
+    return x;
+  }
+  // The L1 proximal step (soft threshold) on a new parameter value.
+  T finish(T x) const {
+    if (!l1_on) return x;
+    return x > l1 ? x - l1 : (x < -l1 ? x + l1 : T(0));
+  }
+};
+
+// The built-in learners' update: per parameter (1) compatible-mode mean, (2) clipping,
+// (3) L2, (4) the rule, (5) Gaussian noise, (6) L1, fused into as few passes as the rule
+// allows; then the counters advance.
+class LearnerBase : public Learner {
+ public:
+  bool update(std::unordered_map<Variable, NDArrayView>& gradients, size_t training_sample_count,
+              bool sweep_end = false) final;
+  // Adds (CNTK-SEMANTICS §2.6) noise_injection_seed, master_parameter_updated,
+  // smoothed_gradients (one tensor per parameter, in parameter order) and Loom's
+  // noise_generator state.
+  Dictionary create_checkpoint() const override;
+  void restore_from_checkpoint(const Dictionary& checkpoint) override;
+
+ protected:
+  // state_tensors: how many tensors of each parameter's shape the rule keeps (all start at 0).
+  LearnerBase(std::vector<Parameter> parameters, LearningRateSchedule lr, LearnerOptions options,
+              size_t state_tensors);
+
+  // Once per minibatch that updates, before the parameters (step counts, reports).
+  virtual void on_minibatch(size_t /*training_sample_count*/) {}
+  virtual void apply_rule(const RuleStep<float>& step) = 0;
+  virtual void apply_rule(const RuleStep<double>& step) = 0;
+
+ private:
+  template <typename T>
+  void update_parameter(size_t index, const NDArrayView& gradient, size_t m, double lr);
+
+  size_t state_tensors_;
+  std::vector<NDArrayView> state_;  // per parameter: [state_tensors, *shape], or a scalar if 0
+  RandomGenerator noise_;
+};
+
+// The variance momentum adam and fsadagrad default to: per sample exp(-1/720000)
+// (a time constant of 2 * 3600 * 100 samples), as in CNTK.
+MomentumSchedule default_variance_momentum_schedule();
+
+// Base of the learners with a momentum schedule (momentum_sgd, nesterov, fsadagrad, adam):
+// the momentum of the current minibatch, scaled to its size, and the unit-gain factor.
+class MomentumLearnerBase : public LearnerBase {
+ protected:
+  MomentumLearnerBase(std::vector<Parameter> parameters, LearningRateSchedule lr,
+                      MomentumSchedule momentum, LearnerOptions options, size_t state_tensors);
+
+  // Reports the momentum and fixes beta and the unit-gain factor for this minibatch.
+  void on_minibatch(size_t training_sample_count) override;
+  // beta scaled to the minibatch (momentum_for_minibatch), as T.
+  template <typename T>
+  T momentum() const {
+    return T(beta_);
+  }
+  // 1 - beta (from the scaled beta, in T, as CNTK) with unit gain, else 1.
+  template <typename T>
+  T unit_gain_factor() const {
+    return options().unit_gain ? T(1) - T(beta_) : T(1);
+  }
+
+ private:
+  MomentumSchedule momentum_;
+  double beta_ = 0;
+};
+
+}  // namespace loom

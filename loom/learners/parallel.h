@@ -1,0 +1,49 @@
+// Element loops of the learners: one pass, threaded above a size where threads pay off.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "loom/core/threads.h"
+
+namespace loom::learners_detail {
+
+// Below this many elements a loop runs on the calling thread.
+inline constexpr size_t kParallelThreshold = size_t{1} << 15;
+
+// f(i) for i in [0, n); `elements` is the work it stands for, which decides the threading.
+template <typename F>
+void parallel_for(size_t n, F&& f, size_t elements) {
+  const long long count = static_cast<long long>(n);
+#pragma omp parallel for schedule(static) if (elements >= kParallelThreshold) \
+    num_threads(get_max_num_cpu_threads())
+  for (long long i = 0; i < count; ++i) f(static_cast<size_t>(i));
+}
+
+template <typename F>
+void parallel_for(size_t n, F&& f) {
+  parallel_for(n, f, n);
+}
+
+// Sum of f(i) over [0, n), in double. Partial sums over fixed-size blocks are added in block
+// order, so the result does not depend on the thread count (bit-identical resumes).
+template <typename F>
+double ordered_sum(size_t n, F&& f) {
+  constexpr size_t kBlock = 4096;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(blocks, 0.0);
+  parallel_for(
+      blocks,
+      [&](size_t b) {
+        double s = 0;
+        const size_t end = b * kBlock + kBlock < n ? b * kBlock + kBlock : n;
+        for (size_t i = b * kBlock; i < end; ++i) s += f(i);
+        partial[b] = s;
+      },
+      n);
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace loom::learners_detail

@@ -1,0 +1,104 @@
+#include "loom/learners/rmsprop.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "loom/core/error.h"
+#include "loom/learners/parallel.h"
+
+namespace loom {
+
+namespace {
+
+class RMSPropLearner final : public LearnerBase {
+ public:
+  RMSPropLearner(std::vector<Parameter> parameters, LearningRateSchedule lr, double gamma,
+                 double inc, double dec, double max, double min, bool need_ave_multiplier,
+                 LearnerOptions options)
+      : LearnerBase(std::move(parameters), std::move(lr), std::move(options), 3),
+        gamma_(gamma),
+        inc_(inc),
+        dec_(dec),
+        max_(max),
+        min_(min),
+        need_ave_multiplier_(need_ave_multiplier) {
+    LOOM_CHECK(gamma > 0 && gamma < 1, ArgumentError, "rmsprop: gamma must be in (0, 1), got ",
+               gamma);
+    LOOM_CHECK(inc > 1, ArgumentError, "rmsprop: inc must be > 1, got ", inc);
+    LOOM_CHECK(dec > 0 && dec < 1, ArgumentError, "rmsprop: dec must be in (0, 1), got ", dec);
+    LOOM_CHECK(min > 0, ArgumentError, "rmsprop: min must be > 0, got ", min);
+    LOOM_CHECK(max > min, ArgumentError, "rmsprop: max must be > min, got max ", max, ", min ",
+               min);
+  }
+
+  Dictionary create_checkpoint() const override {
+    Dictionary d = LearnerBase::create_checkpoint();
+    d["smoothed_count"] = smoothed_count_;
+    return d;
+  }
+  void restore_from_checkpoint(const Dictionary& d) override {
+    const double count = d.get<double>("smoothed_count");
+    LearnerBase::restore_from_checkpoint(d);
+    smoothed_count_ = count;
+  }
+
+ private:
+  void on_minibatch(size_t /*training_sample_count*/) override { smoothed_count_ += 1; }
+  void apply_rule(const RuleStep<float>& s) override { rule(s); }
+  void apply_rule(const RuleStep<double>& s) override { rule(s); }
+
+  template <typename T>
+  void rule(const RuleStep<T>& s) const {
+    const T floor = T(1e-6), gamma = T(gamma_), one_minus_gamma = T(1) - gamma;
+    const T inc = T(inc_), dec = T(dec_), max = T(max_), min = T(min_);
+    T* avar = s.state_block(0);
+    T* sign = s.state_block(1);
+    T* step = s.state_block(2);
+    // The first minibatch starts the variance at g^2 and the step at 0.02.
+    const bool first = smoothed_count_ <= 1;
+    // Updates element i's state and returns its multiplier step / sqrt(avar).
+    auto advance = [&](size_t i, T g) {
+      if (first) {
+        avar[i] = g * g;
+        sign[i] = 0;
+        step[i] = T(0.02);
+      }
+      avar[i] = gamma * avar[i] + one_minus_gamma * (g * g);
+      const T sgn = T((T(0) < g) - (g < T(0)));
+      step[i] = sign[i] * sgn > 0 ? std::min(step[i] * inc, max) : std::max(step[i] * dec, min);
+      sign[i] = sgn;
+      return step[i] / std::sqrt(avar[i] + floor);
+    };
+    if (!need_ave_multiplier_) {
+      const T lr = T(s.learning_rate);
+      learners_detail::parallel_for(s.n, [&](size_t i) {
+        const T g = s.grad(i);
+        s.p[i] = s.finish(s.p[i] - lr * (g * advance(i, g)));
+      });
+      return;
+    }
+    const double sum =
+        learners_detail::ordered_sum(s.n, [&](size_t i) { return double(advance(i, s.grad(i))); });
+    const T mean = T(sum / double(s.n));
+    const T lr = T(s.learning_rate / double(mean));
+    learners_detail::parallel_for(s.n, [&](size_t i) {
+      const T a = step[i] / std::sqrt(avar[i] + floor);
+      s.p[i] = s.finish(s.p[i] - lr * (s.grad(i) * a));
+    });
+  }
+
+  double gamma_, inc_, dec_, max_, min_;
+  bool need_ave_multiplier_;
+  double smoothed_count_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Learner> rmsprop(std::vector<Parameter> parameters, LearningRateSchedule lr,
+                                 double gamma, double inc, double dec, double max, double min,
+                                 bool need_ave_multiplier, LearnerOptions options) {
+  return std::make_shared<RMSPropLearner>(std::move(parameters), std::move(lr), gamma, inc, dec,
+                                          max, min, need_ave_multiplier, std::move(options));
+}
+
+}  // namespace loom

@@ -1,0 +1,63 @@
+// Helpers shared by the op families in loom/ops/ (internal; not part of the public API).
+#pragma once
+
+#include <cstddef>
+
+#include "loom/graph/op.h"
+#include "loom/kernels/elementwise.h"
+#include "loom/kernels/reduce.h"
+
+namespace loom::op_util {
+
+// Number of static axes of a packed tensor (its shape without the row axis).
+inline size_t sample_rank(const Tensor& t) {
+  return t.shape.rank() - (t.dynamic() ? 1 : 0);
+}
+// Elements per sample (Tensor::sample_size() without building the sample shape).
+inline size_t sample_size(const Tensor& t) {
+  size_t n = 1;
+  for (size_t i = t.dynamic() ? 1 : 0; i < t.shape.rank(); ++i) n *= t.shape[i];
+  return n;
+}
+
+// Kernels take dims as std::vector. Ops fill these thread-local buffers, whose capacity survives
+// between calls, so a steady training loop does not allocate; one call uses distinct slots.
+inline constexpr size_t kDimsSlots = 3;
+kernels::Dims& dims_buffer(size_t slot);
+
+// t's dims as an operand of a kernel over an output with `sample_rank` static axes: a leading
+// row axis when `row_axis` (t's rows, or 1 for a tensor without dynamic axes, which broadcasts
+// over the rows), then t's static axes right-aligned and padded with 1s in front (numpy rules).
+const kernels::Dims& aligned_dims(size_t slot, const Tensor& t, size_t sample_rank, bool row_axis);
+
+// The index of a static axis of input's sample shape (negative counts from the end), or a
+// ShapeError naming op, the axis and the input.
+size_t static_axis_index(const char* op, const Axis& axis, const Variable& input);
+// The same for an axis index already checked by shape inference.
+inline size_t static_axis_index(int64_t axis, size_t rank) {
+  return size_t(axis < 0 ? axis + int64_t(rank) : axis);
+}
+
+// An ArgumentError when a sparse tensor reaches an op that computes on dense data only.
+void require_dense(const char* op, const OpCall& call);
+
+// dst[i] = src[i] (accumulate: dst[i] += src[i]) for i < n.
+template <typename T>
+void copy_or_add(size_t n, const T* src, T* dst, bool accumulate) {
+  if (accumulate) {
+    kernels::axpy(n, T(1), src, dst);
+  } else {
+    kernels::unary(kernels::UnaryOp::Copy, n, src, dst);
+  }
+}
+
+// count blocks of len elements: block i is read at src + i * src_stride and written (or added)
+// at dst + i * dst_stride. Slices, splices and their gradients are all such block copies.
+template <typename T>
+void copy_blocks(size_t count, size_t len, const T* src, size_t src_stride, T* dst,
+                 size_t dst_stride, bool accumulate) {
+  for (size_t i = 0; i < count; ++i)
+    copy_or_add(len, src + i * src_stride, dst + i * dst_stride, accumulate);
+}
+
+}  // namespace loom::op_util

@@ -1,0 +1,9 @@
+// All op families: include this to build graphs from primitive ops.
+#pragma once
+
+#include "loom/ops/elementwise.h"
+#include "loom/ops/linear.h"
+#include "loom/ops/losses.h"
+#include "loom/ops/reduction.h"
+#include "loom/ops/sequence_ops.h"
+#include "loom/ops/shape_ops.h"
