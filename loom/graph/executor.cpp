@@ -141,13 +141,18 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     t.sparse = &*slot.bound;
     return;
   }
-  size_t bytes = size_of(t.dtype) * sample;
-  t.data = slot.storage.ensure(layout->rows() * bytes);
+  t.data = slot.storage.ensure(layout->rows() * sample * size_of(t.dtype));
+  pack_dense(value, *layout, t.data);
+}
+
+void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
+  size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
+  size_t T = value.max_sequence_length();
   const char* src = static_cast<const char*>(value.data().raw_data());
-  char* dst = static_cast<char*>(t.data);
-  for (size_t b = 0; b < layout->num_sequences(); ++b)
-    for (size_t step = 0; step < layout->lengths[b]; ++step)
-      std::memcpy(dst + layout->row(b, step) * bytes, src + (b * T + step) * bytes, bytes);
+  char* out = static_cast<char*>(dst);
+  for (size_t b = 0; b < layout.num_sequences(); ++b)
+    for (size_t step = 0; step < layout.lengths[b]; ++step)
+      std::memcpy(out + layout.row(b, step) * bytes, src + (b * T + step) * bytes, bytes);
 }
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
@@ -197,17 +202,34 @@ Tensor& Executor::gradient_tensor(size_t index) {
   return g;
 }
 
-void Executor::backward(const Variable& root) {
+void Executor::backward(const Variable& root, const Value* root_gradient) {
   LOOM_CHECK(forward_done_, StateError, "backward before forward");
   for (auto& s : slots_) s.grad_written = false;
   size_t r = slot_of(root);
   LOOM_CHECK(slots_[r].needs_grad, ArgumentError, "'", root.name(),
              "' does not depend on any variable whose gradient was requested");
   Tensor& seed = gradient_tensor(r);
-  dispatch(seed.dtype, [&](auto zero) {
-    using T = decltype(zero);
-    std::fill_n(seed.ptr<T>(), seed.size(), T(1));
-  });
+  if (root_gradient) {
+    const Tensor& value = slots_[r].value;
+    const Value& g = *root_gradient;
+    bool matches = g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == root.shape() &&
+                   (value.dynamic() ? g.sequence_lengths() == value.layout->lengths
+                                    : g.num_sequences() == 1);
+    LOOM_CHECK(matches, ShapeError, "root gradient for '", root.name(), "' of sample shape ",
+               g.sample_shape().to_string(), " and ", g.num_sequences(),
+               " sequence(s) does not match the output's shape ", root.shape().to_string(),
+               " and layout");
+    if (value.dynamic()) {
+      pack_dense(g, *value.layout, seed.data);
+    } else {
+      std::memcpy(seed.data, g.data().raw_data(), seed.size() * size_of(seed.dtype));
+    }
+  } else {
+    dispatch(seed.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      std::fill_n(seed.ptr<T>(), seed.size(), T(1));
+    });
+  }
   slots_[r].grad_written = true;
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
     Slot& out = slots_[it->output];

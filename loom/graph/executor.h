@@ -24,9 +24,10 @@ class Executor {
   // ignored) and computes the outputs. is_training selects training behaviour of ops such
   // as dropout and batch normalization.
   void forward(const ValueMap& arguments, bool is_training);
-  // Back-propagates the gradient of the sum of root (one of the outputs) over all its
-  // elements and samples, after forward.
-  void backward(const Variable& root);
+  // Back-propagates from root (one of the outputs), after forward. Without root_gradient
+  // that is the gradient of the sum of root over all its elements and samples; with it, the
+  // given gradient of root (a Value of root's form and layout).
+  void backward(const Variable& root, const Value* root_gradient = nullptr);
 
   // After forward: a variable's packed tensor, and its value unpacked into a Value (copy).
   const Tensor& tensor(const Variable& v) const;
@@ -61,6 +62,8 @@ class Executor {
 
   size_t slot_of(const Variable& v) const;
   void bind_input(const Variable& v, Slot& slot, const Value& value);
+  // Copies the real samples of a dense Value into packed rows of layout at dst.
+  static void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
   void bind_sequence_layouts(const ValueMap& arguments);
   Tensor& gradient_tensor(size_t slot);
 

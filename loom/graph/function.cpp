@@ -255,4 +255,31 @@ ValueMap Function::grad(const ValueMap& arguments, const std::vector<Variable>& 
   return result;
 }
 
+
+std::pair<BackPropState, ValueMap> Function::forward(const ValueMap& args,
+                                                     const std::vector<Variable>& outs) const {
+  std::vector<Variable> wanted = outs.empty() ? outputs() : outs;
+  std::vector<Variable> wrt;
+  for (auto& p : parameters()) wrt.push_back(p);
+  for (auto& a : arguments())
+    if (a.needs_gradient()) wrt.push_back(a);
+  auto exec = std::make_shared<Executor>(wanted, wrt);
+  exec->forward(args, /*is_training=*/true);
+  ValueMap result;
+  for (auto& o : wanted) result.emplace(o, exec->output_value(o));
+  return {BackPropState{exec}, std::move(result)};
+}
+
+ValueMap Function::backward(const BackPropState& state, const ValueMap& root_gradients,
+                            const std::vector<Variable>& variables) const {
+  LOOM_CHECK(state.executor, StateError, "backward with an empty state: call forward first");
+  LOOM_CHECK(root_gradients.size() == 1, ArgumentError,
+             "backward takes the gradient of exactly one output, got ", root_gradients.size());
+  const auto& [root, gradient] = *root_gradients.begin();
+  state.executor->backward(root, &gradient);
+  ValueMap result;
+  for (auto& v : variables) result.emplace(v, state.executor->gradient_value(v));
+  return result;
+}
+
 }  // namespace loom

@@ -17,12 +17,19 @@
 namespace loom {
 
 class OpDef;
+class Executor;
 using ValueMap = std::unordered_map<Variable, Value>;
 
 enum class ParameterCloneMethod {
   Share,   // the clone uses the same parameters
   Clone,   // the clone gets new parameters with copies of the values
   Freeze,  // the clone gets constants holding copies of the values
+};
+
+// What Function::forward keeps for Function::backward: the executor holding the pass's
+// values. Valid until the next forward with the same state.
+struct BackPropState {
+  std::shared_ptr<Executor> executor;
 };
 
 class Function {
@@ -70,6 +77,15 @@ class Function {
   // Gradients of the sum of the single output over all samples with respect to wrt
   // (parameters or inputs).
   ValueMap grad(const ValueMap& arguments, const std::vector<Variable>& wrt) const;
+
+  // A forward pass that keeps what backward() needs. The state can back-propagate to the
+  // function's parameters and to its inputs created with needs_gradient.
+  std::pair<BackPropState, ValueMap> forward(const ValueMap& arguments,
+                                             const std::vector<Variable>& outputs = {}) const;
+  // Gradients of `variables` given the gradient of one output (root_gradients holds exactly
+  // one entry: output -> its gradient, a Value of that output's form).
+  ValueMap backward(const BackPropState& state, const ValueMap& root_gradients,
+                    const std::vector<Variable>& variables) const;
 
   bool valid() const { return impl_ != nullptr; }
   const std::shared_ptr<FunctionImpl>& impl() const { return impl_; }

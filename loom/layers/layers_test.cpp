@@ -257,3 +257,44 @@ TEST(Function, ArgumentsParametersAndCombinePrinting) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(Function, ForwardKeepsStateForBackwardWithRootGradient) {
+  Variable x = input_variable({2}, {.needs_gradient = true});
+  Function d = Dense(2, {.bias = false});
+  Function y = d(x);
+  Parameter W = d.parameters()[0];
+  W.set_value(NDArrayView::from_vector<float>({2, 2}, {1, 2, 3, 4}));
+  ValueMap args;
+  args.emplace(x, Value::create_batch<float>({2}, {1, 1, 2, 0}));
+  auto [state, outputs] = y.forward(args);
+  EXPECT_EQ(outputs.at(y.output()).data().to_vector<float>(), (std::vector<float>{4, 6, 2, 4}));
+  // dL/dy = [[1, 0], [0, 2]]: dW = xᵀ·g, dx = g·Wᵀ.
+  ValueMap root;
+  root.emplace(y.output(), Value::create_batch<float>({2}, {1, 0, 0, 2}));
+  ValueMap g = y.backward(state, root, {W, x});
+  EXPECT_EQ(g.at(W).data().to_vector<float>(), (std::vector<float>{1, 4, 1, 0}));
+  EXPECT_EQ(g.at(x).data().to_vector<float>(), (std::vector<float>{1, 3, 4, 8}));
+  ValueMap wrong;
+  wrong.emplace(y.output(), Value::create_batch<float>({2}, {1, 0}));
+  EXPECT_THROW(y.backward(state, wrong, {W}), ShapeError);
+}
+
+TEST(Function, GradWithRespectToSequenceInput) {
+  Variable s = sequence::input_variable({2}, {.needs_gradient = true});
+  Function d = Dense(1, {.bias = false});
+  Function y = d(s);
+  d.parameters()[0].set_value(NDArrayView::from_vector<float>({2, 1}, {3, -1}));
+  ValueMap args;
+  args.emplace(s, Value::create_sequences<float>({2}, {{1, 2, 3, 4}, {5, 6}}));
+  Value g = y.grad(args, {s}).at(s);
+  ASSERT_TRUE(g.is_sequence());
+  EXPECT_EQ(g.sequence_lengths(), (std::vector<size_t>{2, 1}));
+  EXPECT_EQ(g.as_sequences<float>()[0], (std::vector<float>{3, -1, 3, -1}));
+  EXPECT_EQ(g.as_sequences<float>()[1], (std::vector<float>{3, -1}));
+}
+
+}  // namespace
+}  // namespace loom
