@@ -6,6 +6,23 @@
 
 namespace loom {
 
+namespace {
+// Writes the CSR rows of s as dense rows at dst (s's shape, row-major).
+void densify_rows(const NDArrayView& s, void* dst) {
+  dispatch(s.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* out = static_cast<T*>(dst);
+    size_t cols = s.csr_cols();
+    std::fill_n(out, s.size(), T(0));
+    const auto& off = s.csr_row_offsets();
+    const auto& col = s.csr_col_indices();
+    const T* v = s.csr_values<T>();
+    for (size_t r = 0; r + 1 < off.size(); ++r)
+      for (int32_t k = off[r]; k < off[r + 1]; ++k) out[r * cols + size_t(col[k])] += v[k];
+  });
+}
+}  // namespace
+
 Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     : outputs_(std::move(outputs)) {
   auto order = topological_order(outputs_);
@@ -36,13 +53,16 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     for (auto& out : f->outputs)
       LOOM_CHECK(out->shape_known, StateError, "output of ", f->uid,
                  " has an unknown shape: its graph has unbound placeholders");
-    Node n{f, {}, leaf_vars_.size() + nodes_.size()};
+    Node n{f, {}, {}, leaf_vars_.size() + nodes_.size()};
     bool needs = false;
     for (size_t i = 0; i < f->inputs.size(); ++i) {
       size_t s = slot_of(f->inputs[i]);
       n.inputs.push_back(s);
       needs = needs || (slots_[s].needs_grad && f->op->differentiable(i, f->attributes));
     }
+    for (size_t s : n.inputs) n.input_values.push_back(&slots_[s].value);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (!f->op->accepts_sparse(i)) slots_[n.inputs[i]].densify = true;
     slot_index_[f->outputs[0].get()] = n.output;
     slots_[n.output].needs_grad = needs;
     nodes_.push_back(std::move(n));
@@ -104,7 +124,10 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     t.layout = layouts_.batch(n);
     t.shape = v.shape().prepend(n);
     slot.bound = value.data();
-    if (value.is_sparse()) {
+    if (value.is_sparse() && slot.densify) {
+      t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
+      densify_rows(*slot.bound, t.data);
+    } else if (value.is_sparse()) {
       t.sparse = &*slot.bound;
     } else {
       t.data = const_cast<void*>(slot.bound->raw_data());  // inputs are never written
@@ -138,7 +161,12 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
       for (size_t i = 0; i < values.size(); ++i) values[i] = vals[src_index[i]];
       return NDArrayView::sparse_csr<T_>(t.shape, std::move(offsets), std::move(cols), values);
     });
-    t.sparse = &*slot.bound;
+    if (slot.densify) {
+      t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
+      densify_rows(*slot.bound, t.data);
+    } else {
+      t.sparse = &*slot.bound;
+    }
     return;
   }
   t.data = slot.storage.ensure(layout->rows() * sample * size_of(t.dtype));
@@ -173,9 +201,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
   }
   for (auto& node : nodes_) {
     const FunctionImpl& f = *node.fn;
-    std::vector<const Tensor*> ins;
-    ins.reserve(node.inputs.size());
-    for (size_t s : node.inputs) ins.push_back(&slots_[s].value);
+    std::span<const Tensor* const> ins = node.input_values;
     Slot& out = slots_[node.output];
     const VariableImpl& spec = *f.outputs[0];
     out.value.dtype = spec.dtype;
@@ -183,7 +209,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     out.value.shape = out.value.layout ? spec.shape.prepend(out.value.layout->rows()) : spec.shape;
     out.value.sparse = nullptr;
     out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
-    OpCall call{f.attributes, std::move(ins), &out.value, nullptr, &out.scratch, is_training};
+    OpCall call{f.attributes, ins, &out.value, nullptr, &out.scratch, is_training};
     f.op->forward(call);
   }
   forward_done_ = true;
@@ -235,9 +261,7 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     Slot& out = slots_[it->output];
     if (!out.grad_written) continue;
     const FunctionImpl& f = *it->fn;
-    std::vector<const Tensor*> ins;
-    for (size_t s : it->inputs) ins.push_back(&slots_[s].value);
-    OpCall call{f.attributes, std::move(ins), &out.value, &out.grad, &out.scratch, is_training_};
+    OpCall call{f.attributes, it->input_values, &out.value, &out.grad, &out.scratch, is_training_};
     for (size_t i = 0; i < it->inputs.size(); ++i) {
       Slot& in = slots_[it->inputs[i]];
       if (!in.needs_grad || !f.op->differentiable(i, f.attributes)) continue;

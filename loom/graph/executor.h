@@ -52,12 +52,14 @@ class Executor {
     bool grad_written = false;
     bool needs_grad = false;
     std::optional<NDArrayView> bound;  // keeps a bound input's data alive
+    bool densify = false;              // a consumer needs this sparse input dense
     TensorStorage scratch;
   };
   struct Node {
     std::shared_ptr<FunctionImpl> fn;
-    std::vector<size_t> inputs;  // slot indices
-    size_t output;               // slot index (single-output ops)
+    std::vector<size_t> inputs;             // slot indices
+    std::vector<const Tensor*> input_values;  // those slots' value tensors
+    size_t output;                          // slot index (single-output ops)
   };
 
   size_t slot_of(const Variable& v) const;

@@ -4,7 +4,7 @@
 
 namespace loom {
 
-const SequenceLayout* OpDef::output_layout(const std::vector<const Tensor*>& inputs,
+const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs,
                                            const Dictionary&, LayoutCache&) const {
   const SequenceLayout* layout = nullptr;
   for (const Tensor* t : inputs) {

@@ -2,6 +2,7 @@
 // this interface; the graph layer calls it for shape inference, the executor for compute.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ struct OutputSpec {
 // backward the output's gradient.
 struct OpCall {
   const Dictionary& attributes;
-  std::vector<const Tensor*> inputs;
+  std::span<const Tensor* const> inputs;
   Tensor* output = nullptr;
   const Tensor* output_gradient = nullptr;
   // Scratch space the op may keep between forward and backward of one minibatch (e.g. the
@@ -43,7 +44,7 @@ class OpDef {
                                         const Dictionary& attributes) const = 0;
   // Which layout the output rows follow. By default the rows of the dynamic inputs (which
   // must all share one layout); sequence ops return another (e.g. one row per sequence).
-  virtual const SequenceLayout* output_layout(const std::vector<const Tensor*>& inputs,
+  virtual const SequenceLayout* output_layout(std::span<const Tensor* const> inputs,
                                               const Dictionary& attributes,
                                               LayoutCache& layouts) const;
   virtual void forward(OpCall& call) const = 0;
@@ -54,6 +55,9 @@ class OpDef {
   // Whether the op can produce a gradient for input `index` (false e.g. for labels of a
   // metric, or indices).
   virtual bool differentiable(size_t index, const Dictionary& attributes) const { return true; }
+  // Whether forward takes input `index` in sparse CSR form; the executor densifies sparse
+  // data for every other input.
+  virtual bool accepts_sparse(size_t index) const { return false; }
 };
 
 // Fixes inferred dimensions of a parameter input; for known dimensions checks they agree.

@@ -298,3 +298,24 @@ TEST(Function, GradWithRespectToSequenceInput) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(Executor, DensifiesSparseInputsForDenseOnlyOps) {
+  Variable y = input_variable({3}, {.is_sparse = true});
+  Variable doubled = plus(y, y);
+  ValueMap args;
+  args.emplace(y, Value::one_hot(3, {2, 0}));
+  EXPECT_EQ(Function(doubled).eval_one(args).data().to_vector<float>(),
+            (std::vector<float>{0, 0, 2, 2, 0, 0}));
+  Variable s = sequence::input_variable({3}, {.is_sparse = true});
+  ValueMap seq;
+  seq.emplace(s, Value::one_hot_sequences(3, {{1, 2}, {0}}));
+  Value out = Function(plus(s, s)).eval_one(seq);
+  EXPECT_EQ(out.as_sequences<float>()[0], (std::vector<float>{0, 2, 0, 0, 0, 2}));
+  EXPECT_EQ(out.as_sequences<float>()[1], (std::vector<float>{2, 0, 0}));
+}
+
+}  // namespace
+}  // namespace loom

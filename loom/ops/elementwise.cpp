@@ -20,7 +20,6 @@ class UnaryElementwiseOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name_, call);
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {
@@ -54,7 +53,6 @@ class BinaryElementwiseOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name_, call);
     const Tensor &a = *call.inputs[0], &b = *call.inputs[1];
     Tensor& y = *call.output;
     const size_t rank = op_util::sample_rank(y);

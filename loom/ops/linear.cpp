@@ -27,6 +27,7 @@ Dims matrix_dims(const OpCall& call) {
 class TimesOp : public OpDef {
  public:
   const char* name() const override { return "Times"; }
+  bool accepts_sparse(size_t index) const override { return index == 0; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary& a) const override {
     const Variable &x = in[0], &W = in[1];
@@ -39,6 +40,9 @@ class TimesOp : public OpDef {
                ws.to_string(), " has no input axes besides its ", output_rank, " output axes");
     NDShape out_axes = ws.sub_shape(ws.rank() - output_rank);
     NDShape w_in = ws.sub_shape(0, ws.rank() - output_rank);
+    // Checked before inference, which would otherwise fix W's shape for a failed call.
+    LOOM_CHECK(x.dtype() == W.dtype(), ShapeError, "Times: operands have types ",
+               to_string(x.dtype()), " and ", to_string(W.dtype()));
     const NDShape& xs = x.shape();
     if (w_in.has_inferred()) {
       size_t k_rank = map == 0 ? xs.rank() : map > 0 ? xs.rank() - size_t(map) : w_in.rank();
@@ -56,8 +60,6 @@ class TimesOp : public OpDef {
                ShapeError, "Times: operand shapes ", xs.to_string(), " and ", W.shape().to_string(),
                " do not match: the trailing axes of the left must equal the leading ", w_in.rank(),
                " axes of the right");
-    LOOM_CHECK(x.dtype() == W.dtype(), ShapeError, "Times: operands have types ",
-               to_string(x.dtype()), " and ", to_string(W.dtype()));
     NDShape out = xs.sub_shape(0, xs.rank() - w_in.rank()).append(out_axes);
     return {{out, x.dtype(), x.dynamic_axes(), false}};
   }

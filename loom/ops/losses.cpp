@@ -40,7 +40,6 @@ class SquaredErrorOp : public OpDef {
   }
   void forward(OpCall& call) const override {
     const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
-    LOOM_CHECK(!o.is_sparse() && !t.is_sparse(), ShapeError, "SquaredError needs dense operands");
     size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -76,12 +75,12 @@ class SquaredErrorOp : public OpDef {
 class CrossEntropyWithSoftmaxOp : public OpDef {
  public:
   const char* name() const override { return "CrossEntropyWithSoftmax"; }
+  bool accepts_sparse(size_t index) const override { return index == 1; }
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    LOOM_CHECK(!z.is_sparse(), ShapeError, "CrossEntropyWithSoftmax needs dense scores");
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -139,8 +138,6 @@ class BinaryCrossEntropyOp : public OpDef {
   }
   void forward(OpCall& call) const override {
     const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
-    LOOM_CHECK(!o.is_sparse() && !t.is_sparse(), ShapeError,
-               "BinaryCrossEntropy needs dense operands");
     size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -174,13 +171,13 @@ class BinaryCrossEntropyOp : public OpDef {
 class ClassificationErrorOp : public OpDef {
  public:
   const char* name() const override { return "ClassificationError"; }
+  bool accepts_sparse(size_t index) const override { return index == 1; }
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
   bool differentiable(size_t, const Dictionary&) const override { return false; }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    LOOM_CHECK(!z.is_sparse(), ShapeError, "ClassificationError needs dense scores");
     size_t rows = call.output->rows(), n = z.sample_size();
     size_t top_n = size_t(call.attributes.get<int64_t>("top_n"));
     dispatch(z.dtype, [&](auto zero) {

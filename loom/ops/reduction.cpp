@@ -41,7 +41,6 @@ class ReduceStaticOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name_, call);
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {

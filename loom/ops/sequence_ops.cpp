@@ -24,14 +24,13 @@ class SequenceReduceOp : public OpDef {
     return {{x.shape(), x.dtype(), {x.dynamic_axes()[0]}, false}};
   }
 
-  const SequenceLayout* output_layout(const std::vector<const Tensor*>& in, const Dictionary&,
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
                                       LayoutCache& layouts) const override {
     return layouts.batch(in[0]->layout->num_sequences());
   }
 
   // Output row b is sequence b (the minibatch's order), gathered from the packed rows.
   void forward(OpCall& call) const override {
-    op_util::require_dense(name_, call);
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
     const SequenceLayout& l = *x.layout;

@@ -61,7 +61,6 @@ class ReshapeOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name(), call);
     Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -110,7 +109,6 @@ class SliceOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name(), call);
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
     const AxisView v = view(x, call.attributes);
@@ -171,7 +169,6 @@ class SpliceOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name(), call);
     Tensor& y = *call.output;
     const AxisView out = view(y, call.attributes);
     dispatch(y.dtype, [&](auto zero) {
@@ -270,7 +267,6 @@ class TransposeOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name(), call);
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {

@@ -65,7 +65,6 @@ class SoftmaxOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    op_util::require_dense(name_, call);
     const Tensor& x = *call.inputs[0];
     const Geometry g = geometry(x, call.attributes);
     dispatch(x.dtype, [&](auto zero) {

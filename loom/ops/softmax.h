@@ -1,6 +1,7 @@
 // Softmax and log-softmax of each sample along one static axis (the rows of a minibatch stay
 // apart). A negative axis counts from the end; Axis::all_static_axes() normalizes over all
-// elements of the sample, as CNTK's softmax with axis=None does. Dense inputs only.
+// elements of the sample, as CNTK's softmax with axis=None does. The executor densifies sparse
+// inputs.
 #pragma once
 
 #include <string>

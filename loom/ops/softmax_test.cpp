@@ -222,15 +222,11 @@ TEST(Softmax, Float32MatchesFloat64) {
   }
 }
 
-TEST(Softmax, SparseInputIsAnErrorNamingTheOp) {
-  Variable x = input_variable({4}, {.is_sparse = true});
-  try {
-    softmax(x).eval_one({{x, Value::one_hot(4, {1, 3})}});
-    FAIL() << "expected ArgumentError";
-  } catch (const ArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("Softmax"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("sparse"), std::string::npos) << e.what();
-  }
+TEST(Softmax, SparseInputIsDensified) {
+  Variable x = input_variable({3}, {.is_sparse = true});
+  const std::vector<double> row = reference({1, 0, 0}, 1, 3, 1, false);
+  expect_all_near(values(softmax(x).eval_one({{x, Value::one_hot(3, {0, 2})}})),
+                  {row[0], row[1], row[2], row[1], row[2], row[0]}, 1e-6, "output");
 }
 
 }  // namespace
