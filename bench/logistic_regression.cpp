@@ -1,9 +1,9 @@
-// Times Loom's logistic-regression training loop: Dense(10) on 784 inputs, cross_entropy_with_softmax
-// as loss and classification_error as metric, sgd at 0.1 per minibatch, minibatch 32, on
-// Fashion-MNIST-shaped synthetic data (60,000 x 784 floats in [0,1), sparse one-hot labels).
-// Minibatches are built before the clock starts: the figure is the training step alone, which at
-// this size is mostly framework overhead. Then it runs logistic_regression_torch.py (the same
-// loop in PyTorch) and prints both figures and their ratio against the 5x target.
+// Times Loom's logistic-regression training loop: Dense(10) on 784 inputs,
+// cross_entropy_with_softmax as loss and classification_error as metric, sgd at 0.1 per minibatch,
+// minibatch 32, on Fashion-MNIST-shaped synthetic data (60,000 x 784 floats in [0,1), sparse
+// one-hot labels). Minibatches are built before the clock starts: the figure is the training step
+// alone, which at this size is mostly framework overhead. Then it runs logistic_regression_torch.py
+// (the same loop in PyTorch) and prints both figures and their ratio against the 5x target.
 //
 //   bench_logistic_regression [--threads N] [--steps N] [--repeats N] [--no-reference]
 #include <algorithm>
@@ -239,8 +239,7 @@ int main(int argc, char** argv) {
               loom.best_sps, loom.best_us);
   if (ref.ran) {
     std::printf("%-34s %14.0f %10.2f\n",
-                ("PyTorch (" + std::to_string(ref.threads) + " threads)").c_str(), ref.sps,
-                ref.us);
+                ("PyTorch (" + std::to_string(ref.threads) + " threads)").c_str(), ref.sps, ref.us);
     const double ratio = loom.best_sps / ref.sps;
     std::printf("ratio Loom / PyTorch: %.2fx (median vs median %.2fx); target %.0fx: %s\n", ratio,
                 ref.median_sps > 0 ? loom.median_sps / ref.median_sps : 0.0, kTargetRatio,

@@ -108,3 +108,21 @@ TEST(Random, FixedSeedGivesSameStreams) {
 
 }  // namespace
 }  // namespace loom
+
+#include "loom/core/threads.h"
+
+namespace loom {
+namespace {
+
+TEST(Threads, ConfigurableAndValidated) {
+  int before = get_max_num_cpu_threads();
+  EXPECT_GE(before, 1);
+  set_max_num_cpu_threads(1);
+  EXPECT_EQ(get_max_num_cpu_threads(), 1);
+  EXPECT_THROW(set_max_num_cpu_threads(0), ArgumentError);
+  set_max_num_cpu_threads(before);
+  EXPECT_EQ(get_max_num_cpu_threads(), before);
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,5 +1,7 @@
 #include "loom/core/shape.h"
 
+#include <algorithm>
+
 #include "loom/core/error.h"
 
 namespace loom {
@@ -32,6 +34,12 @@ NDShape NDShape::prepend(size_t dim) const {
   std::vector<size_t> d{dim};
   d.insert(d.end(), dims_.begin(), dims_.end());
   return NDShape(std::move(d));
+}
+
+void NDShape::assign_prepended(size_t first, const NDShape& rest) {
+  dims_.resize(rest.rank() + 1);
+  dims_[0] = first;
+  std::copy(rest.dims_.begin(), rest.dims_.end(), dims_.begin() + 1);
 }
 
 std::string NDShape::to_string() const {

@@ -34,6 +34,9 @@ class NDShape {
   // This shape followed by other's axes.
   NDShape append(const NDShape& other) const;
   NDShape prepend(size_t dim) const;
+  // Becomes [first, rest...] reusing this shape's storage (no allocation once it is large
+  // enough: the executor does this for every tensor of every minibatch).
+  void assign_prepended(size_t first, const NDShape& rest);
 
   // "[2]", "[28,28]", "[]"; an inferred dimension prints as -1 as in CNTK's Python API.
   std::string to_string() const;

@@ -102,13 +102,20 @@ void Executor::bind_sequence_layouts(const ValueMap& arguments) {
 }
 
 void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
-  const std::string label = "'" + v.name() + "' (" + v.uid() + ")";
-  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for variable ", label, " has type ",
-             to_string(value.dtype()), " but the variable has type ", to_string(v.dtype()));
-  LOOM_CHECK(value.sample_shape() == v.shape(), ShapeError, "value for variable ", label,
-             " has sample shape ", value.sample_shape().to_string(),
-             " but the variable has shape ", v.shape().to_string());
-  LOOM_CHECK(v.has_batch_axis(), ShapeError, "variable ", label,
+  // Messages are built only on failure: this runs for every input of every minibatch.
+#define LOOM_VAR "'", v.name(), "' (", v.uid(), ")"
+  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for variable ", LOOM_VAR,
+             " has type ", to_string(value.dtype()), " but the variable has type ",
+             to_string(v.dtype()));
+  const NDShape& data_shape = value.data().shape();
+  size_t axes = value.is_sequence() ? 2 : 1;
+  bool same_sample = data_shape.rank() == v.shape().rank() + axes &&
+                     std::equal(v.shape().dims().begin(), v.shape().dims().end(),
+                                data_shape.dims().begin() + axes);
+  LOOM_CHECK(same_sample, ShapeError, "value for variable ", LOOM_VAR, " has sample shape ",
+             value.sample_shape().to_string(), " but the variable has shape ",
+             v.shape().to_string());
+  LOOM_CHECK(v.has_batch_axis(), ShapeError, "variable ", LOOM_VAR,
              " has no dynamic axes; bind it as a constant instead");
   Tensor& t = slot.value;
   t.dtype = v.dtype();
@@ -118,11 +125,11 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   if (!v.has_sequence_axis()) {
     LOOM_CHECK(value.max_sequence_length() <= 1 &&
                    value.number_of_samples() == value.num_sequences(),
-               ShapeError, "value for variable ", label,
+               ShapeError, "value for variable ", LOOM_VAR,
                " holds sequences longer than 1, but the variable has no sequence axis");
     size_t n = value.num_sequences();
     t.layout = layouts_.batch(n);
-    t.shape = v.shape().prepend(n);
+    t.shape.assign_prepended(n, v.shape());
     slot.bound = value.data();
     if (value.is_sparse() && slot.densify) {
       t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
@@ -136,7 +143,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   }
   const SequenceLayout* layout = sequence_layouts_.at(v.dynamic_axes()[1].name());
   t.layout = layout;
-  t.shape = v.shape().prepend(layout->rows());
+  t.shape.assign_prepended(layout->rows(), v.shape());
   size_t T = value.max_sequence_length();
   if (value.is_sparse()) {
     // Reorder CSR rows into the packed order.
@@ -173,6 +180,8 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   pack_dense(value, *layout, t.data);
 }
 
+#undef LOOM_VAR
+
 void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
   size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
   size_t T = value.max_sequence_length();
@@ -196,7 +205,9 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
       bind_input(v, slot, it->second);
     } else {
       slot.bound = v.value();
-      slot.value = Tensor{v.dtype(), slot.bound->shape(), nullptr, slot.bound->raw_data(), nullptr};
+      slot.value.dtype = v.dtype();
+      slot.value.shape = slot.bound->shape();
+      slot.value.data = slot.bound->raw_data();
     }
   }
   for (auto& node : nodes_) {
@@ -206,7 +217,11 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     const VariableImpl& spec = *f.outputs[0];
     out.value.dtype = spec.dtype;
     out.value.layout = f.op->output_layout(ins, f.attributes, layouts_);
-    out.value.shape = out.value.layout ? spec.shape.prepend(out.value.layout->rows()) : spec.shape;
+    if (out.value.layout) {
+      out.value.shape.assign_prepended(out.value.layout->rows(), spec.shape);
+    } else {
+      out.value.shape = spec.shape;
+    }
     out.value.sparse = nullptr;
     out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
     OpCall call{f.attributes, ins, &out.value, nullptr, &out.scratch, is_training};

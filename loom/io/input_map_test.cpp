@@ -1,0 +1,64 @@
+// next_minibatch keyed by graph variables: batch vs sequence form, and bad input maps.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "loom/io/ctf_deserializer.h"
+#include "loom/io/minibatch_source.h"
+
+namespace loom {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& content) {
+  std::string path = testing::TempDir() + "loom_input_map_" + name;
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+StreamDefs xy_streams() {
+  return {{"x", StreamDef{.field = "x", .shape = 2}},
+          {"y", StreamDef{.field = "y", .shape = 3, .is_sparse = true}}};
+}
+
+TEST(InputMap, BatchVariablesGetBatchValuesSequenceVariablesGetSequences) {
+  std::string path = write_temp("rows.ctf", "|x 1 2 |y 0:1\n|x 3 4 |y 2:1\n|x 5 6 |y 1:1\n");
+  MinibatchSource source(std::make_shared<CTFDeserializer>(path, xy_streams()),
+                         {.randomize = false});
+  Variable x = input_variable({2});
+  Variable y = sequence::input_variable({3}, {.is_sparse = true});
+  auto mb = source.next_minibatch(2, {{x, source["x"]}, {y, source["y"]}});
+  const Value& xv = mb.at(x).data;
+  EXPECT_FALSE(xv.is_sequence());
+  EXPECT_EQ(xv.data().shape(), (NDShape{2, 2}));
+  EXPECT_EQ(xv.data().to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  const Value& yv = mb.at(y).data;
+  EXPECT_TRUE(yv.is_sequence());
+  EXPECT_TRUE(yv.is_sparse());
+  EXPECT_EQ(yv.data().to_vector<float>(), (std::vector<float>{1, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(mb.at(x).number_of_samples, 2u);
+}
+
+TEST(InputMap, LongSequencesForABatchVariableAreAnError) {
+  std::string path = write_temp("seqs.ctf", "0 |x 1 2 |y 0:1\n0 |x 3 4\n1 |x 5 6 |y 1:1\n");
+  MinibatchSource source(std::make_shared<CTFDeserializer>(path, xy_streams()),
+                         {.randomize = false});
+  Variable x = input_variable({2}, {.name = "features"});
+  try {
+    source.next_minibatch(4, {{x, source["x"]}});
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("features"), std::string::npos) << e.what();
+  }
+}
+
+TEST(InputMap, StreamsOfAnotherSourceAreAnError) {
+  std::string path = write_temp("rows2.ctf", "|x 1 2 |y 0:1\n");
+  MinibatchSource a(std::make_shared<CTFDeserializer>(path, xy_streams()));
+  MinibatchSource b(std::make_shared<CTFDeserializer>(
+      path, StreamDefs{{"x", StreamDef{.field = "x", .shape = 2}}}));
+  Variable y = input_variable({3}, {.is_sparse = true});
+  EXPECT_THROW(b.next_minibatch(1, {{y, a["y"]}}), ArgumentError);
+}
+
+}  // namespace
+}  // namespace loom
