@@ -204,10 +204,10 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
                  "' (", v.uid(), ") of shape ", v.shape().to_string());
       bind_input(v, slot, it->second);
     } else {
-      slot.bound = v.value();
+      NDArrayView& stored = v.value();  // alive as long as leaf_vars_ holds v
       slot.value.dtype = v.dtype();
-      slot.value.shape = slot.bound->shape();
-      slot.value.data = slot.bound->raw_data();
+      slot.value.shape = stored.shape();
+      slot.value.data = stored.raw_data();
     }
   }
   for (auto& node : nodes_) {

@@ -69,7 +69,11 @@ struct Tensor {
   size_t rows() const { return dynamic() ? shape[0] : 1; }
   size_t size() const { return shape.total_size(); }
   NDShape sample_shape() const { return dynamic() ? shape.sub_shape(1) : shape; }
-  size_t sample_size() const { return sample_shape().total_size(); }
+  size_t sample_size() const {
+    size_t n = 1;
+    for (size_t i = dynamic() ? 1 : 0; i < shape.rank(); ++i) n *= shape[i];
+    return n;
+  }
   template <typename T>
   T* ptr() const { return static_cast<T*>(data); }
 };

@@ -37,8 +37,9 @@ bool Variable::needs_gradient() const { return get(impl_).needs_gradient; }
 const std::string& Variable::name() const { return get(impl_).name; }
 const std::string& Variable::uid() const { return get(impl_).uid; }
 
-NDArrayView Variable::value() const {
-  const VariableImpl& v = get(impl_);
+NDArrayView& Variable::value() const {
+  LOOM_CHECK(impl_, StateError, "use of an empty Variable");
+  VariableImpl& v = *impl_;
   LOOM_CHECK(v.kind == VariableKind::Parameter || v.kind == VariableKind::Constant, StateError,
              "variable '", v.name, "' (", v.uid, ") is not a parameter or constant and has no value");
   LOOM_CHECK(v.value.has_value(), StateError, "parameter '", v.name, "' of shape ",
@@ -47,7 +48,7 @@ NDArrayView Variable::value() const {
 }
 
 void Variable::set_value(const NDArrayView& value) const {
-  NDArrayView current = this->value();
+  NDArrayView& current = this->value();
   LOOM_CHECK(value.shape() == current.shape(), ShapeError, "set_value of '", name(),
              "': shape ", value.shape().to_string(), " does not match ", current.shape().to_string());
   current.copy_from(value);

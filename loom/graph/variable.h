@@ -49,9 +49,10 @@ class Variable {
   const std::string& name() const;
   const std::string& uid() const;
 
-  // Parameters and constants: the current value (a handle to the stored tensor; writes
-  // through it change the variable) and replacing it (shape must match).
-  NDArrayView value() const;
+  // Parameters and constants: the stored tensor itself. Writes through it change the
+  // variable (learners update parameters in place); to replace the values use set_value,
+  // which checks the shape, never assignment to this reference.
+  NDArrayView& value() const;
   void set_value(const NDArrayView& value) const;
 
   // Outputs: the primitive function producing it.

@@ -158,8 +158,6 @@ bool LearnerBase::update(std::unordered_map<Variable, NDArrayView>& gradients,
                          size_t training_sample_count, bool sweep_end) {
   if (!begin_update(training_sample_count)) return false;
   // Every gradient is checked before anything changes, so a bad call leaves all as it was.
-  std::vector<NDArrayView> grads;
-  grads.reserve(parameters().size());
   for (const auto& p : parameters()) {
     auto it = gradients.find(p);
     LOOM_CHECK(it != gradients.end(), ArgumentError, "Learner::update: no gradient for parameter '",
@@ -170,13 +168,18 @@ bool LearnerBase::update(std::unordered_map<Variable, NDArrayView>& gradients,
     LOOM_CHECK(g.shape() == p.shape(), ShapeError, "Learner::update: gradient of parameter '",
                p.uid(), "' has shape ", g.shape().to_string(), ", the parameter ",
                p.shape().to_string());
-    grads.push_back(g.is_sparse() ? g.to_dense() : g);
   }
   on_minibatch(training_sample_count);
   const double lr = effective_learning_rate(training_sample_count);
-  for (size_t i = 0; i < grads.size(); ++i) {
+  for (size_t i = 0; i < parameters().size(); ++i) {
+    const NDArrayView& g = gradients.find(parameters()[i])->second;
     dispatch(parameters()[i].dtype(), [&](auto zero) {
-      update_parameter<decltype(zero)>(i, grads[i], training_sample_count, lr);
+      using T = decltype(zero);
+      if (g.is_sparse()) {
+        update_parameter<T>(i, g.to_dense(), training_sample_count, lr);
+      } else {
+        update_parameter<T>(i, g, training_sample_count, lr);  // no copy: the common path
+      }
     });
   }
   advance_counters(training_sample_count, sweep_end);
@@ -187,7 +190,7 @@ template <typename T>
 void LearnerBase::update_parameter(size_t index, const NDArrayView& gradient, size_t m, double lr) {
   using learners_detail::ordered_sum;
   using learners_detail::parallel_for;
-  NDArrayView value = parameters()[index].value();
+  NDArrayView& value = parameters()[index].value();
   const LearnerOptions& o = options();
   const bool compat = compatible_mode();
   // Per-sample options scale with M, except in compatible mode where g is already a mean.

@@ -18,7 +18,8 @@ Dims matrix_dims(const OpCall& call) {
   const Tensor& x = *call.inputs[0];
   const Tensor& W = *call.inputs[1];
   size_t output_rank = size_t(call.attributes.get<int64_t>("output_rank"));
-  size_t N = W.shape.sub_shape(W.shape.rank() - output_rank).total_size();
+  size_t N = 1;
+  for (size_t i = W.shape.rank() - output_rank; i < W.shape.rank(); ++i) N *= W.shape[i];
   size_t K = W.size() / (N ? N : 1);
   size_t M = K ? x.size() / K : 0;
   return {M, K, N};
@@ -29,7 +30,8 @@ class TimesOp : public OpDef {
   const char* name() const override { return "Times"; }
   bool accepts_sparse(size_t index) const override { return index == 0; }
 
-  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary& a) const override {
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
     const Variable &x = in[0], &W = in[1];
     size_t output_rank = size_t(a.get<int64_t>("output_rank"));
     int map = int(a.get<int64_t>("infer_input_rank_to_map"));
@@ -46,12 +48,13 @@ class TimesOp : public OpDef {
     const NDShape& xs = x.shape();
     if (w_in.has_inferred()) {
       size_t k_rank = map == 0 ? xs.rank() : map > 0 ? xs.rank() - size_t(map) : w_in.rank();
-      LOOM_CHECK(k_rank <= xs.rank() && k_rank > 0, ShapeError, "Times: cannot infer the input axes of ",
-                 ws.to_string(), " from an operand of shape ", xs.to_string());
+      LOOM_CHECK(k_rank <= xs.rank() && k_rank > 0, ShapeError,
+                 "Times: cannot infer the input axes of ", ws.to_string(),
+                 " from an operand of shape ", xs.to_string());
       NDShape k = xs.sub_shape(xs.rank() - k_rank);
       LOOM_CHECK(w_in.rank() == k_rank || (w_in.rank() == 1 && map >= 0), ShapeError,
-                 "Times: right operand of shape ", ws.to_string(),
-                 " cannot take input axes ", k.to_string());
+                 "Times: right operand of shape ", ws.to_string(), " cannot take input axes ",
+                 k.to_string());
       LOOM_CHECK(W.is_parameter(), ShapeError, "Times: only a parameter can have inferred axes");
       resolve_parameter_shape(W, k.append(out_axes));
       w_in = k;
@@ -75,8 +78,8 @@ class TimesOp : public OpDef {
         kernels::csr_gemm<T>(d.M, d.N, s.csr_row_offsets().data(), s.csr_col_indices().data(),
                              s.csr_values<T>(), W.ptr<T>(), d.N, T(1), T(0), y, d.N);
       } else {
-        kernels::gemm<T>(false, false, d.M, d.N, d.K, T(1), x.ptr<T>(), d.K, W.ptr<T>(), d.N,
-                         T(0), y, d.N);
+        kernels::gemm<T>(false, false, d.M, d.N, d.K, T(1), x.ptr<T>(), d.K, W.ptr<T>(), d.N, T(0),
+                         y, d.N);
       }
     });
   }
@@ -94,8 +97,8 @@ class TimesOp : public OpDef {
       } else if (x.is_sparse()) {  // dW = Xᵀ · dY
         const NDArrayView& s = *x.sparse;
         kernels::csr_transpose_gemm<T>(d.M, d.K, d.N, s.csr_row_offsets().data(),
-                                       s.csr_col_indices().data(), s.csr_values<T>(), dy, d.N,
-                                       T(1), beta, g.ptr<T>(), d.N);
+                                       s.csr_col_indices().data(), s.csr_values<T>(), dy, d.N, T(1),
+                                       beta, g.ptr<T>(), d.N);
       } else {
         kernels::gemm<T>(true, false, d.K, d.N, d.M, T(1), x.ptr<T>(), d.K, dy, d.N, beta,
                          g.ptr<T>(), d.N);

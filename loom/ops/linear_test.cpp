@@ -15,9 +15,13 @@ const std::vector<size_t> kLengths{3, 1, 2};
 
 using gradient_check_detail::expect_all_near;
 
-std::vector<double> values(const Value& v) { return v.data().to_vector<double>(); }
+std::vector<double> values(const Value& v) {
+  return v.data().to_vector<double>();
+}
 
-InputOptions f64(const std::string& name = "") { return {.dtype = kF64, .name = name}; }
+InputOptions f64(const std::string& name = "") {
+  return {.dtype = kF64, .name = name};
+}
 
 // Row-major [M, K] · [K, N].
 std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, size_t M,
@@ -30,7 +34,9 @@ std::vector<double> matmul(const std::vector<double>& a, const std::vector<doubl
 }
 
 // The same Value with its data densified (a sparse one-hot Value's dense twin).
-Value densified(const Value& v) { return Value(v.data().to_dense(), v.is_sequence(), v.mask()); }
+Value densified(const Value& v) {
+  return Value(v.data().to_dense(), v.is_sequence(), v.mask());
+}
 
 void expect_shape_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
   try {
@@ -87,8 +93,11 @@ TEST(Times, InfersInputAxesOfAParameter) {
   EXPECT_EQ(w4.shape(), (NDShape{5, 4, 6}));
   // A second call with the now known W checks instead of inferring.
   EXPECT_EQ(Variable(times(x, w3, 1, 1)).shape(), (NDShape{2, 4}));
-  expect_shape_error([&] { times(input_variable({2, 7}, f64()), w3, 1, 1); },
-                     {"Times", "[2,7]", "[3,5,4]"});
+  expect_shape_error(
+      [&] {
+        times(input_variable({2, 7}, f64()), w3, 1, 1);
+      },
+      {"Times", "[2,7]", "[3,5,4]"});
   // The inferred parameter computes like one given its shape.
   Value in = random_batch({2, 3, 5}, 2, kF64, 1);
   expect_all_near(values(times(x, w0, 1, 0).eval_one({{x, in}})),
@@ -97,21 +106,36 @@ TEST(Times, InfersInputAxesOfAParameter) {
 
 TEST(Times, ShapeErrorsNameTheShapes) {
   Variable x = input_variable({3}, f64("x"));
-  expect_shape_error([&] { times(x, parameter({4, 2}, glorot_uniform(), kF64)); },
-                     {"Times", "[3]", "[4,2]"});
-  expect_shape_error([&] { times(input_variable({2, 3}, f64()), parameter({2, 4}, glorot_uniform(), kF64)); },
-                     {"Times", "[2,3]", "[2,4]"});
+  expect_shape_error(
+      [&] {
+        times(x, parameter({4, 2}, glorot_uniform(), kF64));
+      },
+      {"Times", "[3]", "[4,2]"});
+  expect_shape_error(
+      [&] {
+        times(input_variable({2, 3}, f64()), parameter({2, 4}, glorot_uniform(), kF64));
+      },
+      {"Times", "[2,3]", "[2,4]"});
   // W needs input axes besides its output axes.
-  expect_shape_error([&] { times(x, parameter({3, 2}, glorot_uniform(), kF64), 2); },
-                     {"Times", "[3,2]"});
+  expect_shape_error(
+      [&] {
+        times(x, parameter({3, 2}, glorot_uniform(), kF64), 2);
+      },
+      {"Times", "[3,2]"});
   // W must be static.
   expect_shape_error([&] { times(x, input_variable({3, 2}, f64("w"))); }, {"Times", "[3,2]"});
   expect_shape_error([&] { times(x, parameter({3, 2})); }, {"Times", "float64", "float32"});
   // Inference needs enough axes in x, and only parameters have inferred axes.
-  expect_shape_error([&] { times(x, parameter({kInf, 2}, glorot_uniform(), kF64), 1, 1); },
-                     {"Times", "[3]"});
-  expect_shape_error([&] { times(x, parameter({kInf, kInf, 2}, glorot_uniform(), kF64), 1, -1); },
-                     {"Times", "[3]"});
+  expect_shape_error(
+      [&] {
+        times(x, parameter({kInf, 2}, glorot_uniform(), kF64), 1, 1);
+      },
+      {"Times", "[3]"});
+  expect_shape_error(
+      [&] {
+        times(x, parameter({kInf, kInf, 2}, glorot_uniform(), kF64), 1, -1);
+      },
+      {"Times", "[3]"});
 }
 
 TEST(Times, DtypeMismatchLeavesAnInferredParameterUnresolved) {
@@ -131,7 +155,8 @@ TEST(Times, ForwardByHand) {
   // output_rank 2 with a leading axis A: x [2, 2] · W [2, 2, 2] per sample.
   Variable x2 = input_variable({2, 2}, f64());
   Parameter W2 = parameter(NDArrayView::from_vector<double>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
-  Value out2 = times(x2, W2, 2).eval_one({{x2, Value::create_batch<double>({2, 2}, {1, 0, 1, -1})}});
+  Value out2 =
+      times(x2, W2, 2).eval_one({{x2, Value::create_batch<double>({2, 2}, {1, 0, 1, -1})}});
   EXPECT_EQ(out2.data().shape(), (NDShape{1, 2, 2, 2}));
   // Row [1, 0] picks W's first 2x2 block; row [1, -1] subtracts the second from the first.
   EXPECT_EQ(values(out2), (std::vector<double>{1, 2, 3, 4, -4, -4, -4, -4}));

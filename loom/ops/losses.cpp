@@ -1,6 +1,8 @@
 #include "loom/ops/losses.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "loom/graph/op.h"
 #include "loom/kernels/softmax.h"
@@ -17,6 +19,21 @@ std::vector<OutputSpec> per_sample_loss(const char* op, const std::vector<Variab
   return {{NDShape{1}, common_dtype(op, in), common_dynamic_axes(op, in), false}};
 }
 
+// Where row r of an operand starts. An operand without dynamic axes (a constant or parameter
+// target) has a single row that every sample of the other operand uses.
+size_t row_start(const Tensor& t, size_t r, size_t n) {
+  return t.dynamic() ? r * n : 0;
+}
+
+// The gradient of an operand without dynamic axes sums the contributions of all rows, so it is
+// cleared first (unless accumulating) and then added to. Returns whether to add.
+template <typename T>
+bool prepare_gradient(Tensor& g, bool accumulate) {
+  if (g.dynamic() || accumulate) return accumulate;
+  std::fill_n(g.ptr<T>(), g.size(), T(0));
+  return true;
+}
+
 // Calls f(column, value) for the entries of row r of a dense or sparse tensor.
 template <typename T, typename F>
 void for_each_in_row(const Tensor& t, size_t r, size_t cols, F&& f) {
@@ -24,9 +41,10 @@ void for_each_in_row(const Tensor& t, size_t r, size_t cols, F&& f) {
     const auto& off = t.sparse->csr_row_offsets();
     const auto& col = t.sparse->csr_col_indices();
     const T* v = t.sparse->csr_values<T>();
-    for (int32_t k = off[r]; k < off[r + 1]; ++k) f(size_t(col[k]), v[k]);
+    const size_t row = t.dynamic() ? r : 0;
+    for (int32_t k = off[row]; k < off[row + 1]; ++k) f(size_t(col[k]), v[k]);
   } else {
-    const T* row = t.ptr<T>() + r * cols;
+    const T* row = t.ptr<T>() + row_start(t, r, cols);
     for (size_t c = 0; c < cols; ++c)
       if (row[c] != T(0)) f(c, row[c]);
   }
@@ -43,14 +61,11 @@ class SquaredErrorOp : public OpDef {
     size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T *a = o.ptr<T>(), *b = t.ptr<T>();
       T* y = call.output->ptr<T>();
       for (size_t r = 0; r < rows; ++r) {
+        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
         T s = 0;
-        for (size_t i = 0; i < n; ++i) {
-          T d = a[r * n + i] - b[r * n + i];
-          s += d * d;
-        }
+        for (size_t i = 0; i < n; ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
         y[r] = s;
       }
     });
@@ -60,14 +75,17 @@ class SquaredErrorOp : public OpDef {
     size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T *a = o.ptr<T>(), *b = t.ptr<T>(), *dy = call.output_gradient->ptr<T>();
-      T* dx = g.ptr<T>();
-      T sign = index == 0 ? T(2) : T(-2);
-      for (size_t r = 0; r < rows; ++r)
+      const T* dy = call.output_gradient->ptr<T>();
+      const bool add = prepare_gradient<T>(g, accumulate);
+      const T sign = index == 0 ? T(2) : T(-2);
+      for (size_t r = 0; r < rows; ++r) {
+        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
+        T* dx = g.ptr<T>() + row_start(g, r, n);
         for (size_t i = 0; i < n; ++i) {
-          T v = sign * dy[r] * (a[r * n + i] - b[r * n + i]);
-          dx[r * n + i] = accumulate ? dx[r * n + i] + v : v;
+          T v = sign * dy[r] * (a[i] - b[i]);
+          dx[i] = add ? dx[i] + v : v;
         }
+      }
     });
   }
 };
@@ -85,13 +103,19 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
       T* y = call.output->ptr<T>();
-      kernels::logsumexp<T>(rows, n, z.ptr<T>(), y);
-      const T* zp = z.ptr<T>();
+      if (z.dynamic()) {
+        kernels::logsumexp<T>(rows, n, z.ptr<T>(), y);
+      } else {
+        T lse;
+        kernels::logsumexp<T>(1, n, z.ptr<T>(), &lse);
+        std::fill_n(y, rows, lse);
+      }
       for (size_t r = 0; r < rows; ++r) {
+        const T* zr = z.ptr<T>() + row_start(z, r, n);
         T mass = 0, dot = 0;
         for_each_in_row<T>(t, r, n, [&](size_t c, T v) {
           mass += v;
-          dot += v * zp[r * n + c];
+          dot += v * zr[c];
         });
         y[r] = mass * y[r] - dot;
       }
@@ -103,28 +127,33 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
       const T *zp = z.ptr<T>(), *dy = call.output_gradient->ptr<T>();
-      T* p = static_cast<T*>(call.scratch->ensure(rows * n * sizeof(T)));
-      T* dx = g.ptr<T>();
+      const bool add = prepare_gradient<T>(g, accumulate);
       if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
-        kernels::softmax<T>(rows, n, zp, p);
+        T* p = static_cast<T*>(call.scratch->ensure(z.rows() * n * sizeof(T)));
+        kernels::softmax<T>(z.rows(), n, zp, p);
         for (size_t r = 0; r < rows; ++r) {
+          const T* pr = p + row_start(z, r, n);
+          T* dx = g.ptr<T>() + row_start(g, r, n);
           T mass = 0;
           for_each_in_row<T>(t, r, n, [&](size_t, T v) { mass += v; });
-          T* pr = p + r * n;
-          for (size_t c = 0; c < n; ++c) pr[c] *= mass;
-          for_each_in_row<T>(t, r, n, [&](size_t c, T v) { pr[c] -= v; });
           for (size_t c = 0; c < n; ++c) {
-            T v = dy[r] * pr[c];
-            dx[r * n + c] = accumulate ? dx[r * n + c] + v : v;
+            T v = dy[r] * mass * pr[c];
+            dx[c] = add ? dx[c] + v : v;
           }
+          for_each_in_row<T>(t, r, n, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
         }
       } else {  // dt = dy · (logsumexp(z) − z)
-        kernels::logsumexp<T>(rows, n, zp, p);
-        for (size_t r = 0; r < rows; ++r)
+        T* lse = static_cast<T*>(call.scratch->ensure(z.rows() * sizeof(T)));
+        kernels::logsumexp<T>(z.rows(), n, zp, lse);
+        for (size_t r = 0; r < rows; ++r) {
+          const T* zr = zp + row_start(z, r, n);
+          const T l = lse[z.dynamic() ? r : 0];
+          T* dx = g.ptr<T>() + row_start(g, r, n);
           for (size_t c = 0; c < n; ++c) {
-            T v = dy[r] * (p[r] - zp[r * n + c]);
-            dx[r * n + c] = accumulate ? dx[r * n + c] + v : v;
+            T v = dy[r] * (l - zr[c]);
+            dx[c] = add ? dx[c] + v : v;
           }
+        }
       }
     });
   }
@@ -141,12 +170,11 @@ class BinaryCrossEntropyOp : public OpDef {
     size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T *a = o.ptr<T>(), *b = t.ptr<T>();
       T* y = call.output->ptr<T>();
       for (size_t r = 0; r < rows; ++r) {
+        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
         T s = 0;
-        for (size_t i = r * n; i < (r + 1) * n; ++i)
-          s -= b[i] * std::log(a[i]) + (1 - b[i]) * std::log(1 - a[i]);
+        for (size_t i = 0; i < n; ++i) s -= b[i] * std::log(a[i]) + (1 - b[i]) * std::log(1 - a[i]);
         y[r] = s;
       }
     });
@@ -156,14 +184,17 @@ class BinaryCrossEntropyOp : public OpDef {
     size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T *a = o.ptr<T>(), *b = t.ptr<T>(), *dy = call.output_gradient->ptr<T>();
-      T* dx = g.ptr<T>();
-      for (size_t r = 0; r < rows; ++r)
-        for (size_t i = r * n; i < (r + 1) * n; ++i) {
+      const T* dy = call.output_gradient->ptr<T>();
+      const bool add = prepare_gradient<T>(g, accumulate);
+      for (size_t r = 0; r < rows; ++r) {
+        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
+        T* dx = g.ptr<T>() + row_start(g, r, n);
+        for (size_t i = 0; i < n; ++i) {
           T v = index == 0 ? dy[r] * ((1 - b[i]) / (1 - a[i]) - b[i] / a[i])
                            : dy[r] * (std::log(1 - a[i]) - std::log(a[i]));
-          dx[i] = accumulate ? dx[i] + v : v;
+          dx[i] = add ? dx[i] + v : v;
         }
+      }
     });
   }
 };
@@ -182,7 +213,6 @@ class ClassificationErrorOp : public OpDef {
     size_t top_n = size_t(call.attributes.get<int64_t>("top_n"));
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* zp = z.ptr<T>();
       T* y = call.output->ptr<T>();
       for (size_t r = 0; r < rows; ++r) {
         size_t label = 0;
@@ -191,7 +221,7 @@ class ClassificationErrorOp : public OpDef {
           if (v > best) best = v, label = c;
         });
         // Entries ranked before the label: larger scores, and equal ones earlier in the row.
-        const T* row = zp + r * n;
+        const T* row = z.ptr<T>() + row_start(z, r, n);
         size_t ahead = 0;
         for (size_t c = 0; c < n; ++c)
           ahead += row[c] > row[label] || (row[c] == row[label] && c < label);

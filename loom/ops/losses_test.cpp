@@ -17,9 +17,13 @@ const std::vector<size_t> kLengths{3, 1, 2};
 
 using gradient_check_detail::expect_all_near;
 
-std::vector<double> values(const Value& v) { return v.data().to_vector<double>(); }
+std::vector<double> values(const Value& v) {
+  return v.data().to_vector<double>();
+}
 
-InputOptions f64(const std::string& name = "") { return {.dtype = kF64, .name = name}; }
+InputOptions f64(const std::string& name = "") {
+  return {.dtype = kF64, .name = name};
+}
 
 double logsumexp(const std::vector<double>& z) {
   double m = *std::max_element(z.begin(), z.end()), s = 0;
@@ -40,7 +44,8 @@ double cross_entropy_ref(const std::vector<double>& z, const std::vector<double>
 }
 double binary_cross_entropy_ref(const std::vector<double>& o, const std::vector<double>& t) {
   double s = 0;
-  for (size_t i = 0; i < o.size(); ++i) s -= t[i] * std::log(o[i]) + (1 - t[i]) * std::log(1 - o[i]);
+  for (size_t i = 0; i < o.size(); ++i)
+    s -= t[i] * std::log(o[i]) + (1 - t[i]) * std::log(1 - o[i]);
   return s;
 }
 // The target's class is its first maximal entry; it is wrong unless fewer than top_n entries of
@@ -139,7 +144,8 @@ TEST(Loss, BatchMatchesReference) {
   for (DataType dtype : {kF64, kF32}) {
     for (const LossCase& c : loss_cases()) {
       SCOPED_TRACE(std::string(c.op_name) + " " + to_string(dtype));
-      Variable o = input_variable({2, 3}, {.dtype = dtype}), t = input_variable({2, 3}, {.dtype = dtype});
+      Variable o = input_variable({2, 3}, {.dtype = dtype}),
+               t = input_variable({2, 3}, {.dtype = dtype});
       Value vo = random_batch({2, 3}, 5, dtype, 1, c.low, c.high);
       Value vt = random_batch({2, 3}, 5, dtype, 2, c.target_low, c.target_high);
       Value out = c.fn(o, t).eval_one({{o, vo}, {t, vt}});
@@ -214,6 +220,17 @@ TEST(Loss, TargetWithoutDynamicAxesBroadcastsOverSamples) {
   }
 }
 
+TEST(Loss, GradientsAccumulateOverSeveralConsumers) {
+  for (const LossCase& c : loss_cases()) {
+    if (!c.differentiable) continue;
+    SCOPED_TRACE(c.op_name);
+    Variable s = sequence::input_variable({3}, f64("s"));
+    Parameter p = parameter(random_array({3}, kF64, 18, c.target_low, c.target_high), "p");
+    expect_gradients_match(plus(c.fn(s, p), c.fn(s, p)),
+                           {{s, random_sequences({3}, kLengths, kF64, 19, c.low, c.high)}}, {s, p});
+  }
+}
+
 TEST(Loss, Float32MatchesFloat64) {
   for (const LossCase& c : loss_cases()) {
     if (!c.differentiable) continue;
@@ -231,8 +248,8 @@ TEST(Loss, Float32MatchesFloat64) {
 
 TEST(Loss, SquaredErrorByHand) {
   Variable o = input_variable({3}, f64()), t = input_variable({3}, f64());
-  Value out = squared_error(o, t).eval_one(
-      {{o, batch_of(kF64, {3}, {1, 2, 3, 0, 0, 0})}, {t, batch_of(kF64, {3}, {0, 2, 5, 1, -1, 2})}});
+  Value out = squared_error(o, t).eval_one({{o, batch_of(kF64, {3}, {1, 2, 3, 0, 0, 0})},
+                                            {t, batch_of(kF64, {3}, {0, 2, 5, 1, -1, 2})}});
   EXPECT_EQ(values(out), (std::vector<double>{5, 6}));
   // d/do = 2 (o - t), d/dt = -2 (o - t).
   ValueMap g = squared_error(o, t).grad(
@@ -251,10 +268,12 @@ TEST(Loss, CrossEntropyWithSoftmaxByHand) {
                   {lse - 3, lse - 1, lse - 2.3, 2 * lse - 4}, 1e-15, "output");
   // d/dz = Σt · softmax(z) − t.
   const std::vector<double> p{0.09003057317038046, 0.24472847105479764, 0.6652409557748219};
-  expect_all_near(values(cross_entropy_with_softmax(z, t).grad(
-                      {{z, batch_of(kF64, {3}, {1, 2, 3})}, {t, batch_of(kF64, {3}, {0, 2, 0})}},
-                      {z}).at(z)),
-                  {2 * p[0], 2 * p[1] - 2, 2 * p[2]}, 1e-15, "gradient");
+  expect_all_near(
+      values(
+          cross_entropy_with_softmax(z, t)
+              .grad({{z, batch_of(kF64, {3}, {1, 2, 3})}, {t, batch_of(kF64, {3}, {0, 2, 0})}}, {z})
+              .at(z)),
+      {2 * p[0], 2 * p[1] - 2, 2 * p[2]}, 1e-15, "gradient");
   // Large scores stay finite.
   Value big = cross_entropy_with_softmax(z, t).eval_one(
       {{z, batch_of(kF64, {3}, {1000, 1001, 1002})}, {t, batch_of(kF64, {3}, {0, 0, 1})}});

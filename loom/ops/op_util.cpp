@@ -28,11 +28,4 @@ size_t static_axis_index(const char* op, const Axis& axis, const Variable& input
   return static_axis_index(i, size_t(rank));
 }
 
-void require_dense(const char* op, const OpCall& call) {
-  for (size_t i = 0; i < call.inputs.size(); ++i)
-    LOOM_CHECK(!call.inputs[i]->is_sparse(), ArgumentError, op, ": input ", i,
-               " is sparse, but this op computes on dense data only (pass the sparse input "
-               "through times() first, or give dense data)");
-}
-
 }  // namespace loom::op_util

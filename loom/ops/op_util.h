@@ -38,8 +38,6 @@ inline size_t static_axis_index(int64_t axis, size_t rank) {
   return size_t(axis < 0 ? axis + int64_t(rank) : axis);
 }
 
-// An ArgumentError when a sparse tensor reaches an op that computes on dense data only.
-void require_dense(const char* op, const OpCall& call);
 
 // dst[i] = src[i] (accumulate: dst[i] += src[i]) for i < n.
 template <typename T>

@@ -7,3 +7,4 @@
 #include "loom/ops/reduction.h"
 #include "loom/ops/sequence_ops.h"
 #include "loom/ops/shape_ops.h"
+#include "loom/ops/softmax.h"

@@ -14,7 +14,6 @@ namespace loom {
 // exp(x - max) / Σ exp(x - max) along axis; stable for large inputs.
 Function softmax(const Variable& x, const Axis& axis = Axis(-1), const std::string& name = "");
 // x - logsumexp(x) along axis; finite where softmax would underflow to 0.
-Function log_softmax(const Variable& x, const Axis& axis = Axis(-1),
-                     const std::string& name = "");
+Function log_softmax(const Variable& x, const Axis& axis = Axis(-1), const std::string& name = "");
 
 }  // namespace loom

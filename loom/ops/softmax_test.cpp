@@ -16,9 +16,13 @@ const std::vector<size_t> kLengths{3, 1, 2};
 
 using gradient_check_detail::expect_all_near;
 
-std::vector<double> values(const Value& v) { return v.data().to_vector<double>(); }
+std::vector<double> values(const Value& v) {
+  return v.data().to_vector<double>();
+}
 
-InputOptions f64(const std::string& name = "") { return {.dtype = kF64, .name = name}; }
+InputOptions f64(const std::string& name = "") {
+  return {.dtype = kF64, .name = name};
+}
 
 // Reference softmax (or log-softmax) of data viewed as [outer, n, inner], along n.
 std::vector<double> reference(const std::vector<double>& x, size_t outer, size_t n, size_t inner,
@@ -74,10 +78,10 @@ TEST(Softmax, ShapeInferenceAndErrors) {
 TEST(Softmax, ValuesByHand) {
   Variable x = input_variable({3}, f64());
   Value in = Value::create_batch<double>({3}, {1, 2, 3, 0, 0, 0});
-  expect_all_near(values(softmax(x).eval_one({{x, in}})),
-                  {0.09003057317038046, 0.24472847105479764, 0.6652409557748219, 1. / 3, 1. / 3,
-                   1. / 3},
-                  1e-15, "softmax");
+  expect_all_near(
+      values(softmax(x).eval_one({{x, in}})),
+      {0.09003057317038046, 0.24472847105479764, 0.6652409557748219, 1. / 3, 1. / 3, 1. / 3}, 1e-15,
+      "softmax");
   const double l3 = std::log(3.0);
   expect_all_near(values(log_softmax(x).eval_one({{x, in}})),
                   {-2.4076059644443806, -1.4076059644443806, -0.4076059644443806, -l3, -l3, -l3},
@@ -166,10 +170,10 @@ TEST(Softmax, SequencesMatchPerSequenceComputation) {
       auto out_seqs = out.as_sequences<double>();
       for (size_t b = 0; b < kLengths.size(); ++b) {
         const bool last = axis == Axis(-1);
-        expect_all_near(out_seqs[b],
-                        reference(in_seqs[b], kLengths[b] * (last ? 3 : 1), last ? 2 : 3,
-                                  last ? 1 : 2, c.log),
-                        1e-14, "sequence " + std::to_string(b));
+        expect_all_near(
+            out_seqs[b],
+            reference(in_seqs[b], kLengths[b] * (last ? 3 : 1), last ? 2 : 3, last ? 1 : 2, c.log),
+            1e-14, "sequence " + std::to_string(b));
       }
       expect_sequences_match_individually(f, x, in);
     }

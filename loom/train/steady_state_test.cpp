@@ -1,0 +1,64 @@
+// A steady training loop allocates nothing: the executor plans once and reuses its buffers,
+// learners update in place. Counted with a replaced global operator new.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "loom/layers/dense.h"
+#include "loom/learners/momentum_sgd.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/losses.h"
+#include "loom/train/trainer.h"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<size_t> g_allocations{0};
+}  // namespace
+
+// The replacements pair malloc with free; g++ cannot see that new and delete match here.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(size_t n) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace loom {
+namespace {
+
+TEST(SteadyState, TrainingLoopDoesNotAllocate) {
+  Variable x = input_variable({20});
+  Variable y = input_variable({5}, {.is_sparse = true});
+  Function hidden = Dense(16, {.activation = tanh}), out = Dense(5);
+  Variable z = out(hidden(x));
+  Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
+  std::vector<Parameter> params = hidden.parameters();
+  for (auto& p : out.parameters()) params.push_back(p);
+  auto learner = momentum_sgd(params, learning_parameter_schedule(0.1), momentum_schedule(0.9));
+  Trainer trainer(z, criterion, {learner});
+  std::vector<ValueMap> batches;
+  for (size_t b = 0; b < 4; ++b) {
+    std::vector<float> xs(32 * 20);
+    std::vector<size_t> labels(32);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = float((i * 7 + b) % 13) / 13.f;
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = (i + b) % 5;
+    ValueMap m;
+    m.emplace(x, Value::create_batch<float>({20}, xs));
+    m.emplace(y, Value::one_hot(5, labels));
+    batches.push_back(std::move(m));
+  }
+  for (auto& m : batches) trainer.train_minibatch(m);  // warm up: plans and buffers
+  g_allocations = 0;
+  g_counting = true;
+  for (int step = 0; step < 20; ++step) trainer.train_minibatch(batches[step % batches.size()]);
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0u);
+  EXPECT_EQ(trainer.total_number_of_samples_seen(), 24u * 32u);
+}
+
+}  // namespace
+}  // namespace loom
