@@ -36,7 +36,7 @@ ValueMap minibatch(const Data& d, size_t begin, size_t end, const Variable& x, c
                    {kInputDim}, std::vector<float>(d.features.begin() + begin * kInputDim,
                                                    d.features.begin() + end * kInputDim)));
   m.emplace(y, Value::one_hot(kNumClasses, std::vector<size_t>(d.labels.begin() + begin,
-                                                                d.labels.begin() + end)));
+                                                               d.labels.begin() + end)));
   return m;
 }
 
@@ -52,8 +52,7 @@ int main() {
   Variable x = input_variable({kInputDim});
   Variable y = input_variable({kNumClasses}, {.is_sparse = true});
   Variable z = model_lr(x);
-  Function criterion_lr =
-      combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
+  Function criterion_lr = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
   std::printf("criterion_lr: %s\n", criterion_lr.to_string().c_str());
   std::printf("model_lr: %s\n", model_lr(x).to_string().c_str());
 

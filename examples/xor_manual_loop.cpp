@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   // Run a manual evaluation loop using the same data file for evaluation.
   MinibatchSource test_mb_source(std::make_shared<CTFDeserializer>(input_file, streams),
                                  {.randomize = false, .max_samples = 100});
-  std::unordered_map<Variable, StreamInformation> test_input_map{
-      {xy, test_mb_source["xy"]}, {label, test_mb_source["r"]}};
+  std::unordered_map<Variable, StreamInformation> test_input_map{{xy, test_mb_source["xy"]},
+                                                                 {label, test_mb_source["r"]}};
   size_t total_samples = 0;
   double error = 0;
   auto data = test_mb_source.next_minibatch(32, test_input_map);

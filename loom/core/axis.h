@@ -41,7 +41,9 @@ class Axis {
 
 // The dynamic axes of an input variable, outermost first: {batch} for a batch of samples,
 // {batch, sequence} for a batch of sequences.
-inline std::vector<Axis> default_batch_axes() { return {Axis::default_batch_axis()}; }
+inline std::vector<Axis> default_batch_axes() {
+  return {Axis::default_batch_axis()};
+}
 inline std::vector<Axis> default_sequence_axes() {
   return {Axis::default_batch_axis(), Axis::default_dynamic_axis()};
 }

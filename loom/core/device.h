@@ -16,7 +16,9 @@ class DeviceDescriptor {
 
   DeviceKind kind() const { return kind_; }
   int id() const { return id_; }
-  std::string to_string() const { return kind_ == DeviceKind::CPU ? "CPU" : "GPU[" + std::to_string(id_) + "]"; }
+  std::string to_string() const {
+    return kind_ == DeviceKind::CPU ? "CPU" : "GPU[" + std::to_string(id_) + "]";
+  }
   bool operator==(const DeviceDescriptor&) const = default;
 
  private:

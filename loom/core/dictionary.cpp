@@ -3,7 +3,7 @@
 namespace loom {
 
 const char* DictionaryValue::type_name() const {
-  static const char* names[] = {"none",   "bool",   "int64",      "uint64",     "double",
+  static const char* names[] = {"none",   "bool",    "int64",  "uint64",     "double",
                                 "string", "NDShape", "vector", "dictionary", "NDArrayView"};
   return names[v_.index()];
 }
@@ -13,8 +13,8 @@ const T& DictionaryValue::get() const {
   const T* p = std::get_if<T>(&v_);
   if (!p) {
     DictionaryValue probe{T{}};
-    throw StateError(detail::concat("dictionary value holds ", type_name(), ", not ",
-                                    probe.type_name()));
+    throw StateError(
+        detail::concat("dictionary value holds ", type_name(), ", not ", probe.type_name()));
   }
   return *p;
 }

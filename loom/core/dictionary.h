@@ -38,7 +38,9 @@ class DictionaryValue {
 
   bool has_value() const { return !std::holds_alternative<std::monostate>(v_); }
   template <typename T>
-  bool is() const { return std::holds_alternative<T>(v_); }
+  bool is() const {
+    return std::holds_alternative<T>(v_);
+  }
   // The stored value; a StateError naming both types when it holds another type.
   template <typename T>
   const T& get() const;
@@ -59,9 +61,13 @@ class Dictionary {
   // The value at key; a StateError naming the key when absent.
   const DictionaryValue& at(const std::string& key) const;
   template <typename T>
-  const T& get(const std::string& key) const { return at(key).get<T>(); }
+  const T& get(const std::string& key) const {
+    return at(key).get<T>();
+  }
   // The nested dictionary at key.
-  Dictionary get_dictionary(const std::string& key) const { return Dictionary(get<DictionaryMap>(key)); }
+  Dictionary get_dictionary(const std::string& key) const {
+    return Dictionary(get<DictionaryMap>(key));
+  }
   size_t size() const { return m_.size(); }
   const DictionaryMap& map() const { return m_; }
   operator DictionaryValue() const { return DictionaryValue(m_); }

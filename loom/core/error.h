@@ -55,7 +55,7 @@ std::string concat(const Parts&... parts) {
 }  // namespace loom
 
 // Throws ErrorType with the streamed message parts when the condition is false.
-#define LOOM_CHECK(cond, ErrorType, ...) \
-  do {                                   \
+#define LOOM_CHECK(cond, ErrorType, ...)                               \
+  do {                                                                 \
     if (!(cond)) throw ErrorType(::loom::detail::concat(__VA_ARGS__)); \
   } while (0)

@@ -13,7 +13,9 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   std::memset(data_, 0, rounded ? rounded : 64);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  std::free(data_);
+}
 
 NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor device)
     : dtype_(dtype), shape_(shape), device_(device) {
@@ -38,8 +40,8 @@ template <typename T>
 NDArrayView NDArrayView::sparse_csr(const NDShape& shape, std::vector<int32_t> row_offsets,
                                     std::vector<int32_t> col_indices,
                                     const std::vector<T>& values) {
-  LOOM_CHECK(shape.rank() >= 1 && !shape.has_inferred(), ShapeError,
-             "sparse_csr: shape ", shape.to_string(), " needs at least one known axis");
+  LOOM_CHECK(shape.rank() >= 1 && !shape.has_inferred(), ShapeError, "sparse_csr: shape ",
+             shape.to_string(), " needs at least one known axis");
   size_t cols = shape[shape.rank() - 1];
   size_t rows = cols ? shape.total_size() / cols : 0;
   LOOM_CHECK(row_offsets.size() == rows + 1, ShapeError, "sparse_csr: ", row_offsets.size(),
@@ -67,8 +69,8 @@ NDArrayView NDArrayView::sparse_csr(const NDShape& shape, std::vector<int32_t> r
 }
 
 void NDArrayView::check_dtype(DataType expected) const {
-  LOOM_CHECK(dtype_ == expected, ShapeError, "tensor of type ", to_string(dtype_),
-             " accessed as ", to_string(expected));
+  LOOM_CHECK(dtype_ == expected, ShapeError, "tensor of type ", to_string(dtype_), " accessed as ",
+             to_string(expected));
 }
 
 template <typename T>
@@ -190,13 +192,13 @@ NDArrayView NDArrayView::reshaped(const NDShape& shape) const {
   return v;
 }
 
-#define LOOM_INSTANTIATE(T)                                                                      \
-  template NDArrayView NDArrayView::from_vector<T>(const NDShape&, std::span<const T>);          \
-  template NDArrayView NDArrayView::sparse_csr<T>(const NDShape&, std::vector<int32_t>,           \
+#define LOOM_INSTANTIATE(T)                                                                     \
+  template NDArrayView NDArrayView::from_vector<T>(const NDShape&, std::span<const T>);         \
+  template NDArrayView NDArrayView::sparse_csr<T>(const NDShape&, std::vector<int32_t>,         \
                                                   std::vector<int32_t>, const std::vector<T>&); \
-  template T* NDArrayView::data<T>();                                                            \
-  template const T* NDArrayView::data<T>() const;                                                \
-  template const T* NDArrayView::csr_values<T>() const;                                          \
+  template T* NDArrayView::data<T>();                                                           \
+  template const T* NDArrayView::data<T>() const;                                               \
+  template const T* NDArrayView::csr_values<T>() const;                                         \
   template std::vector<T> NDArrayView::to_vector<T>() const;
 LOOM_INSTANTIATE(float)
 LOOM_INSTANTIATE(double)

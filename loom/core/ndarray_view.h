@@ -97,8 +97,8 @@ class NDArrayView {
   DataType dtype_ = DataType::Float32;
   NDShape shape_;
   DeviceDescriptor device_ = DeviceDescriptor::cpu_device();
-  std::shared_ptr<Buffer> buffer_;     // dense storage
-  std::shared_ptr<const Csr> csr_;     // sparse storage (immutable once built)
+  std::shared_ptr<Buffer> buffer_;  // dense storage
+  std::shared_ptr<const Csr> csr_;  // sparse storage (immutable once built)
 };
 
 }  // namespace loom

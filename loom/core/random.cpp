@@ -23,7 +23,9 @@ std::array<uint32_t, 4> RandomGenerator::next_block() {
                     {uint32_t(n), uint32_t(n >> 32), uint32_t(stream_), uint32_t(stream_ >> 32)});
 }
 
-uint32_t RandomGenerator::next_u32() { return next_block()[0]; }
+uint32_t RandomGenerator::next_u32() {
+  return next_block()[0];
+}
 
 double RandomGenerator::uniform() {
   auto b = next_block();

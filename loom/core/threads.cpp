@@ -11,6 +11,8 @@ void set_max_num_cpu_threads(int n) {
   omp_set_num_threads(n);
 }
 
-int get_max_num_cpu_threads() { return omp_get_max_threads(); }
+int get_max_num_cpu_threads() {
+  return omp_get_max_threads();
+}
 
 }  // namespace loom

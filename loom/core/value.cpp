@@ -18,8 +18,8 @@ Value::Value(NDArrayView data, bool is_sequence, std::optional<NDMask> mask)
     for (size_t b = 0; b < s[0]; ++b) {
       size_t len = mask_->sequence_length(b);
       for (size_t t = len; t < s[1]; ++t)
-        LOOM_CHECK(mask_->at(b, t) == MaskKind::Invalid, ShapeError,
-                   "Value: sequence ", b, " has a valid position after padding at ", len);
+        LOOM_CHECK(mask_->at(b, t) == MaskKind::Invalid, ShapeError, "Value: sequence ", b,
+                   " has a valid position after padding at ", len);
     }
   }
 }
@@ -55,8 +55,9 @@ Value Value::create_sequences(const NDShape& sample_shape,
 
 namespace {
 template <typename T>
-NDArrayView one_hot_rows(size_t dim, size_t rows, const std::vector<const std::vector<size_t>*>& seqs,
-                         size_t max_len, const NDShape& shape) {
+NDArrayView one_hot_rows(size_t dim, size_t rows,
+                         const std::vector<const std::vector<size_t>*>& seqs, size_t max_len,
+                         const NDShape& shape) {
   std::vector<int32_t> offsets(rows + 1, 0), cols;
   std::vector<T> values;
   size_t r = 0;
@@ -83,9 +84,10 @@ Value Value::one_hot(size_t dim, const std::vector<size_t>& indices, DataType dt
   std::vector<const std::vector<size_t>*> seqs;
   for (auto& s : singles) seqs.push_back(&s);
   NDShape shape{indices.size(), dim};
-  return Value(dispatch(dtype, [&](auto zero) {
-                 return one_hot_rows<decltype(zero)>(dim, indices.size(), seqs, 1, shape);
-               }),
+  return Value(dispatch(dtype,
+                        [&](auto zero) {
+                          return one_hot_rows<decltype(zero)>(dim, indices.size(), seqs, 1, shape);
+                        }),
                false);
 }
 
@@ -136,8 +138,8 @@ std::vector<std::vector<T>> Value::as_sequences() const {
   return out;
 }
 
-#define LOOM_INSTANTIATE(T)                                                                    \
-  template Value Value::create_batch<T>(const NDShape&, const std::vector<T>&);                \
+#define LOOM_INSTANTIATE(T)                                                                      \
+  template Value Value::create_batch<T>(const NDShape&, const std::vector<T>&);                  \
   template Value Value::create_sequences<T>(const NDShape&, const std::vector<std::vector<T>>&); \
   template std::vector<std::vector<T>> Value::as_sequences<T>() const;
 LOOM_INSTANTIATE(float)

@@ -95,8 +95,8 @@ void Executor::bind_sequence_layouts(const ValueMap& arguments) {
       sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
     } else {
       LOOM_CHECK(found->second->lengths == lengths, ShapeError, "input '", v.name(),
-                 "' has sequence lengths that differ from another input on sequence axis '",
-                 axis, "'");
+                 "' has sequence lengths that differ from another input on sequence axis '", axis,
+                 "'");
     }
   }
 }
@@ -104,9 +104,8 @@ void Executor::bind_sequence_layouts(const ValueMap& arguments) {
 void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   // Messages are built only on failure: this runs for every input of every minibatch.
 #define LOOM_VAR "'", v.name(), "' (", v.uid(), ")"
-  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for variable ", LOOM_VAR,
-             " has type ", to_string(value.dtype()), " but the variable has type ",
-             to_string(v.dtype()));
+  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for variable ", LOOM_VAR, " has type ",
+             to_string(value.dtype()), " but the variable has type ", to_string(v.dtype()));
   const NDShape& data_shape = value.data().shape();
   size_t axes = value.is_sequence() ? 2 : 1;
   bool same_sample = data_shape.rank() == v.shape().rank() + axes &&
@@ -123,10 +122,10 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   t.data = nullptr;
   size_t sample = v.shape().total_size();
   if (!v.has_sequence_axis()) {
-    LOOM_CHECK(value.max_sequence_length() <= 1 &&
-                   value.number_of_samples() == value.num_sequences(),
-               ShapeError, "value for variable ", LOOM_VAR,
-               " holds sequences longer than 1, but the variable has no sequence axis");
+    LOOM_CHECK(
+        value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),
+        ShapeError, "value for variable ", LOOM_VAR,
+        " holds sequences longer than 1, but the variable has no sequence axis");
     size_t n = value.num_sequences();
     t.layout = layouts_.batch(n);
     t.shape.assign_prepended(n, v.shape());
@@ -253,9 +252,9 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
   if (root_gradient) {
     const Tensor& value = slots_[r].value;
     const Value& g = *root_gradient;
-    bool matches = g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == root.shape() &&
-                   (value.dynamic() ? g.sequence_lengths() == value.layout->lengths
-                                    : g.num_sequences() == 1);
+    bool matches =
+        g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == root.shape() &&
+        (value.dynamic() ? g.sequence_lengths() == value.layout->lengths : g.num_sequences() == 1);
     LOOM_CHECK(matches, ShapeError, "root gradient for '", root.name(), "' of sample shape ",
                g.sample_shape().to_string(), " and ", g.num_sequences(),
                " sequence(s) does not match the output's shape ", root.shape().to_string(),
@@ -344,7 +343,9 @@ double Executor::sum(const Variable& v) const {
   });
 }
 
-size_t Executor::sample_count(const Variable& v) const { return tensor(v).rows(); }
+size_t Executor::sample_count(const Variable& v) const {
+  return tensor(v).rows();
+}
 
 NDArrayView Executor::parameter_gradient(const Variable& parameter) const {
   auto it = param_grads_.find(parameter);

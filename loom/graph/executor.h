@@ -57,9 +57,9 @@ class Executor {
   };
   struct Node {
     std::shared_ptr<FunctionImpl> fn;
-    std::vector<size_t> inputs;             // slot indices
+    std::vector<size_t> inputs;               // slot indices
     std::vector<const Tensor*> input_values;  // those slots' value tensors
-    size_t output;                          // slot index (single-output ops)
+    size_t output;                            // slot index (single-output ops)
   };
 
   size_t slot_of(const Variable& v) const;

@@ -67,9 +67,12 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   return order;
 }
 
-Function::Function(const Variable& v) : impl_(v.is_output() ? v.owner().impl_ : combine({v}).impl_) {}
+Function::Function(const Variable& v)
+    : impl_(v.is_output() ? v.owner().impl_ : combine({v}).impl_) {}
 
-const std::vector<Variable>& Function::inputs() const { return get(impl_).inputs; }
+const std::vector<Variable>& Function::inputs() const {
+  return get(impl_).inputs;
+}
 
 std::vector<Variable> Function::outputs() const {
   std::vector<Variable> out;
@@ -77,7 +80,9 @@ std::vector<Variable> Function::outputs() const {
   return out;
 }
 
-Variable Function::output() const { return Variable(*this); }
+Variable Function::output() const {
+  return Variable(*this);
+}
 
 std::vector<Variable> Function::arguments() const {
   std::vector<Variable> out;
@@ -107,10 +112,18 @@ std::vector<Variable> Function::placeholders() const {
   return out;
 }
 
-const std::string& Function::name() const { return get(impl_).name; }
-const std::string& Function::uid() const { return get(impl_).uid; }
-bool Function::is_composite() const { return get(impl_).op == nullptr; }
-const Dictionary& Function::attributes() const { return get(impl_).attributes; }
+const std::string& Function::name() const {
+  return get(impl_).name;
+}
+const std::string& Function::uid() const {
+  return get(impl_).uid;
+}
+bool Function::is_composite() const {
+  return get(impl_).op == nullptr;
+}
+const Dictionary& Function::attributes() const {
+  return get(impl_).attributes;
+}
 
 const OpDef& Function::op() const {
   LOOM_CHECK(!is_composite(), StateError, "composite ", to_string(), " has no single op");
@@ -254,7 +267,6 @@ ValueMap Function::grad(const ValueMap& arguments, const std::vector<Variable>& 
   for (auto& w : wrt) result.emplace(w, exec.gradient_value(w));
   return result;
 }
-
 
 std::pair<BackPropState, ValueMap> Function::forward(const ValueMap& args,
                                                      const std::vector<Variable>& outs) const {

@@ -64,7 +64,9 @@ class Function {
   // arguments, when it has no placeholders). Parameters are shared.
   Function operator()(const std::vector<Variable>& args) const;
   template <typename... V>
-  Function operator()(const V&... args) const { return (*this)(std::vector<Variable>{Variable(args)...}); }
+  Function operator()(const V&... args) const {
+    return (*this)(std::vector<Variable>{Variable(args)...});
+  }
 
   // A copy of the graph; substitutions replace variables (placeholders, inputs) by others.
   Function clone(ParameterCloneMethod method,

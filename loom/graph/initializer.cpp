@@ -16,9 +16,12 @@ std::pair<double, double> fans(const NDShape& s, int output_rank, int filter_ran
   int filt_rank = std::min(filter_rank, rank - out_rank);
   double out = 1, in = 1, field = 1;
   for (int i = 0; i < rank; ++i) {
-    if (i >= rank - out_rank) out *= double(s[i]);
-    else if (i < filt_rank) field *= double(s[i]);
-    else in *= double(s[i]);
+    if (i >= rank - out_rank)
+      out *= double(s[i]);
+    else if (i < filt_rank)
+      field *= double(s[i]);
+    else
+      in *= double(s[i]);
   }
   if (rank == out_rank) in = 1;  // a bias: no input axes
   return {in * field, out * field};
@@ -29,14 +32,30 @@ void Initializer::fill(NDArrayView& t, RandomGenerator& gen) const {
   auto [fan_in, fan_out] = fans(t.shape(), output_rank, filter_rank);
   double uniform_range = 0, normal_std = 0;
   switch (kind) {
-    case InitKind::Zeros: t.fill(0); return;
-    case InitKind::Constant: t.fill(scale); return;
-    case InitKind::Uniform: uniform_range = scale; break;
-    case InitKind::Normal: normal_std = scale; break;
-    case InitKind::GlorotUniform: uniform_range = scale * std::sqrt(6.0 / (fan_in + fan_out)); break;
-    case InitKind::GlorotNormal: normal_std = scale * std::sqrt(2.0 / (fan_in + fan_out)); break;
-    case InitKind::HeUniform: uniform_range = scale * std::sqrt(6.0 / fan_in); break;
-    case InitKind::HeNormal: normal_std = scale * std::sqrt(2.0 / fan_in); break;
+    case InitKind::Zeros:
+      t.fill(0);
+      return;
+    case InitKind::Constant:
+      t.fill(scale);
+      return;
+    case InitKind::Uniform:
+      uniform_range = scale;
+      break;
+    case InitKind::Normal:
+      normal_std = scale;
+      break;
+    case InitKind::GlorotUniform:
+      uniform_range = scale * std::sqrt(6.0 / (fan_in + fan_out));
+      break;
+    case InitKind::GlorotNormal:
+      normal_std = scale * std::sqrt(2.0 / (fan_in + fan_out));
+      break;
+    case InitKind::HeUniform:
+      uniform_range = scale * std::sqrt(6.0 / fan_in);
+      break;
+    case InitKind::HeNormal:
+      normal_std = scale * std::sqrt(2.0 / fan_in);
+      break;
   }
   dispatch(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -47,24 +66,32 @@ void Initializer::fill(NDArrayView& t, RandomGenerator& gen) const {
   });
 }
 
-Initializer zeros() { return {.kind = InitKind::Zeros, .seed = std::nullopt}; }
-Initializer constant_initializer(double value) { return {.kind = InitKind::Constant, .scale = value, .seed = std::nullopt}; }
+Initializer zeros() {
+  return {.kind = InitKind::Zeros, .seed = std::nullopt};
+}
+Initializer constant_initializer(double value) {
+  return {.kind = InitKind::Constant, .scale = value, .seed = std::nullopt};
+}
 Initializer uniform(double scale, std::optional<uint64_t> seed) {
   return {.kind = InitKind::Uniform, .scale = scale, .seed = seed};
 }
 Initializer normal(double scale, std::optional<uint64_t> seed) {
   return {.kind = InitKind::Normal, .scale = scale, .seed = seed};
 }
-Initializer glorot_uniform(double scale, int output_rank, int filter_rank, std::optional<uint64_t> seed) {
+Initializer glorot_uniform(double scale, int output_rank, int filter_rank,
+                           std::optional<uint64_t> seed) {
   return {InitKind::GlorotUniform, scale, output_rank, filter_rank, seed};
 }
-Initializer glorot_normal(double scale, int output_rank, int filter_rank, std::optional<uint64_t> seed) {
+Initializer glorot_normal(double scale, int output_rank, int filter_rank,
+                          std::optional<uint64_t> seed) {
   return {InitKind::GlorotNormal, scale, output_rank, filter_rank, seed};
 }
-Initializer he_uniform(double scale, int output_rank, int filter_rank, std::optional<uint64_t> seed) {
+Initializer he_uniform(double scale, int output_rank, int filter_rank,
+                       std::optional<uint64_t> seed) {
   return {InitKind::HeUniform, scale, output_rank, filter_rank, seed};
 }
-Initializer he_normal(double scale, int output_rank, int filter_rank, std::optional<uint64_t> seed) {
+Initializer he_normal(double scale, int output_rank, int filter_rank,
+                      std::optional<uint64_t> seed) {
   return {InitKind::HeNormal, scale, output_rank, filter_rank, seed};
 }
 

@@ -11,7 +11,16 @@
 
 namespace loom {
 
-enum class InitKind { Zeros, Constant, Uniform, Normal, GlorotUniform, GlorotNormal, HeUniform, HeNormal };
+enum class InitKind {
+  Zeros,
+  Constant,
+  Uniform,
+  Normal,
+  GlorotUniform,
+  GlorotNormal,
+  HeUniform,
+  HeNormal
+};
 
 struct Initializer {
   InitKind kind = InitKind::GlorotUniform;

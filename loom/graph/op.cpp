@@ -4,8 +4,8 @@
 
 namespace loom {
 
-const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs,
-                                           const Dictionary&, LayoutCache&) const {
+const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs, const Dictionary&,
+                                           LayoutCache&) const {
   const SequenceLayout* layout = nullptr;
   for (const Tensor* t : inputs) {
     if (!t->layout) continue;
@@ -13,8 +13,8 @@ const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs
       layout = t->layout;
     } else {
       LOOM_CHECK(layout == t->layout || layout->same_shape_as(*t->layout), ShapeError, name(),
-                 ": inputs have different numbers of samples or sequence lengths (",
-                 layout->rows(), " and ", t->layout->rows(), " samples)");
+                 ": inputs have different numbers of samples or sequence lengths (", layout->rows(),
+                 " and ", t->layout->rows(), " samples)");
     }
   }
   return layout;
@@ -64,8 +64,8 @@ NDShape broadcast_shapes(const char* op, const std::vector<Variable>& inputs) {
     for (size_t i = 0; i < s.rank(); ++i) {
       size_t& o = out[rank - s.rank() + i];
       size_t d = s[i];
-      LOOM_CHECK(d == o || d == 1 || o == 1, ShapeError, op, ": shapes cannot be broadcast: ",
-                 describe(inputs));
+      LOOM_CHECK(d == o || d == 1 || o == 1, ShapeError, op,
+                 ": shapes cannot be broadcast: ", describe(inputs));
       if (d != 1) o = d;
     }
   }

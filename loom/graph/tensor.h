@@ -75,7 +75,9 @@ struct Tensor {
     return n;
   }
   template <typename T>
-  T* ptr() const { return static_cast<T*>(data); }
+  T* ptr() const {
+    return static_cast<T*>(data);
+  }
 };
 
 }  // namespace loom

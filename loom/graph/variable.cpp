@@ -27,21 +27,40 @@ const VariableImpl& get(const std::shared_ptr<VariableImpl>& p) {
 }
 }  // namespace
 
-VariableKind Variable::kind() const { return get(impl_).kind; }
-const NDShape& Variable::shape() const { return get(impl_).shape; }
-bool Variable::has_known_shape() const { return get(impl_).shape_known; }
-DataType Variable::dtype() const { return get(impl_).dtype; }
-const std::vector<Axis>& Variable::dynamic_axes() const { return get(impl_).dynamic_axes; }
-bool Variable::is_sparse() const { return get(impl_).is_sparse; }
-bool Variable::needs_gradient() const { return get(impl_).needs_gradient; }
-const std::string& Variable::name() const { return get(impl_).name; }
-const std::string& Variable::uid() const { return get(impl_).uid; }
+VariableKind Variable::kind() const {
+  return get(impl_).kind;
+}
+const NDShape& Variable::shape() const {
+  return get(impl_).shape;
+}
+bool Variable::has_known_shape() const {
+  return get(impl_).shape_known;
+}
+DataType Variable::dtype() const {
+  return get(impl_).dtype;
+}
+const std::vector<Axis>& Variable::dynamic_axes() const {
+  return get(impl_).dynamic_axes;
+}
+bool Variable::is_sparse() const {
+  return get(impl_).is_sparse;
+}
+bool Variable::needs_gradient() const {
+  return get(impl_).needs_gradient;
+}
+const std::string& Variable::name() const {
+  return get(impl_).name;
+}
+const std::string& Variable::uid() const {
+  return get(impl_).uid;
+}
 
 NDArrayView& Variable::value() const {
   LOOM_CHECK(impl_, StateError, "use of an empty Variable");
   VariableImpl& v = *impl_;
   LOOM_CHECK(v.kind == VariableKind::Parameter || v.kind == VariableKind::Constant, StateError,
-             "variable '", v.name, "' (", v.uid, ") is not a parameter or constant and has no value");
+             "variable '", v.name, "' (", v.uid,
+             ") is not a parameter or constant and has no value");
   LOOM_CHECK(v.value.has_value(), StateError, "parameter '", v.name, "' of shape ",
              v.shape.to_string(), " has no value yet: its shape is inferred at the first call");
   return *v.value;
@@ -49,8 +68,8 @@ NDArrayView& Variable::value() const {
 
 void Variable::set_value(const NDArrayView& value) const {
   NDArrayView& current = this->value();
-  LOOM_CHECK(value.shape() == current.shape(), ShapeError, "set_value of '", name(),
-             "': shape ", value.shape().to_string(), " does not match ", current.shape().to_string());
+  LOOM_CHECK(value.shape() == current.shape(), ShapeError, "set_value of '", name(), "': shape ",
+             value.shape().to_string(), " does not match ", current.shape().to_string());
   current.copy_from(value);
 }
 

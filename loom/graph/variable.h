@@ -66,7 +66,8 @@ class Variable {
   bool operator<(const Variable& o) const { return impl_ < o.impl_; }
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
 
-  explicit Variable(std::shared_ptr<VariableImpl> impl, std::shared_ptr<FunctionImpl> keep_alive = {})
+  explicit Variable(std::shared_ptr<VariableImpl> impl,
+                    std::shared_ptr<FunctionImpl> keep_alive = {})
       : impl_(std::move(impl)), keep_alive_(std::move(keep_alive)) {}
 
  private:

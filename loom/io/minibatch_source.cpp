@@ -259,10 +259,10 @@ void MinibatchSource::move_to(size_t position) {
   position_ = position;
 }
 
-
 std::unordered_map<Variable, MinibatchData> MinibatchSource::next_minibatch(
-    size_t minibatch_size_in_samples, const std::unordered_map<Variable, StreamInformation>& input_map,
-    size_t num_data_partitions, size_t partition_index) {
+    size_t minibatch_size_in_samples,
+    const std::unordered_map<Variable, StreamInformation>& input_map, size_t num_data_partitions,
+    size_t partition_index) {
   for (auto& [var, stream] : input_map)
     LOOM_CHECK(stream.id < streams_.size() && streams_[stream.id] == stream, ArgumentError,
                "input map: stream '", stream.name, "' for variable '", var.name(),
@@ -275,8 +275,9 @@ std::unordered_map<Variable, MinibatchData> MinibatchSource::next_minibatch(
     if (!var.has_sequence_axis()) {
       const Value& v = data.data;
       LOOM_CHECK(v.number_of_samples() == v.num_sequences() && v.max_sequence_length() <= 1,
-                 ShapeError, "stream '", stream.name, "' has sequences longer than one sample, but variable '",
-                 var.name(), "' has no sequence axis");
+                 ShapeError, "stream '", stream.name,
+                 "' has sequences longer than one sample, but variable '", var.name(),
+                 "' has no sequence axis");
       NDShape shape = v.sample_shape().prepend(v.num_sequences());
       data.data = Value(v.data().reshaped(shape), false);
     }

@@ -17,8 +17,8 @@ class Activation {
   Activation(Function (*op)(const Variable&, const std::string&))
       : fn_([op](const Variable& x) { return Variable(op(x, "")); }) {}
   template <typename F>
-    requires std::is_invocable_r_v<Function, F, const Variable&>
-  Activation(F f) : fn_([f](const Variable& x) { return Variable(f(x)); }) {}
+  requires std::is_invocable_r_v<Function, F, const Variable&> Activation(F f)
+      : fn_([f](const Variable& x) { return Variable(f(x)); }) {}
 
   bool is_identity() const { return !fn_; }
   Variable operator()(const Variable& x) const { return fn_ ? fn_(x) : x; }

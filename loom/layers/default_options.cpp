@@ -8,8 +8,12 @@ namespace {
 thread_local std::vector<LayerDefaults> g_scopes;
 }
 
-DefaultOptionsScope::DefaultOptionsScope(const LayerDefaults& defaults) { g_scopes.push_back(defaults); }
-DefaultOptionsScope::~DefaultOptionsScope() { g_scopes.pop_back(); }
+DefaultOptionsScope::DefaultOptionsScope(const LayerDefaults& defaults) {
+  g_scopes.push_back(defaults);
+}
+DefaultOptionsScope::~DefaultOptionsScope() {
+  g_scopes.pop_back();
+}
 
 ResolvedDefaults current_defaults() {
   ResolvedDefaults r{Activation(), glorot_uniform(), true, zeros(), false};

@@ -74,7 +74,8 @@ TEST(Dense, WorksPerElementOfVariableLengthSequences) {
   Variable x = input_variable({3});
   Function ys = d(s), yx = d(x);
   EXPECT_EQ(ys.to_string(), "Dense(Sequence[Tensor[3]]) -> Sequence[Tensor[2]]");
-  std::vector<std::vector<float>> seqs{{1, 2, 3, 4, 5, 6, 7, 8, 9}, {-1, -2, -3}, {0, 1, 0, 1, 0, 1}};
+  std::vector<std::vector<float>> seqs{
+      {1, 2, 3, 4, 5, 6, 7, 8, 9}, {-1, -2, -3}, {0, 1, 0, 1, 0, 1}};
   ValueMap sargs;
   sargs.emplace(s, Value::create_sequences<float>({3}, seqs));
   Value out = ys.eval_one(sargs);
@@ -139,7 +140,7 @@ TEST(DefaultOptions, ScopesSetAndRestoreDefaults) {
   };
   {
     auto scope = default_options({.activation = relu});
-    EXPECT_EQ(run(Dense(1)), 0.f);                             // relu(-3)
+    EXPECT_EQ(run(Dense(1)), 0.f);                                 // relu(-3)
     EXPECT_EQ(run(Dense(1, {.activation = Activation()})), -3.f);  // explicit none wins
     {
       auto inner = default_options({.bias = false});
@@ -242,7 +243,8 @@ TEST(Function, ArgumentsParametersAndCombinePrinting) {
   Function model = Dense(2);
   Variable z = model(x);
   Function criterion = combine({cross_entropy_with_softmax(z, y), squared_error(z, y)});
-  EXPECT_EQ(criterion.to_string(), "Composite(Tensor[2], SparseTensor[2]) -> Tuple[Tensor[1], Tensor[1]]");
+  EXPECT_EQ(criterion.to_string(),
+            "Composite(Tensor[2], SparseTensor[2]) -> Tuple[Tensor[1], Tensor[1]]");
   auto args = criterion.arguments();
   ASSERT_EQ(args.size(), 2u);
   EXPECT_EQ(args[0], x);

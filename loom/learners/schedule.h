@@ -4,7 +4,8 @@
 // A schedule is an ordered map end-count -> value; value(count) is the value of the first entry
 // whose end-count is greater than count, or the last value once all have passed. The count is
 // in samples when epoch_size > 0 (one unit = epoch_size samples) and in sweeps over the data when
-// epoch_size == FULL_DATA_SWEEP_EPOCH; the learner that owns the schedule supplies the right counter.
+// epoch_size == FULL_DATA_SWEEP_EPOCH; the learner that owns the schedule supplies the right
+// counter.
 //
 // A schedule also carries a reference minibatch size N: the number of samples its values are
 // meant for. N == IGNORE applies the value to whatever minibatch arrives (per minibatch); N > 0
@@ -98,7 +99,8 @@ LearningRateSchedule learning_rate_schedule(double lr, UnitType unit,
 LearningRateSchedule learning_rate_schedule(const std::vector<double>& lr, UnitType unit,
                                             size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 LearningRateSchedule learning_rate_schedule(const std::vector<std::pair<size_t, double>>& lr,
-                                            UnitType unit, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
+                                            UnitType unit,
+                                            size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 
 // A schedule for values meant for minibatches of minibatch_size samples (IGNORE: for any
 // minibatch); without minibatch_size, a learner's minibatch_size option decides N.
@@ -113,10 +115,10 @@ LearningRateSchedule learning_parameter_schedule(
     size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 
 // learning_parameter_schedule with minibatch_size 1.
-LearningRateSchedule learning_parameter_schedule_per_sample(double value,
-                                                            size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
-LearningRateSchedule learning_parameter_schedule_per_sample(const std::vector<double>& values,
-                                                            size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
+LearningRateSchedule learning_parameter_schedule_per_sample(
+    double value, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
+LearningRateSchedule learning_parameter_schedule_per_sample(
+    const std::vector<double>& values, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 LearningRateSchedule learning_parameter_schedule_per_sample(
     const std::vector<std::pair<size_t, double>>& pairs, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 
@@ -130,7 +132,8 @@ MomentumSchedule momentum_schedule(const std::vector<std::pair<size_t, double>>&
                                    size_t epoch_size = FULL_DATA_SWEEP_EPOCH,
                                    std::optional<size_t> minibatch_size = {});
 
-MomentumSchedule momentum_schedule_per_sample(double value, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
+MomentumSchedule momentum_schedule_per_sample(double value,
+                                              size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 MomentumSchedule momentum_schedule_per_sample(const std::vector<double>& values,
                                               size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 MomentumSchedule momentum_schedule_per_sample(const std::vector<std::pair<size_t, double>>& pairs,
@@ -138,7 +141,8 @@ MomentumSchedule momentum_schedule_per_sample(const std::vector<std::pair<size_t
 
 // Momentum given as a time constant tc in samples: the per-sample momentum exp(-1/tc)
 // (0 for tc == 0) with N = 1, so a minibatch of M samples decays by exp(-M/tc).
-MomentumSchedule momentum_as_time_constant_schedule(double tc, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
+MomentumSchedule momentum_as_time_constant_schedule(double tc,
+                                                    size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 MomentumSchedule momentum_as_time_constant_schedule(const std::vector<double>& tcs,
                                                     size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 MomentumSchedule momentum_as_time_constant_schedule(

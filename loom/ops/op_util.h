@@ -38,7 +38,6 @@ inline size_t static_axis_index(int64_t axis, size_t rank) {
   return size_t(axis < 0 ? axis + int64_t(rank) : axis);
 }
 
-
 // dst[i] = src[i] (accumulate: dst[i] += src[i]) for i < n.
 template <typename T>
 void copy_or_add(size_t n, const T* src, T* dst, bool accumulate) {

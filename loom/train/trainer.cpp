@@ -82,8 +82,9 @@ bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
   previous_metric_sum_ = metric_.valid() ? train_exec_->sum(metric_) : 0;
   total_samples_ += samples;
   for (auto& w : writers_)
-    w->update_training(samples, previous_loss_sum_,
-                       metric_.valid() ? std::optional<double>(previous_metric_sum_) : std::nullopt);
+    w->update_training(
+        samples, previous_loss_sum_,
+        metric_.valid() ? std::optional<double>(previous_metric_sum_) : std::nullopt);
   return go_on;
 }
 
@@ -92,7 +93,8 @@ bool Trainer::train_minibatch(const MinibatchMap& minibatch) {
 }
 
 double Trainer::test_minibatch(const ValueMap& arguments) {
-  if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(metric_.valid() ? metric_ : loss_, writers_);
+  if (!evaluator_)
+    evaluator_ = std::make_unique<Evaluator>(metric_.valid() ? metric_ : loss_, writers_);
   return evaluator_->test_minibatch(arguments);
 }
 

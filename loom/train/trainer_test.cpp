@@ -14,7 +14,9 @@
 namespace loom {
 namespace {
 
-std::vector<float> values(const Parameter& p) { return p.value().to_vector<float>(); }
+std::vector<float> values(const Parameter& p) {
+  return p.value().to_vector<float>();
+}
 
 // y = x·W (no bias), W = [1, 2]ᵀ; squared error against t.
 struct Linear {
@@ -65,8 +67,8 @@ TEST(Trainer, EmptyMinibatchOrZeroRateStopsTraining) {
   EXPECT_FALSE(trainer.train_minibatch(ValueMap{}));
   EXPECT_EQ(trainer.total_number_of_samples_seen(), 0u);
   Linear n;
-  auto zero_at_end = sgd({n.W}, learning_rate_schedule(std::vector<double>{0.1, 0.0},
-                                                        UnitType::sample, 2));
+  auto zero_at_end =
+      sgd({n.W}, learning_rate_schedule(std::vector<double>{0.1, 0.0}, UnitType::sample, 2));
   Trainer t2(n.y, n.loss, {zero_at_end});
   EXPECT_TRUE(t2.train_minibatch(n.batch({1, 0, 0, 1}, {0, 0})));
   auto before = values(n.W);
@@ -86,7 +88,8 @@ TEST(Trainer, SeveralLearnersOnDisjointParametersAndUncoveredOnesStayFixed) {
   auto first_before = values(first.parameters()[0]);
   auto second_before = values(second.parameters()[0]);
   // Only the first layer learns: the second layer's parameters stay fixed.
-  Trainer only_first(y, loss, {sgd(first.parameters(), learning_rate_schedule(0.1, UnitType::sample))});
+  Trainer only_first(y, loss,
+                     {sgd(first.parameters(), learning_rate_schedule(0.1, UnitType::sample))});
   only_first.train_minibatch(data);
   EXPECT_NE(values(first.parameters()[0]), first_before);
   EXPECT_EQ(values(second.parameters()[0]), second_before);
@@ -99,8 +102,9 @@ TEST(Trainer, SeveralLearnersOnDisjointParametersAndUncoveredOnesStayFixed) {
   EXPECT_EQ(values(first.parameters()[0]), first_before);
   EXPECT_NE(values(second.parameters()[0]), second_before);
   // A parameter given to two learners is an error.
-  EXPECT_THROW(Trainer(y, loss, {sgd(first.parameters(), learning_rate_schedule(0.1, UnitType::sample)),
-                                 sgd(first.parameters(), learning_rate_schedule(0.1, UnitType::sample))}),
+  EXPECT_THROW(Trainer(y, loss,
+                       {sgd(first.parameters(), learning_rate_schedule(0.1, UnitType::sample)),
+                        sgd(first.parameters(), learning_rate_schedule(0.1, UnitType::sample))}),
                ArgumentError);
 }
 
@@ -110,7 +114,8 @@ TEST(Trainer, CountsSamplesOfSequences) {
   Function layer = Dense(1);
   Variable y = layer(s);
   Variable loss = squared_error(y, t);
-  Trainer trainer(y, loss, {sgd(layer.parameters(), learning_rate_schedule(0.01, UnitType::sample))});
+  Trainer trainer(y, loss,
+                  {sgd(layer.parameters(), learning_rate_schedule(0.01, UnitType::sample))});
   ValueMap data;
   data.emplace(s, Value::create_sequences<float>({2}, {{1, 2, 3, 4, 5, 6}, {7, 8}}));
   data.emplace(t, Value::create_sequences<float>({1}, {{1, 2, 3}, {4}}));
@@ -122,9 +127,11 @@ TEST(Trainer, CountsSamplesOfSequences) {
 TEST(Trainer, TestMinibatchAveragesTheMetricWithoutLearning) {
   Linear m;
   Variable metric = squared_error(m.y, m.t);
-  Trainer trainer(m.y, {m.loss, metric}, {sgd({m.W}, learning_rate_schedule(0.1, UnitType::sample))});
+  Trainer trainer(m.y, {m.loss, metric},
+                  {sgd({m.W}, learning_rate_schedule(0.1, UnitType::sample))});
   auto before = values(m.W);
-  EXPECT_DOUBLE_EQ(trainer.test_minibatch(m.batch({1, 0, 0, 1, 1, 1}, {0, 0, 0})), (1 + 4 + 9) / 3.0);
+  EXPECT_DOUBLE_EQ(trainer.test_minibatch(m.batch({1, 0, 0, 1, 1, 1}, {0, 0, 0})),
+                   (1 + 4 + 9) / 3.0);
   EXPECT_EQ(values(m.W), before);
 }
 
@@ -132,8 +139,8 @@ TEST(Trainer, ReportsToProgressWriters) {
   Linear m;
   std::ostringstream out;
   auto printer = std::make_shared<ProgressPrinter>(ProgressPrinterOptions{.freq = 2, .out = &out});
-  Trainer trainer(m.y, {m.loss, m.loss}, {sgd({m.W}, learning_rate_schedule(0.0001, UnitType::sample))},
-                  {printer});
+  Trainer trainer(m.y, {m.loss, m.loss},
+                  {sgd({m.W}, learning_rate_schedule(0.0001, UnitType::sample))}, {printer});
   trainer.train_minibatch(m.batch({1, 0, 0, 1}, {0, 0}));
   trainer.train_minibatch(m.batch({1, 0, 0, 1}, {0, 0}));
   std::string text = out.str();
