@@ -114,13 +114,21 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   LOOM_CHECK(same_sample, ShapeError, "value for variable ", LOOM_VAR, " has sample shape ",
              value.sample_shape().to_string(), " but the variable has shape ",
              v.shape().to_string());
-  LOOM_CHECK(v.has_batch_axis(), ShapeError, "variable ", LOOM_VAR,
-             " has no dynamic axes; bind it as a constant instead");
   Tensor& t = slot.value;
   t.dtype = v.dtype();
   t.sparse = nullptr;
   t.data = nullptr;
   size_t sample = v.shape().total_size();
+  if (!v.has_batch_axis()) {  // a plain tensor (e.g. a gradient fed to an update graph)
+    LOOM_CHECK(value.num_sequences() == 1 && value.number_of_samples() == 1, ShapeError,
+               "value for variable ", LOOM_VAR, " has ", value.number_of_samples(),
+               " samples, but the variable has no dynamic axes and takes exactly one");
+    t.layout = nullptr;
+    t.shape = v.shape();
+    slot.bound = value.data().to_dense();
+    t.data = slot.bound->raw_data();
+    return;
+  }
   if (!v.has_sequence_axis()) {
     LOOM_CHECK(
         value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),

@@ -321,3 +321,22 @@ TEST(Executor, DensifiesSparseInputsForDenseOnlyOps) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(Executor, InputsWithoutDynamicAxesTakeOneSample) {
+  Variable g = input_variable({3}, {.dynamic_axes = {}});
+  Parameter p = parameter(NDArrayView::from_vector<float>({3}, {1, 2, 3}));
+  Function f = plus(p, g);
+  EXPECT_EQ(f.to_string(), "Plus(Tensor[3]) -> Tensor[3]");
+  ValueMap args;
+  args.emplace(g, Value::create_batch<float>({3}, {10, 20, 30}));
+  EXPECT_EQ(f.eval_one(args).data().to_vector<float>(), (std::vector<float>{11, 22, 33}));
+  ValueMap two;
+  two.emplace(g, Value::create_batch<float>({3}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_THROW(f.eval(two), ShapeError);
+}
+
+}  // namespace
+}  // namespace loom

@@ -50,9 +50,12 @@ void for_each_in_row(const Tensor& t, size_t r, size_t cols, F&& f) {
   }
 }
 
-class SquaredErrorOp : public OpDef {
+// A loss that sums a per-element term f(output, target) over the sample. Formula gives
+// f, ∂f/∂output and ∂f/∂target.
+template <typename Formula>
+class ElementSumLossOp : public OpDef {
  public:
-  const char* name() const override { return "SquaredError"; }
+  const char* name() const override { return Formula::kName; }
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
@@ -65,7 +68,7 @@ class SquaredErrorOp : public OpDef {
       for (size_t r = 0; r < rows; ++r) {
         const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
         T s = 0;
-        for (size_t i = 0; i < n; ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+        for (size_t i = 0; i < n; ++i) s += Formula::value(a[i], b[i]);
         y[r] = s;
       }
     });
@@ -77,16 +80,48 @@ class SquaredErrorOp : public OpDef {
       using T = decltype(zero);
       const T* dy = call.output_gradient->ptr<T>();
       const bool add = prepare_gradient<T>(g, accumulate);
-      const T sign = index == 0 ? T(2) : T(-2);
       for (size_t r = 0; r < rows; ++r) {
         const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
         T* dx = g.ptr<T>() + row_start(g, r, n);
         for (size_t i = 0; i < n; ++i) {
-          T v = sign * dy[r] * (a[i] - b[i]);
+          T v =
+              dy[r] * (index == 0 ? Formula::d_output(a[i], b[i]) : Formula::d_target(a[i], b[i]));
           dx[i] = add ? dx[i] + v : v;
         }
       }
     });
+  }
+};
+
+struct SquaredErrorFormula {
+  static constexpr const char* kName = "SquaredError";
+  template <typename T>
+  static T value(T o, T t) {
+    return (o - t) * (o - t);
+  }
+  template <typename T>
+  static T d_output(T o, T t) {
+    return 2 * (o - t);
+  }
+  template <typename T>
+  static T d_target(T o, T t) {
+    return 2 * (t - o);
+  }
+};
+
+struct BinaryCrossEntropyFormula {
+  static constexpr const char* kName = "BinaryCrossEntropy";
+  template <typename T>
+  static T value(T o, T t) {
+    return -(t * std::log(o) + (1 - t) * std::log(1 - o));
+  }
+  template <typename T>
+  static T d_output(T o, T t) {
+    return (1 - t) / (1 - o) - t / o;
+  }
+  template <typename T>
+  static T d_target(T o, T t) {
+    return std::log(1 - o) - std::log(o);
   }
 };
 
@@ -159,46 +194,6 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   }
 };
 
-class BinaryCrossEntropyOp : public OpDef {
- public:
-  const char* name() const override { return "BinaryCrossEntropy"; }
-  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
-    return per_sample_loss(name(), in);
-  }
-  void forward(OpCall& call) const override {
-    const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
-    size_t rows = call.output->rows(), n = o.sample_size();
-    dispatch(o.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      T* y = call.output->ptr<T>();
-      for (size_t r = 0; r < rows; ++r) {
-        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
-        T s = 0;
-        for (size_t i = 0; i < n; ++i) s -= b[i] * std::log(a[i]) + (1 - b[i]) * std::log(1 - a[i]);
-        y[r] = s;
-      }
-    });
-  }
-  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
-    const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
-    size_t rows = call.output->rows(), n = o.sample_size();
-    dispatch(o.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = call.output_gradient->ptr<T>();
-      const bool add = prepare_gradient<T>(g, accumulate);
-      for (size_t r = 0; r < rows; ++r) {
-        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
-        T* dx = g.ptr<T>() + row_start(g, r, n);
-        for (size_t i = 0; i < n; ++i) {
-          T v = index == 0 ? dy[r] * ((1 - b[i]) / (1 - a[i]) - b[i] / a[i])
-                           : dy[r] * (std::log(1 - a[i]) - std::log(a[i]));
-          dx[i] = add ? dx[i] + v : v;
-        }
-      }
-    });
-  }
-};
-
 class ClassificationErrorOp : public OpDef {
  public:
   const char* name() const override { return "ClassificationError"; }
@@ -234,9 +229,9 @@ class ClassificationErrorOp : public OpDef {
   }
 };
 
-const SquaredErrorOp kSquaredError;
+const ElementSumLossOp<SquaredErrorFormula> kSquaredError;
 const CrossEntropyWithSoftmaxOp kCrossEntropyWithSoftmax;
-const BinaryCrossEntropyOp kBinaryCrossEntropy;
+const ElementSumLossOp<BinaryCrossEntropyFormula> kBinaryCrossEntropy;
 const ClassificationErrorOp kClassificationError;
 
 }  // namespace
