@@ -11,13 +11,22 @@ its best one) and the last lines are machine-readable:
     median_samples_per_second=<median of the repeats at that setting>
     us_per_step=<at the best>
     threads=<the setting that gave the best>
+    blas=<the BLAS library PyTorch's nn.Linear ran on>
+
+PyTorch's CPU matmul goes to whatever libblas.so.3 the system provides (Debian's
+python3-torch is built with BLAS_INFO=generic). scripts/setup.sh installs OpenBLAS, which then
+is that library; its own threads are limited to one here (OPENBLAS_NUM_THREADS=1), PyTorch's
+best setting for these small products, and blas= below names the library actually loaded.
 
 Run with Debian's interpreter: /usr/bin/python3 bench/logistic_regression_torch.py
 """
 import argparse
+import os
 import statistics
 import sys
 import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before torch loads OpenBLAS
 
 try:
     import torch
@@ -85,6 +94,20 @@ def time_setting(threads, xs, ys, steps, repeats):
     return min(per_step), statistics.median(per_step)
 
 
+def blas_library():
+    """The libblas/openblas/blis file mapped into this process (after a matmul ran)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                name = path.rsplit("/", 1)[-1]
+                if "blas" in name or "blis" in name:
+                    return os.path.realpath(path)
+    except OSError:
+        pass
+    return "unknown"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", default="1,2", help="comma-separated torch.set_num_threads values")
@@ -106,6 +129,7 @@ def main():
     print(f"median_samples_per_second={MINIBATCH / median:.1f}")
     print(f"us_per_step={best * 1e6:.3f}")
     print(f"threads={threads}")
+    print(f"blas={blas_library()}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/softmax.h"
+#include "loom/ops/op_defs.h"
 
 namespace loom {
 
@@ -132,27 +133,21 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
+  // Forward keeps log_softmax(z) in the scratch area; backward reads it instead of
+  // recomputing: softmax(z) = exp(log_softmax(z)) and logsumexp(z) − z = −log_softmax(z).
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
+      T* ls = static_cast<T*>(call.scratch->ensure(z.rows() * n * sizeof(T)));
+      kernels::log_softmax<T>(z.rows(), n, z.ptr<T>(), ls);
       T* y = call.output->ptr<T>();
-      if (z.dynamic()) {
-        kernels::logsumexp<T>(rows, n, z.ptr<T>(), y);
-      } else {
-        T lse;
-        kernels::logsumexp<T>(1, n, z.ptr<T>(), &lse);
-        std::fill_n(y, rows, lse);
-      }
       for (size_t r = 0; r < rows; ++r) {
-        const T* zr = z.ptr<T>() + row_start(z, r, n);
-        T mass = 0, dot = 0;
-        for_each_in_row<T>(t, r, n, [&](size_t c, T v) {
-          mass += v;
-          dot += v * zr[c];
-        });
-        y[r] = mass * y[r] - dot;
+        const T* lr = ls + row_start(z, r, n);
+        T loss = 0;
+        for_each_in_row<T>(t, r, n, [&](size_t c, T v) { loss -= v * lr[c]; });
+        y[r] = loss;
       }
     });
   }
@@ -161,31 +156,23 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T *zp = z.ptr<T>(), *dy = call.output_gradient->ptr<T>();
+      const T* ls = static_cast<const T*>(call.scratch->ensure(z.rows() * n * sizeof(T)));
+      const T* dy = call.output_gradient->ptr<T>();
       const bool add = prepare_gradient<T>(g, accumulate);
-      if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
-        T* p = static_cast<T*>(call.scratch->ensure(z.rows() * n * sizeof(T)));
-        kernels::softmax<T>(z.rows(), n, zp, p);
-        for (size_t r = 0; r < rows; ++r) {
-          const T* pr = p + row_start(z, r, n);
-          T* dx = g.ptr<T>() + row_start(g, r, n);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* lr = ls + row_start(z, r, n);
+        T* dx = g.ptr<T>() + row_start(g, r, n);
+        if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
           T mass = 0;
           for_each_in_row<T>(t, r, n, [&](size_t, T v) { mass += v; });
           for (size_t c = 0; c < n; ++c) {
-            T v = dy[r] * mass * pr[c];
+            T v = dy[r] * mass * std::exp(lr[c]);
             dx[c] = add ? dx[c] + v : v;
           }
           for_each_in_row<T>(t, r, n, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
-        }
-      } else {  // dt = dy · (logsumexp(z) − z)
-        T* lse = static_cast<T*>(call.scratch->ensure(z.rows() * sizeof(T)));
-        kernels::logsumexp<T>(z.rows(), n, zp, lse);
-        for (size_t r = 0; r < rows; ++r) {
-          const T* zr = zp + row_start(z, r, n);
-          const T l = lse[z.dynamic() ? r : 0];
-          T* dx = g.ptr<T>() + row_start(g, r, n);
+        } else {  // dt = dy · (logsumexp(z) − z)
           for (size_t c = 0; c < n; ++c) {
-            T v = dy[r] * (l - zr[c]);
+            T v = -dy[r] * lr[c];
             dx[c] = add ? dx[c] + v : v;
           }
         }
@@ -235,6 +222,19 @@ const ElementSumLossOp<BinaryCrossEntropyFormula> kBinaryCrossEntropy;
 const ClassificationErrorOp kClassificationError;
 
 }  // namespace
+
+const OpDef& squared_error_op() {
+  return kSquaredError;
+}
+const OpDef& cross_entropy_with_softmax_op() {
+  return kCrossEntropyWithSoftmax;
+}
+const OpDef& binary_cross_entropy_op() {
+  return kBinaryCrossEntropy;
+}
+const OpDef& classification_error_op() {
+  return kClassificationError;
+}
 
 Function squared_error(const Variable& output, const Variable& target, const std::string& name) {
   return make_primitive(kSquaredError, {output, target}, {}, name);
