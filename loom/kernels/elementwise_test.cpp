@@ -1,57 +1,17 @@
 #include "loom/kernels/elementwise.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
-#include <limits>
-#include <random>
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/kernels/kernels_test_util.h"
 
 namespace loom::kernels {
 namespace {
 
-template <typename T>
-std::vector<T> random_vector(size_t n, unsigned seed, double lo = -2, double hi = 2) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-double tolerance() {
-  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
-}
-
-size_t product(const Dims& d) {
-  size_t n = 1;
-  for (size_t v : d) n *= v;
-  return n;
-}
-
-// Offset in `in` (broadcast against `out`) of the element at row-major position `flat` of out.
-size_t broadcast_offset(const Dims& out, const Dims& in, size_t flat) {
-  size_t off = 0, stride = 1;
-  for (size_t k = out.size(); k-- > 0;) {
-    const size_t idx = flat % out[k];
-    flat /= out[k];
-    if (in[k] != 1) off += idx * stride;
-    stride *= in[k];
-  }
-  return off;
-}
-
-// Dims that keep out's extent where bit k of mask is set and are 1 elsewhere.
-Dims masked(const Dims& out, unsigned mask) {
-  Dims d = out;
-  for (size_t k = 0; k < d.size(); ++k)
-    if (!(mask >> k & 1)) d[k] = 1;
-  return d;
-}
+using namespace loom::testing;
 
 const UnaryOp kUnaryOps[] = {UnaryOp::Negate, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Relu,
                              UnaryOp::Exp,    UnaryOp::Log,  UnaryOp::Sqrt,    UnaryOp::Square,
@@ -154,14 +114,14 @@ double binary_partial_ref(BinaryOp op, int which, double a, double b) {
 
 template <typename T>
 class ElementwiseTest : public ::testing::Test {};
-using Types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(ElementwiseTest, Types);
+TYPED_TEST_SUITE(ElementwiseTest, RealTypes);
 
 TYPED_TEST(ElementwiseTest, UnaryMatchesReference) {
   using T = TypeParam;
   for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{100}, size_t{100003}}) {
     for (UnaryOp op : kUnaryOps) {
-      const auto x = needs_positive(op) ? random_vector<T>(n, 1, 0.01, 4) : random_vector<T>(n, 1);
+      const auto x =
+          needs_positive(op) ? random_vector<T>(n, 1, 0.01, 4) : random_vector<T>(n, 1, -2, 2);
       std::vector<T> y(n);
       unary(op, n, x.data(), y.data());
       for (size_t i = 0; i < n; ++i) {
@@ -193,14 +153,14 @@ TYPED_TEST(ElementwiseTest, UnaryBackwardMatchesReference) {
   using T = TypeParam;
   for (size_t n : {size_t{0}, size_t{5}, size_t{100003}}) {
     for (UnaryOp op : kUnaryOps) {
-      auto x = needs_positive(op) ? random_vector<T>(n, 2, 0.01, 4) : random_vector<T>(n, 2);
+      auto x = needs_positive(op) ? random_vector<T>(n, 2, 0.01, 4) : random_vector<T>(n, 2, -2, 2);
       if (n > 0) x[0] = 0;  // Relu and Abs have derivative 0 there.
       if (n > 0 && needs_positive(op)) x[0] = 1;
       std::vector<T> y(n);
       unary(op, n, x.data(), y.data());
-      const auto dy = random_vector<T>(n, 3);
+      const auto dy = random_vector<T>(n, 3, -2, 2);
       for (bool accumulate : {false, true}) {
-        const auto init = random_vector<T>(n, 4);
+        const auto init = random_vector<T>(n, 4, -2, 2);
         std::vector<T> dx = init;
         unary_backward(op, n, x.data(), y.data(), dy.data(), dx.data(), accumulate);
         for (size_t i = 0; i < n; ++i) {
@@ -242,7 +202,7 @@ TEST(ElementwiseFiniteDifference, BinaryDerivatives) {
   auto b = random_vector<double>(4, 7, -2, -0.5);
   for (BinaryOp op : kBinaryOps) {
     for (int which : {0, 1}) {
-      const auto dy = random_vector<double>(12, 8);
+      const auto dy = random_vector<double>(12, 8, -2, 2);
       std::vector<double> grad(which == 0 ? 12 : 4);
       binary_backward(op, which, out, ad, a.data(), bd, b.data(), dy.data(), grad.data(), false);
       // Loss = sum(dy * (a op b)); perturb each element of the input.
@@ -268,10 +228,10 @@ TEST(ElementwiseFiniteDifference, BinaryDerivatives) {
 template <typename T>
 void check_binary(const Dims& out, const Dims& ad, const Dims& bd, unsigned seed) {
   const size_t n = product(out), na = product(ad), nb = product(bd);
-  const auto a = random_vector<T>(na, seed);
-  auto b = random_vector<T>(nb, seed + 1);
+  const auto a = random_vector<T>(na, seed, -2, 2);
+  auto b = random_vector<T>(nb, seed + 1, -2, 2);
   for (T& v : b) v = v >= 0 ? v + T(0.5) : v - T(0.5);  // keep Divide well conditioned
-  const auto dy = random_vector<T>(n, seed + 2);
+  const auto dy = random_vector<T>(n, seed + 2, -2, 2);
   for (BinaryOp op : kBinaryOps) {
     std::vector<T> y(n);
     binary(op, out, ad, a.data(), bd, b.data(), y.data());
@@ -290,7 +250,7 @@ void check_binary(const Dims& out, const Dims& ad, const Dims& bd, unsigned seed
         scale[which == 0 ? ia : ib] += std::abs(g);
       }
       for (bool accumulate : {false, true}) {
-        const auto init = random_vector<T>(ref.size(), seed + 3);
+        const auto init = random_vector<T>(ref.size(), seed + 3, -2, 2);
         std::vector<T> dx = init;
         binary_backward(op, which, out, ad, a.data(), bd, b.data(), dy.data(), dx.data(),
                         accumulate);
@@ -353,12 +313,9 @@ TYPED_TEST(ElementwiseTest, BinaryRejectsMismatchedShapes) {
 TYPED_TEST(ElementwiseTest, ResultsDoNotDependOnThreadCount) {
   using T = TypeParam;
   const Dims out = {513, 301}, ad = {513, 301}, bd = {1, 301}, cd = {513, 1};
-  const auto a = random_vector<T>(513 * 301, 1), b = random_vector<T>(301, 2),
-             dy = random_vector<T>(513 * 301, 3);
-  const int saved = omp_get_max_threads();
-  std::vector<std::vector<T>> runs;
-  for (int threads : {1, 3, 3}) {
-    omp_set_num_threads(threads);
+  const auto a = random_vector<T>(513 * 301, 1, -2, 2), b = random_vector<T>(301, 2, -2, 2),
+             dy = random_vector<T>(513 * 301, 3, -2, 2);
+  expect_same_for_thread_counts([&] {
     std::vector<T> db(301), dc(513), y(a.size());
     binary(BinaryOp::Times, out, ad, a.data(), bd, b.data(), y.data());
     binary_backward(BinaryOp::Times, 1, out, ad, a.data(), bd, b.data(), dy.data(), db.data(),
@@ -367,11 +324,8 @@ TYPED_TEST(ElementwiseTest, ResultsDoNotDependOnThreadCount) {
                        false);
     y.insert(y.end(), db.begin(), db.end());
     y.insert(y.end(), dc.begin(), dc.end());
-    runs.push_back(y);
-  }
-  omp_set_num_threads(saved);
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[1], runs[2]);
+    return y;
+  });
 }
 
 }  // namespace

@@ -1,31 +1,17 @@
 #include "loom/kernels/gemm.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
-#include <limits>
-#include <random>
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/kernels/kernels_test_util.h"
 
 namespace loom::kernels {
 namespace {
 
-template <typename T>
-std::vector<T> random_vector(size_t n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-double tolerance() {
-  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
-}
+using namespace loom::testing;
 
 // Checks gemm on matrices stored with `pad` extra columns against a double reference.
 template <typename T>
@@ -36,40 +22,32 @@ void check_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, T alpha, T beta,
   const size_t lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
   const auto A = random_vector<T>(a_rows * lda, seed);
   const auto B = random_vector<T>(b_rows * ldb, seed + 1);
-  auto C = random_vector<T>(M * ldc, seed + 2);
-  const auto C0 = C;
-  if (beta == T(0)) std::fill(C.begin(), C.end(), std::numeric_limits<T>::quiet_NaN());
-  gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  GemmOutput<T> C(M * ldc, beta, seed + 2);
+  gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
   for (size_t i = 0; i < M; ++i) {
     for (size_t j = 0; j < N; ++j) {
-      double s = 0, mag = 0;
-      for (size_t k = 0; k < K; ++k) {
-        const double a = ta ? A[k * lda + i] : A[i * lda + k];
-        const double b = tb ? B[j * ldb + k] : B[k * ldb + j];
-        s += a * b;
-        mag += std::abs(a * b);
-      }
-      const double c0 = beta == T(0) ? 0.0 : double(C0[i * ldc + j]);
-      const double want = double(alpha) * s + double(beta) * c0;
-      const double scale = std::abs(double(alpha)) * mag + std::abs(double(beta) * c0) + 1;
-      ASSERT_NEAR(C[i * ldc + j], want, tolerance<T>() * scale)
+      const GemmReference r = gemm_reference(
+          K, [&](size_t k) -> double { return ta ? A[k * lda + i] : A[i * lda + k]; },
+          [&](size_t k) -> double { return tb ? B[j * ldb + k] : B[k * ldb + j]; }, alpha, beta,
+          C.initial[i * ldc + j]);
+      const double scale = std::abs(double(alpha)) * r.mag + std::abs(double(beta) * r.c0) + 1;
+      ASSERT_NEAR(C.c[i * ldc + j], r.want, tolerance<T>() * scale)
           << "ta " << ta << " tb " << tb << " M " << M << " N " << N << " K " << K << " at " << i
           << "," << j;
     }
     // Padding columns are untouched.
     for (size_t j = N; j < ldc; ++j) {
       if (beta == T(0))
-        ASSERT_TRUE(std::isnan(C[i * ldc + j]));
+        ASSERT_TRUE(std::isnan(C.c[i * ldc + j]));
       else
-        ASSERT_EQ(C[i * ldc + j], C0[i * ldc + j]);
+        ASSERT_EQ(C.c[i * ldc + j], C.initial[i * ldc + j]);
     }
   }
 }
 
 template <typename T>
 class GemmTest : public ::testing::Test {};
-using Types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(GemmTest, Types);
+TYPED_TEST_SUITE(GemmTest, RealTypes);
 
 TYPED_TEST(GemmTest, AllTranspositionsAndSizes) {
   using T = TypeParam;
@@ -124,17 +102,11 @@ TYPED_TEST(GemmTest, RejectsShortLeadingDimensions) {
 TEST(GemmDouble, ResultDoesNotDependOnThreadCount) {
   const size_t M = 300, N = 600, K = 700;
   const auto A = random_vector<double>(M * K, 1), B = random_vector<double>(K * N, 2);
-  const int saved = omp_get_max_threads();
-  std::vector<std::vector<double>> runs;
-  for (int threads : {1, 3, 3}) {
-    omp_set_num_threads(threads);
+  expect_same_for_thread_counts([&] {
     std::vector<double> C(M * N);
     gemm<double>(false, true, M, N, K, 1.0, A.data(), K, B.data(), K, 0.0, C.data(), N);
-    runs.push_back(C);
-  }
-  omp_set_num_threads(saved);
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[1], runs[2]);
+    return C;
+  });
 }
 
 }  // namespace

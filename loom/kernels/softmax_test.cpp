@@ -1,29 +1,17 @@
 #include "loom/kernels/softmax.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <limits>
-#include <random>
 #include <vector>
+
+#include "loom/kernels/kernels_test_util.h"
 
 namespace loom::kernels {
 namespace {
 
-template <typename T>
-std::vector<T> random_vector(size_t n, unsigned seed, double lo = -3, double hi = 3) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-double tolerance() {
-  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
-}
+using namespace loom::testing;
 
 // log(sum(exp(row))) in long double, no shift needed for the test ranges.
 template <typename T>
@@ -35,8 +23,7 @@ double lse_ref(size_t cols, const T* x) {
 
 template <typename T>
 class SoftmaxTest : public ::testing::Test {};
-using Types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(SoftmaxTest, Types);
+TYPED_TEST_SUITE(SoftmaxTest, RealTypes);
 
 struct Size {
   size_t rows, cols;
@@ -48,7 +35,7 @@ TYPED_TEST(SoftmaxTest, ForwardMatchesReference) {
   unsigned seed = 1;
   for (const Size& s : kSizes) {
     const size_t n = s.rows * s.cols;
-    const auto x = random_vector<T>(n, seed++);
+    const auto x = random_vector<T>(n, seed++, -3, 3);
     std::vector<T> sm(n), lsm(n), lse(s.rows);
     softmax(s.rows, s.cols, x.data(), sm.data());
     log_softmax(s.rows, s.cols, x.data(), lsm.data());
@@ -71,12 +58,12 @@ TYPED_TEST(SoftmaxTest, BackwardMatchesReference) {
   unsigned seed = 10;
   for (const Size& s : kSizes) {
     const size_t n = s.rows * s.cols;
-    const auto x = random_vector<T>(n, seed++), dy = random_vector<T>(n, seed++);
+    const auto x = random_vector<T>(n, seed++, -3, 3), dy = random_vector<T>(n, seed++, -3, 3);
     std::vector<T> sm(n), lsm(n);
     softmax(s.rows, s.cols, x.data(), sm.data());
     log_softmax(s.rows, s.cols, x.data(), lsm.data());
     for (bool accumulate : {false, true}) {
-      const auto init = random_vector<T>(n, seed++);
+      const auto init = random_vector<T>(n, seed++, -3, 3);
       std::vector<T> dsm = init, dlsm = init;
       softmax_backward(s.rows, s.cols, sm.data(), dy.data(), dsm.data(), accumulate);
       log_softmax_backward(s.rows, s.cols, lsm.data(), dy.data(), dlsm.data(), accumulate);
@@ -132,20 +119,15 @@ TYPED_TEST(SoftmaxTest, ExtremeInputs) {
 TYPED_TEST(SoftmaxTest, ResultsDoNotDependOnThreadCount) {
   using T = TypeParam;
   const size_t rows = 3000, cols = 50;
-  const auto x = random_vector<T>(rows * cols, 1), dy = random_vector<T>(rows * cols, 2);
-  const int saved = omp_get_max_threads();
-  std::vector<std::vector<T>> runs;
-  for (int threads : {1, 3, 3}) {
-    omp_set_num_threads(threads);
+  const auto x = random_vector<T>(rows * cols, 1, -3, 3),
+             dy = random_vector<T>(rows * cols, 2, -3, 3);
+  expect_same_for_thread_counts([&] {
     std::vector<T> y(rows * cols), dx(rows * cols);
     softmax(rows, cols, x.data(), y.data());
     softmax_backward(rows, cols, y.data(), dy.data(), dx.data(), false);
     y.insert(y.end(), dx.begin(), dx.end());
-    runs.push_back(y);
-  }
-  omp_set_num_threads(saved);
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[1], runs[2]);
+    return y;
+  });
 }
 
 }  // namespace

@@ -1,29 +1,17 @@
 #include "loom/kernels/sparse.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
-#include <limits>
 #include <random>
 #include <vector>
+
+#include "loom/kernels/kernels_test_util.h"
 
 namespace loom::kernels {
 namespace {
 
-template <typename T>
-std::vector<T> random_vector(size_t n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-double tolerance() {
-  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
-}
+using namespace loom::testing;
 
 // A random M x K CSR matrix with about `per_row` entries a row (some rows empty), and its dense
 // copy.
@@ -55,59 +43,36 @@ Csr<T> random_csr(size_t M, size_t K, size_t per_row, unsigned seed) {
   return a;
 }
 
+// Checks csr_gemm (C = alpha * A B + beta * C) or, with `transpose`, csr_transpose_gemm
+// (C = alpha * A^T B + beta * C) for a random M x K CSR matrix A against a double reference.
+// B (the dense factor, D in sparse.h) and C are stored with padding columns.
 template <typename T>
-void check_csr_gemm(size_t M, size_t K, size_t N, size_t per_row, T alpha, T beta, unsigned seed) {
+void check_csr_gemm(bool transpose, size_t M, size_t K, size_t N, size_t per_row, T alpha, T beta,
+                    unsigned seed) {
   const Csr<T> a = random_csr<T>(M, K, per_row, seed);
+  const size_t rows = transpose ? K : M, inner = transpose ? M : K;  // op(A) is rows x inner
   const size_t ldb = N + 2, ldc = N + 1;
-  const auto B = random_vector<T>(K * ldb, seed + 1);
-  auto C = random_vector<T>(M * ldc, seed + 2);
-  const auto C0 = C;
-  if (beta == T(0)) std::fill(C.begin(), C.end(), std::numeric_limits<T>::quiet_NaN());
-  csr_gemm(M, N, a.offsets.data(), a.cols.data(), a.values.data(), B.data(), ldb, alpha, beta,
-           C.data(), ldc);
-  for (size_t i = 0; i < M; ++i)
+  const auto B = random_vector<T>(inner * ldb, seed + 1);
+  GemmOutput<T> C(rows * ldc, beta, seed + 2);
+  if (transpose)
+    csr_transpose_gemm(M, K, N, a.offsets.data(), a.cols.data(), a.values.data(), B.data(), ldb,
+                       alpha, beta, C.c.data(), ldc);
+  else
+    csr_gemm(M, N, a.offsets.data(), a.cols.data(), a.values.data(), B.data(), ldb, alpha, beta,
+             C.c.data(), ldc);
+  for (size_t i = 0; i < rows; ++i)
     for (size_t j = 0; j < N; ++j) {
-      double s = 0, mag = 0;
-      for (size_t k = 0; k < K; ++k) {
-        s += a.dense[i * K + k] * B[k * ldb + j];
-        mag += std::abs(a.dense[i * K + k] * B[k * ldb + j]);
-      }
-      const double c0 = beta == T(0) ? 0.0 : double(C0[i * ldc + j]);
-      const double want = double(alpha) * s + double(beta) * c0;
-      ASSERT_NEAR(C[i * ldc + j], want, tolerance<T>() * (1 + mag + std::abs(c0)))
+      const GemmReference r = gemm_reference(
+          inner, [&](size_t k) { return transpose ? a.dense[k * K + i] : a.dense[i * K + k]; },
+          [&](size_t k) -> double { return B[k * ldb + j]; }, alpha, beta, C.initial[i * ldc + j]);
+      ASSERT_NEAR(C.c[i * ldc + j], r.want, tolerance<T>() * (1 + r.mag + std::abs(r.c0)))
           << M << "x" << K << "x" << N << " at " << i << "," << j;
     }
 }
 
 template <typename T>
-void check_csr_transpose_gemm(size_t M, size_t K, size_t N, size_t per_row, T alpha, T beta,
-                              unsigned seed) {
-  const Csr<T> a = random_csr<T>(M, K, per_row, seed);
-  const size_t ldd = N + 2, ldc = N + 1;
-  const auto D = random_vector<T>(M * ldd, seed + 1);
-  auto C = random_vector<T>(K * ldc, seed + 2);
-  const auto C0 = C;
-  if (beta == T(0)) std::fill(C.begin(), C.end(), std::numeric_limits<T>::quiet_NaN());
-  csr_transpose_gemm(M, K, N, a.offsets.data(), a.cols.data(), a.values.data(), D.data(), ldd,
-                     alpha, beta, C.data(), ldc);
-  for (size_t k = 0; k < K; ++k)
-    for (size_t j = 0; j < N; ++j) {
-      double s = 0, mag = 0;
-      for (size_t i = 0; i < M; ++i) {
-        s += a.dense[i * K + k] * D[i * ldd + j];
-        mag += std::abs(a.dense[i * K + k] * D[i * ldd + j]);
-      }
-      const double c0 = beta == T(0) ? 0.0 : double(C0[k * ldc + j]);
-      const double want = double(alpha) * s + double(beta) * c0;
-      ASSERT_NEAR(C[k * ldc + j], want, tolerance<T>() * (1 + mag + std::abs(c0)))
-          << M << "x" << K << "x" << N << " at " << k << "," << j;
-    }
-}
-
-template <typename T>
 class SparseTest : public ::testing::Test {};
-using Types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(SparseTest, Types);
+TYPED_TEST_SUITE(SparseTest, RealTypes);
 
 struct Case {
   size_t M, K, N, per_row;
@@ -115,24 +80,22 @@ struct Case {
 const Case kCases[] = {{0, 4, 3, 1},  {3, 0, 3, 1},    {4, 5, 0, 1},       {1, 1, 1, 1},
                        {6, 10, 7, 1}, {20, 50, 33, 3}, {300, 200, 130, 2}, {2000, 100, 40, 1}};
 
-TYPED_TEST(SparseTest, CsrGemmMatchesDense) {
-  using T = TypeParam;
-  unsigned seed = 1;
+// Every case with three (alpha, beta) pairs, beta == 0 (C not read) among them.
+template <typename T>
+void check_all_cases(bool transpose, unsigned seed) {
   for (const Case& c : kCases) {
-    check_csr_gemm<T>(c.M, c.K, c.N, c.per_row, T(1), T(0), seed++);
-    check_csr_gemm<T>(c.M, c.K, c.N, c.per_row, T(-0.5), T(1), seed++);
-    check_csr_gemm<T>(c.M, c.K, c.N, c.per_row, T(2), T(0.25), seed++);
+    check_csr_gemm<T>(transpose, c.M, c.K, c.N, c.per_row, T(1), T(0), seed++);
+    check_csr_gemm<T>(transpose, c.M, c.K, c.N, c.per_row, T(-0.5), T(1), seed++);
+    check_csr_gemm<T>(transpose, c.M, c.K, c.N, c.per_row, T(2), T(0.25), seed++);
   }
 }
 
+TYPED_TEST(SparseTest, CsrGemmMatchesDense) {
+  check_all_cases<TypeParam>(false, 1);
+}
+
 TYPED_TEST(SparseTest, CsrTransposeGemmMatchesDense) {
-  using T = TypeParam;
-  unsigned seed = 100;
-  for (const Case& c : kCases) {
-    check_csr_transpose_gemm<T>(c.M, c.K, c.N, c.per_row, T(1), T(0), seed++);
-    check_csr_transpose_gemm<T>(c.M, c.K, c.N, c.per_row, T(-0.5), T(1), seed++);
-    check_csr_transpose_gemm<T>(c.M, c.K, c.N, c.per_row, T(2), T(0.25), seed++);
-  }
+  check_all_cases<TypeParam>(true, 100);
 }
 
 TYPED_TEST(SparseTest, ResultsDoNotDependOnThreadCount) {
@@ -141,21 +104,15 @@ TYPED_TEST(SparseTest, ResultsDoNotDependOnThreadCount) {
   const size_t M = 4000, K = 50, N = 300;
   const Csr<T> a = random_csr<T>(M, K, 3, 5);
   const auto D = random_vector<T>(M * N, 6), B = random_vector<T>(K * N, 7);
-  const int saved = omp_get_max_threads();
-  std::vector<std::vector<T>> runs;
-  for (int threads : {1, 3, 3}) {
-    omp_set_num_threads(threads);
+  expect_same_for_thread_counts([&] {
     std::vector<T> C(K * N), E(M * N);
     csr_transpose_gemm(M, K, N, a.offsets.data(), a.cols.data(), a.values.data(), D.data(), N, T(1),
                        T(0), C.data(), N);
     csr_gemm(M, N, a.offsets.data(), a.cols.data(), a.values.data(), B.data(), N, T(1), T(0),
              E.data(), N);
     C.insert(C.end(), E.begin(), E.end());
-    runs.push_back(C);
-  }
-  omp_set_num_threads(saved);
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[1], runs[2]);
+    return C;
+  });
 }
 
 }  // namespace

@@ -10,75 +10,49 @@ namespace loom {
 
 namespace {
 
-class AdamLearner final : public MomentumLearnerBase {
+class AdamLearner final : public VarianceMomentumLearnerBase {
  public:
   AdamLearner(std::vector<Parameter> parameters, LearningRateSchedule lr, MomentumSchedule momentum,
               MomentumSchedule variance_momentum, double epsilon, bool adamax,
               LearnerOptions options)
-      : MomentumLearnerBase(std::move(parameters), std::move(lr), std::move(momentum),
-                            std::move(options), 2),
-        variance_momentum_(adopt_minibatch_size(std::move(variance_momentum))),
+      : VarianceMomentumLearnerBase(std::move(parameters), std::move(lr), std::move(momentum),
+                                    std::move(variance_momentum), std::move(options)),
         epsilon_(epsilon),
         adamax_(adamax) {
     LOOM_CHECK(epsilon >= 0, ArgumentError, "adam: epsilon must be >= 0, got ", epsilon);
-    for (const auto& [end, v] : variance_momentum_.entries())
-      LOOM_CHECK(v >= 0 && v <= 1, ArgumentError, "adam: variance momentum must be in [0, 1], got ",
-                 v);
-  }
-
-  Dictionary create_checkpoint() const override {
-    Dictionary d = MomentumLearnerBase::create_checkpoint();
-    d["smoothed_count"] = smoothed_count_;
-    return d;
-  }
-  void restore_from_checkpoint(const Dictionary& d) override {
-    const double count = d.get<double>("smoothed_count");
-    MomentumLearnerBase::restore_from_checkpoint(d);
-    smoothed_count_ = count;
+    check_variance_momentum("adam");
   }
 
  private:
   void on_minibatch(size_t m) override {
-    MomentumLearnerBase::on_minibatch(m);
+    VarianceMomentumLearnerBase::on_minibatch(m);
     smoothed_count_ += 1;  // the step t, one per minibatch for the whole learner
-    beta2_ = momentum_for_minibatch(variance_momentum_, m);
+    const double beta2 = variance_momentum<double>();
     const double denominator = 1.0 - std::pow(momentum<double>(), smoothed_count_);
     bias_ = adamax_ ? 1.0 / denominator
-                    : std::sqrt(1.0 - std::pow(beta2_, smoothed_count_)) / denominator;
+                    : std::sqrt(1.0 - std::pow(beta2, smoothed_count_)) / denominator;
   }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 
   template <typename T>
   void rule(const RuleStep<T>& s) const {
-    const T beta1 = momentum<T>(), ugf = unit_gain_factor<T>(), beta2 = T(beta2_);
-    const T one_minus_beta2 = T(1) - beta2, bias = T(bias_), epsilon = T(epsilon_);
-    const T lr = T(s.learning_rate);
-    T* v = s.state_block(0);
-    T* m = s.state_block(1);
+    const Averages<T> a = averages(s);
+    const T bias = T(bias_), epsilon = T(epsilon_), lr = T(s.learning_rate);
     learners_detail::parallel_for(s.n, [&](size_t i) {
-      T g = s.grad(i);
-      T scale;
-      if (adamax_) {
-        v[i] = std::max(beta2 * v[i], std::abs(g));
-        scale = v[i];
-      } else {
-        v[i] = beta2 * v[i] + one_minus_beta2 * g * g;
-        scale = std::sqrt(v[i]);
-      }
+      const T g = s.grad(i);
+      // Adamax keeps u = max(beta2 u, |g|) in place of v.
+      const T scale = adamax_ ? (a.v[i] = std::max(a.beta2 * a.v[i], std::abs(g)))
+                              : std::sqrt(a.variance(i, g));
       // 1 / (scale + epsilon) in double, rounded once, as CNTK.
       const T w = bias * T(1.0 / double(scale + epsilon));
-      g = beta1 * m[i] + ugf * g;
-      m[i] = g;
-      s.p[i] = s.finish(s.p[i] - g * w * lr);
+      s.p[i] = s.finish(s.p[i] - a.momentum(i, g) * w * lr);
     });
   }
 
-  MomentumSchedule variance_momentum_;
   double epsilon_;
   bool adamax_;
-  double beta2_ = 0, bias_ = 0;
-  double smoothed_count_ = 0;
+  double bias_ = 0;
 };
 
 }  // namespace

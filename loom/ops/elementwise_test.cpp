@@ -5,20 +5,10 @@
 #include <cmath>
 
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
-
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
-
-std::vector<double> values(const Value& v) {
-  return v.data().to_vector<double>();
-}
-
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
 
 struct UnaryCase {
   const char* op_name;
@@ -57,8 +47,6 @@ const UnaryCase kUnary[] = {
     {"Square", loom::square, [](double x) { return x * x; }, -2, 2, {-3, 0.5}, {9, 0.25}},
     {"Abs", loom::abs, [](double x) { return std::abs(x); }, -2, 2, {-3, 0, 2}, {3, 0, 2}},
 };
-
-const std::vector<size_t> kLengths{3, 1, 2};
 
 TEST(UnaryOps, ShapeInference) {
   for (const UnaryCase& c : kUnary) {
@@ -252,17 +240,6 @@ TEST(BinaryOps, ShapeInferenceBroadcasts) {
     EXPECT_EQ(Variable(c.fn(x, p, "")).dynamic_axes(), default_batch_axes());
     EXPECT_EQ(Variable(c.fn(p, s, "")).dynamic_axes(), default_sequence_axes());
     EXPECT_TRUE(Variable(c.fn(p, p, "")).dynamic_axes().empty());
-  }
-}
-
-void expect_shape_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' missing in: " << e.what();
   }
 }
 

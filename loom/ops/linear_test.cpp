@@ -4,24 +4,12 @@
 
 #include "loom/ops/elementwise.h"
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
 
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
 constexpr size_t kInf = NDShape::kInferred;
-const std::vector<size_t> kLengths{3, 1, 2};
-
-using gradient_check_detail::expect_all_near;
-
-std::vector<double> values(const Value& v) {
-  return v.data().to_vector<double>();
-}
-
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
 
 // Row-major [M, K] · [K, N].
 std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, size_t M,
@@ -36,16 +24,6 @@ std::vector<double> matmul(const std::vector<double>& a, const std::vector<doubl
 // The same Value with its data densified (a sparse one-hot Value's dense twin).
 Value densified(const Value& v) {
   return Value(v.data().to_dense(), v.is_sequence(), v.mask());
-}
-
-void expect_shape_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << " lacks " << p;
-  }
 }
 
 TEST(Times, OutputShapes) {

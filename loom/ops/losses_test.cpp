@@ -7,23 +7,10 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/linear.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
-
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
-const std::vector<size_t> kLengths{3, 1, 2};
-
-using gradient_check_detail::expect_all_near;
-
-std::vector<double> values(const Value& v) {
-  return v.data().to_vector<double>();
-}
-
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
 
 double logsumexp(const std::vector<double>& z) {
   double m = *std::max_element(z.begin(), z.end()), s = 0;

@@ -6,20 +6,10 @@
 #include <limits>
 
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
-
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
-const std::vector<size_t> kLengths{3, 1, 2};
-
-std::vector<double> values(const Value& v) {
-  return v.data().to_vector<double>();
-}
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
 
 enum class Kind { Sum, Mean, Max };
 
@@ -104,17 +94,6 @@ TEST(Reductions, ShapeInference) {
   }
   EXPECT_EQ(Variable(reduce_sum(input_variable({2, 3}))).shape(), (NDShape{1, 1}));
   EXPECT_EQ(Variable(reduce_max(input_variable({2, 3}), Axis(1))).shape(), (NDShape{2, 1}));
-}
-
-void expect_shape_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' missing in: " << e.what();
-  }
 }
 
 TEST(Reductions, BadAxesAreShapeErrors) {

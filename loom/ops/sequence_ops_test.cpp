@@ -3,17 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
-
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
-const std::vector<size_t> kLengths{3, 1, 2};
-
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
 
 struct SequenceCase {
   const char* op_name;

@@ -3,31 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
-
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
-const std::vector<size_t> kLengths{3, 1, 2};
-
-std::vector<double> values(const Value& v) {
-  return v.data().to_vector<double>();
-}
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
-
-void expect_shape_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' missing in: " << e.what();
-  }
-}
 
 // The checks every shape op gets: gradients on a batch, on sequences, on a parameter alone
 // and on a parameter broadcast over the rows of a sequence; the packing being invisible;

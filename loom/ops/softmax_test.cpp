@@ -6,23 +6,10 @@
 
 #include "loom/ops/elementwise.h"
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
 
 namespace loom {
 namespace {
-
-constexpr DataType kF32 = DataType::Float32;
-constexpr DataType kF64 = DataType::Float64;
-const std::vector<size_t> kLengths{3, 1, 2};
-
-using gradient_check_detail::expect_all_near;
-
-std::vector<double> values(const Value& v) {
-  return v.data().to_vector<double>();
-}
-
-InputOptions f64(const std::string& name = "") {
-  return {.dtype = kF64, .name = name};
-}
 
 // Reference softmax (or log-softmax) of data viewed as [outer, n, inner], along n.
 std::vector<double> reference(const std::vector<double>& x, size_t outer, size_t n, size_t inner,
