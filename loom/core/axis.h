@@ -17,6 +17,8 @@ class Axis {
   static Axis default_dynamic_axis() { return Axis(Kind::Dynamic, "defaultDynamicAxis"); }
   // A sequence axis of its own, unrelated in length to the default one.
   static Axis new_unique_dynamic_axis(const std::string& name);
+  // The dynamic axis of exactly this name (a loaded model restores the axes it was saved with).
+  static Axis dynamic_axis_named(const std::string& name) { return Axis(Kind::Dynamic, name); }
   static Axis all_static_axes() { return Axis(Kind::AllStatic, "AllStaticAxes"); }
   static Axis all_axes() { return Axis(Kind::All, "AllAxes"); }
 

@@ -14,9 +14,12 @@ inline constexpr size_t kParallelThreshold = size_t{1} << 15;
 // f(i) for i in [0, n); `elements` is the work it stands for, which decides the threading.
 template <typename F>
 void parallel_for(size_t n, F&& f, size_t elements) {
+  if (elements < kParallelThreshold) {  // no OpenMP region at all: small updates are hot
+    for (size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
   const long long count = static_cast<long long>(n);
-#pragma omp parallel for schedule(static) if (elements >= kParallelThreshold) \
-    num_threads(get_max_num_cpu_threads())
+#pragma omp parallel for schedule(static) num_threads(get_max_num_cpu_threads())
   for (long long i = 0; i < count; ++i) f(static_cast<size_t>(i));
 }
 

@@ -1,6 +1,7 @@
 #include "loom/ops/elementwise.h"
 
 #include "loom/graph/op.h"
+#include "loom/ops/op_defs.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -100,6 +101,52 @@ const UnaryElementwiseOp kSquare("Square", UnaryOp::Square);
 const UnaryElementwiseOp kAbs("Abs", UnaryOp::Abs);
 
 }  // namespace
+
+const OpDef& plus_op() {
+  return kPlus;
+}
+const OpDef& minus_op() {
+  return kMinus;
+}
+const OpDef& element_times_op() {
+  return kTimes;
+}
+const OpDef& element_divide_op() {
+  return kDivide;
+}
+const OpDef& element_max_op() {
+  return kMax;
+}
+const OpDef& element_min_op() {
+  return kMin;
+}
+const OpDef& negate_op() {
+  return kNegate;
+}
+const OpDef& tanh_op() {
+  return kTanh;
+}
+const OpDef& sigmoid_op() {
+  return kSigmoid;
+}
+const OpDef& relu_op() {
+  return kRelu;
+}
+const OpDef& exp_op() {
+  return kExp;
+}
+const OpDef& log_op() {
+  return kLog;
+}
+const OpDef& sqrt_op() {
+  return kSqrt;
+}
+const OpDef& square_op() {
+  return kSquare;
+}
+const OpDef& abs_op() {
+  return kAbs;
+}
 
 Function plus(const Variable& a, const Variable& b, const std::string& name) {
   return make_primitive(kPlus, {a, b}, {}, name);

@@ -3,6 +3,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/gemm.h"
 #include "loom/kernels/sparse.h"
+#include "loom/ops/op_defs.h"
 
 namespace loom {
 
@@ -110,6 +111,10 @@ class TimesOp : public OpDef {
 const TimesOp kTimes;
 
 }  // namespace
+
+const OpDef& times_op() {
+  return kTimes;
+}
 
 Function times(const Variable& x, const Variable& W, size_t output_rank,
                int infer_input_rank_to_map, const std::string& name) {

@@ -1,6 +1,7 @@
 // All op families: include this to build graphs from primitive ops.
 #pragma once
 
+#include "loom/ops/assign.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/losses.h"

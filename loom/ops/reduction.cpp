@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "loom/graph/op.h"
+#include "loom/ops/op_defs.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -106,6 +107,16 @@ Function reduce(const ReduceStaticOp& op, const Variable& x, const std::vector<A
 }
 
 }  // namespace
+
+const OpDef& reduce_sum_op() {
+  return kReduceSum;
+}
+const OpDef& reduce_mean_op() {
+  return kReduceMean;
+}
+const OpDef& reduce_max_op() {
+  return kReduceMax;
+}
 
 Function reduce_sum(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
   return reduce(kReduceSum, x, {axis}, keep_dims, name);

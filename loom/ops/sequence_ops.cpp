@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "loom/graph/op.h"
+#include "loom/ops/op_defs.h"
 #include "loom/ops/op_util.h"
 
 namespace loom::sequence {
@@ -97,6 +98,16 @@ const SequenceReduceOp kLast("SequenceLast", Pick::Last);
 const SequenceReduceOp kReduceSum("SequenceReduceSum", Pick::Sum);
 
 }  // namespace
+
+const OpDef& first_op() {
+  return kFirst;
+}
+const OpDef& last_op() {
+  return kLast;
+}
+const OpDef& reduce_sum_op() {
+  return kReduceSum;
+}
 
 Function first(const Variable& x, const std::string& name) {
   return make_primitive(kFirst, {x}, {}, name);

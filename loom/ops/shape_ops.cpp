@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "loom/graph/op.h"
+#include "loom/ops/op_defs.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -294,6 +295,19 @@ const SpliceOp kSplice;
 const TransposeOp kTranspose;
 
 }  // namespace
+
+const OpDef& reshape_op() {
+  return kReshape;
+}
+const OpDef& slice_op() {
+  return kSlice;
+}
+const OpDef& splice_op() {
+  return kSplice;
+}
+const OpDef& transpose_op() {
+  return kTranspose;
+}
 
 Function reshape(const Variable& x, const NDShape& shape, const std::string& name) {
   Dictionary a;

@@ -2,6 +2,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/softmax.h"
+#include "loom/ops/op_defs.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -141,6 +142,13 @@ Function make(const SoftmaxOp& op, const Variable& x, const Axis& axis, const st
 }
 
 }  // namespace
+
+const OpDef& softmax_op() {
+  return kSoftmax;
+}
+const OpDef& log_softmax_op() {
+  return kLogSoftmax;
+}
 
 Function softmax(const Variable& x, const Axis& axis, const std::string& name) {
   return make(kSoftmax, x, axis, name);

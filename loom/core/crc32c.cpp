@@ -1,0 +1,86 @@
+#include "loom/core/crc32c.h"
+
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <nmmintrin.h>
+#define LOOM_CRC32C_X86 1
+#endif
+
+namespace loom::detail {
+
+namespace {
+
+constexpr uint32_t kPolynomial = 0x82f63b78u;  // reflected Castagnoli
+
+// Slicing-by-8 tables: table[k][b] is the CRC of byte b followed by k zero bytes.
+struct Tables {
+  std::array<std::array<uint32_t, 256>, 8> t{};
+  constexpr Tables() {
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint32_t c = b;
+      for (int i = 0; i < 8; ++i) c = (c >> 1) ^ ((c & 1) ? kPolynomial : 0);
+      t[0][b] = c;
+    }
+    for (uint32_t b = 0; b < 256; ++b)
+      for (size_t k = 1; k < 8; ++k) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xff];
+  }
+};
+constexpr Tables kTables;
+
+}  // namespace
+
+uint32_t crc32c_table(const void* data, size_t n, uint32_t crc) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  const auto& t = kTables.t;
+  uint32_t c = ~crc;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    lo ^= c;  // little-endian: the first byte is the low byte
+    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+        t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+  }
+  for (; n > 0; --n, ++p) c = (c >> 8) ^ t[0][(c ^ *p) & 0xff];
+  return ~c;
+}
+
+#ifdef LOOM_CRC32C_X86
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const void* data, size_t n, uint32_t crc) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t c = ~crc;
+  for (; n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0; --n, ++p)
+    c = _mm_crc32_u8(uint32_t(c), *p);
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+  }
+  for (; n > 0; --n, ++p) c = _mm_crc32_u8(uint32_t(c), *p);
+  return ~uint32_t(c);
+}
+
+bool crc32c_has_sse42() {
+  return __builtin_cpu_supports("sse4.2");
+}
+#else
+uint32_t crc32c_sse42(const void* data, size_t n, uint32_t crc) {
+  return crc32c_table(data, n, crc);
+}
+bool crc32c_has_sse42() {
+  return false;
+}
+#endif
+
+}  // namespace loom::detail
+
+namespace loom {
+
+uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
+  static const bool sse42 = detail::crc32c_has_sse42();
+  return sse42 ? detail::crc32c_sse42(data, n, crc) : detail::crc32c_table(data, n, crc);
+}
+
+}  // namespace loom

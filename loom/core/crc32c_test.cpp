@@ -1,0 +1,61 @@
+#include "loom/core/crc32c.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace loom {
+namespace {
+
+uint32_t crc_of(const std::string& s) {
+  return crc32c(s.data(), s.size());
+}
+
+TEST(Crc32c, KnownVectors) {
+  EXPECT_EQ(crc_of(""), 0u);
+  EXPECT_EQ(crc_of("123456789"), 0xE3069283u);  // the check value of CRC-32C
+  EXPECT_EQ(crc_of("a"), 0xC1D04330u);
+  // RFC 3720 (iSCSI) B.4 test patterns.
+  std::vector<uint8_t> zeros(32, 0), ones(32, 0xff), inc(32), dec(32);
+  for (int i = 0; i < 32; ++i) inc[i] = uint8_t(i), dec[i] = uint8_t(31 - i);
+  EXPECT_EQ(crc32c(zeros), 0x8A9136AAu);
+  EXPECT_EQ(crc32c(ones), 0x62A8AB43u);
+  EXPECT_EQ(crc32c(inc), 0x46DD794Eu);
+  EXPECT_EQ(crc32c(dec), 0x113FDB5Cu);
+}
+
+TEST(Crc32c, TableAndInstructionAgreeAtEveryLengthAndAlignment) {
+  std::mt19937 gen(1);
+  std::vector<uint8_t> data(1100);
+  for (auto& b : data) b = uint8_t(gen());
+  for (size_t offset = 0; offset < 9; ++offset)
+    for (size_t n = 0; n + offset <= data.size(); n += (n < 70 ? 1 : 37)) {
+      uint32_t t = detail::crc32c_table(data.data() + offset, n, 0);
+      ASSERT_EQ(crc32c(data.data() + offset, n), t) << "offset " << offset << " length " << n;
+      if (detail::crc32c_has_sse42()) {
+        ASSERT_EQ(detail::crc32c_sse42(data.data() + offset, n, 0), t) << n;
+      }
+    }
+}
+
+TEST(Crc32c, ExtendsAcrossPieces) {
+  std::string a = "The quick brown fox ", b = "jumps over the lazy dog";
+  uint32_t whole = crc_of(a + b);
+  EXPECT_EQ(crc32c(b.data(), b.size(), crc_of(a)), whole);
+  EXPECT_EQ(detail::crc32c_table(b.data(), b.size(), detail::crc32c_table(a.data(), a.size(), 0)),
+            whole);
+  EXPECT_EQ(crc_of("The quick brown fox jumps over the lazy dog"), 0x22620404u);
+}
+
+TEST(Crc32c, MaskRoundTripsAsTensorFlowDefinesIt) {
+  for (uint32_t c : {0u, 1u, 0xE3069283u, 0xffffffffu}) EXPECT_EQ(crc32c_unmask(crc32c_mask(c)), c);
+  // TensorFlow: masked_crc = ((crc >> 15) | (crc << 17)) + 0xa282ead8.
+  EXPECT_EQ(crc32c_mask(0), 0xa282ead8u);
+  EXPECT_EQ(crc32c_mask(0xE3069283u), ((0xE3069283u >> 15) | (0xE3069283u << 17)) + 0xa282ead8u);
+}
+
+}  // namespace
+}  // namespace loom

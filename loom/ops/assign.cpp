@@ -1,0 +1,78 @@
+#include "loom/ops/assign.h"
+
+#include <cstring>
+
+#include "loom/ops/op_util.h"
+
+namespace loom {
+
+namespace {
+
+std::string describe(const Variable& v) {
+  return v.type_string() + (v.name().empty() ? "" : " '" + v.name() + "'") + " (" + v.uid() + ")";
+}
+
+class AssignOp : public OpDef {
+ public:
+  const char* name() const override { return "Assign"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    const Variable& ref = in[0];
+    const Variable& input = in[1];
+    LOOM_CHECK(ref.is_parameter() || ref.is_constant(), ArgumentError,
+               "Assign: ref must be a Parameter or a Constant, got ", describe(ref));
+    LOOM_CHECK(!input.has_batch_axis(), ShapeError, "Assign: input ", describe(input),
+               " has dynamic axes; assign takes a plain tensor of ref's shape");
+    LOOM_CHECK(ref.dtype() == input.dtype(), ShapeError, "Assign: ref ", describe(ref), " is ",
+               to_string(ref.dtype()), " but input ", describe(input), " is ",
+               to_string(input.dtype()));
+    if (ref.is_parameter() && ref.shape().has_inferred())
+      resolve_parameter_shape(ref, input.shape());
+    LOOM_CHECK(ref.shape() == input.shape(), ShapeError, "Assign: ref ", describe(ref),
+               " and input ", describe(input), " have different shapes; assign does not broadcast");
+    return {{input.shape(), input.dtype(), {}, false}};
+  }
+
+  void forward(OpCall& call) const override {
+    // The executor points a parameter's or constant's tensor at the variable's own storage,
+    // and every node reading ref reads this same Tensor.
+    Tensor& ref = const_cast<Tensor&>(*call.inputs[0]);
+    const Tensor& input = *call.inputs[1];
+    Tensor& out = *call.output;
+    const size_t bytes = ref.size() * size_of(ref.dtype);
+    void* storage = ref.data;
+    // Readers of ref that run later in this pass (forward and backward) see the old value.
+    void* old = call.scratch->ensure(bytes);
+    if (bytes) std::memcpy(old, storage, bytes);
+    ref.data = old;
+    // input may be ref itself: it now reads the snapshot, which storage no longer aliases.
+    if (bytes) std::memmove(storage, input.data, bytes);
+    // The output is the new value: ref's storage, no second copy.
+    out.data = storage;
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
+    const Tensor& dy = *call.output_gradient;
+    dispatch(dy.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      op_util::copy_or_add(dy.size(), dy.ptr<T>(), dx.ptr<T>(), accumulate);
+    });
+  }
+
+  // The new value does not depend on ref's old value.
+  bool differentiable(size_t index, const Dictionary&) const override { return index == 1; }
+};
+
+const AssignOp kAssign;
+
+}  // namespace
+
+const OpDef& assign_op() {
+  return kAssign;
+}
+
+Function assign(const Variable& ref, const Variable& input, const std::string& name) {
+  return make_primitive(kAssign, {ref, input}, {}, name);
+}
+
+}  // namespace loom

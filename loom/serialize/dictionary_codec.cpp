@@ -1,0 +1,340 @@
+#include "loom/serialize/dictionary_codec.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <type_traits>
+
+#include "loom/core/error.h"
+
+namespace loom {
+
+static_assert(std::endian::native == std::endian::little,
+              "Loom files are little-endian; a big-endian port must swap bytes here");
+
+namespace {
+
+enum class Storage : uint8_t { Dense = 0, SparseCsr = 1 };
+
+// ---- encoding ----
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+void put_bytes(std::vector<uint8_t>& out, const void* data, size_t n) {
+  if (n == 0) return;
+  const auto* p = static_cast<const uint8_t*>(data);
+  out.insert(out.end(), p, p + n);
+}
+
+void put_string(std::vector<uint8_t>& out, const std::string& s) {
+  put<uint64_t>(out, s.size());
+  put_bytes(out, s.data(), s.size());
+}
+
+void put_shape(std::vector<uint8_t>& out, const NDShape& shape) {
+  put<uint64_t>(out, shape.rank());
+  for (size_t d : shape.dims()) put<uint64_t>(out, d);
+}
+
+void put_tensor(std::vector<uint8_t>& out, const NDArrayView& t) {
+  put<uint8_t>(out, uint8_t(t.dtype()));
+  put<uint8_t>(out, uint8_t(t.is_sparse() ? Storage::SparseCsr : Storage::Dense));
+  put_shape(out, t.shape());
+  const size_t elem = size_of(t.dtype());
+  if (!t.is_sparse()) {
+    LOOM_CHECK(!t.shape().has_inferred(), ArgumentError, "cannot encode a tensor of shape ",
+               t.shape().to_string(), ": it has inferred dimensions");
+    put_bytes(out, t.raw_data(), t.size() * elem);
+    return;
+  }
+  put<uint64_t>(out, t.nnz());
+  put_bytes(out, t.csr_row_offsets().data(), t.csr_row_offsets().size() * sizeof(int32_t));
+  put_bytes(out, t.csr_col_indices().data(), t.csr_col_indices().size() * sizeof(int32_t));
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    put_bytes(out, t.csr_values<T>(), t.nnz() * elem);
+  });
+}
+
+// ---- decoding ----
+
+class Decoder {
+ public:
+  Decoder(std::span<const uint8_t> bytes, const std::string& where, uint64_t base,
+          const DecodeLimits& limits)
+      : bytes_(bytes), where_(where), base_(base), limits_(limits) {}
+
+  size_t left() const { return bytes_.size() - pos_; }
+  size_t pos() const { return pos_; }
+
+  template <typename... Parts>
+  [[noreturn]] void fail_at(size_t pos, const Parts&... parts) const {
+    throw DataError(detail::concat(where_, ": at byte ", base_ + pos, ": ", parts...));
+  }
+
+  void need(size_t n, const char* what) const {
+    if (n > left())
+      fail_at(pos_, "truncated: ", what, " needs ", n, " bytes, only ", left(), " are left");
+  }
+
+  template <typename T>
+  T get(const char* what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+
+  const uint8_t* take(size_t n, const char* what) {
+    need(n, what);
+    const uint8_t* p = bytes_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+
+  // A count of items of at least min_item_bytes each: more than the bytes left can hold
+  // is malformed, which bounds every allocation by the input size.
+  size_t count(const char* what, size_t min_item_bytes) {
+    size_t at = pos_;
+    uint64_t n = get<uint64_t>(what);
+    if (n > left() / min_item_bytes)
+      fail_at(at, what, " ", n, " cannot fit in the ", left(), " bytes left");
+    return size_t(n);
+  }
+
+  std::string string(const char* what) {
+    size_t n = count(what, 1);
+    const uint8_t* p = take(n, what);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+
+  NDShape shape() {
+    size_t at = pos_;
+    size_t rank = count("shape rank", sizeof(uint64_t));
+    if (rank > limits_.max_rank)
+      fail_at(at, "shape rank ", rank, " exceeds the limit of ", limits_.max_rank);
+    std::vector<size_t> dims(rank);
+    for (auto& d : dims) d = size_t(get<uint64_t>("shape dimension"));
+    return NDShape(std::move(dims));
+  }
+
+  DictionaryValue value(size_t depth) {
+    size_t at = pos_;
+    auto tag = get<uint8_t>("value tag");
+    if (++values_ > limits_.max_values)
+      fail_at(at, "more than the limit of ", limits_.max_values, " values");
+    switch (ValueTag(tag)) {
+      case ValueTag::None:
+        return {};
+      case ValueTag::Bool: {
+        auto b = get<uint8_t>("bool");
+        if (b > 1) fail_at(at + 1, "bool byte is ", int(b), ", not 0 or 1");
+        return DictionaryValue(b == 1);
+      }
+      case ValueTag::Int64:
+        return DictionaryValue(get<int64_t>("int64"));
+      case ValueTag::UInt64:
+        return DictionaryValue(get<uint64_t>("uint64"));
+      case ValueTag::Double:
+        return DictionaryValue(get<double>("double"));
+      case ValueTag::String:
+        return DictionaryValue(string("string length"));
+      case ValueTag::Shape:
+        return DictionaryValue(shape());
+      case ValueTag::Vector: {
+        check_depth(at, depth);
+        size_t n = count("vector length", 1);  // each item has at least its tag byte
+        DictionaryVector v;
+        v.reserve(std::min<size_t>(n, 1024));  // grows with what is really there
+        for (size_t i = 0; i < n; ++i) v.push_back(value(depth + 1));
+        return DictionaryValue(std::move(v));
+      }
+      case ValueTag::Map: {
+        check_depth(at, depth);
+        size_t n = count("map size", sizeof(uint64_t) + 1);  // key length + value tag
+        DictionaryMap m;
+        for (size_t i = 0; i < n; ++i) {
+          size_t key_at = pos_;
+          std::string key = string("key length");
+          // Keys come sorted, as std::map writes them; anything else (a duplicate) is damage.
+          if (!m.empty() && !(m.rbegin()->first < key))
+            fail_at(key_at, "map key '", printable(key), "' is not after the previous key '",
+                    printable(m.rbegin()->first), "' (keys are written sorted and unique)");
+          m.emplace_hint(m.end(), std::move(key), value(depth + 1));
+        }
+        return DictionaryValue(std::move(m));
+      }
+      case ValueTag::Tensor:
+        return DictionaryValue(tensor(at));
+    }
+    fail_at(at, "unknown value tag ", int(tag), " (known tags are 0 to ", int(ValueTag::Tensor),
+            ")");
+  }
+
+  void expect_end() const {
+    if (left() != 0) fail_at(pos_, left(), " bytes follow the end of the value");
+  }
+
+ private:
+  void check_depth(size_t at, size_t depth) const {
+    if (depth >= limits_.max_depth)
+      fail_at(at, "values nest deeper than the limit of ", limits_.max_depth);
+  }
+
+  static std::string printable(const std::string& s) {
+    std::string out;
+    for (char c : s.substr(0, 64)) out += (c >= 32 && c < 127) ? c : '?';
+    if (s.size() > 64) out += "...";
+    return out;
+  }
+
+  NDArrayView tensor(size_t at) {
+    auto dtype_byte = get<uint8_t>("tensor data type");
+    if (dtype_byte != uint8_t(DataType::Float32) && dtype_byte != uint8_t(DataType::Float64))
+      fail_at(at + 1, "tensor data type ", int(dtype_byte), " is not 1 (float32) or 2 (float64)");
+    const DataType dtype = DataType(dtype_byte);
+    const size_t elem = size_of(dtype);
+    auto storage = get<uint8_t>("tensor storage");
+    if (storage > uint8_t(Storage::SparseCsr))
+      fail_at(at + 2, "tensor storage ", int(storage), " is not 0 (dense) or 1 (sparse CSR)");
+    size_t shape_at = pos_;
+    NDShape shape = this->shape();
+    // The element count, without overflow; each element needs bytes in the input (dense), or
+    // the CSR row offsets need them (sparse), so it is bounded before any allocation.
+    size_t elements = 1;
+    for (size_t d : shape.dims())
+      if (d == NDShape::kInferred || __builtin_mul_overflow(elements, d, &elements))
+        fail_at(shape_at, "tensor shape ", shape.to_string(), " has ",
+                d == NDShape::kInferred ? "an inferred dimension" : "too many elements");
+    if (storage == uint8_t(Storage::Dense)) {
+      if (elements > left() / elem)
+        fail_at(pos_, "truncated: tensor of shape ", shape.to_string(), " needs ", elements,
+                " elements of ", elem, " bytes, only ", left(), " bytes are left");
+      const uint8_t* p = take(elements * elem, "tensor data");
+      NDArrayView t(dtype, shape);
+      if (elements) std::memcpy(t.raw_data(), p, elements * elem);
+      return t;
+    }
+    if (shape.rank() == 0) fail_at(shape_at, "a sparse tensor needs at least one axis");
+    const size_t cols = shape[shape.rank() - 1];
+    const size_t rows = cols ? elements / cols : 0;
+    size_t nnz_at = pos_;
+    uint64_t nnz = get<uint64_t>("sparse nonzero count");
+    if (nnz > elements)
+      fail_at(nnz_at, "sparse tensor of shape ", shape.to_string(), " claims ", nnz,
+              " nonzeros, more than its ", elements, " elements");
+    if (rows >= left() / sizeof(int32_t) ||  // rows + 1 offsets
+        nnz > (left() - (rows + 1) * sizeof(int32_t)) / (sizeof(int32_t) + elem))
+      fail_at(pos_, "truncated: sparse tensor of shape ", shape.to_string(), " with ", nnz,
+              " nonzeros needs more than the ", left(), " bytes left");
+    std::vector<int32_t> offsets(rows + 1), cols_idx(nnz);
+    std::memcpy(offsets.data(), take(offsets.size() * 4, "row offsets"), offsets.size() * 4);
+    size_t cols_at = pos_;
+    if (nnz) std::memcpy(cols_idx.data(), take(nnz * 4, "column indices"), nnz * 4);
+    if (offsets.front() != 0 || uint64_t(offsets.back()) != nnz)
+      fail_at(nnz_at + 8, "sparse row offsets run from ", offsets.front(), " to ", offsets.back(),
+              ", not from 0 to the nonzero count ", nnz);
+    for (size_t r = 0; r < rows; ++r)
+      if (offsets[r] > offsets[r + 1])
+        fail_at(nnz_at + 8 + 4 * r, "sparse row offsets decrease at row ", r);
+    for (size_t k = 0; k < nnz; ++k)
+      if (cols_idx[k] < 0 || size_t(cols_idx[k]) >= cols)
+        fail_at(cols_at + 4 * k, "sparse column index ", cols_idx[k],
+                " is out of range for dimension ", cols);
+    const uint8_t* p = take(nnz * elem, "sparse values");
+    return dispatch(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> values(nnz);
+      if (nnz) std::memcpy(values.data(), p, nnz * elem);
+      return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(cols_idx), values);
+    });
+  }
+
+  std::span<const uint8_t> bytes_;
+  const std::string& where_;
+  uint64_t base_;
+  DecodeLimits limits_;
+  size_t pos_ = 0;
+  size_t values_ = 0;
+};
+
+}  // namespace
+
+void encode_value(const DictionaryValue& value, std::vector<uint8_t>& out) {
+  std::visit(
+      [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) {
+          put(out, ValueTag::None);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          put(out, ValueTag::Bool);
+          put<uint8_t>(out, v ? 1 : 0);
+        } else if constexpr (std::is_same_v<V, int64_t>) {
+          put(out, ValueTag::Int64);
+          put(out, v);
+        } else if constexpr (std::is_same_v<V, uint64_t>) {
+          put(out, ValueTag::UInt64);
+          put(out, v);
+        } else if constexpr (std::is_same_v<V, double>) {
+          put(out, ValueTag::Double);
+          put(out, v);
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          put(out, ValueTag::String);
+          put_string(out, v);
+        } else if constexpr (std::is_same_v<V, NDShape>) {
+          put(out, ValueTag::Shape);
+          put_shape(out, v);
+        } else if constexpr (std::is_same_v<V, DictionaryVector>) {
+          put(out, ValueTag::Vector);
+          put<uint64_t>(out, v.size());
+          for (const auto& item : v) encode_value(item, out);
+        } else if constexpr (std::is_same_v<V, DictionaryMap>) {
+          put(out, ValueTag::Map);
+          put<uint64_t>(out, v.size());
+          for (const auto& [key, item] : v) {
+            put_string(out, key);
+            encode_value(item, out);
+          }
+        } else {
+          static_assert(std::is_same_v<V, NDArrayView>);
+          put(out, ValueTag::Tensor);
+          put_tensor(out, v);
+        }
+      },
+      value.storage());
+}
+
+std::vector<uint8_t> encode_dictionary(const Dictionary& dictionary) {
+  std::vector<uint8_t> out;
+  encode_value(DictionaryValue(dictionary.map()), out);
+  return out;
+}
+
+DictionaryValue decode_value(std::span<const uint8_t> bytes, const std::string& where,
+                             uint64_t base_offset, const DecodeLimits& limits) {
+  Decoder d(bytes, where, base_offset, limits);
+  DictionaryValue v = d.value(0);
+  d.expect_end();
+  return v;
+}
+
+Dictionary decode_dictionary(std::span<const uint8_t> bytes, const std::string& where,
+                             uint64_t base_offset, const DecodeLimits& limits) {
+  if (!bytes.empty() && bytes[0] != uint8_t(ValueTag::Map))
+    throw DataError(detail::concat(where, ": at byte ", base_offset, ": value tag ", int(bytes[0]),
+                                   " where a dictionary (tag ", int(ValueTag::Map),
+                                   ") was expected"));
+  DictionaryValue v = decode_value(bytes, where, base_offset, limits);
+  if (!v.is<DictionaryMap>())
+    throw DataError(detail::concat(where, ": at byte ", base_offset,
+                                   ": empty where a dictionary was expected"));
+  return Dictionary(v.get<DictionaryMap>());
+}
+
+}  // namespace loom

@@ -1,0 +1,53 @@
+// Binary encoding of Dictionary values: the payload of a model file's graph section and of a
+// checkpoint's state sections. Little-endian, self-describing (one tag byte per value), with
+// no references, so a decoder needs no more than the bytes in front of it. See
+// docs/file-format.md for the layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+
+namespace loom {
+
+// The tag byte in front of each value. Stable: files keep them.
+enum class ValueTag : uint8_t {
+  None = 0,
+  Bool = 1,
+  Int64 = 2,
+  UInt64 = 3,
+  Double = 4,
+  String = 5,
+  Shape = 6,
+  Vector = 7,
+  Map = 8,
+  Tensor = 9,
+};
+
+// Limits a decoder applies on top of the bytes it has: every count and size is also checked
+// against the bytes left before anything is allocated.
+struct DecodeLimits {
+  size_t max_depth = 64;  // nesting of vectors and maps
+  size_t max_rank = 64;   // axes of a shape
+  // Values in all (an in-memory value is larger than its encoding; this bounds the total).
+  size_t max_values = size_t(1) << 24;
+};
+
+// Appends the encoding of value to out.
+void encode_value(const DictionaryValue& value, std::vector<uint8_t>& out);
+std::vector<uint8_t> encode_dictionary(const Dictionary& dictionary);
+
+// Decodes one value that fills bytes exactly. On any malformation a DataError that starts with
+// `where` (the file and section) and names the byte offset (base_offset + position in bytes)
+// and what is wrong.
+DictionaryValue decode_value(std::span<const uint8_t> bytes, const std::string& where,
+                             uint64_t base_offset = 0, const DecodeLimits& limits = {});
+// As decode_value, for bytes that hold a dictionary (a Map value).
+Dictionary decode_dictionary(std::span<const uint8_t> bytes, const std::string& where,
+                             uint64_t base_offset = 0, const DecodeLimits& limits = {});
+
+}  // namespace loom

@@ -1,0 +1,515 @@
+#include "loom/serialize/model_file.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "loom/graph/graph_impl.h"
+#include "loom/ops/registry.h"
+#include "loom/serialize/container.h"
+#include "loom/serialize/dictionary_codec.h"
+
+namespace loom {
+
+namespace {
+
+// Shapes from a file: each known dimension and the element count stay below this, so nothing
+// downstream multiplies its way to an overflow.
+constexpr uint64_t kMaxElements = uint64_t(1) << 40;
+
+const char* kind_name(VariableKind k) {
+  switch (k) {
+    case VariableKind::Input:
+      return "Input";
+    case VariableKind::Output:
+      return "Output";
+    case VariableKind::Parameter:
+      return "Parameter";
+    case VariableKind::Constant:
+      return "Constant";
+    case VariableKind::Placeholder:
+      return "Placeholder";
+  }
+  return "?";
+}
+
+// ---- writing ----
+
+DictionaryVector axes_to_vector(const std::vector<Axis>& axes) {
+  DictionaryVector v;
+  for (const Axis& a : axes) v.emplace_back(a.name());
+  return v;
+}
+
+DictionaryMap describe_variable(const VariableImpl& v) {
+  DictionaryMap d;
+  d["kind"] = kind_name(v.kind);
+  d["uid"] = v.uid;
+  d["name"] = v.name;
+  d["shape"] = v.shape;
+  d["shape_known"] = v.shape_known;
+  d["dtype"] = int64_t(v.dtype);
+  d["dynamic_axes"] = axes_to_vector(v.dynamic_axes);
+  d["sparse"] = v.is_sparse;
+  d["needs_gradient"] = v.needs_gradient;
+  return d;
+}
+
+DictionaryMap describe_leaf(const VariableImpl& v) {
+  DictionaryMap d = describe_variable(v);
+  if (v.value) d["value"] = *v.value;
+  if (v.kind == VariableKind::Parameter) {
+    DictionaryMap init;
+    init["kind"] = int64_t(v.init.kind);
+    init["scale"] = v.init.scale;
+    init["output_rank"] = int64_t(v.init.output_rank);
+    init["filter_rank"] = int64_t(v.init.filter_rank);
+    if (v.init.seed) init["seed"] = *v.init.seed;
+    d["init"] = std::move(init);
+    d["generator"] = v.init_generator.checkpoint();
+  }
+  return d;
+}
+
+DictionaryVector uids_of(const std::vector<Variable>& vars) {
+  DictionaryVector v;
+  for (const Variable& x : vars) v.emplace_back(x.uid());
+  return v;
+}
+
+// ---- reading ----
+
+// A view of one dictionary of the file with its path ("functions[3].outputs[0]"), so every
+// complaint says where it is.
+class Fields {
+ public:
+  Fields(const DictionaryMap& m, std::string path, const std::string& where)
+      : m_(m), path_(std::move(path)), where_(where) {}
+
+  template <typename... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    throw DataError(detail::concat(where_, ": ", path_, ": ", parts...));
+  }
+
+  bool has(const std::string& key) const { return m_.count(key) != 0; }
+
+  template <typename T>
+  const T& get(const std::string& key) const {
+    auto it = m_.find(key);
+    if (it == m_.end()) fail("missing '", key, "'");
+    if (!it->second.is<T>()) {
+      DictionaryValue probe{T{}};
+      fail("'", key, "' holds ", it->second.type_name(), " where ", probe.type_name(),
+           " is expected");
+    }
+    return it->second.get<T>();
+  }
+
+  Fields child(const std::string& key) const {
+    return Fields(get<DictionaryMap>(key), path_ + "." + key, where_);
+  }
+  const std::string& path() const { return path_; }
+  const std::string& where() const { return where_; }
+
+ private:
+  const DictionaryMap& m_;
+  std::string path_;
+  const std::string& where_;
+};
+
+template <>
+const NDArrayView& Fields::get<NDArrayView>(const std::string& key) const {
+  auto it = m_.find(key);
+  if (it == m_.end()) fail("missing '", key, "'");
+  if (!it->second.is<NDArrayView>())
+    fail("'", key, "' holds ", it->second.type_name(), " where NDArrayView is expected");
+  return it->second.get<NDArrayView>();
+}
+
+Fields item(const Fields& parent, const DictionaryVector& v, size_t i, const std::string& name) {
+  std::string path = parent.path().empty() ? name : parent.path() + "." + name;
+  path += "[" + std::to_string(i) + "]";
+  if (!v[i].is<DictionaryMap>())
+    throw DataError(detail::concat(parent.where(), ": ", path, ": holds ", v[i].type_name(),
+                                   " where a dictionary is expected"));
+  return Fields(v[i].get<DictionaryMap>(), path, parent.where());
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 80)) out += (c >= 32 && c < 127) ? c : '?';
+  if (s.size() > 80) out += "...";
+  return out;
+}
+
+DataType read_dtype(const Fields& f) {
+  int64_t t = f.get<int64_t>("dtype");
+  if (t != int64_t(DataType::Float32) && t != int64_t(DataType::Float64))
+    f.fail("data type ", t, " is not 1 (float32) or 2 (float64)");
+  return DataType(t);
+}
+
+void check_shape(const Fields& f, const NDShape& s) {
+  if (s.rank() > 64) f.fail("shape of rank ", s.rank(), " exceeds the limit of 64 axes");
+  uint64_t n = 1;
+  for (size_t d : s.dims()) {
+    if (d == NDShape::kInferred) continue;
+    if (d > kMaxElements || (n *= std::max<uint64_t>(d, 1)) > kMaxElements)
+      f.fail("shape ", s.to_string(), " has more than 2^40 elements");
+  }
+}
+
+std::vector<Axis> read_axes(const Fields& f) {
+  const auto& v = f.get<DictionaryVector>("dynamic_axes");
+  if (v.size() > 2) f.fail(v.size(), " dynamic axes; Loom has at most 2 (batch, sequence)");
+  std::vector<Axis> axes;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is<std::string>())
+      f.fail("dynamic_axes[", i, "] holds ", v[i].type_name(), " where a string is expected");
+    const std::string& name = v[i].get<std::string>();
+    if (name.empty()) f.fail("dynamic_axes[", i, "] has an empty name");
+    axes.push_back(Axis::dynamic_axis_named(name));
+  }
+  if (!axes.empty() && !axes[0].is_batch())
+    f.fail("the first dynamic axis is '", printable(axes[0].name()), "', not the batch axis");
+  return axes;
+}
+
+// The fields every variable has (a leaf, or a primitive's output).
+struct VariableFields {
+  std::string uid, name;
+  NDShape shape;
+  bool shape_known;
+  DataType dtype;
+  std::vector<Axis> axes;
+  bool sparse, needs_gradient;
+};
+
+VariableFields read_variable(const Fields& f) {
+  VariableFields v;
+  v.uid = f.get<std::string>("uid");
+  if (v.uid.empty()) f.fail("empty uid");
+  v.name = f.get<std::string>("name");
+  v.shape = f.get<NDShape>("shape");
+  v.shape_known = f.get<bool>("shape_known");
+  if (v.shape_known) check_shape(f, v.shape);
+  v.dtype = read_dtype(f);
+  v.axes = read_axes(f);
+  v.sparse = f.get<bool>("sparse");
+  v.needs_gradient = f.get<bool>("needs_gradient");
+  return v;
+}
+
+Initializer read_initializer(const Fields& f) {
+  Initializer init;
+  int64_t kind = f.get<int64_t>("kind");
+  if (kind < 0 || kind > int64_t(InitKind::HeNormal)) f.fail("unknown initializer kind ", kind);
+  init.kind = InitKind(kind);
+  init.scale = f.get<double>("scale");
+  int64_t out_rank = f.get<int64_t>("output_rank"), filt_rank = f.get<int64_t>("filter_rank");
+  if (out_rank < 0 || out_rank > 64 || filt_rank < 0 || filt_rank > 64)
+    f.fail("initializer ranks ", out_rank, " and ", filt_rank, " are outside 0..64");
+  init.output_rank = int(out_rank);
+  init.filter_rank = int(filt_rank);
+  if (f.has("seed")) init.seed = f.get<uint64_t>("seed");
+  return init;
+}
+
+std::shared_ptr<VariableImpl> read_leaf(const Fields& f) {
+  const std::string& kind = f.get<std::string>("kind");
+  auto v = std::make_shared<VariableImpl>();
+  if (kind == "Input")
+    v->kind = VariableKind::Input;
+  else if (kind == "Parameter")
+    v->kind = VariableKind::Parameter;
+  else if (kind == "Constant")
+    v->kind = VariableKind::Constant;
+  else if (kind == "Placeholder")
+    v->kind = VariableKind::Placeholder;
+  else
+    f.fail("variable kind '", printable(kind),
+           "' is not Input, Parameter, Constant or Placeholder");
+  VariableFields c = read_variable(f);
+  v->shape = c.shape;
+  v->shape_known = c.shape_known;
+  v->dtype = c.dtype;
+  v->dynamic_axes = c.axes;
+  v->is_sparse = c.sparse;
+  v->needs_gradient = c.needs_gradient;
+  v->name = c.name;
+  v->uid = c.uid;
+  const bool stateful = v->kind == VariableKind::Parameter || v->kind == VariableKind::Constant;
+  if (v->kind == VariableKind::Input) {
+    if (!c.shape_known || c.shape.has_inferred())
+      f.fail("input shape ", c.shape.to_string(), " is not fully known");
+    if (c.sparse && c.shape.rank() == 0) f.fail("a sparse input needs at least one axis");
+  } else if (!c.axes.empty() || c.sparse) {
+    f.fail("a ", kind, " has no dynamic axes and is dense");
+  }
+  if (stateful && !c.shape_known)
+    f.fail("a ", kind, " must have a known shape (inferred dimensions aside)");
+  if (f.has("value")) {
+    if (!stateful) f.fail("a ", kind, " has no value");
+    const NDArrayView& value = f.get<NDArrayView>("value");
+    if (value.is_sparse()) f.fail("value is sparse; parameters and constants are dense");
+    if (value.dtype() != c.dtype)
+      f.fail("value of type ", to_string(value.dtype()), " for a variable of type ",
+             to_string(c.dtype));
+    if (value.shape() != c.shape)
+      f.fail("value of shape ", value.shape().to_string(), " for a variable of shape ",
+             c.shape.to_string());
+    v->value = value;
+  } else if (v->kind == VariableKind::Constant) {
+    f.fail("a Constant without a value");
+  } else if (v->kind == VariableKind::Parameter && !c.shape.has_inferred()) {
+    f.fail("a Parameter of known shape ", c.shape.to_string(), " without a value");
+  }
+  if (v->kind == VariableKind::Parameter) {
+    v->init = read_initializer(f.child("init"));
+    Fields g = f.child("generator");
+    v->init_generator = RandomGenerator(g.get<uint64_t>("seed"), g.get<uint64_t>("stream"));
+    Dictionary state;
+    state["seed"] = g.get<uint64_t>("seed");
+    state["stream"] = g.get<uint64_t>("stream");
+    state["offset"] = g.get<uint64_t>("offset");
+    v->init_generator.restore(state);
+  }
+  return v;
+}
+
+template <typename T>
+std::string show(const T& v) {
+  return detail::concat(v);
+}
+std::string show(const NDShape& s) {
+  return s.to_string();
+}
+std::string show(const std::vector<Axis>& axes) {
+  std::string s = "{";
+  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + printable(axes[i].name());
+  return s + "}";
+}
+std::string show(bool b) {
+  return b ? "true" : "false";
+}
+std::string show(DataType t) {
+  return to_string(t);
+}
+
+}  // namespace
+
+Dictionary model_to_dictionary(const Function& f) {
+  const std::vector<Variable> roots = f.outputs();
+  const auto order = topological_order(roots);
+  std::vector<Variable> leaves;
+  std::unordered_set<const VariableImpl*> seen;
+  auto visit = [&](const Variable& v) {
+    if (!v.is_output() && seen.insert(v.impl().get()).second) leaves.push_back(v);
+  };
+  for (const auto& fn : order)
+    for (const Variable& in : fn->inputs) visit(in);
+  for (const Variable& r : roots) visit(r);
+
+  // A loaded model keeps its uids, so two graphs can share one; a file must not.
+  std::unordered_map<std::string, const void*> uids;
+  auto claim = [&](const std::string& uid, const void* owner, const char* what) {
+    auto [it, fresh] = uids.emplace(uid, owner);
+    LOOM_CHECK(fresh || it->second == owner, StateError, "cannot save ", f.to_string(), ": two ",
+               what, "s share the uid '", uid,
+               "' (a graph combining two loaded copies of one model?); clone one of them first");
+  };
+  DictionaryVector variables, functions;
+  for (const Variable& v : leaves) {
+    claim(v.uid(), v.impl().get(), "variable");
+    variables.emplace_back(describe_leaf(*v.impl()));
+  }
+  for (const auto& fn : order) {
+    claim(fn->uid, fn.get(), "function");
+    DictionaryMap d;
+    d["op"] = std::string(fn->op->name());
+    d["uid"] = fn->uid;
+    d["name"] = fn->name;
+    d["attributes"] = fn->attributes.map();
+    d["inputs"] = uids_of(fn->inputs);
+    DictionaryVector outs;
+    for (const auto& o : fn->outputs) {
+      claim(o->uid, o.get(), "variable");
+      outs.emplace_back(describe_variable(*o));
+    }
+    d["outputs"] = std::move(outs);
+    functions.emplace_back(std::move(d));
+  }
+  DictionaryMap root;
+  root["uid"] = f.uid();
+  root["name"] = f.name();
+  root["composite"] = f.is_composite();
+  root["block_name"] = f.impl()->block_name;
+  root["outputs"] = uids_of(roots);
+
+  Dictionary g;
+  g["graph_version"] = kGraphVersion;
+  g["variables"] = std::move(variables);
+  g["functions"] = std::move(functions);
+  g["root"] = std::move(root);
+  return g;
+}
+
+Function model_from_dictionary(const Dictionary& graph, const std::string& where) {
+  Fields top(graph.map(), "graph", where);
+  int64_t version = top.get<int64_t>("graph_version");
+  if (version < 1 || version > kGraphVersion)
+    top.fail("graph version ", version, " is not one this Loom reads (1 to ", kGraphVersion, ")");
+  // Every variable by uid, as handles that keep their functions alive.
+  std::unordered_map<std::string, Variable> defined;
+  std::unordered_map<std::string, std::shared_ptr<FunctionImpl>> functions_by_uid;
+  auto define = [&](const Fields& f, const std::string& uid, Variable v) {
+    if (!defined.emplace(uid, std::move(v)).second)
+      f.fail("uid '", printable(uid), "' is defined twice");
+  };
+
+  const auto& variables = top.get<DictionaryVector>("variables");
+  for (size_t i = 0; i < variables.size(); ++i) {
+    Fields f = item(top, variables, i, "variables");
+    auto v = read_leaf(f);
+    std::string uid = v->uid;
+    define(f, uid, Variable(std::move(v)));
+  }
+
+  const auto& functions = top.get<DictionaryVector>("functions");
+  for (size_t i = 0; i < functions.size(); ++i) {
+    Fields f = item(top, functions, i, "functions");
+    const std::string& op_name = f.get<std::string>("op");
+    const std::string& uid = f.get<std::string>("uid");
+    const std::string& name = f.get<std::string>("name");
+    const DictionaryMap& attributes = f.get<DictionaryMap>("attributes");
+    const auto& input_uids = f.get<DictionaryVector>("inputs");
+    const auto& outputs = f.get<DictionaryVector>("outputs");
+    std::vector<Variable> inputs;
+    for (size_t k = 0; k < input_uids.size(); ++k) {
+      if (!input_uids[k].is<std::string>())
+        f.fail("inputs[", k, "] holds ", input_uids[k].type_name(), " where a uid is expected");
+      const std::string& in = input_uids[k].get<std::string>();
+      auto it = defined.find(in);
+      // Inputs refer only to variables defined before, so the graph cannot have a cycle.
+      if (it == defined.end())
+        f.fail("input ", k, " '", printable(in), "' is not defined before its use");
+      inputs.push_back(it->second);
+    }
+    // Shape inference fixes a parameter's inferred dimensions and allocates its value; a graph
+    // saved after inference has none left where all inputs are known, so a file that has one
+    // there would make the loader allocate what the file does not hold.
+    bool all_known = true;
+    for (const Variable& in : inputs) all_known = all_known && in.has_known_shape();
+    for (size_t k = 0; all_known && k < inputs.size(); ++k)
+      if (inputs[k].is_parameter() && inputs[k].shape().has_inferred())
+        f.fail("input ", k, " '", printable(inputs[k].uid()), "' is a parameter of shape ",
+               inputs[k].shape().to_string(),
+               " with inferred dimensions, which a saved graph has inferred already");
+    Function fn;
+    try {
+      const OpDef& op = find_op(op_name);
+      check_op_input_count(op, inputs.size());
+      fn = make_primitive(op, std::move(inputs), Dictionary(attributes), name);
+    } catch (const DataError&) {
+      throw;
+    } catch (const Error& e) {
+      f.fail("cannot re-create ", printable(op_name), " '", printable(uid), "': ", e.what());
+    }
+    auto& impl = *fn.impl();
+    impl.uid = uid;
+    if (!functions_by_uid.emplace(uid, fn.impl()).second)
+      f.fail("function uid '", printable(uid), "' is defined twice");
+    if (outputs.size() != impl.outputs.size())
+      f.fail(printable(op_name), " '", printable(uid), "' has ", impl.outputs.size(),
+             " outputs, the file lists ", outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      Fields of = item(f, outputs, k, "outputs");
+      VariableFields s = read_variable(of);
+      VariableImpl& o = *impl.outputs[k];
+      auto check = [&](const char* what, const auto& stored, const auto& inferred) {
+        if (!(stored == inferred))
+          of.fail("stored ", what, " ", show(stored), " differs from the ", show(inferred),
+                  " that ", printable(op_name), " infers from its inputs");
+      };
+      check("shape_known", s.shape_known, o.shape_known);
+      if (s.shape_known) check("shape", s.shape, o.shape);
+      check("data type", s.dtype, o.dtype);
+      check("dynamic axes", s.axes, o.dynamic_axes);
+      check("sparse flag", s.sparse, o.is_sparse);
+      check("needs_gradient", s.needs_gradient, o.needs_gradient);
+      o.uid = s.uid;
+      o.name = s.name;
+      define(of, s.uid, Variable(impl.outputs[k], fn.impl()));
+    }
+  }
+
+  Fields r = top.child("root");
+  const auto& root_uids = r.get<DictionaryVector>("outputs");
+  if (root_uids.empty()) r.fail("the root has no outputs");
+  std::vector<Variable> roots;
+  for (size_t k = 0; k < root_uids.size(); ++k) {
+    if (!root_uids[k].is<std::string>())
+      r.fail("outputs[", k, "] holds ", root_uids[k].type_name(), " where a uid is expected");
+    auto it = defined.find(root_uids[k].get<std::string>());
+    if (it == defined.end())
+      r.fail("output ", k, " '", printable(root_uids[k].get<std::string>()), "' is not defined");
+    roots.push_back(it->second);
+  }
+  const std::string& uid = r.get<std::string>("uid");
+  if (r.get<bool>("composite")) {
+    Function c = as_block(roots, r.get<std::string>("block_name"), r.get<std::string>("name"));
+    c.impl()->uid = uid;
+    return c;
+  }
+  auto it = functions_by_uid.find(uid);
+  if (it == functions_by_uid.end()) r.fail("root function '", printable(uid), "' is not defined");
+  Function root(it->second);
+  const auto outs = root.outputs();
+  if (outs.size() != roots.size()) r.fail("the root outputs do not match its function's");
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!(outs[k] == roots[k])) r.fail("root output ", k, " is not its function's output ", k);
+  return root;
+}
+
+namespace {
+ContainerWriter model_container(const Function& f) {
+  Dictionary meta;
+  meta["producer"] = "Loom";
+  meta["content"] = "model";
+  ContainerWriter w(ContentKind::Model);
+  w.add_section(SectionKind::Metadata, encode_dictionary(meta), /*flags=*/0);
+  w.add_section(SectionKind::Graph, encode_dictionary(model_to_dictionary(f)));
+  return w;
+}
+}  // namespace
+
+std::vector<uint8_t> save_model_to_bytes(const Function& f) {
+  return model_container(f).bytes();
+}
+
+void save_model(const Function& f, const std::string& path) {
+  model_container(f).write_file(path);
+}
+
+Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string& name) {
+  ContainerReader file(bytes, name);
+  file.expect_content(ContentKind::Model);
+  const SectionKind known[] = {SectionKind::Metadata, SectionKind::Graph};
+  file.reject_unknown_required(known);
+  const Section& s = file.require(SectionKind::Graph);
+  const std::string where = file.where(s);
+  Dictionary graph = decode_dictionary(s.payload, where, s.offset);
+  try {
+    return model_from_dictionary(graph, where);
+  } catch (const DataError&) {
+    throw;
+  } catch (const Error& e) {
+    throw DataError(where + ": " + e.what());
+  }
+}
+
+Function load_model(const std::string& path) {
+  std::vector<uint8_t> bytes = read_file_bytes(path);
+  return load_model_from_bytes(bytes, path);
+}
+
+}  // namespace loom

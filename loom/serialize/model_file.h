@@ -1,0 +1,43 @@
+// Model files: a Function's whole graph (every primitive with its op, attributes, inputs and
+// outputs; every input, placeholder, parameter and constant with names, uids, shapes, dynamic
+// axes and values) in the container of container.h. Loading re-creates each primitive through
+// its op (which re-runs shape inference and must agree with the stored shapes), keeps names
+// and uids, and gives bit-identical outputs. Nothing in a file is executed: ops are looked up
+// by name in the registry (loom/ops/registry.h).
+//
+// These are free functions rather than Function members because loom/graph sits below
+// loom/serialize (DESIGN.md §2): Function cannot call into this layer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+#include "loom/graph/function.h"
+
+namespace loom {
+
+// Writes f's graph to path atomically (temporary file, fsync, rename, fsync of the folder).
+// An IOError when the file cannot be written; a StateError when two variables of the graph
+// share a uid (a file could not tell them apart).
+void save_model(const Function& f, const std::string& path);
+// Reads a model file. A DataError naming the file, what is wrong and where for a damaged,
+// truncated, foreign or future-version file; an IOError when it cannot be read.
+Function load_model(const std::string& path);
+
+// The same in memory; name stands for the file in messages.
+std::vector<uint8_t> save_model_to_bytes(const Function& f);
+Function load_model_from_bytes(std::span<const uint8_t> bytes,
+                               const std::string& name = "<memory>");
+
+// The graph as a Dictionary (the payload of a model file's graph section; a checkpoint holds
+// the same) and back; where names the source in messages.
+Dictionary model_to_dictionary(const Function& f);
+Function model_from_dictionary(const Dictionary& graph, const std::string& where);
+
+// The graph dictionary's schema version this Loom writes and the newest it reads.
+inline constexpr int64_t kGraphVersion = 1;
+
+}  // namespace loom
