@@ -20,6 +20,8 @@
 #include "loom/learners/nesterov.h"
 #include "loom/learners/rmsprop.h"
 #include "loom/learners/sgd.h"
+#include "loom/learners/universal.h"
+#include "loom/learners/user_learner.h"
 #include "loom/ops/ops.h"
 #include "loom/train/progress_printer.h"
 #include "loom/train/trainer.h"

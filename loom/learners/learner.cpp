@@ -291,4 +291,36 @@ void MomentumLearnerBase::on_minibatch(size_t training_sample_count) {
   beta_ = momentum_for_minibatch(momentum_, training_sample_count);
 }
 
+VarianceMomentumLearnerBase::VarianceMomentumLearnerBase(std::vector<Parameter> parameters,
+                                                         LearningRateSchedule lr,
+                                                         MomentumSchedule momentum,
+                                                         MomentumSchedule variance_momentum,
+                                                         LearnerOptions options)
+    : MomentumLearnerBase(std::move(parameters), std::move(lr), std::move(momentum),
+                          std::move(options), 2),
+      variance_momentum_(adopt_minibatch_size(std::move(variance_momentum))) {}
+
+void VarianceMomentumLearnerBase::check_variance_momentum(const char* learner) const {
+  for (const auto& [end, v] : variance_momentum_.entries())
+    LOOM_CHECK(v >= 0 && v <= 1, ArgumentError, learner,
+               ": variance momentum must be in [0, 1], got ", v);
+}
+
+void VarianceMomentumLearnerBase::on_minibatch(size_t training_sample_count) {
+  MomentumLearnerBase::on_minibatch(training_sample_count);
+  beta2_ = momentum_for_minibatch(variance_momentum_, training_sample_count);
+}
+
+Dictionary VarianceMomentumLearnerBase::create_checkpoint() const {
+  Dictionary d = MomentumLearnerBase::create_checkpoint();
+  d["smoothed_count"] = smoothed_count_;
+  return d;
+}
+
+void VarianceMomentumLearnerBase::restore_from_checkpoint(const Dictionary& d) {
+  const double count = d.get<double>("smoothed_count");
+  MomentumLearnerBase::restore_from_checkpoint(d);
+  smoothed_count_ = count;
+}
+
 }  // namespace loom

@@ -143,6 +143,8 @@ struct RuleStep {
   bool l1_on = false;
 
   T* state_block(size_t k) const { return state + k * n; }
+  // True when grad(i) is g[i] and finish(x) is x.
+  bool plain() const { return !mean && !truncate && !rescale && !l2_on && !l1_on; }
   // The gradient after compatible mode, clipping and L2, in CNTK's order and rounding.
   T grad(size_t i) const {
     T x = g[i];
@@ -218,6 +220,54 @@ class MomentumLearnerBase : public LearnerBase {
  private:
   MomentumSchedule momentum_;
   double beta_ = 0;
+};
+
+// Base of adam and fsadagrad: besides the momentum of the smoothed gradient m (state block 1),
+// a variance momentum beta2 for the smoothed g^2 v (state block 0), and a smoothed count that
+// each learner advances its own way and that checkpoints as "smoothed_count".
+class VarianceMomentumLearnerBase : public MomentumLearnerBase {
+ public:
+  Dictionary create_checkpoint() const override;
+  void restore_from_checkpoint(const Dictionary& checkpoint) override;
+
+ protected:
+  VarianceMomentumLearnerBase(std::vector<Parameter> parameters, LearningRateSchedule lr,
+                              MomentumSchedule momentum, MomentumSchedule variance_momentum,
+                              LearnerOptions options);
+
+  // ArgumentError unless every variance momentum is in [0, 1]; `learner` names the learner.
+  void check_variance_momentum(const char* learner) const;
+  // Also fixes beta2 for this minibatch.
+  void on_minibatch(size_t training_sample_count) override;
+  // beta2 scaled to the minibatch (momentum_for_minibatch), as T.
+  template <typename T>
+  T variance_momentum() const {
+    return T(beta2_);
+  }
+
+  // The two smoothed averages of one update, element by element, in T.
+  template <typename T>
+  struct Averages {
+    T beta1, ugf, beta2, one_minus_beta2;
+    T* v;
+    T* m;
+    // v = beta2 v + (1 - beta2) g^2; returns the new v.
+    T variance(size_t i, T g) const { return v[i] = beta2 * v[i] + one_minus_beta2 * g * g; }
+    // m = beta1 m + ugf g; returns the new m.
+    T momentum(size_t i, T g) const { return m[i] = beta1 * m[i] + ugf * g; }
+  };
+  template <typename T>
+  Averages<T> averages(const RuleStep<T>& s) const {
+    const T beta2 = variance_momentum<T>();
+    return {momentum<T>(), unit_gain_factor<T>(), beta2,
+            T(1) - beta2,  s.state_block(0),      s.state_block(1)};
+  }
+
+  double smoothed_count_ = 0;
+
+ private:
+  MomentumSchedule variance_momentum_;
+  double beta2_ = 0;
 };
 
 }  // namespace loom
