@@ -23,5 +23,6 @@
 #include "loom/learners/universal.h"
 #include "loom/learners/user_learner.h"
 #include "loom/ops/ops.h"
+#include "loom/serialize/model_file.h"
 #include "loom/train/progress_printer.h"
 #include "loom/train/trainer.h"

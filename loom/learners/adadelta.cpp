@@ -31,11 +31,11 @@ class AdaDeltaLearner final : public LearnerBase {
     T* a = s.state_block(0);
     T* x = s.state_block(1);
     learners_detail::parallel_for(s.n, [&](size_t i) {
-      const T g = s.grad(i);
+      const T g = s.g[i];
       a[i] = rho * a[i] + one_minus_rho * g * g;
       const T delta = -std::sqrt(x[i] + epsilon) / std::sqrt(a[i] + epsilon) * g;
       x[i] = rho * x[i] + one_minus_rho * delta * delta;
-      s.p[i] = s.finish(s.p[i] + lr * delta);
+      s.p[i] = s.p[i] + lr * delta;
     });
   }
 

@@ -40,13 +40,13 @@ class AdamLearner final : public VarianceMomentumLearnerBase {
     const Averages<T> a = averages(s);
     const T bias = T(bias_), epsilon = T(epsilon_), lr = T(s.learning_rate);
     learners_detail::parallel_for(s.n, [&](size_t i) {
-      const T g = s.grad(i);
+      const T g = s.g[i];
       // Adamax keeps u = max(beta2 u, |g|) in place of v.
       const T scale = adamax_ ? (a.v[i] = std::max(a.beta2 * a.v[i], std::abs(g)))
                               : std::sqrt(a.variance(i, g));
       // 1 / (scale + epsilon) in double, rounded once, as CNTK.
       const T w = bias * T(1.0 / double(scale + epsilon));
-      s.p[i] = s.finish(s.p[i] - a.momentum(i, g) * w * lr);
+      s.p[i] = s.p[i] - a.momentum(i, g) * w * lr;
     });
   }
 

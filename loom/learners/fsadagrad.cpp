@@ -35,14 +35,14 @@ class FSAdaGradLearner final : public VarianceMomentumLearnerBase {
     const Averages<T> a = averages(s);
     const T multiplier = T(multiplier_), lr = T(s.learning_rate);
     learners_detail::parallel_for(s.n, [&](size_t i) {
-      T g = s.grad(i);
+      T g = s.g[i];
       const T v = a.variance(i, g);
       if (v != T(0)) {
         const T w = multiplier * (T(1) / std::sqrt(v));
         g *= w > T(10) ? T(10) : w;
       }
       if (a.beta1 > T(0)) g = a.momentum(i, g);
-      s.p[i] = s.finish(s.p[i] - g * lr);
+      s.p[i] = s.p[i] - g * lr;
     });
   }
 

@@ -186,6 +186,31 @@ bool LearnerBase::update(std::unordered_map<Variable, NDArrayView>& gradients,
   return true;
 }
 
+namespace {
+// The element-wise options around a rule, in CNTK's order and rounding (all in T).
+template <typename T>
+struct GradientOptions {
+  T mean_scale = 1;  // 1/M in compatible mode
+  bool mean = false;
+  T clip = 0;  // truncation threshold
+  bool truncate = false;
+  T norm_scale = 1;  // rescaling to the clipping norm
+  bool rescale = false;
+  T l2 = 0;
+  bool l2_on = false;
+
+  bool any() const { return mean || truncate || rescale || l2_on; }
+  T grad(const T* g, const T* p, size_t i) const {
+    T x = g[i];
+    if (mean) x *= mean_scale;
+    if (truncate) x = x < -clip ? -clip : (x > clip ? clip : x);
+    if (rescale) x *= norm_scale;
+    if (l2_on) x += l2 * p[i];
+    return x;
+  }
+};
+}  // namespace
+
 template <typename T>
 void LearnerBase::update_parameter(size_t index, const NDArrayView& gradient, size_t m, double lr) {
   using learners_detail::ordered_sum;
@@ -203,46 +228,48 @@ void LearnerBase::update_parameter(size_t index, const NDArrayView& gradient, si
   s.n = value.size();
   s.minibatch_size = m;
   s.learning_rate = lr;
-  s.mean = compat;
-  s.mean_scale = T(1) / T(m);
+
+  GradientOptions<T> go;
+  go.mean = compat;
+  go.mean_scale = T(1) / T(m);
   const double tau = o.gradient_clipping_threshold_per_sample;
   if (tau != std::numeric_limits<double>::infinity()) {
     const double limit = tau * per_minibatch;
     if (o.gradient_clipping_with_truncation) {
-      s.truncate = true;
-      s.clip = T(limit);
+      go.truncate = true;
+      go.clip = T(limit);
     } else {
       const double norm = std::sqrt(ordered_sum(s.n, [&](size_t i) {
-        const double x = s.grad(i);  // only the mean is on yet
+        const double x = go.grad(s.g, s.p, i);  // only the mean is on yet
         return x * x;
       }));
       if (norm > limit) {
-        s.rescale = true;
-        s.norm_scale = T(limit / norm);
+        go.rescale = true;
+        go.norm_scale = T(limit / norm);
       }
     }
   }
   if (o.l2_regularization_weight > 0) {
-    s.l2_on = true;
-    s.l2 = T(o.l2_regularization_weight * per_minibatch);
+    go.l2_on = true;
+    go.l2 = T(o.l2_regularization_weight * per_minibatch);
   }
-  const double sigma = current_value(o.gaussian_noise_injection_std_dev);
-  const double l1 = lr * o.l1_regularization_weight * per_minibatch;
-  // L1 runs inside the rule's loop unless noise has to come between them.
-  if (l1 > 0 && sigma == 0) {
-    s.l1_on = true;
-    s.l1 = T(l1);
+  if (go.any()) {
+    if (gradient_scratch_.size() < s.n * sizeof(T)) gradient_scratch_.resize(s.n * sizeof(T));
+    T* g = reinterpret_cast<T*>(gradient_scratch_.data());
+    parallel_for(s.n, [&](size_t i) { g[i] = go.grad(s.g, s.p, i); });
+    s.g = g;
   }
   apply_rule(s);
-  if (sigma > 0) {
-    T* p = s.p;
-    // One generator draw per element in order: reproducible after a restore.
+  T* p = s.p;
+  const double sigma = current_value(o.gaussian_noise_injection_std_dev);
+  // One generator draw per element in order: reproducible after a restore.
+  if (sigma > 0)
     for (size_t i = 0; i < s.n; ++i) p[i] += T(sigma * noise_.normal());
-    if (l1 > 0) {
-      s.l1_on = true;
-      s.l1 = T(l1);
-      parallel_for(s.n, [&](size_t i) { p[i] = s.finish(p[i]); });
-    }
+  const double l1 = lr * o.l1_regularization_weight * per_minibatch;
+  if (l1 > 0) {  // the proximal step (soft threshold)
+    const T t = T(l1);
+    parallel_for(s.n,
+                 [&](size_t i) { p[i] = p[i] > t ? p[i] - t : (p[i] < -t ? p[i] + t : T(0)); });
   }
 }
 

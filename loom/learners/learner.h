@@ -120,9 +120,10 @@ class Learner {
   std::map<std::string, double> reported_;
 };
 
-// The parameter, its gradient and the rule's state for one update of one parameter, with the
-// parts of the pipeline that run element by element around the rule. A rule reads grad(i)
-// before it writes p[i] and stores finish(new value) into p[i]; everything runs in T.
+// The parameter, its gradient and the rule's state for one update of one parameter. The
+// gradient has been through compatible mode, clipping and L2 already (LearnerBase does that
+// in a pass before the rule when any of them is on), so a rule is one plain loop the compiler
+// can vectorize; everything runs in T.
 template <typename T>
 struct RuleStep {
   T* p;
@@ -131,39 +132,13 @@ struct RuleStep {
   size_t n;
   size_t minibatch_size;  // M
   double learning_rate;   // effective_learning_rate(M)
-  T mean_scale;           // 1/M in compatible mode
-  bool mean = false;
-  T clip = 0;  // truncation threshold
-  bool truncate = false;
-  T norm_scale = 1;  // rescaling to the clipping norm
-  bool rescale = false;
-  T l2 = 0;
-  bool l2_on = false;
-  T l1 = 0;  // soft threshold, when it can run inside the rule's loop
-  bool l1_on = false;
 
   T* state_block(size_t k) const { return state + k * n; }
-  // True when grad(i) is g[i] and finish(x) is x.
-  bool plain() const { return !mean && !truncate && !rescale && !l2_on && !l1_on; }
-  // The gradient after compatible mode, clipping and L2, in CNTK's order and rounding.
-  T grad(size_t i) const {
-    T x = g[i];
-    if (mean) x *= mean_scale;
-    if (truncate) x = x < -clip ? -clip : (x > clip ? clip : x);
-    if (rescale) x *= norm_scale;
-    if (l2_on) x += l2 * p[i];
-    return x;
-  }
-  // The L1 proximal step (soft threshold) on a new parameter value.
-  T finish(T x) const {
-    if (!l1_on) return x;
-    return x > l1 ? x - l1 : (x < -l1 ? x + l1 : T(0));
-  }
 };
 
 // The built-in learners' update: per parameter (1) compatible-mode mean, (2) clipping,
-// (3) L2, (4) the rule, (5) Gaussian noise, (6) L1, fused into as few passes as the rule
-// allows; then the counters advance.
+// (3) L2 (one pass, only when any is on), (4) the rule, (5) Gaussian noise, (6) L1; then the
+// counters advance.
 class LearnerBase : public Learner {
  public:
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, size_t training_sample_count,
@@ -190,6 +165,7 @@ class LearnerBase : public Learner {
 
   size_t state_tensors_;
   std::vector<NDArrayView> state_;  // per parameter: [state_tensors, *shape], or a scalar if 0
+  std::vector<std::byte> gradient_scratch_;  // the pre-processed gradient; grows only
   RandomGenerator noise_;
 };
 

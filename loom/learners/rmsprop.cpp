@@ -72,18 +72,18 @@ class RMSPropLearner final : public LearnerBase {
     if (!need_ave_multiplier_) {
       const T lr = T(s.learning_rate);
       learners_detail::parallel_for(s.n, [&](size_t i) {
-        const T g = s.grad(i);
-        s.p[i] = s.finish(s.p[i] - lr * (g * advance(i, g)));
+        const T g = s.g[i];
+        s.p[i] = s.p[i] - lr * (g * advance(i, g));
       });
       return;
     }
     const double sum =
-        learners_detail::ordered_sum(s.n, [&](size_t i) { return double(advance(i, s.grad(i))); });
+        learners_detail::ordered_sum(s.n, [&](size_t i) { return double(advance(i, s.g[i])); });
     const T mean = T(sum / double(s.n));
     const T lr = T(s.learning_rate / double(mean));
     learners_detail::parallel_for(s.n, [&](size_t i) {
       const T a = step[i] / std::sqrt(avar[i] + floor);
-      s.p[i] = s.finish(s.p[i] - lr * (s.grad(i) * a));
+      s.p[i] = s.p[i] - lr * (s.g[i] * a);
     });
   }
 

@@ -18,14 +18,7 @@ class SGDLearner final : public LearnerBase {
   template <typename T>
   static void rule(const RuleStep<T>& s) {
     const T lr = T(s.learning_rate);
-    if (s.plain()) {  // no per-element option: a loop the compiler vectorizes
-      T* p = s.p;
-      const T* g = s.g;
-      learners_detail::parallel_for(s.n, [=](size_t i) { p[i] -= lr * g[i]; });
-      return;
-    }
-    learners_detail::parallel_for(s.n,
-                                  [&](size_t i) { s.p[i] = s.finish(s.p[i] - lr * s.grad(i)); });
+    learners_detail::parallel_for(s.n, [&](size_t i) { s.p[i] = s.p[i] - lr * s.g[i]; });
   }
 };
 

@@ -10,7 +10,7 @@
 namespace loom::learners_detail {
 
 // A momentum learner with one state tensor, the velocity v. Per element, with
-// step = ugf lr g: v = beta v + step, then p = finish(Rule::next(p, v, beta, step)), where
+// step = ugf lr g: v = beta v + step, then p = Rule::next(p, v, beta, step), where
 // Rule::next gives the new parameter value from the new velocity.
 template <typename Rule>
 class VelocityLearner final : public MomentumLearnerBase {
@@ -30,9 +30,9 @@ class VelocityLearner final : public MomentumLearnerBase {
     const T scale = unit_gain_factor<T>() * T(s.learning_rate);
     T* v = s.state_block(0);
     parallel_for(s.n, [&](size_t i) {
-      const T step = scale * s.grad(i);
+      const T step = scale * s.g[i];
       v[i] = step + beta * v[i];
-      s.p[i] = s.finish(Rule::next(s.p[i], v[i], beta, step));
+      s.p[i] = Rule::next(s.p[i], v[i], beta, step);
     });
   }
 };
