@@ -34,7 +34,8 @@ template <typename F>
 double ordered_sum(size_t n, F&& f) {
   constexpr size_t kBlock = 4096;
   const size_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<double> partial(blocks, 0.0);
+  thread_local std::vector<double> partial;  // keeps its capacity: no allocation per update
+  partial.assign(blocks, 0.0);
   parallel_for(
       blocks,
       [&](size_t b) {
