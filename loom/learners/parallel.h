@@ -34,15 +34,18 @@ template <typename F>
 double ordered_sum(size_t n, F&& f) {
   constexpr size_t kBlock = 4096;
   const size_t blocks = (n + kBlock - 1) / kBlock;
-  thread_local std::vector<double> partial;  // keeps its capacity: no allocation per update
+  // The calling thread's buffer keeps its capacity (no allocation per update); workers write
+  // through a plain pointer, since a thread_local named in the loop would be their own.
+  thread_local std::vector<double> partial;
   partial.assign(blocks, 0.0);
+  double* sums = partial.data();
   parallel_for(
       blocks,
       [&](size_t b) {
         double s = 0;
         const size_t end = b * kBlock + kBlock < n ? b * kBlock + kBlock : n;
         for (size_t i = b * kBlock; i < end; ++i) s += f(i);
-        partial[b] = s;
+        sums[b] = s;
       },
       n);
   double total = 0;
