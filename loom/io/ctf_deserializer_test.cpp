@@ -9,6 +9,8 @@
 
 #include "loom/io/minibatch_source.h"
 
+#include "loom/io/io_test_util.h"
+
 namespace loom {
 namespace {
 
@@ -16,11 +18,7 @@ const std::string kReaderTests = LOOM_SHARED_DIR "/cntk-testdata/Tests/UnitTests
 const std::string kData = kReaderTests + "/Data/CNTKTextFormatReader/";
 const std::string kControl = kReaderTests + "/Control/CNTKTextFormatReader/";
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  std::string path = testing::TempDir() + "loom_ctf_" + name;
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
+using testing_io::write_temp;
 
 template <typename E, typename F>
 std::string error_of(F&& f) {
@@ -540,8 +538,7 @@ TEST(CntkReaderTests, BlankLinesAreSequencesWithoutSamples) {
 TEST(CntkReaderTests, DuplicateInputsFail) {
   StreamDefs defs{{"features1", StreamDef{.field = "F1", .shape = 1, .dtype = D}},
                   {"features2", StreamDef{.field = "F2", .shape = 1, .dtype = D}}};
-  std::string file = write_temp("dup_dir_marker", "");  // a directory we may chdir into
-  std::string dir = file.substr(0, file.rfind('/'));
+  const std::string& dir = testing_io::test_dir();  // this process's own folder
   std::ifstream in(kData + "duplicate_inputs.txt", std::ios::binary);
   std::ofstream(dir + "/duplicate_inputs.txt", std::ios::binary) << in.rdbuf();
   // CNTK names the file as configured: a path relative to the working directory.

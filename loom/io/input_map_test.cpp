@@ -6,14 +6,12 @@
 #include "loom/io/ctf_deserializer.h"
 #include "loom/io/minibatch_source.h"
 
+#include "loom/io/io_test_util.h"
+
 namespace loom {
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  std::string path = testing::TempDir() + "loom_input_map_" + name;
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
+using testing_io::write_temp;
 
 StreamDefs xy_streams() {
   return {{"x", StreamDef{.field = "x", .shape = 2}},

@@ -9,14 +9,12 @@
 
 #include "loom/io/ctf_deserializer.h"
 
+#include "loom/io/io_test_util.h"
+
 namespace loom {
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  std::string path = testing::TempDir() + "loom_mbs_" + name;
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
+using testing_io::write_temp;
 
 // Seed 000's XOR table.
 std::shared_ptr<Deserializer> xor_data() {
