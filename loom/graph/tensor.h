@@ -50,7 +50,6 @@ class LayoutCache {
 class TensorStorage {
  public:
   void* ensure(size_t bytes);
-  size_t capacity() const { return buffer_ ? buffer_->bytes() : 0; }
 
  private:
   std::unique_ptr<Buffer> buffer_;
