@@ -1,6 +1,7 @@
 #include "loom/core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,12 +9,27 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "loom/core/error.h"
 
 namespace loom {
 
 namespace {
+
+// Removes "<path>.tmp-<pid>-<n>" files of processes that no longer run (killed while writing),
+// so a training resumed many times does not pile them up. Best effort: errors are ignored.
+void remove_stray_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent_folder(path), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+  }
+}
 
 std::string errno_text(int err) {
   return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
@@ -78,10 +94,23 @@ void AtomicFileWriter::fail(const std::string& what, int err) {
 
 void AtomicFileWriter::write(const void* data, size_t n) {
   LOOM_CHECK(fd_ >= 0 && !committed_, StateError, "write to '", path_, "' after commit or failure");
+  write_all(data, n, std::nullopt);
+  size_ += n;
+}
+
+void AtomicFileWriter::write_at(uint64_t offset, const void* data, size_t n) {
+  LOOM_CHECK(fd_ >= 0 && !committed_, StateError, "write to '", path_, "' after commit or failure");
+  LOOM_CHECK(offset <= size_ && n <= size_ - offset, ArgumentError, "write_at: bytes ", offset,
+             " to ", offset + n, " of '", path_, "' are beyond the ", size_, " written");
+  write_all(data, n, offset);
+}
+
+void AtomicFileWriter::write_all(const void* data, size_t n, std::optional<uint64_t> offset) {
   const auto* p = static_cast<const char*>(data);
   while (n > 0) {
     // Linux writes at most about 2 GiB per call.
-    ssize_t w = ::write(fd_, p, std::min<size_t>(n, size_t(1) << 30));
+    const size_t chunk = std::min<size_t>(n, size_t(1) << 30);
+    ssize_t w = offset ? ::pwrite(fd_, p, chunk, off_t(*offset)) : ::write(fd_, p, chunk);
     if (w < 0) {
       if (errno == EINTR) continue;
       fail("write to temporary file '" + temp_path_ + "' failed", errno);
@@ -89,7 +118,7 @@ void AtomicFileWriter::write(const void* data, size_t n) {
     if (w == 0) fail("write to temporary file '" + temp_path_ + "' made no progress", EIO);
     p += w;
     n -= size_t(w);
-    size_ += uint64_t(w);
+    if (offset) *offset += uint64_t(w);
   }
 }
 
@@ -108,6 +137,7 @@ void AtomicFileWriter::commit() {
   committed_ = true;
   temp_path_.clear();
   fsync_folder(parent_folder(path_));  // makes the rename itself durable
+  remove_stray_temporaries(path_);
 }
 
 void write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {

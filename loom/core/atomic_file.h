@@ -1,11 +1,13 @@
 // Atomic file replacement: the bytes go to a temporary file in the target's folder, which is
 // fsynced, renamed over the target, and the folder fsynced. A crash at any moment leaves the
 // old file or the new one, never a mix (a crash may leave a stray temporary file named
-// "<target>.tmp-<pid>-<n>" beside it, which nothing reads).
+// "<target>.tmp-<pid>-<n>" beside it, which nothing reads and the next successful write of the
+// same target removes once its process is gone).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -23,6 +25,9 @@ class AtomicFileWriter {
 
   void write(const void* data, size_t n);
   void write(std::span<const uint8_t> bytes) { write(bytes.data(), bytes.size()); }
+  // Overwrites n bytes at offset, within what was written (a header filled in once the data
+  // after it is known).
+  void write_at(uint64_t offset, const void* data, size_t n);
   // Bytes written so far.
   uint64_t size() const { return size_; }
   // fsync, rename over the target, fsync of the folder. After a failure (an IOError) the
@@ -33,6 +38,8 @@ class AtomicFileWriter {
   const std::string& temp_path() const { return temp_path_; }
 
  private:
+  // Writes all n bytes at offset (pwrite) or at the end, retrying short writes.
+  void write_all(const void* data, size_t n, std::optional<uint64_t> offset);
   [[noreturn]] void fail(const std::string& what, int err);
   void discard() noexcept;
 

@@ -48,11 +48,63 @@ uint32_t crc32c_table(const void* data, size_t n, uint32_t crc) {
 }
 
 #ifdef LOOM_CRC32C_X86
+namespace {
+
+// The crc32 instruction has a latency of 3 cycles and a throughput of 1, so one chain of
+// them runs at a third of the speed three independent chains do. Blocks of kLong (and then
+// kShort) bytes are split in three streams whose CRCs are joined with shift operators: the
+// CRC register of A followed by B is shift_|B|(register after A) ^ register of B alone.
+constexpr size_t kLong = 8192, kShort = 256;
+
+// Multiplication of a CRC register by x^(8 * len) mod P, one table per byte of the register.
+struct ShiftTable {
+  uint32_t t[4][256];
+  __attribute__((target("sse4.2"))) explicit ShiftTable(size_t len) {
+    for (int k = 0; k < 4; ++k)
+      for (uint32_t b = 0; b < 256; ++b) {
+        uint64_t c = uint64_t(b) << (8 * k);
+        for (size_t i = 0; i < len; i += 8) c = _mm_crc32_u64(c, 0);
+        t[k][b] = uint32_t(c);
+      }
+  }
+  uint32_t shift(uint32_t c) const {
+    return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
+  }
+};
+
+// Three streams of `block` bytes each, as long as there are 3 * block bytes.
+__attribute__((target("sse4.2"))) uint64_t crc_three_streams(const uint8_t*& p, size_t& n,
+                                                             uint64_t c, size_t block,
+                                                             const ShiftTable& shift) {
+  while (n >= 3 * block) {
+    uint64_t c1 = 0, c2 = 0;
+    for (const uint8_t* end = p + block; p < end; p += 8) {
+      uint64_t v0, v1, v2;
+      std::memcpy(&v0, p, 8);
+      std::memcpy(&v1, p + block, 8);
+      std::memcpy(&v2, p + 2 * block, 8);
+      c = _mm_crc32_u64(c, v0);
+      c1 = _mm_crc32_u64(c1, v1);
+      c2 = _mm_crc32_u64(c2, v2);
+    }
+    c = shift.shift(uint32_t(c)) ^ uint32_t(c1);
+    c = shift.shift(uint32_t(c)) ^ uint32_t(c2);
+    p += 2 * block;
+    n -= 3 * block;
+  }
+  return c;
+}
+
+}  // namespace
+
 __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const void* data, size_t n, uint32_t crc) {
+  static const ShiftTable long_shift(kLong), short_shift(kShort);
   const auto* p = static_cast<const uint8_t*>(data);
   uint64_t c = ~crc;
   for (; n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0; --n, ++p)
     c = _mm_crc32_u8(uint32_t(c), *p);
+  c = crc_three_streams(p, n, c, kLong, long_shift);
+  c = crc_three_streams(p, n, c, kShort, short_shift);
   for (; n >= 8; n -= 8, p += 8) {
     uint64_t v;
     std::memcpy(&v, p, 8);

@@ -41,6 +41,18 @@ TEST(Crc32c, TableAndInstructionAgreeAtEveryLengthAndAlignment) {
     }
 }
 
+// Long inputs run through the three-stream blocks (3 x 8192 and 3 x 256 bytes) and their joins.
+TEST(Crc32c, TableAndInstructionAgreeAcrossTheBlockSizes) {
+  std::mt19937 gen(2);
+  std::vector<uint8_t> data(3 * 8192 * 2 + 3 * 256 + 100);
+  for (auto& b : data) b = uint8_t(gen());
+  for (size_t n : {767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 3 * 256 + 7, 6 * 8192 + 1})
+    for (size_t offset : {0, 3}) {
+      uint32_t t = detail::crc32c_table(data.data() + offset, n, 0x12345678u);
+      EXPECT_EQ(crc32c(data.data() + offset, n, 0x12345678u), t) << n << " at " << offset;
+    }
+}
+
 TEST(Crc32c, ExtendsAcrossPieces) {
   std::string a = "The quick brown fox ", b = "jumps over the lazy dog";
   uint32_t whole = crc_of(a + b);

@@ -13,8 +13,24 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   std::memset(data_, 0, rounded ? rounded : 64);
 }
 
+Buffer::Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
+    : data_(data), bytes_(bytes), owner_(std::move(owner)) {}
+
 Buffer::~Buffer() {
-  std::free(data_);
+  if (!owner_) std::free(data_);
+}
+
+NDArrayView NDArrayView::over(DataType dtype, const NDShape& shape,
+                              std::shared_ptr<Buffer> storage) {
+  LOOM_CHECK(
+      !shape.has_inferred() && storage && storage->bytes() >= shape.total_size() * size_of(dtype),
+      ArgumentError, "cannot view storage of ", storage ? storage->bytes() : 0,
+      " bytes as a tensor of shape ", shape.to_string());
+  NDArrayView v;
+  v.dtype_ = dtype;
+  v.shape_ = shape;
+  v.buffer_ = std::move(storage);
+  return v;
 }
 
 NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor device)
@@ -165,6 +181,10 @@ NDArrayView NDArrayView::deep_clone() const {
 void NDArrayView::copy_from(const NDArrayView& other) {
   LOOM_CHECK(other.shape_ == shape_, ShapeError, "copy_from: shape ", other.shape_.to_string(),
              " does not match ", shape_.to_string());
+  if (!other.is_sparse() && other.dtype_ == dtype_) {  // the common case, without a temporary
+    std::memcpy(raw_data(), other.raw_data(), size() * size_of(dtype_));
+    return;
+  }
   dispatch(dtype_, [&](auto zero) {
     using T = decltype(zero);
     auto v = other.to_vector<T>();

@@ -20,6 +20,9 @@ namespace loom {
 class Buffer {
  public:
   explicit Buffer(size_t bytes);
+  // Memory someone else owns (a mapped file): owner keeps it alive as long as the buffer lives,
+  // and nothing here frees it.
+  Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -30,6 +33,7 @@ class Buffer {
  private:
   void* data_;
   size_t bytes_;
+  std::shared_ptr<const void> owner_;  // set for borrowed memory
 };
 
 class NDArrayView {
@@ -44,6 +48,8 @@ class NDArrayView {
   static NDArrayView from_vector(const NDShape& shape, const std::vector<T>& values) {
     return from_vector<T>(shape, std::span<const T>(values));
   }
+  // A dense tensor over storage (at least shape's bytes), which it shares.
+  static NDArrayView over(DataType dtype, const NDShape& shape, std::shared_ptr<Buffer> storage);
   // A sparse CSR tensor; row_offsets has rows+1 entries, col_indices and values nnz each.
   template <typename T>
   static NDArrayView sparse_csr(const NDShape& shape, std::vector<int32_t> row_offsets,

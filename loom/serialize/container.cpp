@@ -1,6 +1,7 @@
 #include "loom/serialize/container.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "loom/core/atomic_file.h"
 #include "loom/core/crc32c.h"
 #include "loom/core/error.h"
+#include "loom/serialize/dictionary_codec.h"
 
 namespace loom {
 
@@ -76,6 +78,8 @@ const char* section_kind_name(uint32_t kind) {
       return "metadata";
     case SectionKind::Graph:
       return "graph";
+    case SectionKind::TrainingState:
+      return "training state";
   }
   return "unknown";
 }
@@ -83,8 +87,22 @@ const char* section_kind_name(uint32_t kind) {
 // ---- writing ----
 
 void ContainerWriter::add_section(SectionKind kind, std::vector<uint8_t> payload, uint32_t flags) {
-  sections_.push_back({uint32_t(kind), flags, std::move(payload)});
+  sections_.push_back({uint32_t(kind), flags, std::move(payload), nullptr});
 }
+
+void ContainerWriter::add_dictionary_section(SectionKind kind, Dictionary dictionary,
+                                             uint32_t flags) {
+  sections_.push_back(
+      {uint32_t(kind), flags, {}, std::make_unique<const Dictionary>(std::move(dictionary))});
+}
+
+// The file's bytes in order, and headers filled in once what follows them is known: a
+// section's length and CRC when its payload has streamed past, the file size at the end.
+class ContainerWriter::Output : public ByteSink {
+ public:
+  virtual void write_at(uint64_t offset, const void* data, size_t n) = 0;
+  virtual uint64_t size() const = 0;
+};
 
 namespace {
 
@@ -97,65 +115,99 @@ struct Writer {
   }
 };
 
+// Passes a payload on while it takes its length and CRC32C, in pieces that stay in the cache
+// between the CRC and the write.
+class PayloadSink final : public ByteSink {
+ public:
+  explicit PayloadSink(ByteSink& out) : out_(out) {}
+  void write(const void* data, size_t n) override {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t done = 0; done < n;) {
+      const size_t k = std::min<size_t>(n - done, size_t(1) << 20);
+      crc_ = crc32c(p + done, k, crc_);
+      out_.write(p + done, k);
+      done += k;
+    }
+    length_ += n;
+  }
+  uint32_t crc() const { return crc_; }
+  uint64_t length() const { return length_; }
+
+ private:
+  ByteSink& out_;
+  uint32_t crc_ = 0;
+  uint64_t length_ = 0;
+};
+
 }  // namespace
 
-void ContainerWriter::write_header(uint8_t* out, uint64_t total) const {
-  Writer w{out};
+void ContainerWriter::write_to(Output& out) const {
+  const uint8_t zeros[kContainerHeaderSize] = {};
+  out.write(zeros, kContainerHeaderSize);  // filled in at the end
+  for (const Pending& s : sections_) {
+    const uint64_t at = out.size();
+    out.write(zeros, kSectionHeaderSize);
+    PayloadSink payload(out);
+    if (s.dictionary)
+      encode_dictionary(*s.dictionary, payload);
+    else
+      payload.write(s.bytes.data(), s.bytes.size());
+    uint8_t header[kSectionHeaderSize];
+    Writer w{header};
+    w.put(s.kind);
+    w.put(s.flags);
+    w.put(payload.length());
+    w.put(payload.crc());
+    w.put(crc32c(header, 20));
+    out.write_at(at, header, sizeof header);
+  }
+  uint8_t header[kContainerHeaderSize];
+  Writer w{header};
   std::memcpy(w.p, kContainerMagic, sizeof kContainerMagic);
   w.p += sizeof kContainerMagic;
   w.put(kContainerVersion);
   w.put(kEndianMarker);
   w.put(uint32_t(kind_));
   w.put(uint32_t(sections_.size()));
-  w.put(total);
+  w.put(out.size());
   w.put(uint32_t{0});  // reserved
-  w.put(crc32c(out, 36));
-}
-
-void ContainerWriter::write_section_header(uint8_t* out, size_t i) const {
-  const Pending& s = sections_[i];
-  Writer w{out};
-  w.put(s.kind);
-  w.put(s.flags);
-  w.put(uint64_t(s.payload.size()));
-  w.put(crc32c(s.payload.data(), s.payload.size()));
-  w.put(crc32c(out, 20));
-}
-
-uint64_t ContainerWriter::total_size() const {
-  uint64_t total = kContainerHeaderSize;
-  for (const auto& s : sections_) total += kSectionHeaderSize + s.payload.size();
-  return total;
+  w.put(crc32c(header, 36));
+  out.write_at(0, header, sizeof header);
 }
 
 std::vector<uint8_t> ContainerWriter::bytes() const {
-  const uint64_t total = total_size();
-  std::vector<uint8_t> out(total);
-  write_header(out.data(), total);
-  uint8_t* p = out.data() + kContainerHeaderSize;
-  for (size_t i = 0; i < sections_.size(); ++i) {
-    write_section_header(p, i);
-    p += kSectionHeaderSize;
-    const auto& payload = sections_[i].payload;
-    if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
-    p += payload.size();
-  }
-  return out;
+  class VectorOutput final : public Output {
+   public:
+    void write(const void* data, size_t n) override {
+      // resize and memcpy: GCC 12 warns falsely about insert() here (stringop-overflow)
+      const size_t at = bytes.size();
+      bytes.resize(at + n);
+      if (n) std::memcpy(bytes.data() + at, data, n);
+    }
+    void write_at(uint64_t offset, const void* data, size_t n) override {
+      std::memcpy(bytes.data() + offset, data, n);
+    }
+    uint64_t size() const override { return bytes.size(); }
+    std::vector<uint8_t> bytes;
+  } out;
+  write_to(out);
+  return std::move(out.bytes);
 }
 
 void ContainerWriter::write_file(const std::string& path) const {
-  // Straight from the payloads: no copy of the whole file in memory.
-  AtomicFileWriter file(path);
-  uint8_t header[kContainerHeaderSize];
-  write_header(header, total_size());
-  file.write(header, sizeof header);
-  for (size_t i = 0; i < sections_.size(); ++i) {
-    uint8_t section_header[kSectionHeaderSize];
-    write_section_header(section_header, i);
-    file.write(section_header, sizeof section_header);
-    file.write(sections_[i].payload);
-  }
-  file.commit();
+  // Straight from the payloads and tensors: no copy of the file in memory.
+  class FileOutput final : public Output {
+   public:
+    explicit FileOutput(const std::string& path) : file(path) {}
+    void write(const void* data, size_t n) override { file.write(data, n); }
+    void write_at(uint64_t offset, const void* data, size_t n) override {
+      file.write_at(offset, data, n);
+    }
+    uint64_t size() const override { return file.size(); }
+    AtomicFileWriter file;
+  } out(path);
+  write_to(out);
+  out.file.commit();
 }
 
 // ---- reading ----
@@ -279,24 +331,38 @@ std::string ContainerReader::where(const Section& s) const {
   return "'" + name_ + "' section " + section_kind_name(s.kind);
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  auto error = [&](const char* what, int err) {
-    return IOError("cannot read '" + path + "': " + what + std::strerror(err) + " (errno " +
-                   std::to_string(err) + ")");
-  };
+namespace {
+
+IOError read_error(const std::string& path, const char* what, int err) {
+  return IOError("cannot read '" + path + "': " + what + std::strerror(err) + " (errno " +
+                 std::to_string(err) + ")");
+}
+
+// The open file (a descriptor the caller closes) and its size; an IOError unless it is a
+// regular file that can be opened.
+int open_regular_file(const std::string& path, size_t& size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw error("", errno);
+  if (fd < 0) throw read_error(path, "", errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    throw error("", err);
+    throw read_error(path, "", err);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     throw IOError("cannot read '" + path + "': not a regular file");
   }
-  std::vector<uint8_t> bytes(size_t(st.st_size));
+  size = size_t(st.st_size);
+  return fd;
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  size_t size = 0;
+  int fd = open_regular_file(path, size);
+  std::vector<uint8_t> bytes(size);
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t r = ::read(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, 1u << 30));
@@ -304,7 +370,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
     if (r < 0) {
       int err = errno;
       ::close(fd);
-      throw error("", err);
+      throw read_error(path, "", err);
     }
     if (r == 0) break;  // the file shrank while we read: the container check reports it
     done += size_t(r);
@@ -312,6 +378,26 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   ::close(fd);
   bytes.resize(done);
   return bytes;
+}
+
+MappedFile::MappedFile(const std::string& path) {
+  size_t size = 0;
+  int fd = open_regular_file(path, size);
+  if (size == 0) {  // nothing to map; the container check reports the empty file
+    ::close(fd);
+    return;
+  }
+  // MAP_POPULATE reads the whole file in at once (with readahead) instead of a page fault at
+  // a time; every byte is read anyway, by the CRC checks. Read-only: a private writable
+  // mapping would be populated by copying every page.
+  ::posix_fadvise(fd, 0, off_t(size), POSIX_FADV_WILLNEED);  // all of it, at once, in big reads
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  int err = errno;
+  ::close(fd);  // the mapping keeps the file open
+  if (p == MAP_FAILED) throw read_error(path, "cannot map it: ", err);
+  mapping_ = std::shared_ptr<const void>(
+      p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
+  bytes_ = std::span<const uint8_t>(static_cast<const uint8_t*>(p), size);
 }
 
 }  // namespace loom

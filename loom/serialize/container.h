@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "loom/core/dictionary.h"
 
 namespace loom {
 
@@ -28,8 +31,10 @@ const char* content_kind_name(uint32_t kind);
 
 // Section kinds. Stable numbers: files keep them.
 enum class SectionKind : uint32_t {
-  Metadata = 1,  // a Dictionary: producer, what the file holds
-  Graph = 2,     // a Dictionary: the graph of a Function and its tensors (model_file.h)
+  Metadata = 1,       // a Dictionary: producer, what the file holds
+  Graph = 2,          // a Dictionary: the graph of a Function and its tensors (model_file.h)
+  TrainingState = 3,  // a Dictionary: learners, trainer counters, progress writers, external
+                      // state (loom/train/trainer_checkpoint.cpp)
 };
 const char* section_kind_name(uint32_t kind);
 
@@ -49,19 +54,24 @@ class ContainerWriter {
   explicit ContainerWriter(ContentKind kind) : kind_(kind) {}
   void add_section(SectionKind kind, std::vector<uint8_t> payload,
                    uint32_t flags = kSectionRequired);
+  // A section holding dictionary's encoding (dictionary_codec.h), encoded as the file is
+  // written: its tensors go from their own memory to the output, uncopied, so they must not
+  // change until bytes() or write_file() returns.
+  void add_dictionary_section(SectionKind kind, Dictionary dictionary,
+                              uint32_t flags = kSectionRequired);
   // The whole file.
   std::vector<uint8_t> bytes() const;
   // Writes the file atomically (atomic_file.h), streaming the payloads.
   void write_file(const std::string& path) const;
 
  private:
-  uint64_t total_size() const;
-  void write_header(uint8_t* out, uint64_t total) const;
-  void write_section_header(uint8_t* out, size_t index) const;
+  class Output;
+  void write_to(Output& out) const;
 
   struct Pending {
     uint32_t kind, flags;
-    std::vector<uint8_t> payload;
+    std::vector<uint8_t> bytes;
+    std::unique_ptr<const Dictionary> dictionary;  // encoded as written, when set
   };
   ContentKind kind_;
   std::vector<Pending> sections_;
@@ -96,5 +106,21 @@ class ContainerReader {
 
 // The whole file; an IOError naming it and the system's reason when it cannot be read.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
+
+// A file mapped read-only into memory: its bytes without a copy, paged in from the page cache
+// (prefetched at once) instead of read into fresh memory. Files Loom writes are replaced by
+// rename, never changed in place, so a mapping keeps seeing the file it opened.
+class MappedFile {
+ public:
+  // An IOError naming the path and the system's reason when it cannot be mapped.
+  explicit MappedFile(const std::string& path);
+  std::span<const uint8_t> bytes() const { return bytes_; }
+  // Keeps the mapping alive while it lives (for views of the bytes).
+  std::shared_ptr<const void> owner() const { return mapping_; }
+
+ private:
+  std::shared_ptr<const void> mapping_;
+  std::span<const uint8_t> bytes_;
+};
 
 }  // namespace loom

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -11,6 +12,7 @@
 
 #include "loom/core/crc32c.h"
 #include "loom/core/error.h"
+#include "loom/serialize/dictionary_codec.h"
 
 namespace loom {
 namespace {
@@ -170,6 +172,41 @@ TEST(Container, WriteFileWritesTheSameBytes) {
   const std::string path = testing::TempDir() + "loom_container_" + std::to_string(::getpid());
   w.write_file(path);
   EXPECT_EQ(read_file_bytes(path), w.bytes());
+  std::remove(path.c_str());
+}
+
+TEST(Container, DictionarySectionsStreamTheSameBytes) {
+  Dictionary meta, graph;
+  meta["content"] = "model";
+  std::vector<float> values(50000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i);
+  graph["value"] = NDArrayView::from_vector<float>({values.size()}, values);
+  graph["name"] = "w";
+  ContainerWriter encoded(ContentKind::Checkpoint), streamed(ContentKind::Checkpoint);
+  encoded.add_section(SectionKind::Metadata, encode_dictionary(meta), 0);
+  encoded.add_section(SectionKind::Graph, encode_dictionary(graph));
+  encoded.add_section(SectionKind(99), payload("raw"), 0);
+  streamed.add_dictionary_section(SectionKind::Metadata, meta, 0);
+  streamed.add_dictionary_section(SectionKind::Graph, graph);
+  streamed.add_section(SectionKind(99), payload("raw"), 0);
+  const std::vector<uint8_t> expected = encoded.bytes();
+  EXPECT_EQ(streamed.bytes(), expected);
+  const std::string path = testing::TempDir() + "loom_container_s" + std::to_string(::getpid());
+  streamed.write_file(path);
+  EXPECT_EQ(read_file_bytes(path), expected);
+  const MappedFile mapped(path);
+  EXPECT_TRUE(
+      std::equal(mapped.bytes().begin(), mapped.bytes().end(), expected.begin(), expected.end()));
+  std::remove(path.c_str());
+}
+
+TEST(Container, MappedFileNamesMissingFileAndMapsEmptyOnes) {
+  EXPECT_THROW(MappedFile("/nonexistent/m.loom"), IOError);
+  const std::string path = testing::TempDir() + "loom_container_e" + std::to_string(::getpid());
+  std::fclose(std::fopen(path.c_str(), "w"));
+  const MappedFile empty(path);
+  EXPECT_TRUE(empty.bytes().empty());
+  EXPECT_NE(error_of(empty.bytes()).find("truncated"), std::string::npos);
   std::remove(path.c_str());
 }
 

@@ -18,56 +18,143 @@ enum class Storage : uint8_t { Dense = 0, SparseCsr = 1 };
 
 // ---- encoding ----
 
-template <typename T>
-void put(std::vector<uint8_t>& out, T v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
-}
+// Streams an encoding into a ByteSink: the small fields gather in a buffer, and runs of tensor
+// data at least as long as it go straight from the tensor's memory to the sink.
+class Encoder {
+ public:
+  explicit Encoder(ByteSink& sink) : sink_(sink) {}
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
 
-void put_bytes(std::vector<uint8_t>& out, const void* data, size_t n) {
-  if (n == 0) return;
-  const auto* p = static_cast<const uint8_t*>(data);
-  out.insert(out.end(), p, p + n);
-}
-
-void put_string(std::vector<uint8_t>& out, const std::string& s) {
-  put<uint64_t>(out, s.size());
-  put_bytes(out, s.data(), s.size());
-}
-
-void put_shape(std::vector<uint8_t>& out, const NDShape& shape) {
-  put<uint64_t>(out, shape.rank());
-  for (size_t d : shape.dims()) put<uint64_t>(out, d);
-}
-
-void put_tensor(std::vector<uint8_t>& out, const NDArrayView& t) {
-  put<uint8_t>(out, uint8_t(t.dtype()));
-  put<uint8_t>(out, uint8_t(t.is_sparse() ? Storage::SparseCsr : Storage::Dense));
-  put_shape(out, t.shape());
-  const size_t elem = size_of(t.dtype());
-  if (!t.is_sparse()) {
-    LOOM_CHECK(!t.shape().has_inferred(), ArgumentError, "cannot encode a tensor of shape ",
-               t.shape().to_string(), ": it has inferred dimensions");
-    put_bytes(out, t.raw_data(), t.size() * elem);
-    return;
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put_bytes(&v, sizeof(T));
   }
-  put<uint64_t>(out, t.nnz());
-  put_bytes(out, t.csr_row_offsets().data(), t.csr_row_offsets().size() * sizeof(int32_t));
-  put_bytes(out, t.csr_col_indices().data(), t.csr_col_indices().size() * sizeof(int32_t));
-  dispatch(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    put_bytes(out, t.csr_values<T>(), t.nnz() * elem);
-  });
-}
+
+  void put_bytes(const void* data, size_t n) {
+    if (n == 0) return;
+    if (used_ + n > sizeof buffer_) flush();
+    if (n >= sizeof buffer_) {
+      sink_.write(data, n);
+      return;
+    }
+    std::memcpy(buffer_ + used_, data, n);
+    used_ += n;
+  }
+
+  void flush() {
+    if (used_) sink_.write(buffer_, used_);
+    used_ = 0;
+  }
+
+  void put_string(const std::string& s) {
+    put<uint64_t>(s.size());
+    put_bytes(s.data(), s.size());
+  }
+
+  void put_shape(const NDShape& shape) {
+    put<uint64_t>(shape.rank());
+    for (size_t d : shape.dims()) put<uint64_t>(d);
+  }
+
+  void put_tensor(const NDArrayView& t) {
+    put<uint8_t>(uint8_t(t.dtype()));
+    put<uint8_t>(uint8_t(t.is_sparse() ? Storage::SparseCsr : Storage::Dense));
+    put_shape(t.shape());
+    const size_t elem = size_of(t.dtype());
+    if (!t.is_sparse()) {
+      LOOM_CHECK(!t.shape().has_inferred(), ArgumentError, "cannot encode a tensor of shape ",
+                 t.shape().to_string(), ": it has inferred dimensions");
+      put_bytes(t.raw_data(), t.size() * elem);
+      return;
+    }
+    put<uint64_t>(t.nnz());
+    put_bytes(t.csr_row_offsets().data(), t.csr_row_offsets().size() * sizeof(int32_t));
+    put_bytes(t.csr_col_indices().data(), t.csr_col_indices().size() * sizeof(int32_t));
+    dispatch(t.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      put_bytes(t.csr_values<T>(), t.nnz() * elem);
+    });
+  }
+
+  void put_value(const DictionaryValue& value) {
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, std::monostate>) {
+            put(ValueTag::None);
+          } else if constexpr (std::is_same_v<V, bool>) {
+            put(ValueTag::Bool);
+            put<uint8_t>(v ? 1 : 0);
+          } else if constexpr (std::is_same_v<V, int64_t>) {
+            put(ValueTag::Int64);
+            put(v);
+          } else if constexpr (std::is_same_v<V, uint64_t>) {
+            put(ValueTag::UInt64);
+            put(v);
+          } else if constexpr (std::is_same_v<V, double>) {
+            put(ValueTag::Double);
+            put(v);
+          } else if constexpr (std::is_same_v<V, std::string>) {
+            put(ValueTag::String);
+            put_string(v);
+          } else if constexpr (std::is_same_v<V, NDShape>) {
+            put(ValueTag::Shape);
+            put_shape(v);
+          } else if constexpr (std::is_same_v<V, DictionaryVector>) {
+            put(ValueTag::Vector);
+            put<uint64_t>(v.size());
+            for (const auto& item : v) put_value(item);
+          } else if constexpr (std::is_same_v<V, DictionaryMap>) {
+            put_map(v);
+          } else {
+            static_assert(std::is_same_v<V, NDArrayView>);
+            put(ValueTag::Tensor);
+            put_tensor(v);
+          }
+        },
+        value.storage());
+  }
+
+  void put_map(const DictionaryMap& m) {
+    put(ValueTag::Map);
+    put<uint64_t>(m.size());
+    for (const auto& [key, item] : m) {
+      put_string(key);
+      put_value(item);
+    }
+  }
+
+ private:
+  ByteSink& sink_;
+  size_t used_ = 0;
+  uint8_t buffer_[size_t(1) << 16];
+};
+
+class VectorSink final : public ByteSink {
+ public:
+  explicit VectorSink(std::vector<uint8_t>& out) : out_(out) {}
+  void write(const void* data, size_t n) override {
+    const auto* p = static_cast<const uint8_t*>(data);
+    out_.insert(out_.end(), p, p + n);
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
 
 // ---- decoding ----
 
 class Decoder {
  public:
   Decoder(std::span<const uint8_t> bytes, const std::string& where, uint64_t base,
-          const DecodeLimits& limits)
-      : bytes_(bytes), where_(where), base_(base), limits_(limits) {}
+          const DecodeLimits& limits, std::shared_ptr<const void> view_owner = nullptr)
+      : bytes_(bytes),
+        where_(where),
+        base_(base),
+        limits_(limits),
+        view_owner_(std::move(view_owner)) {}
 
   size_t left() const { return bytes_.size() - pos_; }
   size_t pos() const { return pos_; }
@@ -217,6 +304,10 @@ class Decoder {
         fail_at(pos_, "truncated: tensor of shape ", shape.to_string(), " needs ", elements,
                 " elements of ", elem, " bytes, only ", left(), " bytes are left");
       const uint8_t* p = take(elements * elem, "tensor data");
+      if (view_owner_)  // read-only memory: decode_dictionary_views says how it may be used
+        return NDArrayView::over(
+            dtype, shape,
+            std::make_shared<Buffer>(const_cast<uint8_t*>(p), elements * elem, view_owner_));
       NDArrayView t(dtype, shape);
       if (elements) std::memcpy(t.raw_data(), p, elements * elem);
       return t;
@@ -260,81 +351,101 @@ class Decoder {
   const std::string& where_;
   uint64_t base_;
   DecodeLimits limits_;
+  std::shared_ptr<const void> view_owner_;  // set: dense tensors are views of bytes_
   size_t pos_ = 0;
   size_t values_ = 0;
 };
 
 }  // namespace
 
+void encode_value(const DictionaryValue& value, ByteSink& out) {
+  Encoder e(out);
+  e.put_value(value);
+  e.flush();
+}
+
+void encode_dictionary(const Dictionary& dictionary, ByteSink& out) {
+  Encoder e(out);
+  e.put_map(dictionary.map());
+  e.flush();
+}
+
 void encode_value(const DictionaryValue& value, std::vector<uint8_t>& out) {
-  std::visit(
-      [&](const auto& v) {
-        using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::monostate>) {
-          put(out, ValueTag::None);
-        } else if constexpr (std::is_same_v<V, bool>) {
-          put(out, ValueTag::Bool);
-          put<uint8_t>(out, v ? 1 : 0);
-        } else if constexpr (std::is_same_v<V, int64_t>) {
-          put(out, ValueTag::Int64);
-          put(out, v);
-        } else if constexpr (std::is_same_v<V, uint64_t>) {
-          put(out, ValueTag::UInt64);
-          put(out, v);
-        } else if constexpr (std::is_same_v<V, double>) {
-          put(out, ValueTag::Double);
-          put(out, v);
-        } else if constexpr (std::is_same_v<V, std::string>) {
-          put(out, ValueTag::String);
-          put_string(out, v);
-        } else if constexpr (std::is_same_v<V, NDShape>) {
-          put(out, ValueTag::Shape);
-          put_shape(out, v);
-        } else if constexpr (std::is_same_v<V, DictionaryVector>) {
-          put(out, ValueTag::Vector);
-          put<uint64_t>(out, v.size());
-          for (const auto& item : v) encode_value(item, out);
-        } else if constexpr (std::is_same_v<V, DictionaryMap>) {
-          put(out, ValueTag::Map);
-          put<uint64_t>(out, v.size());
-          for (const auto& [key, item] : v) {
-            put_string(out, key);
-            encode_value(item, out);
-          }
-        } else {
-          static_assert(std::is_same_v<V, NDArrayView>);
-          put(out, ValueTag::Tensor);
-          put_tensor(out, v);
-        }
-      },
-      value.storage());
+  VectorSink sink(out);
+  encode_value(value, sink);
 }
 
 std::vector<uint8_t> encode_dictionary(const Dictionary& dictionary) {
   std::vector<uint8_t> out;
-  encode_value(DictionaryValue(dictionary.map()), out);
+  VectorSink sink(out);
+  encode_dictionary(dictionary, sink);
   return out;
 }
 
-DictionaryValue decode_value(std::span<const uint8_t> bytes, const std::string& where,
-                             uint64_t base_offset, const DecodeLimits& limits) {
-  Decoder d(bytes, where, base_offset, limits);
+namespace {
+
+DictionaryValue decode(std::span<const uint8_t> bytes, const std::string& where,
+                       uint64_t base_offset, const DecodeLimits& limits,
+                       std::shared_ptr<const void> view_owner) {
+  Decoder d(bytes, where, base_offset, limits, std::move(view_owner));
   DictionaryValue v = d.value(0);
   d.expect_end();
   return v;
 }
 
-Dictionary decode_dictionary(std::span<const uint8_t> bytes, const std::string& where,
-                             uint64_t base_offset, const DecodeLimits& limits) {
+Dictionary decode_map(std::span<const uint8_t> bytes, const std::string& where,
+                      uint64_t base_offset, const DecodeLimits& limits,
+                      std::shared_ptr<const void> view_owner) {
   if (!bytes.empty() && bytes[0] != uint8_t(ValueTag::Map))
     throw DataError(detail::concat(where, ": at byte ", base_offset, ": value tag ", int(bytes[0]),
                                    " where a dictionary (tag ", int(ValueTag::Map),
                                    ") was expected"));
-  DictionaryValue v = decode_value(bytes, where, base_offset, limits);
+  DictionaryValue v = decode(bytes, where, base_offset, limits, std::move(view_owner));
   if (!v.is<DictionaryMap>())
     throw DataError(detail::concat(where, ": at byte ", base_offset,
                                    ": empty where a dictionary was expected"));
   return Dictionary(v.get<DictionaryMap>());
+}
+
+}  // namespace
+
+DictionaryValue decode_value(std::span<const uint8_t> bytes, const std::string& where,
+                             uint64_t base_offset, const DecodeLimits& limits) {
+  return decode(bytes, where, base_offset, limits, nullptr);
+}
+
+Dictionary decode_dictionary(std::span<const uint8_t> bytes, const std::string& where,
+                             uint64_t base_offset, const DecodeLimits& limits) {
+  return decode_map(bytes, where, base_offset, limits, nullptr);
+}
+
+Dictionary decode_dictionary_views(std::span<const uint8_t> bytes, const std::string& where,
+                                   uint64_t base_offset, std::shared_ptr<const void> owner,
+                                   const DecodeLimits& limits) {
+  LOOM_CHECK(owner != nullptr, ArgumentError, "decode_dictionary_views needs the bytes' owner");
+  return decode_map(bytes, where, base_offset, limits, std::move(owner));
+}
+
+namespace {
+DictionaryValue own_tensors(const DictionaryValue& value) {
+  if (value.is<NDArrayView>()) return DictionaryValue(value.get<NDArrayView>().deep_clone());
+  if (value.is<DictionaryVector>()) {
+    DictionaryVector v;
+    for (const auto& item : value.get<DictionaryVector>()) v.push_back(own_tensors(item));
+    return DictionaryValue(std::move(v));
+  }
+  if (value.is<DictionaryMap>()) {
+    DictionaryMap m;
+    for (const auto& [key, item] : value.get<DictionaryMap>())
+      m.emplace_hint(m.end(), key, own_tensors(item));
+    return DictionaryValue(std::move(m));
+  }
+  return value;
+}
+}  // namespace
+
+Dictionary with_own_tensors(const Dictionary& d) {
+  return Dictionary(own_tensors(DictionaryValue(d.map())).get<DictionaryMap>());
 }
 
 }  // namespace loom

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +38,17 @@ struct DecodeLimits {
   size_t max_values = size_t(1) << 24;
 };
 
+// Where an encoding goes, in order.
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual void write(const void* data, size_t n) = 0;
+};
+
+// Streams the encoding into out: the small fields through a buffer of 64 KiB, tensor data
+// straight from the tensor's memory, so no copy of a tensor is made.
+void encode_value(const DictionaryValue& value, ByteSink& out);
+void encode_dictionary(const Dictionary& dictionary, ByteSink& out);
 // Appends the encoding of value to out.
 void encode_value(const DictionaryValue& value, std::vector<uint8_t>& out);
 std::vector<uint8_t> encode_dictionary(const Dictionary& dictionary);
@@ -49,5 +61,15 @@ DictionaryValue decode_value(std::span<const uint8_t> bytes, const std::string& 
 // As decode_value, for bytes that hold a dictionary (a Map value).
 Dictionary decode_dictionary(std::span<const uint8_t> bytes, const std::string& where,
                              uint64_t base_offset = 0, const DecodeLimits& limits = {});
+// As decode_dictionary (the same checks), but each dense tensor is a view of its bytes instead
+// of a copy, and owner keeps the bytes alive as long as a view lives. For a caller that copies
+// the values out and drops the rest (Trainer::restore_from_checkpoint, over a mapped file):
+// the views' memory may be read-only and their data unaligned, so they are read with memcpy
+// only (their raw_data()), and nothing else gets them without with_own_tensors.
+Dictionary decode_dictionary_views(std::span<const uint8_t> bytes, const std::string& where,
+                                   uint64_t base_offset, std::shared_ptr<const void> owner,
+                                   const DecodeLimits& limits = {});
+// d with every tensor in it deep-cloned: a dictionary a caller may keep and write.
+Dictionary with_own_tensors(const Dictionary& d);
 
 }  // namespace loom

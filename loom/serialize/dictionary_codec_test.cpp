@@ -151,6 +151,73 @@ TEST(DictionaryCodec, RandomDamageIsAnErrorOrAValidValueNeverACrash) {
   EXPECT_GT(errors, trials / 4);
 }
 
+// Bigger than the encoder's 64 KiB buffer, so its data goes to the sink uncopied.
+Dictionary sample_with_large_tensor() {
+  Dictionary d = sample();
+  std::vector<float> values(40000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) * 0.5f;
+  d["large"] = NDArrayView::from_vector<float>({200, 200}, values);
+  return d;
+}
+
+TEST(DictionaryCodec, StreamedEncodingIsTheSameBytes) {
+  const Dictionary d = sample_with_large_tensor();
+  // A sink that takes each write as is, to see the pieces arrive in order.
+  struct Pieces final : ByteSink {
+    std::vector<uint8_t> bytes;
+    size_t writes = 0;
+    void write(const void* data, size_t n) override {
+      const auto* p = static_cast<const uint8_t*>(data);
+      bytes.insert(bytes.end(), p, p + n);
+      ++writes;
+    }
+  } sink;
+  encode_dictionary(d, sink);
+  const std::vector<uint8_t> whole = encode_dictionary(d);
+  EXPECT_EQ(sink.bytes, whole);
+  EXPECT_GE(sink.writes, 3u);  // buffered fields, the large tensor on its own, the rest
+  EXPECT_TRUE(
+      same(DictionaryValue(decode_dictionary(whole, "test").map()), DictionaryValue(d.map())));
+}
+
+TEST(DictionaryCodec, TensorViewsDecodeTheSameValuesWithoutCopies) {
+  const auto bytes = encode_dictionary(sample_with_large_tensor());
+  auto owner = std::make_shared<int>(0);
+  const Dictionary views = decode_dictionary_views(bytes, "test", 0, owner);
+  EXPECT_TRUE(
+      same(DictionaryValue(views.map()), DictionaryValue(decode_dictionary(bytes, "test").map())));
+  const NDArrayView& large = views.get<NDArrayView>("large");
+  const auto* data = static_cast<const uint8_t*>(large.raw_data());
+  EXPECT_TRUE(data > bytes.data() && data < bytes.data() + bytes.size());  // a view of bytes
+  EXPECT_GT(owner.use_count(), 1);  // the views keep the bytes' owner alive
+  const Dictionary own = with_own_tensors(views);
+  EXPECT_FALSE(own.get<NDArrayView>("large").aliases(large));
+  EXPECT_TRUE(same_tensor(own.get<NDArrayView>("large"), large));
+}
+
+TEST(DictionaryCodec, TensorViewsRejectTheSameDamage) {
+  const auto good = encode_dictionary(sample_with_large_tensor());
+  auto views_error = [](std::span<const uint8_t> bytes) -> std::string {
+    try {
+      decode_dictionary_views(bytes, "'f' section s", 100, std::make_shared<int>(0));
+    } catch (const DataError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (size_t n = 0; n < good.size(); n += (n < 2000 ? 1 : 997)) {
+    const std::span<const uint8_t> prefix(good.data(), n);
+    ASSERT_EQ(views_error(prefix), error_of(prefix)) << n;
+    ASSERT_FALSE(views_error(prefix).empty()) << n;
+  }
+  std::mt19937 gen(7);
+  for (int t = 0; t < 2000; ++t) {
+    auto bytes = good;
+    bytes[gen() % 2000] ^= uint8_t(1 + gen() % 255);  // the structure before the large data
+    ASSERT_EQ(views_error(bytes), error_of(bytes)) << t;
+  }
+}
+
 std::vector<uint8_t> raw(std::initializer_list<uint8_t> head, uint64_t count) {
   std::vector<uint8_t> b(head);
   for (int i = 0; i < 8; ++i) b.push_back(uint8_t(count >> (8 * i)));
