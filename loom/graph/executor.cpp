@@ -21,6 +21,10 @@ void densify_rows(const NDArrayView& s, void* dst) {
       for (int32_t k = off[r]; k < off[r + 1]; ++k) out[r * cols + size_t(col[k])] += v[k];
   });
 }
+
+RandomGenerator* random_of(FunctionImpl& f) {
+  return f.random ? &*f.random : nullptr;
+}
 }  // namespace
 
 Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
@@ -231,7 +235,8 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     }
     out.value.sparse = nullptr;
     out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
-    OpCall call{f.attributes, ins, &out.value, nullptr, &out.scratch, is_training};
+    OpCall call{f.attributes, ins,         &out.value,         nullptr,
+                &out.scratch, is_training, random_of(*node.fn)};
     f.op->forward(call);
   }
   forward_done_ = true;
@@ -283,7 +288,8 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     Slot& out = slots_[it->output];
     if (!out.grad_written) continue;
     const FunctionImpl& f = *it->fn;
-    OpCall call{f.attributes, it->input_values, &out.value, &out.grad, &out.scratch, is_training_};
+    OpCall call{f.attributes, it->input_values, &out.value,        &out.grad,
+                &out.scratch, is_training_,     random_of(*it->fn)};
     for (size_t i = 0; i < it->inputs.size(); ++i) {
       Slot& in = slots_[it->inputs[i]];
       if (!in.needs_grad || !f.op->differentiable(i, f.attributes)) continue;

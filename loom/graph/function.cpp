@@ -167,6 +167,11 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
   } else {
     specs.resize(1);  // bound later, when the placeholders are replaced
   }
+  if (op.is_random()) {
+    const bool seeded = f->attributes.contains("seed");
+    f->random =
+        seeded ? RandomGenerator(f->attributes.get<uint64_t>("seed")) : next_default_generator();
+  }
   for (size_t i = 0; i < specs.size(); ++i) {
     auto v = std::make_shared<VariableImpl>();
     v->kind = VariableKind::Output;

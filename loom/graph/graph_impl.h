@@ -46,6 +46,9 @@ class FunctionImpl {
   std::string uid;
   // Set for combine() results and layer calls: the name it prints as ("Composite", "Dense").
   std::string block_name;
+  // Random ops (OpDef::is_random): the generator their draws come from. Its state is part of
+  // the model file and of checkpoints (loom/graph/random_state.h).
+  std::optional<RandomGenerator> random;
 };
 
 // A new uid with the given prefix ("Parameter", "Input", "Plus", ...), unique in the process.

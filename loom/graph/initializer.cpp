@@ -8,17 +8,22 @@ namespace loom {
 
 namespace {
 // Fan-in and fan-out of a weight tensor: the trailing output_rank axes are the outputs, the
-// leading filter_rank axes the receptive field (counted in both), the rest the inputs.
+// leading filter_rank axes the receptive field (counted in both), the rest the inputs. A
+// negative output_rank mirrors that: the leading -output_rank axes are the outputs and the
+// trailing filter_rank axes the field (a convolution kernel [O, C, k...], as CNTK's -1).
 std::pair<double, double> fans(const NDShape& s, int output_rank, int filter_rank) {
   int rank = static_cast<int>(s.rank());
   if (rank == 0) return {1, 1};
-  int out_rank = std::min(output_rank, rank);
+  const bool leading_outputs = output_rank < 0;
+  int out_rank = std::min(leading_outputs ? -output_rank : output_rank, rank);
   int filt_rank = std::min(filter_rank, rank - out_rank);
   double out = 1, in = 1, field = 1;
   for (int i = 0; i < rank; ++i) {
-    if (i >= rank - out_rank)
+    const bool is_out = leading_outputs ? i < out_rank : i >= rank - out_rank;
+    const bool is_field = leading_outputs ? i >= rank - filt_rank : i < filt_rank;
+    if (is_out)
       out *= double(s[i]);
-    else if (i < filt_rank)
+    else if (is_field)
       field *= double(s[i]);
     else
       in *= double(s[i]);

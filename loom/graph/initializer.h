@@ -26,8 +26,11 @@ struct Initializer {
   InitKind kind = InitKind::GlorotUniform;
   double scale = 1.0;  // the value for Constant
   // Trailing axes of the shape that are the output (fan-out) axes; the rest are fan-in.
+  // Negative (CNTK's -1 for convolution kernels [O, C, k...]): the leading -output_rank axes
+  // are the outputs and the trailing filter_rank axes the receptive field.
   int output_rank = 1;
-  // Leading axes that are filter (receptive-field) axes counted in both fans (convolution).
+  // Leading axes that are filter (receptive-field) axes counted in both fans; trailing ones
+  // when output_rank is negative.
   int filter_rank = 0;
   // Seed of the generator; none: the parameter draws the next default stream when it is
   // created (set_fixed_random_seed), so creation order, not inference order, decides values.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loom/core/dictionary.h"
+#include "loom/core/random.h"
 #include "loom/graph/tensor.h"
 #include "loom/graph/variable.h"
 
@@ -31,6 +32,8 @@ struct OpCall {
   // softmax of cross_entropy_with_softmax); sized by the op, reused across minibatches.
   TensorStorage* scratch = nullptr;
   bool is_training = false;
+  // The function's generator for random ops (OpDef::is_random), else null.
+  RandomGenerator* random = nullptr;
 };
 
 class OpDef {
@@ -58,6 +61,10 @@ class OpDef {
   // Whether forward takes input `index` in sparse CSR form; the executor densifies sparse
   // data for every other input.
   virtual bool accepts_sparse(size_t index) const { return false; }
+  // Whether the op draws random numbers (dropout). make_primitive then gives its function a
+  // generator: RandomGenerator(seed) when the attributes hold a uint64 "seed", else
+  // next_default_generator().
+  virtual bool is_random() const { return false; }
 };
 
 // Fixes inferred dimensions of a parameter input; for known dimensions checks they agree.

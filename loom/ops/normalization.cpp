@@ -1,0 +1,267 @@
+#include "loom/ops/normalization.h"
+
+#include <cmath>
+#include <limits>
+
+#include "loom/graph/op.h"
+#include "loom/kernels/batch_norm.h"
+#include "loom/ops/op_defs.h"
+#include "loom/ops/op_util.h"
+
+namespace loom {
+
+namespace {
+
+std::string describe(const Variable& v) {
+  return v.type_string() + (v.name().empty() ? "" : " '" + v.name() + "'") + " (" + v.uid() + ")";
+}
+
+// Fixes the inferred dimensions of a parameter (or of a constant made with inferred ones) and
+// checks a known shape against the expected one.
+void require_shape(const char* op, const char* role, const Variable& v, const NDShape& expected) {
+  LOOM_CHECK(!v.has_batch_axis(), ShapeError, op, ": ", role, " ", describe(v),
+             " has dynamic axes; it must be a plain tensor of shape ", expected.to_string());
+  if (v.shape().has_inferred() && (v.is_parameter() || v.is_constant()))
+    resolve_parameter_shape(v, expected);
+  LOOM_CHECK(v.shape() == expected, ShapeError, op, ": ", role, " ", describe(v),
+             " must have shape ", expected.to_string());
+}
+
+// ---- batch normalization ----
+
+enum BnInput { kX, kScale, kBias, kMean, kVar, kCount };
+
+// The [N, C, S] view of x (loom/kernels/batch_norm.h).
+struct BnGeometry {
+  size_t N, C, S;
+};
+
+BnGeometry bn_geometry(const Tensor& x, bool spatial) {
+  const size_t sample = op_util::sample_size(x);
+  const size_t C = spatial ? x.shape[1] : sample;
+  return {x.rows(), C, C ? sample / C : 0};
+}
+
+// The weight of the minibatch's statistics in the running ones (CNTK's ComputeExpAvgFactor).
+double running_weight(double time_constant, double samples, double count) {
+  if (count == 0) return 1;
+  if (time_constant < 0) return samples / (samples + count);
+  if (std::isinf(time_constant)) return 0;
+  if (time_constant > 0) return 1 - std::exp(-samples / time_constant);
+  return 1;
+}
+
+// Attributes: "spatial" (bool), "normalization_time_constant", "blend_time_constant",
+// "epsilon" (double). call.scratch holds, per channel, the mean and inverse standard deviation
+// the forward pass normalized with, room for the gradients of scale and bias, and whether the
+// statistics were the minibatch's own.
+class BatchNormalizationOp : public OpDef {
+ public:
+  const char* name() const override { return "BatchNormalization"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const bool spatial = a.get<bool>("spatial");
+    const double blend = a.get<double>("blend_time_constant");
+    const double epsilon = a.get<double>("epsilon");
+    a.get<double>("normalization_time_constant");
+    LOOM_CHECK(blend == 0 || (std::isinf(blend) && blend > 0), ArgumentError,
+               "BatchNormalization: blend_time_constant ", blend,
+               " is not supported; use 0 (minibatch statistics) or infinity (running ones)");
+    LOOM_CHECK(epsilon >= 0 && std::isfinite(epsilon), ArgumentError,
+               "BatchNormalization: epsilon ", epsilon, " must be finite and >= 0");
+    const Variable& x = in[kX];
+    LOOM_CHECK(x.has_batch_axis(), ShapeError, "BatchNormalization: input ", describe(x),
+               " has no batch axis; batch statistics need a minibatch");
+    LOOM_CHECK(!spatial || x.shape().rank() >= 1, ShapeError,
+               "BatchNormalization: spatial normalization of ", describe(x),
+               " needs a channel axis (the first axis of the sample)");
+    const NDShape stats = spatial ? NDShape{x.shape()[0]} : x.shape();
+    require_shape(name(), "scale", in[kScale], stats);
+    require_shape(name(), "bias", in[kBias], stats);
+    for (BnInput i : {kMean, kVar, kCount})
+      LOOM_CHECK(in[i].is_constant(), ArgumentError, "BatchNormalization: the running ",
+                 i == kMean  ? "mean"
+                 : i == kVar ? "variance"
+                             : "count",
+                 " ", describe(in[i]), " must be a Constant (the op updates it in training)");
+    require_shape(name(), "running_mean", in[kMean], stats);
+    require_shape(name(), "running_inv_std", in[kVar], stats);
+    LOOM_CHECK(in[kCount].shape().total_size() == 1, ShapeError,
+               "BatchNormalization: running_count ", describe(in[kCount]),
+               " must hold a single element");
+    return {{x.shape(), common_dtype(name(), in), x.dynamic_axes(), false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const Dictionary& a = call.attributes;
+    const Tensor& x = *call.inputs[kX];
+    const BnGeometry g = bn_geometry(x, a.get<bool>("spatial"));
+    const double epsilon = a.get<double>("epsilon");
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      // The executor binds constants to their own storage: the running statistics are
+      // updated in place, as the assign op does.
+      T* run_mean = call.inputs[kMean]->ptr<T>();
+      T* run_var = call.inputs[kVar]->ptr<T>();
+      T* count = call.inputs[kCount]->ptr<T>();
+      T* mean = scratch<T>(call, g.C);
+      T* inv_std = mean + g.C;
+      bool batch_statistics = call.is_training;
+      if (call.is_training) {
+        kernels::batch_norm_statistics(g.N, g.C, g.S, x.ptr<T>(), mean, inv_std);
+        const double blend = a.get<double>("blend_time_constant");
+        batch_statistics = !(std::isinf(blend) && double(*count) > 0);
+        update_running(a.get<double>("normalization_time_constant"), g, mean, inv_std, run_mean,
+                       run_var, count);
+      } else {
+        LOOM_CHECK(double(*count) > 0, StateError,
+                   "BatchNormalization: inference mode is used, "
+                   "but nothing has been trained (the running statistics are empty)");
+      }
+      for (size_t c = 0; c < g.C; ++c) {
+        const double var = batch_statistics ? double(inv_std[c]) : double(run_var[c]);
+        if (!batch_statistics) mean[c] = run_mean[c];
+        inv_std[c] = T(1 / std::sqrt(var + epsilon));
+      }
+      inv_std[3 * g.C] = T(batch_statistics);  // the flag, after the gradient slots
+      kernels::batch_norm_apply(g.N, g.C, g.S, x.ptr<T>(), mean, inv_std,
+                                call.inputs[kScale]->ptr<T>(), call.inputs[kBias]->ptr<T>(),
+                                call.output->ptr<T>());
+    });
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
+    const Tensor& x = *call.inputs[kX];
+    const BnGeometry g = bn_geometry(x, call.attributes.get<bool>("spatial"));
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      T* mean = scratch<T>(call, g.C);
+      T *inv_std = mean + g.C, *dscale = mean + 2 * g.C, *dbias = mean + 3 * g.C;
+      const bool batch_statistics = inv_std[3 * g.C] != T(0);
+      // Each input's gradient recomputes the sums it needs, so no call relies on another's.
+      if (index != kX || batch_statistics)
+        kernels::batch_norm_parameter_gradients(g.N, g.C, g.S, x.ptr<T>(), dy, mean, inv_std,
+                                                dscale, dbias);
+      if (index == kX) {
+        kernels::batch_norm_input_gradient(g.N, g.C, g.S, x.ptr<T>(), dy, mean, inv_std,
+                                           call.inputs[kScale]->ptr<T>(), dscale, dbias,
+                                           batch_statistics, dx.ptr<T>(), accumulate);
+      } else {
+        op_util::copy_or_add(g.C, index == kScale ? dscale : dbias, dx.ptr<T>(), accumulate);
+      }
+    });
+  }
+
+  bool differentiable(size_t index, const Dictionary&) const override { return index <= kBias; }
+
+ private:
+  // mean, inv_std, dscale, dbias (C each) and the flag. Forward sizes it, so backward's
+  // ensure() finds it in place.
+  template <typename T>
+  static T* scratch(OpCall& call, size_t C) {
+    return static_cast<T*>(call.scratch->ensure((4 * C + 1) * sizeof(T)));
+  }
+
+  // var holds the minibatch's biased variance.
+  template <typename T>
+  static void update_running(double time_constant, const BnGeometry& g, const T* mean, const T* var,
+                             T* run_mean, T* run_var, T* count) {
+    const double f = running_weight(time_constant, double(g.N), double(*count));
+    const double M = double(g.N * g.S), unbias = M > 1 ? M / (M - 1) : 1;
+    if (f > 0)
+      for (size_t c = 0; c < g.C; ++c) {
+        run_mean[c] = T((1 - f) * double(run_mean[c]) + f * double(mean[c]));
+        run_var[c] = T((1 - f) * double(run_var[c]) + f * double(var[c]) * unbias);
+      }
+    *count = T(double(*count) + double(g.N));
+  }
+};
+
+// ---- layer normalization ----
+
+// Attribute: "epsilon" (double). call.scratch holds each row's mean and standard deviation.
+class LayerNormalizationOp : public OpDef {
+ public:
+  const char* name() const override { return "LayerNormalization"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const double epsilon = a.get<double>("epsilon");
+    LOOM_CHECK(epsilon >= 0 && std::isfinite(epsilon), ArgumentError,
+               "LayerNormalization: epsilon ", epsilon, " must be finite and >= 0");
+    const Variable& x = in[0];
+    require_shape(name(), "scale", in[1], x.shape());
+    require_shape(name(), "bias", in[2], x.shape());
+    return {{x.shape(), common_dtype(name(), in), x.dynamic_axes(), false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const Tensor& x = *call.inputs[0];
+    const size_t D = op_util::sample_size(x), rows = x.rows();
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* mean = static_cast<T*>(call.scratch->ensure(2 * rows * sizeof(T)));
+      kernels::layer_norm_forward(rows, D, x.ptr<T>(), call.inputs[1]->ptr<T>(),
+                                  call.inputs[2]->ptr<T>(), call.attributes.get<double>("epsilon"),
+                                  call.output->ptr<T>(), mean, mean + rows);
+    });
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
+    const Tensor& x = *call.inputs[0];
+    const size_t D = op_util::sample_size(x), rows = x.rows();
+    const double epsilon = call.attributes.get<double>("epsilon");
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      const T* mean = static_cast<const T*>(call.scratch->ensure(2 * rows * sizeof(T)));
+      const T* std = mean + rows;
+      if (index == 0) {
+        kernels::layer_norm_input_gradient(rows, D, x.ptr<T>(), dy, call.inputs[1]->ptr<T>(), mean,
+                                           std, epsilon, dx.ptr<T>(), accumulate);
+      } else {
+        kernels::layer_norm_parameter_gradients(rows, D, x.ptr<T>(), dy, mean, std, epsilon,
+                                                index == 1 ? dx.ptr<T>() : nullptr,
+                                                index == 2 ? dx.ptr<T>() : nullptr, accumulate);
+      }
+    });
+  }
+};
+
+const BatchNormalizationOp kBatchNormalization;
+const LayerNormalizationOp kLayerNormalization;
+
+}  // namespace
+
+const OpDef& batch_normalization_op() {
+  return kBatchNormalization;
+}
+const OpDef& layer_normalization_op() {
+  return kLayerNormalization;
+}
+
+Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
+                             const Variable& running_mean, const Variable& running_inv_std,
+                             const Variable& running_count, bool spatial,
+                             double normalization_time_constant, double blend_time_constant,
+                             double epsilon, const std::string& name) {
+  Dictionary a;
+  a["spatial"] = spatial;
+  a["normalization_time_constant"] = normalization_time_constant;
+  a["blend_time_constant"] = blend_time_constant;
+  a["epsilon"] = epsilon;
+  return make_primitive(kBatchNormalization,
+                        {x, scale, bias, running_mean, running_inv_std, running_count},
+                        std::move(a), name);
+}
+
+Function layer_normalization(const Variable& x, const Variable& scale, const Variable& bias,
+                             double epsilon, const std::string& name) {
+  Dictionary a;
+  a["epsilon"] = epsilon;
+  return make_primitive(kLayerNormalization, {x, scale, bias}, std::move(a), name);
+}
+
+}  // namespace loom

@@ -1,0 +1,46 @@
+// Normalization ops: batch normalization (CNTK's BatchNormalization node) and layer
+// normalization (CNTK's LayerNormalization layer as one op).
+#pragma once
+
+#include <string>
+
+#include "loom/graph/function.h"
+
+namespace loom {
+
+// Batch normalization of x, which must have a batch axis. spatial: one statistic per channel,
+// the first axis of x's sample shape, over the samples and all other axes (x [C, H, W], the
+// statistics [C]); otherwise one per element of the sample (statistics of x's sample shape).
+// scale, bias, running_mean and running_inv_std have the statistics' shape (inferred
+// dimensions are fixed at the first call); running_count has one element. running_mean,
+// running_inv_std (which holds the running variance, as in CNTK) and running_count are
+// Constants: training mode writes them, save_model keeps them.
+//
+// Training mode: y = (x - mean) / sqrt(var + epsilon) * scale + bias with the minibatch's mean
+// and biased variance; then, with n the minibatch's samples and f the weight of the minibatch
+// (CNTK's rule): f = 1 while running_count is 0, else 1 - exp(-n / normalization_time_constant)
+// (f = 1 for a time constant of 0: the last minibatch only; f = 0 for +infinity: frozen; a
+// negative time constant gives the cumulative average n / (n + running_count)),
+//   running_mean = (1 - f) running_mean + f mean,
+//   running_inv_std = (1 - f) running_inv_std + f var * M / (M - 1) (M values per statistic),
+//   running_count += n.
+// blend_time_constant 0 normalizes by the minibatch's statistics; +infinity by the running
+// ones (once running_count > 0); other values are not supported (ArgumentError).
+// Inference mode: y = (x - running_mean) / sqrt(running_inv_std + epsilon) * scale + bias; a
+// StateError while running_count is 0 (nothing has been trained, as CNTK says).
+// Differentiable with respect to x, scale and bias.
+Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
+                             const Variable& running_mean, const Variable& running_inv_std,
+                             const Variable& running_count, bool spatial,
+                             double normalization_time_constant = 5000,
+                             double blend_time_constant = 0, double epsilon = 0.00001,
+                             const std::string& name = "");
+
+// Per sample over all its elements: y = (x - mean) / (std + epsilon) * scale + bias, std the
+// population standard deviation (epsilon is added to std, as CNTK's LayerNormalization layer
+// does). scale and bias have x's sample shape (inferred dimensions are fixed at the first
+// call). Differentiable with respect to x, scale and bias.
+Function layer_normalization(const Variable& x, const Variable& scale, const Variable& bias,
+                             double epsilon = 0.00001, const std::string& name = "");
+
+}  // namespace loom
