@@ -23,6 +23,9 @@ const OpDef& log_op();
 const OpDef& sqrt_op();
 const OpDef& square_op();
 const OpDef& abs_op();
+// convolution.cpp
+const OpDef& convolution_op();
+const OpDef& convolution_transpose_op();
 // linear.cpp
 const OpDef& times_op();
 // losses.cpp
@@ -39,6 +42,13 @@ const OpDef& reshape_op();
 const OpDef& slice_op();
 const OpDef& splice_op();
 const OpDef& transpose_op();
+// pooling.cpp
+const OpDef& pooling_op();
+// random.cpp
+const OpDef& dropout_op();
+// normalization.cpp
+const OpDef& batch_normalization_op();
+const OpDef& layer_normalization_op();
 // softmax.cpp
 const OpDef& softmax_op();
 const OpDef& log_softmax_op();

@@ -52,6 +52,12 @@ const std::vector<Entry>& table() {
       {&sequence::last_op(), 1, 1},
       {&sequence::reduce_sum_op(), 1, 1},
       {&assign_op(), 2, 2},
+      {&convolution_op(), 2, 2},
+      {&convolution_transpose_op(), 2, 2},
+      {&pooling_op(), 1, 1},
+      {&dropout_op(), 1, 1},
+      {&batch_normalization_op(), 6, 6},
+      {&layer_normalization_op(), 3, 3},
   };
   return entries;
 }

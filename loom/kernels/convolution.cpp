@@ -1,0 +1,274 @@
+#include "loom/kernels/convolution.h"
+
+#include <algorithm>
+#include <array>
+
+#include "loom/core/error.h"
+#include "loom/kernels/detail.h"
+#include "loom/kernels/onednn.h"
+#include "loom/kernels/window.h"
+
+namespace loom::kernels {
+
+namespace {
+
+// ---- Reference loops (double, and float where oneDNN cannot run) ----
+
+struct RefDims {
+  size_t cg, og, in_sp, out_sp, k_sp;  // channels per group, spatial sizes
+};
+
+RefDims ref_dims(const ConvShape& s) {
+  return {s.in_channels / s.groups, s.out_channels / s.groups,
+          detail::spatial(s.axes, &SpatialAxis::input),
+          detail::spatial(s.axes, &SpatialAxis::output),
+          detail::spatial(s.axes, &SpatialAxis::kernel)};
+}
+
+template <typename T>
+void ref_forward(const ConvShape& s, const T* x, const T* w, T* y, bool accumulate) {
+  const RefDims d = ref_dims(s);
+  const auto a = detail::axes3(s.axes);
+  if (!accumulate) std::fill(y, y + s.output_size(), T(0));
+  // Each (sample, output channel) plane belongs to one thread.
+  const size_t planes = s.batch * s.out_channels;
+  detail::parallel_for(planes, s.output_size() * d.cg * d.k_sp, [&](size_t b, size_t e) {
+    for (size_t p = b; p < e; ++p) {
+      const size_t n = p / s.out_channels, oc = p % s.out_channels, g = oc / d.og;
+      T* yp = y + p * d.out_sp;
+      for (size_t ic = 0; ic < d.cg; ++ic) {
+        const T* xp = x + (n * s.in_channels + g * d.cg + ic) * d.in_sp;
+        const T* wp = w + (oc * d.cg + ic) * d.k_sp;
+        detail::for_each_tap(a, [&](size_t o, size_t i, size_t k) { yp[o] += xp[i] * wp[k]; });
+      }
+    }
+  });
+}
+
+template <typename T>
+void ref_backward_data(const ConvShape& s, const T* dy, const T* w, T* dx, bool accumulate) {
+  const RefDims d = ref_dims(s);
+  const auto a = detail::axes3(s.axes);
+  if (!accumulate) std::fill(dx, dx + s.input_size(), T(0));
+  // Each (sample, input channel) plane belongs to one thread.
+  const size_t planes = s.batch * s.in_channels;
+  detail::parallel_for(planes, s.output_size() * d.cg * d.k_sp, [&](size_t b, size_t e) {
+    for (size_t p = b; p < e; ++p) {
+      const size_t n = p / s.in_channels, c = p % s.in_channels, g = c / d.cg, ic = c % d.cg;
+      T* dxp = dx + p * d.in_sp;
+      for (size_t j = 0; j < d.og; ++j) {
+        const size_t oc = g * d.og + j;
+        const T* dyp = dy + (n * s.out_channels + oc) * d.out_sp;
+        const T* wp = w + (oc * d.cg + ic) * d.k_sp;
+        detail::for_each_tap(a, [&](size_t o, size_t i, size_t k) { dxp[i] += dyp[o] * wp[k]; });
+      }
+    }
+  });
+}
+
+template <typename T>
+void ref_backward_weights(const ConvShape& s, const T* x, const T* dy, T* dw, bool accumulate) {
+  const RefDims d = ref_dims(s);
+  const auto a = detail::axes3(s.axes);
+  if (!accumulate) std::fill(dw, dw + s.weight_size(), T(0));
+  // Each (output channel, input channel) filter belongs to one thread.
+  const size_t filters = s.out_channels * d.cg;
+  detail::parallel_for(filters, s.output_size() * d.cg * d.k_sp, [&](size_t b, size_t e) {
+    for (size_t f = b; f < e; ++f) {
+      const size_t oc = f / d.cg, ic = f % d.cg, g = oc / d.og;
+      T* dwp = dw + f * d.k_sp;
+      for (size_t n = 0; n < s.batch; ++n) {
+        const T* xp = x + (n * s.in_channels + g * d.cg + ic) * d.in_sp;
+        const T* dyp = dy + (n * s.out_channels + oc) * d.out_sp;
+        detail::for_each_tap(a, [&](size_t o, size_t i, size_t k) { dwp[k] += xp[i] * dyp[o]; });
+      }
+    }
+  });
+}
+
+// ---- oneDNN (float) ----
+
+namespace dnn = onednn;
+using dnnl::memory;
+using tag = memory::format_tag;
+
+// oneDNN's convolution takes neither negative padding nor, here, anything but 1 to 3 axes.
+bool onednn_supports(const ConvShape& s) {
+  return std::all_of(s.axes.begin(), s.axes.end(),
+                     [](const SpatialAxis& a) { return a.pad_lower >= 0 && a.pad_upper >= 0; });
+}
+
+struct ConvPrimitives {
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  dnnl::convolution_forward fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
+  dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
+  dnnl::convolution_backward_weights bwd_weights;
+  memory::desc src, weights, dst;  // Loom's plain layouts
+};
+
+tag activation_tag(ConvLayout layout, size_t spatial_rank) {
+  static constexpr tag channels_last[] = {tag::nwc, tag::nhwc, tag::ndhwc};
+  switch (layout) {
+    case ConvLayout::Blocked:
+      return tag::any;
+    case ConvLayout::ChannelsLast:
+      return channels_last[spatial_rank - 1];
+    case ConvLayout::Auto:
+    case ConvLayout::Plain:
+      break;
+  }
+  return dnn::plain_tag(spatial_rank + 2);
+}
+
+// s with ConvLayout::Auto replaced by the layout the primitive runs in (see ConvLayout).
+ConvShape resolve_layout(ConvShape s, bool backward_data) {
+  if (s.layout == ConvLayout::Auto)
+    s.layout =
+        backward_data && s.in_channels / s.groups < 16 ? ConvLayout::Plain : ConvLayout::Blocked;
+  return s;
+}
+
+ConvPrimitives make_primitives(const ConvShape& s) {
+  const auto i = [](size_t v) { return memory::dim(v); };
+  const size_t r = s.axes.size();
+  memory::dims src{i(s.batch), i(s.in_channels)}, dst{i(s.batch), i(s.out_channels)};
+  memory::dims w = s.groups > 1 ? memory::dims{i(s.groups), i(s.out_channels / s.groups),
+                                               i(s.in_channels / s.groups)}
+                                : memory::dims{i(s.out_channels), i(s.in_channels)};
+  memory::dims strides, dilates, pad_l, pad_r;
+  for (const SpatialAxis& a : s.axes) {
+    src.push_back(i(a.input));
+    dst.push_back(i(a.output));
+    w.push_back(i(a.kernel));
+    strides.push_back(i(a.stride));
+    dilates.push_back(i(a.dilation) - 1);  // oneDNN counts the gaps
+    pad_l.push_back(a.pad_lower);
+    pad_r.push_back(a.pad_upper);
+  }
+  const tag act = activation_tag(s.layout, r);
+  const memory::desc src_md(src, memory::data_type::f32, act),
+      dst_md(dst, memory::data_type::f32, act), w_md(w, memory::data_type::f32, tag::any);
+  const auto alg = dnnl::algorithm::convolution_direct;
+  const dnnl::engine& eng = dnn::engine();
+  dnnl::convolution_forward::primitive_desc fwd_pd({dnnl::prop_kind::forward_training, alg, src_md,
+                                                    w_md, dst_md, strides, dilates, pad_l, pad_r},
+                                                   eng);
+  dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
+      {alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r}, eng, fwd_pd);
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd(
+      {alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r}, eng, fwd_pd);
+  // Loom's weights [O, C/G, k...] are goihw's memory when G > 1 (O = G * O/G).
+  const tag w_plain =
+      s.groups > 1 ? std::array{tag::goiw, tag::goihw, tag::goidhw}[r - 1] : dnn::plain_tag(r + 2);
+  return {fwd_pd,
+          dnnl::convolution_forward(fwd_pd),
+          bwd_data_pd,
+          dnnl::convolution_backward_data(bwd_data_pd),
+          bwd_weights_pd,
+          dnnl::convolution_backward_weights(bwd_weights_pd),
+          memory::desc(src, memory::data_type::f32, dnn::plain_tag(r + 2)),
+          memory::desc(w, memory::data_type::f32, w_plain),
+          memory::desc(dst, memory::data_type::f32, dnn::plain_tag(r + 2))};
+}
+
+ConvPrimitives& primitives(const ConvShape& s) {
+  memory::dims k{memory::dim(s.batch), memory::dim(s.in_channels), memory::dim(s.out_channels),
+                 memory::dim(s.groups), memory::dim(s.layout)};
+  for (const SpatialAxis& a : s.axes)
+    k.insert(k.end(), {memory::dim(a.input), memory::dim(a.kernel), memory::dim(a.output),
+                       memory::dim(a.stride), memory::dim(a.dilation), a.pad_lower, a.pad_upper});
+  return dnn::cached<ConvPrimitives>(dnn::key("conv", {k}), [&] { return make_primitives(s); });
+}
+
+}  // namespace
+
+size_t ConvShape::input_size() const {
+  return batch * in_channels * detail::spatial(axes, &SpatialAxis::input);
+}
+size_t ConvShape::output_size() const {
+  return batch * out_channels * detail::spatial(axes, &SpatialAxis::output);
+}
+size_t ConvShape::weight_size() const {
+  return out_channels * (groups ? in_channels / groups : 0) *
+         detail::spatial(axes, &SpatialAxis::kernel);
+}
+
+void check_conv_shape(const ConvShape& s, const char* what) {
+  LOOM_CHECK(!s.axes.empty() && s.axes.size() <= 3, ShapeError, what, ": ", s.axes.size(),
+             " spatial axes; 1 to 3 are supported");
+  LOOM_CHECK(s.groups >= 1 && s.in_channels % s.groups == 0 && s.out_channels % s.groups == 0,
+             ShapeError, what, ": ", s.in_channels, " input and ", s.out_channels,
+             " output channels are not divisible by groups=", s.groups);
+  for (const SpatialAxis& a : s.axes) {
+    LOOM_CHECK(a.stride >= 1 && a.dilation >= 1 && a.kernel >= 1, ShapeError, what,
+               ": stride, dilation and kernel extent must be at least 1");
+    const long extent = long((a.kernel - 1) * a.dilation + 1);
+    const long last = long((a.output - 1) * a.stride) - a.pad_lower + extent - 1;
+    LOOM_CHECK(a.output >= 1 && last <= long(a.input) - 1 + a.pad_upper, ShapeError, what,
+               ": output extent ", a.output, " does not fit input extent ", a.input,
+               " with kernel ", a.kernel);
+  }
+}
+
+template <>
+void convolution_forward<double>(const ConvShape& s, const double* x, const double* w, double* y,
+                                 bool accumulate) {
+  ref_forward(s, x, w, y, accumulate);
+}
+template <>
+void convolution_backward_data<double>(const ConvShape& s, const double* dy, const double* w,
+                                       double* dx, bool accumulate) {
+  ref_backward_data(s, dy, w, dx, accumulate);
+}
+template <>
+void convolution_backward_weights<double>(const ConvShape& s, const double* x, const double* dy,
+                                          double* dw, bool accumulate) {
+  ref_backward_weights(s, x, dy, dw, accumulate);
+}
+
+template <>
+void convolution_forward<float>(const ConvShape& s, const float* x, const float* w, float* y,
+                                bool accumulate) {
+  if (!onednn_supports(s)) return ref_forward(s, x, w, y, accumulate);
+  ConvPrimitives& p = primitives(resolve_layout(s, false));
+  memory src = dnn::to_layout(p.src, x, p.fwd_pd.src_desc(), 0);
+  memory wei = dnn::to_layout(p.weights, w, p.fwd_pd.weights_desc(), 1);
+  dnn::Output dst(p.fwd_pd.dst_desc(), p.dst, y, accumulate, 2);
+  dnn::execute(p.fwd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst.mem()}},
+               "convolution forward");
+  dst.finish();
+}
+
+template <>
+void convolution_backward_data<float>(const ConvShape& s, const float* dy, const float* w,
+                                      float* dx, bool accumulate) {
+  if (!onednn_supports(s)) return ref_backward_data(s, dy, w, dx, accumulate);
+  ConvPrimitives& p = primitives(resolve_layout(s, true));
+  memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_data_pd.diff_dst_desc(), 0);
+  memory wei = dnn::to_layout(p.weights, w, p.bwd_data_pd.weights_desc(), 1);
+  dnn::Output diff_src(p.bwd_data_pd.diff_src_desc(), p.src, dx, accumulate, 2);
+  dnn::execute(
+      p.bwd_data,
+      {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, diff_src.mem()}},
+      "convolution backward (data)");
+  diff_src.finish();
+}
+
+template <>
+void convolution_backward_weights<float>(const ConvShape& s, const float* x, const float* dy,
+                                         float* dw, bool accumulate) {
+  if (!onednn_supports(s)) return ref_backward_weights(s, x, dy, dw, accumulate);
+  ConvPrimitives& p = primitives(resolve_layout(s, false));
+  memory src = dnn::to_layout(p.src, x, p.bwd_weights_pd.src_desc(), 0);
+  memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_weights_pd.diff_dst_desc(), 1);
+  dnn::Output diff_w(p.bwd_weights_pd.diff_weights_desc(), p.weights, dw, accumulate, 2);
+  dnn::execute(
+      p.bwd_weights,
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_w.mem()}},
+      "convolution backward (weights)");
+  diff_w.finish();
+}
+
+}  // namespace loom::kernels

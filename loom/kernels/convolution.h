@@ -1,0 +1,56 @@
+// N-dimensional convolution (1 to 3 spatial axes) over dense row-major tensors: input
+// [N, C, spatial...] (NCHW), weights [O, C / groups, kernel...] (OIHW; group g uses output
+// channels [g O/G, (g+1) O/G) and input channels [g C/G, (g+1) C/G)), output [N, O, out...].
+// It is a cross-correlation, as in CNTK, PyTorch and oneDNN. float runs oneDNN primitives;
+// double runs plain loops (oneDNN has no f64), the reference the tests compare against.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace loom::kernels {
+
+// How oneDNN lays out the activations it computes on. Loom's tensors stay NCHW at the kernel
+// boundary; Blocked and ChannelsLast reorder into oneDNN's preferred (nChw16c) or the
+// channels-last (NHWC) layout and back around each primitive. Auto picks per primitive what
+// measured fastest on seed 002's convnet (bench/convolution.cpp): for convolution Blocked (its
+// direct AVX-512 kernels beat im2col + gemm on NCHW about 2x, reorders included), except for the
+// gradient of an input with fewer than 16 channels per group, which Blocked would pad to 16
+// (Plain then); for pooling Plain (its cost in the other layouts is the reorders).
+enum class ConvLayout { Auto, Plain, Blocked, ChannelsLast };
+
+// Where a window of extent kernel (dilated: (kernel - 1) * dilation + 1) visits an input axis
+// of extent input: at positions o * stride - pad_lower, for o in [0, output). Pads may be
+// negative (CNTK's centred automatic padding with a stride larger than the window skips
+// leading elements); output * stride - pad_lower + extent - 1 <= input - 1 + pad_upper.
+struct SpatialAxis {
+  size_t input = 1, kernel = 1, output = 1, stride = 1, dilation = 1;
+  long pad_lower = 0, pad_upper = 0;
+};
+
+struct ConvShape {
+  size_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
+  std::vector<SpatialAxis> axes;  // 1 to 3
+  ConvLayout layout = ConvLayout::Auto;
+
+  size_t input_size() const;   // elements of the input, N * C * spatial
+  size_t output_size() const;  // N * O * out spatial
+  size_t weight_size() const;  // O * C / G * kernel
+};
+
+// Checks the shape's consistency (channels divisible by groups, extents, rank); throws
+// ShapeError naming `what`.
+void check_conv_shape(const ConvShape& s, const char* what);
+
+// y (+)= conv(x, w).
+template <typename T>
+void convolution_forward(const ConvShape& s, const T* x, const T* w, T* y, bool accumulate = false);
+// dx (+)= the gradient of the output with respect to x, given dy.
+template <typename T>
+void convolution_backward_data(const ConvShape& s, const T* dy, const T* w, T* dx, bool accumulate);
+// dw (+)= the gradient with respect to the weights, given x and dy.
+template <typename T>
+void convolution_backward_weights(const ConvShape& s, const T* x, const T* dy, T* dw,
+                                  bool accumulate);
+
+}  // namespace loom::kernels

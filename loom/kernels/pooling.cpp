@@ -1,0 +1,241 @@
+#include "loom/kernels/pooling.h"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+
+#include "loom/core/error.h"
+#include "loom/kernels/detail.h"
+#include "loom/kernels/onednn.h"
+#include "loom/kernels/window.h"
+
+namespace loom::kernels {
+
+namespace {
+
+// ---- Reference loops (double, and float where oneDNN cannot run) ----
+
+// Per output element: the input offset of its maximum within the channel plane.
+using ArgMax = uint32_t;
+constexpr ArgMax kNoInput = std::numeric_limits<ArgMax>::max();
+
+template <typename T>
+void ref_forward(const PoolShape& s, PoolKind kind, const T* x, T* y, void* workspace) {
+  const auto a = detail::axes3(s.axes);
+  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
+               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
+               window = detail::spatial(s.axes, &SpatialAxis::kernel);
+  const size_t planes = s.batch * s.channels;
+  detail::parallel_for(planes, s.output_size() * window, [&](size_t b, size_t e) {
+    std::vector<ArgMax> where(out_sp);
+    std::vector<size_t> count(out_sp);
+    for (size_t p = b; p < e; ++p) {
+      const T* xp = x + p * in_sp;
+      T* yp = y + p * out_sp;
+      std::fill(count.begin(), count.end(), 0);
+      if (kind == PoolKind::Max) {
+        std::fill(where.begin(), where.end(), kNoInput);
+        detail::for_each_tap(a, [&](size_t o, size_t i, size_t) {
+          // The first of equal maxima wins, as in oneDNN.
+          if (where[o] == kNoInput || xp[i] > yp[o]) yp[o] = xp[i], where[o] = ArgMax(i);
+        });
+        // A window entirely in the padding has no maximum; it gives 0.
+        for (size_t o = 0; o < out_sp; ++o)
+          if (where[o] == kNoInput) yp[o] = T(0);
+        if (workspace)
+          std::copy(where.begin(), where.end(), static_cast<ArgMax*>(workspace) + p * out_sp);
+      } else {
+        std::fill(yp, yp + out_sp, T(0));
+        detail::for_each_tap(a, [&](size_t o, size_t i, size_t) { yp[o] += xp[i], ++count[o]; });
+        for (size_t o = 0; o < out_sp; ++o) {
+          const size_t n = kind == PoolKind::AverageIncludePad ? window : count[o];
+          if (n) yp[o] /= T(n);
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void ref_backward(const PoolShape& s, PoolKind kind, const T* dy, const void* workspace, T* dx,
+                  bool accumulate) {
+  const auto a = detail::axes3(s.axes);
+  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
+               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
+               window = detail::spatial(s.axes, &SpatialAxis::kernel);
+  if (!accumulate) std::fill(dx, dx + s.input_size(), T(0));
+  const size_t planes = s.batch * s.channels;
+  detail::parallel_for(planes, s.output_size() * window, [&](size_t b, size_t e) {
+    std::vector<size_t> count(out_sp);
+    for (size_t p = b; p < e; ++p) {
+      const T* dyp = dy + p * out_sp;
+      T* dxp = dx + p * in_sp;
+      if (kind == PoolKind::Max) {
+        const ArgMax* where = static_cast<const ArgMax*>(workspace) + p * out_sp;
+        for (size_t o = 0; o < out_sp; ++o)
+          if (where[o] != kNoInput) dxp[where[o]] += dyp[o];
+        continue;
+      }
+      std::fill(count.begin(), count.end(), 0);
+      if (kind == PoolKind::Average)
+        detail::for_each_tap(a, [&](size_t o, size_t, size_t) { ++count[o]; });
+      detail::for_each_tap(a, [&](size_t o, size_t i, size_t) {
+        dxp[i] += dyp[o] / T(kind == PoolKind::AverageIncludePad ? window : count[o]);
+      });
+    }
+  });
+}
+
+// ---- oneDNN (float) ----
+
+namespace dnn = onednn;
+using dnnl::memory;
+using tag = memory::format_tag;
+
+bool onednn_supports(const PoolShape& s) {
+  return std::all_of(s.axes.begin(), s.axes.end(),
+                     [](const SpatialAxis& a) { return a.pad_lower >= 0 && a.pad_upper >= 0; });
+}
+
+struct PoolPrimitives {
+  dnnl::pooling_forward::primitive_desc train_pd, infer_pd;
+  dnnl::pooling_forward train, infer;
+  dnnl::pooling_backward::primitive_desc bwd_pd;
+  dnnl::pooling_backward bwd;
+  memory::desc src, dst;  // Loom's plain layouts
+};
+
+dnnl::algorithm algorithm(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::Max:
+      return dnnl::algorithm::pooling_max;
+    case PoolKind::Average:
+      return dnnl::algorithm::pooling_avg_exclude_padding;
+    case PoolKind::AverageIncludePad:
+      break;
+  }
+  return dnnl::algorithm::pooling_avg_include_padding;
+}
+
+PoolPrimitives make_primitives(const PoolShape& s, PoolKind kind) {
+  const auto i = [](size_t v) { return memory::dim(v); };
+  const size_t r = s.axes.size();
+  memory::dims src{i(s.batch), i(s.channels)}, dst{i(s.batch), i(s.channels)};
+  memory::dims strides, kernel, pad_l, pad_r;
+  for (const SpatialAxis& a : s.axes) {
+    src.push_back(i(a.input));
+    dst.push_back(i(a.output));
+    kernel.push_back(i(a.kernel));
+    strides.push_back(i(a.stride));
+    pad_l.push_back(a.pad_lower);
+    pad_r.push_back(a.pad_upper);
+  }
+  // Pooling takes no `any` source: the blocked layout is named (16 channels: AVX-512).
+  static constexpr std::array<tag, 3> blocked{tag::nCw16c, tag::nChw16c, tag::nCdhw16c},
+      channels_last{tag::nwc, tag::nhwc, tag::ndhwc};
+  // Auto is Plain (see ConvLayout).
+  const tag act = s.layout == ConvLayout::Blocked        ? blocked[r - 1]
+                  : s.layout == ConvLayout::ChannelsLast ? channels_last[r - 1]
+                                                         : dnn::plain_tag(r + 2);
+  const memory::desc src_md(src, memory::data_type::f32, act),
+      dst_md(dst, memory::data_type::f32, act);
+  const dnnl::algorithm alg = algorithm(kind);
+  const dnnl::engine& eng = dnn::engine();
+  dnnl::pooling_forward::primitive_desc train_pd(
+      {dnnl::prop_kind::forward_training, alg, src_md, dst_md, strides, kernel, pad_l, pad_r}, eng);
+  dnnl::pooling_forward::primitive_desc infer_pd(
+      {dnnl::prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l, pad_r},
+      eng);
+  dnnl::pooling_backward::primitive_desc bwd_pd(
+      {alg, src_md, dst_md, strides, kernel, pad_l, pad_r}, eng, train_pd);
+  return {train_pd,
+          infer_pd,
+          dnnl::pooling_forward(train_pd),
+          dnnl::pooling_forward(infer_pd),
+          bwd_pd,
+          dnnl::pooling_backward(bwd_pd),
+          dnn::plain_desc(src),
+          dnn::plain_desc(dst)};
+}
+
+PoolPrimitives& primitives(const PoolShape& s, PoolKind kind) {
+  memory::dims k{memory::dim(s.batch), memory::dim(s.channels), memory::dim(s.layout),
+                 memory::dim(kind)};
+  for (const SpatialAxis& a : s.axes)
+    k.insert(k.end(), {memory::dim(a.input), memory::dim(a.kernel), memory::dim(a.output),
+                       memory::dim(a.stride), a.pad_lower, a.pad_upper});
+  return dnn::cached<PoolPrimitives>(dnn::key("pool", {k}),
+                                     [&] { return make_primitives(s, kind); });
+}
+
+}  // namespace
+
+size_t PoolShape::input_size() const {
+  return batch * channels * detail::spatial(axes, &SpatialAxis::input);
+}
+size_t PoolShape::output_size() const {
+  return batch * channels * detail::spatial(axes, &SpatialAxis::output);
+}
+
+void check_pool_shape(const PoolShape& s, const char* what) {
+  for (const SpatialAxis& a : s.axes)
+    LOOM_CHECK(a.dilation == 1, ShapeError, what, ": pooling windows are not dilated");
+  check_conv_shape({s.batch, s.channels, s.channels, 1, s.axes}, what);
+  LOOM_CHECK(detail::spatial(s.axes, &SpatialAxis::input) <= kNoInput, ShapeError, what,
+             ": more than 2^32 - 1 elements per channel");
+}
+
+template <>
+size_t pooling_workspace_bytes<double>(const PoolShape& s, PoolKind kind) {
+  return kind == PoolKind::Max ? s.output_size() * sizeof(ArgMax) : 0;
+}
+template <>
+size_t pooling_workspace_bytes<float>(const PoolShape& s, PoolKind kind) {
+  if (kind != PoolKind::Max) return 0;
+  if (!onednn_supports(s)) return s.output_size() * sizeof(ArgMax);
+  return primitives(s, kind).train_pd.workspace_desc().get_size();
+}
+
+template <>
+void pooling_forward<double>(const PoolShape& s, PoolKind kind, const double* x, double* y,
+                             void* workspace) {
+  ref_forward(s, kind, x, y, workspace);
+}
+template <>
+void pooling_backward<double>(const PoolShape& s, PoolKind kind, const double* dy,
+                              const void* workspace, double* dx, bool accumulate) {
+  ref_backward(s, kind, dy, workspace, dx, accumulate);
+}
+
+template <>
+void pooling_forward<float>(const PoolShape& s, PoolKind kind, const float* x, float* y,
+                            void* workspace) {
+  if (!onednn_supports(s)) return ref_forward(s, kind, x, y, workspace);
+  PoolPrimitives& p = primitives(s, kind);
+  // Average pooling keeps nothing for backward, so it always runs the inference primitive.
+  const bool train = workspace && kind == PoolKind::Max;
+  const auto& pd = train ? p.train_pd : p.infer_pd;
+  memory src = dnn::to_layout(p.src, x, pd.src_desc(), 0);
+  dnn::Output dst(pd.dst_desc(), p.dst, y, false, 1);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst.mem()}};
+  if (train) args.emplace(DNNL_ARG_WORKSPACE, dnn::wrap(pd.workspace_desc(), workspace));
+  dnn::execute(train ? p.train : p.infer, args, "pooling forward");
+  dst.finish();
+}
+
+template <>
+void pooling_backward<float>(const PoolShape& s, PoolKind kind, const float* dy,
+                             const void* workspace, float* dx, bool accumulate) {
+  if (!onednn_supports(s)) return ref_backward(s, kind, dy, workspace, dx, accumulate);
+  PoolPrimitives& p = primitives(s, kind);
+  memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_pd.diff_dst_desc(), 0);
+  dnn::Output diff_src(p.bwd_pd.diff_src_desc(), p.src, dx, accumulate, 1);
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, diff_dst},
+                                       {DNNL_ARG_DIFF_SRC, diff_src.mem()}};
+  if (kind == PoolKind::Max)
+    args.emplace(DNNL_ARG_WORKSPACE, dnn::wrap(p.train_pd.workspace_desc(), workspace));
+  dnn::execute(p.bwd, args, "pooling backward");
+  diff_src.finish();
+}
+
+}  // namespace loom::kernels

@@ -1,0 +1,347 @@
+#include "loom/ops/convolution.h"
+
+#include "loom/graph/op.h"
+#include "loom/ops/op_defs.h"
+
+namespace loom {
+
+namespace conv_detail {
+
+kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, size_t stride,
+                                 size_t dilation, bool auto_pad, size_t lower_pad,
+                                 size_t upper_pad) {
+  LOOM_CHECK(kernel >= 1 && stride >= 1 && dilation >= 1, ShapeError, op,
+             ": kernel extents, strides and dilations must be at least 1 (kernel ", kernel,
+             ", stride ", stride, ", dilation ", dilation, ")");
+  const long extent = long((kernel - 1) * dilation + 1);
+  kernels::SpatialAxis a{input, kernel, 1, stride, dilation, 0, 0};
+  if (auto_pad) {
+    // CNTK's ConvolveGeometry: the window centre (offset (extent - 1) / 2 into it) visits
+    // extra / 2, then every stride.
+    a.output = (input + stride - 1) / stride;
+    const long cells = long((a.output - 1) * stride + 1), extra = long(input) - cells;
+    a.pad_lower = (extent - 1) / 2 - extra / 2;
+  } else {
+    const long padded = long(input + lower_pad + upper_pad);
+    LOOM_CHECK(padded >= extent, ShapeError, op, ": an input extent of ", input, " padded by ",
+               lower_pad, " and ", upper_pad, " is smaller than the window extent ", extent,
+               " (kernel ", kernel, ", dilation ", dilation, ")");
+    a.output = size_t((padded - extent) / long(stride) + 1);
+    a.pad_lower = long(lower_pad);
+  }
+  a.pad_upper = long((a.output - 1) * stride) + extent - long(input) - a.pad_lower;
+  if (!auto_pad) a.pad_upper = long(upper_pad);  // the floor above may leave some unused
+  return a;
+}
+
+std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,
+                             size_t rank) {
+  if (v.size() == 1) return std::vector<size_t>(rank, v[0]);
+  if (v.size() == rank) return v;
+  if (v.size() == rank + 1) return std::vector<size_t>(v.begin() + 1, v.end());
+  throw ShapeError(detail::concat(op, ": ", option, " has ", v.size(), " values for ", rank,
+                                  " spatial axes (give 1, ", rank, " or ", rank + 1, ")"));
+}
+
+}  // namespace conv_detail
+
+namespace {
+
+using conv_detail::per_axis;
+
+NDShape to_shape(const std::vector<size_t>& v) {
+  return NDShape(v);
+}
+NDShape to_shape(const std::vector<bool>& v) {
+  return NDShape(std::vector<size_t>(v.begin(), v.end()));
+}
+const std::vector<size_t>& option(const Dictionary& a, const char* key) {
+  return a.get<NDShape>(key).dims();
+}
+
+// The spatial axes of W (after O and, with reduction rank 1, its input channels).
+size_t spatial_rank(const char* op, const NDShape& w, size_t reduction_rank) {
+  const size_t lead = 1 + reduction_rank;
+  LOOM_CHECK(w.rank() > lead && w.rank() - lead <= 3, ShapeError, op, ": the kernel of shape ",
+             w.to_string(), " must have ", lead, " leading axes and 1 to 3 spatial axes");
+  return w.rank() - lead;
+}
+
+// With reduction_rank 0 a kernel may keep the shape CNTK's layers give it, with the emulated
+// channel axis of extent 1 (axis 1 of a convolution's [O, 1, kernel...], axis 0 of a transposed
+// one's [1, O, kernel...]); the ops see the kernel without it.
+NDShape kernel_of(const NDShape& x, const NDShape& w, size_t reduction_rank, size_t channel_axis) {
+  if (reduction_rank != 0 || w.rank() != x.rank() + 2 || w[channel_axis] != 1) return w;
+  std::vector<size_t> d = w.dims();
+  d.erase(d.begin() + std::ptrdiff_t(channel_axis));
+  return NDShape(d);
+}
+
+// The convolution from the sample x to the sample y under the attributes: for Convolution x
+// is the operand; for ConvolutionTranspose x is the output (the convolution's input) whose
+// spatial extents `transpose_out` gives, and the operand is checked against the result.
+kernels::ConvShape geometry(const char* op, const NDShape& x, const NDShape& kernel,
+                            const Dictionary& a, const std::vector<size_t>* transpose_out) {
+  const size_t rr = size_t(a.get<int64_t>("reduction_rank"));
+  const NDShape w = kernel_of(x, kernel, rr, transpose_out ? 0 : 1);
+  const size_t n = spatial_rank(op, w, rr);
+  LOOM_CHECK(x.rank() == n + rr, ShapeError, op, ": the operand of shape ", x.to_string(),
+             " must have ", n + rr, " axes for the kernel of shape ", w.to_string(),
+             rr ? " (channels, then the spatial axes)" : " (reduction_rank 0: spatial axes only)");
+  for (bool s : option(a, "sharing"))
+    LOOM_CHECK(s, ShapeError, op, ": sharing=False is not supported (as in CNTK)");
+  const auto strides = per_axis(op, "strides", option(a, "strides"), n),
+             dilation = per_axis(op, "dilation", option(a, "dilation"), n),
+             auto_pad = per_axis(op, "auto_padding", option(a, "auto_padding"), n),
+             lower = per_axis(op, "lower_pad", option(a, "lower_pad"), n),
+             upper = per_axis(op, "upper_pad", option(a, "upper_pad"), n);
+  kernels::ConvShape s;
+  s.groups = size_t(a.get<int64_t>("groups"));
+  const size_t C = rr ? x[0] : 1;
+  const size_t first_kernel_axis = w.rank() - n;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t in = transpose_out ? (*transpose_out)[i] : x[rr + i];
+    s.axes.push_back(conv_detail::window_axis(op, in, w[first_kernel_axis + i], strides[i],
+                                              dilation[i], auto_pad[i] != 0, lower[i], upper[i]));
+  }
+  if (transpose_out) {
+    // W [C, O, kernel...] is the weight of the convolution from the output (O channels) to x.
+    s.in_channels = rr ? w[1] : w[0];
+    s.out_channels = C;
+    LOOM_CHECK(!rr || w[0] == C, ShapeError, op, ": the kernel of shape ", w.to_string(),
+               " must have the operand's ", C, " channels first");
+    for (size_t i = 0; i < n; ++i)
+      LOOM_CHECK(s.axes[i].output == x[rr + i], ShapeError, op, ": an output extent of ",
+                 (*transpose_out)[i], " does not convolve back to the operand's extent ", x[rr + i],
+                 " on spatial axis ", i);
+  } else {
+    s.in_channels = C;
+    s.out_channels = w[0];
+    LOOM_CHECK(s.groups >= 1 && C % s.groups == 0 && w[0] % s.groups == 0, ShapeError, op,
+               ": groups=", s.groups, " must divide the operand's ", C, " channels and the ", w[0],
+               " filters");
+    LOOM_CHECK(!rr || w[1] == C / s.groups, ShapeError, op, ": the kernel of shape ", w.to_string(),
+               " must have ", C / s.groups, " input channels (the operand of shape ", x.to_string(),
+               " has ", C, " channels in ", s.groups, " group(s))");
+  }
+  kernels::check_conv_shape(s, op);
+  return s;
+}
+
+NDShape spatial_output(const kernels::ConvShape& s, size_t channels) {
+  std::vector<size_t> d{channels};
+  for (const kernels::SpatialAxis& ax : s.axes) d.push_back(ax.output);
+  return NDShape(d);
+}
+NDShape spatial_input(const kernels::ConvShape& s, size_t channels) {
+  std::vector<size_t> d{channels};
+  for (const kernels::SpatialAxis& ax : s.axes) d.push_back(ax.input);
+  return NDShape(d);
+}
+
+// The output extents of a transposed convolution (see ConvolutionTransposeOptions).
+std::vector<size_t> transpose_extents(const char* op, const NDShape& x, const NDShape& kernel,
+                                      const Dictionary& a) {
+  const size_t rr = size_t(a.get<int64_t>("reduction_rank"));
+  const NDShape w = kernel_of(x, kernel, rr, 0);
+  const size_t n = spatial_rank(op, w, rr);
+  LOOM_CHECK(x.rank() == n + rr, ShapeError, op, ": the operand of shape ", x.to_string(),
+             " must have ", n + rr, " axes for the kernel of shape ", w.to_string());
+  const NDShape& given = a.get<NDShape>("output_shape");
+  if (!given.empty()) {
+    LOOM_CHECK(given.rank() == n || given.rank() == n + 1, ShapeError, op, ": output_shape ",
+               given.to_string(), " must give the ", n, " spatial extents (or channels too)");
+    return given.sub_shape(given.rank() - n).dims();
+  }
+  const auto strides = per_axis(op, "strides", option(a, "strides"), n),
+             dilation = per_axis(op, "dilation", option(a, "dilation"), n),
+             auto_pad = per_axis(op, "auto_padding", option(a, "auto_padding"), n),
+             lower = per_axis(op, "lower_pad", option(a, "lower_pad"), n),
+             upper = per_axis(op, "upper_pad", option(a, "upper_pad"), n);
+  std::vector<size_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const long in = long(x[rr + i]), extent = long((w[w.rank() - n + i] - 1) * dilation[i] + 1);
+    const long base = (in - 1) * long(strides[i]);
+    const long e = auto_pad[i] ? base + 1 : base + extent - long(lower[i] + upper[i]);
+    LOOM_CHECK(e >= 1, ShapeError, op, ": padding leaves no output on spatial axis ", i);
+    out[i] = size_t(e);
+  }
+  return out;
+}
+
+void set_batch(kernels::ConvShape& s, const Tensor& t) {
+  s.batch = t.rows();
+}
+
+class ConvolutionOp : public OpDef {
+ public:
+  const char* name() const override { return "Convolution"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const Variable &W = in[0], &x = in[1];
+    LOOM_CHECK(!W.has_batch_axis(), ShapeError, "Convolution: the kernel '", W.name(),
+               "' must not have dynamic axes");
+    LOOM_CHECK(W.dtype() == x.dtype(), ShapeError, "Convolution: kernel and operand have types ",
+               to_string(W.dtype()), " and ", to_string(x.dtype()));
+    NDShape ws = W.shape();
+    const size_t rr = size_t(a.get<int64_t>("reduction_rank"));
+    if (ws.has_inferred()) {
+      LOOM_CHECK(W.is_parameter() && ws.rank() > 2 && ws[1] == NDShape::kInferred &&
+                     !ws.sub_shape(2).has_inferred() && ws[0] != NDShape::kInferred,
+                 ShapeError, "Convolution: only the input-channel axis of a parameter kernel ",
+                 "can be inferred (kernel shape ", ws.to_string(), ")");
+      const size_t groups = size_t(a.get<int64_t>("groups"));
+      LOOM_CHECK(rr == 0 || (x.shape().rank() >= 1 && groups >= 1 && x.shape()[0] % groups == 0),
+                 ShapeError,
+                 "Convolution: cannot infer the kernel's input channels from an operand of shape ",
+                 x.shape().to_string(), " in ", groups, " group(s)");
+      ws[1] = rr == 0 ? 1 : x.shape()[0] / groups;
+      geometry(name(), x.shape(), ws, a, nullptr);  // checked before W is fixed
+      resolve_parameter_shape(W, ws);
+    }
+    const kernels::ConvShape s = geometry(name(), x.shape(), ws, a, nullptr);
+    return {{spatial_output(s, s.out_channels), x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    kernels::ConvShape s = geometry(name(), x.sample_shape(), W.shape, call.attributes, nullptr);
+    set_batch(s, x);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::convolution_forward<T>(s, x.ptr<T>(), W.ptr<T>(), call.output->ptr<T>());
+    });
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    kernels::ConvShape s = geometry(name(), x.sample_shape(), W.shape, call.attributes, nullptr);
+    set_batch(s, x);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      if (index == 0)
+        kernels::convolution_backward_weights<T>(s, x.ptr<T>(), dy, g.ptr<T>(), accumulate);
+      else
+        kernels::convolution_backward_data<T>(s, dy, W.ptr<T>(), g.ptr<T>(), accumulate);
+    });
+  }
+};
+
+class ConvolutionTransposeOp : public OpDef {
+ public:
+  const char* name() const override { return "ConvolutionTranspose"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const Variable &W = in[0], &x = in[1];
+    LOOM_CHECK(!W.has_batch_axis(), ShapeError, "ConvolutionTranspose: the kernel '", W.name(),
+               "' must not have dynamic axes");
+    LOOM_CHECK(W.dtype() == x.dtype(), ShapeError,
+               "ConvolutionTranspose: kernel and operand have types ", to_string(W.dtype()),
+               " and ", to_string(x.dtype()));
+    NDShape ws = W.shape();
+    const size_t rr = size_t(a.get<int64_t>("reduction_rank"));
+    if (ws.has_inferred()) {
+      LOOM_CHECK(W.is_parameter() && ws.rank() > 2 && ws[0] == NDShape::kInferred &&
+                     !ws.sub_shape(1).has_inferred() && x.shape().rank() >= 1,
+                 ShapeError, "ConvolutionTranspose: only the input-channel axis (the first) of ",
+                 "a parameter kernel can be inferred (kernel shape ", ws.to_string(), ")");
+      ws[0] = rr == 0 ? 1 : x.shape()[0];
+      const auto out = transpose_extents(name(), x.shape(), ws, a);
+      geometry(name(), x.shape(), ws, a, &out);
+      resolve_parameter_shape(W, ws);
+    }
+    const auto out = transpose_extents(name(), x.shape(), ws, a);
+    const kernels::ConvShape s = geometry(name(), x.shape(), ws, a, &out);
+    const NDShape& given = a.get<NDShape>("output_shape");
+    LOOM_CHECK(given.rank() != out.size() + 1 || given[0] == s.in_channels, ShapeError,
+               "ConvolutionTranspose: output_shape ", given.to_string(), " has ", given[0],
+               " channels, the kernel of shape ", ws.to_string(), " ", s.in_channels);
+    return {{spatial_input(s, s.in_channels), x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  kernels::ConvShape shape_of(const OpCall& call) const {
+    const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    const NDShape sample = x.sample_shape();
+    const auto out = transpose_extents(name(), sample, W.shape, call.attributes);
+    kernels::ConvShape s = geometry(name(), sample, W.shape, call.attributes, &out);
+    set_batch(s, x);
+    return s;
+  }
+
+  // The transposed convolution's output is the convolution's input and its operand the
+  // convolution's output.
+  void forward(OpCall& call) const override {
+    const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    const kernels::ConvShape s = shape_of(call);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::convolution_backward_data<T>(s, x.ptr<T>(), W.ptr<T>(), call.output->ptr<T>(),
+                                            false);
+    });
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    const kernels::ConvShape s = shape_of(call);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      if (index == 0)
+        kernels::convolution_backward_weights<T>(s, dy, x.ptr<T>(), g.ptr<T>(), accumulate);
+      else
+        kernels::convolution_forward<T>(s, dy, W.ptr<T>(), g.ptr<T>(), accumulate);
+    });
+  }
+};
+
+const ConvolutionOp kConvolution;
+const ConvolutionTransposeOp kConvolutionTranspose;
+
+Dictionary window_attributes(const std::vector<size_t>& strides, const std::vector<bool>& sharing,
+                             const std::vector<bool>& auto_padding,
+                             const std::vector<size_t>& lower_pad,
+                             const std::vector<size_t>& upper_pad,
+                             const std::vector<size_t>& dilation, size_t reduction_rank) {
+  LOOM_CHECK(reduction_rank <= 1, ArgumentError, "convolution: reduction_rank ", reduction_rank,
+             " is not supported (0 or 1, as in CNTK)");
+  Dictionary a;
+  a["strides"] = to_shape(strides);
+  a["sharing"] = to_shape(sharing);
+  a["auto_padding"] = to_shape(auto_padding);
+  a["lower_pad"] = to_shape(lower_pad);
+  a["upper_pad"] = to_shape(upper_pad);
+  a["dilation"] = to_shape(dilation);
+  a["reduction_rank"] = int64_t(reduction_rank);
+  return a;
+}
+
+}  // namespace
+
+const OpDef& convolution_op() {
+  return kConvolution;
+}
+const OpDef& convolution_transpose_op() {
+  return kConvolutionTranspose;
+}
+
+Function convolution(const Variable& convolution_map, const Variable& operand,
+                     const ConvolutionOptions& o) {
+  Dictionary a = window_attributes(o.strides, o.sharing, o.auto_padding, o.lower_pad, o.upper_pad,
+                                   o.dilation, o.reduction_rank);
+  a["groups"] = int64_t(o.groups);
+  return make_primitive(kConvolution, {convolution_map, operand}, std::move(a), o.name);
+}
+
+Function convolution_transpose(const Variable& convolution_map, const Variable& operand,
+                               const ConvolutionTransposeOptions& o) {
+  Dictionary a = window_attributes(o.strides, o.sharing, o.auto_padding, o.lower_pad, o.upper_pad,
+                                   o.dilation, o.reduction_rank);
+  a["groups"] = int64_t(1);
+  a["output_shape"] = o.output_shape.value_or(NDShape());
+  return make_primitive(kConvolutionTranspose, {convolution_map, operand}, std::move(a), o.name);
+}
+
+}  // namespace loom

@@ -1,0 +1,75 @@
+// Convolution and transposed convolution over samples [C, spatial...] (1 to 3 spatial axes),
+// as CNTK's convolution(convolution_map, operand, ...). Per-axis options (strides,
+// auto_padding, lower_pad, upper_pad, dilation) take one value for every spatial axis, one
+// per spatial axis, or, as CNTK's kernel-rank tuples, one more in front for the channel axis
+// (ignored: the channel axis is always reduced whole).
+//
+// Automatic padding ("same") follows CNTK: the output extent is ceil(input / stride) and the
+// window is centred, its first position at extra / 2 where extra = input - ((out - 1) * stride
+// + 1); for an even window the extra padding goes to the upper side (kernel 4: 1 below, 2
+// above). Without it the window stays inside the input plus the explicit lower/upper pads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/graph/function.h"
+#include "loom/kernels/convolution.h"
+
+namespace loom {
+
+struct ConvolutionOptions {
+  std::vector<size_t> strides{1};
+  std::vector<bool> sharing{true};  // must be true (as in CNTK)
+  std::vector<bool> auto_padding{true};
+  std::vector<size_t> lower_pad{0}, upper_pad{0};  // where auto_padding is false
+  std::vector<size_t> dilation{1};
+  // 1: the operand has a channel axis in front, W is [O, C / groups, kernel...]. 0: it has
+  // none (a black-and-white image [H, W]) and W is [O, kernel...] or, as CNTK's layers make
+  // it, [O, 1, kernel...] (an inferred 1 is inferred).
+  size_t reduction_rank = 1;
+  size_t groups = 1;
+  std::string name;
+};
+
+// The convolution of operand [C, spatial...] with convolution_map W [O, C / groups,
+// kernel...]: output [O, out...]. W's input-channel axis may be NDShape::kInferred (a
+// parameter learns C / groups at the first call).
+Function convolution(const Variable& convolution_map, const Variable& operand,
+                     const ConvolutionOptions& options = {});
+
+struct ConvolutionTransposeOptions {
+  std::vector<size_t> strides{1};
+  std::vector<bool> sharing{true};
+  std::vector<bool> auto_padding{true};
+  std::vector<size_t> lower_pad{0}, upper_pad{0};
+  // The spatial output extents (or [O, spatial...]); unset: the smallest whose convolution
+  // gives the operand's extents, (in - 1) * stride + 1 with auto padding, else
+  // (in - 1) * stride + dilated kernel - lower_pad - upper_pad.
+  std::optional<NDShape> output_shape;
+  std::vector<size_t> dilation{1};
+  size_t reduction_rank = 1;  // 0: W is [O, kernel...] or [1, O, kernel...]
+  std::string name;
+};
+
+// The gradient of a convolution with respect to its input, as a function of operand
+// [C, spatial...] and convolution_map W [C, O, kernel...] (C: the operand's channels; O may be
+// given, C inferred): output [O, out...]. A convolution with the same W maps the output's
+// shape back to the operand's.
+Function convolution_transpose(const Variable& convolution_map, const Variable& operand,
+                               const ConvolutionTransposeOptions& options = {});
+
+namespace conv_detail {
+// Where a window goes along one axis under CNTK's padding rules (see the file comment);
+// ShapeError naming op when the input is too small for the window.
+kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, size_t stride,
+                                 size_t dilation, bool auto_pad, size_t lower_pad,
+                                 size_t upper_pad);
+// A per-axis option for `rank` spatial axes: one value for all, one per axis, or one more in
+// front (the channel axis, dropped). ShapeError naming op and the option otherwise.
+std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,
+                             size_t rank);
+}  // namespace conv_detail
+
+}  // namespace loom

@@ -1,0 +1,268 @@
+#include "loom/ops/convolution.h"
+
+#include <gtest/gtest.h>
+
+#include "loom/ops/elementwise.h"
+#include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
+
+namespace loom {
+namespace {
+
+constexpr size_t kInf = NDShape::kInferred;
+
+// An array of the given values in data type dt.
+NDArrayView array(const NDShape& shape, const std::vector<double>& v, DataType dt) {
+  return dispatch(dt, [&](auto zero) {
+    using T = decltype(zero);
+    return NDArrayView::from_vector<T>(shape, std::vector<T>(v.begin(), v.end()));
+  });
+}
+
+NDShape out_shape(const Function& f) {
+  return f.output().shape();
+}
+
+TEST(Convolution, OutputShapes) {
+  Variable x = input_variable({1, 28, 28});
+  // The seed-002 convnet's first layer: 5x5, padded, 32 filters.
+  Function c = convolution(parameter({32, 1, 5, 5}), x);
+  EXPECT_EQ(c.op_name(), "Convolution");
+  EXPECT_EQ(out_shape(c), (NDShape{32, 28, 28}));
+  EXPECT_EQ(out_shape(convolution(parameter({32, 1, 5, 5}), x, {.auto_padding = {false}})),
+            (NDShape{32, 24, 24}));
+  // Automatic padding gives ceil(input / stride); per-axis options.
+  EXPECT_EQ(out_shape(convolution(parameter({8, 1, 3, 3}), x, {.strides = {2, 3}})),
+            (NDShape{8, 14, 10}));
+  EXPECT_EQ(out_shape(convolution(parameter({8, 1, 3, 3}), x,
+                                  {.strides = {1, 2, 3}, .auto_padding = {false, false, true}})),
+            (NDShape{8, 13, 10}));
+  // Explicit padding and dilation (a dilated 3-tap kernel spans 5).
+  EXPECT_EQ(out_shape(convolution(parameter({4, 1, 3, 3}), x,
+                                  {.auto_padding = {false}, .lower_pad = {1}, .upper_pad = {2}})),
+            (NDShape{4, 29, 29}));
+  EXPECT_EQ(out_shape(convolution(parameter({4, 1, 3, 3}), x,
+                                  {.auto_padding = {false}, .dilation = {2}})),
+            (NDShape{4, 24, 24}));
+  // reduction_rank 0: no channel axis, W [O, kernel...].
+  Variable bw = input_variable({28, 28});
+  EXPECT_EQ(out_shape(convolution(parameter({6, 5, 5}), bw, {.reduction_rank = 0})),
+            (NDShape{6, 28, 28}));
+  // ... or CNTK's layer shape [O, 1, kernel...], whose 1 may be inferred.
+  Parameter w1 = parameter({6, kInf, 5, 5});
+  EXPECT_EQ(out_shape(convolution(w1, bw, {.reduction_rank = 0})), (NDShape{6, 28, 28}));
+  EXPECT_EQ(w1.shape(), (NDShape{6, 1, 5, 5}));
+  // Groups: W has C / groups input channels.
+  Variable x6 = input_variable({6, 5, 5});
+  EXPECT_EQ(out_shape(convolution(parameter({4, 3, 3, 3}), x6, {.groups = 2})), (NDShape{4, 5, 5}));
+  // 1D and 3D.
+  EXPECT_EQ(out_shape(convolution(parameter({5, 2, 3}), input_variable({2, 10}),
+                                  {.strides = {2}, .auto_padding = {false}})),
+            (NDShape{5, 4}));
+  EXPECT_EQ(out_shape(convolution(parameter({3, 2, 2, 3, 3}), input_variable({2, 4, 6, 6}))),
+            (NDShape{3, 4, 6, 6}));
+  // Sequences keep their dynamic axes.
+  Variable s = sequence::input_variable({2, 5, 5});
+  EXPECT_EQ(Variable(convolution(parameter({3, 2, 3, 3}), s)).type_string(),
+            "Sequence[Tensor[3,5,5]]");
+}
+
+TEST(Convolution, InfersTheKernelsInputChannels) {
+  Parameter W = parameter({12, kInf, 3, 3}, glorot_uniform(), kF64);
+  Variable x = input_variable({6, 8, 8}, f64());
+  EXPECT_EQ(out_shape(convolution(W, x, {.groups = 3})), (NDShape{12, 8, 8}));
+  EXPECT_EQ(W.shape(), (NDShape{12, 2, 3, 3}));
+  EXPECT_EQ(W.value().shape(), (NDShape{12, 2, 3, 3}));
+  // A mismatch found while inferring leaves the parameter's shape open.
+  Parameter open = parameter({16, kInf, 3, 3}, glorot_uniform(), kF64);
+  EXPECT_THROW(convolution(open, x, {.groups = 4}), ShapeError);
+  EXPECT_EQ(open.shape(), (NDShape{16, kInf, 3, 3}));
+  Parameter Wt = parameter({kInf, 5, 2, 2}, glorot_uniform(), kF64);
+  EXPECT_EQ(out_shape(convolution_transpose(Wt, x, {.strides = {2}, .auto_padding = {false}})),
+            (NDShape{5, 16, 16}));
+  EXPECT_EQ(Wt.shape(), (NDShape{6, 5, 2, 2}));
+}
+
+TEST(Convolution, RejectsBadShapesAndOptions) {
+  Variable x = input_variable({3, 8, 8});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 2, 3, 3}), x);
+      },
+      {"Convolution", "[4,2,3,3]", "3 input channels", "[3,8,8]"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 3}), x);
+      },
+      {"Convolution", "[3,8,8]", "must have 2 axes"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 1, 3, 3}), x, {.groups = 2});
+      },
+      {"groups=2", "3 channels"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 3, 3}), x, {.strides = {1, 2, 3, 4}});
+      },
+      {"strides has 4 values for 2 spatial axes"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 9, 3}), x, {.auto_padding = {false}});
+      },
+      {"input extent of 8", "window extent 9"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 3, 3}), x, {.sharing = {false}});
+      },
+      {"sharing=False"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 3, 3}, glorot_uniform(), kF64), x);
+      },
+      {"Convolution", "types"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 1, 1, 1, 1}), input_variable({3, 2, 2, 2, 2}));
+      },
+      {"1 to 3 spatial axes"});
+  expect_shape_error(
+      [&] {
+        convolution_transpose(parameter({4, 2, 3, 3}), x);
+      },
+      {"ConvolutionTranspose", "operand's 3 channels"});
+  expect_shape_error(
+      [&] {
+        convolution_transpose(parameter({3, 2, 3, 3}), x,
+                              {.strides = {2}, .output_shape = NDShape{20, 20}});
+      },
+      {"output extent of 20", "operand's extent 8"});
+  EXPECT_THROW(convolution(parameter({4, 3, 3, 3}), x, {.reduction_rank = 2}), ArgumentError);
+}
+
+// Values where CNTK's centred automatic padding shows: an even window puts the extra padding
+// above, and a stride starts the windows at extra / 2.
+TEST(Convolution, AutomaticPaddingFollowsCntk) {
+  for (DataType dt : {kF32, kF64}) {
+    Variable x = input_variable({1, 5}, {.dtype = dt});
+    const Value v = Value(array({1, 1, 5}, {1, 2, 3, 4, 5}, dt), false);
+    // Kernel 4 of ones: windows cover [i - 1, i + 2].
+    Function four = convolution(constant(array({1, 1, 4}, {1, 1, 1, 1}, dt)), x);
+    expect_all_near(values(four.eval_one({{x, v}})), {6, 10, 14, 12, 9}, 1e-6, "kernel 4");
+    // Kernel 3, stride 2, on 6 elements: 3 outputs, windows at -1, 1, 3.
+    Variable x6 = input_variable({1, 6}, {.dtype = dt});
+    Function three = convolution(constant(array({1, 1, 3}, {1, 1, 1}, dt)), x6, {.strides = {2}});
+    const Value v6 = Value(array({1, 1, 6}, {1, 2, 3, 4, 5, 6}, dt), false);
+    expect_all_near(values(three.eval_one({{x6, v6}})), {3, 9, 15}, 1e-6, "stride 2");
+  }
+}
+
+struct ConvCase {
+  std::string name;
+  NDShape w, x;
+  ConvolutionOptions options;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"same", {3, 2, 3, 3}, {2, 5, 4}, {}},
+      {"even_kernel_strided", {2, 2, 4, 2}, {2, 7, 6}, {.strides = {2, 3}}},
+      {"valid_dilated", {2, 1, 2, 3}, {1, 6, 7}, {.auto_padding = {false}, .dilation = {2, 1}}},
+      {"explicit_pads",
+       {2, 2, 3, 3},
+       {2, 4, 5},
+       {.auto_padding = {false}, .lower_pad = {1, 0}, .upper_pad = {2, 1}}},
+      {"groups", {4, 2, 3, 3}, {4, 4, 4}, {.groups = 2}},
+      {"reduction_rank_0", {3, 3, 3}, {5, 5}, {.reduction_rank = 0}},
+      {"reduction_rank_0_layer_kernel", {3, 1, 3, 3}, {5, 5}, {.reduction_rank = 0}},
+      {"1d", {3, 2, 3}, {2, 9}, {.strides = {2}}},
+      {"3d", {2, 2, 2, 3, 2}, {2, 3, 4, 3}, {.strides = {1, 2, 1}}},
+      {"negative_pad", {2, 2, 1, 3}, {2, 8, 5}, {.strides = {4, 1}}},
+  };
+}
+
+TEST(Convolution, GradientsMatchFiniteDifferences) {
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    Parameter W = parameter(random_array(c.w, kF64, 1), "W");
+    Variable x = input_variable(c.x, f64("x"));
+    expect_gradients_match(convolution(W, x, c.options), {{x, random_batch(c.x, 2, kF64, 2)}},
+                           {x, W});
+  }
+  // Over sequences (the rows of all steps form the batch).
+  Parameter W = parameter(random_array({2, 2, 3, 3}, kF64, 3), "W");
+  Variable s = sequence::input_variable({2, 4, 4}, f64("s"));
+  expect_gradients_match(convolution(W, s), {{s, random_sequences({2, 4, 4}, kLengths, kF64, 4)}},
+                         {s, W});
+}
+
+TEST(Convolution, Float32MatchesFloat64) {
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_float32_matches_float64([&](DataType dt) {
+      Parameter W = parameter(random_array(c.w, dt, 5), "W");
+      Variable x = input_variable(c.x, {.dtype = dt, .name = "x"});
+      return OpCase{convolution(W, x, c.options), {{x, random_batch(c.x, 3, dt, 6)}}, {x, W}};
+    });
+  }
+}
+
+struct TransposeCase {
+  std::string name;
+  NDShape w, x;
+  ConvolutionTransposeOptions options;
+};
+
+std::vector<TransposeCase> transpose_cases() {
+  return {
+      {"same", {2, 3, 3, 3}, {2, 4, 5}, {}},
+      {"strided_valid", {2, 3, 3, 2}, {2, 3, 4}, {.strides = {2}, .auto_padding = {false}}},
+      {"output_shape", {2, 1, 3, 3}, {2, 3, 3}, {.strides = {2}, .output_shape = NDShape{6, 5}}},
+      {"1d_dilated", {3, 2, 2}, {3, 5}, {.auto_padding = {false}, .dilation = {2}}},
+  };
+}
+
+TEST(ConvolutionTranspose, ShapesGradientsAndFloat32) {
+  Variable x = input_variable({2, 4, 5});
+  EXPECT_EQ(out_shape(convolution_transpose(parameter({2, 3, 3, 3}), x)), (NDShape{3, 4, 5}));
+  EXPECT_EQ(out_shape(convolution_transpose(parameter({2, 3, 3, 3}), x,
+                                            {.strides = {2}, .auto_padding = {false}})),
+            (NDShape{3, 9, 11}));
+  for (const TransposeCase& c : transpose_cases()) {
+    SCOPED_TRACE(c.name);
+    Parameter W = parameter(random_array(c.w, kF64, 7), "W");
+    Variable v = input_variable(c.x, f64("x"));
+    Function t = convolution_transpose(W, v, c.options);
+    expect_gradients_match(t, {{v, random_batch(c.x, 2, kF64, 8)}}, {v, W});
+    // A convolution with the same W maps the output back to the operand's shape.
+    ConvolutionOptions back{.strides = c.options.strides,
+                            .auto_padding = c.options.auto_padding,
+                            .dilation = c.options.dilation};
+    EXPECT_EQ(out_shape(convolution(W, t, back)), c.x);
+    expect_float32_matches_float64([&](DataType dt) {
+      Parameter W = parameter(random_array(c.w, dt, 9), "W");
+      Variable v = input_variable(c.x, {.dtype = dt, .name = "x"});
+      return OpCase{
+          convolution_transpose(W, v, c.options), {{v, random_batch(c.x, 3, dt, 10)}}, {v, W}};
+    });
+  }
+}
+
+// The transposed convolution is the adjoint of the convolution: for any y,
+// <conv(W, x), y> = <x, conv_transpose(W, y)>.
+TEST(ConvolutionTranspose, IsTheAdjointOfConvolution) {
+  const NDArrayView w = random_array({3, 2, 3, 2}, kF64, 11);
+  const Value xv = random_batch({2, 7, 6}, 2, kF64, 12), yv = random_batch({3, 4, 2}, 2, kF64, 13);
+  Variable x = input_variable({2, 7, 6}, f64()), y = input_variable({3, 4, 2}, f64());
+  const auto cx = values(convolution(constant(w), x, {.strides = {2, 3}}).eval_one({{x, xv}}));
+  const auto ty = values(
+      convolution_transpose(constant(w), y, {.strides = {2, 3}, .output_shape = NDShape{7, 6}})
+          .eval_one({{y, yv}}));
+  const auto xs = values(xv), ys = values(yv);
+  double a = 0, b = 0;
+  for (size_t i = 0; i < cx.size(); ++i) a += cx[i] * ys[i];
+  for (size_t i = 0; i < ty.size(); ++i) b += xs[i] * ty[i];
+  EXPECT_NEAR(a, b, 1e-12 * std::max(1.0, std::abs(a)));
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,168 @@
+#include "loom/ops/pooling.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <numeric>
+
+#include "loom/ops/convolution.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/gradient_check.h"
+#include "loom/ops/ops_test_util.h"
+#include "loom/ops/reduction.h"
+#include "loom/serialize/model_file.h"
+
+namespace loom {
+namespace {
+
+NDShape out_shape(const Function& f) {
+  return f.output().shape();
+}
+
+TEST(Pooling, OutputShapes) {
+  Variable x = input_variable({32, 28, 28});
+  // The seed-002 convnet: 3x3 windows, stride 2, no padding (CNTK's default).
+  Function p = pooling(x, PoolingType::Max, {3, 3}, {.strides = {2}});
+  EXPECT_EQ(p.op_name(), "Pooling");
+  EXPECT_EQ(out_shape(p), (NDShape{32, 13, 13}));
+  EXPECT_EQ(
+      out_shape(pooling(x, PoolingType::Max, {3, 3}, {.strides = {2}, .auto_padding = {true}})),
+      (NDShape{32, 14, 14}));
+  EXPECT_EQ(out_shape(pooling(x, PoolingType::Average, {2, 3}, {.strides = {2, 3}})),
+            (NDShape{32, 14, 9}));
+  // The window pools the trailing axes; all leading axes are channels.
+  EXPECT_EQ(out_shape(pooling(input_variable({2, 3, 8}), PoolingType::Max, {2}, {.strides = {2}})),
+            (NDShape{2, 3, 4}));
+  EXPECT_EQ(out_shape(pooling(input_variable({4, 4, 4}), PoolingType::Max, {2, 2, 2})),
+            (NDShape{3, 3, 3}));
+  EXPECT_EQ(out_shape(global_pooling(x, PoolingType::Average)), (NDShape{32, 1, 1}));
+  EXPECT_EQ(out_shape(global_pooling(input_variable({5, 7}), PoolingType::Max)), (NDShape{5, 1}));
+  EXPECT_EQ(Variable(pooling(sequence::input_variable({2, 4, 4}), PoolingType::Max, {2, 2}))
+                .type_string(),
+            "Sequence[Tensor[2,3,3]]");
+}
+
+TEST(Pooling, RejectsBadShapes) {
+  Variable x = input_variable({2, 4, 4});
+  expect_shape_error(
+      [&] {
+        pooling(x, PoolingType::Max, {5, 2});
+      },
+      {"Pooling", "input extent of 4", "window extent 5"});
+  expect_shape_error(
+      [&] {
+        pooling(x, PoolingType::Max, {2, 2, 2, 2});
+      },
+      {"Pooling", "[2,2,2,2]", "[2,4,4]"});
+  expect_shape_error(
+      [&] {
+        pooling(x, PoolingType::Max, {2, 2}, {.strides = {1, 2, 3, 4}});
+      },
+      {"strides has 4 values"});
+  expect_shape_error([&] { pooling(x, PoolingType::Max, {}); }, {"must be given"});
+}
+
+// 1..16 as one 4x4 channel; 3x3 windows at stride 2 with automatic padding start at -1 + 1.
+TEST(Pooling, Values) {
+  for (DataType dt : {kF32, kF64}) {
+    Variable x = input_variable({1, 4, 4}, {.dtype = dt});
+    std::vector<double> v(16);
+    std::iota(v.begin(), v.end(), 1.0);
+    const Value in = dispatch(dt, [&](auto zero) {
+      using T = decltype(zero);
+      return Value(NDArrayView::from_vector<T>({1, 1, 4, 4}, std::vector<T>(v.begin(), v.end())),
+                   false);
+    });
+    const PoolingOptions pad{.strides = {2}, .auto_padding = {true}};
+    // in = 4, stride 2: 2 outputs, extra = 1, windows centred at 0 and 2: rows -1..1, 1..3.
+    expect_all_near(values(pooling(x, PoolingType::Max, {3, 3}, pad).eval_one({{x, in}})),
+                    {6, 8, 14, 16}, 0, "max");
+    expect_all_near(
+        values(pooling(x, PoolingType::Average, {3, 3}, pad).eval_one({{x, in}})),
+        {(1 + 2 + 5 + 6) / 4.0, (2 + 3 + 4 + 6 + 7 + 8) / 6.0, (5 + 6 + 9 + 10 + 13 + 14) / 6.0,
+         (6 + 7 + 8 + 10 + 11 + 12 + 14 + 15 + 16) / 9.0},
+        1e-6, "average");
+    PoolingOptions include = pad;
+    include.include_pad = true;
+    expect_all_near(values(pooling(x, PoolingType::Average, {3, 3}, include).eval_one({{x, in}})),
+                    {14 / 9.0, 30 / 9.0, 57 / 9.0, 99 / 9.0}, 1e-6, "average with padding");
+    expect_all_near(values(global_pooling(x, PoolingType::Max).eval_one({{x, in}})), {16}, 0,
+                    "global max");
+    expect_all_near(values(global_pooling(x, PoolingType::Average).eval_one({{x, in}})), {8.5},
+                    1e-6, "global average");
+  }
+}
+
+struct PoolCase {
+  std::string name;
+  NDShape x, window;
+  PoolingOptions options;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"overlapping", {2, 7, 6}, {3, 3}, {.strides = {2}}},
+      {"padded", {2, 6, 5}, {3, 2}, {.strides = {2, 1}, .auto_padding = {true}}},
+      {"padded_include",
+       {2, 5, 5},
+       {3, 3},
+       {.strides = {2}, .auto_padding = {true}, .include_pad = true}},
+      {"1d", {3, 9}, {4}, {.strides = {3}, .auto_padding = {true}}},
+      {"3d", {2, 4, 5, 3}, {2, 3, 2}, {.strides = {1, 2, 1}}},
+      {"negative_pad", {2, 8}, {1}, {.strides = {4}, .auto_padding = {true}}},
+  };
+}
+
+TEST(Pooling, GradientsMatchFiniteDifferences) {
+  for (PoolingType type : {PoolingType::Max, PoolingType::Average}) {
+    for (const PoolCase& c : pool_cases()) {
+      SCOPED_TRACE(c.name + (type == PoolingType::Max ? " max" : " average"));
+      Variable x = input_variable(c.x, f64("x"));
+      expect_gradients_match(pooling(x, type, c.window, c.options),
+                             {{x, random_batch(c.x, 2, kF64, 1)}}, {x});
+    }
+    Variable s = sequence::input_variable({2, 4, 4}, f64("s"));
+    expect_gradients_match(global_pooling(s, type),
+                           {{s, random_sequences({2, 4, 4}, kLengths, kF64, 2)}}, {s});
+  }
+}
+
+TEST(Pooling, Float32MatchesFloat64) {
+  for (PoolingType type : {PoolingType::Max, PoolingType::Average}) {
+    for (const PoolCase& c : pool_cases()) {
+      SCOPED_TRACE(c.name);
+      expect_float32_matches_float64([&](DataType dt) {
+        Variable x = input_variable(c.x, {.dtype = dt, .name = "x"});
+        return OpCase{
+            pooling(x, type, c.window, c.options), {{x, random_batch(c.x, 3, dt, 3)}}, {x}};
+      });
+    }
+  }
+}
+
+// Convolution, transposed convolution and pooling keep their attributes through a model file.
+TEST(Pooling, ConvolutionAndPoolingSurviveSaveAndLoad) {
+  Variable x = input_variable({2, 9, 8}, f64("x"));
+  Function conv =
+      convolution(parameter(random_array({4, 2, 3, 2}, kF64, 1)), x,
+                  {.strides = {2, 1}, .auto_padding = {true, false}, .dilation = {1, 2}});
+  Function up = convolution_transpose(parameter(random_array({4, 3, 2, 2}, kF64, 2)), conv,
+                                      {.strides = {2}, .output_shape = NDShape{10, 12}});
+  Function f = plus(global_pooling(pooling(up, PoolingType::Max, {3, 3},
+                                           {.strides = {2}, .auto_padding = {true}}),
+                                   PoolingType::Average),
+                    reduce_sum(pooling(conv, PoolingType::Average, {2, 2}, {.include_pad = true})));
+  const auto path = std::filesystem::path(::testing::TempDir()) /
+                    ("loom_pool_model_" + std::to_string(getpid()) + ".model");
+  save_model(f, path.string());
+  Function g = load_model(path.string());
+  std::filesystem::remove(path);
+  const Value in = random_batch({2, 9, 8}, 2, kF64, 3);
+  expect_all_near(values(g.eval_one({{g.arguments().at(0), in}})), values(f.eval_one({{x, in}})), 0,
+                  "loaded model");
+}
+
+}  // namespace
+}  // namespace loom
