@@ -11,6 +11,8 @@ packages=(
   # the reference peer for bench/: PyTorch, with OpenBLAS as its BLAS (Debian's default
   # libblas is the slow reference implementation)
   python3-numpy python3-torch libopenblas0
+  # real data for the IDX reader's test and bench/mnist: Fashion-MNIST in IDX format
+  dataset-fashion-mnist
 )
 missing=()
 for p in "${packages[@]}"; do

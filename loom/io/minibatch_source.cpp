@@ -186,7 +186,9 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& unit
   }
 
   size_t batch = units.size();
-  NDShape shape{batch, max_length, dim};
+  // Dense samples keep their shape ([1,28,28] images); CSR needs one row per sample.
+  NDShape shape = info.is_sparse() ? NDShape{batch, max_length, dim}
+                                   : NDShape{batch, max_length}.append(info.sample_shape);
   NDArrayView data = dispatch(info.dtype, [&](auto zero) {
     using T = decltype(zero);
     if (!info.is_sparse()) {

@@ -60,6 +60,8 @@ class MinibatchSource {
 
   const StreamInformation& operator[](const std::string& name) const;
   const std::vector<StreamInformation>& stream_infos() const { return streams_; }
+  // Samples in one sweep over the data.
+  size_t samples_per_sweep() const { return sweep_size_; }
 
   // {"minibatchSourcePosition": global sample position}.
   Dictionary get_checkpoint_state() const;

@@ -1,0 +1,322 @@
+// Fashion-MNIST training and inference speed, Loom beside PyTorch in one run. Each row runs in
+// a child process of its own, for Loom (this program with --row NAME) and for PyTorch
+// (mnist_torch.py --row NAME), so each side's peak RSS (wait4's ru_maxrss) is that row's alone.
+//
+//   rows: conv_train_256, conv_train_64 (seed 002's convnet, training), conv_infer_256 (its
+//         forward), mlp_train_64, mlp_train_256 (784-200-200-10 relu MLP, training)
+//
+// A training step reads a randomized minibatch of the training set from the IDX files through
+// IDXDeserializer + MinibatchSource, and runs Trainer::train_minibatch with
+// cross_entropy_with_softmax (summed over the minibatch), classification_error and CNTK's
+// momentum_sgd at lr 0.001 and momentum 0.9990239141819757 per sample (seed 002's parameters;
+// the PyTorch side implements the same update).
+//
+//   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
+//   bench_mnist --row NAME [--seconds S] [--threads N]     (one row, Loom only: the child)
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loom/graph/executor.h"
+#include "loom/io/idx_deserializer.h"
+#include "loom/layers/convolution.h"
+#include "loom/layers/default_options.h"
+#include "loom/layers/dropout.h"
+#include "loom/layers/pooling.h"
+#include "loom/loom.h"
+
+extern char** environ;
+
+using namespace loom;
+
+namespace {
+
+const std::string kData = "/usr/share/datasets/fashion-mnist/";
+constexpr double kLrPerSample = 0.001, kMomentumPerSample = 0.9990239141819757;
+
+struct Row {
+  const char* name;
+  bool conv, train;
+  size_t minibatch;
+  // Multiply-accumulates of one sample's forward pass; a training step costs 3x (forward,
+  // gradient of the inputs, gradient of the weights), a FLOP is half a MAC.
+  double macs;
+};
+
+// Convnet: conv 5x5x1->32 at 28x28, conv 3x3x32->48 at 11x11, conv 3x3x48->64 at 3x3, dense
+// 576->96 and 96->10 (pooling and activations are not counted).
+constexpr double kConvMacs =
+    28 * 28 * 32 * 25.0 + 11 * 11 * 48 * 9 * 32.0 + 3 * 3 * 64 * 9 * 48.0 + 576 * 96.0 + 96 * 10.0;
+constexpr double kMlpMacs = 784 * 200.0 + 200 * 200.0 + 200 * 10.0;
+
+const Row kRows[] = {
+    {"conv_train_256", true, true, 256, kConvMacs},  {"conv_train_64", true, true, 64, kConvMacs},
+    {"conv_infer_256", true, false, 256, kConvMacs}, {"mlp_train_64", false, true, 64, kMlpMacs},
+    {"mlp_train_256", false, true, 256, kMlpMacs},
+};
+
+const Row* find_row(const std::string& name) {
+  for (const Row& r : kRows)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+struct Options {
+  std::vector<std::string> rows;
+  std::string row;  // child mode
+  double seconds = 5;
+  int threads = 0;  // 0: Loom's default
+  bool reference = true;
+};
+
+[[noreturn]] void usage(const char* argv0, const std::string& problem) {
+  std::fprintf(stderr,
+               "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
+               "       %s --row NAME [--seconds S] [--threads N]\nrows:",
+               problem.c_str(), argv0, argv0);
+  for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
+  std::fprintf(stderr, "\n");
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0], "missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "--rows") {
+      std::stringstream list(value());
+      for (std::string name; std::getline(list, name, ',');) o.rows.push_back(name);
+    } else if (a == "--row") {
+      o.row = value();
+    } else if (a == "--seconds") {
+      o.seconds = std::atof(value().c_str());
+      if (!(o.seconds > 0)) usage(argv[0], "--seconds needs a positive number");
+    } else if (a == "--threads") {
+      o.threads = std::atoi(value().c_str());
+      if (o.threads < 1) usage(argv[0], "--threads needs a positive integer");
+    } else if (a == "--no-reference") {
+      o.reference = false;
+    } else {
+      usage(argv[0], "unknown option " + a);
+    }
+  }
+  if (o.rows.empty())
+    for (const Row& r : kRows) o.rows.push_back(r.name);
+  for (const std::string& name : o.rows)
+    if (!find_row(name)) usage(argv[0], "unknown row " + name);
+  if (!o.row.empty() && !find_row(o.row)) usage(argv[0], "unknown row " + o.row);
+  return o;
+}
+
+// ---- the child: one Loom row --------------------------------------------------------------
+
+Function mlp() {
+  return Sequential(
+      {Dense(200, {.activation = relu}), Dense(200, {.activation = relu}), Dense(10)});
+}
+
+// Seed 002's convnet on [28,28] images (reduction_rank 0: no channel axis).
+Function convnet() {
+  auto scope = default_options({.activation = relu, .pad = false});
+  return Sequential({Convolution2D({5, 5}, 32, {.pad = true, .reduction_rank = 0}),
+                     MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 48),
+                     MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 64), Dense(96),
+                     Dropout(0.5), Dense(10, {.activation = Activation()})});
+}
+
+int run_row(const Row& row, double seconds) {
+  set_fixed_random_seed(1);
+  const NDShape image = row.conv ? NDShape{28, 28} : NDShape{784};
+  auto data = std::make_shared<IDXDeserializer>(IDXStreamDefs{
+      {"features",
+       {.path = kData + "train-images-idx3-ubyte.gz", .shape = image, .scale = 1.0 / 255}},
+      {"labels",
+       {.path = kData + "train-labels-idx1-ubyte.gz", .num_classes = 10, .is_sparse = true}}});
+  MinibatchSource source(data, {.randomization_seed = 2});
+
+  Variable x = input_variable(image);
+  Variable y = input_variable({10}, {.is_sparse = true});
+  Function model = row.conv ? convnet() : mlp();
+  Variable z = model(x);
+  Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
+  Trainer trainer(
+      model, criterion,
+      {momentum_sgd(model.parameters(), learning_parameter_schedule_per_sample(kLrPerSample),
+                    momentum_schedule_per_sample(kMomentumPerSample))});
+  Executor inference({z});  // the forward alone, in inference mode (dropout off)
+  const std::unordered_map<Variable, StreamInformation> input_map{{x, source["features"]},
+                                                                  {y, source["labels"]}};
+  auto step = [&] {
+    MinibatchMap mb = source.next_minibatch(row.minibatch, input_map);
+    if (row.train)
+      trainer.train_minibatch(mb);
+    else
+      inference.forward(values_of(mb), false);
+  };
+
+  // Warm-up: the first minibatches load (decode) the chunks, oneDNN picks its kernels.
+  for (int i = 0; i < 10; ++i) step();
+  using Clock = std::chrono::steady_clock;
+  size_t steps = 0;
+  double elapsed = 0;
+  const auto t0 = Clock::now();
+  do {
+    step();
+    ++steps;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (elapsed < seconds);
+  if (row.train)
+    std::printf("last minibatch: loss %.4f, metric %.4f\n",
+                trainer.previous_minibatch_loss_average(),
+                trainer.previous_minibatch_evaluation_average());
+  std::printf("samples_per_second=%.1f\nsteps=%zu\nthreads=%d\n",
+              double(steps * row.minibatch) / elapsed, steps, get_max_num_cpu_threads());
+  return 0;
+}
+
+// ---- the parent: runs the children and prints the table -----------------------------------
+
+struct Measurement {
+  bool ran = false;
+  double sps = 0;
+  long peak_rss_kb = 0;
+  std::string why;  // when !ran
+};
+
+// Runs argv as a child, echoes its output indented, and reads samples_per_second= from it.
+Measurement run_child(const std::vector<std::string>& args) {
+  Measurement m;
+  int out[2];
+  if (pipe(out) != 0) {
+    m.why = std::string("pipe: ") + std::strerror(errno);
+    return m;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  std::fflush(stdout);
+  const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (err != 0) {
+    close(out[0]);
+    m.why = "cannot start " + args[0] + ": " + std::strerror(err);
+    return m;
+  }
+  FILE* in = fdopen(out[0], "r");
+  char line[4096];
+  std::string last;
+  while (std::fgets(line, sizeof line, in)) {
+    std::printf("    %s", line);
+    double v = 0;
+    if (std::sscanf(line, "samples_per_second=%lf", &v) == 1) m.sps = v, m.ran = true;
+    last.assign(line, std::strcspn(line, "\n"));
+  }
+  std::fclose(in);
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  m.peak_rss_kb = usage.ru_maxrss;  // kilobytes on Linux
+  if (!m.ran)
+    m.why = WIFEXITED(status) && WEXITSTATUS(status) == 3 ? "no PyTorch" : "failed: " + last;
+  return m;
+}
+
+// mnist_torch.py beside this source (the build runs from anywhere), or at ../../bench.
+std::string reference_script(const char* argv0) {
+  namespace fs = std::filesystem;
+  const fs::path beside_source = fs::path(__FILE__).parent_path() / "mnist_torch.py";
+  if (fs::exists(beside_source)) return beside_source.string();
+  const fs::path from_binary =
+      fs::absolute(argv0).parent_path() / ".." / ".." / "bench" / "mnist_torch.py";
+  return fs::exists(from_binary) ? from_binary.string() : "";
+}
+
+std::string cell(const Measurement& m, double value, const char* format) {
+  if (!m.ran) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (o.threads) set_max_num_cpu_threads(o.threads);
+  if (!o.row.empty()) return run_row(*find_row(o.row), o.seconds);
+
+  if (!std::filesystem::exists(kData + "train-images-idx3-ubyte.gz")) {
+    std::printf("Fashion-MNIST is not in %s (apt-get install dataset-fashion-mnist)\n",
+                kData.c_str());
+    return 1;
+  }
+  // Both sides' OpenMP threads sleep when idle instead of spinning: on a machine shared with
+  // other work, spinning threads steal the cores the busy ones need (Loom's MLP step measured
+  // 30x slower with libgomp's default active wait under a load of 6 on 2 cores).
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+  const std::string script = reference_script(argv[0]);
+  const int threads = o.threads ? o.threads : get_max_num_cpu_threads();
+  const std::string seconds = std::to_string(o.seconds);
+  struct Result {
+    const Row* row;
+    Measurement loom, torch;
+  };
+  std::vector<Result> results;
+  for (const std::string& name : o.rows) {
+    Result r{find_row(name), {}, {}};
+    std::printf("%s, Loom (%d threads):\n", name.c_str(), threads);
+    r.loom = run_child(
+        {self, "--row", name, "--seconds", seconds, "--threads", std::to_string(threads)});
+    if (o.reference && !script.empty()) {
+      std::printf("%s, PyTorch:\n", name.c_str());
+      r.torch = run_child({"/usr/bin/python3", script, "--row", name, "--seconds", seconds,
+                           "--threads", std::to_string(threads)});
+    } else {
+      r.torch.why = o.reference ? "mnist_torch.py not found" : "not run";
+    }
+    results.push_back(r);
+  }
+
+  std::printf("\n%-15s %12s %12s %7s %10s %10s %9s %9s\n", "row", "Loom smp/s", "torch smp/s",
+              "ratio", "Loom RSS", "torch RSS", "Loom GF/s", "torch GF/s");
+  for (const Result& r : results) {
+    const double flops = 2 * r.row->macs * (r.row->train ? 3 : 1);
+    const bool both = r.loom.ran && r.torch.ran;
+    std::printf("%-15s %12s %12s %7s %10s %10s %9s %9s\n", r.row->name,
+                cell(r.loom, r.loom.sps, "%.0f").c_str(),
+                cell(r.torch, r.torch.sps, "%.0f").c_str(),
+                both ? cell(r.loom, r.loom.sps / r.torch.sps, "%.2fx").c_str() : "-",
+                cell(r.loom, double(r.loom.peak_rss_kb) / 1024, "%.0f MB").c_str(),
+                cell(r.torch, double(r.torch.peak_rss_kb) / 1024, "%.0f MB").c_str(),
+                cell(r.loom, r.loom.sps * flops * 1e-9, "%.1f").c_str(),
+                cell(r.torch, r.torch.sps * flops * 1e-9, "%.1f").c_str());
+    if (!r.loom.ran) std::printf("  Loom: %s\n", r.loom.why.c_str());
+    if (!r.torch.ran) std::printf("  PyTorch: %s\n", r.torch.why.c_str());
+  }
+  std::printf(
+      "GF/s: model FLOPs (2 per multiply-add of convolutions and dense layers, x3 for a "
+      "training step) per second\n");
+  return 0;
+}
