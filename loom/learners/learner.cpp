@@ -127,7 +127,23 @@ Dictionary Learner::create_checkpoint() const {
   d["minibatchCount"] = uint64_t{minibatch_count_};
   d["sweepCount"] = uint64_t{sweep_count_};
   d["learnig_rate_schedule"] = lr_schedule_.serialize();  // sic: CNTK's key
+  // The values last reported to progress writers, so a resumed run prints no line that the
+  // uninterrupted run would not have printed.
+  Dictionary reported;
+  for (const auto& [name, value] : reported_) reported[name] = value;
+  d["reported"] = std::move(reported);
   return d;
+}
+
+Dictionary Learner::checkpoint_for_writing() const {
+  // A flag rather than a parameter, so the overrides of create_checkpoint() that add their
+  // own fields need no second version.
+  struct Sharing {
+    bool& flag;
+    explicit Sharing(bool& f) : flag(f) { flag = true; }
+    ~Sharing() { flag = false; }
+  } sharing(sharing_checkpoint_);
+  return create_checkpoint();
 }
 
 void Learner::restore_from_checkpoint(const Dictionary& d) {
@@ -139,10 +155,16 @@ void Learner::restore_from_checkpoint(const Dictionary& d) {
              "learner checkpoint version ", version, " is not one this build reads (1..",
              kCheckpointVersion, ")");
   auto schedule = LearningRateSchedule::deserialize(d.get_dictionary("learnig_rate_schedule"));
+  std::map<std::string, double> reported;
+  if (d.contains("reported")) {
+    const Dictionary r = d.get_dictionary("reported");
+    for (const auto& [name, value] : r.map()) reported[name] = value.get<double>();
+  }
   sample_count_ = d.get<uint64_t>("sample_count");
   minibatch_count_ = d.get<uint64_t>("minibatchCount");
   sweep_count_ = version >= 3 ? d.get<uint64_t>("sweepCount") : 0;
   lr_schedule_ = std::move(schedule);
+  reported_ = std::move(reported);
 }
 
 LearnerBase::LearnerBase(std::vector<Parameter> parameters, LearningRateSchedule lr,
@@ -278,7 +300,7 @@ Dictionary LearnerBase::create_checkpoint() const {
   d["noise_injection_seed"] = noise_.seed();
   d["master_parameter_updated"] = total_number_of_minibatches_seen() > 0;
   DictionaryVector smoothed;
-  for (const auto& s : state_) smoothed.emplace_back(s.deep_clone());
+  for (const auto& s : state_) smoothed.emplace_back(sharing_checkpoint() ? s : s.deep_clone());
   d["smoothed_gradients"] = std::move(smoothed);
   d["noise_generator"] = noise_.checkpoint();
   return d;

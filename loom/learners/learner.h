@@ -82,6 +82,10 @@ class Learner {
   // Counters and the learning-rate schedule; built-in learners add their state.
   virtual Dictionary create_checkpoint() const;
   virtual void restore_from_checkpoint(const Dictionary& checkpoint);
+  // create_checkpoint(), whose tensors may be the learner's live state instead of copies: for
+  // a caller that writes it out before the learner changes (Trainer::save_checkpoint), so a
+  // checkpoint costs no copy of the state. Not for keeping; not reentrant.
+  Dictionary checkpoint_for_writing() const;
 
   // Called with ("Learning rate per minibatch", 0.1), ("Learning rate per 10 samples", ...),
   // ("Momentum per 1 samples", ...) when a hyper-parameter's value changes, the first update
@@ -110,6 +114,8 @@ class Learner {
   // Checks the update arguments; false when the learning rate is 0 (reported first).
   bool begin_update(size_t training_sample_count);
   void advance_counters(size_t training_sample_count, bool sweep_end);
+  // True inside checkpoint_for_writing(): create_checkpoint may share its tensors.
+  bool sharing_checkpoint() const { return sharing_checkpoint_; }
 
  private:
   std::vector<Parameter> parameters_;
@@ -118,6 +124,7 @@ class Learner {
   size_t sample_count_ = 0, minibatch_count_ = 0, sweep_count_ = 0;
   ProgressObserver observer_;
   std::map<std::string, double> reported_;
+  mutable bool sharing_checkpoint_ = false;
 };
 
 // The parameter, its gradient and the rule's state for one update of one parameter. The

@@ -206,12 +206,21 @@ Initializer read_initializer(const Fields& f) {
   init.kind = InitKind(kind);
   init.scale = f.get<double>("scale");
   int64_t out_rank = f.get<int64_t>("output_rank"), filt_rank = f.get<int64_t>("filter_rank");
-  if (out_rank < 0 || out_rank > 64 || filt_rank < 0 || filt_rank > 64)
-    f.fail("initializer ranks ", out_rank, " and ", filt_rank, " are outside 0..64");
+  if (out_rank < -64 || out_rank > 64 || filt_rank < 0 || filt_rank > 64)
+    f.fail("initializer ranks ", out_rank, " and ", filt_rank, " are outside -64..64 and 0..64");
   init.output_rank = int(out_rank);
   init.filter_rank = int(filt_rank);
   if (f.has("seed")) init.seed = f.get<uint64_t>("seed");
   return init;
+}
+
+// A RandomGenerator::checkpoint() dictionary.
+RandomGenerator read_generator(const Fields& g) {
+  Dictionary state;
+  for (const char* key : {"seed", "stream", "offset"}) state[key] = g.get<uint64_t>(key);
+  RandomGenerator r;
+  r.restore(state);
+  return r;
 }
 
 std::shared_ptr<VariableImpl> read_leaf(const Fields& f) {
@@ -265,13 +274,7 @@ std::shared_ptr<VariableImpl> read_leaf(const Fields& f) {
   }
   if (v->kind == VariableKind::Parameter) {
     v->init = read_initializer(f.child("init"));
-    Fields g = f.child("generator");
-    v->init_generator = RandomGenerator(g.get<uint64_t>("seed"), g.get<uint64_t>("stream"));
-    Dictionary state;
-    state["seed"] = g.get<uint64_t>("seed");
-    state["stream"] = g.get<uint64_t>("stream");
-    state["offset"] = g.get<uint64_t>("offset");
-    v->init_generator.restore(state);
+    v->init_generator = read_generator(f.child("generator"));
   }
   return v;
 }
@@ -336,6 +339,7 @@ Dictionary model_to_dictionary(const Function& f) {
       outs.emplace_back(describe_variable(*o));
     }
     d["outputs"] = std::move(outs);
+    if (fn->random) d["random"] = fn->random->checkpoint();
     functions.emplace_back(std::move(d));
   }
   DictionaryMap root;
@@ -416,6 +420,12 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
     }
     auto& impl = *fn.impl();
     impl.uid = uid;
+    // A random op continues its draws where the saved one stopped.
+    if (impl.random) {
+      impl.random = read_generator(f.child("random"));
+    } else if (f.has("random")) {
+      f.fail(printable(op_name), " draws no random numbers but the file gives it a generator");
+    }
     if (!functions_by_uid.emplace(uid, fn.impl()).second)
       f.fail("function uid '", printable(uid), "' is defined twice");
     if (outputs.size() != impl.outputs.size())
@@ -476,8 +486,8 @@ ContainerWriter model_container(const Function& f) {
   meta["producer"] = "Loom";
   meta["content"] = "model";
   ContainerWriter w(ContentKind::Model);
-  w.add_section(SectionKind::Metadata, encode_dictionary(meta), /*flags=*/0);
-  w.add_section(SectionKind::Graph, encode_dictionary(model_to_dictionary(f)));
+  w.add_dictionary_section(SectionKind::Metadata, meta, /*flags=*/0);
+  w.add_dictionary_section(SectionKind::Graph, model_to_dictionary(f));
   return w;
 }
 }  // namespace
@@ -492,12 +502,21 @@ void save_model(const Function& f, const std::string& path) {
 
 Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string& name) {
   ContainerReader file(bytes, name);
-  file.expect_content(ContentKind::Model);
-  const SectionKind known[] = {SectionKind::Metadata, SectionKind::Graph};
+  // A checkpoint holds the model too, as CNTK's did: load_model reads its graph.
+  if (file.content_kind() != uint32_t(ContentKind::Checkpoint))
+    file.expect_content(ContentKind::Model);
+  const SectionKind known[] = {SectionKind::Metadata, SectionKind::Graph,
+                               SectionKind::TrainingState};
   file.reject_unknown_required(known);
+  return graph_of(file);
+}
+
+Function graph_of(const ContainerReader& file, std::shared_ptr<const void> view_owner) {
   const Section& s = file.require(SectionKind::Graph);
   const std::string where = file.where(s);
-  Dictionary graph = decode_dictionary(s.payload, where, s.offset);
+  Dictionary graph =
+      view_owner ? decode_dictionary_views(s.payload, where, s.offset, std::move(view_owner))
+                 : decode_dictionary(s.payload, where, s.offset);
   try {
     return model_from_dictionary(graph, where);
   } catch (const DataError&) {
@@ -508,8 +527,9 @@ Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string
 }
 
 Function load_model(const std::string& path) {
-  std::vector<uint8_t> bytes = read_file_bytes(path);
-  return load_model_from_bytes(bytes, path);
+  // The values are copied out of the mapping: a loaded model owns its tensors.
+  const MappedFile file(path);
+  return load_model_from_bytes(file.bytes(), path);
 }
 
 }  // namespace loom

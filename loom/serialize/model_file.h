@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ Function load_model_from_bytes(std::span<const uint8_t> bytes,
 // the same) and back; where names the source in messages.
 Dictionary model_to_dictionary(const Function& f);
 Function model_from_dictionary(const Dictionary& graph, const std::string& where);
+
+// The graph section of a parsed model or checkpoint file, loaded and validated. With a
+// view_owner (the owner of the file's bytes), the parameters' and constants' values are views
+// of the file (decode_dictionary_views: read them with memcpy only, never train the graph).
+class ContainerReader;
+Function graph_of(const ContainerReader& file, std::shared_ptr<const void> view_owner = nullptr);
 
 // The graph dictionary's schema version this Loom writes and the newest it reads.
 inline constexpr int64_t kGraphVersion = 1;

@@ -12,7 +12,9 @@
 
 #include "loom/core/crc32c.h"
 #include "loom/graph/graph_impl.h"
+#include "loom/layers/convolution.h"
 #include "loom/layers/dense.h"
+#include "loom/layers/pooling.h"
 #include "loom/ops/assign.h"
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/ops.h"
@@ -70,7 +72,17 @@ Model build_model() {
   Variable red1 = reduce_sum(sp, Axis(0));
   Variable red2 = reduce_mean(sp);
   Variable red3 = reduce_max(sp, std::vector<Axis>{Axis(0), Axis(-1)}, false);
-  Variable z5 = Dense(5, {.name = "out"})(z6);
+  // Random and normalization ops on the loss's path: the loaded model's dropout draws the same
+  // masks and its batch normalization updates the same running statistics.
+  Variable bn = batch_normalization(
+      dropout(z6, 0.5, 5), parameter(NDShape{6}, constant_initializer(2), DataType::Float32),
+      parameter(NDShape{6}, zeros(), DataType::Float32),
+      constant(NDArrayView::from_vector<float>({6}, {0, 0, 0, 0, 0, 0})),
+      constant(NDArrayView::from_vector<float>({6}, {1, 1, 1, 1, 1, 1})),
+      constant(NDArrayView::from_vector<float>({1}, {1})), false);
+  Variable z5 = Dense(5, {.name = "out"})(
+      layer_normalization(bn, parameter(NDShape{6}, constant_initializer(1), DataType::Float32),
+                          parameter(NDShape{6}, zeros(), DataType::Float32)));
   Variable sm = softmax(z5);
   Variable lsm = log_softmax(r, Axis(0));
   Variable ce = cross_entropy_with_softmax(z5, y, "ce");
@@ -86,9 +98,17 @@ Model build_model() {
   Parameter acc = parameter(NDArrayView::from_vector<float>({2}, {1, 2}), "acc");
   Variable asg = assign(acc, plus(acc, constant(NDArrayView::from_vector<float>({2}, {3, 4}))));
 
+  // Images: convolution, pooling (max, average, global) and transposed convolution.
+  Variable img = input_variable({2, 5, 5}, {.name = "img"});
+  Variable cv = Convolution2D({3, 3}, 3, {.activation = relu, .pad = true})(img);  // [3,5,5]
+  Variable mp = MaxPooling({2, 2}, {.strides = {2}})(cv);                          // [3,2,2]
+  Variable ap = AveragePooling({2, 2}, {.pad = true})(cv);                         // [3,5,5]
+  Variable ct = ConvolutionTranspose({2, 2}, 2, {.strides = {2}})(mp);             // [2,4,4]
+  Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
+
   Model m;
   m.f = combine({el, sp, red1, red2, red3, sm, lsm, ce, err, se, bce, sq_last, sq_first, sq_sum,
-                 d64, t64, asg},
+                 d64, t64, asg, ct, gp},
                 "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
@@ -96,6 +116,7 @@ Model build_model() {
   m.args.emplace(y, Value(Value::one_hot(5, {0, 2, 4, 1}).data().to_dense(), false));
   m.args.emplace(q, random_sequences({3}, {2, 4, 1}, DataType::Float32, 2));
   m.args.emplace(x64, random_batch({3}, 4, DataType::Float64, 3));
+  m.args.emplace(img, random_batch({2, 5, 5}, 4, DataType::Float32, 4));
   return m;
 }
 
@@ -180,6 +201,29 @@ TEST_F(ModelFileTest, EveryOpFamilyRoundTripsBitIdentically) {
 
   // Saving the loaded model gives the same bytes.
   EXPECT_EQ(save_model_to_bytes(g), save_model_to_bytes(m.f));
+}
+
+TEST_F(ModelFileTest, LoadedModelContinuesTheDropoutMasks) {
+  Variable x = input_variable({1000}, {.name = "x"});
+  Function f = dropout(x, 0.5, 7, "drop");
+  const ValueMap args{{x, Value::create_batch<float>({1000}, std::vector<float>(4000, 1.0f))}};
+  auto masks = [&](const Function& m, const ValueMap& a) {
+    return m.forward(a).second.at(m.output()).data().to_vector<float>();
+  };
+  masks(f, args);  // the generator has moved on from its seed
+  save_model(f, path("drop.loom"));
+  Function g = load_model(path("drop.loom"));
+  const auto next = masks(f, args);
+  EXPECT_EQ(masks(g, rebind(args, g)), next);
+  EXPECT_NE(masks(g, rebind(args, g)), next);
+  // A generator where the op draws none is refused.
+  Dictionary d = model_to_dictionary(relu(x));
+  DictionaryVector fns = d.get<DictionaryVector>("functions");
+  DictionaryMap relu_fn = fns[0].get<DictionaryMap>();
+  relu_fn["random"] = RandomGenerator(1).checkpoint();
+  fns[0] = relu_fn;
+  d["functions"] = fns;
+  EXPECT_THROW(model_from_dictionary(d, "test"), DataError);
 }
 
 TEST_F(ModelFileTest, SharedParametersStayOneParameter) {

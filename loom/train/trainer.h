@@ -53,6 +53,19 @@ class Trainer {
   double test_minibatch(const ValueMap& arguments);
   double test_minibatch(const MinibatchMap& minibatch);
 
+  // Saves everything needed to continue training bit for bit: the training graph with every
+  // parameter and constant (batch-norm statistics), each learner's state, the trainer's
+  // counters, the progress writers' running sums, the random generators of random ops (dropout)
+  // and the caller's external_state (e.g. a MinibatchSource's get_checkpoint_state()). The
+  // write is atomic: a crash leaves the previous file or the new one, never a mix.
+  // A checkpoint file is also a model file: load_model reads its graph.
+  void save_checkpoint(const std::string& path, const Dictionary& external_state = {}) const;
+  // Restores what save_checkpoint saved and returns its external_state. The whole file is
+  // checked before anything changes: a damaged or foreign file (DataError), an unreadable one
+  // (IOError) or one saved from a different graph (StateError naming the first mismatch) leaves
+  // the trainer as it was.
+  Dictionary restore_from_checkpoint(const std::string& path);
+
   size_t total_number_of_samples_seen() const { return total_samples_; }
   double previous_minibatch_loss_average() const;
   double previous_minibatch_evaluation_average() const;
@@ -68,6 +81,9 @@ class Trainer {
   const ProgressWriters& progress_writers() const { return writers_; }
 
  private:
+  // The function a checkpoint saves: the model's outputs, the loss and the metric.
+  Function training_graph() const;
+
   Function model_;
   Variable loss_, metric_;  // metric_ invalid when there is none
   std::vector<std::shared_ptr<Learner>> learners_;

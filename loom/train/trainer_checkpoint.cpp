@@ -1,0 +1,192 @@
+// Trainer::save_checkpoint / restore_from_checkpoint. A checkpoint is a container file
+// (docs/file-format.md) with the training graph (a model, so load_model reads it) and a
+// training-state section. Restoring matches the saved graph to the trainer's by position:
+// the same program builds the same graph, while uids may differ between processes.
+#include <string>
+#include <unordered_set>
+
+#include "loom/graph/graph_impl.h"
+#include "loom/graph/random_state.h"
+#include "loom/serialize/container.h"
+#include "loom/serialize/dictionary_codec.h"
+#include "loom/serialize/model_file.h"
+#include "loom/train/trainer.h"
+
+namespace loom {
+
+namespace {
+
+constexpr int64_t kTrainingStateVersion = 1;
+
+std::string describe(const Variable& v) {
+  return "'" + v.name() + "' (" + v.uid() + ") " + to_string(v.dtype()) + v.shape().to_string();
+}
+
+// Leaves whose values a checkpoint carries, in the graph's deterministic order.
+std::vector<Variable> stateful_leaves(const Function& graph) {
+  std::vector<Variable> leaves;
+  for (const Parameter& p : graph.parameters()) leaves.push_back(p);
+  for (const Constant& c : graph.constants()) leaves.push_back(c);
+  return leaves;
+}
+
+// Checks that the saved graph has the trainer's structure: the same primitives in the same
+// order, and parameters and constants of the same types and shapes.
+void check_same_graph(const Function& saved, const Function& current, const std::string& file) {
+  auto saved_fns = topological_order(saved.outputs());
+  auto current_fns = topological_order(current.outputs());
+  LOOM_CHECK(saved_fns.size() == current_fns.size(), StateError, "checkpoint '", file,
+             "' was saved from a graph of ", saved_fns.size(),
+             " primitive functions; the trainer's has ", current_fns.size());
+  for (size_t i = 0; i < saved_fns.size(); ++i)
+    LOOM_CHECK(saved_fns[i]->op == current_fns[i]->op, StateError, "checkpoint '", file,
+               "': primitive function ", i, " is ", saved_fns[i]->op->name(), " '",
+               saved_fns[i]->name, "' in the checkpoint but ", current_fns[i]->op->name(), " '",
+               current_fns[i]->name, "' in the trainer's graph");
+  auto saved_leaves = stateful_leaves(saved);
+  auto current_leaves = stateful_leaves(current);
+  LOOM_CHECK(saved_leaves.size() == current_leaves.size(), StateError, "checkpoint '", file,
+             "' holds ", saved_leaves.size(), " parameters and constants; the trainer's graph has ",
+             current_leaves.size());
+  for (size_t i = 0; i < saved_leaves.size(); ++i) {
+    const Variable &s = saved_leaves[i], &c = current_leaves[i];
+    LOOM_CHECK(
+        s.is_parameter() == c.is_parameter() && s.dtype() == c.dtype() && s.shape() == c.shape(),
+        StateError, "checkpoint '", file, "': ", s.is_parameter() ? "parameter" : "constant", " ",
+        describe(s), " does not match the trainer's ", describe(c));
+  }
+}
+
+}  // namespace
+
+Function Trainer::training_graph() const {
+  std::vector<Variable> roots;
+  std::unordered_set<Variable> seen;
+  auto add = [&](const Variable& v) {
+    if (v.valid() && seen.insert(v).second) roots.push_back(v);
+  };
+  for (const Variable& o : model_.outputs()) add(o);
+  add(loss_);
+  add(metric_);
+  return combine(roots, "TrainingGraph");
+}
+
+void Trainer::save_checkpoint(const std::string& path, const Dictionary& external_state) const {
+  const Function graph = training_graph();
+  Dictionary state;
+  state["version"] = kTrainingStateVersion;
+  state["total_samples"] = uint64_t(total_samples_);
+  state["previous_samples"] = uint64_t(previous_samples_);
+  state["previous_loss_sum"] = previous_loss_sum_;
+  state["previous_metric_sum"] = previous_metric_sum_;
+  // The random ops' generators are part of the graph (model_to_dictionary keeps them).
+  DictionaryVector learners, writers;
+  // The learners' live state, not copies: it is written out before anything changes it.
+  for (const auto& l : learners_) learners.emplace_back(l->checkpoint_for_writing());
+  for (const auto& w : writers_) writers.emplace_back(w->get_checkpoint_state());
+  state["learners"] = std::move(learners);
+  state["progress_writers"] = std::move(writers);
+  state["external_state"] = external_state;
+
+  Dictionary meta;
+  meta["producer"] = "Loom";
+  meta["content"] = "checkpoint";
+  ContainerWriter file(ContentKind::Checkpoint);
+  file.add_dictionary_section(SectionKind::Metadata, meta, /*flags=*/0);
+  file.add_dictionary_section(SectionKind::Graph, model_to_dictionary(graph));
+  file.add_dictionary_section(SectionKind::TrainingState, std::move(state));
+  file.write_file(path);
+}
+
+Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
+  // 1. Read and check everything: container CRCs, the graph (loaded as a model, which
+  //    validates it fully), its match with ours, and the state's structure.
+  //    The file is mapped, and its tensors are decoded as views of the mapping: the only copy
+  //    of a value is the one into the trainer, after every check passed.
+  const MappedFile mapped(path);
+  ContainerReader file(mapped.bytes(), path);
+  file.expect_content(ContentKind::Checkpoint);
+  const SectionKind known[] = {SectionKind::Metadata, SectionKind::Graph,
+                               SectionKind::TrainingState};
+  file.reject_unknown_required(known);
+  const Function saved = graph_of(file, mapped.owner());
+  const Function current = training_graph();
+  check_same_graph(saved, current, path);
+
+  const Section& section = file.require(SectionKind::TrainingState);
+  const std::string where = file.where(section);
+  const Dictionary state =
+      decode_dictionary_views(section.payload, where, section.offset, mapped.owner());
+  auto fail = [&](const std::string& what) -> Dictionary { throw DataError(where + ": " + what); };
+  Dictionary external;
+  uint64_t total_samples = 0, previous_samples = 0;
+  double previous_loss_sum = 0, previous_metric_sum = 0;
+  const DictionaryVector *learners = nullptr, *writers = nullptr;
+  try {
+    const int64_t version = state.get<int64_t>("version");
+    if (version < 1 || version > kTrainingStateVersion)
+      fail("training state version " + std::to_string(version) +
+           " is not one this Loom reads (1 to " + std::to_string(kTrainingStateVersion) + ")");
+    total_samples = state.get<uint64_t>("total_samples");
+    previous_samples = state.get<uint64_t>("previous_samples");
+    previous_loss_sum = state.get<double>("previous_loss_sum");
+    previous_metric_sum = state.get<double>("previous_metric_sum");
+    learners = &state.get<DictionaryVector>("learners");
+    writers = &state.get<DictionaryVector>("progress_writers");
+    external = with_own_tensors(state.get_dictionary("external_state"));
+  } catch (const DataError&) {
+    throw;
+  } catch (const Error& e) {
+    fail(e.what());
+  }
+  LOOM_CHECK(learners->size() == learners_.size(), StateError, "checkpoint '", path, "' holds ",
+             learners->size(), " learners; the trainer has ", learners_.size());
+  LOOM_CHECK(writers->size() == writers_.size(), StateError, "checkpoint '", path, "' holds ",
+             writers->size(), " progress writers; the trainer has ", writers_.size());
+
+  // 2. Restore the parts that can still refuse (learners and writers check their own
+  //    state); on a refusal, put back what was already restored.
+  std::vector<Dictionary> learner_backup, writer_backup;
+  for (const auto& w : writers_) writer_backup.push_back(w->get_checkpoint_state());
+  // One learner checks its state fully before it changes; only several need a backup.
+  if (learners_.size() > 1)
+    for (const auto& l : learners_) learner_backup.push_back(l->create_checkpoint());
+  size_t learners_done = 0, writers_done = 0;
+  try {
+    for (; writers_done < writers_.size(); ++writers_done)
+      writers_[writers_done]->restore_from_checkpoint(
+          with_own_tensors(Dictionary((*writers)[writers_done].get<DictionaryMap>())));
+    for (; learners_done < learners_.size(); ++learners_done) {
+      Learner& learner = *learners_[learners_done];
+      Dictionary d((*learners)[learners_done].get<DictionaryMap>());
+      // The built-in learners copy the state out of the views; another learner may keep
+      // what it is given, so it gets tensors of its own.
+      learner.restore_from_checkpoint(dynamic_cast<LearnerBase*>(&learner) ? d
+                                                                           : with_own_tensors(d));
+    }
+  } catch (const Error& e) {
+    for (size_t i = 0; i < writers_done; ++i)
+      writers_[i]->restore_from_checkpoint(writer_backup[i]);
+    for (size_t i = 0; i < learners_done && !learner_backup.empty(); ++i)
+      learners_[i]->restore_from_checkpoint(learner_backup[i]);
+    throw StateError("checkpoint '" + path + "': " + e.what());
+  }
+
+  // 3. What cannot fail any more: values, generators, counters.
+  const auto saved_leaves = stateful_leaves(saved);
+  const auto current_leaves = stateful_leaves(current);
+  for (size_t i = 0; i < saved_leaves.size(); ++i)
+    current_leaves[i].value().copy_from(saved_leaves[i].value());
+  // The same primitives in the same order (checked above): the same random ops.
+  const auto saved_random = random_functions(saved);
+  const auto current_random = random_functions(current);
+  for (size_t i = 0; i < current_random.size(); ++i)
+    current_random[i]->random = saved_random[i]->random;
+  total_samples_ = size_t(total_samples);
+  previous_samples_ = size_t(previous_samples);
+  previous_loss_sum_ = previous_loss_sum;
+  previous_metric_sum_ = previous_metric_sum;
+  return external;
+}
+
+}  // namespace loom
