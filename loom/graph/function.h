@@ -18,6 +18,12 @@ namespace loom {
 
 class OpDef;
 class Executor;
+// Function::train/test's types, defined in loom/train/function_training.h.
+class DataSource;
+struct TrainOptions;
+struct TrainSummary;
+struct TestOptions;
+struct TestSummary;
 using ValueMap = std::unordered_map<Variable, Value>;
 
 enum class ParameterCloneMethod {
@@ -88,6 +94,12 @@ class Function {
   // one entry: output -> its gradient, a Value of that output's form).
   ValueMap backward(const BackPropState& state, const ValueMap& root_gradients,
                     const std::vector<Variable>& variables) const;
+
+  // Trains this criterion (outputs: loss, metric) with a Trainer and a training_session, and
+  // evaluates its metric. Defined in the train layer: include loom/train/function_training.h.
+  TrainSummary train(const DataSource& data, const TrainOptions& options) const;
+  TestSummary test(const DataSource& data) const;
+  TestSummary test(const DataSource& data, const TestOptions& options) const;
 
   bool valid() const { return impl_ != nullptr; }
   const std::shared_ptr<FunctionImpl>& impl() const { return impl_; }

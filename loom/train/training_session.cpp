@@ -1,0 +1,374 @@
+#include "loom/train/training_session.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <set>
+
+#include "loom/core/error.h"
+
+namespace loom {
+
+namespace {
+
+constexpr int64_t kSessionStateVersion = 1;
+constexpr size_t kOnlyAtEnd = std::numeric_limits<size_t>::max();
+
+// Keys of the checkpoint's external state (CNTK's "TrainingMinibatchSource", Loom's others).
+constexpr const char* kSourceKey = "TrainingMinibatchSource";
+constexpr const char* kSessionKey = "TrainingSession";
+constexpr const char* kPolicyKey = "CheckpointPolicy";
+
+std::chrono::nanoseconds steady_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now().time_since_epoch());
+}
+
+Frequency checked(const std::optional<Frequency>& f, const char* what) {
+  LOOM_CHECK(!f || f->count > 0, ArgumentError, "training_session: ", what,
+             " must be positive (leave it unset for once at the end)");
+  return f ? *f : Frequency(kOnlyAtEnd);
+}
+
+// Samples of a minibatch as the source counts them: its longest stream.
+size_t samples_of(const MinibatchMap& minibatch) {
+  size_t n = 0;
+  for (auto& [var, data] : minibatch) n = std::max(n, data.number_of_samples);
+  return n;
+}
+
+}  // namespace
+
+DataSource::DataSource(std::shared_ptr<MinibatchSource> source) : source_(std::move(source)) {
+  LOOM_CHECK(source_, ArgumentError, "DataSource: the minibatch source is null");
+}
+
+BoundSource bind_data(const DataSource& data, const Function& criterion, const InputMap& input_map,
+                      const std::vector<std::string>& streams, size_t max_sweeps) {
+  LOOM_CHECK(!data.empty(), ArgumentError, "no data given");
+  const std::vector<Variable> args = criterion.arguments();
+  BoundSource bound;
+  if (data.in_memory()) {
+    LOOM_CHECK(input_map.empty() && streams.empty(), ArgumentError,
+               "in-memory data are matched to the arguments by position; do not give streams "
+               "or model_inputs_to_streams");
+    LOOM_CHECK(data.arrays().size() == args.size(), ArgumentError, "got ", data.arrays().size(),
+               " arrays for the ", args.size(), " arguments of ", criterion.to_string());
+    DataStreams named;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::string name = args[i].name();
+      if (name.empty() || !seen.insert(name).second) name = "argument" + std::to_string(i);
+      named.emplace_back(name, data.arrays()[i]);
+    }
+    // CNTK's MinibatchSourceFromData reads in order.
+    bound.source = std::make_shared<MinibatchSource>(
+        MinibatchSourceFromData(named, {.randomize = false, .max_sweeps = max_sweeps}));
+    for (size_t i = 0; i < args.size(); ++i)
+      bound.input_map.emplace(args[i], (*bound.source)[named[i].first]);
+    return bound;
+  }
+  bound.source = data.source();
+  if (!input_map.empty()) {
+    bound.input_map = input_map;
+  } else if (!streams.empty()) {
+    LOOM_CHECK(streams.size() == args.size(), ArgumentError, "got ", streams.size(),
+               " stream names for the ", args.size(), " arguments of ", criterion.to_string());
+    for (size_t i = 0; i < args.size(); ++i)
+      bound.input_map.emplace(args[i], (*bound.source)[streams[i]]);
+  } else {
+    for (const Variable& arg : args) {
+      LOOM_CHECK(!arg.name().empty(), ArgumentError, "an argument of ", criterion.to_string(),
+                 " has no name to find its stream by; give streams or model_inputs_to_streams");
+      bound.input_map.emplace(arg, (*bound.source)[arg.name()]);
+    }
+  }
+  return bound;
+}
+
+void SummaryCollector::on_write_training_update(const ProgressWindow& w) {
+  Entry e;
+  e.samples = w.samples.second - w.samples.first;
+  e.updates = w.updates.second - w.updates.first;
+  const double n = double(e.samples);
+  if (w.loss) e.loss = (w.loss->second - w.loss->first) / n;
+  if (w.metric) e.metric = (w.metric->second - w.metric->first) / n;
+  training_updates.push_back(e);
+}
+
+void SummaryCollector::on_write_training_summary(const ProgressSummary& s) {
+  const double n = double(std::max<size_t>(s.samples, 1));
+  training_summaries.push_back({s.loss.value_or(0) / n,
+                                s.metric ? std::optional<double>(*s.metric / n) : std::nullopt,
+                                s.samples, s.updates});
+}
+
+void SummaryCollector::on_write_test_summary(const ProgressSummary& s) {
+  const double n = double(std::max<size_t>(s.samples, 1));
+  test_summaries.push_back({0, s.metric.value_or(0) / n, s.samples, s.updates});
+}
+
+TrainingSession::TrainingSession(TrainingSessionConfig config)
+    : config_(std::move(config)), policy_(config_.checkpoint_config) {
+  LOOM_CHECK(config_.trainer, ArgumentError, "training_session: no trainer given");
+  LOOM_CHECK(config_.mb_source, ArgumentError, "training_session: no minibatch source given");
+  LOOM_CHECK(!config_.model_inputs_to_streams.empty(), ArgumentError,
+             "training_session: model_inputs_to_streams is empty");
+  if (!config_.clock) config_.clock = steady_now;
+  train_data_ = {config_.mb_source, config_.model_inputs_to_streams};
+
+  Trainer& trainer = *config_.trainer;
+  const bool has_metric = trainer.evaluation_function().valid();
+  const Variable metric = has_metric ? trainer.evaluation_function() : trainer.loss_function();
+  // In-memory CV and test data follow the criterion's arguments.
+  const Function criterion =
+      combine(has_metric ? std::vector<Variable>{trainer.loss_function(), metric}
+                         : std::vector<Variable>{metric});
+  auto evaluator_for = [&](std::shared_ptr<SummaryCollector>& collector, bool report) {
+    collector = std::make_shared<SummaryCollector>();
+    ProgressWriters writers = report ? trainer.progress_writers() : ProgressWriters{};
+    writers.push_back(collector);
+    return std::make_unique<Evaluator>(metric, std::move(writers));
+  };
+
+  const CrossValidationConfig& cv = config_.cv_config;
+  if (!cv.source.empty()) {
+    cv_data_ = bind_data(cv.source, cv.criterion.valid() ? cv.criterion : criterion,
+                         cv.model_inputs_to_streams, {}, /*max_sweeps=*/1);
+    cv_evaluator_ = evaluator_for(cv_collector_, true);
+    probe_evaluator_ = evaluator_for(probe_collector_, false);
+  }
+  const TestConfig& test = config_.test_config;
+  if (!test.source.empty()) {
+    test_data_ = bind_data(test.source, test.criterion.valid() ? test.criterion : criterion,
+                           test.model_inputs_to_streams, {}, /*max_sweeps=*/1);
+    test_evaluator_ = evaluator_for(test_collector_, true);
+  }
+
+  // CNTK's order: checkpoint, progress summary, cross-validation.
+  if (policy_.enabled())
+    actions_.push_back({ActionKind::checkpoint,
+                        checked(config_.checkpoint_config.frequency, "the checkpoint frequency")});
+  actions_.push_back(
+      {ActionKind::progress, checked(config_.progress_frequency, "progress_frequency")});
+  if (!cv.source.empty() || cv.callback)
+    actions_.push_back(
+        {ActionKind::cross_validation, checked(cv.frequency, "the cross-validation frequency")});
+}
+
+bool TrainingSession::run(const Action& action, size_t index) {
+  switch (action.kind) {
+    case ActionKind::checkpoint:
+      return save_checkpoint(index);
+    case ActionKind::progress:
+      config_.trainer->summarize_training_progress();
+      return true;
+    case ActionKind::cross_validation:
+      return cross_validate(index);
+  }
+  return true;
+}
+
+size_t TrainingSession::elapsed_ms() const {
+  const auto now = config_.clock() - start_;
+  return restored_elapsed_ms_ +
+         size_t(std::max<int64_t>(
+             std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), 0));
+}
+
+size_t TrainingSession::units_seen(DataUnit unit) const {
+  const Learner& learner = *config_.trainer->parameter_learners().front();
+  switch (unit) {
+    case DataUnit::sample:
+      return config_.trainer->total_number_of_samples_seen();
+    case DataUnit::minibatch:
+      return learner.total_number_of_minibatches_seen();
+    case DataUnit::sweep:
+      return learner.total_number_of_sweeps_seen();
+    case DataUnit::second:
+      return elapsed_ms() / 1000;
+  }
+  return 0;
+}
+
+bool TrainingSession::due(const Action& a) const {
+  const size_t units = units_seen(a.frequency.unit);
+  if (finishing_) return units % a.frequency.count != 0 && units != a.units_when_last_called;
+  return units / a.frequency.count != a.current_index;
+}
+
+void TrainingSession::train() {
+  start_ = config_.clock();
+  Trainer& trainer = *config_.trainer;
+  if (policy_.enabled() && policy_.config().restore) restore();
+  const size_t restored_samples = trainer.total_number_of_samples_seen();
+
+  const size_t max_samples = config_.max_samples.value_or(INFINITELY_REPEAT);
+  bool should_train = max_samples > 0, early_exit = false;
+  while (should_train) {
+    const size_t seen = trainer.total_number_of_samples_seen();
+    const bool done = early_exit || max_samples <= seen ||
+                      (config_.max_sweeps && units_seen(DataUnit::sweep) >= *config_.max_sweeps);
+    const size_t left = done ? 0 : max_samples - seen;
+    const MinibatchSizeSchedule& schedule = config_.mb_size;
+    size_t mb_size = std::min(
+        schedule.value(schedule.is_sweep_based() ? units_seen(DataUnit::sweep) : seen), left);
+    // A minibatch ends at the next sample boundary of an action, so an epoch summary covers
+    // exactly its epoch (seed 002 prints "* 54000" for every epoch of 54,000 samples at
+    // minibatch sizes 256 to 4096).
+    for (const Action& a : actions_)
+      if (a.frequency.unit == DataUnit::sample)
+        mb_size = std::min(mb_size, a.frequency.count - seen % a.frequency.count);
+    MinibatchMap minibatch;
+    if (mb_size > 0) minibatch = train_data_.source->next_minibatch(mb_size, train_data_.input_map);
+    should_train = trainer.train_minibatch(minibatch);
+
+    for (Action& a : actions_) {
+      if (!due(a)) continue;
+      early_exit |= !run(a, a.current_index);
+      const size_t units = units_seen(a.frequency.unit);
+      a.current_index = units / a.frequency.count;
+      a.units_when_last_called = units;
+    }
+  }
+
+  if (restored_samples != trainer.total_number_of_samples_seen()) {
+    finishing_ = true;
+    for (Action& a : actions_)
+      if (due(a)) run(a, a.current_index);
+    finishing_ = false;
+  }
+  // Numbered saves end with the final model under the plain name, as CNTK's preserve_all
+  // (CNTK keeps an existing one; Loom replaces it when this run trained, so a later resume
+  // never starts from an older final model).
+  if (policy_.numbered() && (restored_samples != trainer.total_number_of_samples_seen() ||
+                             !std::filesystem::exists(policy_.config().filename)))
+    write_checkpoint(policy_.config().filename, policy_.state());
+  test();
+}
+
+void TrainingSession::restore() {
+  const std::vector<std::string> candidates = policy_.restore_candidates();
+  if (candidates.empty()) return;
+  std::string failures;
+  for (const std::string& file : candidates) {
+    Dictionary external;
+    try {
+      external = config_.trainer->restore_from_checkpoint(file);
+    } catch (const Error& e) {
+      std::cerr << "Warning: cannot restore from checkpoint '" << file << "': " << e.what() << "\n";
+      failures += "\n  '" + file + "': " + e.what();
+      continue;
+    }
+    std::cerr << "Restoring training session from the checkpoint '" << file << "'\n";
+    apply_external_state(external);
+    // Action indices continue from the restored counters, as in CNTK.
+    for (Action& a : actions_) {
+      const size_t units = units_seen(a.frequency.unit);
+      a.current_index = units / a.frequency.count;
+      a.units_when_last_called = units - units % a.frequency.count;
+    }
+    return;
+  }
+  throw StateError("training_session: none of the checkpoints of '" + policy_.config().filename +
+                   "' can be restored; nothing was changed:" + failures +
+                   "\nRemove them, or set restore = false to start afresh.");
+}
+
+void TrainingSession::apply_external_state(const Dictionary& external) {
+  // Read everything before changing anything.
+  const Dictionary source = external.get_dictionary(kSourceKey);
+  const Dictionary session = external.get_dictionary(kSessionKey);
+  LOOM_CHECK(session.get<int64_t>("version") == kSessionStateVersion, StateError,
+             "training session state of version ", session.get<int64_t>("version"),
+             "; this build reads version ", kSessionStateVersion);
+  const uint64_t elapsed = session.get<uint64_t>("elapsed_ms");
+  CheckpointPolicy restored_policy(policy_.config());
+  restored_policy.restore(external.get_dictionary(kPolicyKey));
+
+  train_data_.source->restore_from_checkpoint(source);
+  restored_elapsed_ms_ = elapsed;
+  start_ = config_.clock();
+  policy_ = std::move(restored_policy);
+}
+
+std::optional<double> TrainingSession::monitored_value() {
+  if (config_.checkpoint_config.monitor) return config_.checkpoint_config.monitor();
+  // The cross-validation due at this step runs after the checkpoint (CNTK's order), so its
+  // value is computed here first, silently, from the same reader positions.
+  auto cv = std::find_if(actions_.begin(), actions_.end(),
+                         [](const Action& a) { return a.kind == ActionKind::cross_validation; });
+  if (cv == actions_.end() || !cv_data_.source || !due(*cv)) return std::nullopt;
+  return validate(*probe_evaluator_, *probe_collector_).metric.value_or(0);
+}
+
+bool TrainingSession::save_checkpoint(size_t index) {
+  const std::optional<double> value =
+      policy_.ranks_by_value() ? monitored_value() : std::optional<double>();
+  const Dictionary planned = policy_.plan_save(index, value);
+  write_checkpoint(policy_.file_name(index), planned);
+  policy_.commit(planned);  // only a saved checkpoint may displace older ones
+  return true;
+}
+
+void TrainingSession::write_checkpoint(const std::string& file, const Dictionary& policy_state) {
+  Dictionary session;
+  session["version"] = kSessionStateVersion;
+  session["elapsed_ms"] = uint64_t{elapsed_ms()};
+  Dictionary external;
+  external[kSourceKey] = train_data_.source->get_checkpoint_state();
+  external[kSessionKey] = session;
+  external[kPolicyKey] = policy_state;
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  config_.trainer->save_checkpoint(file, external);
+}
+
+SummaryCollector::Entry run_evaluation(const BoundSource& data,
+                                       const MinibatchSizeSchedule& mb_size, size_t max_samples,
+                                       Evaluator& evaluator, const SummaryCollector& collector) {
+  size_t read = 0;
+  for (;;) {
+    const size_t n = std::min(mb_size.value(read), max_samples <= read ? 0 : max_samples - read);
+    if (n == 0) break;
+    const MinibatchMap minibatch = data.source->next_minibatch(n, data.input_map);
+    if (minibatch.empty()) break;
+    evaluator.test_minibatch(minibatch);
+    read += samples_of(minibatch);
+  }
+  evaluator.summarize_test_progress();
+  return collector.test_summaries.back();
+}
+
+SummaryCollector::Entry TrainingSession::validate(Evaluator& evaluator,
+                                                  const SummaryCollector& collector) {
+  // CNTK keeps the training reader's position around the pass too (for BPTT readers).
+  const Dictionary train_pos = train_data_.source->get_checkpoint_state();
+  const Dictionary cv_pos = cv_data_.source->get_checkpoint_state();
+  const SummaryCollector::Entry r =
+      run_evaluation(cv_data_, config_.cv_config.minibatch_size, config_.cv_config.max_samples,
+                     evaluator, collector);
+  cv_data_.source->restore_from_checkpoint(cv_pos);
+  train_data_.source->restore_from_checkpoint(train_pos);
+  return r;
+}
+
+bool TrainingSession::cross_validate(size_t index) {
+  const CrossValidationCallback& callback = config_.cv_config.callback;
+  if (!cv_data_.source) return callback ? callback(index, 0, 0, 0) : true;
+  const SummaryCollector::Entry r = validate(*cv_evaluator_, *cv_collector_);
+  return callback ? callback(index, r.metric.value_or(0), r.samples, r.updates) : true;
+}
+
+void TrainingSession::test() {
+  if (!test_data_.source) return;
+  run_evaluation(test_data_, config_.test_config.minibatch_size, INFINITELY_REPEAT,
+                 *test_evaluator_, *test_collector_);
+}
+
+TrainingSession training_session(TrainingSessionConfig config) {
+  return TrainingSession(std::move(config));
+}
+
+}  // namespace loom

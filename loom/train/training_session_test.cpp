@@ -1,0 +1,371 @@
+#include "loom/train/training_session.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "loom/layers/dense.h"
+#include "loom/learners/sgd.h"
+#include "loom/ops/losses.h"
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+
+// y = x·W (W = [1, 2]ᵀ, no bias), squared error as loss and metric, sgd at 0.01 per sample,
+// over 8 in-memory samples read in order.
+struct Problem {
+  Variable x = input_variable({2}, {.name = "x"});
+  Variable t = input_variable({1}, {.name = "t"});
+  Function layer = Dense(1, {.bias = false});
+  Variable y = layer(x);
+  Variable loss = squared_error(y, t);
+  Variable metric = squared_error(y, t);
+  Parameter W = layer.parameters()[0];
+  std::shared_ptr<Learner> learner;
+  std::shared_ptr<SummaryCollector> collector = std::make_shared<SummaryCollector>();
+  std::shared_ptr<Trainer> trainer;
+  std::shared_ptr<MinibatchSource> source;
+  InputMap input_map;
+
+  Problem() {
+    W.set_value(NDArrayView::from_vector<float>({2, 1}, {1, 2}));
+    learner = sgd({W}, learning_rate_schedule(0.01, UnitType::sample));
+    trainer = std::make_shared<Trainer>(y, std::pair{loss, metric},
+                                        std::vector<std::shared_ptr<Learner>>{learner},
+                                        ProgressWriters{collector});
+    source = std::make_shared<MinibatchSource>(
+        MinibatchSourceFromData({{"x", features()}, {"t", targets()}}, {.randomize = false}));
+    input_map = {{x, (*source)["x"]}, {t, (*source)["t"]}};
+  }
+  static NDArrayView features() {
+    return NDArrayView::from_vector<float>(
+        {8, 2}, {1, 0, 0, 1, 1, 1, 0.5f, 0, 0, 0.5f, 1, 0.5f, 0.5f, 1, 0.25f, 0.75f});
+  }
+  static NDArrayView targets() {
+    return NDArrayView::from_vector<float>({8, 1}, {1, -1, 0, 0.5f, 0.25f, 1, -0.5f, 0});
+  }
+  TrainingSessionConfig config(size_t max_samples) {
+    return {.trainer = trainer,
+            .mb_source = source,
+            .mb_size = 2,
+            .model_inputs_to_streams = input_map,
+            .max_samples = max_samples};
+  }
+  std::vector<float> weights() const { return W.value().to_vector<float>(); }
+};
+
+// A fresh folder per test; `ckpt` is the checkpoint filename in it.
+struct Folder {
+  fs::path dir;
+  explicit Folder(const std::string& name)
+      : dir(fs::path(::testing::TempDir()) / ("loom_session_" + name)) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Folder() { fs::remove_all(dir); }
+  std::string ckpt() const { return (dir / "ckpt").string(); }
+  std::set<std::string> files() const {
+    std::set<std::string> names;
+    for (auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+    return names;
+  }
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::vector<size_t> summary_samples(const SummaryCollector& c) {
+  std::vector<size_t> n;
+  for (auto& s : c.training_summaries) n.push_back(s.samples);
+  return n;
+}
+
+TEST(TrainingSession, ProgressFrequencyInSamplesMinibatchesSweepsAndAtEnd) {
+  const std::vector<std::pair<std::optional<Frequency>, std::vector<size_t>>> cases{
+      {Frequency(4), {4, 4, 4, 4}},
+      {Frequency(3, DataUnit::minibatch), {6, 6, 4}},  // 8 minibatches: 3, 6, then the rest
+      {Frequency(1, DataUnit::sweep), {8, 8}},
+      {std::nullopt, {16}},
+  };
+  for (auto& [frequency, expected] : cases) {
+    Problem p;
+    auto config = p.config(16);
+    config.progress_frequency = frequency;
+    training_session(std::move(config)).train();
+    EXPECT_EQ(p.trainer->total_number_of_samples_seen(), 16u);
+    EXPECT_EQ(summary_samples(*p.collector), expected);
+  }
+}
+
+TEST(TrainingSession, MinibatchSizeScheduleAndMaxSamplesCutTheLastMinibatch) {
+  Problem p;
+  auto config = p.config(7);
+  config.mb_size = MinibatchSizeSchedule(std::vector<size_t>{2, 3}, 4, IGNORE);
+  training_session(std::move(config)).train();
+  std::vector<size_t> sizes;
+  for (auto& u : p.collector->training_updates) sizes.push_back(u.samples);
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 3}));  // 3 at sample 4, then only 0 left
+}
+
+TEST(TrainingSession, CrossValidationCallbackStopsTrainingAndChangesTheLearningRate) {
+  Problem p;
+  std::vector<std::tuple<size_t, double, size_t, size_t>> calls;
+  auto config = p.config(16);
+  config.cv_config = {
+      .source = DataSource({Problem::features(), Problem::targets()}),
+      .frequency = 4,
+      .minibatch_size = 3,
+      .callback =
+          [&](size_t index, double error, size_t samples, size_t minibatches) {
+            calls.emplace_back(index, error, samples, minibatches);
+            p.learner->reset_learning_rate(learning_rate_schedule(0.005, UnitType::sample));
+            return index < 1;
+          },
+  };
+  training_session(std::move(config)).train();
+  // CV after 4 samples (index 0) and 8 (index 1, which stops training).
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(std::get<0>(calls[0]), 0u);
+  EXPECT_EQ(std::get<0>(calls[1]), 1u);
+  EXPECT_EQ(std::get<2>(calls[1]), 8u);
+  EXPECT_EQ(std::get<3>(calls[1]), 3u);  // minibatches of 3, 3, 2
+  EXPECT_EQ(p.trainer->total_number_of_samples_seen(), 8u);
+  EXPECT_DOUBLE_EQ(p.learner->learning_rate(), 0.005);
+  // The last CV saw the final model: its error is the metric over the 8 samples now.
+  const ValueMap out = combine({p.metric})
+                           .eval({{p.x, Value(Problem::features(), false)},
+                                  {p.t, Value(Problem::targets(), false)}});
+  double sum = 0;
+  for (float v : out.at(p.metric).data().to_vector<float>()) sum += v;
+  EXPECT_NEAR(std::get<1>(calls[1]), sum / 8, 1e-6);
+  // Cross-validation restored the training reader: the run continued in order.
+  EXPECT_EQ(p.collector->test_summaries.size(), 2u);
+}
+
+TEST(TrainingSession, CrossValidationWithoutDataCallsTheCallbackAlone) {
+  Problem p;
+  std::vector<size_t> zeros;
+  auto config = p.config(8);
+  config.cv_config = {.frequency = Frequency(2, DataUnit::minibatch),
+                      .callback = [&](size_t i, double e, size_t s, size_t m) {
+                        zeros.push_back(i + size_t(e) + s + m);
+                        return true;
+                      }};
+  training_session(std::move(config)).train();
+  EXPECT_EQ(zeros, (std::vector<size_t>{0, 1}));
+}
+
+TEST(TrainingSession, RejectsBadConfigurations) {
+  Problem p;
+  auto no_trainer = p.config(8);
+  no_trainer.trainer = nullptr;
+  EXPECT_THROW(TrainingSession{no_trainer}, ArgumentError);
+  auto zero = p.config(8);
+  zero.progress_frequency = 0;
+  EXPECT_THROW(TrainingSession{zero}, ArgumentError);
+  auto unnamed = p.config(8);
+  unnamed.checkpoint_config = {.max_to_keep = 2};
+  EXPECT_THROW(TrainingSession{unnamed}, ArgumentError);
+  auto arrays = p.config(8);
+  arrays.test_config = {.source = DataSource({Problem::features()})};  // one array, two inputs
+  EXPECT_THROW(TrainingSession{arrays}, ArgumentError);
+}
+
+// Runs a session to max_samples with checkpoints every 4 samples.
+void run(Problem& p, CheckpointConfig checkpoint, size_t max_samples) {
+  auto config = p.config(max_samples);
+  checkpoint.frequency = 4;
+  config.checkpoint_config = std::move(checkpoint);
+  training_session(std::move(config)).train();
+}
+
+TEST(CheckpointPolicy, DefaultOverwritesOneFile) {
+  Folder f("default");
+  Problem p;
+  run(p, {.filename = f.ckpt()}, 16);
+  EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt"}));
+}
+
+TEST(CheckpointPolicy, PreserveAllKeepsEveryCheckpointAndTheFinalOne) {
+  Folder f("preserve_all");
+  Problem p;
+  run(p, {.filename = f.ckpt(), .preserve_all = true}, 16);
+  EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", "ckpt0", "ckpt1", "ckpt2", "ckpt3"}));
+}
+
+TEST(CheckpointPolicy, MaxToKeepKeepsTheNewest) {
+  Folder f("max_to_keep");
+  Problem p;
+  run(p, {.filename = f.ckpt(), .max_to_keep = 2}, 16);
+  EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", "ckpt2", "ckpt3"}));
+}
+
+TEST(CheckpointPolicy, KeepBestByAMonitorInMinAndMaxModeAndAlwaysTheLatest) {
+  for (MonitorMode mode : {MonitorMode::min, MonitorMode::max}) {
+    Folder f("keep_best");
+    Problem p;
+    std::vector<double> values{3, 1, 5, 2};
+    size_t call = 0;
+    run(p,
+        {.filename = f.ckpt(),
+         .keep_best = 1,
+         .mode = mode,
+         .monitor = [&] { return values[call++]; }},
+        16);
+    EXPECT_EQ(call, 4u);
+    const std::string best = mode == MonitorMode::min ? "ckpt1" : "ckpt2";
+    EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", best, "ckpt3"}));
+  }
+}
+
+TEST(CheckpointPolicy, KeepBestByTheCrossValidationMetric) {
+  Folder f("keep_best_cv");
+  Problem p;
+  std::vector<double> errors;
+  auto config = p.config(16);
+  config.checkpoint_config = {
+      .filename = f.ckpt(), .frequency = 4, .keep_best = 1, .mode = MonitorMode::max};
+  config.cv_config = {.source = DataSource({Problem::features(), Problem::targets()}),
+                      .frequency = 4,
+                      .callback = [&](size_t, double e, size_t, size_t) {
+                        errors.push_back(e);
+                        return true;
+                      }};
+  TrainingSession session(std::move(config));
+  session.train();
+  ASSERT_EQ(errors.size(), 4u);
+  // The worst (max) error is kept as "best" in max mode, with the latest.
+  const size_t worst = size_t(std::max_element(errors.begin(), errors.end()) - errors.begin());
+  EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", "ckpt" + std::to_string(worst), "ckpt3"}));
+  // Each checkpoint's value is the CV error of the model it holds.
+  const Dictionary state = session.checkpoint_policy().state();
+  const auto& retained = state.get<DictionaryVector>("retained");
+  ASSERT_FALSE(retained.empty());
+  const Dictionary first(retained.front().get<DictionaryMap>());
+  EXPECT_DOUBLE_EQ(first.get<double>("value"), errors[first.get<uint64_t>("index")]);
+}
+
+TEST(CheckpointPolicy, ResumedRunContinuesExactlyAndHonoursTheRestoredBookkeeping) {
+  Folder f("resume");
+  Problem uninterrupted;
+  training_session(uninterrupted.config(16)).train();
+  {
+    Problem first;
+    run(first, {.filename = f.ckpt(), .max_to_keep = 2}, 8);
+    EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", "ckpt0", "ckpt1"}));
+  }
+  Problem second;
+  run(second, {.filename = f.ckpt(), .max_to_keep = 2}, 16);
+  EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 16u);
+  // The first run's files were pruned by the second: its bookkeeping came from the checkpoint.
+  EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", "ckpt2", "ckpt3"}));
+  EXPECT_EQ(second.weights(), uninterrupted.weights());
+  // One summary at the end of each run; the resumed writer's covers this run's 8 samples.
+  EXPECT_EQ(summary_samples(*second.collector), (std::vector<size_t>{8}));
+}
+
+TEST(CheckpointPolicy, FallsBackPastDamagedNewestCheckpointsWithAWarning) {
+  Folder f("fallback");
+  Problem uninterrupted;
+  training_session(uninterrupted.config(16)).train();
+  {
+    Problem first;
+    run(first, {.filename = f.ckpt(), .preserve_all = true}, 16);
+  }
+  // Damage the final checkpoint (a flipped byte) and the newest numbered one (truncated).
+  std::string final_bytes = read_bytes(f.ckpt());
+  final_bytes[final_bytes.size() / 2] ^= 0x5a;
+  write_bytes(f.ckpt(), final_bytes);
+  const std::string newest = f.ckpt() + "3";
+  write_bytes(newest, read_bytes(newest).substr(0, 100));
+
+  Problem second;
+  ::testing::internal::CaptureStderr();
+  run(second, {.filename = f.ckpt(), .preserve_all = true}, 16);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("Warning: cannot restore from checkpoint '" + f.ckpt() + "'"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("Warning: cannot restore from checkpoint '" + newest + "'"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("Restoring training session from the checkpoint '" + f.ckpt() + "2'"),
+            std::string::npos)
+      << err;
+  // Resumed at 12 samples and trained the rest exactly as the uninterrupted run did.
+  EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 16u);
+  EXPECT_EQ(second.collector->training_updates.size(), 2u);
+  EXPECT_EQ(second.weights(), uninterrupted.weights());
+}
+
+TEST(CheckpointPolicy, NoValidCheckpointThrowsAndTouchesNothing) {
+  Folder f("none_valid");
+  {
+    Problem first;
+    run(first, {.filename = f.ckpt(), .max_to_keep = 2}, 16);
+  }
+  std::map<std::string, std::string> before;
+  for (const std::string& name : f.files()) {
+    std::string bytes = read_bytes((f.dir / name).string());
+    bytes = bytes.substr(0, bytes.size() - 1);  // truncated: every checkpoint is damaged
+    write_bytes((f.dir / name).string(), bytes);
+    before[name] = bytes;
+  }
+  Problem second;
+  const std::vector<float> w = second.weights();
+  ::testing::internal::CaptureStderr();
+  try {
+    run(second, {.filename = f.ckpt(), .max_to_keep = 2}, 16);
+    ADD_FAILURE() << "expected a StateError";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("none of the checkpoints"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(f.ckpt() + "3"), std::string::npos) << e.what();
+  }
+  ::testing::internal::GetCapturedStderr();
+  std::map<std::string, std::string> after;
+  for (const std::string& name : f.files()) after[name] = read_bytes((f.dir / name).string());
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(second.weights(), w);
+  EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 0u);
+}
+
+TEST(CheckpointPolicy, RestoreFalseStartsAfresh) {
+  Folder f("no_restore");
+  {
+    Problem first;
+    run(first, {.filename = f.ckpt()}, 8);
+  }
+  Problem second;
+  run(second, {.filename = f.ckpt(), .restore = false}, 8);
+  EXPECT_EQ(second.collector->training_updates.size(), 4u);
+}
+
+TEST(CheckpointPolicy, FrequencyInSecondsFollowsTheClock) {
+  Folder f("seconds");
+  Problem p;
+  auto now = std::make_shared<std::chrono::nanoseconds>(0);
+  auto config = p.config(16);
+  config.checkpoint_config = {
+      .filename = f.ckpt(), .frequency = Frequency(10, DataUnit::second), .preserve_all = true};
+  // Each reading of the clock advances it by 3 s.
+  config.clock = [now] { return *now += std::chrono::seconds(3); };
+  training_session(std::move(config)).train();
+  // About 3 s per step over 8 steps: saves as the time passes 10 s and 20 s.
+  EXPECT_TRUE(f.files().count("ckpt0"));
+  EXPECT_TRUE(f.files().count("ckpt1"));
+}
+
+}  // namespace
+}  // namespace loom
