@@ -1,11 +1,13 @@
-// numpy's legacy RandomState (np.random.seed(n); randint; randn), so the examples draw the
-// very data points the seeds' Python scripts draw. MT19937 seeded with init_genrand(n), as
+// numpy's legacy RandomState (np.random.seed(n); randint; permutation; randn), so the examples draw
+// the very data points the seeds' Python scripts draw. MT19937 seeded with init_genrand(n), as
 // numpy does for an integer seed; randn is numpy's polar Box-Muller with its cached pair.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace examples {
 
@@ -21,6 +23,14 @@ class NumpyRandomState {
     while ((v = uint32_t(mt_()) & mask) > range) {
     }
     return low + int64_t(v);
+  }
+
+  // permutation(n): numpy's legacy shuffle of arange(n), Fisher-Yates from the last element.
+  std::vector<size_t> permutation(size_t n) {
+    std::vector<size_t> p(n);
+    for (size_t i = 0; i < n; ++i) p[i] = i;
+    for (size_t i = n; i-- > 1;) std::swap(p[i], p[size_t(randint(0, int64_t(i) + 1))]);
+    return p;
   }
 
   double uniform() {

@@ -1,0 +1,21 @@
+"""Seed 002's convnet trains briefly on Fashion-MNIST: three short epochs of 4096 samples;
+the training error must fall from epoch to epoch, and the test error end far below chance."""
+import os
+
+from example import expect, matching, run
+
+if not os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+    print("SKIPPED: dataset-fashion-mnist is not installed (scripts/setup.sh installs it)")
+    raise SystemExit(0)
+
+lines = run("mnist_convnet", "3", "--samples", "4096")
+epochs = matching(lines, r"Finished Epoch\[(\d)\]: loss = ([\d.]+) \* 4096, "
+                         r"metric = ([\d.]+)% \* 4096 .*")
+expect(len(epochs) == 3, "expected three epoch lines of 4096 samples each")
+errors = [float(m.group(3)) for m in epochs]
+losses = [float(m.group(2)) for m in epochs]
+expect(losses[2] < losses[0], f"the loss did not fall: {losses}")
+expect(errors[2] < errors[0], f"the training error did not fall: {errors}")
+test = matching(lines, r"Finished Evaluation \[1\]: Minibatch\[1-313\]: metric = ([\d.]+)% \* 10000;")
+expect(len(test) == 1, "no test line over the 10000 test images")
+expect(float(test[0].group(1)) < 60, f"test error {test[0].group(1)}% is not far below chance")
