@@ -147,5 +147,22 @@ TEST_F(AtomicFileTest, KilledWriterLeavesOldOrNewFile) {
   }
 }
 
+TEST_F(AtomicFileTest, StrayTemporariesOfDeadWritersAreRemoved) {
+  const auto path = (dir_ / "c").string();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // a process that no longer runs
+  const auto dead = path + ".tmp-" + std::to_string(child) + "-1";
+  const auto alive = path + ".tmp-" + std::to_string(::getpid()) + "-99";
+  const auto other = (dir_ / "d.tmp-1-1").string();
+  for (const auto& p : {dead, alive, other}) write_file_atomically(p, bytes_of("x"));
+  write_file_atomically(path, bytes_of("new"));
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));  // its writer may still be writing
+  EXPECT_TRUE(std::filesystem::exists(other));  // another target's
+  EXPECT_EQ(read(path), "new");
+}
+
 }  // namespace
 }  // namespace loom
