@@ -200,19 +200,33 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
     // Innermost axis reduced: each output combines runs that are contiguous in the source.
     auto combine_range = [&](size_t k0, size_t k1, size_t k2, size_t begin, size_t end) {
       A acc = identity;
-      walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
-        if constexpr (C == Combine::Sum) {
-#pragma omp simd reduction(+ : acc)
-          for (size_t i = 0; i < len; ++i)
-            acc += static_cast<A>(load(k0 + r0, k1 + r1, k2 + r2, i));
-        } else {
+      if constexpr (C == Combine::Sum) {
+        // One running double sum stayed scalar, bound by add latency (a convolution's bias
+        // gradient, [N,C,H,W] -> [C], is this case). kLanes partial sums vectorize and
+        // pipeline; lane j takes steps j, j + kLanes, ... of each run, so the order is still
+        // fixed by the shape alone.
+        constexpr size_t kLanes = 16;
+        A lane[kLanes] = {};
+        walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
+          size_t i = 0;
+          for (; i + kLanes <= len; i += kLanes) {
+#pragma omp simd
+            for (size_t j = 0; j < kLanes; ++j)
+              lane[j] += static_cast<A>(load(k0 + r0, k1 + r1, k2 + r2, i + j));
+          }
+          for (size_t j = 0; i + j < len; ++j)
+            lane[j] += static_cast<A>(load(k0 + r0, k1 + r1, k2 + r2, i + j));
+        });
+        for (const A v : lane) acc += v;
+      } else {
+        walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
 #pragma omp simd reduction(max : acc)
           for (size_t i = 0; i < len; ++i) {
             const A v = load(k0 + r0, k1 + r1, k2 + r2, i);
             acc = v > acc ? v : acc;
           }
-        }
-      });
+        });
+      }
       return acc;
     };
     if (kept.size == 1 && red.size >= 2 * kGrain) {

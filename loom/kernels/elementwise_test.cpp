@@ -225,6 +225,27 @@ TEST(ElementwiseFiniteDifference, BinaryDerivatives) {
 }
 
 // Runs binary and both gradients for one broadcast case and checks them against the reference.
+// Relu and Abs gradients select dy, -dy or 0, so they are exact: compare bit for bit on odd
+// lengths (vector tails) with many exact zeros, where the select must give 0.
+TYPED_TEST(ElementwiseTest, SelectingGradientsAreExactOnOddLengths) {
+  using T = TypeParam;
+  for (size_t n : {size_t{1}, size_t{7}, size_t{37}, size_t{100003}}) {
+    auto x = random_vector<T>(n, 5, -2, 2);
+    for (size_t i = 0; i < n; i += 3) x[i] = 0;
+    const auto dy = random_vector<T>(n, 6, -2, 2);
+    const auto init = random_vector<T>(n, 7, -2, 2);
+    for (UnaryOp op : {UnaryOp::Relu, UnaryOp::Abs})
+      for (bool accumulate : {false, true}) {
+        std::vector<T> dx = init;
+        unary_backward<T>(op, n, x.data(), nullptr, dy.data(), dx.data(), accumulate);
+        for (size_t i = 0; i < n; ++i) {
+          const T g = x[i] > 0 ? dy[i] : (op == UnaryOp::Abs && x[i] < 0 ? -dy[i] : T(0));
+          ASSERT_EQ(dx[i], accumulate ? init[i] + g : g) << "op " << int(op) << " i " << i;
+        }
+      }
+  }
+}
+
 template <typename T>
 void check_binary(const Dims& out, const Dims& ad, const Dims& bd, unsigned seed) {
   const size_t n = product(out), na = product(ad), nb = product(bd);
@@ -261,6 +282,18 @@ void check_binary(const Dims& out, const Dims& ad, const Dims& bd, unsigned seed
         }
       }
     }
+  }
+}
+
+// A bias [1,C,1,...] against [N,C,H*W...] on odd sizes: runs shorter than, equal to and longer
+// than the 16 partial sums of the reduction (with a tail), forward and gradient, both accumulate
+// modes (check_binary), against the naive loop.
+TYPED_TEST(ElementwiseTest, BinaryBiasShapesOfOddSizes) {
+  unsigned seed = 300;
+  for (size_t hw : {size_t{1}, size_t{7}, size_t{16}, size_t{37}}) {
+    check_binary<TypeParam>({5, 3, 1, hw}, {5, 3, 1, hw}, {1, 3, 1, 1}, seed++);
+    check_binary<TypeParam>({5, 3, hw}, {1, 3, 1}, {5, 3, hw}, seed++);
+    check_binary<TypeParam>({5, hw}, {5, hw}, {1, hw}, seed++);
   }
 }
 

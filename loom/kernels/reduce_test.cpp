@@ -113,6 +113,19 @@ TYPED_TEST(ReduceTest, LargeShapesUseThreads) {
   check_reduce<TypeParam>({4, 3, 50, 300}, {4, 1, 50, 1}, 7);
 }
 
+// Per-channel sums (bias gradients) on odd sizes: runs shorter than, equal to and longer than
+// the 16 partial sums, with tails; check_reduce covers Sum, Mean, Max and accumulate.
+TYPED_TEST(ReduceTest, ChannelReductionsOfOddSizes) {
+  unsigned seed = 100;
+  for (size_t hw : {size_t{1}, size_t{7}, size_t{16}, size_t{37}}) {
+    check_reduce<TypeParam>({5, 3, 1, hw}, {1, 3, 1, 1}, seed++);
+    check_reduce<TypeParam>({5, 3, hw}, {1, 3, 1}, seed++);
+    check_reduce<TypeParam>({5, hw}, {1, hw}, seed++);
+    check_reduce<TypeParam>({3, hw}, {3, 1}, seed++);
+  }
+  check_reduce<TypeParam>({64, 7, 121}, {1, 7, 1}, seed++);  // threaded over channels
+}
+
 TYPED_TEST(ReduceTest, EmptyReductions) {
   using T = TypeParam;
   std::vector<T> y(3, T(7));
@@ -150,11 +163,13 @@ TYPED_TEST(ReduceTest, ResultsDoNotDependOnThreadCount) {
   using T = TypeParam;
   const auto x = random_vector<T>(200000, 9, -2, 2);
   expect_same_for_thread_counts([&] {
-    std::vector<T> all(1), rows(500), cols(400);
+    std::vector<T> all(1), rows(500), cols(400), channels(8);
     reduce<T>(ReduceOp::Sum, {200000}, x.data(), {1}, all.data(), false);
     reduce<T>(ReduceOp::Sum, {500, 400}, x.data(), {500, 1}, rows.data(), false);
     reduce<T>(ReduceOp::Mean, {500, 400}, x.data(), {1, 400}, cols.data(), false);
+    reduce<T>(ReduceOp::Sum, {20, 8, 1250}, x.data(), {1, 8, 1}, channels.data(), false);
     all.insert(all.end(), rows.begin(), rows.end());
+    all.insert(all.end(), channels.begin(), channels.end());
     all.insert(all.end(), cols.begin(), cols.end());
     return all;
   });
