@@ -13,6 +13,9 @@
 //
 //   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
 //   bench_mnist --row NAME [--seconds S] [--threads N]     (one row, Loom only: the child)
+//   bench_mnist --accuracy EPOCHS   (seed 002's recipe for EPOCHS epochs on both sides: the
+//                                    mnist_convnet example and mnist_torch.py --accuracy;
+//                                    prints both test accuracies)
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -77,13 +80,15 @@ struct Options {
   double seconds = 5;
   int threads = 0;  // 0: Loom's default
   bool reference = true;
+  int accuracy_epochs = 0;  // > 0: the accuracy comparison instead of the speed rows
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& problem) {
-  std::fprintf(stderr,
-               "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
-               "       %s --row NAME [--seconds S] [--threads N]\nrows:",
-               problem.c_str(), argv0, argv0);
+  std::fprintf(
+      stderr,
+      "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
+      "       %s --row NAME [--seconds S] [--threads N]\n       %s --accuracy EPOCHS\nrows:",
+      problem.c_str(), argv0, argv0, argv0);
   for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
   std::fprintf(stderr, "\n");
   std::exit(2);
@@ -108,6 +113,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--threads") {
       o.threads = std::atoi(value().c_str());
       if (o.threads < 1) usage(argv[0], "--threads needs a positive integer");
+    } else if (a == "--accuracy") {
+      o.accuracy_epochs = std::atoi(value().c_str());
+      if (o.accuracy_epochs < 1) usage(argv[0], "--accuracy needs a positive number of epochs");
     } else if (a == "--no-reference") {
       o.reference = false;
     } else {
@@ -194,7 +202,8 @@ struct Measurement {
   bool ran = false;
   double sps = 0;
   long peak_rss_kb = 0;
-  std::string why;  // when !ran
+  std::string why;                 // when !ran
+  std::vector<std::string> lines;  // everything the child printed
 };
 
 // Runs argv as a child, echoes its output indented, and reads samples_per_second= from it.
@@ -231,6 +240,7 @@ Measurement run_child(const std::vector<std::string>& args) {
     double v = 0;
     if (std::sscanf(line, "samples_per_second=%lf", &v) == 1) m.sps = v, m.ran = true;
     last.assign(line, std::strcspn(line, "\n"));
+    m.lines.push_back(last);
   }
   std::fclose(in);
   int status = 0;
@@ -261,6 +271,35 @@ std::string cell(const Measurement& m, double value, const char* format) {
 
 }  // namespace
 
+// The first "<prefix><number>" among lines, or a negative number.
+double find_value(const std::vector<std::string>& lines, const std::string& prefix) {
+  for (const std::string& l : lines)
+    if (l.rfind(prefix, 0) == 0) return std::atof(l.c_str() + prefix.size());
+  return -1;
+}
+
+// Seed 002's recipe for the same number of epochs on both sides; Loom's side is the
+// mnist_convnet example beside this program.
+int compare_accuracy(int epochs, const std::string& script) {
+  const auto folder = std::filesystem::canonical("/proc/self/exe").parent_path();
+  const std::string n = std::to_string(epochs);
+  std::printf("Loom (mnist_convnet %s):\n", n.c_str());
+  const Measurement loom = run_child({(folder / "mnist_convnet").string(), n});
+  std::printf("PyTorch (mnist_torch.py --accuracy --epochs %s):\n", n.c_str());
+  const Measurement torch = run_child({"/usr/bin/python3", script, "--accuracy", "--epochs", n});
+  const double loom_error = find_value(loom.lines, "Test error: ");
+  const double torch_accuracy = find_value(torch.lines, "test_accuracy=");
+  if (loom_error < 0 || torch_accuracy < 0) {
+    std::printf("no test accuracy from %s\n", loom_error < 0 ? "Loom" : "PyTorch");
+    return 1;
+  }
+  const double loom_accuracy = 100 - loom_error;
+  std::printf(
+      "\ntest accuracy after %d epochs: Loom %.2f%%, PyTorch %.2f%%, difference %+.2f points\n",
+      epochs, loom_accuracy, torch_accuracy, loom_accuracy - torch_accuracy);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   if (o.threads) set_max_num_cpu_threads(o.threads);
@@ -277,6 +316,7 @@ int main(int argc, char** argv) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
   const std::string script = reference_script(argv[0]);
+  if (o.accuracy_epochs > 0) return compare_accuracy(o.accuracy_epochs, script);
   const int threads = o.threads ? o.threads : get_max_num_cpu_threads();
   const std::string seconds = std::to_string(o.seconds);
   struct Result {
