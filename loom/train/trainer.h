@@ -3,6 +3,7 @@
 // that sum's gradient is what the learners receive (DESIGN.md §4).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -63,8 +64,10 @@ class Trainer {
   // Restores what save_checkpoint saved and returns its external_state. The whole file is
   // checked before anything changes: a damaged or foreign file (DataError), an unreadable one
   // (IOError) or one saved from a different graph (StateError naming the first mismatch) leaves
-  // the trainer as it was.
-  Dictionary restore_from_checkpoint(const std::string& path);
+  // the trainer as it was. check_external, when given, is one more of those checks: it sees
+  // the external state before anything changes and refuses it by throwing.
+  Dictionary restore_from_checkpoint(
+      const std::string& path, const std::function<void(const Dictionary&)>& check_external = {});
 
   size_t total_number_of_samples_seen() const { return total_samples_; }
   double previous_minibatch_loss_average() const;

@@ -98,7 +98,8 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
   file.write_file(path);
 }
 
-Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
+Dictionary Trainer::restore_from_checkpoint(
+    const std::string& path, const std::function<void(const Dictionary&)>& check_external) {
   // 1. Read and check everything: container CRCs, the graph (loaded as a model, which
   //    validates it fully), its match with ours, and the state's structure.
   //    The file is mapped, and its tensors are decoded as views of the mapping: the only copy
@@ -143,6 +144,7 @@ Dictionary Trainer::restore_from_checkpoint(const std::string& path) {
              learners->size(), " learners; the trainer has ", learners_.size());
   LOOM_CHECK(writers->size() == writers_.size(), StateError, "checkpoint '", path, "' holds ",
              writers->size(), " progress writers; the trainer has ", writers_.size());
+  if (check_external) check_external(external);
 
   // 2. Restore the parts that can still refuse (learners and writers check their own
   //    state); on a refusal, put back what was already restored.

@@ -253,16 +253,22 @@ void TrainingSession::restore() {
   if (candidates.empty()) return;
   std::string failures;
   for (const std::string& file : candidates) {
-    Dictionary external;
+    // The session's own state is read inside the trainer's checks, so a checkpoint without it
+    // (e.g. one a manual loop wrote) is refused before the trainer changes.
+    std::optional<SessionState> state;
     try {
-      external = config_.trainer->restore_from_checkpoint(file);
+      config_.trainer->restore_from_checkpoint(
+          file, [&](const Dictionary& external) { state = read_session_state(external); });
     } catch (const Error& e) {
       std::cerr << "Warning: cannot restore from checkpoint '" << file << "': " << e.what() << "\n";
       failures += "\n  '" + file + "': " + e.what();
       continue;
     }
     std::cerr << "Restoring training session from the checkpoint '" << file << "'\n";
-    apply_external_state(external);
+    train_data_.source->restore_from_checkpoint(state->source);
+    restored_elapsed_ms_ = state->elapsed_ms;
+    start_ = config_.clock();
+    policy_ = std::move(state->policy);
     // Action indices continue from the restored counters, as in CNTK.
     for (Action& a : actions_) {
       const size_t units = units_seen(a.frequency.unit);
@@ -276,21 +282,16 @@ void TrainingSession::restore() {
                    "\nRemove them, or set restore = false to start afresh.");
 }
 
-void TrainingSession::apply_external_state(const Dictionary& external) {
-  // Read everything before changing anything.
-  const Dictionary source = external.get_dictionary(kSourceKey);
+TrainingSession::SessionState TrainingSession::read_session_state(
+    const Dictionary& external) const {
   const Dictionary session = external.get_dictionary(kSessionKey);
   LOOM_CHECK(session.get<int64_t>("version") == kSessionStateVersion, StateError,
              "training session state of version ", session.get<int64_t>("version"),
              "; this build reads version ", kSessionStateVersion);
-  const uint64_t elapsed = session.get<uint64_t>("elapsed_ms");
-  CheckpointPolicy restored_policy(policy_.config());
-  restored_policy.restore(external.get_dictionary(kPolicyKey));
-
-  train_data_.source->restore_from_checkpoint(source);
-  restored_elapsed_ms_ = elapsed;
-  start_ = config_.clock();
-  policy_ = std::move(restored_policy);
+  CheckpointPolicy policy(policy_.config());
+  policy.restore(external.get_dictionary(kPolicyKey));
+  return {external.get_dictionary(kSourceKey), session.get<uint64_t>("elapsed_ms"),
+          std::move(policy)};
 }
 
 std::optional<double> TrainingSession::monitored_value() {

@@ -164,7 +164,13 @@ class TrainingSession {
   bool run(const Action& action, size_t index);
   size_t elapsed_ms() const;
   void restore();
-  void apply_external_state(const Dictionary& external);
+  // What a checkpoint's external state holds for the session, read and checked.
+  struct SessionState {
+    Dictionary source;
+    uint64_t elapsed_ms;
+    CheckpointPolicy policy;
+  };
+  SessionState read_session_state(const Dictionary& external) const;
   bool save_checkpoint(size_t index);
   void write_checkpoint(const std::string& file, const Dictionary& policy_state);
   std::optional<double> monitored_value();

@@ -341,6 +341,28 @@ TEST(CheckpointPolicy, NoValidCheckpointThrowsAndTouchesNothing) {
   EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 0u);
 }
 
+TEST(CheckpointPolicy, ManualLoopCheckpointIsRefusedBeforeTheTrainerChanges) {
+  Folder f("manual_loop");
+  {
+    Problem first;  // a manual loop's checkpoint: no session state in its external state
+    first.trainer->train_minibatch(first.source->next_minibatch(4, first.input_map));
+    first.trainer->save_checkpoint(f.ckpt(), first.source->get_checkpoint_state());
+  }
+  Problem second;
+  const std::vector<float> w = second.weights();
+  ::testing::internal::CaptureStderr();
+  try {
+    run(second, {.filename = f.ckpt()}, 8);
+    ADD_FAILURE() << "expected a StateError";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainingSession"), std::string::npos) << e.what();
+  }
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warnings.find("cannot restore from checkpoint"), std::string::npos) << warnings;
+  EXPECT_EQ(second.weights(), w);
+  EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 0u);
+}
+
 TEST(CheckpointPolicy, RestoreFalseStartsAfresh) {
   Folder f("no_restore");
   {
