@@ -114,75 +114,13 @@ class CntkMomentumSGD:
             p.grad = None
 
 
-class FastCntkMomentumSGD(CntkMomentumSGD):
-    """The same update with torch._foreach ops (a few kernel launches instead of a Python loop
-    of per-tensor ops); gradients are released the same way (p.grad = None)."""
-
-    @torch.no_grad()
-    def step(self, lr_per_sample, momentum_per_sample, minibatch):
-        beta = momentum_per_sample ** minibatch
-        grads = [p.grad for p in self.params]
-        torch._foreach_mul_(self.velocity, beta)
-        torch._foreach_add_(self.velocity, grads, alpha=(1 - beta) * lr_per_sample)
-        torch._foreach_sub_(self.params, self.velocity)
-        for p in self.params:
-            p.grad = None
-
-
-_mkldnn_linear = torch._C._nn.mkldnn_linear
-
-
-def _mm_nt(a, b):
-    """a @ b.T with oneDNN's fp32 GEMM (the library PyTorch uses for its convolutions)."""
-    return _mkldnn_linear(a.contiguous().to_mkldnn(), b.contiguous()).to_dense()
-
-
-class _OneDnnLinearFn(torch.autograd.Function):
-    """y = x W^T + b and its exact gradients (dx = g W, dW = g^T x, db = sum g), the GEMMs in
-    oneDNN instead of the Debian OpenBLAS that aten::addmm calls, which reaches 37 GFLOP/s per
-    core on these 784x200 / 200x200 shapes where oneDNN reaches 90-190 GFLOP/s."""
-
-    @staticmethod
-    def forward(ctx, x, w, b):
-        ctx.save_for_backward(x, w)
-        return _mkldnn_linear(x.contiguous().to_mkldnn(), w, b).to_dense()
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        gx = _mm_nt(g, w.t()) if ctx.needs_input_grad[0] else None
-        return gx, _mm_nt(g.t(), x.t()), g.sum(0)
-
-
-class OneDnnLinear(nn.Linear):
-    """nn.Linear (same parameters, same init, same arithmetic), GEMMs through oneDNN."""
-
-    def forward(self, x):
-        return _OneDnnLinearFn.apply(x, self.weight, self.bias)
-
-
-def onednn_linears(model, min_in_features=0):
-    """Swap the nn.Linear layers of model with at least min_in_features inputs for OneDnnLinear
-    layers holding the same parameters."""
-    for name, m in model.named_children():
-        if type(m) is nn.Linear and m.in_features >= min_in_features:
-            fast = OneDnnLinear.__new__(OneDnnLinear)
-            fast.__dict__ = m.__dict__
-            setattr(model, name, fast)
-        else:
-            onednn_linears(m, min_in_features)
-    return model
-
-
 def train_step(model, opt, x, y, momentum_per_sample):
-    """One step; returns the loss and error count as tensors (no .item() per step)."""
     z = model(x)
     loss = F.cross_entropy(z, y, reduction="sum")
-    with torch.no_grad():
-        errors = (z.argmax(dim=1) != y).sum()  # the Trainer's metric, every step
+    errors = (z.argmax(dim=1) != y).sum()  # the Trainer's metric, every step
     loss.backward()
     opt.step(LR_PER_SAMPLE, momentum_per_sample, x.shape[0])
-    return loss.detach(), errors
+    return loss.item(), errors.item()
 
 
 def time_row(row, seconds, warmup):
@@ -191,8 +129,8 @@ def time_row(row, seconds, warmup):
     if row.startswith("mlp"):
         x_all = x_all.reshape(len(x_all), 784)
     torch.manual_seed(1)
-    model = onednn_linears(convnet() if row.startswith("conv") else mlp())
-    opt = FastCntkMomentumSGD(model.parameters())
+    model = convnet() if row.startswith("conv") else mlp()
+    opt = CntkMomentumSGD(model.parameters())
     infer = "infer" in row
     if infer:
         model.eval()
@@ -200,8 +138,6 @@ def time_row(row, seconds, warmup):
     order, cursor = torch.randperm(len(x_all), generator=gen), 0
 
     def step():
-        # index_select costs 7 us (minibatch 64) to 31 us (256) per step; a pre-shuffled copy of
-        # the training set per sweep would add 190 MB to the peak RSS this row reports.
         nonlocal order, cursor
         if cursor + minibatch > len(order):
             order, cursor = torch.randperm(len(x_all), generator=gen), 0
@@ -224,8 +160,7 @@ def time_row(row, seconds, warmup):
         if elapsed >= seconds:
             break
     if last is not None:
-        print(f"last minibatch: loss {last[0].item() / minibatch:.4f}, "
-              f"errors {last[1].item()}/{minibatch}")
+        print(f"last minibatch: loss {last[0] / minibatch:.4f}, errors {last[1]}/{minibatch}")
     print(f"samples_per_second={steps * minibatch / elapsed:.1f}")
     print(f"steps={steps}")
     print(f"threads={torch.get_num_threads()}")
