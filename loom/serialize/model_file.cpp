@@ -480,24 +480,22 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   return root;
 }
 
-namespace {
-ContainerWriter model_container(const Function& f) {
+ContainerWriter model_container(const Function& f, ContentKind kind) {
   Dictionary meta;
   meta["producer"] = "Loom";
-  meta["content"] = "model";
-  ContainerWriter w(ContentKind::Model);
+  meta["content"] = kind == ContentKind::Checkpoint ? "checkpoint" : "model";
+  ContainerWriter w(kind);
   w.add_dictionary_section(SectionKind::Metadata, meta, /*flags=*/0);
   w.add_dictionary_section(SectionKind::Graph, model_to_dictionary(f));
   return w;
 }
-}  // namespace
 
 std::vector<uint8_t> save_model_to_bytes(const Function& f) {
-  return model_container(f).bytes();
+  return model_container(f, ContentKind::Model).bytes();
 }
 
 void save_model(const Function& f, const std::string& path) {
-  model_container(f).write_file(path);
+  model_container(f, ContentKind::Model).write_file(path);
 }
 
 Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string& name) {

@@ -17,6 +17,7 @@
 
 #include "loom/core/dictionary.h"
 #include "loom/graph/function.h"
+#include "loom/serialize/container.h"
 
 namespace loom {
 
@@ -38,10 +39,13 @@ Function load_model_from_bytes(std::span<const uint8_t> bytes,
 Dictionary model_to_dictionary(const Function& f);
 Function model_from_dictionary(const Dictionary& graph, const std::string& where);
 
+// A container of the given kind holding f's metadata and graph sections: a model file, or
+// the start of a checkpoint (which adds its training state).
+ContainerWriter model_container(const Function& f, ContentKind kind);
+
 // The graph section of a parsed model or checkpoint file, loaded and validated. With a
 // view_owner (the owner of the file's bytes), the parameters' and constants' values are views
 // of the file (decode_dictionary_views: read them with memcpy only, never train the graph).
-class ContainerReader;
 Function graph_of(const ContainerReader& file, std::shared_ptr<const void> view_owner = nullptr);
 
 // The graph dictionary's schema version this Loom writes and the newest it reads.

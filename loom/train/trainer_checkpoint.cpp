@@ -88,12 +88,7 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
   state["progress_writers"] = std::move(writers);
   state["external_state"] = external_state;
 
-  Dictionary meta;
-  meta["producer"] = "Loom";
-  meta["content"] = "checkpoint";
-  ContainerWriter file(ContentKind::Checkpoint);
-  file.add_dictionary_section(SectionKind::Metadata, meta, /*flags=*/0);
-  file.add_dictionary_section(SectionKind::Graph, model_to_dictionary(graph));
+  ContainerWriter file = model_container(graph, ContentKind::Checkpoint);
   file.add_dictionary_section(SectionKind::TrainingState, std::move(state));
   file.write_file(path);
 }
