@@ -137,11 +137,12 @@ int main(int argc, char** argv) {
       ConvShape s = c.s;
       s.layout = layouts[li];
       const double f =
-          time_ms([&] { convolution_forward<float>(s, x.data(), w.data(), y.data()); });
+          time_ms([&] { convolution_forward<float>(s, x.data(), w.data(), nullptr, y.data()); });
       const double bd = time_ms(
           [&] { convolution_backward_data<float>(s, dy.data(), w.data(), dx.data(), false); });
-      const double bw = time_ms(
-          [&] { convolution_backward_weights<float>(s, x.data(), dy.data(), dw.data(), false); });
+      const double bw = time_ms([&] {
+        convolution_backward_weights<float>(s, x.data(), dy.data(), dw.data(), nullptr, false);
+      });
       total[li] += f + bd + bw;
       std::printf("%-28s %-8s %9.3f %9.3f %9.3f   %6.1f / %6.1f / %6.1f\n", c.name,
                   layout_name(layouts[li]), f, bd, bw, gflop / f * 1e3, gflop / bd * 1e3,

@@ -57,12 +57,13 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     for (auto& out : f->outputs)
       LOOM_CHECK(out->shape_known, StateError, "output of ", f->uid,
                  " has an unknown shape: its graph has unbound placeholders");
-    Node n{f, {}, {}, leaf_vars_.size() + nodes_.size()};
+    Node n{f, {}, {}, leaf_vars_.size() + nodes_.size(), {}};
     bool needs = false;
     for (size_t i = 0; i < f->inputs.size(); ++i) {
       size_t s = slot_of(f->inputs[i]);
       n.inputs.push_back(s);
-      needs = needs || (slots_[s].needs_grad && f->op->differentiable(i, f->attributes));
+      n.gradient_wanted.push_back(slots_[s].needs_grad && f->op->differentiable(i, f->attributes));
+      needs = needs || n.gradient_wanted.back();
     }
     for (size_t s : n.inputs) n.input_values.push_back(&slots_[s].value);
     for (size_t i = 0; i < n.inputs.size(); ++i)
@@ -72,6 +73,32 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     nodes_.push_back(std::move(n));
   }
   for (auto& w : wrt) slot_of(w);  // a wrt variable the outputs do not use is an error
+  plan_blocked_layouts();
+}
+
+void Executor::plan_blocked_layouts() {
+  // A value may stay blocked when only ops read it (not the caller: outputs and leaves stay
+  // row-major) and each takes it blocked. Consumers come after producers, so one backward sweep
+  // settles every value's consumers, LikeOutput ops' outputs first.
+  std::vector<bool> taken_blocked(slots_.size(), true);
+  for (size_t i = 0; i < leaf_vars_.size(); ++i) taken_blocked[i] = false;
+  for (const Variable& o : outputs_) taken_blocked[slot_of(o)] = false;
+  for (auto n = nodes_.rbegin(); n != nodes_.rend(); ++n) {
+    const FunctionImpl& f = *n->fn;
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      const BlockedInput b = f.op->blocked_input(i, f.inputs, f.attributes);
+      if (b == BlockedInput::No || (b == BlockedInput::LikeOutput && !taken_blocked[n->output]))
+        taken_blocked[n->inputs[i]] = false;
+    }
+  }
+  // Then each producer, in order, says whether it writes the value blocked given its inputs.
+  for (auto& n : nodes_) {
+    const FunctionImpl& f = *n.fn;
+    std::vector<bool> inputs_blocked;
+    for (const Tensor* t : n.input_values) inputs_blocked.push_back(t->blocked);
+    slots_[n.output].value.blocked =
+        taken_blocked[n.output] && f.op->blocked_output(f.inputs, f.attributes, inputs_blocked);
+  }
 }
 
 size_t Executor::slot_of(const Variable& v) const {
@@ -288,11 +315,11 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     Slot& out = slots_[it->output];
     if (!out.grad_written) continue;
     const FunctionImpl& f = *it->fn;
-    OpCall call{f.attributes, it->input_values, &out.value,        &out.grad,
-                &out.scratch, is_training_,     random_of(*it->fn)};
+    OpCall call{f.attributes, it->input_values, &out.value,         &out.grad,
+                &out.scratch, is_training_,     random_of(*it->fn), &it->gradient_wanted};
     for (size_t i = 0; i < it->inputs.size(); ++i) {
       Slot& in = slots_[it->inputs[i]];
-      if (!in.needs_grad || !f.op->differentiable(i, f.attributes)) continue;
+      if (!it->gradient_wanted[i]) continue;
       LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input '",
                  leaf_vars_[it->inputs[i]].name(), "' is not supported");
       bool accumulate = in.grad_written;
@@ -343,11 +370,13 @@ Value unpack(const Tensor& t, bool as_sequence) {
 Value Executor::output_value(const Variable& v) const {
   const Tensor& t = tensor(v);
   LOOM_CHECK(!t.is_sparse(), StateError, "output_value of sparse '", v.name(), "'");
+  LOOM_CHECK(!t.blocked, StateError, "'", v.name(),
+             "' is held in oneDNN's blocked layout: compute it as an output to read it");
   return unpack(t, v.has_sequence_axis());
 }
 
 double Executor::sum(const Variable& v) const {
-  const Tensor& t = tensor(v);
+  const Tensor& t = tensor(v);  // a sum does not depend on the layout
   return dispatch(t.dtype, [&](auto zero) {
     using T = decltype(zero);
     double s = 0;

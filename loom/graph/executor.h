@@ -60,9 +60,12 @@ class Executor {
     std::vector<size_t> inputs;               // slot indices
     std::vector<const Tensor*> input_values;  // those slots' value tensors
     size_t output;                            // slot index (single-output ops)
+    std::vector<bool> gradient_wanted;        // per input: gets a gradient in backward
   };
 
   size_t slot_of(const Variable& v) const;
+  // Which values stay in oneDNN's blocked layout (Tensor::blocked).
+  void plan_blocked_layouts();
   void bind_input(const Variable& v, Slot& slot, const Value& value);
   // Copies the real samples of a dense Value into packed rows of layout at dst.
   static void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);

@@ -34,6 +34,18 @@ struct OpCall {
   bool is_training = false;
   // The function's generator for random ops (OpDef::is_random), else null.
   RandomGenerator* random = nullptr;
+  // In backward: which inputs get a gradient in this pass. The executor asks for them in
+  // increasing index order, so an op may compute a later input's gradient along with an
+  // earlier one's (keeping it in scratch).
+  const std::vector<bool>* gradient_wanted = nullptr;
+};
+
+// Whether an op takes an input in the blocked layout (Tensor::blocked).
+enum class BlockedInput {
+  No,
+  Yes,
+  // An elementwise op, indifferent to the layout: the input may be blocked when the output is.
+  LikeOutput,
 };
 
 class OpDef {
@@ -61,6 +73,18 @@ class OpDef {
   // Whether forward takes input `index` in sparse CSR form; the executor densifies sparse
   // data for every other input.
   virtual bool accepts_sparse(size_t index) const { return false; }
+  // Whether forward takes input `index` in oneDNN's blocked layout (Tensor::blocked), and
+  // whether it can write its output so, given which inputs are blocked. The executor keeps a
+  // value blocked when its producer can write it so and every consumer takes it so
+  // (docs/executor.md); backward then sees the gradients in the same layouts.
+  virtual BlockedInput blocked_input(size_t index, const std::vector<Variable>& inputs,
+                                     const Dictionary& attributes) const {
+    return BlockedInput::No;
+  }
+  virtual bool blocked_output(const std::vector<Variable>& inputs, const Dictionary& attributes,
+                              const std::vector<bool>& inputs_blocked) const {
+    return false;
+  }
   // Whether the op draws random numbers (dropout). make_primitive then gives its function a
   // generator: RandomGenerator(seed) when the attributes hold a uint64 "seed", else
   // next_default_generator().

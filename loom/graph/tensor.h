@@ -62,6 +62,11 @@ struct Tensor {
   const SequenceLayout* layout = nullptr;  // null: no dynamic axes
   void* data = nullptr;                    // dense elements (null when sparse)
   const NDArrayView* sparse = nullptr;     // CSR data, one CSR row per tensor row
+  // Dense data [rows, C, spatial...] in oneDNN's channel-blocked layout (kernels::
+  // kChannelBlock; C a multiple of the block, so the size is the same) instead of row-major.
+  // The executor keeps a value blocked between the ops that take it so (OpDef::blocked_input);
+  // the value and its gradient share the layout.
+  bool blocked = false;
 
   bool dynamic() const { return layout != nullptr; }
   bool is_sparse() const { return sparse != nullptr; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <unordered_map>
 
 #include "loom/core/error.h"
 #include "loom/kernels/detail.h"
@@ -26,7 +28,7 @@ RefDims ref_dims(const ConvShape& s) {
 }
 
 template <typename T>
-void ref_forward(const ConvShape& s, const T* x, const T* w, T* y, bool accumulate) {
+void ref_forward(const ConvShape& s, const T* x, const T* w, const T* bias, T* y, bool accumulate) {
   const RefDims d = ref_dims(s);
   const auto a = detail::axes3(s.axes);
   if (!accumulate) std::fill(y, y + s.output_size(), T(0));
@@ -36,6 +38,8 @@ void ref_forward(const ConvShape& s, const T* x, const T* w, T* y, bool accumula
     for (size_t p = b; p < e; ++p) {
       const size_t n = p / s.out_channels, oc = p % s.out_channels, g = oc / d.og;
       T* yp = y + p * d.out_sp;
+      if (bias)
+        for (size_t o = 0; o < d.out_sp; ++o) yp[o] += bias[oc];
       for (size_t ic = 0; ic < d.cg; ++ic) {
         const T* xp = x + (n * s.in_channels + g * d.cg + ic) * d.in_sp;
         const T* wp = w + (oc * d.cg + ic) * d.k_sp;
@@ -86,6 +90,21 @@ void ref_backward_weights(const ConvShape& s, const T* x, const T* dy, T* dw, bo
   });
 }
 
+template <typename T>
+void ref_backward_bias(const ConvShape& s, const T* dy, T* db, bool accumulate) {
+  const size_t out_sp = detail::spatial(s.axes, &SpatialAxis::output);
+  detail::parallel_for(s.out_channels, s.output_size(), [&](size_t b, size_t e) {
+    for (size_t oc = b; oc < e; ++oc) {
+      T sum = 0;
+      for (size_t n = 0; n < s.batch; ++n) {
+        const T* dyp = dy + (n * s.out_channels + oc) * out_sp;
+        for (size_t o = 0; o < out_sp; ++o) sum += dyp[o];
+      }
+      db[oc] = accumulate ? db[oc] + sum : sum;
+    }
+  });
+}
+
 // ---- oneDNN (float) ----
 
 namespace dnn = onednn;
@@ -105,7 +124,7 @@ struct ConvPrimitives {
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
   dnnl::convolution_backward_weights bwd_weights;
-  memory::desc src, weights, dst;  // Loom's plain layouts
+  memory::desc src, weights, bias, dst;  // Loom's layouts
 };
 
 tag activation_tag(ConvLayout layout, size_t spatial_rank) {
@@ -149,16 +168,23 @@ ConvPrimitives make_primitives(const ConvShape& s) {
   }
   const tag act = activation_tag(s.layout, r);
   const memory::desc src_md(src, memory::data_type::f32, act),
-      dst_md(dst, memory::data_type::f32, act), w_md(w, memory::data_type::f32, tag::any);
+      dst_md(dst, memory::data_type::f32, act), w_md(w, memory::data_type::f32, tag::any),
+      b_md = s.bias ? dnn::plain_desc({i(s.out_channels)}) : memory::desc();
   const auto alg = dnnl::algorithm::convolution_direct;
+  const auto fwd = dnnl::prop_kind::forward_training;
   const dnnl::engine& eng = dnn::engine();
-  dnnl::convolution_forward::primitive_desc fwd_pd({dnnl::prop_kind::forward_training, alg, src_md,
-                                                    w_md, dst_md, strides, dilates, pad_l, pad_r},
-                                                   eng);
+  using Fwd = dnnl::convolution_forward;
+  using BwdWeights = dnnl::convolution_backward_weights;
+  Fwd::primitive_desc fwd_pd(
+      s.bias ? Fwd::desc(fwd, alg, src_md, w_md, b_md, dst_md, strides, dilates, pad_l, pad_r)
+             : Fwd::desc(fwd, alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r),
+      eng);
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
       {alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r}, eng, fwd_pd);
-  dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd(
-      {alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r}, eng, fwd_pd);
+  BwdWeights::primitive_desc bwd_weights_pd(
+      s.bias ? BwdWeights::desc(alg, src_md, w_md, b_md, dst_md, strides, dilates, pad_l, pad_r)
+             : BwdWeights::desc(alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r),
+      eng, fwd_pd);
   // Loom's weights [O, C/G, k...] are goihw's memory when G > 1 (O = G * O/G).
   const tag w_plain =
       s.groups > 1 ? std::array{tag::goiw, tag::goihw, tag::goidhw}[r - 1] : dnn::plain_tag(r + 2);
@@ -168,14 +194,17 @@ ConvPrimitives make_primitives(const ConvShape& s) {
           dnnl::convolution_backward_data(bwd_data_pd),
           bwd_weights_pd,
           dnnl::convolution_backward_weights(bwd_weights_pd),
-          memory::desc(src, memory::data_type::f32, dnn::plain_tag(r + 2)),
+          dnn::activation_desc(src, s.input_blocked),
           memory::desc(w, memory::data_type::f32, w_plain),
-          memory::desc(dst, memory::data_type::f32, dnn::plain_tag(r + 2))};
+          b_md,
+          dnn::activation_desc(dst, s.output_blocked)};
 }
 
 ConvPrimitives& primitives(const ConvShape& s) {
-  memory::dims k{memory::dim(s.batch), memory::dim(s.in_channels), memory::dim(s.out_channels),
-                 memory::dim(s.groups), memory::dim(s.layout)};
+  memory::dims k{memory::dim(s.batch),          memory::dim(s.in_channels),
+                 memory::dim(s.out_channels),   memory::dim(s.groups),
+                 memory::dim(s.layout),         memory::dim(s.input_blocked),
+                 memory::dim(s.output_blocked), memory::dim(s.bias)};
   for (const SpatialAxis& a : s.axes)
     k.insert(k.end(), {memory::dim(a.input), memory::dim(a.kernel), memory::dim(a.output),
                        memory::dim(a.stride), memory::dim(a.dilation), a.pad_lower, a.pad_upper});
@@ -212,10 +241,14 @@ void check_conv_shape(const ConvShape& s, const char* what) {
   }
 }
 
+bool can_block(const ConvShape& s, size_t channels) {
+  return onednn_supports(s) && channels % kChannelBlock == 0;
+}
+
 template <>
-void convolution_forward<double>(const ConvShape& s, const double* x, const double* w, double* y,
-                                 bool accumulate) {
-  ref_forward(s, x, w, y, accumulate);
+void convolution_forward<double>(const ConvShape& s, const double* x, const double* w,
+                                 const double* b, double* y, bool accumulate) {
+  ref_forward(s, x, w, s.bias ? b : nullptr, y, accumulate);
 }
 template <>
 void convolution_backward_data<double>(const ConvShape& s, const double* dy, const double* w,
@@ -224,27 +257,43 @@ void convolution_backward_data<double>(const ConvShape& s, const double* dy, con
 }
 template <>
 void convolution_backward_weights<double>(const ConvShape& s, const double* x, const double* dy,
-                                          double* dw, bool accumulate) {
+                                          double* dw, double* db, bool accumulate) {
   ref_backward_weights(s, x, dy, dw, accumulate);
+  if (s.bias) ref_backward_bias(s, dy, db, accumulate);
+}
+template <>
+void convolution_backward_bias<double>(const ConvShape& s, const double* dy, double* db,
+                                       bool accumulate) {
+  ref_backward_bias(s, dy, db, accumulate);
+}
+
+// The float kernels run the reference loops where oneDNN cannot, on row-major data only.
+static bool use_reference(const ConvShape& s) {
+  if (onednn_supports(s)) return false;
+  LOOM_CHECK(!s.input_blocked && !s.output_blocked, ArgumentError,
+             "convolution: blocked activations for a shape oneDNN does not run (see can_block)");
+  return true;
 }
 
 template <>
-void convolution_forward<float>(const ConvShape& s, const float* x, const float* w, float* y,
-                                bool accumulate) {
-  if (!onednn_supports(s)) return ref_forward(s, x, w, y, accumulate);
+void convolution_forward<float>(const ConvShape& s, const float* x, const float* w, const float* b,
+                                float* y, bool accumulate) {
+  if (use_reference(s)) return ref_forward(s, x, w, s.bias ? b : nullptr, y, accumulate);
   ConvPrimitives& p = primitives(resolve_layout(s, false));
   memory src = dnn::to_layout(p.src, x, p.fwd_pd.src_desc(), 0);
   memory wei = dnn::to_layout(p.weights, w, p.fwd_pd.weights_desc(), 1);
   dnn::Output dst(p.fwd_pd.dst_desc(), p.dst, y, accumulate, 2);
-  dnn::execute(p.fwd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst.mem()}},
-               "convolution forward");
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst.mem()}};
+  if (s.bias) args.emplace(DNNL_ARG_BIAS, dnn::wrap(p.bias, b));
+  dnn::execute(p.fwd, args, "convolution forward");
   dst.finish();
 }
 
 template <>
 void convolution_backward_data<float>(const ConvShape& s, const float* dy, const float* w,
                                       float* dx, bool accumulate) {
-  if (!onednn_supports(s)) return ref_backward_data(s, dy, w, dx, accumulate);
+  if (use_reference(s)) return ref_backward_data(s, dy, w, dx, accumulate);
   ConvPrimitives& p = primitives(resolve_layout(s, true));
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_data_pd.diff_dst_desc(), 0);
   memory wei = dnn::to_layout(p.weights, w, p.bwd_data_pd.weights_desc(), 1);
@@ -258,17 +307,36 @@ void convolution_backward_data<float>(const ConvShape& s, const float* dy, const
 
 template <>
 void convolution_backward_weights<float>(const ConvShape& s, const float* x, const float* dy,
-                                         float* dw, bool accumulate) {
-  if (!onednn_supports(s)) return ref_backward_weights(s, x, dy, dw, accumulate);
+                                         float* dw, float* db, bool accumulate) {
+  if (use_reference(s)) {
+    ref_backward_weights(s, x, dy, dw, accumulate);
+    if (s.bias) ref_backward_bias(s, dy, db, accumulate);
+    return;
+  }
   ConvPrimitives& p = primitives(resolve_layout(s, false));
   memory src = dnn::to_layout(p.src, x, p.bwd_weights_pd.src_desc(), 0);
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_weights_pd.diff_dst_desc(), 1);
   dnn::Output diff_w(p.bwd_weights_pd.diff_weights_desc(), p.weights, dw, accumulate, 2);
-  dnn::execute(
-      p.bwd_weights,
-      {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_w.mem()}},
-      "convolution backward (weights)");
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_w.mem()}};
+  std::optional<dnn::Output> diff_b;
+  if (s.bias) {
+    diff_b.emplace(p.bias, p.bias, db, accumulate, 3);
+    args.emplace(DNNL_ARG_DIFF_BIAS, diff_b->mem());
+  }
+  dnn::execute(p.bwd_weights, args, "convolution backward (weights)");
+  if (diff_b) diff_b->finish();  // before diff_w's, which may use buffer 3 for a reorder
   diff_w.finish();
+}
+
+template <>
+void convolution_backward_bias<float>(const ConvShape& s, const float* dy, float* db,
+                                      bool accumulate) {
+  if (!s.output_blocked) return ref_backward_bias(s, dy, db, accumulate);
+  memory::dims dst{memory::dim(s.batch), memory::dim(s.out_channels)};
+  for (const SpatialAxis& a : s.axes) dst.push_back(memory::dim(a.output));
+  memory plain = dnn::to_layout(dnn::activation_desc(dst, true), dy, dnn::plain_desc(dst), 0);
+  ref_backward_bias(s, static_cast<const float*>(plain.get_data_handle()), db, accumulate);
 }
 
 }  // namespace loom::kernels

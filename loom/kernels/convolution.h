@@ -10,14 +10,22 @@
 
 namespace loom::kernels {
 
-// How oneDNN lays out the activations it computes on. Loom's tensors stay NCHW at the kernel
-// boundary; Blocked and ChannelsLast reorder into oneDNN's preferred (nChw16c) or the
-// channels-last (NHWC) layout and back around each primitive. Auto picks per primitive what
+// How oneDNN lays out the activations it computes on. Loom's tensors come in row-major (NCHW)
+// or already blocked (ConvShape::input_blocked / output_blocked); the primitive's layout is
+// reordered from and to them where it differs. Blocked and ChannelsLast compute in oneDNN's
+// preferred (nChw16c) or the channels-last (NHWC) layout. Auto picks per primitive what
 // measured fastest on seed 002's convnet (bench/convolution.cpp): for convolution Blocked (its
 // direct AVX-512 kernels beat im2col + gemm on NCHW about 2x, reorders included), except for the
 // gradient of an input with fewer than 16 channels per group, which Blocked would pad to 16
-// (Plain then); for pooling Plain (its cost in the other layouts is the reorders).
+// (Plain then); for pooling the layout Loom's tensor is in (reordering costs more than the
+// blocked kernel saves).
 enum class ConvLayout { Auto, Plain, Blocked, ChannelsLast };
+
+// The channel block of oneDNN's blocked activation layout (nCw16c, nChw16c, nCdhw16c: the
+// channel axis split into blocks of 16 that become the innermost axis). Loom keeps a tensor in
+// it between consecutive oneDNN ops (Tensor::blocked) when its channels are a multiple of it,
+// so no block is ever padded.
+constexpr size_t kChannelBlock = 16;
 
 // Where a window of extent kernel (dilated: (kernel - 1) * dilation + 1) visits an input axis
 // of extent input: at positions o * stride - pad_lower, for o in [0, output). Pads may be
@@ -32,6 +40,10 @@ struct ConvShape {
   size_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
   std::vector<SpatialAxis> axes;  // 1 to 3
   ConvLayout layout = ConvLayout::Auto;
+  // Loom's memory of x and dx (input) and of y and dy (output): row-major, or oneDNN's
+  // channel-blocked layout (see kChannelBlock; only where can_block() says so).
+  bool input_blocked = false, output_blocked = false;
+  bool bias = false;  // y gets one bias per output channel
 
   size_t input_size() const;   // elements of the input, N * C * spatial
   size_t output_size() const;  // N * O * out spatial
@@ -42,15 +54,24 @@ struct ConvShape {
 // ShapeError naming `what`.
 void check_conv_shape(const ConvShape& s, const char* what);
 
-// y (+)= conv(x, w).
+// Whether the float kernels can keep an activation of `channels` channels of this shape in
+// the blocked layout: oneDNN runs it and the channels fill whole blocks.
+bool can_block(const ConvShape& s, size_t channels);
+
+// y (+)= conv(x, w) + b (b: out_channels values, read when s.bias).
 template <typename T>
-void convolution_forward(const ConvShape& s, const T* x, const T* w, T* y, bool accumulate = false);
+void convolution_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y,
+                         bool accumulate = false);
 // dx (+)= the gradient of the output with respect to x, given dy.
 template <typename T>
 void convolution_backward_data(const ConvShape& s, const T* dy, const T* w, T* dx, bool accumulate);
-// dw (+)= the gradient with respect to the weights, given x and dy.
+// dw (+)= the gradient with respect to the weights, given x and dy; with s.bias also db (+)=
+// the bias gradient (one pass over dy for both).
 template <typename T>
-void convolution_backward_weights(const ConvShape& s, const T* x, const T* dy, T* dw,
+void convolution_backward_weights(const ConvShape& s, const T* x, const T* dy, T* dw, T* db,
                                   bool accumulate);
+// db (+)= the bias gradient alone: dy summed over the batch and the spatial axes.
+template <typename T>
+void convolution_backward_bias(const ConvShape& s, const T* dy, T* db, bool accumulate);
 
 }  // namespace loom::kernels

@@ -45,17 +45,17 @@ TEST(Convolution, HandComputed2d) {
   const ConvShape s{1, 1, 1, 1, {axis(3, 2), axis(3, 2)}};
   std::vector<double> x(9), w{1, 0, 0, -1}, y(4);
   std::iota(x.begin(), x.end(), 1.0);
-  convolution_forward<double>(s, x.data(), w.data(), y.data());
+  convolution_forward<double>(s, x.data(), w.data(), nullptr, y.data());
   EXPECT_EQ(y, (std::vector<double>{-4, -4, -4, -4}));
   // Padding 1 on each side, stride 2: windows at -1 and 1 on both axes.
   const ConvShape p{1, 1, 1, 1, {axis(3, 2, 2, 1, 1, 1), axis(3, 2, 2, 1, 1, 1)}};
   ASSERT_EQ(p.output_size(), 4u);
-  convolution_forward<double>(p, x.data(), w.data(), y.data());
+  convolution_forward<double>(p, x.data(), w.data(), nullptr, y.data());
   // y[0][0]: rows -1..0, cols -1..0 give 0 - x[0][0]; y[0][1]: cols 1..2 give 0 - x[0][2];
   // y[1][1]: rows and cols 1..2 give x[1][1] - x[2][2].
   EXPECT_EQ(y, (std::vector<double>{-1, -3, -7, 5 - 9}));
   std::vector<float> xf(x.begin(), x.end()), wf(w.begin(), w.end()), yf(4);
-  convolution_forward<float>(p, xf.data(), wf.data(), yf.data());
+  convolution_forward<float>(p, xf.data(), wf.data(), nullptr, yf.data());
   EXPECT_EQ(yf, (std::vector<float>{-1, -3, -7, -4}));
 }
 
@@ -74,9 +74,9 @@ TEST(Convolution, BackwardIsTheAdjointOfForward) {
          w = random_vector<double>(s.weight_size(), 2),
          dy = random_vector<double>(s.output_size(), 3);
     std::vector<double> y(s.output_size()), dx(s.input_size()), dw(s.weight_size());
-    convolution_forward<double>(s, x.data(), w.data(), y.data());
+    convolution_forward<double>(s, x.data(), w.data(), nullptr, y.data());
     convolution_backward_data<double>(s, dy.data(), w.data(), dx.data(), false);
-    convolution_backward_weights<double>(s, x.data(), dy.data(), dw.data(), false);
+    convolution_backward_weights<double>(s, x.data(), dy.data(), dw.data(), nullptr, false);
     const double expected = dot(y, dy);
     EXPECT_NEAR(dot(x, dx), expected, 1e-12 * std::max(1.0, std::abs(expected)));
     EXPECT_NEAR(dot(w, dw), expected, 1e-12 * std::max(1.0, std::abs(expected)));
@@ -107,15 +107,17 @@ TEST(Convolution, FloatMatchesDoubleInEveryLayout) {
            dyf = std::vector<float>(dy.begin(), dy.end());
       std::vector<double> y(s.output_size()), dx(s.input_size(), 0.5), dw(s.weight_size(), 0.5);
       std::vector<float> yf(s.output_size()), dxf(s.input_size(), 0.5f), dwf(s.weight_size(), 0.5f);
-      convolution_forward<double>(s, x.data(), w.data(), y.data());
-      convolution_forward<float>(s, xf.data(), wf.data(), yf.data());
+      convolution_forward<double>(s, x.data(), w.data(), nullptr, y.data());
+      convolution_forward<float>(s, xf.data(), wf.data(), nullptr, yf.data());
       expect_near(yf, y, "forward");
       for (bool accumulate : {true, false}) {
         convolution_backward_data<double>(s, dy.data(), w.data(), dx.data(), accumulate);
         convolution_backward_data<float>(s, dyf.data(), wf.data(), dxf.data(), accumulate);
         expect_near(dxf, dx, accumulate ? "backward data, accumulating" : "backward data");
-        convolution_backward_weights<double>(s, x.data(), dy.data(), dw.data(), accumulate);
-        convolution_backward_weights<float>(s, xf.data(), dyf.data(), dwf.data(), accumulate);
+        convolution_backward_weights<double>(s, x.data(), dy.data(), dw.data(), nullptr,
+                                             accumulate);
+        convolution_backward_weights<float>(s, xf.data(), dyf.data(), dwf.data(), nullptr,
+                                            accumulate);
         expect_near(dwf, dw, accumulate ? "backward weights, accumulating" : "backward weights");
       }
     }

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "loom/kernels/convolution.h"
 #include "loom/kernels/detail.h"
 
 namespace loom::kernels::onednn {
@@ -26,6 +27,17 @@ dnnl::memory::format_tag plain_tag(size_t rank) {
 
 dnnl::memory::desc plain_desc(const dims& shape) {
   return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, plain_tag(shape.size()));
+}
+
+dnnl::memory::desc activation_desc(const dims& shape, bool blocked) {
+  using tag = dnnl::memory::format_tag;
+  static constexpr tag tags[] = {tag::nCw16c, tag::nChw16c, tag::nCdhw16c};
+  static_assert(kChannelBlock == 16);
+  if (!blocked) return plain_desc(shape);
+  LOOM_CHECK(shape.size() >= 3 && shape.size() <= 5 && shape[1] % 16 == 0, ArgumentError,
+             "oneDNN: no blocked layout for an activation of rank ", shape.size(), " with ",
+             shape.size() > 1 ? shape[1] : 0, " channels");
+  return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, tags[shape.size() - 3]);
 }
 
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
@@ -65,33 +77,33 @@ void* buffer(size_t slot, size_t bytes) {
   return b.data();
 }
 
-dnnl::memory to_layout(const dnnl::memory::desc& plain, const void* data,
+dnnl::memory to_layout(const dnnl::memory::desc& mine, const void* data,
                        const dnnl::memory::desc& want, size_t slot) {
-  dnnl::memory src = wrap(plain, data);
-  if (want == plain) return src;
+  dnnl::memory src = wrap(mine, data);
+  if (want == mine) return src;
   dnnl::memory dst = wrap(want, buffer(slot, want.get_size()));
   reorder(src, dst);
   return dst;
 }
 
-Output::Output(const dnnl::memory::desc& have, const dnnl::memory::desc& plain, float* out,
+Output::Output(const dnnl::memory::desc& have, const dnnl::memory::desc& mine, float* out,
                bool accumulate, size_t slot)
-    : mem_(wrap(have == plain && !accumulate ? plain : have,
-                have == plain && !accumulate ? out : buffer(slot, have.get_size()))),
-      plain_(plain),
+    : mem_(wrap(have == mine && !accumulate ? mine : have,
+                have == mine && !accumulate ? out : buffer(slot, have.get_size()))),
+      mine_(mine),
       out_(out),
       accumulate_(accumulate) {}
 
 void Output::finish() {
   if (mem_.get_data_handle() == out_) return;
-  if (!accumulate_) return reorder(mem_, wrap(plain_, out_));
+  if (!accumulate_) return reorder(mem_, wrap(mine_, out_));
   const float* src = static_cast<const float*>(mem_.get_data_handle());
-  if (mem_.get_desc() != plain_) {
-    void* tmp = buffer(3, plain_.get_size());
-    reorder(mem_, wrap(plain_, tmp));
+  if (mem_.get_desc() != mine_) {
+    void* tmp = buffer(3, mine_.get_size());
+    reorder(mem_, wrap(mine_, tmp));
     src = static_cast<const float*>(tmp);
   }
-  const size_t n = plain_.get_size() / sizeof(float);
+  const size_t n = mine_.get_size() / sizeof(float);
   float* out = out_;
   detail::parallel_for(n, n, [&](size_t b, size_t e) {
 #pragma omp simd

@@ -38,6 +38,9 @@ dnnl::stream& stream();
 dnnl::memory::format_tag plain_tag(size_t rank);
 // A descriptor of a dense float32 row-major tensor (NCHW for [N, C, H, W]).
 dnnl::memory::desc plain_desc(const dims& shape);
+// A descriptor of a float32 activation [N, C, spatial...] as Loom holds it: row-major, or
+// blocked (nCw16c, nChw16c or nCdhw16c; see kernels::kChannelBlock).
+dnnl::memory::desc activation_desc(const dims& shape, bool blocked);
 // A memory object over caller-owned data (no copy). data may be const: oneDNN only reads
 // inputs, and its API takes void*.
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
@@ -53,24 +56,24 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst);
 // results): slot 0 to 3 picks one of several alive at once; slot 3 is Output's.
 void* buffer(size_t slot, size_t bytes);
 
-// A memory in layout `want` holding the data of the plain memory: the data itself when the
+// A memory in layout `want` holding Loom's data of layout `mine`: the data itself when the
 // layouts agree, else a reorder of it into buffer `slot`.
-dnnl::memory to_layout(const dnnl::memory::desc& plain, const void* data,
+dnnl::memory to_layout(const dnnl::memory::desc& mine, const void* data,
                        const dnnl::memory::desc& want, size_t slot);
 
-// Where a primitive writes a result that belongs in plain data `out`: `out` itself when the
-// primitive's layout `have` is plain and the result overwrites it, else buffer `slot`; then
-// finish() reorders into `out` or adds to it (accumulate).
+// Where a primitive writes a result that belongs in Loom's data `out` of layout `mine`: `out`
+// itself when the primitive's layout `have` is `mine` and the result overwrites it, else buffer
+// `slot`; then finish() reorders into `out` or adds to it (accumulate).
 class Output {
  public:
-  Output(const dnnl::memory::desc& have, const dnnl::memory::desc& plain, float* out,
+  Output(const dnnl::memory::desc& have, const dnnl::memory::desc& mine, float* out,
          bool accumulate, size_t slot);
   const dnnl::memory& mem() const { return mem_; }
   void finish();
 
  private:
   dnnl::memory mem_;
-  dnnl::memory::desc plain_;
+  dnnl::memory::desc mine_;
   float* out_;
   bool accumulate_;
 };

@@ -102,7 +102,7 @@ struct PoolPrimitives {
   dnnl::pooling_forward train, infer;
   dnnl::pooling_backward::primitive_desc bwd_pd;
   dnnl::pooling_backward bwd;
-  memory::desc src, dst;  // Loom's plain layouts
+  memory::desc src, dst;  // Loom's layouts
 };
 
 dnnl::algorithm algorithm(PoolKind kind) {
@@ -133,10 +133,13 @@ PoolPrimitives make_primitives(const PoolShape& s, PoolKind kind) {
   // Pooling takes no `any` source: the blocked layout is named (16 channels: AVX-512).
   static constexpr std::array<tag, 3> blocked{tag::nCw16c, tag::nChw16c, tag::nCdhw16c},
       channels_last{tag::nwc, tag::nhwc, tag::ndhwc};
-  // Auto is Plain (see ConvLayout).
-  const tag act = s.layout == ConvLayout::Blocked        ? blocked[r - 1]
-                  : s.layout == ConvLayout::ChannelsLast ? channels_last[r - 1]
-                                                         : dnn::plain_tag(r + 2);
+  // Auto is the layout of Loom's tensors (see ConvLayout).
+  const ConvLayout layout = s.layout != ConvLayout::Auto ? s.layout
+                            : s.blocked                  ? ConvLayout::Blocked
+                                                         : ConvLayout::Plain;
+  const tag act = layout == ConvLayout::Blocked        ? blocked[r - 1]
+                  : layout == ConvLayout::ChannelsLast ? channels_last[r - 1]
+                                                       : dnn::plain_tag(r + 2);
   const memory::desc src_md(src, memory::data_type::f32, act),
       dst_md(dst, memory::data_type::f32, act);
   const dnnl::algorithm alg = algorithm(kind);
@@ -154,13 +157,13 @@ PoolPrimitives make_primitives(const PoolShape& s, PoolKind kind) {
           dnnl::pooling_forward(infer_pd),
           bwd_pd,
           dnnl::pooling_backward(bwd_pd),
-          dnn::plain_desc(src),
-          dnn::plain_desc(dst)};
+          dnn::activation_desc(src, s.blocked),
+          dnn::activation_desc(dst, s.blocked)};
 }
 
 PoolPrimitives& primitives(const PoolShape& s, PoolKind kind) {
   memory::dims k{memory::dim(s.batch), memory::dim(s.channels), memory::dim(s.layout),
-                 memory::dim(kind)};
+                 memory::dim(s.blocked), memory::dim(kind)};
   for (const SpatialAxis& a : s.axes)
     k.insert(k.end(), {memory::dim(a.input), memory::dim(a.kernel), memory::dim(a.output),
                        memory::dim(a.stride), a.pad_lower, a.pad_upper});
@@ -185,6 +188,18 @@ void check_pool_shape(const PoolShape& s, const char* what) {
              ": more than 2^32 - 1 elements per channel");
 }
 
+bool can_block(const PoolShape& s) {
+  return can_block(ConvShape{s.batch, s.channels, s.channels, 1, s.axes}, s.channels);
+}
+
+// The float kernels run the reference loops where oneDNN cannot, on row-major data only.
+static bool use_reference(const PoolShape& s) {
+  if (onednn_supports(s)) return false;
+  LOOM_CHECK(!s.blocked, ArgumentError,
+             "pooling: blocked activations for a shape oneDNN does not run (see can_block)");
+  return true;
+}
+
 template <>
 size_t pooling_workspace_bytes<double>(const PoolShape& s, PoolKind kind) {
   return kind == PoolKind::Max ? s.output_size() * sizeof(ArgMax) : 0;
@@ -192,7 +207,7 @@ size_t pooling_workspace_bytes<double>(const PoolShape& s, PoolKind kind) {
 template <>
 size_t pooling_workspace_bytes<float>(const PoolShape& s, PoolKind kind) {
   if (kind != PoolKind::Max) return 0;
-  if (!onednn_supports(s)) return s.output_size() * sizeof(ArgMax);
+  if (use_reference(s)) return s.output_size() * sizeof(ArgMax);
   return primitives(s, kind).train_pd.workspace_desc().get_size();
 }
 
@@ -210,7 +225,7 @@ void pooling_backward<double>(const PoolShape& s, PoolKind kind, const double* d
 template <>
 void pooling_forward<float>(const PoolShape& s, PoolKind kind, const float* x, float* y,
                             void* workspace) {
-  if (!onednn_supports(s)) return ref_forward(s, kind, x, y, workspace);
+  if (use_reference(s)) return ref_forward(s, kind, x, y, workspace);
   PoolPrimitives& p = primitives(s, kind);
   // Average pooling keeps nothing for backward, so it always runs the inference primitive.
   const bool train = workspace && kind == PoolKind::Max;
@@ -226,7 +241,7 @@ void pooling_forward<float>(const PoolShape& s, PoolKind kind, const float* x, f
 template <>
 void pooling_backward<float>(const PoolShape& s, PoolKind kind, const float* dy,
                              const void* workspace, float* dx, bool accumulate) {
-  if (!onednn_supports(s)) return ref_backward(s, kind, dy, workspace, dx, accumulate);
+  if (use_reference(s)) return ref_backward(s, kind, dy, workspace, dx, accumulate);
   PoolPrimitives& p = primitives(s, kind);
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_pd.diff_dst_desc(), 0);
   dnn::Output diff_src(p.bwd_pd.diff_src_desc(), p.src, dx, accumulate, 1);

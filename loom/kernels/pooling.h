@@ -20,6 +20,9 @@ struct PoolShape {
   size_t batch = 1, channels = 1;
   std::vector<SpatialAxis> axes;  // 1 to 3; dilation must be 1
   ConvLayout layout = ConvLayout::Auto;
+  // Loom's memory of x, dx, y and dy: row-major, or blocked (see kChannelBlock; only where
+  // can_block() says so).
+  bool blocked = false;
 
   size_t input_size() const;
   size_t output_size() const;
@@ -27,6 +30,9 @@ struct PoolShape {
 
 // Checks extents and rank; throws ShapeError naming `what`.
 void check_pool_shape(const PoolShape& s, const char* what);
+
+// Whether the float kernels can keep this shape's activations in the blocked layout.
+bool can_block(const PoolShape& s);
 
 // Bytes of the workspace that max pooling's forward (training) fills and its backward reads:
 // where each maximum came from. 0 for average pooling.

@@ -55,14 +55,16 @@ Function convolution_layer(const char* block, const NDShape& filter_shape, size_
   w.insert(w.end(), filter_shape.dims().begin(), filter_shape.dims().end());
   Parameter W = parameter(NDShape(w), r.init, o.dtype, "W");
   Variable x = placeholder("x");
+  std::optional<Variable> b;
+  if (r.bias) b = bias_parameter(num_filters, n, r.init_bias, o.dtype);
   Variable y = convolution(W, x,
                            {.strides = o.strides,
                             .sharing = o.sharing,
                             .auto_padding = r.pad,
                             .dilation = o.dilation,
                             .reduction_rank = o.reduction_rank,
-                            .groups = o.groups});
-  if (r.bias) y = plus(y, bias_parameter(num_filters, n, r.init_bias, o.dtype));
+                            .groups = o.groups,
+                            .bias = b});
   return as_block({r.activation(y)}, block, o.name);
 }
 

@@ -1,5 +1,7 @@
 #include "loom/ops/convolution.h"
 
+#include <algorithm>
+
 #include "loom/graph/op.h"
 #include "loom/ops/op_defs.h"
 
@@ -173,6 +175,8 @@ void set_batch(kernels::ConvShape& s, const Tensor& t) {
   s.batch = t.rows();
 }
 
+// Inputs W, x and, from the Convolution layers, the bias b (one per output channel), which
+// oneDNN adds in the convolution and whose gradient it takes in the weights' pass.
 class ConvolutionOp : public OpDef {
  public:
   const char* name() const override { return "Convolution"; }
@@ -201,30 +205,79 @@ class ConvolutionOp : public OpDef {
       resolve_parameter_shape(W, ws);
     }
     const kernels::ConvShape s = geometry(name(), x.shape(), ws, a, nullptr);
+    if (in.size() == 3) {
+      const Variable& b = in[2];
+      const NDShape& bs = b.shape();
+      LOOM_CHECK(!b.has_batch_axis() && b.dtype() == x.dtype() && !bs.has_inferred() &&
+                     bs.rank() >= 1 && bs[0] == s.out_channels &&
+                     bs.total_size() == s.out_channels && bs.rank() <= s.axes.size() + 1,
+                 ShapeError, "Convolution: the bias '", b.name(), "' of shape ", bs.to_string(),
+                 " must hold one ", to_string(x.dtype()), " per output channel: (", s.out_channels,
+                 "), or (", s.out_channels, ", 1, ...) with at most ", s.axes.size(),
+                 " ones, without dynamic axes");
+    }
     return {{spatial_output(s, s.out_channels), x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  BlockedInput blocked_input(size_t index, const std::vector<Variable>& in,
+                             const Dictionary& a) const override {
+    if (index != 1 || in[1].dtype() != DataType::Float32 || a.get<int64_t>("reduction_rank") == 0)
+      return BlockedInput::No;
+    const kernels::ConvShape s = geometry(name(), in[1].shape(), in[0].shape(), a, nullptr);
+    return kernels::can_block(s, s.in_channels) ? BlockedInput::Yes : BlockedInput::No;
+  }
+  bool blocked_output(const std::vector<Variable>& in, const Dictionary& a,
+                      const std::vector<bool>&) const override {
+    if (in[1].dtype() != DataType::Float32) return false;
+    const kernels::ConvShape s = geometry(name(), in[1].shape(), in[0].shape(), a, nullptr);
+    return kernels::can_block(s, s.out_channels);
+  }
+
+  kernels::ConvShape shape_of(const OpCall& call) const {
+    const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    kernels::ConvShape s = geometry(name(), x.sample_shape(), W.shape, call.attributes, nullptr);
+    set_batch(s, x);
+    s.input_blocked = x.blocked;
+    s.output_blocked = call.output->blocked;
+    s.bias = call.inputs.size() == 3;
+    return s;
   }
 
   void forward(OpCall& call) const override {
     const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
-    kernels::ConvShape s = geometry(name(), x.sample_shape(), W.shape, call.attributes, nullptr);
-    set_batch(s, x);
+    const kernels::ConvShape s = shape_of(call);
     dispatch(x.dtype, [&](auto zero) {
       using T = decltype(zero);
-      kernels::convolution_forward<T>(s, x.ptr<T>(), W.ptr<T>(), call.output->ptr<T>());
+      const T* b = s.bias ? call.inputs[2]->ptr<T>() : nullptr;
+      kernels::convolution_forward<T>(s, x.ptr<T>(), W.ptr<T>(), b, call.output->ptr<T>());
     });
   }
 
+  // The weights' pass also takes the bias gradient when that is wanted (into scratch, for the
+  // call for input 2 that follows).
   void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
     const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
-    kernels::ConvShape s = geometry(name(), x.sample_shape(), W.shape, call.attributes, nullptr);
-    set_batch(s, x);
+    kernels::ConvShape s = shape_of(call);
+    const bool bias_wanted = s.bias && (*call.gradient_wanted)[2];
     dispatch(x.dtype, [&](auto zero) {
       using T = decltype(zero);
       const T* dy = call.output_gradient->ptr<T>();
-      if (index == 0)
-        kernels::convolution_backward_weights<T>(s, x.ptr<T>(), dy, g.ptr<T>(), accumulate);
-      else
+      T* db_scratch =
+          bias_wanted ? static_cast<T*>(call.scratch->ensure(s.out_channels * sizeof(T))) : nullptr;
+      if (index == 0) {
+        s.bias = bias_wanted;
+        if (bias_wanted) std::fill_n(db_scratch, s.out_channels, T(0));
+        kernels::convolution_backward_weights<T>(s, x.ptr<T>(), dy, g.ptr<T>(), db_scratch,
+                                                 accumulate);
+      } else if (index == 1) {
         kernels::convolution_backward_data<T>(s, dy, W.ptr<T>(), g.ptr<T>(), accumulate);
+      } else if ((*call.gradient_wanted)[0]) {
+        T* db = g.ptr<T>();
+        for (size_t c = 0; c < s.out_channels; ++c)
+          db[c] = accumulate ? db[c] + db_scratch[c] : db_scratch[c];
+      } else {
+        kernels::convolution_backward_bias<T>(s, dy, g.ptr<T>(), accumulate);
+      }
     });
   }
 };
@@ -290,9 +343,10 @@ class ConvolutionTransposeOp : public OpDef {
       using T = decltype(zero);
       const T* dy = call.output_gradient->ptr<T>();
       if (index == 0)
-        kernels::convolution_backward_weights<T>(s, dy, x.ptr<T>(), g.ptr<T>(), accumulate);
+        kernels::convolution_backward_weights<T>(s, dy, x.ptr<T>(), g.ptr<T>(), nullptr,
+                                                 accumulate);
       else
-        kernels::convolution_forward<T>(s, dy, W.ptr<T>(), g.ptr<T>(), accumulate);
+        kernels::convolution_forward<T>(s, dy, W.ptr<T>(), nullptr, g.ptr<T>(), accumulate);
     });
   }
 };
@@ -332,7 +386,9 @@ Function convolution(const Variable& convolution_map, const Variable& operand,
   Dictionary a = window_attributes(o.strides, o.sharing, o.auto_padding, o.lower_pad, o.upper_pad,
                                    o.dilation, o.reduction_rank);
   a["groups"] = int64_t(o.groups);
-  return make_primitive(kConvolution, {convolution_map, operand}, std::move(a), o.name);
+  std::vector<Variable> inputs{convolution_map, operand};
+  if (o.bias) inputs.push_back(*o.bias);
+  return make_primitive(kConvolution, std::move(inputs), std::move(a), o.name);
 }
 
 Function convolution_transpose(const Variable& convolution_map, const Variable& operand,

@@ -30,12 +30,16 @@ struct ConvolutionOptions {
   // it, [O, 1, kernel...] (an inferred 1 is inferred).
   size_t reduction_rank = 1;
   size_t groups = 1;
+  // A bias added to each output channel: shape (O) or (O, 1, ...), as the Convolution layers
+  // make it. Not in CNTK's convolution(), whose layers add it with plus(); here oneDNN adds it
+  // inside the convolution and takes its gradient in the weights' pass.
+  std::optional<Variable> bias;
   std::string name;
 };
 
 // The convolution of operand [C, spatial...] with convolution_map W [O, C / groups,
-// kernel...]: output [O, out...]. W's input-channel axis may be NDShape::kInferred (a
-// parameter learns C / groups at the first call).
+// kernel...] (plus the bias): output [O, out...]. W's input-channel axis may be
+// NDShape::kInferred (a parameter learns C / groups at the first call).
 Function convolution(const Variable& convolution_map, const Variable& operand,
                      const ConvolutionOptions& options = {});
 

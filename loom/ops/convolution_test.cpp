@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/graph/executor.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/ops/pooling.h"
 
 namespace loom {
 namespace {
@@ -203,6 +205,76 @@ TEST(Convolution, Float32MatchesFloat64) {
       Variable x = input_variable(c.x, {.dtype = dt, .name = "x"});
       return OpCase{convolution(W, x, c.options), {{x, random_batch(c.x, 3, dt, 6)}}, {x, W}};
     });
+  }
+}
+
+// The bias the Convolution layers pass: oneDNN adds it and takes its gradient in the weights'
+// pass (or alone when the weights are not differentiated).
+TEST(Convolution, BiasGradientsMatchFiniteDifferences) {
+  Parameter W = parameter(random_array({3, 2, 3, 3}, kF64, 1), "W");
+  Parameter b = parameter(random_array({3, 1, 1}, kF64, 2), "b");
+  Variable x = input_variable({2, 5, 4}, f64("x"));
+  const Function f = convolution(W, x, {.bias = b});
+  const ValueMap args{{x, random_batch({2, 5, 4}, 2, kF64, 3)}};
+  expect_gradients_match(f, args, {x, W, b});
+  expect_gradients_match(f, args, {b});
+  expect_gradients_match(f, args, {W});
+  // A bias of shape (O) works too; a wrong one is refused.
+  Parameter flat = parameter(random_array({3}, kF64, 4), "flat");
+  expect_gradients_match(convolution(W, x, {.bias = flat}), args, {flat, W});
+  expect_shape_error([&] { convolution(W, x, {.bias = parameter(random_array({4}, kF64, 5))}); },
+                     {"bias", "one float64 per output channel: (3)"});
+  expect_shape_error([&] { convolution(W, x, {.bias = parameter(random_array({3}, kF32, 5))}); },
+                     {"bias"});
+}
+
+// Channels that fill whole blocks of 16 stay in oneDNN's blocked layout from one op to the next
+// (convolution -> relu -> pooling -> convolution): the values and gradients must be those of the
+// float64 graph, which always runs row-major.
+TEST(Convolution, BlockedLayoutBetweenOneDnnOpsMatchesFloat64) {
+  struct Net {
+    Function out;
+    Variable conv1, relu1, pool1, conv2;
+  };
+  auto net = [](DataType dt, const Variable& x, const std::vector<Parameter>& p) {
+    Net n;
+    n.conv1 = convolution(p[0], x, {.bias = p[1]});
+    n.relu1 = relu(n.conv1);
+    n.pool1 = pooling(n.relu1, PoolingType::Max, {2, 2}, {.strides = {2}});
+    n.conv2 = convolution(p[2], n.pool1, {.bias = p[3]});
+    n.out = relu(n.conv2);
+    return n;
+  };
+  auto params = [](DataType dt) {
+    return std::vector<Parameter>{parameter(random_array({16, 16, 3, 3}, dt, 1, -0.3, 0.3), "W1"),
+                                  parameter(random_array({16, 1, 1}, dt, 2), "b1"),
+                                  parameter(random_array({32, 16, 3, 3}, dt, 3, -0.3, 0.3), "W2"),
+                                  parameter(random_array({32, 1, 1}, dt, 4), "b2")};
+  };
+  // Which values the executor keeps blocked: not the output, which the caller reads.
+  {
+    Variable x = input_variable({16, 6, 6}, {.dtype = kF32, .name = "x"});
+    const auto p = params(kF32);
+    const Net n = net(kF32, x, p);
+    Executor ex({n.out}, {x, p[0], p[1], p[2], p[3]});
+    ex.forward({{x, random_batch({16, 6, 6}, 3, kF32, 5)}}, true);
+    EXPECT_TRUE(ex.tensor(n.conv1).blocked);
+    EXPECT_TRUE(ex.tensor(n.relu1).blocked);
+    EXPECT_TRUE(ex.tensor(n.pool1).blocked);
+    EXPECT_FALSE(ex.tensor(n.conv2).blocked);  // its relu is the output
+    EXPECT_FALSE(ex.tensor(n.out).blocked);
+    EXPECT_THROW(ex.output_value(n.conv1), StateError);
+  }
+  for (std::vector<size_t> wrt : {std::vector<size_t>{0, 1, 2, 3, 4}, {2}, {1, 3}}) {
+    expect_float32_matches_float64(
+        [&](DataType dt) {
+          Variable x = input_variable({16, 6, 6}, {.dtype = dt, .name = "x"});
+          const auto p = params(dt);
+          std::vector<Variable> all{x, p[0], p[1], p[2], p[3]}, chosen;
+          for (size_t i : wrt) chosen.push_back(all[i]);
+          return OpCase{net(dt, x, p).out, {{x, random_batch({16, 6, 6}, 3, dt, 5)}}, chosen};
+        },
+        1e-4);
   }
 }
 

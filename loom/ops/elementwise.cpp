@@ -20,6 +20,16 @@ class UnaryElementwiseOp : public OpDef {
     return {{in[0].shape(), in[0].dtype(), in[0].dynamic_axes(), false}};
   }
 
+  // Element by element: any layout, as long as input and output share it.
+  BlockedInput blocked_input(size_t, const std::vector<Variable>&,
+                             const Dictionary&) const override {
+    return BlockedInput::LikeOutput;
+  }
+  bool blocked_output(const std::vector<Variable>&, const Dictionary&,
+                      const std::vector<bool>& inputs_blocked) const override {
+    return inputs_blocked[0];
+  }
+
   void forward(OpCall& call) const override {
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;

@@ -54,10 +54,25 @@ class PoolingOp : public OpDef {
     return {{NDShape(out), in[0].dtype(), in[0].dynamic_axes(), false}};
   }
 
+  // Blocked where the operand is [C, spatial...] with C filling whole channel blocks.
+  BlockedInput blocked_input(size_t, const std::vector<Variable>& in,
+                             const Dictionary& a) const override {
+    const kernels::PoolShape s = geometry(in[0].shape(), a);
+    const bool one_channel_axis = in[0].shape().rank() == s.axes.size() + 1;
+    return in[0].dtype() == DataType::Float32 && one_channel_axis && kernels::can_block(s)
+               ? BlockedInput::Yes
+               : BlockedInput::No;
+  }
+  bool blocked_output(const std::vector<Variable>&, const Dictionary&,
+                      const std::vector<bool>& inputs_blocked) const override {
+    return inputs_blocked[0];
+  }
+
   kernels::PoolShape shape_of(const OpCall& call) const {
     const Tensor& x = *call.inputs[0];
     kernels::PoolShape s = geometry(x.sample_shape(), call.attributes);
     s.batch = x.rows();
+    s.blocked = x.blocked;
     return s;
   }
 

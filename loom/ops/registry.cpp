@@ -52,7 +52,7 @@ const std::vector<Entry>& table() {
       {&sequence::last_op(), 1, 1},
       {&sequence::reduce_sum_op(), 1, 1},
       {&assign_op(), 2, 2},
-      {&convolution_op(), 2, 2},
+      {&convolution_op(), 2, 3},  // W, x and, from the layers, the bias
       {&convolution_transpose_op(), 2, 2},
       {&pooling_op(), 1, 1},
       {&dropout_op(), 1, 1},
