@@ -13,8 +13,9 @@
 //
 //   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
 //   bench_mnist --row NAME [--seconds S] [--threads N]     (one row, Loom only: the child)
-//   bench_mnist --accuracy EPOCHS   (seed 002's recipe for EPOCHS epochs on both sides: the
-//                                    mnist_convnet example and mnist_torch.py --accuracy;
+//   bench_mnist --accuracy EPOCHS [--seeds K]   (seed 002's recipe for EPOCHS epochs on both
+//                                    sides, K runs each with seeds 1..K: the mnist_convnet
+//                                    example and mnist_torch.py --accuracy;
 //                                    prints both test accuracies)
 #include <spawn.h>
 #include <sys/resource.h>
@@ -81,13 +82,15 @@ struct Options {
   int threads = 0;  // 0: Loom's default
   bool reference = true;
   int accuracy_epochs = 0;  // > 0: the accuracy comparison instead of the speed rows
+  int seeds = 1;            // runs per side in the accuracy comparison
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& problem) {
   std::fprintf(
       stderr,
       "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
-      "       %s --row NAME [--seconds S] [--threads N]\n       %s --accuracy EPOCHS\nrows:",
+      "       %s --row NAME [--seconds S] [--threads N]\n"
+      "       %s --accuracy EPOCHS [--seeds K]\nrows:",
       problem.c_str(), argv0, argv0, argv0);
   for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
   std::fprintf(stderr, "\n");
@@ -116,6 +119,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--accuracy") {
       o.accuracy_epochs = std::atoi(value().c_str());
       if (o.accuracy_epochs < 1) usage(argv[0], "--accuracy needs a positive number of epochs");
+    } else if (a == "--seeds") {
+      o.seeds = std::atoi(value().c_str());
+      if (o.seeds < 1) usage(argv[0], "--seeds needs a positive integer");
     } else if (a == "--no-reference") {
       o.reference = false;
     } else {
@@ -306,25 +312,41 @@ double find_value(const std::vector<std::string>& lines, const std::string& pref
   return -1;
 }
 
-// Seed 002's recipe for the same number of epochs on both sides; Loom's side is the
-// mnist_convnet example beside this program.
-int compare_accuracy(int epochs, const std::string& script) {
+// Seed 002's recipe for the same number of epochs on both sides, once per seed 1..seeds (the
+// initial weights and dropout masks; the data order is seed 002's fixed shuffle). Loom's side is
+// the mnist_convnet example beside this program. Single runs scatter by about a point, so the
+// means are compared.
+int compare_accuracy(int epochs, int seeds, const std::string& script) {
   const auto folder = std::filesystem::canonical("/proc/self/exe").parent_path();
   const std::string n = std::to_string(epochs);
-  std::printf("Loom (mnist_convnet %s):\n", n.c_str());
-  const Measurement loom = run_child({(folder / "mnist_convnet").string(), n});
-  std::printf("PyTorch (mnist_torch.py --accuracy --epochs %s):\n", n.c_str());
-  const Measurement torch = run_child({"/usr/bin/python3", script, "--accuracy", "--epochs", n});
-  const double loom_error = find_value(loom.lines, "Test error: ");
-  const double torch_accuracy = find_value(torch.lines, "test_accuracy=");
-  if (loom_error < 0 || torch_accuracy < 0) {
-    std::printf("no test accuracy from %s\n", loom_error < 0 ? "Loom" : "PyTorch");
-    return 1;
+  std::vector<double> loom, torch;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    const std::string s = std::to_string(seed);
+    std::printf("Loom (mnist_convnet %s --seed %s):\n", n.c_str(), s.c_str());
+    const double loom_error =
+        find_value(run_child({(folder / "mnist_convnet").string(), n, "--seed", s}).lines,
+                   "Test error: ");
+    std::printf("PyTorch (mnist_torch.py --accuracy --epochs %s --seed %s):\n", n.c_str(),
+                s.c_str());
+    const double torch_accuracy = find_value(
+        run_child({"/usr/bin/python3", script, "--accuracy", "--epochs", n, "--seed", s}).lines,
+        "test_accuracy=");
+    if (loom_error < 0 || torch_accuracy < 0) {
+      std::printf("no test accuracy from %s\n", loom_error < 0 ? "Loom" : "PyTorch");
+      return 1;
+    }
+    loom.push_back(100 - loom_error);
+    torch.push_back(torch_accuracy);
   }
-  const double loom_accuracy = 100 - loom_error;
-  std::printf(
-      "\ntest accuracy after %d epochs: Loom %.2f%%, PyTorch %.2f%%, difference %+.2f points\n",
-      epochs, loom_accuracy, torch_accuracy, loom_accuracy - torch_accuracy);
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / double(v.size());
+  };
+  std::printf("\ntest accuracy after %d epochs, seed by seed (Loom, PyTorch):", epochs);
+  for (size_t i = 0; i < loom.size(); ++i) std::printf(" (%.2f%%, %.2f%%)", loom[i], torch[i]);
+  std::printf("\nmean of %d: Loom %.2f%%, PyTorch %.2f%%, difference %+.2f points\n", seeds,
+              mean(loom), mean(torch), mean(loom) - mean(torch));
   return 0;
 }
 
@@ -342,7 +364,7 @@ int main(int argc, char** argv) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
   const std::string script = reference_script(argv[0]);
-  if (o.accuracy_epochs > 0) return compare_accuracy(o.accuracy_epochs, script);
+  if (o.accuracy_epochs > 0) return compare_accuracy(o.accuracy_epochs, o.seeds, script);
   const int threads = o.threads ? o.threads : get_max_num_cpu_threads();
   const std::string seconds = std::to_string(o.seconds);
   // Each side runs a row under each of its settings and keeps its best, as the issue asks for

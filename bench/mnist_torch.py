@@ -171,7 +171,7 @@ def schedule(values, count, epoch_size):
     return values[min(count // epoch_size, len(values) - 1)]
 
 
-def accuracy(epochs):
+def accuracy(epochs, seed):
     x, y = load("train")
     x_test, y_test = load("t10k")
     np.random.seed(0)  # seed 002's one shuffle
@@ -183,7 +183,7 @@ def accuracy(epochs):
         0.00003125]
     momentums = [0] * 5 + [MOMENTUM_PER_SAMPLE]
     minibatch_sizes = [256] * 6 + [512] * 9 + [1024] * 7 + [2048] * 8 + [4096]
-    torch.manual_seed(1)
+    torch.manual_seed(seed)
     model = convnet()
     opt = CntkMomentumSGD(model.parameters())
     seen, cursor = 0, 0
@@ -221,6 +221,7 @@ def main():
     p.add_argument("--row", choices=ROWS)
     p.add_argument("--accuracy", action="store_true")
     p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--seed", type=int, default=1, help="torch seed of --accuracy's weights and dropout")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--warmup", type=int, default=10)
@@ -230,7 +231,7 @@ def main():
         sys.exit(4)
     torch.set_num_threads(a.threads)
     if a.accuracy:
-        accuracy(a.epochs)
+        accuracy(a.epochs, a.seed)
     elif a.row:
         time_row(a.row, a.seconds, a.warmup)
     else:

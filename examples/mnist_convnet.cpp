@@ -5,6 +5,7 @@
 //
 //   mnist_convnet [epochs (default 2)] [--samples N: train on the first N of the 54,000]
 //                 [--data FOLDER (default /usr/share/datasets/fashion-mnist)]
+//                 [--seed S: the random seed of the initial weights and dropout (default 1)]
 #include <cstdio>
 #include <string>
 
@@ -13,7 +14,7 @@
 using namespace loom;
 
 int main(int argc, char** argv) {
-  size_t epochs = 2, samples = 54000;
+  size_t epochs = 2, samples = 54000, seed = 1;
   std::string folder = examples::kFashionMnistFolder;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -21,13 +22,15 @@ int main(int argc, char** argv) {
       samples = std::stoul(argv[++i]);
     } else if (a == "--data" && i + 1 < argc) {
       folder = argv[++i];
+    } else if (a == "--seed" && i + 1 < argc) {
+      seed = std::stoul(argv[++i]);
     } else {
       epochs = std::stoul(a);
     }
   }
   examples::MnistData data = examples::load_mnist(folder, samples);
 
-  set_fixed_random_seed(1);
+  set_fixed_random_seed(seed);
   Function model_mn = examples::create_model_mn();
   Variable x = input_variable({28, 28});
   Variable y = input_variable({10}, {.is_sparse = true});
