@@ -3,7 +3,9 @@
 // poolings (forward with workspace, backward), for each activation layout the kernels can
 // compute in (kernels::ConvLayout: NCHW directly, oneDNN's blocked nChw16c or NHWC, the last
 // two with reorders from and to Loom's NCHW around every call). Also times those reorders
-// alone, so "blocked" splits into compute and conversion. Prints ms per call (best of
+// alone, so "blocked" splits into compute and conversion. Also times batch normalization (not
+// in seed 002's net) in training, of conv1's output [N, 32, 28, 28] and per element of
+// [N, 1024], in either layout Loom may hold the activation. Prints ms per call (best of
 // --repeats, each the mean of enough calls for ~0.2 s) and GFLOP/s (2 FLOP per MAC).
 // --cpu-time measures the process's CPU time instead of wall time: on a loaded machine, with
 // --threads 1, it still compares layouts fairly (it excludes time the process waits for a core).
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "loom/core/threads.h"
+#include "loom/kernels/batch_norm.h"
 #include "loom/kernels/convolution.h"
 #include "loom/kernels/onednn.h"
 #include "loom/kernels/pooling.h"
@@ -183,5 +186,31 @@ int main(int argc, char** argv) {
     std::printf("[%zu,%zu,%zu] %.3f  ", a[0], a[1], a[2], ms);
   }
   std::printf("\n  one round trip of each activation: %.2f ms\n", reorders);
+
+  // Forward with the minibatch's statistics; backward gives dx, dscale and dbias in one call.
+  struct Norm {
+    const char* name;
+    size_t channels, spatial;
+  };
+  std::printf("\n%-28s %-8s %9s %9s\n", "layer", "layout", "fwd ms", "bwd ms");
+  for (const Norm& n :
+       {Norm{"batch norm 32ch 28x28", 32, 28 * 28}, Norm{"batch norm 1024 per element", 1024, 1}}) {
+    const size_t C = n.channels;
+    std::vector<float> x(batch * C * n.spatial, 0.5f), y(x.size()), dy(x.size(), 0.2f),
+        dx(x.size()), scale(C, 1.0f), bias(C, 0.0f), mean(C), var(C), dscale(C), dbias(C);
+    for (bool blocked : {false, true}) {
+      const BatchNormShape s{batch, C, n.spatial, blocked, blocked};
+      const double f = time_ms([&] {
+        batch_norm_forward<float>(s, x.data(), scale.data(), bias.data(), 1e-5, true, mean.data(),
+                                  var.data(), y.data());
+      });
+      const double b = time_ms([&] {
+        batch_norm_backward<float>(s, x.data(), dy.data(), mean.data(), var.data(), scale.data(),
+                                   bias.data(), 1e-5, true, dx.data(), false, dscale.data(),
+                                   dbias.data());
+      });
+      std::printf("%-28s %-8s %9.3f %9.3f\n", n.name, blocked ? "blocked" : "nchw", f, b);
+    }
+  }
   return 0;
 }

@@ -133,9 +133,9 @@ PoolPrimitives make_primitives(const PoolShape& s, PoolKind kind) {
   // Pooling takes no `any` source: the blocked layout is named (16 channels: AVX-512).
   static constexpr std::array<tag, 3> blocked{tag::nCw16c, tag::nChw16c, tag::nCdhw16c},
       channels_last{tag::nwc, tag::nhwc, tag::ndhwc};
-  // Auto is the layout of Loom's tensors (see ConvLayout).
+  // Auto is the layout of Loom's input (see ConvLayout); an output held otherwise is reordered.
   const ConvLayout layout = s.layout != ConvLayout::Auto ? s.layout
-                            : s.blocked                  ? ConvLayout::Blocked
+                            : s.input_blocked            ? ConvLayout::Blocked
                                                          : ConvLayout::Plain;
   const tag act = layout == ConvLayout::Blocked        ? blocked[r - 1]
                   : layout == ConvLayout::ChannelsLast ? channels_last[r - 1]
@@ -157,13 +157,13 @@ PoolPrimitives make_primitives(const PoolShape& s, PoolKind kind) {
           dnnl::pooling_forward(infer_pd),
           bwd_pd,
           dnnl::pooling_backward(bwd_pd),
-          dnn::activation_desc(src, s.blocked),
-          dnn::activation_desc(dst, s.blocked)};
+          dnn::activation_desc(src, s.input_blocked),
+          dnn::activation_desc(dst, s.output_blocked)};
 }
 
 PoolPrimitives& primitives(const PoolShape& s, PoolKind kind) {
-  memory::dims k{memory::dim(s.batch), memory::dim(s.channels), memory::dim(s.layout),
-                 memory::dim(s.blocked), memory::dim(kind)};
+  memory::dims k{memory::dim(s.batch),         memory::dim(s.channels),       memory::dim(s.layout),
+                 memory::dim(s.input_blocked), memory::dim(s.output_blocked), memory::dim(kind)};
   for (const SpatialAxis& a : s.axes)
     k.insert(k.end(), {memory::dim(a.input), memory::dim(a.kernel), memory::dim(a.output),
                        memory::dim(a.stride), a.pad_lower, a.pad_upper});
@@ -195,7 +195,7 @@ bool can_block(const PoolShape& s) {
 // The float kernels run the reference loops where oneDNN cannot, on row-major data only.
 static bool use_reference(const PoolShape& s) {
   if (onednn_supports(s)) return false;
-  LOOM_CHECK(!s.blocked, ArgumentError,
+  LOOM_CHECK(!s.input_blocked && !s.output_blocked, ArgumentError,
              "pooling: blocked activations for a shape oneDNN does not run (see can_block)");
   return true;
 }

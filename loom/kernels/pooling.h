@@ -20,9 +20,9 @@ struct PoolShape {
   size_t batch = 1, channels = 1;
   std::vector<SpatialAxis> axes;  // 1 to 3; dilation must be 1
   ConvLayout layout = ConvLayout::Auto;
-  // Loom's memory of x, dx, y and dy: row-major, or blocked (see kChannelBlock; only where
-  // can_block() says so).
-  bool blocked = false;
+  // Loom's memory of x and dx (input) and of y and dy (output): row-major, or blocked (see
+  // kChannelBlock; only where can_block() says so).
+  bool input_blocked = false, output_blocked = false;
 
   size_t input_size() const;
   size_t output_size() const;

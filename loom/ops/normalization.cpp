@@ -1,10 +1,12 @@
 #include "loom/ops/normalization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "loom/graph/op.h"
 #include "loom/kernels/batch_norm.h"
+#include "loom/kernels/convolution.h"
 #include "loom/ops/op_defs.h"
 #include "loom/ops/op_util.h"
 
@@ -31,15 +33,12 @@ void require_shape(const char* op, const char* role, const Variable& v, const ND
 
 enum BnInput { kX, kScale, kBias, kMean, kVar, kCount };
 
-// The [N, C, S] view of x (loom/kernels/batch_norm.h).
-struct BnGeometry {
-  size_t N, C, S;
-};
-
-BnGeometry bn_geometry(const Tensor& x, bool spatial) {
+// The [N, C, S] view of x and the layouts of x and the output (loom/kernels/batch_norm.h).
+kernels::BatchNormShape bn_shape(const OpCall& call) {
+  const Tensor& x = *call.inputs[kX];
   const size_t sample = op_util::sample_size(x);
-  const size_t C = spatial ? x.shape[1] : sample;
-  return {x.rows(), C, C ? sample / C : 0};
+  const size_t C = call.attributes.get<bool>("spatial") ? x.shape[1] : sample;
+  return {x.rows(), C, C ? sample / C : 0, x.blocked, call.output->blocked};
 }
 
 // The weight of the minibatch's statistics in the running ones (CNTK's ComputeExpAvgFactor).
@@ -52,9 +51,9 @@ double running_weight(double time_constant, double samples, double count) {
 }
 
 // Attributes: "spatial" (bool), "normalization_time_constant", "blend_time_constant",
-// "epsilon" (double). call.scratch holds, per channel, the mean and inverse standard deviation
-// the forward pass normalized with, room for the gradients of scale and bias, and whether the
-// statistics were the minibatch's own.
+// "epsilon" (double). call.scratch holds, per channel, the mean and variance the forward pass
+// normalized with, the gradients of scale and bias, and whether the statistics were the
+// minibatch's own.
 class BatchNormalizationOp : public OpDef {
  public:
   const char* name() const override { return "BatchNormalization"; }
@@ -93,10 +92,25 @@ class BatchNormalizationOp : public OpDef {
     return {{x.shape(), common_dtype(name(), in), x.dynamic_axes(), false}};
   }
 
+  // Blocked where x is a float [C, spatial...] sample (1 to 3 spatial axes) normalized per
+  // channel, with C filling whole channel blocks.
+  BlockedInput blocked_input(size_t index, const std::vector<Variable>& in,
+                             const Dictionary& a) const override {
+    const NDShape& x = in[kX].shape();
+    return index == kX && in[kX].dtype() == DataType::Float32 && a.get<bool>("spatial") &&
+                   x.rank() >= 2 && x.rank() <= 4 && x[0] % kernels::kChannelBlock == 0
+               ? BlockedInput::Yes
+               : BlockedInput::No;
+  }
+  bool blocked_output(const std::vector<Variable>&, const Dictionary&,
+                      const std::vector<bool>& inputs_blocked) const override {
+    return inputs_blocked[kX];
+  }
+
   void forward(OpCall& call) const override {
     const Dictionary& a = call.attributes;
     const Tensor& x = *call.inputs[kX];
-    const BnGeometry g = bn_geometry(x, a.get<bool>("spatial"));
+    const kernels::BatchNormShape s = bn_shape(call);
     const double epsilon = a.get<double>("epsilon");
     dispatch(x.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -105,59 +119,59 @@ class BatchNormalizationOp : public OpDef {
       T* run_mean = call.inputs[kMean]->ptr<T>();
       T* run_var = call.inputs[kVar]->ptr<T>();
       T* count = call.inputs[kCount]->ptr<T>();
-      T* mean = scratch<T>(call, g.C);
-      T* inv_std = mean + g.C;
+      T* mean = scratch<T>(call, s.C);
+      T* var = mean + s.C;
+      const T* scale = call.inputs[kScale]->ptr<T>();
+      const T* bias = call.inputs[kBias]->ptr<T>();
+      T* y = call.output->ptr<T>();
       bool batch_statistics = call.is_training;
       if (call.is_training) {
-        kernels::batch_norm_statistics(g.N, g.C, g.S, x.ptr<T>(), mean, inv_std);
+        kernels::batch_norm_forward(s, x.ptr<T>(), scale, bias, epsilon, true, mean, var, y);
         const double blend = a.get<double>("blend_time_constant");
         batch_statistics = !(std::isinf(blend) && double(*count) > 0);
-        update_running(a.get<double>("normalization_time_constant"), g, mean, inv_std, run_mean,
+        update_running(a.get<double>("normalization_time_constant"), s, mean, var, run_mean,
                        run_var, count);
       } else {
         LOOM_CHECK(double(*count) > 0, StateError,
                    "BatchNormalization: inference mode is used, "
                    "but nothing has been trained (the running statistics are empty)");
       }
-      for (size_t c = 0; c < g.C; ++c) {
-        const double var = batch_statistics ? double(inv_std[c]) : double(run_var[c]);
-        if (!batch_statistics) mean[c] = run_mean[c];
-        inv_std[c] = T(1 / std::sqrt(var + epsilon));
+      if (!batch_statistics) {
+        // Normalized by the running statistics (in training: after this minibatch's update,
+        // overwriting the output normalized by the minibatch's own).
+        std::copy_n(run_mean, s.C, mean);
+        std::copy_n(run_var, s.C, var);
+        kernels::batch_norm_forward(s, x.ptr<T>(), scale, bias, epsilon, false, mean, var, y);
       }
-      inv_std[3 * g.C] = T(batch_statistics);  // the flag, after the gradient slots
-      kernels::batch_norm_apply(g.N, g.C, g.S, x.ptr<T>(), mean, inv_std,
-                                call.inputs[kScale]->ptr<T>(), call.inputs[kBias]->ptr<T>(),
-                                call.output->ptr<T>());
+      mean[4 * s.C] = T(batch_statistics);  // the flag, after the gradient slots
     });
   }
 
-  void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
+  // The first input whose gradient this pass wants takes all three in one kernel call: x's in
+  // place when it is x, those of scale and bias into scratch, for the calls that follow.
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
     const Tensor& x = *call.inputs[kX];
-    const BnGeometry g = bn_geometry(x, call.attributes.get<bool>("spatial"));
+    const kernels::BatchNormShape s = bn_shape(call);
+    const std::vector<bool>& wanted = *call.gradient_wanted;
+    const size_t first = wanted[kX] ? kX : wanted[kScale] ? kScale : kBias;
     dispatch(x.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* dy = call.output_gradient->ptr<T>();
-      T* mean = scratch<T>(call, g.C);
-      T *inv_std = mean + g.C, *dscale = mean + 2 * g.C, *dbias = mean + 3 * g.C;
-      const bool batch_statistics = inv_std[3 * g.C] != T(0);
-      // Each input's gradient recomputes the sums it needs, so no call relies on another's.
-      if (index != kX || batch_statistics)
-        kernels::batch_norm_parameter_gradients(g.N, g.C, g.S, x.ptr<T>(), dy, mean, inv_std,
-                                                dscale, dbias);
-      if (index == kX) {
-        kernels::batch_norm_input_gradient(g.N, g.C, g.S, x.ptr<T>(), dy, mean, inv_std,
-                                           call.inputs[kScale]->ptr<T>(), dscale, dbias,
-                                           batch_statistics, dx.ptr<T>(), accumulate);
-      } else {
-        op_util::copy_or_add(g.C, index == kScale ? dscale : dbias, dx.ptr<T>(), accumulate);
-      }
+      T* mean = scratch<T>(call, s.C);
+      T *var = mean + s.C, *dscale = mean + 2 * s.C, *dbias = mean + 3 * s.C;
+      if (index == first)
+        kernels::batch_norm_backward(s, x.ptr<T>(), call.output_gradient->ptr<T>(), mean, var,
+                                     call.inputs[kScale]->ptr<T>(), call.inputs[kBias]->ptr<T>(),
+                                     call.attributes.get<double>("epsilon"), mean[4 * s.C] != T(0),
+                                     index == kX ? g.ptr<T>() : nullptr, accumulate, dscale, dbias);
+      if (index != kX)
+        op_util::copy_or_add(s.C, index == kScale ? dscale : dbias, g.ptr<T>(), accumulate);
     });
   }
 
   bool differentiable(size_t index, const Dictionary&) const override { return index <= kBias; }
 
  private:
-  // mean, inv_std, dscale, dbias (C each) and the flag. Forward sizes it, so backward's
+  // mean, var, dscale, dbias (C each) and the flag. Forward sizes it, so backward's
   // ensure() finds it in place.
   template <typename T>
   static T* scratch(OpCall& call, size_t C) {
@@ -166,16 +180,16 @@ class BatchNormalizationOp : public OpDef {
 
   // var holds the minibatch's biased variance.
   template <typename T>
-  static void update_running(double time_constant, const BnGeometry& g, const T* mean, const T* var,
-                             T* run_mean, T* run_var, T* count) {
-    const double f = running_weight(time_constant, double(g.N), double(*count));
-    const double M = double(g.N * g.S), unbias = M > 1 ? M / (M - 1) : 1;
+  static void update_running(double time_constant, const kernels::BatchNormShape& s, const T* mean,
+                             const T* var, T* run_mean, T* run_var, T* count) {
+    const double f = running_weight(time_constant, double(s.N), double(*count));
+    const double M = double(s.N * s.S), unbias = M > 1 ? M / (M - 1) : 1;
     if (f > 0)
-      for (size_t c = 0; c < g.C; ++c) {
+      for (size_t c = 0; c < s.C; ++c) {
         run_mean[c] = T((1 - f) * double(run_mean[c]) + f * double(mean[c]));
         run_var[c] = T((1 - f) * double(run_var[c]) + f * double(var[c]) * unbias);
       }
-    *count = T(double(*count) + double(g.N));
+    *count = T(double(*count) + double(s.N));
   }
 };
 

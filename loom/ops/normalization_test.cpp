@@ -10,8 +10,11 @@
 #include <fstream>
 #include <limits>
 
+#include "loom/graph/executor.h"
+#include "loom/ops/convolution.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/ops/pooling.h"
 
 namespace loom {
 namespace {
@@ -72,16 +75,30 @@ void expect_training_gradients_match(const Function& f, const ValueMap& args,
   }
 }
 
+// Each subset of {x, scale, bias} that the gradient tests take: the first input whose gradient
+// a pass wants computes all three.
+const std::vector<std::vector<size_t>> kBnWrt{{0, 1, 2}, {0}, {1}, {2}, {1, 2}};
+
+// The subset of {x, b.scale, b.bias} that kBnWrt's entry lists.
+std::vector<Variable> chosen(const std::vector<size_t>& wrt, const Variable& x, const Bn& b) {
+  const std::vector<Variable> all{x, b.scale, b.bias};
+  std::vector<Variable> r;
+  for (size_t i : wrt) r.push_back(all[i]);
+  return r;
+}
+
 TEST(BatchNormalization, TrainingGradientsMatchFiniteDifferences) {
-  for (bool spatial : {true, false}) {
-    SCOPED_TRACE(spatial ? "spatial" : "per element");
-    const NDShape sample = spatial ? NDShape{3, 2, 2} : NDShape{5};
-    Variable x = input_variable(sample, {.dtype = kF64, .name = "x", .needs_gradient = true});
-    const Bn b = make_bn(spatial ? NDShape{3} : sample, kF64, 10);
-    Function f = apply(x, b, spatial);
-    expect_training_gradients_match(f, {{x, random_batch(sample, 4, kF64, 1, -2, 2)}},
-                                    {x, b.scale, b.bias});
-  }
+  for (bool spatial : {true, false})
+    for (const std::vector<size_t>& wrt : kBnWrt) {
+      SCOPED_TRACE(std::string(spatial ? "spatial" : "per element") + ", " +
+                   std::to_string(wrt.size()) + " gradient(s) from " + std::to_string(wrt[0]));
+      const NDShape sample = spatial ? NDShape{3, 2, 2} : NDShape{5};
+      Variable x = input_variable(sample, {.dtype = kF64, .name = "x", .needs_gradient = true});
+      const Bn b = make_bn(spatial ? NDShape{3} : sample, kF64, 10);
+      Function f = apply(x, b, spatial);
+      expect_training_gradients_match(f, {{x, random_batch(sample, 4, kF64, 1, -2, 2)}},
+                                      chosen(wrt, x, b));
+    }
 }
 
 TEST(BatchNormalization, TrainingNormalizesByTheMinibatch) {
@@ -180,11 +197,12 @@ TEST(BatchNormalization, BlendInfinityNormalizesByRunningStatistics) {
   expect_all_near(trained, values(f.eval_one({{x, v}})), 1e-14, "blend infinity");
   // Normalizing by constants, the gradient is affine.
   Variable xg = input_variable({2}, {.dtype = kF64, .name = "xg", .needs_gradient = true});
-  expect_training_gradients_match(
-      batch_normalization(xg, b.scale, b.bias, b.mean, b.var, b.count, false,
-                          std::numeric_limits<double>::infinity(),
-                          std::numeric_limits<double>::infinity()),
-      {{xg, v}}, {xg, b.scale, b.bias});
+  for (const std::vector<size_t>& wrt : kBnWrt)
+    expect_training_gradients_match(
+        batch_normalization(xg, b.scale, b.bias, b.mean, b.var, b.count, false,
+                            std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::infinity()),
+        {{xg, v}}, chosen(wrt, xg, b));
 }
 
 TEST(BatchNormalization, InferredShapesAndErrors) {
@@ -202,6 +220,115 @@ TEST(BatchNormalization, InferredShapesAndErrors) {
   EXPECT_THROW(batch_normalization(x, b.scale, b.bias, b.scale, b.var, b.count, true),
                ArgumentError);  // a running mean that is not a Constant
   EXPECT_THROW(apply(x, b, true, 5000, 10), ArgumentError);
+}
+
+// A graph around one batch normalization, built in one data type: its input, the
+// normalization's variables, the output and the variables to differentiate.
+struct BnNet {
+  Variable x;
+  Bn b;
+  Function out;
+  std::vector<Variable> wrt;
+};
+
+// Builds the net in float32 (oneDNN) and float64 (the reference loops) with the same values and
+// trains both on a few minibatches of samples of the given shape, comparing the training outputs
+// and the running statistics after each; then compares the inference outputs (by the running
+// statistics) and the training gradients (expect_float32_matches_float64).
+void expect_bn_float32_matches_float64(const std::function<BnNet(DataType)>& make,
+                                       const NDShape& sample, double tolerance = 1e-5) {
+  const BnNet n32 = make(kF32), n64 = make(kF64);
+  auto train = [&](const BnNet& n, DataType dt, uint64_t step) {
+    const Value v = random_batch(sample, 6, dt, 300 + step, -2, 3);
+    return values(n.out.forward({{n.x, v}}).second.at(n.out.output()));
+  };
+  for (uint64_t step = 0; step < 3; ++step) {
+    SCOPED_TRACE("training step " + std::to_string(step));
+    expect_all_near(train(n32, kF32, step), train(n64, kF64, step), tolerance, "training output");
+    expect_all_near(stored(n32.b.mean), stored(n64.b.mean), tolerance, "running mean");
+    expect_all_near(stored(n32.b.var), stored(n64.b.var), tolerance, "running variance");
+    EXPECT_EQ(stored(n32.b.count), stored(n64.b.count));
+  }
+  expect_float32_matches_float64(
+      [&](DataType dt) {
+        const BnNet& n = dt == kF32 ? n32 : n64;
+        return OpCase{n.out, {{n.x, random_batch(sample, 6, dt, 400, -2, 3)}}, n.wrt};
+      },
+      tolerance);
+}
+
+TEST(BatchNormalization, Float32MatchesFloat64) {
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char* name;
+    NDShape sample;
+    bool spatial;
+  };
+  const Case cases[] = {
+      {"spatial 2d", {3, 4, 5}, true},    {"spatial 1d, 16 channels", {16, 7}, true},
+      {"spatial 3d", {2, 3, 2, 2}, true}, {"spatial, channels only", {5}, true},
+      {"per element", {3, 5}, false},     {"per element, 32 features", {4, 8}, false}};
+  for (const Case& c : cases)
+    for (double blend : {0.0, inf})
+      for (const std::vector<size_t>& wrt : kBnWrt) {
+        SCOPED_TRACE(std::string(c.name) + (blend == 0 ? ", minibatch statistics" : ", blend inf") +
+                     ", " + std::to_string(wrt.size()) + " gradient(s) from " +
+                     std::to_string(wrt[0]));
+        expect_bn_float32_matches_float64(
+            [&](DataType dt) {
+              BnNet n;
+              n.x = input_variable(c.sample, {.dtype = dt, .name = "x", .needs_gradient = true});
+              n.b = make_bn(c.spatial ? NDShape{c.sample[0]} : c.sample, dt, 100);
+              n.out = apply(n.x, n.b, c.spatial, 5000, blend);
+              n.wrt = chosen(wrt, n.x, n.b);
+              return n;
+            },
+            c.sample);
+      }
+}
+
+// convolution (16 channels) -> batch normalization -> relu -> pooling: the executor keeps the
+// normalization's input and output in oneDNN's blocked layout, and its gradients too; values,
+// running statistics and gradients must be those of the float64 graph, which runs row-major.
+TEST(BatchNormalization, BlockedLayoutBetweenOneDnnOpsMatchesFloat64) {
+  const NDShape sample{3, 6, 6};
+  struct Net {
+    BnNet bn;
+    Parameter W;
+    Variable conv, normalized, relu;
+  };
+  auto net = [&](DataType dt) {
+    Net n;
+    n.bn.x = input_variable(sample, {.dtype = dt, .name = "x", .needs_gradient = true});
+    n.bn.b = make_bn({16}, dt, 110);
+    n.W = parameter(random_array({16, 3, 3, 3}, dt, 1, -0.5, 0.5), "W");
+    n.conv = convolution(n.W, n.bn.x);
+    n.normalized = apply(n.conv, n.bn.b, true);
+    n.relu = relu(n.normalized);
+    n.bn.out = pooling(n.relu, PoolingType::Max, {2, 2}, {.strides = {2}});
+    return n;
+  };
+  {
+    const Net n = net(kF32);
+    Executor ex({n.bn.out}, {n.bn.x, n.W, n.bn.b.scale, n.bn.b.bias});
+    ex.forward({{n.bn.x, random_batch(sample, 3, kF32, 5)}}, true);
+    EXPECT_TRUE(ex.tensor(n.conv).blocked);
+    EXPECT_TRUE(ex.tensor(n.normalized).blocked);
+    EXPECT_TRUE(ex.tensor(n.relu).blocked);
+    EXPECT_FALSE(ex.tensor(n.bn.out).blocked);  // the caller reads it
+  }
+  // Without x or W, the normalization's input gets no gradient: oneDNN's is discarded.
+  for (const std::vector<size_t>& wrt : {std::vector<size_t>{0, 1, 2, 3}, {1}, {2}, {3}, {2, 3}}) {
+    SCOPED_TRACE(std::to_string(wrt.size()) + " gradient(s) from " + std::to_string(wrt[0]));
+    expect_bn_float32_matches_float64(
+        [&](DataType dt) {
+          Net n = net(dt);
+          const std::vector<Variable> all{n.bn.x, n.W, n.bn.b.scale, n.bn.b.bias};
+          for (size_t i : wrt) n.bn.wrt.push_back(all[i]);
+          return n.bn;
+        },
+        sample, 1e-4);
+  }
 }
 
 TEST(LayerNormalization, ValuesAndGradients) {

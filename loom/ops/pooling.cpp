@@ -72,7 +72,8 @@ class PoolingOp : public OpDef {
     const Tensor& x = *call.inputs[0];
     kernels::PoolShape s = geometry(x.sample_shape(), call.attributes);
     s.batch = x.rows();
-    s.blocked = x.blocked;
+    s.input_blocked = x.blocked;
+    s.output_blocked = call.output->blocked;
     return s;
   }
 

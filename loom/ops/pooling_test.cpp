@@ -142,6 +142,21 @@ TEST(Pooling, Float32MatchesFloat64) {
   }
 }
 
+// A pooling whose operand the executor keeps blocked (a convolution of 16 channels feeds it)
+// and whose output the caller reads (row-major): the kernel reorders between the two.
+TEST(Pooling, BlockedOperandRowMajorOutputMatchesFloat64) {
+  for (PoolingType type : {PoolingType::Max, PoolingType::Average}) {
+    SCOPED_TRACE(type == PoolingType::Max ? "max" : "average");
+    expect_float32_matches_float64([&](DataType dt) {
+      Variable x = input_variable({3, 6, 6}, {.dtype = dt, .name = "x", .needs_gradient = true});
+      Parameter W = parameter(random_array({16, 3, 3, 3}, dt, 1, -0.5, 0.5), "W");
+      return OpCase{pooling(relu(convolution(W, x)), type, {2, 2}, {.strides = {2}}),
+                    {{x, random_batch({3, 6, 6}, 3, dt, 4)}},
+                    {x, W}};
+    });
+  }
+}
+
 // Convolution, transposed convolution and pooling keep their attributes through a model file.
 TEST(Pooling, ConvolutionAndPoolingSurviveSaveAndLoad) {
   Variable x = input_variable({2, 9, 8}, f64("x"));
