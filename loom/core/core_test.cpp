@@ -2,6 +2,7 @@
 
 #include "loom/core/dictionary.h"
 #include "loom/core/random.h"
+#include "loom/core/threads.h"
 #include "loom/core/value.h"
 
 namespace loom {
@@ -29,6 +30,24 @@ TEST(NDArrayView, DenseRoundTripAndAliasing) {
   EXPECT_THROW(v.data<double>(), ShapeError);
   EXPECT_THROW(NDArrayView::from_vector<float>({2, 2}, {1, 2, 3}), ShapeError);
   EXPECT_EQ(v.reshaped({3, 2}).shape(), (NDShape{3, 2}));
+}
+
+// From kParallelBytes on, a copy splits in a piece per thread; an odd length and three
+// threads make pieces of unequal, unaligned lengths.
+TEST(NDArrayView, LargeCopyEqualsTheSourceForAnyThreadCount) {
+  const size_t n = kParallelBytes / sizeof(float) + 12345;
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = float(i % 1000003) * 0.5f;
+  const auto source = NDArrayView::from_vector<float>({n}, values);
+  const int before = get_max_num_cpu_threads();
+  for (int threads : {1, 2, 3}) {
+    set_max_num_cpu_threads(threads);
+    NDArrayView target(DataType::Float32, {n});
+    target.copy_from(source);
+    EXPECT_EQ(target.to_vector<float>(), values) << threads << " threads";
+    EXPECT_EQ(source.deep_clone().to_vector<float>(), values) << threads << " threads";
+  }
+  set_max_num_cpu_threads(before);
 }
 
 TEST(NDArrayView, SparseCsrDensifiesAndValidates) {

@@ -2,6 +2,9 @@
 
 #include <array>
 #include <cstring>
+#include <vector>
+
+#include "loom/core/threads.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <nmmintrin.h>
@@ -130,9 +133,48 @@ bool crc32c_has_sse42() {
 
 namespace loom {
 
+namespace {
+
+// Polynomials over GF(2) modulo the CRC's, reflected as the CRC register is: bit 31 is x^0,
+// bit 0 is x^31.
+constexpr uint32_t kOne = 1u << 31;
+
+uint32_t multiply_mod_p(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t bit = kOne; bit != 0; bit >>= 1) {  // a's terms x^0, x^1, ...; b = b * x^i
+    if (a & bit) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ detail::kPolynomial : b >> 1;
+  }
+  return product;
+}
+
+}  // namespace
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+  // x^(8 * len_b) by squaring: power runs through x^8, x^16, x^32, ...
+  uint32_t shift = kOne, power = kOne >> 8;
+  for (size_t n = len_b; n != 0; n >>= 1) {
+    if (n & 1) shift = multiply_mod_p(shift, power);
+    power = multiply_mod_p(power, power);
+  }
+  return multiply_mod_p(shift, crc_a) ^ crc_b;
+}
+
 uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
   static const bool sse42 = detail::crc32c_has_sse42();
-  return sse42 ? detail::crc32c_sse42(data, n, crc) : detail::crc32c_table(data, n, crc);
+  const auto single = sse42 ? detail::crc32c_sse42 : detail::crc32c_table;
+  const size_t pieces = byte_pieces(n);
+  if (pieces == 1) return single(data, n, crc);
+  const auto* p = static_cast<const uint8_t*>(data);
+  std::vector<uint32_t> crcs(pieces);
+  std::vector<size_t> lengths(pieces);
+  for_each_piece(n, pieces, [&](size_t i, size_t begin, size_t end) {
+    crcs[i] = single(p + begin, end - begin, i == 0 ? crc : 0);
+    lengths[i] = end - begin;
+  });
+  uint32_t c = crcs[0];
+  for (size_t i = 1; i < pieces; ++i) c = crc32c_combine(c, crcs[i], lengths[i]);
+  return c;
 }
 
 }  // namespace loom

@@ -1,6 +1,8 @@
 // CRC32C (Castagnoli, the polynomial of iSCSI, ext4 and TensorFlow's record files): the
 // checksum of every section of a Loom file and of TensorBoard records. Uses the SSE4.2
-// crc32 instruction when the CPU has it, a table otherwise; both give the same values.
+// crc32 instruction when the CPU has it, a table otherwise; both give the same values. Long
+// inputs (kParallelBytes and more, threads.h) are split in a piece per thread, whose CRCs are
+// joined with crc32c_combine: the value does not depend on the thread count.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +17,11 @@ uint32_t crc32c(const void* data, size_t n, uint32_t crc = 0);
 inline uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc = 0) {
   return crc32c(bytes.data(), bytes.size(), crc);
 }
+
+// The CRC32C of A followed by B, from crc_a = crc32c(A) (or A's CRC continuing an earlier
+// one), crc_b = crc32c(B) and B's length: zlib's crc32_combine (crc_a times x^(8 * len_b) modulo
+// the polynomial, plus crc_b), in O(log len_b) steps.
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 
 // TensorFlow's masked CRC for record files (a CRC of data that holds CRCs is weak otherwise).
 inline uint32_t crc32c_mask(uint32_t crc) {

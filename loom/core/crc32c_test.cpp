@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/threads.h"
+
 namespace loom {
 namespace {
 
@@ -60,6 +62,40 @@ TEST(Crc32c, ExtendsAcrossPieces) {
   EXPECT_EQ(detail::crc32c_table(b.data(), b.size(), detail::crc32c_table(a.data(), a.size(), 0)),
             whole);
   EXPECT_EQ(crc_of("The quick brown fox jumps over the lazy dog"), 0x22620404u);
+}
+
+TEST(Crc32c, CombineEqualsTheCrcOfTheJoinedBytes) {
+  std::mt19937 gen(3);
+  std::vector<uint8_t> data(5000);
+  for (auto& b : data) b = uint8_t(gen());
+  const uint32_t whole = crc32c(data.data(), data.size());
+  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{255}, size_t{4096},
+                       data.size() - 1, data.size()}) {
+    const uint32_t a = crc32c(data.data(), split);
+    const uint32_t b = crc32c(data.data() + split, data.size() - split);
+    EXPECT_EQ(crc32c_combine(a, b, data.size() - split), whole) << "split at " << split;
+  }
+  EXPECT_EQ(crc32c_combine(0, 0, 0), 0u);  // empty followed by empty
+  EXPECT_EQ(crc32c_combine(crc_of("123456789"), crc_of(""), 0), 0xE3069283u);
+  EXPECT_EQ(crc32c_combine(crc_of(""), crc_of("123456789"), 9), 0xE3069283u);
+}
+
+// From kParallelBytes on, crc32c() computes a piece per thread and combines them: the value
+// is the single-thread one for any thread count (three make unequal, unaligned pieces).
+TEST(Crc32c, ThreadedLongInputsEqualTheTable) {
+  std::mt19937 gen(4);
+  std::vector<uint8_t> data((size_t{20} << 20) + 13);
+  for (auto& b : data) b = uint8_t(gen());
+  const uint32_t expected = detail::crc32c_table(data.data(), data.size(), 0);
+  const uint32_t continued = detail::crc32c_table(data.data() + 5, data.size() - 5, 0xdeadbeefu);
+  const int before = get_max_num_cpu_threads();
+  for (int threads : {1, 2, 3}) {
+    set_max_num_cpu_threads(threads);
+    EXPECT_EQ(crc32c(data.data(), data.size()), expected) << threads << " threads";
+    EXPECT_EQ(crc32c(data.data() + 5, data.size() - 5, 0xdeadbeefu), continued)
+        << threads << " threads";
+  }
+  set_max_num_cpu_threads(before);
 }
 
 TEST(Crc32c, MaskRoundTripsAsTensorFlowDefinesIt) {

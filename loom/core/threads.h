@@ -1,10 +1,39 @@
-// The CPU thread count shared by Loom's loops (OpenMP) and oneDNN.
+// The CPU thread count shared by Loom's loops (OpenMP) and oneDNN, and the split of long byte
+// loops (checksums, copies) across those threads.
 #pragma once
+
+#include <cstddef>
 
 namespace loom {
 
 // Caps the threads used by compute; n >= 1. Defaults to the cores available.
 void set_max_num_cpu_threads(int n);
 int get_max_num_cpu_threads();
+
+// A loop over at least this many bytes splits across threads: a team costs microseconds to
+// start, so shorter loops stay on the calling thread.
+inline constexpr size_t kParallelBytes = size_t{8} << 20;
+
+// The pieces a loop over n bytes splits into: one per thread from kParallelBytes on, else 1.
+inline size_t byte_pieces(size_t n) {
+  return n >= kParallelBytes ? static_cast<size_t>(get_max_num_cpu_threads()) : 1;
+}
+
+// Calls body(i, begin, end) for the pieces i = 0 .. pieces - 1 of [0, n), contiguous and in
+// order, piece i being [n * i / pieces, n * (i + 1) / pieces); in parallel (OpenMP), a piece
+// per thread, when there are several.
+template <typename Body>
+void for_each_piece(size_t n, size_t pieces, Body&& body) {
+  if (pieces <= 1) {
+    body(size_t{0}, size_t{0}, n);
+    return;
+  }
+  const long long count = static_cast<long long>(pieces);
+#pragma omp parallel for schedule(static) num_threads(static_cast <int>(pieces))
+  for (long long i = 0; i < count; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    body(k, n * k / pieces, n * (k + 1) / pieces);
+  }
+}
 
 }  // namespace loom

@@ -62,6 +62,9 @@ class MinibatchSource {
   const std::vector<StreamInformation>& stream_infos() const { return streams_; }
   // Samples in one sweep over the data.
   size_t samples_per_sweep() const { return sweep_size_; }
+  // Whether the timeline never ends: neither max_samples nor max_sweeps was set, or the sweeps
+  // hold more samples than size_t counts (CNTK's MinibatchSource.is_infinite()).
+  bool is_infinite() const { return end_position_ == INFINITELY_REPEAT; }
 
   // {"minibatchSourcePosition": global sample position}.
   Dictionary get_checkpoint_state() const;

@@ -124,6 +124,13 @@ TEST(MinibatchSource, MaxSamplesAndMaxSweepsEndTheTimeline) {
   EXPECT_EQ(one_sweep.next_minibatch(100).at(one_sweep["r"]).number_of_samples, 4u);
   EXPECT_TRUE(one_sweep.next_minibatch(100).empty());
 
+  EXPECT_FALSE(by_samples.is_infinite());
+  EXPECT_FALSE(by_sweeps.is_infinite());
+  EXPECT_FALSE(one_sweep.is_infinite());
+  EXPECT_TRUE(MinibatchSource(xor_data()).is_infinite());
+  // More sweeps than size_t counts samples of: no end either.
+  EXPECT_TRUE(MinibatchSource(xor_data(), {.max_sweeps = INFINITELY_REPEAT / 2}).is_infinite());
+
   EXPECT_THROW(MinibatchSource(xor_data(), {.max_samples = 10, .max_sweeps = 1}), ArgumentError);
   EXPECT_THROW(MinibatchSource(xor_data()).next_minibatch(0), ArgumentError);
   EXPECT_THROW(MinibatchSource(xor_data()).next_minibatch(4, 2, 2), ArgumentError);

@@ -115,6 +115,12 @@ TrainingSession::TrainingSession(TrainingSessionConfig config)
   LOOM_CHECK(config_.mb_source, ArgumentError, "training_session: no minibatch source given");
   LOOM_CHECK(!config_.model_inputs_to_streams.empty(), ArgumentError,
              "training_session: model_inputs_to_streams is empty");
+  // CNTK refuses a session that would train forever.
+  LOOM_CHECK(config_.max_samples || config_.max_sweeps || !config_.mb_source->is_infinite(),
+             ArgumentError,
+             "training_session: the training minibatch source never ends (its max_samples and "
+             "max_sweeps are INFINITELY_REPEAT) and the session has no max_samples or max_sweeps; "
+             "set max_samples (or max_sweeps) on the session, or on the source");
   if (!config_.clock) config_.clock = steady_now;
   train_data_ = {config_.mb_source, config_.model_inputs_to_streams};
 

@@ -96,7 +96,7 @@ struct TrainingSessionConfig {
   std::shared_ptr<MinibatchSource> mb_source;
   MinibatchSizeSchedule mb_size = 32;
   InputMap model_inputs_to_streams = {};
-  // nullopt: until the source ends.
+  // nullopt: until the source ends (a source that never ends needs max_samples or max_sweeps).
   std::optional<size_t> max_samples = std::nullopt;
   // Loom: also stop after this many sweeps (as the trainer's first learner counts them).
   std::optional<size_t> max_sweeps = std::nullopt;
@@ -139,8 +139,8 @@ SummaryCollector::Entry run_evaluation(const BoundSource& data,
 
 class TrainingSession {
  public:
-  // ArgumentError for a missing trainer or source, a zero frequency, or CV/test data that do
-  // not fit the model.
+  // ArgumentError for a missing trainer or source, a source that never ends without
+  // max_samples or max_sweeps, a zero frequency, or CV/test data that do not fit the model.
   explicit TrainingSession(TrainingSessionConfig config);
 
   // Restores (when configured), trains, and tests. StateError when checkpoints exist but none

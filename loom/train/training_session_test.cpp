@@ -184,6 +184,40 @@ TEST(TrainingSession, RejectsBadConfigurations) {
   EXPECT_THROW(TrainingSession{arrays}, ArgumentError);
 }
 
+// As CNTK: a source that never ends needs a limit, on the session or on the source.
+TEST(TrainingSession, RejectsASourceThatNeverEndsWithoutALimit) {
+  Problem p;
+  ASSERT_TRUE(p.source->is_infinite());
+  auto endless = p.config(8);
+  endless.max_samples = std::nullopt;
+  try {
+    TrainingSession session(endless);
+    ADD_FAILURE() << "expected an ArgumentError";
+  } catch (const ArgumentError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the training minibatch source never ends"), std::string::npos) << m;
+    EXPECT_NE(m.find("set max_samples (or max_sweeps)"), std::string::npos) << m;
+  }
+  EXPECT_EQ(p.trainer->total_number_of_samples_seen(), 0u);
+
+  auto sweeps = endless;  // the session's sweep limit ends it
+  sweeps.max_sweeps = 2;
+  training_session(std::move(sweeps)).train();
+  EXPECT_EQ(p.trainer->total_number_of_samples_seen(), 16u);
+
+  Problem q;  // a source with an end needs no limit of the session's
+  auto finite = q.config(8);
+  finite.max_samples = std::nullopt;
+  finite.mb_source = std::make_shared<MinibatchSource>(
+      MinibatchSourceFromData({{"x", Problem::features()}, {"t", Problem::targets()}},
+                              {.randomize = false, .max_sweeps = 1}));
+  EXPECT_FALSE(finite.mb_source->is_infinite());
+  finite.model_inputs_to_streams = {{q.x, (*finite.mb_source)["x"]},
+                                    {q.t, (*finite.mb_source)["t"]}};
+  training_session(std::move(finite)).train();
+  EXPECT_EQ(q.trainer->total_number_of_samples_seen(), 8u);
+}
+
 // Runs a session to max_samples with checkpoints every 4 samples.
 void run(Problem& p, CheckpointConfig checkpoint, size_t max_samples) {
   auto config = p.config(max_samples);
