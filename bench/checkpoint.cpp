@@ -7,6 +7,7 @@
 //
 //   bench_checkpoint [--parameters N] [--folder PATH] [--repeats R (4)]
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,27 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// CPU seconds (user + system, all threads) this process has used: unlike wall time, it does
+// not include waiting for the disk, so it shows what the code itself costs.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Wall and CPU seconds of f.
+struct Timing {
+  double wall, cpu;
+};
+template <class F>
+Timing timed(F&& f) {
+  const double cpu = cpu_seconds();
+  const auto t = std::chrono::steady_clock::now();
+  f();
+  return {seconds_since(t), cpu_seconds() - cpu};
 }
 
 // Peak resident memory (VmHWM) in MiB, and its reset to the current resident size.
@@ -104,7 +126,7 @@ int main(int argc, char** argv) {
   trainer.train_minibatch({{x, Value::create_batch({rows}, ones)}});
 
   const std::string ckp = folder + "/bench.ckp", plain = folder + "/plain.bin";
-  std::vector<double> save_s, write_s, restore_s, read_s;
+  std::vector<Timing> save_t, write_t, restore_t, read_t;
   double save_extra_mib = 0, restore_extra_mib = 0;
   size_t bytes = 0;
   std::vector<char> buffer;
@@ -113,17 +135,13 @@ int main(int argc, char** argv) {
     auto save = [&] {
       const double base_mib = rss_mib();  // the model, and the plain I/O buffer
       reset_peak_rss();
-      const auto t = std::chrono::steady_clock::now();
-      trainer.save_checkpoint(ckp);
-      save_s.push_back(seconds_since(t));
+      save_t.push_back(timed([&] { trainer.save_checkpoint(ckp); }));
       save_extra_mib = std::max(save_extra_mib, peak_rss_mib() - base_mib);
       bytes = std::filesystem::file_size(ckp);
     };
     auto write = [&] {
       buffer.resize(bytes, 1);
-      const auto t = std::chrono::steady_clock::now();
-      plain_write(plain, buffer);
-      write_s.push_back(seconds_since(t));
+      write_t.push_back(timed([&] { plain_write(plain, buffer); }));
     };
     if (r == 0 || r % 2 == 1) {  // the first save gives the file's size
       save();
@@ -137,36 +155,43 @@ int main(int argc, char** argv) {
     drop_page_cache_of(plain);
     const double base_mib = rss_mib();
     reset_peak_rss();
-    auto t = std::chrono::steady_clock::now();
-    trainer.restore_from_checkpoint(ckp);
-    restore_s.push_back(seconds_since(t));
+    restore_t.push_back(timed([&] { trainer.restore_from_checkpoint(ckp); }));
     restore_extra_mib = std::max(restore_extra_mib, peak_rss_mib() - base_mib);
-    t = std::chrono::steady_clock::now();
-    plain_read(plain, buffer);
-    read_s.push_back(seconds_since(t));
+    read_t.push_back(timed([&] { plain_read(plain, buffer); }));
     std::printf("repeat %zu: save %.3f s, write %.3f s, restore %.3f s, read %.3f s\n", r + 1,
-                save_s.back(), write_s.back(), restore_s.back(), read_s.back());
+                save_t.back().wall, write_t.back().wall, restore_t.back().wall, read_t.back().wall);
   }
-  auto best = [](std::vector<double> v) { return *std::min_element(v.begin(), v.end()); };
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+  auto best = [](const std::vector<Timing>& v, double Timing::*field) {
+    double b = v[0].*field;
+    for (const Timing& t : v) b = std::min(b, t.*field);
+    return b;
+  };
+  auto median = [](const std::vector<Timing>& v, double Timing::*field) {
+    std::vector<double> x;
+    for (const Timing& t : v) x.push_back(t.*field);
+    std::sort(x.begin(), x.end());
+    return x[x.size() / 2];
   };
 
   const double param_mib = double(n) * 4 / (1 << 20);
   std::printf("checkpoint of %zu float32 parameters + Adam state: %.1f MiB file, %zu repeats\n", n,
               double(bytes) / (1 << 20), repeats);
-  std::printf("%-8s %9s %9s %12s %12s %8s %8s %22s\n", "step", "Loom best", "median", "plain best",
-              "median", "best", "median", "extra peak MiB (x params)");
-  auto row = [&](const char* name, const std::vector<double>& loom,
-                 const std::vector<double>& plain_io, double extra) {
-    std::printf("%-8s %9.3f %9.3f %12.3f %12.3f %7.2fx %7.2fx %14.0f (%.2fx)\n", name, best(loom),
-                median(loom), best(plain_io), median(plain_io), best(loom) / best(plain_io),
-                median(loom) / median(plain_io), extra, extra / param_mib);
+  std::printf("%-8s %9s %9s %12s %12s %8s %8s %9s %9s %22s\n", "step", "Loom best", "median",
+              "plain best", "median", "best", "median", "Loom cpu", "plain cpu",
+              "extra peak MiB (x params)");
+  auto row = [&](const char* name, const std::vector<Timing>& loom,
+                 const std::vector<Timing>& plain_io, double extra) {
+    const double lb = best(loom, &Timing::wall), pb = best(plain_io, &Timing::wall),
+                 lm = median(loom, &Timing::wall), pm = median(plain_io, &Timing::wall);
+    std::printf("%-8s %9.3f %9.3f %12.3f %12.3f %7.2fx %7.2fx %9.3f %9.3f %14.0f (%.2fx)\n", name,
+                lb, lm, pb, pm, lb / pb, lm / pm, median(loom, &Timing::cpu),
+                median(plain_io, &Timing::cpu), extra, extra / param_mib);
   };
-  row("save", save_s, write_s, save_extra_mib);
-  row("restore", restore_s, read_s, restore_extra_mib);
-  std::printf("ratios: Loom's time over plain I/O's (best over best, median over median)\n");
+  row("save", save_t, write_t, save_extra_mib);
+  row("restore", restore_t, read_t, restore_extra_mib);
+  std::printf(
+      "ratios: Loom's wall time over plain I/O's (best over best, median over median); cpu: "
+      "median CPU seconds (user + system, all threads)\n");
   std::filesystem::remove(ckp);
   std::filesystem::remove(plain);
   return 0;
