@@ -121,6 +121,17 @@ TrainingSession::TrainingSession(TrainingSessionConfig config)
              "training_session: the training minibatch source never ends (its max_samples and "
              "max_sweeps are INFINITELY_REPEAT) and the session has no max_samples or max_sweeps; "
              "set max_samples (or max_sweeps) on the session, or on the source");
+  // ... or evaluate forever (in-memory data are read for one sweep).
+  const auto& cv_source = config_.cv_config.source.source();
+  LOOM_CHECK(
+      !cv_source || !cv_source->is_infinite() || config_.cv_config.max_samples != INFINITELY_REPEAT,
+      ArgumentError,
+      "training_session: the cross-validation minibatch source never ends and "
+      "cv_config.max_samples is not set; set it, or max_samples or max_sweeps on the source");
+  const auto& test_source = config_.test_config.source.source();
+  LOOM_CHECK(!test_source || !test_source->is_infinite(), ArgumentError,
+             "training_session: the test minibatch source never ends; set max_samples or "
+             "max_sweeps on it");
   if (!config_.clock) config_.clock = steady_now;
   train_data_ = {config_.mb_source, config_.model_inputs_to_streams};
 

@@ -218,6 +218,31 @@ TEST(TrainingSession, RejectsASourceThatNeverEndsWithoutALimit) {
   EXPECT_EQ(q.trainer->total_number_of_samples_seen(), 8u);
 }
 
+// Cross-validation and test sources that never end would evaluate forever (CNTK refuses them).
+TEST(TrainingSession, RejectsEvaluationSourcesThatNeverEnd) {
+  Problem p;
+  auto endless = [] {
+    return std::make_shared<MinibatchSource>(MinibatchSourceFromData(
+        {{"x", Problem::features()}, {"t", Problem::targets()}}, {.randomize = false}));
+  };
+  auto expect_refused = [](const TrainingSessionConfig& c, const std::string& part) {
+    try {
+      TrainingSession session(c);
+      ADD_FAILURE() << "expected an ArgumentError with " << part;
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  auto cv = p.config(8);
+  cv.cv_config = {.source = endless()};
+  expect_refused(cv, "the cross-validation minibatch source never ends");
+  cv.cv_config.max_samples = 8;  // a limit per pass ends each one
+  EXPECT_NO_THROW(TrainingSession{cv});
+  auto test = p.config(8);
+  test.test_config = {.source = endless()};
+  expect_refused(test, "the test minibatch source never ends");
+}
+
 // Runs a session to max_samples with checkpoints every 4 samples.
 void run(Problem& p, CheckpointConfig checkpoint, size_t max_samples) {
   auto config = p.config(max_samples);
