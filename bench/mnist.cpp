@@ -86,12 +86,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
-      "       %s --row NAME [--seconds S] [--threads N]\n"
-      "       %s --accuracy EPOCHS [--seeds K]\nrows:",
-      problem.c_str(), argv0, argv0, argv0);
+  std::fprintf(stderr,
+               "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
+               "       %s --row NAME [--seconds S] [--threads N]\n"
+               "       %s --accuracy EPOCHS [--seeds K]\nrows:",
+               problem.c_str(), argv0, argv0, argv0);
   for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
   std::fprintf(stderr, "\n");
   std::exit(2);
@@ -323,9 +322,8 @@ int compare_accuracy(int epochs, int seeds, const std::string& script) {
   for (int seed = 1; seed <= seeds; ++seed) {
     const std::string s = std::to_string(seed);
     std::printf("Loom (mnist_convnet %s --seed %s):\n", n.c_str(), s.c_str());
-    const double loom_error =
-        find_value(run_child({(folder / "mnist_convnet").string(), n, "--seed", s}).lines,
-                   "Test error: ");
+    const double loom_error = find_value(
+        run_child({(folder / "mnist_convnet").string(), n, "--seed", s}).lines, "Test error: ");
     std::printf("PyTorch (mnist_torch.py --accuracy --epochs %s --seed %s):\n", n.c_str(),
                 s.c_str());
     const double torch_accuracy = find_value(
