@@ -111,12 +111,6 @@ namespace dnn = onednn;
 using dnnl::memory;
 using tag = memory::format_tag;
 
-// oneDNN's convolution takes neither negative padding nor, here, anything but 1 to 3 axes.
-bool onednn_supports(const ConvShape& s) {
-  return std::all_of(s.axes.begin(), s.axes.end(),
-                     [](const SpatialAxis& a) { return a.pad_lower >= 0 && a.pad_upper >= 0; });
-}
-
 struct ConvPrimitives {
   dnnl::convolution_forward::primitive_desc fwd_pd;
   dnnl::convolution_forward fwd;
@@ -242,7 +236,7 @@ void check_conv_shape(const ConvShape& s, const char* what) {
 }
 
 bool can_block(const ConvShape& s, size_t channels) {
-  return onednn_supports(s) && channels % kChannelBlock == 0;
+  return detail::onednn_runs(s.axes) && channels % kChannelBlock == 0;
 }
 
 template <>
@@ -269,7 +263,7 @@ void convolution_backward_bias<double>(const ConvShape& s, const double* dy, dou
 
 // The float kernels run the reference loops where oneDNN cannot, on row-major data only.
 static bool use_reference(const ConvShape& s) {
-  if (onednn_supports(s)) return false;
+  if (detail::onednn_runs(s.axes)) return false;
   LOOM_CHECK(!s.input_blocked && !s.output_blocked, ArgumentError,
              "convolution: blocked activations for a shape oneDNN does not run (see can_block)");
   return true;

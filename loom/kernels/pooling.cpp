@@ -92,11 +92,6 @@ namespace dnn = onednn;
 using dnnl::memory;
 using tag = memory::format_tag;
 
-bool onednn_supports(const PoolShape& s) {
-  return std::all_of(s.axes.begin(), s.axes.end(),
-                     [](const SpatialAxis& a) { return a.pad_lower >= 0 && a.pad_upper >= 0; });
-}
-
 struct PoolPrimitives {
   dnnl::pooling_forward::primitive_desc train_pd, infer_pd;
   dnnl::pooling_forward train, infer;
@@ -189,12 +184,12 @@ void check_pool_shape(const PoolShape& s, const char* what) {
 }
 
 bool can_block(const PoolShape& s) {
-  return can_block(ConvShape{s.batch, s.channels, s.channels, 1, s.axes}, s.channels);
+  return detail::onednn_runs(s.axes) && s.channels % kChannelBlock == 0;
 }
 
 // The float kernels run the reference loops where oneDNN cannot, on row-major data only.
 static bool use_reference(const PoolShape& s) {
-  if (onednn_supports(s)) return false;
+  if (detail::onednn_runs(s.axes)) return false;
   LOOM_CHECK(!s.input_blocked && !s.output_blocked, ArgumentError,
              "pooling: blocked activations for a shape oneDNN does not run (see can_block)");
   return true;

@@ -1,5 +1,5 @@
 // Internal to the kernels layer: the sliding-window loops shared by the reference
-// (double) convolution and pooling.
+// (double) convolution and pooling, and which windows oneDNN runs.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,13 @@ inline size_t spatial(const std::vector<SpatialAxis>& axes, size_t SpatialAxis::
   size_t n = 1;
   for (const SpatialAxis& a : axes) n *= a.*field;
   return n;
+}
+
+// Whether oneDNN's convolution and pooling run windows so placed: they take no negative padding
+// (CNTK's centred automatic padding with a stride larger than the window has some).
+inline bool onednn_runs(const std::vector<SpatialAxis>& axes) {
+  return std::all_of(axes.begin(), axes.end(),
+                     [](const SpatialAxis& a) { return a.pad_lower >= 0 && a.pad_upper >= 0; });
 }
 
 // The axes padded in front to three, so one loop nest serves 1D, 2D and 3D.
