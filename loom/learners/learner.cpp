@@ -60,9 +60,16 @@ Learner::Learner(std::vector<Parameter> parameters, LearningRateSchedule lr, Lea
   lr_schedule_ = adopt_minibatch_size(std::move(lr_schedule_));
 }
 
-void Learner::reset_learning_rate(const LearningRateSchedule& schedule) {
+void Learner::reset_learning_rate(const LearningRateSchedule& schedule,
+                                  ReferenceMinibatchSize reference) {
   check_schedule(schedule, "learning rate");
   LearningRateSchedule s = adopt_minibatch_size(schedule);
+  if (reference == ReferenceMinibatchSize::keep) {
+    s.set_minibatch_size(lr_schedule_.minibatch_size());
+    s.set_minibatch_size_explicitly_specified(
+        lr_schedule_.is_minibatch_size_explicitly_specified());
+    s.set_legacy_per_sample(lr_schedule_.is_legacy_per_sample());
+  }
   lr_schedule_ = s.shifted(s.is_sweep_based() ? sweep_count_ : sample_count_);
 }
 

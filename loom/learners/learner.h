@@ -51,6 +51,12 @@ struct LearnerOptions {
   bool unit_gain = default_unit_gain_value();
 };
 
+// What Learner::reset_learning_rate does with the new schedule's reference minibatch size.
+enum class ReferenceMinibatchSize {
+  keep,   // CNTK 2.7: the size of the schedule being replaced stays; only values change
+  adopt,  // the new schedule's own size (or the learner's minibatch_size option) replaces it
+};
+
 class Learner {
  public:
   using ProgressObserver = std::function<void(const std::string& key, double value)>;
@@ -71,9 +77,11 @@ class Learner {
 
   // The learning-rate schedule's value now.
   double learning_rate() const { return current_value(lr_schedule_); }
-  // Replaces the learning-rate schedule; the new one starts at the current sample (or sweep)
-  // count, as if training started now.
-  void reset_learning_rate(const LearningRateSchedule& schedule);
+  // Replaces the learning-rate schedule's values; the new ones start at the current sample (or
+  // sweep) count, as if training started now. As in CNTK 2.7 the learner keeps its reference
+  // minibatch size (what "per N samples" means) unless asked to adopt the new schedule's.
+  void reset_learning_rate(const LearningRateSchedule& schedule,
+                           ReferenceMinibatchSize reference = ReferenceMinibatchSize::keep);
 
   size_t total_number_of_samples_seen() const { return sample_count_; }
   size_t total_number_of_minibatches_seen() const { return minibatch_count_; }

@@ -79,6 +79,25 @@ TEST(LearnerTest, SampleBasedScheduleReadsTheCountBeforeTheUpdate) {
   for (size_t i = 0; i < steps.size(); ++i) EXPECT_FLOAT_EQ(steps[i], expected[i]) << i;
 }
 
+// CNTK 2.7's ResetLearningRate replaces the values and keeps the reference minibatch size;
+// ReferenceMinibatchSize::adopt takes the new schedule's.
+TEST(LearnerTest, ResetLearningRateKeepsTheReferenceMinibatchSizeAsCntkDoes) {
+  for (auto reference : {ReferenceMinibatchSize::keep, ReferenceMinibatchSize::adopt}) {
+    Parameter p = make_parameter({0.0f});
+    auto learner = sgd({p}, learning_parameter_schedule_per_sample(0.5));
+    Grads g = gradient(p, {13.0f});  // a minibatch of 13 samples, gradient 1 each
+    learner->update(g, 13);
+    learner->reset_learning_rate(learning_parameter_schedule(0.1, 13), reference);
+    const float before = values_of(p)[0];
+    learner->update(g, 13);
+    const float step = before - values_of(p)[0];
+    if (reference == ReferenceMinibatchSize::keep)
+      EXPECT_NEAR(step, 0.1 * 13, 1e-5);  // still per sample: 0.1 for each of 13 samples
+    else
+      EXPECT_NEAR(step, 0.1, 1e-6);  // per 13 samples
+  }
+}
+
 TEST(LearnerTest, ResetLearningRateStartsTheNewScheduleNow) {
   Parameter p = make_parameter({0.0f});
   auto learner = sgd({p}, per_sample(0.5));
