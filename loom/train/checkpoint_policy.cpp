@@ -72,7 +72,8 @@ Dictionary CheckpointPolicy::plan_save(size_t index, std::optional<double> value
   all.push_back({index, value});
   if (config_.preserve_all) return encode(all);
 
-  std::set<size_t> keep{index};  // the latest is always kept
+  std::set<size_t> keep;
+  if (config_.keep_latest) keep.insert(index);
   for (size_t i = all.size() - std::min(all.size(), config_.max_to_keep); i < all.size(); ++i)
     keep.insert(all[i].index);
   std::vector<Entry> valued;
@@ -93,14 +94,17 @@ Dictionary CheckpointPolicy::plan_save(size_t index, std::optional<double> value
   return encode(kept);
 }
 
-void CheckpointPolicy::commit(const Dictionary& planned) {
+void CheckpointPolicy::commit(size_t index, const Dictionary& planned) {
   std::vector<Entry> next = decode(planned);
   std::set<size_t> kept;
   for (const Entry& e : next) kept.insert(e.index);
-  for (const Entry& e : entries_) {
-    if (kept.count(e.index)) continue;
+  std::set<size_t> dropped;
+  for (const Entry& e : entries_) dropped.insert(e.index);
+  if (numbered()) dropped.insert(index);  // not best, and the latest is not kept
+  for (size_t i : dropped) {
+    if (kept.count(i)) continue;
     std::error_code ec;  // a file already gone is what we want
-    fs::remove(file_name(e.index), ec);
+    fs::remove(file_name(i), ec);
   }
   entries_ = std::move(next);
 }

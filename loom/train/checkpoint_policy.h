@@ -44,9 +44,18 @@ struct CheckpointConfig {
   size_t max_to_keep = 0;     // > 0: keep the newest max_to_keep numbered checkpoints
   size_t keep_best = 0;       // > 0: keep the keep_best checkpoints with the best values
   MonitorMode mode = MonitorMode::min;
+  // With keep_best: also keep the newest checkpoint, best or not, so that a run resumes where
+  // it stopped. False keeps exactly the keep_best best (a resume then starts from the newest of
+  // them).
+  bool keep_latest = true;
   // The value a checkpoint is ranked by, read when it is saved. Empty: the average error of
-  // the cross-validation due at the same step; a checkpoint without one is never "best".
+  // the cross-validation run at the same step; a checkpoint without one is never "best".
   std::function<double()> monitor = {};
+  // The program's own state that a resumed run needs (what a cross-validation callback
+  // remembers between calls, say): save_state is called at every save and its dictionary
+  // stored in the checkpoint; restore_state gets it back when a session resumes.
+  std::function<Dictionary()> save_state = {};
+  std::function<void(const Dictionary&)> restore_state = {};
 };
 
 class CheckpointPolicy {
@@ -65,16 +74,18 @@ class CheckpointPolicy {
   // The bookkeeping once save `index` (with its monitored value) has succeeded. Saves carry it
   // in their external state, so it is computed before the save and committed after.
   Dictionary plan_save(size_t index, std::optional<double> value) const;
-  // Adopts planned bookkeeping and deletes the numbered files it no longer retains.
-  void commit(const Dictionary& planned);
+  // Adopts the bookkeeping planned for save `index` and deletes the numbered files it does not
+  // retain (save `index` itself included).
+  void commit(size_t index, const Dictionary& planned);
   // The bookkeeping of the checkpoint a session resumed from (StateError when malformed).
   void restore(const Dictionary& state);
   Dictionary state() const;
 
   // The retained numbered checkpoints, oldest first.
   std::vector<std::string> retained_files() const;
-  // Existing checkpoint files to try on restore, newest first: `filename` itself (a finished
-  // run's final save, or the only file without strategies), then `filenameN` by descending N.
+  // The existing checkpoint files of this configuration: `filename` itself (a finished run's
+  // final save, or the only file without strategies), then `filenameN` by descending N. The
+  // session orders them by the position each records.
   std::vector<std::string> restore_candidates() const;
 
  private:

@@ -42,6 +42,13 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
       learners_(std::move(learners)),
       writers_(std::move(writers)) {
   LOOM_CHECK(loss_.valid(), ArgumentError, "Trainer: no loss given");
+  // The model is what checkpoints save for deployment: an uncalled layer (Dense(2) rather
+  // than Dense(2)(x)) would save a graph that nothing can evaluate.
+  const std::vector<Variable> unbound = model_.placeholders();
+  LOOM_CHECK(unbound.empty(), ArgumentError, "Trainer: the model ", model_.to_string(),
+             " has an unbound placeholder '", unbound.empty() ? "" : unbound[0].name(),
+             "'; give the model applied to its inputs (e.g. model(x), the function the criterion "
+             "was built from), not the layer itself");
   LOOM_CHECK(!learners_.empty(), ArgumentError, "Trainer: no learner given");
   for (auto& w : writers_) LOOM_CHECK(w, ArgumentError, "Trainer: a progress writer is null");
   // Each parameter belongs to at most one learner; parameters of none stay fixed.

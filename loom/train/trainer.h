@@ -69,6 +69,11 @@ class Trainer {
   Dictionary restore_from_checkpoint(
       const std::string& path, const std::function<void(const Dictionary&)>& check_external = {});
 
+  // The training position a checkpoint file records (its total samples seen), read without
+  // restoring it; DataError or IOError as restore_from_checkpoint for a damaged or unreadable
+  // file.
+  static size_t checkpoint_samples(const std::string& path);
+
   size_t total_number_of_samples_seen() const { return total_samples_; }
   double previous_minibatch_loss_average() const;
   double previous_minibatch_evaluation_average() const;

@@ -93,6 +93,21 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
   file.write_file(path);
 }
 
+size_t Trainer::checkpoint_samples(const std::string& path) {
+  const MappedFile mapped(path);
+  ContainerReader file(mapped.bytes(), path);
+  file.expect_content(ContentKind::Checkpoint);
+  const Section& section = file.require(SectionKind::TrainingState);
+  const std::string where = file.where(section);
+  const Dictionary state =
+      decode_dictionary_views(section.payload, where, section.offset, mapped.owner());
+  try {
+    return size_t(state.get<uint64_t>("total_samples"));
+  } catch (const Error& e) {
+    throw DataError(where + ": " + e.what());
+  }
+}
+
 Dictionary Trainer::restore_from_checkpoint(
     const std::string& path, const std::function<void(const Dictionary&)>& check_external) {
   // 1. Read and check everything: container CRCs, the graph (loaded as a model, which

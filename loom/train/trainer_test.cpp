@@ -108,6 +108,25 @@ TEST(Trainer, SeveralLearnersOnDisjointParametersAndUncoveredOnesStayFixed) {
                ArgumentError);
 }
 
+// The model is what a checkpoint deploys: an uncalled layer would save a graph with an unbound
+// placeholder, which no one could evaluate.
+TEST(Trainer, RefusesAModelWithUnboundPlaceholders) {
+  Variable x = input_variable({2}, {.name = "x"});
+  Variable t = input_variable({2}, {.name = "t"});
+  Function layer = Dense(2);
+  Variable z = layer(x);
+  Variable loss = squared_error(z, t);
+  auto learner = sgd(layer.parameters(), learning_rate_schedule(0.1, UnitType::sample));
+  try {
+    Trainer trainer(layer, loss, {learner});
+    ADD_FAILURE() << "expected an ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("unbound placeholder"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model(x)"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(Trainer(z, loss, {learner}));
+}
+
 TEST(Trainer, CountsSamplesOfSequences) {
   Variable s = sequence::input_variable({2});
   Variable t = sequence::input_variable({1});

@@ -12,13 +12,14 @@ namespace loom {
 
 namespace {
 
-constexpr int64_t kSessionStateVersion = 1;
+constexpr int64_t kSessionStateVersion = 2;
 constexpr size_t kOnlyAtEnd = std::numeric_limits<size_t>::max();
 
 // Keys of the checkpoint's external state (CNTK's "TrainingMinibatchSource", Loom's others).
 constexpr const char* kSourceKey = "TrainingMinibatchSource";
 constexpr const char* kSessionKey = "TrainingSession";
 constexpr const char* kPolicyKey = "CheckpointPolicy";
+constexpr const char* kUserKey = "User";
 
 std::chrono::nanoseconds steady_now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -142,9 +143,9 @@ TrainingSession::TrainingSession(TrainingSessionConfig config)
   const Function criterion =
       combine(has_metric ? std::vector<Variable>{trainer.loss_function(), metric}
                          : std::vector<Variable>{metric});
-  auto evaluator_for = [&](std::shared_ptr<SummaryCollector>& collector, bool report) {
+  auto evaluator_for = [&](std::shared_ptr<SummaryCollector>& collector) {
     collector = std::make_shared<SummaryCollector>();
-    ProgressWriters writers = report ? trainer.progress_writers() : ProgressWriters{};
+    ProgressWriters writers = trainer.progress_writers();
     writers.push_back(collector);
     return std::make_unique<Evaluator>(metric, std::move(writers));
   };
@@ -153,28 +154,32 @@ TrainingSession::TrainingSession(TrainingSessionConfig config)
   if (!cv.source.empty()) {
     cv_data_ = bind_data(cv.source, cv.criterion.valid() ? cv.criterion : criterion,
                          cv.model_inputs_to_streams, {}, /*max_sweeps=*/1);
-    cv_evaluator_ = evaluator_for(cv_collector_, true);
-    probe_evaluator_ = evaluator_for(probe_collector_, false);
+    cv_evaluator_ = evaluator_for(cv_collector_);
   }
   const TestConfig& test = config_.test_config;
   if (!test.source.empty()) {
     test_data_ = bind_data(test.source, test.criterion.valid() ? test.criterion : criterion,
                            test.model_inputs_to_streams, {}, /*max_sweeps=*/1);
-    test_evaluator_ = evaluator_for(test_collector_, true);
+    test_evaluator_ = evaluator_for(test_collector_);
   }
 
-  // CNTK's order: checkpoint, progress summary, cross-validation.
-  if (policy_.enabled())
-    actions_.push_back({ActionKind::checkpoint,
-                        checked(config_.checkpoint_config.frequency, "the checkpoint frequency")});
+  // The order of a step's actions (CNTK checkpoints first; see docs/decisions.md).
   actions_.push_back(
       {ActionKind::progress, checked(config_.progress_frequency, "progress_frequency")});
   if (!cv.source.empty() || cv.callback)
     actions_.push_back(
         {ActionKind::cross_validation, checked(cv.frequency, "the cross-validation frequency")});
+  if (policy_.enabled())
+    actions_.push_back({ActionKind::checkpoint,
+                        checked(config_.checkpoint_config.frequency, "the checkpoint frequency")});
 }
 
-bool TrainingSession::run(const Action& action, size_t index) {
+bool TrainingSession::run(Action& action) {
+  // The action counts as done before it runs, so the checkpoint records itself as done.
+  const size_t index = action.current_index;
+  const size_t units = units_seen(action.frequency.unit);
+  action.current_index = units / action.frequency.count;
+  action.units_when_last_called = units;
   switch (action.kind) {
     case ActionKind::checkpoint:
       return save_checkpoint(index);
@@ -241,19 +246,14 @@ void TrainingSession::train() {
     if (mb_size > 0) minibatch = train_data_.source->next_minibatch(mb_size, train_data_.input_map);
     should_train = trainer.train_minibatch(minibatch);
 
-    for (Action& a : actions_) {
-      if (!due(a)) continue;
-      early_exit |= !run(a, a.current_index);
-      const size_t units = units_seen(a.frequency.unit);
-      a.current_index = units / a.frequency.count;
-      a.units_when_last_called = units;
-    }
+    for (Action& a : actions_)
+      if (due(a)) early_exit |= !run(a);
   }
 
   if (restored_samples != trainer.total_number_of_samples_seen()) {
     finishing_ = true;
     for (Action& a : actions_)
-      if (due(a)) run(a, a.current_index);
+      if (due(a)) run(a);
     finishing_ = false;
   }
   // Numbered saves end with the final model under the plain name, as CNTK's preserve_all
@@ -266,34 +266,67 @@ void TrainingSession::train() {
 }
 
 void TrainingSession::restore() {
-  const std::vector<std::string> candidates = policy_.restore_candidates();
-  if (candidates.empty()) return;
+  // Every checkpoint file of the configuration, newest position first, whatever its name: a
+  // finished run continued with a larger max_samples has numbered files newer than `filename`.
+  struct Candidate {
+    std::string file;
+    size_t samples;
+  };
+  std::vector<Candidate> candidates;
   std::string failures;
-  for (const std::string& file : candidates) {
+  auto failed = [&](const std::string& file, const Error& e) {
+    std::cerr << "Warning: cannot restore from checkpoint '" << file << "': " << e.what() << "\n";
+    failures += "\n  '" + file + "': " + e.what();
+    damaged_.push_back(file);
+  };
+  const std::vector<std::string> files = policy_.restore_candidates();
+  for (const std::string& file : files) {
+    try {
+      candidates.push_back({file, Trainer::checkpoint_samples(file)});
+    } catch (const Error& e) {
+      failed(file, e);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.samples > b.samples; });
+  for (const Candidate& candidate : candidates) {
     // The session's own state is read inside the trainer's checks, so a checkpoint without it
     // (e.g. one a manual loop wrote) is refused before the trainer changes.
     std::optional<SessionState> state;
     try {
-      config_.trainer->restore_from_checkpoint(
-          file, [&](const Dictionary& external) { state = read_session_state(external); });
+      config_.trainer->restore_from_checkpoint(candidate.file, [&](const Dictionary& external) {
+        state = read_session_state(external);
+      });
     } catch (const Error& e) {
-      std::cerr << "Warning: cannot restore from checkpoint '" << file << "': " << e.what() << "\n";
-      failures += "\n  '" + file + "': " + e.what();
+      failed(candidate.file, e);
       continue;
     }
-    std::cerr << "Restoring training session from the checkpoint '" << file << "'\n";
+    std::cerr << "Restoring training session from the checkpoint '" << candidate.file << "'\n";
     train_data_.source->restore_from_checkpoint(state->source);
     restored_elapsed_ms_ = state->elapsed_ms;
     start_ = config_.clock();
     policy_ = std::move(state->policy);
-    // Action indices continue from the restored counters, as in CNTK.
-    for (Action& a : actions_) {
-      const size_t units = units_seen(a.frequency.unit);
-      a.current_index = units / a.frequency.count;
-      a.units_when_last_called = units - units % a.frequency.count;
+    // Where each action stood. The checkpoint runs last at its step, so a restore replays none
+    // of that step's actions. An action configured anew (another frequency, or none saved)
+    // continues from the restored counters, as in CNTK.
+    for (Action& action : actions_) {
+      const size_t units = units_seen(action.frequency.unit);
+      action.current_index = units / action.frequency.count;
+      action.units_when_last_called = units - units % action.frequency.count;
+      for (const SavedAction& saved : state->actions)
+        if (saved.kind == int64_t(action.kind) && saved.unit == int64_t(action.frequency.unit) &&
+            saved.count == action.frequency.count) {
+          action.current_index = saved.index;
+          action.units_when_last_called = saved.units;
+        }
     }
+    last_cv_ = state->last_cv;
+    if (config_.checkpoint_config.restore_state)
+      config_.checkpoint_config.restore_state(state->user);
     return;
   }
+  if (files.empty()) return;
+  damaged_.clear();
   throw StateError("training_session: none of the checkpoints of '" + policy_.config().filename +
                    "' can be restored; nothing was changed:" + failures +
                    "\nRemove them, or set restore = false to start afresh.");
@@ -307,18 +340,29 @@ TrainingSession::SessionState TrainingSession::read_session_state(
              "; this build reads version ", kSessionStateVersion);
   CheckpointPolicy policy(policy_.config());
   policy.restore(external.get_dictionary(kPolicyKey));
-  return {external.get_dictionary(kSourceKey), session.get<uint64_t>("elapsed_ms"),
-          std::move(policy)};
+  std::vector<SavedAction> actions;
+  for (const DictionaryValue& v : session.get<DictionaryVector>("actions")) {
+    const Dictionary a(v.get<DictionaryMap>());
+    actions.push_back({a.get<int64_t>("kind"), a.get<int64_t>("unit"), a.get<uint64_t>("count"),
+                       a.get<uint64_t>("index"), a.get<uint64_t>("units")});
+  }
+  std::optional<std::pair<size_t, double>> last_cv;
+  if (session.contains("cv_samples"))
+    last_cv = {session.get<uint64_t>("cv_samples"), session.get<double>("cv_error")};
+  return {external.get_dictionary(kSourceKey),
+          session.get<uint64_t>("elapsed_ms"),
+          std::move(policy),
+          std::move(actions),
+          last_cv,
+          external.contains(kUserKey) ? external.get_dictionary(kUserKey) : Dictionary()};
 }
 
-std::optional<double> TrainingSession::monitored_value() {
+std::optional<double> TrainingSession::monitored_value() const {
   if (config_.checkpoint_config.monitor) return config_.checkpoint_config.monitor();
-  // The cross-validation due at this step runs after the checkpoint (CNTK's order), so its
-  // value is computed here first, silently, from the same reader positions.
-  auto cv = std::find_if(actions_.begin(), actions_.end(),
-                         [](const Action& a) { return a.kind == ActionKind::cross_validation; });
-  if (cv == actions_.end() || !cv_data_.source || !due(*cv)) return std::nullopt;
-  return validate(*probe_evaluator_, *probe_collector_).metric.value_or(0);
+  // The cross-validation of the same step, which ran just before.
+  if (last_cv_ && last_cv_->first == config_.trainer->total_number_of_samples_seen())
+    return last_cv_->second;
+  return std::nullopt;
 }
 
 bool TrainingSession::save_checkpoint(size_t index) {
@@ -326,7 +370,7 @@ bool TrainingSession::save_checkpoint(size_t index) {
       policy_.ranks_by_value() ? monitored_value() : std::optional<double>();
   const Dictionary planned = policy_.plan_save(index, value);
   write_checkpoint(policy_.file_name(index), planned);
-  policy_.commit(planned);  // only a saved checkpoint may displace older ones
+  policy_.commit(index, planned);  // only a saved checkpoint may displace older ones
   return true;
 }
 
@@ -334,13 +378,47 @@ void TrainingSession::write_checkpoint(const std::string& file, const Dictionary
   Dictionary session;
   session["version"] = kSessionStateVersion;
   session["elapsed_ms"] = uint64_t{elapsed_ms()};
+  DictionaryVector actions;
+  for (const Action& a : actions_) {
+    Dictionary d;
+    d["kind"] = int64_t(a.kind);
+    d["unit"] = int64_t(a.frequency.unit);
+    d["count"] = uint64_t{a.frequency.count};
+    d["index"] = uint64_t{a.current_index};
+    d["units"] = uint64_t{a.units_when_last_called};
+    actions.emplace_back(d);
+  }
+  session["actions"] = std::move(actions);
+  if (last_cv_) {
+    session["cv_samples"] = uint64_t{last_cv_->first};
+    session["cv_error"] = last_cv_->second;
+  }
   Dictionary external;
   external[kSourceKey] = train_data_.source->get_checkpoint_state();
   external[kSessionKey] = session;
   external[kPolicyKey] = policy_state;
+  if (config_.checkpoint_config.save_state)
+    external[kUserKey] = config_.checkpoint_config.save_state();
   const std::filesystem::path parent = std::filesystem::path(file).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  LOOM_CHECK(!ec, IOError, "training_session: cannot create the checkpoint folder '",
+             parent.string(), "': ", ec.message());
   config_.trainer->save_checkpoint(file, external);
+
+  // A newer checkpoint exists now: the damaged ones restore() met are moved out of the way, so
+  // later starts neither warn about them again nor take them for the newest.
+  for (const std::string& damaged : damaged_) {
+    if (damaged == file) continue;  // replaced by this save
+    const std::string aside = damaged + ".damaged";
+    std::filesystem::rename(damaged, aside, ec);
+    if (ec)
+      std::cerr << "Warning: cannot move the damaged checkpoint '" << damaged << "' to '" << aside
+                << "': " << ec.message() << "\n";
+    else
+      std::cerr << "Moved the damaged checkpoint '" << damaged << "' to '" << aside << "'\n";
+  }
+  damaged_.clear();
 }
 
 SummaryCollector::Entry run_evaluation(const BoundSource& data,
@@ -359,14 +437,13 @@ SummaryCollector::Entry run_evaluation(const BoundSource& data,
   return collector.test_summaries.back();
 }
 
-SummaryCollector::Entry TrainingSession::validate(Evaluator& evaluator,
-                                                  const SummaryCollector& collector) {
+SummaryCollector::Entry TrainingSession::validate() {
   // CNTK keeps the training reader's position around the pass too (for BPTT readers).
   const Dictionary train_pos = train_data_.source->get_checkpoint_state();
   const Dictionary cv_pos = cv_data_.source->get_checkpoint_state();
   const SummaryCollector::Entry r =
       run_evaluation(cv_data_, config_.cv_config.minibatch_size, config_.cv_config.max_samples,
-                     evaluator, collector);
+                     *cv_evaluator_, *cv_collector_);
   cv_data_.source->restore_from_checkpoint(cv_pos);
   train_data_.source->restore_from_checkpoint(train_pos);
   return r;
@@ -375,7 +452,8 @@ SummaryCollector::Entry TrainingSession::validate(Evaluator& evaluator,
 bool TrainingSession::cross_validate(size_t index) {
   const CrossValidationCallback& callback = config_.cv_config.callback;
   if (!cv_data_.source) return callback ? callback(index, 0, 0, 0) : true;
-  const SummaryCollector::Entry r = validate(*cv_evaluator_, *cv_collector_);
+  const SummaryCollector::Entry r = validate();
+  last_cv_ = {config_.trainer->total_number_of_samples_seen(), r.metric.value_or(0)};
   return callback ? callback(index, r.metric.value_or(0), r.samples, r.updates) : true;
 }
 

@@ -10,9 +10,12 @@
 //
 // Each step reads min(mb_size[seen], max_samples - seen) samples and trains (an empty
 // minibatch or a false from the trainer ends the loop); then each periodic action whose index
-// floor(units / frequency) changed runs, in the order checkpoint, progress summary,
-// cross-validation (which may stop training). At the end the actions due for a partial period
-// run, a final checkpoint is written to `filename` when saves are numbered, and the test runs.
+// floor(units / frequency) changed runs, in the order progress summary, cross-validation (with
+// its callback, which may stop training or change the learning rate), checkpoint. The
+// checkpoint comes last, so it holds the outcome of everything its step did and a run resumed
+// from it replays nothing (docs/decisions.md). At the end the actions due for a partial period
+// run in the same order, a final checkpoint is written to `filename` when saves are numbered,
+// and the test runs.
 #pragma once
 
 #include <cstddef>
@@ -143,14 +146,16 @@ class TrainingSession {
   // max_samples or max_sweeps, a zero frequency, or CV/test data that do not fit the model.
   explicit TrainingSession(TrainingSessionConfig config);
 
-  // Restores (when configured), trains, and tests. StateError when checkpoints exist but none
-  // can be restored; nothing is written or deleted then.
+  // Restores (when configured) from the newest valid checkpoint by its recorded position,
+  // trains, and tests. StateError when checkpoints exist but none can be restored; nothing is
+  // written or deleted then. A checkpoint that failed while a newer or older one restored is
+  // moved aside to `<file>.damaged` after the next successful save.
   void train();
 
   const CheckpointPolicy& checkpoint_policy() const { return policy_; }
 
  private:
-  enum class ActionKind { checkpoint, progress, cross_validation };
+  enum class ActionKind { progress, cross_validation, checkpoint };
   struct Action {
     ActionKind kind;
     Frequency frequency;  // count SIZE_MAX: only at the end
@@ -160,22 +165,30 @@ class TrainingSession {
 
   size_t units_seen(DataUnit unit) const;
   bool due(const Action& action) const;
-  // Runs the action for its period `index`; false stops training.
-  bool run(const Action& action, size_t index);
+  // Runs the action for the period it is due for; false stops training.
+  bool run(Action& action);
   size_t elapsed_ms() const;
   void restore();
   // What a checkpoint's external state holds for the session, read and checked.
+  struct SavedAction {
+    int64_t kind, unit;
+    uint64_t count, index, units;
+  };
   struct SessionState {
     Dictionary source;
     uint64_t elapsed_ms;
     CheckpointPolicy policy;
+    std::vector<SavedAction> actions;
+    std::optional<std::pair<size_t, double>> last_cv;
+    Dictionary user;
   };
   SessionState read_session_state(const Dictionary& external) const;
   bool save_checkpoint(size_t index);
+  // Writes a checkpoint, then moves aside the damaged files restore() met.
   void write_checkpoint(const std::string& file, const Dictionary& policy_state);
-  std::optional<double> monitored_value();
+  std::optional<double> monitored_value() const;
   // A cross-validation pass that leaves both readers where they were.
-  SummaryCollector::Entry validate(Evaluator& evaluator, const SummaryCollector& collector);
+  SummaryCollector::Entry validate();
   bool cross_validate(size_t index);
   void test();
 
@@ -186,9 +199,11 @@ class TrainingSession {
   // Cross-validation reports to the trainer's writers and to a collector that reads its totals.
   std::shared_ptr<SummaryCollector> cv_collector_, test_collector_;
   std::unique_ptr<Evaluator> cv_evaluator_, test_evaluator_;
-  // A silent cross-validation for the monitored value of a checkpoint saved before it.
-  std::shared_ptr<SummaryCollector> probe_collector_;
-  std::unique_ptr<Evaluator> probe_evaluator_;
+  // The last cross-validation's average error and the samples trained when it ran: a
+  // checkpoint of the same step is ranked by it.
+  std::optional<std::pair<size_t, double>> last_cv_;
+  // Checkpoints that failed to restore, to move aside once a newer one is saved.
+  std::vector<std::string> damaged_;
   bool finishing_ = false;  // running the actions due for the last, partial period
   size_t restored_elapsed_ms_ = 0;
   std::chrono::nanoseconds start_{0};

@@ -18,6 +18,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Collects summaries and, like a process killed at that moment, throws at training update
+// number crash_at (from 1; 0: never).
+struct Crash {};
+class CrashingCollector : public SummaryCollector {
+ public:
+  size_t crash_at = 0;
+
+ protected:
+  void on_write_training_update(const ProgressWindow& window) override {
+    SummaryCollector::on_write_training_update(window);
+    if (training_updates.size() == crash_at) throw Crash{};
+  }
+};
+
 // y = x·W (W = [1, 2]ᵀ, no bias), squared error as loss and metric, sgd at 0.01 per sample,
 // over 8 in-memory samples read in order.
 struct Problem {
@@ -29,7 +43,7 @@ struct Problem {
   Variable metric = squared_error(y, t);
   Parameter W = layer.parameters()[0];
   std::shared_ptr<Learner> learner;
-  std::shared_ptr<SummaryCollector> collector = std::make_shared<SummaryCollector>();
+  std::shared_ptr<CrashingCollector> collector = std::make_shared<CrashingCollector>();
   std::shared_ptr<Trainer> trainer;
   std::shared_ptr<MinibatchSource> source;
   InputMap input_map;
@@ -367,6 +381,21 @@ TEST(CheckpointPolicy, FallsBackPastDamagedNewestCheckpointsWithAWarning) {
   EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 16u);
   EXPECT_EQ(second.collector->training_updates.size(), 2u);
   EXPECT_EQ(second.weights(), uninterrupted.weights());
+  // Once newer checkpoints were saved, the damaged final one was moved aside (the damaged
+  // ckpt3 was replaced by the save at 16 samples): a later start neither warns nor falls back.
+  EXPECT_NE(
+      err.find("Moved the damaged checkpoint '" + f.ckpt() + "' to '" + f.ckpt() + ".damaged'"),
+      std::string::npos)
+      << err;
+  EXPECT_TRUE(f.files().count("ckpt.damaged"));
+  EXPECT_FALSE(f.files().count("ckpt3.damaged"));
+  Problem third;
+  ::testing::internal::CaptureStderr();
+  run(third, {.filename = f.ckpt(), .preserve_all = true}, 16);
+  const std::string third_err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(third_err.find("Warning"), std::string::npos) << third_err;
+  EXPECT_NE(third_err.find("from the checkpoint '" + f.ckpt() + "'"), std::string::npos)
+      << third_err;
 }
 
 TEST(CheckpointPolicy, NoValidCheckpointThrowsAndTouchesNothing) {
@@ -431,6 +460,123 @@ TEST(CheckpointPolicy, RestoreFalseStartsAfresh) {
   Problem second;
   run(second, {.filename = f.ckpt(), .restore = false}, 8);
   EXPECT_EQ(second.collector->training_updates.size(), 4u);
+}
+
+// A session whose summary, cross-validation and checkpoint fall on the same steps, with seed
+// 002's callback (halve the learning rate when the error improved by less than 5 %, keeping the
+// previous error in the checkpoint): killed at any update and resumed, it makes the same calls,
+// prints the same summaries and ends with the same weights as a run never killed.
+struct CoincidingSession {
+  Problem p;
+  std::vector<std::pair<size_t, double>> calls;  // (index, learning rate after the call)
+  double previous = 1;
+
+  void train(const std::string& ckpt) {
+    auto config = p.config(32);
+    config.progress_frequency = 4;
+    config.cv_config = {.source = DataSource({Problem::features(), Problem::targets()}),
+                        .frequency = 4,
+                        .minibatch_size = 4,
+                        .callback = [this](size_t index, double error, size_t, size_t) {
+                          if ((previous - error) / previous < 0.05)
+                            p.learner->reset_learning_rate(learning_rate_schedule(
+                                p.learner->learning_rate() / 2, UnitType::sample));
+                          previous = error;
+                          calls.emplace_back(index, p.learner->learning_rate());
+                          return true;
+                        }};
+    config.checkpoint_config = {
+        .filename = ckpt,
+        .frequency = 4,
+        .save_state =
+            [this] {
+              Dictionary d;
+              d["previous"] = previous;
+              return d;
+            },
+        .restore_state = [this](const Dictionary& d) { previous = d.get<double>("previous"); }};
+    training_session(std::move(config)).train();
+  }
+};
+
+TEST(CheckpointPolicy, ActionsAtTheCheckpointStepAreNeitherSkippedNorReplayedOnResume) {
+  Folder reference_folder("coinciding_reference");
+  CoincidingSession reference;
+  reference.train(reference_folder.ckpt());
+  ASSERT_EQ(reference.calls.size(), 8u);
+  ASSERT_NE(reference.calls.front().second, reference.calls.back().second);  // rates changed
+  // A kill after each update: 1-2 steps after the last checkpoint, or right after it.
+  for (size_t crash_at = 1; crash_at < 16; ++crash_at) {
+    Folder f("coinciding");
+    {
+      CoincidingSession killed;
+      killed.p.collector->crash_at = crash_at;
+      EXPECT_THROW(killed.train(f.ckpt()), Crash);
+    }
+    CoincidingSession resumed;
+    ::testing::internal::CaptureStderr();
+    resumed.train(f.ckpt());
+    ::testing::internal::GetCapturedStderr();
+    const size_t restored_steps = (crash_at - 1) / 2;  // a checkpoint every 2 updates
+    EXPECT_EQ(resumed.p.weights(), reference.p.weights()) << crash_at;
+    const std::vector<std::pair<size_t, double>> tail(
+        reference.calls.begin() + long(restored_steps), reference.calls.end());
+    EXPECT_EQ(resumed.calls, tail) << crash_at;
+    const std::vector<size_t> summaries = summary_samples(*resumed.p.collector);
+    EXPECT_EQ(summaries, std::vector<size_t>(8 - restored_steps, 4)) << crash_at;
+  }
+}
+
+// A finished run continued with a larger max_samples and killed resumes from its newest
+// numbered checkpoint, not from the older final one under the plain name.
+TEST(CheckpointPolicy, RestorePicksTheNewestPositionWhateverTheFileName) {
+  Folder f("newest_position");
+  Problem uninterrupted;
+  training_session(uninterrupted.config(24)).train();
+  {
+    Problem finished;
+    run(finished, {.filename = f.ckpt(), .preserve_all = true}, 8);
+  }
+  {
+    Problem continued;  // killed after 14 samples; ckpt2 (12 samples) is the newest
+    continued.collector->crash_at = 3;
+    EXPECT_THROW(run(continued, {.filename = f.ckpt(), .preserve_all = true}, 24), Crash);
+  }
+  Problem resumed;
+  ::testing::internal::CaptureStderr();
+  run(resumed, {.filename = f.ckpt(), .preserve_all = true}, 24);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("from the checkpoint '" + f.ckpt() + "2'"), std::string::npos) << err;
+  EXPECT_EQ(resumed.collector->training_updates.size(), 6u);  // 12 samples left, not 16
+  EXPECT_EQ(resumed.weights(), uninterrupted.weights());
+}
+
+TEST(CheckpointPolicy, KeepLatestFalseKeepsOnlyTheBest) {
+  Folder f("keep_best_only");
+  Problem p;
+  std::vector<double> values{3, 1, 5, 2};
+  size_t call = 0;
+  run(p,
+      {.filename = f.ckpt(),
+       .keep_best = 1,
+       .keep_latest = false,
+       .monitor = [&] { return values[call++]; }},
+      16);
+  EXPECT_EQ(f.files(), (std::set<std::string>{"ckpt", "ckpt1"}));
+}
+
+TEST(CheckpointPolicy, AFolderThatCannotBeCreatedIsAnIOErrorNamingIt) {
+  Folder f("no_folder");
+  write_bytes((f.dir / "file").string(), "not a folder");
+  const std::string ckpt = (f.dir / "file" / "sub" / "ckpt").string();
+  Problem p;
+  try {
+    run(p, {.filename = ckpt}, 8);
+    ADD_FAILURE() << "expected an IOError";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find((f.dir / "file" / "sub").string()), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CheckpointPolicy, FrequencyInSecondsFollowsTheClock) {
