@@ -21,6 +21,7 @@ class AdaDeltaLearner final : public LearnerBase {
   }
 
  private:
+  const char* kind() const override { return "adadelta"; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 

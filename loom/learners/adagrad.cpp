@@ -16,6 +16,7 @@ class AdaGradLearner final : public LearnerBase {
         need_ave_multiplier_(need_ave_multiplier) {}
 
  private:
+  const char* kind() const override { return "adagrad"; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 

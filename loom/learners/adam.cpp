@@ -32,6 +32,7 @@ class AdamLearner final : public VarianceMomentumLearnerBase {
     bias_ = adamax_ ? 1.0 / denominator
                     : std::sqrt(1.0 - std::pow(beta2, smoothed_count_)) / denominator;
   }
+  const char* kind() const override { return "adam"; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 

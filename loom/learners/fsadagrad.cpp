@@ -27,6 +27,7 @@ class FSAdaGradLearner final : public VarianceMomentumLearnerBase {
     smoothed_count_ = beta2 * smoothed_count_ + (1.0 - beta2) * double(m);
     multiplier_ = std::sqrt(smoothed_count_);
   }
+  const char* kind() const override { return "fsadagrad"; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 

@@ -310,10 +310,16 @@ Dictionary LearnerBase::create_checkpoint() const {
   for (const auto& s : state_) smoothed.emplace_back(sharing_checkpoint() ? s : s.deep_clone());
   d["smoothed_gradients"] = std::move(smoothed);
   d["noise_generator"] = noise_.checkpoint();
+  d["learner"] = std::string(kind());
   return d;
 }
 
 void LearnerBase::restore_from_checkpoint(const Dictionary& d) {
+  if (d.contains("learner"))  // older checkpoints do not record it
+    LOOM_CHECK(d.get<std::string>("learner") == kind(), StateError,
+               "the checkpoint holds the state of a learner made by ",
+               d.get<std::string>("learner"), "(); this learner was made by ", kind(),
+               "() (create the learners as when the checkpoint was saved)");
   const auto& smoothed = d.get<DictionaryVector>("smoothed_gradients");
   LOOM_CHECK(smoothed.size() == state_.size(), StateError, "learner checkpoint holds state for ",
              smoothed.size(), " parameters, the learner has ", state_.size());

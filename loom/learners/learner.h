@@ -160,9 +160,12 @@ class LearnerBase : public Learner {
               bool sweep_end = false) final;
   // Adds (CNTK-SEMANTICS §2.6) noise_injection_seed, master_parameter_updated,
   // smoothed_gradients (one tensor per parameter, in parameter order) and Loom's
-  // noise_generator state.
+  // noise_generator state and learner kind.
   Dictionary create_checkpoint() const override;
+  // StateError naming both kinds when the checkpoint is another kind of learner's.
   void restore_from_checkpoint(const Dictionary& checkpoint) override;
+  // The learner's name as its factory is called: "sgd", "momentum_sgd", "adam", ...
+  virtual const char* kind() const = 0;
 
  protected:
   // state_tensors: how many tensors of each parameter's shape the rule keeps (all start at 0).

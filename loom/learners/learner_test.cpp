@@ -9,6 +9,7 @@
 
 #include "loom/core/error.h"
 #include "loom/learners/learners_test_util.h"
+#include "loom/learners/momentum_sgd.h"
 #include "loom/learners/sgd.h"
 
 namespace loom {
@@ -95,6 +96,21 @@ TEST(LearnerTest, ResetLearningRateKeepsTheReferenceMinibatchSizeAsCntkDoes) {
       EXPECT_NEAR(step, 0.1 * 13, 1e-5);  // still per sample: 0.1 for each of 13 samples
     else
       EXPECT_NEAR(step, 0.1, 1e-6);  // per 13 samples
+  }
+}
+
+TEST(LearnerTest, ACheckpointOfAnotherKindOfLearnerIsRefusedByName) {
+  Parameter p = make_parameter({0.0f});
+  const Dictionary saved = sgd({p}, per_sample(0.5))->create_checkpoint();
+  auto momentum = momentum_sgd({p}, per_sample(0.5), momentum_schedule(0.9));
+  try {
+    momentum->restore_from_checkpoint(saved);
+    ADD_FAILURE() << "expected a StateError";
+  } catch (const StateError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("a learner made by sgd(); this learner was made by momentum_sgd()"),
+              std::string::npos)
+        << m;
   }
 }
 

@@ -8,6 +8,7 @@ namespace {
 
 // p -= v.
 struct MomentumSGDRule {
+  static constexpr const char* kName = "momentum_sgd";
   template <typename T>
   static T next(T p, T v, T /*beta*/, T /*step*/) {
     return p - v;

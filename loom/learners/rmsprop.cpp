@@ -44,6 +44,7 @@ class RMSPropLearner final : public LearnerBase {
 
  private:
   void on_minibatch(size_t /*training_sample_count*/) override { smoothed_count_ += 1; }
+  const char* kind() const override { return "rmsprop"; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 

@@ -12,6 +12,7 @@ class SGDLearner final : public LearnerBase {
       : LearnerBase(std::move(parameters), std::move(lr), std::move(options), 0) {}
 
  private:
+  const char* kind() const override { return "sgd"; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 

@@ -11,7 +11,7 @@ namespace loom::learners_detail {
 
 // A momentum learner with one state tensor, the velocity v. Per element, with
 // step = ugf lr g: v = beta v + step, then p = Rule::next(p, v, beta, step), where
-// Rule::next gives the new parameter value from the new velocity.
+// Rule::next gives the new parameter value from the new velocity; Rule::kName names it.
 template <typename Rule>
 class VelocityLearner final : public MomentumLearnerBase {
  public:
@@ -21,6 +21,7 @@ class VelocityLearner final : public MomentumLearnerBase {
                             std::move(options), 1) {}
 
  private:
+  const char* kind() const override { return Rule::kName; }
   void apply_rule(const RuleStep<float>& s) override { rule(s); }
   void apply_rule(const RuleStep<double>& s) override { rule(s); }
 
