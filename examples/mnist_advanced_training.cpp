@@ -51,13 +51,26 @@ int main(int argc, char** argv) {
   auto progress_writer = std::make_shared<ProgressPrinter>(
       ProgressPrinterOptions{.freq = 50, .first = 10, .log_to_file = "my.log"});
 
-  // A checkpoint every epoch, all kept; restore = false starts afresh as the seed does.
-  CheckpointConfig checkpoint_config{
-      .filename = "model_mn.cmf", .frequency = epoch_size, .restore = false, .preserve_all = true};
-
   // Halve the learning rate each time the cross-validation metric improved less than 5 %
   // relative, and stop after 6 adjustments.
   double prev_metric = 1;  // metric from the previous call. Error = 100 % at start.
+
+  // A checkpoint every epoch, all kept; restore = false starts afresh as the seed does. The
+  // callback's memory goes into each checkpoint, so a run with restore = true resumes exactly.
+  CheckpointConfig checkpoint_config{
+      .filename = "model_mn.cmf",
+      .frequency = epoch_size,
+      .restore = false,
+      .preserve_all = true,
+      .save_state =
+          [&] {
+            Dictionary state;
+            state["prev_metric"] = prev_metric;
+            return state;
+          },
+      .restore_state =
+          [&](const Dictionary& state) { prev_metric = state.get<double>("prev_metric"); }};
+
   const double first_lr = learner->learning_rate();
   auto adjust_lr_callback = [&](size_t index, double average_error, size_t cv_num_samples,
                                 size_t cv_num_minibatches) {

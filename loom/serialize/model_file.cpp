@@ -480,10 +480,11 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   return root;
 }
 
-ContainerWriter model_container(const Function& f, ContentKind kind) {
+ContainerWriter model_container(const Function& f, ContentKind kind, size_t model_outputs) {
   Dictionary meta;
   meta["producer"] = "Loom";
   meta["content"] = kind == ContentKind::Checkpoint ? "checkpoint" : "model";
+  if (model_outputs > 0) meta["model_outputs"] = uint64_t{model_outputs};
   ContainerWriter w(kind);
   w.add_dictionary_section(SectionKind::Metadata, meta, /*flags=*/0);
   w.add_dictionary_section(SectionKind::Graph, model_to_dictionary(f));
@@ -506,7 +507,16 @@ Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string
   const SectionKind known[] = {SectionKind::Metadata, SectionKind::Graph,
                                SectionKind::TrainingState};
   file.reject_unknown_required(known);
-  return graph_of(file);
+  const Function graph = graph_of(file);
+  const Section* meta = file.find(SectionKind::Metadata);
+  if (!meta) return graph;
+  const Dictionary d = decode_dictionary(meta->payload, file.where(*meta), meta->offset);
+  if (!d.contains("model_outputs") || !d.at("model_outputs").is<uint64_t>()) return graph;
+  // A checkpoint: its model is the training graph's first outputs (loss and metric follow).
+  const std::vector<Variable> outputs = graph.outputs();
+  const uint64_t n = d.get<uint64_t>("model_outputs");
+  if (n == 0 || n >= outputs.size()) return graph;
+  return combine({outputs.begin(), outputs.begin() + long(n)});
 }
 
 Function graph_of(const ContainerReader& file, std::shared_ptr<const void> view_owner) {

@@ -40,8 +40,10 @@ Dictionary model_to_dictionary(const Function& f);
 Function model_from_dictionary(const Dictionary& graph, const std::string& where);
 
 // A container of the given kind holding f's metadata and graph sections: a model file, or
-// the start of a checkpoint (which adds its training state).
-ContainerWriter model_container(const Function& f, ContentKind kind);
+// the start of a checkpoint (which adds its training state). A checkpoint's graph is the
+// training graph, whose first model_outputs outputs are the model's (0: all of them):
+// load_model gives just those, the model a checkpoint deploys.
+ContainerWriter model_container(const Function& f, ContentKind kind, size_t model_outputs = 0);
 
 // The graph section of a parsed model or checkpoint file, loaded and validated. With a
 // view_owner (the owner of the file's bytes), the parameters' and constants' values are views

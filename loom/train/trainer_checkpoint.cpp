@@ -88,7 +88,11 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
   state["progress_writers"] = std::move(writers);
   state["external_state"] = external_state;
 
-  ContainerWriter file = model_container(graph, ContentKind::Checkpoint);
+  // The model's outputs come first in the training graph (load_model reads them alone).
+  size_t model_outputs = 0;
+  for (const Variable& o : model_.outputs())
+    if (o != loss_ && o != metric_) ++model_outputs;
+  ContainerWriter file = model_container(graph, ContentKind::Checkpoint, model_outputs);
   file.add_dictionary_section(SectionKind::TrainingState, std::move(state));
   file.write_file(path);
 }
