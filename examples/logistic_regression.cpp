@@ -58,7 +58,7 @@ int main() {
 
   auto learner = sgd(model_lr.parameters(), learning_parameter_schedule(0.1));
   auto progress_writer = std::make_shared<ProgressPrinter>(50);
-  Trainer trainer(model_lr, criterion_lr, {learner}, {progress_writer});
+  Trainer trainer({}, criterion_lr, {learner}, {progress_writer});  // seed 002: Trainer(None, ...)
 
   const size_t minibatch_size = 32;
   for (size_t i = 0; i < train.labels.size(); i += minibatch_size)

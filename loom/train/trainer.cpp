@@ -43,8 +43,10 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
       writers_(std::move(writers)) {
   LOOM_CHECK(loss_.valid(), ArgumentError, "Trainer: no loss given");
   // The model is what checkpoints save for deployment: an uncalled layer (Dense(2) rather
-  // than Dense(2)(x)) would save a graph that nothing can evaluate.
-  const std::vector<Variable> unbound = model_.placeholders();
+  // than Dense(2)(x)) would save a graph that nothing can evaluate. No model (CNTK's None)
+  // is allowed: checkpoints then hold the criterion alone.
+  const std::vector<Variable> unbound =
+      model_.valid() ? model_.placeholders() : std::vector<Variable>{};
   LOOM_CHECK(unbound.empty(), ArgumentError, "Trainer: the model ", model_.to_string(),
              " has an unbound placeholder '", unbound.empty() ? "" : unbound[0].name(),
              "'; give the model applied to its inputs (e.g. model(x), the function the criterion "

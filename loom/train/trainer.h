@@ -39,6 +39,9 @@ class Evaluator {
 class Trainer {
  public:
   // criterion: a function whose outputs are (loss) or (loss, metric), e.g. combine({loss, metric}).
+  // model: the function checkpoints deploy (load_model reads it out of them), applied to its
+  // inputs (z = layer(x), not the layer: ArgumentError for unbound placeholders); or {} for
+  // none, as CNTK's Trainer(None, criterion, ...).
   Trainer(const Function& model, const Function& criterion,
           std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
   Trainer(const Function& model, const std::pair<Variable, Variable>& loss_and_metric,

@@ -65,7 +65,8 @@ Function Trainer::training_graph() const {
   auto add = [&](const Variable& v) {
     if (v.valid() && seen.insert(v).second) roots.push_back(v);
   };
-  for (const Variable& o : model_.outputs()) add(o);
+  if (model_.valid())
+    for (const Variable& o : model_.outputs()) add(o);
   add(loss_);
   add(metric_);
   return combine(roots, "TrainingGraph");
@@ -90,8 +91,9 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
 
   // The model's outputs come first in the training graph (load_model reads them alone).
   size_t model_outputs = 0;
-  for (const Variable& o : model_.outputs())
-    if (o != loss_ && o != metric_) ++model_outputs;
+  if (model_.valid())
+    for (const Variable& o : model_.outputs())
+      if (o != loss_ && o != metric_) ++model_outputs;
   ContainerWriter file = model_container(graph, ContentKind::Checkpoint, model_outputs);
   file.add_dictionary_section(SectionKind::TrainingState, std::move(state));
   file.write_file(path);

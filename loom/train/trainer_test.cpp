@@ -125,6 +125,9 @@ TEST(Trainer, RefusesAModelWithUnboundPlaceholders) {
     EXPECT_NE(std::string(e.what()).find("model(x)"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(Trainer(z, loss, {learner}));
+  Trainer without_model({}, loss, {learner});  // CNTK's Trainer(None, criterion, ...)
+  EXPECT_TRUE(without_model.train_minibatch({{x, Value::create_batch<float>({2}, {1, 2})},
+                                             {t, Value::create_batch<float>({2}, {0, 1})}}));
 }
 
 TEST(Trainer, CountsSamplesOfSequences) {
