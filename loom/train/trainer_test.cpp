@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "loom/layers/dense.h"
@@ -9,6 +10,7 @@
 #include "loom/learners/sgd.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/losses.h"
+#include "loom/serialize/model_file.h"
 #include "loom/train/progress_printer.h"
 
 namespace loom {
@@ -128,6 +130,12 @@ TEST(Trainer, RefusesAModelWithUnboundPlaceholders) {
   Trainer without_model({}, loss, {learner});  // CNTK's Trainer(None, criterion, ...)
   EXPECT_TRUE(without_model.train_minibatch({{x, Value::create_batch<float>({2}, {1, 2})},
                                              {t, Value::create_batch<float>({2}, {0, 1})}}));
+  // Its checkpoints hold the criterion.
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "loom_trainer_without_model").string();
+  without_model.save_checkpoint(path);
+  EXPECT_EQ(load_model(path).arguments().size(), 2u);
+  std::filesystem::remove(path);
 }
 
 TEST(Trainer, CountsSamplesOfSequences) {
