@@ -27,29 +27,25 @@ int main(int argc, char** argv) {
   const std::string checkpoint = "training_session";
 
   // Minibatch sources
-  auto mb_source =
-      std::make_shared<MinibatchSource>(std::make_shared<CTFDeserializer>(input_file, streams));
-  auto test_mb_source = std::make_shared<MinibatchSource>(
-      std::make_shared<CTFDeserializer>(input_file, streams),
-      MinibatchSourceConfig{.randomize = false, .max_samples = 100});
+  MinibatchSource mb_source(std::make_shared<CTFDeserializer>(input_file, streams));
+  MinibatchSource test_mb_source(std::make_shared<CTFDeserializer>(input_file, streams),
+                                 {.randomize = false, .max_samples = 100});
 
   auto learner = sgd(model.parameters(), learning_rate_schedule(0.1, UnitType::sample));
-  auto trainer = std::make_shared<Trainer>(z, std::pair{loss, loss},
-                                           std::vector<std::shared_ptr<Learner>>{learner},
-                                           ProgressWriters{std::make_shared<ProgressPrinter>(1)});
+  Trainer trainer(z, {loss, loss}, {learner}, {std::make_shared<ProgressPrinter>(1)});
 
   auto session = training_session(
       {.trainer = trainer,
        .mb_source = mb_source,
        .mb_size = minibatch_size,
-       .model_inputs_to_streams = {{xy, (*mb_source)["xy"]}, {label, (*mb_source)["r"]}},
+       .model_inputs_to_streams = {{xy, mb_source["xy"]}, {label, mb_source["r"]}},
        .max_samples = max_samples,
        .checkpoint_config = {.filename = checkpoint, .frequency = checkpoint_frequency},
-       .test_config = {.source = test_mb_source,
-                       .minibatch_size = minibatch_size,
-                       .model_inputs_to_streams = {{xy, (*test_mb_source)["xy"]},
-                                                   {label, (*test_mb_source)["r"]}}}});
+       .test_config = {
+           .source = test_mb_source,
+           .minibatch_size = minibatch_size,
+           .model_inputs_to_streams = {{xy, test_mb_source["xy"]}, {label, test_mb_source["r"]}}}});
   session.train();
-  std::printf("Samples seen %zu\n", trainer->total_number_of_samples_seen());
+  std::printf("Samples seen %zu\n", trainer.total_number_of_samples_seen());
   return 0;
 }

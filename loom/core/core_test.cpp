@@ -2,6 +2,7 @@
 
 #include "loom/core/dictionary.h"
 #include "loom/core/random.h"
+#include "loom/core/shared.h"
 #include "loom/core/threads.h"
 #include "loom/core/value.h"
 
@@ -141,6 +142,19 @@ TEST(Threads, ConfigurableAndValidated) {
   EXPECT_THROW(set_max_num_cpu_threads(0), ArgumentError);
   set_max_num_cpu_threads(before);
   EXPECT_EQ(get_max_num_cpu_threads(), before);
+}
+
+// A borrowed object is used in place and never deleted; a shared one is owned.
+TEST(Shared, BorrowsAReferenceAndSharesASharedPtr) {
+  std::string owned_by_caller = "value";
+  Shared<std::string> borrowed = owned_by_caller;
+  EXPECT_EQ(borrowed.get(), &owned_by_caller);
+  EXPECT_EQ(borrowed.use_count(), 0);  // no control block: nothing to delete
+  Shared<std::string> shared = std::make_shared<std::string>("shared");
+  EXPECT_EQ(*shared, "shared");
+  EXPECT_EQ(shared.use_count(), 1);
+  const std::shared_ptr<std::string> copy = shared;
+  EXPECT_EQ(shared.use_count(), 2);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "loom/core/shared.h"
 #include "loom/io/minibatch_source.h"
 #include "loom/io/minibatch_source_from_data.h"
 #include "loom/learners/schedule.h"
@@ -41,7 +42,9 @@ using InputMap = std::unordered_map<Variable, StreamInformation>;
 class DataSource {
  public:
   DataSource() = default;
+  // Shared or borrowed (Shared<T>).
   DataSource(std::shared_ptr<MinibatchSource> source);
+  DataSource(MinibatchSource& source) : DataSource(Shared<MinibatchSource>(source)) {}
   DataSource(std::vector<DataArray> arrays) : arrays_(std::move(arrays)) {}
   DataSource(std::initializer_list<DataArray> arrays) : arrays_(arrays) {}
 
@@ -94,9 +97,11 @@ struct TestConfig {
   Function criterion = {};
 };
 
+// The trainer and source are shared or borrowed (Shared<T>: `.trainer = trainer` works for a
+// `Trainer trainer(...)` and for a shared_ptr alike).
 struct TrainingSessionConfig {
-  std::shared_ptr<Trainer> trainer;
-  std::shared_ptr<MinibatchSource> mb_source;
+  Shared<Trainer> trainer;
+  Shared<MinibatchSource> mb_source;
   MinibatchSizeSchedule mb_size = 32;
   InputMap model_inputs_to_streams = {};
   // nullopt: until the source ends (a source that never ends needs max_samples or max_sweeps).
