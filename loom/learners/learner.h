@@ -35,11 +35,11 @@ void set_default_unit_gain_value(bool value);
 bool default_unit_gain_value();
 
 // Options every built-in learner accepts (CNTK's AdditionalLearningOptions and the Python
-// learners' keyword arguments).
+// learners' keyword arguments), in the order of CNTK's signatures (designated initializers
+// must follow it).
 struct LearnerOptions {
-  // The minibatch size the hyper-parameters were tuned for. It becomes N of every schedule
-  // made without its own minibatch size. IGNORE selects compatible mode. Absent: neither.
-  std::optional<size_t> minibatch_size = std::nullopt;
+  // Momentum learners: scale the gradient by (1 - momentum) when accumulating it.
+  bool unit_gain = default_unit_gain_value();
   double l1_regularization_weight = 0.0;  // per sample
   double l2_regularization_weight = 0.0;  // per sample
   // Standard deviation of Gaussian noise added to each parameter after its update.
@@ -47,8 +47,9 @@ struct LearnerOptions {
   double gradient_clipping_threshold_per_sample = std::numeric_limits<double>::infinity();
   // Clip each element to the threshold; false: rescale the whole gradient to that norm.
   bool gradient_clipping_with_truncation = true;
-  // Momentum learners: scale the gradient by (1 - momentum) when accumulating it.
-  bool unit_gain = default_unit_gain_value();
+  // The minibatch size the hyper-parameters were tuned for. It becomes N of every schedule
+  // made without its own minibatch size. IGNORE selects compatible mode. Absent: neither.
+  std::optional<size_t> minibatch_size = std::nullopt;
 };
 
 // What Learner::reset_learning_rate does with the new schedule's reference minibatch size.

@@ -217,9 +217,9 @@ TEST(LearnerTest, L1SoftThresholdsByRateTimesWeightPerSample) {
 TEST(LearnerTest, CompatibleModeAveragesFirstAndScalesNothingByM) {
   Parameter p = make_parameter({1.0f, 0.0f});
   auto learner = sgd({p}, learning_rate_schedule(0.5, UnitType::minibatch),
-                     {.minibatch_size = IGNORE,
-                      .l2_regularization_weight = 0.1,
-                      .gradient_clipping_threshold_per_sample = 1.0});
+                     {.l2_regularization_weight = 0.1,
+                      .gradient_clipping_threshold_per_sample = 1.0,
+                      .minibatch_size = IGNORE});
   Grads g = gradient(p, {0.0f, 8.0f});
   learner->update(g, 4);  // mean [0, 2]; clipped to 1 (not 4); L2 adds 0.1 * p (not 0.4 * p)
   auto v = values_of(p);
