@@ -59,8 +59,8 @@ int main(int argc, char** argv) {
   // relative, and stop after 6 adjustments.
   double prev_metric = 1;  // metric from the previous call. Error = 100 % at start.
   const double first_lr = learner->learning_rate();
-  auto adjust_lr_callback = [&](size_t index, double average_error, size_t cv_num_samples,
-                                size_t cv_num_minibatches) {
+  auto adjust_lr_callback = [&](size_t /*index*/, double average_error, size_t /*cv_num_samples*/,
+                                size_t /*cv_num_minibatches*/) {
     if ((prev_metric - average_error) / prev_metric < 0.05) {
       learner->reset_learning_rate(learning_parameter_schedule(learner->learning_rate() / 2,
                                                                /*minibatch_size=*/1));
