@@ -24,7 +24,7 @@
 namespace loom {
 
 struct IDXStreamDef {
-  std::string path;
+  std::string path{};
   // The delivered sample shape: empty keeps the file's item shape ([28,28]; [1] for a file of
   // scalars); else the same number of values in another shape ([1,28,28], [784]).
   NDShape shape = {};
