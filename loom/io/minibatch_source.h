@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "loom/core/dictionary.h"
@@ -33,9 +34,7 @@ class Minibatch : public std::unordered_map<Key, MinibatchData> {
     return it->second;
   }
   MinibatchData& operator[](const Key& key) {
-    auto it = this->find(key);
-    if (it == this->end()) throw_missing(key);
-    return it->second;
+    return const_cast<MinibatchData&>(std::as_const(*this)[key]);
   }
 
  private:
