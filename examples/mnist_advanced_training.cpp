@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
           [&](const Dictionary& state) { prev_metric = state.get<double>("prev_metric"); }};
 
   const double first_lr = learner->learning_rate();
-  auto adjust_lr_callback = [&](size_t index, double average_error, size_t cv_num_samples,
-                                size_t cv_num_minibatches) {
+  auto adjust_lr_callback = [&](size_t /*index*/, double average_error, size_t /*cv_num_samples*/,
+                                size_t /*cv_num_minibatches*/) {
     if ((prev_metric - average_error) / prev_metric < 0.05) {
       learner->reset_learning_rate(learning_parameter_schedule(learner->learning_rate() / 2,
                                                                /*minibatch_size=*/1));

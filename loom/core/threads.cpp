@@ -15,4 +15,22 @@ int get_max_num_cpu_threads() {
   return omp_get_max_threads();
 }
 
+void for_each_piece(size_t n, size_t pieces,
+                    const std::function<void(size_t, size_t, size_t)>& body) {
+  if (pieces <= 1) {
+    body(size_t{0}, size_t{0}, n);
+    return;
+  }
+  const long long count = static_cast<long long>(pieces);
+#pragma omp parallel for schedule(static) num_threads(static_cast <int>(pieces))
+  for (long long i = 0; i < count; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    body(k, n * k / pieces, n * (k + 1) / pieces);
+  }
+}
+
+bool in_parallel_region() {
+  return omp_in_parallel() != 0;
+}
+
 }  // namespace loom

@@ -1,8 +1,9 @@
-// The CPU thread count shared by Loom's loops (OpenMP) and oneDNN, and the split of long byte
-// loops (checksums, copies) across those threads.
+// The CPU thread count shared by Loom's loops (OpenMP) and oneDNN, and the split of loops
+// across those threads.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 namespace loom {
 
@@ -21,19 +22,12 @@ inline size_t byte_pieces(size_t n) {
 
 // Calls body(i, begin, end) for the pieces i = 0 .. pieces - 1 of [0, n), contiguous and in
 // order, piece i being [n * i / pieces, n * (i + 1) / pieces); in parallel (OpenMP), a piece
-// per thread, when there are several.
-template <typename Body>
-void for_each_piece(size_t n, size_t pieces, Body&& body) {
-  if (pieces <= 1) {
-    body(size_t{0}, size_t{0}, n);
-    return;
-  }
-  const long long count = static_cast<long long>(pieces);
-#pragma omp parallel for schedule(static) num_threads(static_cast <int>(pieces))
-  for (long long i = 0; i < count; ++i) {
-    const size_t k = static_cast<size_t>(i);
-    body(k, n * k / pieces, n * (k + 1) / pieces);
-  }
-}
+// per thread, when there are several. The parallel region is compiled in threads.cpp, so this
+// header needs no OpenMP flags; a call costs one indirect call per piece.
+void for_each_piece(size_t n, size_t pieces,
+                    const std::function<void(size_t, size_t, size_t)>& body);
+
+// Whether the caller runs inside a parallel region (where a nested one would run on one thread).
+bool in_parallel_region();
 
 }  // namespace loom

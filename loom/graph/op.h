@@ -69,20 +69,23 @@ class OpDef {
                         bool accumulate) const = 0;
   // Whether the op can produce a gradient for input `index` (false e.g. for labels of a
   // metric, or indices).
-  virtual bool differentiable(size_t index, const Dictionary& attributes) const { return true; }
+  virtual bool differentiable(size_t /*index*/, const Dictionary& /*attributes*/) const {
+    return true;
+  }
   // Whether forward takes input `index` in sparse CSR form; the executor densifies sparse
   // data for every other input.
-  virtual bool accepts_sparse(size_t index) const { return false; }
+  virtual bool accepts_sparse(size_t /*index*/) const { return false; }
   // Whether forward takes input `index` in oneDNN's blocked layout (Tensor::blocked), and
   // whether it can write its output so, given which inputs are blocked. The executor keeps a
   // value blocked when its producer can write it so and every consumer takes it so
   // (docs/executor.md); backward then sees the gradients in the same layouts.
-  virtual BlockedInput blocked_input(size_t index, const std::vector<Variable>& inputs,
-                                     const Dictionary& attributes) const {
+  virtual BlockedInput blocked_input(size_t /*index*/, const std::vector<Variable>& /*inputs*/,
+                                     const Dictionary& /*attributes*/) const {
     return BlockedInput::No;
   }
-  virtual bool blocked_output(const std::vector<Variable>& inputs, const Dictionary& attributes,
-                              const std::vector<bool>& inputs_blocked) const {
+  virtual bool blocked_output(const std::vector<Variable>& /*inputs*/,
+                              const Dictionary& /*attributes*/,
+                              const std::vector<bool>& /*inputs_blocked*/) const {
     return false;
   }
   // Whether the op draws random numbers (dropout). make_primitive then gives its function a

@@ -142,8 +142,9 @@ class Parser {
     return detail::concat(parts...);
   }
 
-  std::string where() const {
-    return concat("at offset ", size_t(pos_ - base_), " in the input file (", path_, ")");
+  std::string where() const { return where(pos_); }
+  std::string where(const char* at) const {
+    return concat("at offset ", size_t(at - base_), " in the input file (", path_, ")");
   }
 
   void warn(std::string message) {
@@ -290,7 +291,7 @@ class Parser {
       }
       if (is_non_printable(c) || c == '|') return finish_dense(id, count, dim);
       double v;
-      if (!read_number(v)) return false;
+      if (!read_value(id, v)) return false;
       push_value(id, v);
       ++count;
     }
@@ -340,7 +341,7 @@ class Parser {
       }
       ++pos_;
       double v;
-      if (!read_number(v)) return false;
+      if (!read_value(id, v)) return false;
       d.indices.push_back(static_cast<int32_t>(index));
       push_value(id, v);
     }
@@ -374,6 +375,22 @@ class Parser {
     return false;  // a well-formed sequence cannot end with an index
   }
 
+  // A number that stream id's type holds: one whose magnitude rounds past the type's largest
+  // finite value (1e999; 1e39 in float32) is malformed, as the text `inf` is
+  // (docs/decisions.md, Reader).
+  bool read_value(size_t id, double& value) {
+    const char* start = pos_;
+    if (!read_number(value)) return false;
+    const bool f32 = streams_[id].dtype == DataType::Float32;
+    if (std::isfinite(f32 ? double(static_cast<float>(value)) : value)) return true;
+    warn(
+        concat("The floating point value '", std::string(start, pos_), "' ", where(start),
+               " overflows ", f32 ? "float32" : "float64", " (largest magnitude ",
+               f32 ? double(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max(),
+               ")."));
+    return false;
+  }
+
   // [+-]digits[.digits][(e|E)[+-]digits], accumulated in double exactly as CNTK does (digit
   // by digit, fraction divided once, exponent through pow), so values round as they did there.
   bool read_number(double& value) {
@@ -399,8 +416,9 @@ class Parser {
           coefficient += number / divider;
           value = negative ? -coefficient : coefficient;
           return true;
-        case Exponent:
-          value = coefficient * std::pow(10.0, negative ? -number : number);
+        case Exponent:  // 0e999 is 0, not 0 * inf
+          value = coefficient == 0 ? coefficient
+                                   : coefficient * std::pow(10.0, negative ? -number : number);
           return true;
         default:
           return false;

@@ -5,7 +5,10 @@
 
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "loom/io/minibatch_source.h"
 
@@ -137,6 +140,43 @@ TEST(CTFDeserializer, NumberGrammar) {
     EXPECT_NE(msg.find("bad_number.ctf"), std::string::npos) << bad << ": " << msg;
     EXPECT_NE(msg.find("at offset "), std::string::npos) << bad << ": " << msg;
   }
+}
+
+// A value beyond the stream type's range is malformed, as `inf` is; underflow rounds to 0.
+TEST(CTFDeserializer, ValuesThatOverflowTheStreamTypeAreMalformed) {
+  const std::string zeros(400, '0');
+  const std::vector<std::pair<std::string, DataType>> cases{{"1e999", DataType::Float32},
+                                                            {"-1e999", DataType::Float32},
+                                                            {"1e39", DataType::Float32},
+                                                            {"-3.5e38", DataType::Float32},
+                                                            {"1e309", DataType::Float64}};
+  for (const auto& [bad, dtype] : cases) {
+    const DataType type = dtype;  // for the lambda
+    for (std::string text : {"|x " + bad + " 2\n", "|x 1 " + bad + "\n"}) {
+      std::string msg = error_of<DataError>([&] {
+        load("overflow.ctf", text, {{"x", StreamDef{.shape = 2, .dtype = type}}});
+      });
+      const size_t offset = text.find(bad);
+      EXPECT_NE(msg.find("The floating point value '" + bad + "' at offset " +
+                         std::to_string(offset) + " in the input file ("),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find(dtype == DataType::Float32 ? "overflows float32" : "overflows float64"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("overflow.ctf"), std::string::npos) << msg;
+    }
+  }
+  std::string msg = error_of<DataError>([&] {
+    load("overflow_digits.ctf", "|y 1:1" + zeros + "\n",
+         {{"y", StreamDef{.shape = 2, .is_sparse = true}}});
+  });
+  EXPECT_NE(msg.find("overflows float32"), std::string::npos) << msg;
+  // The largest float32 as printed with 8 digits rounds to it; tiny values round to 0.
+  auto d = load("range.ctf", "|x 3.4028235e38 -1e-999 0e999 1e-46 0." + zeros + "1\n",
+                {{"x", StreamDef{.shape = 5}}});
+  EXPECT_EQ(d->load_chunk(0)->streams[0].values_f32,
+            (std::vector<float>{std::numeric_limits<float>::max(), -0.0f, 0, 0, 0}));
 }
 
 TEST(CTFDeserializer, MalformedInputNamesFileAndOffset) {

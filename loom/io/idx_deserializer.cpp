@@ -79,8 +79,8 @@ double decode(uint8_t type, const uint8_t* p) {
 }
 
 // The whole file, gunzipped when it starts with gzip's magic bytes (zlib reads plain files
-// as they are).
-std::vector<uint8_t> read_bytes(const std::string& path) {
+// as they are); `gzip` tells which.
+std::vector<uint8_t> read_bytes(const std::string& path, bool& gzip) {
   gzFile f = gzopen(path.c_str(), "rb");
   LOOM_CHECK(f != nullptr, IOError, "Cannot open the IDX file (", path,
              "): ", std::strerror(errno));
@@ -95,6 +95,7 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   } while (n > 0);
   int code = Z_OK;
   std::string message = gzerror(f, &code);
+  gzip = gzdirect(f) == 0;
   gzclose(f);
   LOOM_CHECK(n == 0 && (code == Z_OK || code == Z_STREAM_END), IOError,
              "Cannot read the IDX file (", path,
@@ -105,41 +106,58 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 }  // namespace
 
+std::string IDXDeserializer::File::offset(size_t byte) const {
+  return detail::concat("byte offset ", byte, gzip ? " of the uncompressed data" : "");
+}
+
+size_t IDXDeserializer::File::item_offset(size_t item) const {
+  return header_bytes + item * item_values * value_bytes;
+}
+
 IDXDeserializer::File IDXDeserializer::read(const std::string& path) {
-  std::vector<uint8_t> bytes = read_bytes(path);
+  File f;
+  std::vector<uint8_t> bytes = read_bytes(path, f.gzip);
   LOOM_CHECK(bytes.size() >= 4 && bytes[0] == 0 && bytes[1] == 0, DataError, "The file (", path,
              ") is not an IDX file: it must start with two zero bytes, a type code and the number "
              "of dimensions");
-  File f;
   f.type = bytes[2];
   f.value_bytes = value_bytes(f.type);
-  LOOM_CHECK(f.value_bytes > 0, DataError, "The IDX file (", path, ") has the unknown type code 0x",
-             std::hex, int(f.type),
+  LOOM_CHECK(f.value_bytes > 0, DataError, "The IDX file (", path, ") has at ", f.offset(2),
+             " the unknown type code 0x", std::hex, int(f.type),
              "; known: 0x08 uint8, 0x09 int8, 0x0b int16, 0x0c int32, 0x0d float32, 0x0e float64");
-  size_t rank = bytes[3], header = 4 + 4 * rank;
-  LOOM_CHECK(rank > 0, DataError, "The IDX file (", path, ") has no dimensions");
-  LOOM_CHECK(bytes.size() >= header, DataError, "The IDX file (", path,
+  const size_t rank = bytes[3];
+  f.header_bytes = 4 + 4 * rank;
+  LOOM_CHECK(rank > 0, DataError, "The IDX file (", path, ") has no dimensions (0 at ", f.offset(3),
+             ")");
+  LOOM_CHECK(bytes.size() >= f.header_bytes, DataError, "The IDX file (", path,
              ") is truncated: ", bytes.size(), " bytes, its header of ", rank, " dimensions needs ",
-             header);
+             f.header_bytes);
   f.item_values = 1;
+  bool overflow = false;
   for (size_t i = 0; i < rank; ++i) {
     f.dims.push_back(big_endian32(bytes.data() + 4 + 4 * i));
-    LOOM_CHECK(i == 0 || f.dims[i] > 0, DataError, "The IDX file (", path, ") has dimension ", i,
-               " of size 0");
-    LOOM_CHECK(i == 0 || !__builtin_mul_overflow(f.item_values, f.dims[i], &f.item_values),
-               DataError, "The IDX file (", path, ") has dimensions too large to address");
+    LOOM_CHECK(f.dims[i] > 0, DataError, "The IDX file (", path, ") has dimension ", i,
+               " of size 0 at ", f.offset(4 + 4 * i),
+               i == 0 ? ": it holds no items, and a source needs at least one" : "");
+    if (i > 0) overflow |= __builtin_mul_overflow(f.item_values, f.dims[i], &f.item_values);
   }
-  size_t values = 0;
-  LOOM_CHECK(!__builtin_mul_overflow(f.dims[0], f.item_values, &values), DataError,
-             "The IDX file (", path, ") has dimensions too large to address");
-  size_t data = bytes.size() - header, expected = 0;
-  LOOM_CHECK(!__builtin_mul_overflow(values, f.value_bytes, &expected) && data >= expected,
-             DataError, "The IDX file (", path, ") is truncated: ", data,
+  size_t values = 0, expected = 0;
+  overflow = overflow || __builtin_mul_overflow(f.dims[0], f.item_values, &values) ||
+             __builtin_mul_overflow(values, f.value_bytes, &expected);
+  LOOM_CHECK(!overflow, DataError, "The IDX file (", path, ") announces ",
+             NDShape(f.dims).to_string(), " ", type_name(f.type),
+             " values, more bytes than can be addressed");
+  const size_t data = bytes.size() - f.header_bytes;
+  const size_t item_bytes = f.item_values * f.value_bytes;
+  LOOM_CHECK(data >= expected, DataError, "The IDX file (", path, ") is truncated: ", data,
              " bytes of data after the header, which announces ", f.dims[0], " items of ",
-             f.item_values, " ", type_name(f.type), " values (", values * f.value_bytes, " bytes)");
+             f.item_values, " ", type_name(f.type), " values (", expected, " bytes); item ",
+             data / item_bytes, " starting at ", f.offset(f.item_offset(data / item_bytes)),
+             " is cut at ", f.offset(bytes.size()));
   LOOM_CHECK(data == expected, DataError, "The IDX file (", path, ") has ", data - expected,
-             " bytes after the ", expected, " bytes of data its header announces");
-  f.bytes.assign(bytes.begin() + ptrdiff_t(header), bytes.end());
+             " bytes after the ", expected, " bytes of data its header announces, from ",
+             f.offset(f.header_bytes + expected));
+  f.bytes.assign(bytes.begin() + ptrdiff_t(f.header_bytes), bytes.end());
   return f;
 }
 
@@ -173,8 +191,8 @@ IDXDeserializer::IDXDeserializer(const IDXStreamDefs& streams, ChunkingOptions c
       for (size_t i = 0; i < f.dims[0]; ++i) {
         double c = decode(f.type, f.bytes.data() + i * f.value_bytes);
         LOOM_CHECK(c >= 0 && c < double(def.num_classes), DataError, "The IDX file (", def.path,
-                   ") holds class ", c, " at item ", i, ", outside [0, ", def.num_classes,
-                   ") of stream '", name, "'");
+                   ") holds class ", c, " at item ", i, " (", f.offset(f.item_offset(i)),
+                   "), outside [0, ", def.num_classes, ") of stream '", name, "'");
       }
       info.storage = def.is_sparse ? StorageFormat::SparseCSR : StorageFormat::Dense;
       info.sample_shape = NDShape{def.num_classes};

@@ -24,7 +24,7 @@
 namespace loom {
 
 struct IDXStreamDef {
-  std::string path;
+  std::string path{};
   // The delivered sample shape: empty keeps the file's item shape ([28,28]; [1] for a file of
   // scalars); else the same number of values in another shape ([1,28,28], [784]).
   NDShape shape = {};
@@ -44,9 +44,10 @@ using IDXStreamDefs = std::vector<std::pair<std::string, IDXStreamDef>>;
 class IDXDeserializer : public Deserializer {
  public:
   // Reads every file now. IOError when a file cannot be opened or read (or its gzip stream is
-  // damaged), DataError when a file is not IDX, is truncated, has bytes past its data, holds a
-  // class index outside [0, num_classes), or holds another number of items than the first
-  // stream's file; ArgumentError for bad definitions.
+  // damaged), DataError (naming the file and the byte offset) when a file is not IDX, holds no
+  // items, is truncated, has bytes past its data, holds a class index outside
+  // [0, num_classes), or holds another number of items than the first stream's file;
+  // ArgumentError for bad definitions.
   explicit IDXDeserializer(const IDXStreamDefs& streams, ChunkingOptions chunking = {});
 
   const std::vector<StreamInformation>& stream_infos() const override { return streams_; }
@@ -61,6 +62,13 @@ class IDXDeserializer : public Deserializer {
     size_t item_values;          // values per item
     std::vector<size_t> dims;    // from the header
     std::vector<uint8_t> bytes;  // the data after the header, big-endian as in the file
+    size_t header_bytes;         // where the data starts in the file
+    bool gzip;                   // whether the file is compressed
+
+    // "byte offset N" in the file, in its uncompressed data when gzip.
+    std::string offset(size_t byte) const;
+    // Where item i starts in the file.
+    size_t item_offset(size_t item) const;
   };
   static File read(const std::string& path);
 

@@ -15,8 +15,6 @@ namespace {
 
 using namespace testing_io;
 
-using Minibatch = std::unordered_map<StreamInformation, MinibatchData>;
-
 // Five 2x3 images (pixels()) and their labels 3, 1, 4, 1, 5; plain or gzip.
 struct Files {
   std::string images, labels;
@@ -70,7 +68,7 @@ TEST(IDXDeserializer, PlainAndGzipFilesGiveTheSameSamples) {
     EXPECT_EQ(infos[1].num_samples, 1u);
 
     MinibatchSource source(d, {.randomize = false});
-    Minibatch mb = source.next_minibatch(5);
+    Minibatch<StreamInformation> mb = source.next_minibatch(5);
     const Value& x = mb.at(source["features"]).data;
     EXPECT_EQ(x.data().shape(), (NDShape{5, 1, 2, 3}));  // the sample shape is kept
     std::vector<float> expected;
@@ -149,13 +147,17 @@ TEST(IDXDeserializer, DamagedFilesNameTheFileAndTheProblem) {
   path = write_temp("truncated.idx", images.substr(0, images.size() - 1));
   msg = error_of<DataError>(defs({path, good.labels}));
   EXPECT_NE(msg.find(path + ") is truncated: 29 bytes of data after the header, which announces "
-                            "5 items of 6 uint8 values (30 bytes)"),
+                            "5 items of 6 uint8 values (30 bytes); item 4 starting at byte offset "
+                            "40 is cut at byte offset 45"),
             std::string::npos)
       << msg;
 
   path = write_temp("trailing.idx", images + "xy");
   msg = error_of<DataError>(defs({path, good.labels}));
-  EXPECT_NE(msg.find("has 2 bytes after the 30 bytes of data"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("has 2 bytes after the 30 bytes of data its header announces, from byte "
+                     "offset 46"),
+            std::string::npos)
+      << msg;
 
   // A gzip stream cut short: zlib notices the missing end.
   std::string gz_path = write_gzip("cut.gz", images);
@@ -177,7 +179,13 @@ TEST(IDXDeserializer, DamagedFilesNameTheFileAndTheProblem) {
       << msg;
 
   msg = error_of<DataError>(defs(good, {}, {.num_classes = 5}));
-  EXPECT_NE(msg.find("holds class 5 at item 4, outside [0, 5)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds class 5 at item 4 (byte offset 12), outside [0, 5)"), std::string::npos)
+      << msg;
+  path = write_gzip("five-labels-bad.gz", idx_bytes(0x08, {5}, {3, 1, 9, 1, 5}));
+  msg = error_of<DataError>(defs({good.images, path}));
+  EXPECT_NE(msg.find("holds class 9 at item 2 (byte offset 10 of the uncompressed data)"),
+            std::string::npos)
+      << msg;
 
   msg = error_of<DataError>(defs({good.images, good.images}));
   EXPECT_NE(msg.find("must hold one integer class index per item"), std::string::npos) << msg;
@@ -189,6 +197,46 @@ TEST(IDXDeserializer, DamagedFilesNameTheFileAndTheProblem) {
   msg = error_of<ArgumentError>(defs(good, {.is_sparse = true}));
   EXPECT_NE(msg.find("needs num_classes"), std::string::npos) << msg;
   EXPECT_THROW(IDXDeserializer({}), ArgumentError);
+}
+
+// CTF's rule (an empty input file is an error): a file of no items fails when it is opened,
+// naming itself, rather than as an empty source later.
+TEST(IDXDeserializer, FilesWithoutItemsFailAtOpen) {
+  for (bool gzip : {false, true}) {
+    std::string images = idx_bytes(0x08, {0, 2, 3}, {});
+    std::string labels = idx_bytes(0x08, {0}, {});
+    Files empty =
+        gzip ? Files{write_gzip("none-images.gz", images), write_gzip("none-labels.gz", labels)}
+             : Files{write_temp("none-images.idx", images), write_temp("none-labels.idx", labels)};
+    std::string msg = error_of<DataError>(defs(empty));
+    EXPECT_NE(
+        msg.find("The IDX file (" + empty.images + ") has dimension 0 of size 0 at byte offset 4"),
+        std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("it holds no items"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("uncompressed") != std::string::npos, gzip) << msg;
+  }
+}
+
+// A header whose sizes multiply past what size_t counts is reported as such, never with a
+// wrapped-around byte count.
+TEST(IDXDeserializer, OversizedHeaderIsReportedWithoutOverflow) {
+  Files good = five_items(false);
+  std::string path = write_temp("huge.idx", idx_bytes(0x0E, {0xFFFFFFFF, 0xFFFFFFFF}, {}));
+  std::string msg = error_of<DataError>(defs({path, good.labels}));
+  EXPECT_NE(msg.find(path + ") announces [4294967295,4294967295] float64 values, more bytes "
+                            "than can be addressed"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("18446744"), std::string::npos) << msg;
+  // Large but addressable: truncated, with the real byte count.
+  path = write_temp("big.idx", idx_bytes(0x0E, {0xFFFFFFFF, 4}, {1, 2, 3}));
+  msg = error_of<DataError>(defs({path, good.labels}));
+  EXPECT_NE(msg.find(path + ") is truncated: 3 bytes of data after the header, which announces "
+                            "4294967295 items of 4 float64 values (137438953440 bytes); item 0 "
+                            "starting at byte offset 12 is cut at byte offset 15"),
+            std::string::npos)
+      << msg;
 }
 
 // 100 items of 2x2 pixels in 7 chunks of 16: randomized sweeps, and a restored checkpoint
@@ -206,7 +254,7 @@ TEST(IDXDeserializer, RandomizedMinibatchSourceCheckpointsExactly) {
         ChunkingOptions{.sequences_per_chunk = 16});
   };
   MinibatchSourceConfig config{.randomization_seed = 7, .randomization_window_in_chunks = 2};
-  auto describe = [](MinibatchSource& s, const Minibatch& mb) {
+  auto describe = [](MinibatchSource& s, const Minibatch<StreamInformation>& mb) {
     std::ostringstream out;
     for (float v : mb.at(s["x"]).data.data().to_vector<float>()) out << v << ",";
     for (int32_t c : mb.at(s["y"]).data.data().csr_col_indices()) out << c << ";";
@@ -218,7 +266,7 @@ TEST(IDXDeserializer, RandomizedMinibatchSourceCheckpointsExactly) {
   // One sweep: every item once, in an order other than the file's; labels stay with pixels.
   std::vector<int> items;
   for (int i = 0; i < 10; ++i) {
-    Minibatch mb = source.next_minibatch(10);
+    Minibatch<StreamInformation> mb = source.next_minibatch(10);
     std::vector<float> x = mb.at(source["x"]).data.data().to_vector<float>();
     std::vector<int32_t> y = mb.at(source["y"]).data.data().csr_col_indices();
     for (size_t b = 0; b < y.size(); ++b) {
@@ -262,7 +310,7 @@ TEST(IDXDeserializer, FashionMnistTestSet) {
   std::vector<double> histogram(10);
   float lo = 1, hi = 0;
   size_t samples = 0;
-  for (Minibatch mb; !(mb = source.next_minibatch(1000)).empty();) {
+  for (Minibatch<StreamInformation> mb; !(mb = source.next_minibatch(1000)).empty();) {
     std::vector<float> y = mb.at(source["labels"]).data.data().to_vector<float>();
     for (size_t i = 0; i < y.size(); ++i) histogram[i % 10] += y[i];
     std::vector<float> x = mb.at(source["features"]).data.data().to_vector<float>();

@@ -36,6 +36,50 @@ TEST(InputMap, BatchVariablesGetBatchValuesSequenceVariablesGetSequences) {
   EXPECT_EQ(mb.at(x).number_of_samples, 2u);
 }
 
+TEST(InputMap, MinibatchesAreIndexedByVariableOrStream) {
+  std::string path = write_temp("index.ctf", "|x 1 2 |y 0:1\n|x 3 4 |y 2:1\n");
+  MinibatchSource source(std::make_shared<CTFDeserializer>(path, xy_streams()),
+                         {.randomize = false, .max_sweeps = 1});
+  Variable features = input_variable({2}, {.name = "features"});
+  Variable label = input_variable({3}, {.is_sparse = true, .name = "label"});
+  // CNTK's data[label] after next_minibatch(n, input_map), on a const map as well.
+  const auto data = source.next_minibatch(1, {{features, source["x"]}, {label, source["y"]}});
+  EXPECT_EQ(data[label].number_of_samples, 1u);
+  EXPECT_EQ(data[features].data.data().to_vector<float>(), (std::vector<float>{1, 2}));
+  // CNTK's mb[reader.streams.labels] without an input map.
+  auto mb = source.next_minibatch(1);
+  EXPECT_EQ(mb[source["y"]].data.data().to_vector<float>(), (std::vector<float>{0, 0, 1}));
+  EXPECT_EQ(mb.size(), 2u);
+
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const ArgumentError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "no ArgumentError";
+    return std::string();
+  };
+  // A key the minibatch does not hold is an error naming it and what there is, on one line;
+  // nothing is inserted.
+  Variable other = input_variable({1}, {.name = "weights"});
+  std::string msg = message([&] { (void)data[other]; });
+  EXPECT_NE(msg.find("no data for variable 'weights'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("variable 'features'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("variable 'label'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  StreamInformation unknown{.name = "z", .id = 7};
+  msg = message([&] { (void)mb[unknown]; });
+  EXPECT_NE(msg.find("no data for stream 'z'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("stream 'x'"), std::string::npos) << msg;
+  EXPECT_EQ(mb.size(), 2u);
+  // After the last sweep the minibatch is empty, and says so.
+  auto end = source.next_minibatch(1, {{label, source["y"]}});
+  ASSERT_TRUE(end.empty());
+  msg = message([&] { (void)end[label]; });
+  EXPECT_NE(msg.find("the minibatch is empty (its source has ended)"), std::string::npos) << msg;
+}
+
 TEST(InputMap, LongSequencesForABatchVariableAreAnError) {
   std::string path = write_temp("seqs.ctf", "0 |x 1 2 |y 0:1\n0 |x 3 4\n1 |x 5 6 |y 1:1\n");
   MinibatchSource source(std::make_shared<CTFDeserializer>(path, xy_streams()),

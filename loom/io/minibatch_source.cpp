@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "loom/core/random.h"
 
@@ -20,7 +23,34 @@ void shuffle(T first, T last, RandomGenerator& rng) {
   }
 }
 
+// How a minibatch's error messages name its keys.
+std::string key_name(const StreamInformation& s) {
+  return detail::concat("stream '", s.name, "' (id ", s.id, ", shape ", s.sample_shape.to_string(),
+                        ")");
+}
+std::string key_name(const Variable& v) {
+  return v.name().empty() ? "variable " + v.uid() : "variable '" + v.name() + "' (" + v.uid() + ")";
+}
+
 }  // namespace
+
+template <class Key>
+void Minibatch<Key>::throw_missing(const Key& key) const {
+  const std::string missing = key_name(key);
+  LOOM_CHECK(!this->empty(), ArgumentError, "Minibatch: no data for ", missing,
+             ": the minibatch is empty (its source has ended)");
+  std::vector<std::string> held;
+  for (const auto& entry : *this) held.push_back(key_name(entry.first));
+  std::sort(held.begin(), held.end());
+  std::string list;
+  for (const std::string& h : held) list += (list.empty() ? "" : ", ") + h;
+  throw ArgumentError(detail::concat(
+      "Minibatch: no data for ", missing, "; it holds ", list,
+      std::is_same_v<Key, Variable> ? " (next_minibatch's input_map binds variables to streams)"
+                                    : ""));
+}
+template void Minibatch<StreamInformation>::throw_missing(const StreamInformation&) const;
+template void Minibatch<Variable>::throw_missing(const Variable&) const;
 
 MinibatchSource::MinibatchSource(std::shared_ptr<Deserializer> deserializer,
                                  MinibatchSourceConfig config)
@@ -124,14 +154,15 @@ std::shared_ptr<const Chunk> MinibatchSource::chunk(size_t corpus, size_t index)
   return it->second;
 }
 
-std::unordered_map<StreamInformation, MinibatchData> MinibatchSource::next_minibatch(
-    size_t minibatch_size_in_samples, size_t num_data_partitions, size_t partition_index) {
+Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_size_in_samples,
+                                                             size_t num_data_partitions,
+                                                             size_t partition_index) {
   LOOM_CHECK(minibatch_size_in_samples > 0, ArgumentError,
              "next_minibatch: the minibatch size must be positive");
   LOOM_CHECK(num_data_partitions > 0 && partition_index < num_data_partitions, ArgumentError,
              "next_minibatch: partition_index ", partition_index,
              " is not below num_data_partitions ", num_data_partitions);
-  std::unordered_map<StreamInformation, MinibatchData> result;
+  Minibatch<StreamInformation> result;
   if (position_ >= end_position_) return result;
 
   // With fewer chunks than workers, chunk ownership would leave workers idle; then units are
@@ -261,7 +292,7 @@ void MinibatchSource::move_to(size_t position) {
   position_ = position;
 }
 
-std::unordered_map<Variable, MinibatchData> MinibatchSource::next_minibatch(
+Minibatch<Variable> MinibatchSource::next_minibatch(
     size_t minibatch_size_in_samples,
     const std::unordered_map<Variable, StreamInformation>& input_map, size_t num_data_partitions,
     size_t partition_index) {
@@ -270,7 +301,7 @@ std::unordered_map<Variable, MinibatchData> MinibatchSource::next_minibatch(
                "input map: stream '", stream.name, "' for variable '", var.name(),
                "' does not belong to this minibatch source");
   auto by_stream = next_minibatch(minibatch_size_in_samples, num_data_partitions, partition_index);
-  std::unordered_map<Variable, MinibatchData> out;
+  Minibatch<Variable> out;
   if (by_stream.empty()) return out;
   for (auto& [var, stream] : input_map) {
     MinibatchData data = by_stream.at(stream);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "loom/core/dictionary.h"
@@ -16,6 +17,30 @@
 #include "loom/io/deserializer.h"
 
 namespace loom {
+
+// What next_minibatch returns: one MinibatchData per stream, keyed by StreamInformation, or by
+// the variables of an input map (CNTK's `mb[reader.streams.labels]`, `data[label]`). A
+// std::unordered_map whose operator[] never inserts: mb[key] is that stream's data, or an
+// ArgumentError that names the key and the keys the minibatch holds (none once the source has
+// ended).
+template <class Key>
+class Minibatch : public std::unordered_map<Key, MinibatchData> {
+ public:
+  using std::unordered_map<Key, MinibatchData>::unordered_map;
+
+  const MinibatchData& operator[](const Key& key) const {
+    auto it = this->find(key);
+    if (it == this->end()) throw_missing(key);
+    return it->second;
+  }
+  MinibatchData& operator[](const Key& key) {
+    return const_cast<MinibatchData&>(std::as_const(*this)[key]);
+  }
+
+ private:
+  // Defined for StreamInformation and Variable keys (minibatch_source.cpp).
+  [[noreturn]] void throw_missing(const Key& key) const;
+};
 
 inline constexpr size_t INFINITELY_REPEAT = std::numeric_limits<size_t>::max();
 inline constexpr size_t FULL_DATA_SWEEP = std::numeric_limits<size_t>::max() - 1;
@@ -47,17 +72,18 @@ class MinibatchSource {
   // worker partition_index of num_data_partitions. The size is global: all workers walk the
   // same timeline and each gets its share of it (possibly no sequence; then every stream has
   // number_of_sequences == 0). Empty once max_samples or max_sweeps is reached.
-  std::unordered_map<StreamInformation, MinibatchData> next_minibatch(
-      size_t minibatch_size_in_samples, size_t num_data_partitions = 1, size_t partition_index = 0);
+  Minibatch<StreamInformation> next_minibatch(size_t minibatch_size_in_samples,
+                                              size_t num_data_partitions = 1,
+                                              size_t partition_index = 0);
 
-  // The stream with this name; ArgumentError listing the known names otherwise.
   // The same minibatch keyed by the variables of input_map. A stream bound to a variable
   // without a sequence axis comes as a batch of samples; its sequences must have length 1.
-  std::unordered_map<Variable, MinibatchData> next_minibatch(
+  Minibatch<Variable> next_minibatch(
       size_t minibatch_size_in_samples,
       const std::unordered_map<Variable, StreamInformation>& input_map,
       size_t num_data_partitions = 1, size_t partition_index = 0);
 
+  // The stream with this name; ArgumentError listing the known names otherwise.
   const StreamInformation& operator[](const std::string& name) const;
   const std::vector<StreamInformation>& stream_infos() const { return streams_; }
   // Samples in one sweep over the data.

@@ -12,10 +12,8 @@ namespace {
 
 using namespace testing_io;
 
-using Minibatch = std::unordered_map<StreamInformation, MinibatchData>;
-
 // Everything in a minibatch, byte for byte: per stream its counts, flags, shape, mask and data.
-std::string bytes_of(MinibatchSource& source, const Minibatch& mb) {
+std::string bytes_of(MinibatchSource& source, const Minibatch<StreamInformation>& mb) {
   if (mb.empty()) return "end";
   std::string out;
   for (const StreamInformation& s : source.stream_infos()) {
@@ -44,7 +42,7 @@ TEST(MinibatchSourceFromData, DenseAndSparseSamplesInOrder) {
                               {.randomize = false, .max_samples = 6});
   EXPECT_EQ(source["x"].sample_shape, (NDShape{1, 2}));
   EXPECT_EQ(source["y"].storage, StorageFormat::SparseCSR);
-  Minibatch mb = source.next_minibatch(3);
+  Minibatch<StreamInformation> mb = source.next_minibatch(3);
   EXPECT_EQ(mb.at(source["x"]).data.data().shape(), (NDShape{3, 1, 1, 2}));
   EXPECT_EQ(mb.at(source["x"]).data.data().to_vector<float>(),
             (std::vector<float>{1, 2, 3, 4, 5, 6}));
@@ -63,7 +61,7 @@ TEST(MinibatchSourceFromData, SequencesKeepTheirLengths) {
   Value tags = Value::one_hot_sequences(4, {{3}, {2}, {1}});
   MinibatchSource source =
       MinibatchSourceFromData({{"s", seqs}, {"t", tags}}, {.randomize = false, .max_sweeps = 1});
-  Minibatch mb = source.next_minibatch(5);
+  Minibatch<StreamInformation> mb = source.next_minibatch(5);
   const MinibatchData& s = mb.at(source["s"]);
   EXPECT_EQ(s.number_of_sequences, 2u);
   EXPECT_EQ(s.number_of_samples, 5u);

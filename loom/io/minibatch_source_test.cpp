@@ -41,17 +41,15 @@ std::shared_ptr<Deserializer> numbered_data(size_t chunk_size_bytes = 60) {
       CTFOptions{.chunk_size_bytes = chunk_size_bytes});
 }
 
-using Minibatch = std::unordered_map<StreamInformation, MinibatchData>;
-
 // The sequence numbers of a numbered_data minibatch, in batch order.
-std::vector<int> keys(MinibatchSource& source, const Minibatch& mb) {
+std::vector<int> keys(MinibatchSource& source, const Minibatch<StreamInformation>& mb) {
   std::vector<int> out;
   for (const auto& seq : mb.at(source["k"]).data.as_sequences<float>()) out.push_back(int(seq[0]));
   return out;
 }
 
 // Everything observable about a minibatch, to compare two timelines.
-std::string describe(MinibatchSource& source, const Minibatch& mb) {
+std::string describe(MinibatchSource& source, const Minibatch<StreamInformation>& mb) {
   if (mb.empty()) return "end";
   std::ostringstream out;
   for (const StreamInformation& s : source.stream_infos()) {
@@ -74,7 +72,7 @@ TEST(MinibatchSource, XorInFileOrder) {
   EXPECT_EQ(xy.storage, StorageFormat::Dense);
   EXPECT_EQ(source.stream_infos().size(), 2u);
   for (int sweep = 0; sweep < 3; ++sweep) {
-    Minibatch mb = source.next_minibatch(4);
+    Minibatch<StreamInformation> mb = source.next_minibatch(4);
     const MinibatchData& x = mb.at(xy);
     const MinibatchData& r = mb.at(source["r"]);
     EXPECT_TRUE(x.sweep_end);
@@ -94,7 +92,7 @@ TEST(MinibatchSource, MinibatchesCrossSweepsAndFlagTheirEnd) {
   std::vector<bool> ends;
   std::vector<float> first_r;
   for (int i = 0; i < 4; ++i) {
-    Minibatch mb = source.next_minibatch(3);
+    Minibatch<StreamInformation> mb = source.next_minibatch(3);
     ends.push_back(mb.at(source["r"]).sweep_end);
     first_r.push_back(mb.at(source["xy"]).data.data().to_vector<float>()[0]);
   }
@@ -105,7 +103,7 @@ TEST(MinibatchSource, MinibatchesCrossSweepsAndFlagTheirEnd) {
 TEST(MinibatchSource, MaxSamplesAndMaxSweepsEndTheTimeline) {
   MinibatchSource by_samples(xor_data(), {.randomize = false, .max_samples = 10});
   std::vector<size_t> sizes;
-  for (Minibatch mb; !(mb = by_samples.next_minibatch(4)).empty();)
+  for (Minibatch<StreamInformation> mb; !(mb = by_samples.next_minibatch(4)).empty();)
     sizes.push_back(mb.at(by_samples["xy"]).number_of_samples);
   EXPECT_EQ(sizes, (std::vector<size_t>{4, 4, 2}));
   EXPECT_TRUE(by_samples.next_minibatch(4).empty());
@@ -113,7 +111,7 @@ TEST(MinibatchSource, MaxSamplesAndMaxSweepsEndTheTimeline) {
   MinibatchSource by_sweeps(xor_data(), {.randomize = false, .max_sweeps = 2});
   sizes.clear();
   std::vector<bool> ends;
-  for (Minibatch mb; !(mb = by_sweeps.next_minibatch(3)).empty();) {
+  for (Minibatch<StreamInformation> mb; !(mb = by_sweeps.next_minibatch(3)).empty();) {
     sizes.push_back(mb.at(by_sweeps["xy"]).number_of_samples);
     ends.push_back(mb.at(by_sweeps["xy"]).sweep_end);
   }
@@ -150,7 +148,8 @@ TEST(MinibatchSource, UnknownStreamNamesTheKnownOnes) {
 
 TEST(MinibatchSource, SequencesArePaddedWithAMaskAndSparseStaysCsr) {
   MinibatchSource source(numbered_data(), {.randomize = false});
-  Minibatch mb = source.next_minibatch(6);  // sequences 0 (1 sample), 1 (2), 2 (3)
+  Minibatch<StreamInformation> mb =
+      source.next_minibatch(6);  // sequences 0 (1 sample), 1 (2), 2 (3)
   EXPECT_EQ(keys(source, mb), (std::vector<int>{0, 1, 2}));
   const MinibatchData& v = mb.at(source["v"]);
   EXPECT_EQ(v.number_of_samples, 6u);
@@ -181,7 +180,7 @@ TEST(MinibatchSource, RandomizedSweepsSeeEverySequenceOnce) {
     // A minibatch may cross a sweep end: sort sequences into sweeps by sample position.
     std::vector<std::vector<int>> out(3);
     size_t position = 0;
-    for (Minibatch mb; !(mb = source.next_minibatch(7)).empty();) {
+    for (Minibatch<StreamInformation> mb; !(mb = source.next_minibatch(7)).empty();) {
       for (int k : keys(source, mb)) {
         out.at(position / 100).push_back(k);  // a sweep holds 100 samples
         position += 1 + k % 4;
@@ -211,7 +210,7 @@ TEST(MinibatchSource, FrameModeSplitsSequencesIntoSamples) {
   auto data = std::make_shared<CTFDeserializer>(
       path, StreamDefs{{"a", StreamDef{.shape = 1}}, {"b", StreamDef{.shape = 1}}});
   MinibatchSource source(data, {.randomize = false, .frame_mode = true});
-  Minibatch mb = source.next_minibatch(2);
+  Minibatch<StreamInformation> mb = source.next_minibatch(2);
   EXPECT_EQ(mb.at(source["a"]).data.data().shape(), (NDShape{2, 1, 1}));
   EXPECT_EQ(mb.at(source["b"]).data.data().to_vector<float>(), (std::vector<float>{10, 20}));
   mb = source.next_minibatch(2);
@@ -272,7 +271,7 @@ TEST(MinibatchSource, PartitionsSplitTheDataDisjointlyAndCompletely) {
         std::vector<size_t> per_worker(workers);
         for (bool done = false; !done;) {
           for (size_t r = 0; r < workers; ++r) {
-            Minibatch mb = sources[r]->next_minibatch(10, workers, r);
+            Minibatch<StreamInformation> mb = sources[r]->next_minibatch(10, workers, r);
             done = mb.empty();
             if (done) break;
             for (int k : keys(*sources[r], mb)) seen.insert(k), ++per_worker[r];
@@ -290,7 +289,8 @@ TEST(MinibatchSource, PartitionsSplitTheDataDisjointlyAndCompletely) {
 
 TEST(MinibatchSource, AWorkerWithoutDataGetsAnEmptyMinibatch) {
   MinibatchSource source(xor_data(), {.randomize = false});
-  Minibatch mb = source.next_minibatch(1, 2, 1);  // sequence 0 belongs to worker 0
+  Minibatch<StreamInformation> mb =
+      source.next_minibatch(1, 2, 1);  // sequence 0 belongs to worker 0
   ASSERT_FALSE(mb.empty());
   EXPECT_EQ(mb.at(source["xy"]).number_of_sequences, 0u);
   EXPECT_EQ(mb.at(source["xy"]).data.data().shape(), (NDShape{0, 0, 2}));
@@ -302,7 +302,7 @@ TEST(MinibatchSource, CombinesDeserializersSequenceBySequence) {
                                         StreamDefs{{"y", StreamDef{.shape = 1}}});
   MinibatchSource source({xor_data(), labels}, {.randomize = false});
   EXPECT_EQ(source["y"].id, 2u);
-  Minibatch mb = source.next_minibatch(2);
+  Minibatch<StreamInformation> mb = source.next_minibatch(2);
   EXPECT_EQ(mb.at(source["y"]).data.data().to_vector<float>(), (std::vector<float>{1, 2}));
   EXPECT_EQ(mb.at(source["xy"]).data.data().to_vector<float>(), (std::vector<float>{0, 0, 1, 0}));
   auto short_labels = std::make_shared<CTFDeserializer>(write_temp("short_labels.ctf", "|y 1\n"),

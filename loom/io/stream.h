@@ -33,11 +33,11 @@ using StreamDefs = std::vector<std::pair<std::string, StreamDef>>;
 enum class StorageFormat : uint8_t { Dense, SparseCSR };
 
 struct StreamInformation {
-  std::string name;
+  std::string name{};
   size_t id = 0;
   StorageFormat storage = StorageFormat::Dense;
   DataType dtype = DataType::Float32;
-  NDShape sample_shape;
+  NDShape sample_shape{};
   bool defines_mb_size = false;
 
   bool is_sparse() const { return storage == StorageFormat::SparseCSR; }

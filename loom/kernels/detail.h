@@ -2,8 +2,6 @@
 // collapsed iteration space behind broadcasting and reductions.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
@@ -12,6 +10,17 @@
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/core/threads.h"
+
+// OpenMP's simd hint (vectorize, reordering a reduction) on the loops below: the kernels
+// compile with OpenMP; a translation unit without it gets plain loops and no unknown-pragma
+// warnings.
+#ifdef _OPENMP
+#define LOOM_OMP_SIMD(clauses) _Pragma(LOOM_OMP_PRAGMA_TEXT(omp simd clauses))
+#define LOOM_OMP_PRAGMA_TEXT(text) #text
+#else
+#define LOOM_OMP_SIMD(clauses)
+#endif
 
 namespace loom::kernels::detail {
 
@@ -25,19 +34,15 @@ template <class Body>
 void parallel_for(size_t n, size_t work, Body&& body) {
   if (n == 0) return;
   size_t threads = 1;
-  if (work >= 2 * kGrain && !omp_in_parallel())
-    threads = std::min({static_cast<size_t>(omp_get_max_threads()), n, work / kGrain});
+  if (work >= 2 * kGrain && !in_parallel_region())
+    threads = std::min({static_cast<size_t>(get_max_num_cpu_threads()), n, work / kGrain});
   if (threads <= 1) {
     body(size_t{0}, n);
     return;
   }
-#pragma omp parallel num_threads(static_cast <int>(threads))
-  {
-    const size_t t = static_cast<size_t>(omp_get_thread_num());
-    const size_t nt = static_cast<size_t>(omp_get_num_threads());
-    const size_t begin = n * t / nt, end = n * (t + 1) / nt;
+  for_each_piece(n, threads, [&](size_t, size_t begin, size_t end) {
     if (begin < end) body(begin, end);
-  }
+  });
 }
 
 // Calls f(std::true_type{}) or f(std::false_type{}), so loops get `accumulate` as a constant.
@@ -210,7 +215,7 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
         walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
           size_t i = 0;
           for (; i + kLanes <= len; i += kLanes) {
-#pragma omp simd
+            LOOM_OMP_SIMD()
             for (size_t j = 0; j < kLanes; ++j)
               lane[j] += static_cast<A>(load(k0 + r0, k1 + r1, k2 + r2, i + j));
           }
@@ -220,7 +225,7 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
         for (const A v : lane) acc += v;
       } else {
         walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
-#pragma omp simd reduction(max : acc)
+          LOOM_OMP_SIMD(reduction(max : acc))
           for (size_t i = 0; i < len; ++i) {
             const A v = load(k0 + r0, k1 + r1, k2 + r2, i);
             acc = v > acc ? v : acc;
@@ -269,7 +274,7 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
             const size_t o0 = k0 + r0 + m * red.stride[0][red.rank - 1];
             const size_t o1 = k1 + r1 + m * red.stride[1][red.rank - 1];
             const size_t o2 = k2 + r2 + m * red.stride[2][red.rank - 1];
-#pragma omp simd
+            LOOM_OMP_SIMD()
             for (size_t i = 0; i < n; ++i) {
               const A v = load(o0, o1, o2, c + i);
               if constexpr (C == Combine::Sum)
@@ -281,7 +286,7 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
         });
         const size_t o[kMaxOperands] = {k0, k1, k2};
         T* dst = out + o[target] + c;
-#pragma omp simd
+        LOOM_OMP_SIMD()
         for (size_t i = 0; i < n; ++i) finish(dst[i], buf[i]);
       }
     });

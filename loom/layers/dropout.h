@@ -11,10 +11,10 @@ namespace loom {
 
 struct DropoutOptions {
   // Exactly one of the two: the probability of dropping an element, or of keeping it.
-  std::optional<double> dropout_rate;
-  std::optional<double> keep_prob;
-  std::optional<uint64_t> seed;  // unset: next_default_generator()
-  std::string name;
+  std::optional<double> dropout_rate{};
+  std::optional<double> keep_prob{};
+  std::optional<uint64_t> seed{};  // unset: next_default_generator()
+  std::string name{};
 };
 
 // ArgumentError unless exactly one of dropout_rate (in [0, 1)) and keep_prob (in (0, 1]) is

@@ -75,6 +75,13 @@ class Learner {
   // 0 (how a schedule that ends in 0 stops training). The gradients are left unchanged.
   virtual bool update(std::unordered_map<Variable, NDArrayView>& gradients,
                       size_t training_sample_count, bool sweep_end = false) = 0;
+  // The same for gradients built in the call, as CNTK's Python learners take a dict:
+  // learner->update({{p, g}}, 2). (A subclass that declares update() hides this overload;
+  // call through a Learner pointer or reference.)
+  bool update(std::unordered_map<Variable, NDArrayView>&& gradients, size_t training_sample_count,
+              bool sweep_end = false) {
+    return update(gradients, training_sample_count, sweep_end);
+  }
 
   // The learning-rate schedule's value now.
   double learning_rate() const { return current_value(lr_schedule_); }

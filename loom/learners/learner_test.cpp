@@ -41,6 +41,15 @@ TEST(LearnerTest, ZeroLearningRateStopsWithoutChanges) {
   EXPECT_EQ(learner->total_number_of_minibatches_seen(), 1u);
 }
 
+TEST(LearnerTest, UpdateTakesGradientsBuiltInTheCall) {
+  // CNTK's seed 003: sgd_learner.update({p: g}, 2), -0.25 per minibatch of 2 at lr 0.5.
+  Parameter p = make_parameter({0.0f, 0.0f});
+  auto learner = sgd({p}, learning_rate_schedule(0.5, UnitType::minibatch));
+  EXPECT_TRUE(learner->update({{p, NDArrayView::from_vector<float>({2}, {1.0f, 1.0f})}}, 2));
+  EXPECT_EQ(values_of(p), (std::vector<float>{-0.25f, -0.25f}));
+  EXPECT_EQ(learner->total_number_of_samples_seen(), 2u);
+}
+
 TEST(LearnerTest, EmptyMinibatchIsAnError) {
   Parameter p = make_parameter({1.0f});
   auto learner = sgd({p}, 0.1);

@@ -18,9 +18,10 @@ void parallel_for(size_t n, F&& f, size_t elements) {
     for (size_t i = 0; i < n; ++i) f(i);
     return;
   }
-  const long long count = static_cast<long long>(n);
-#pragma omp parallel for schedule(static) num_threads(get_max_num_cpu_threads())
-  for (long long i = 0; i < count; ++i) f(static_cast<size_t>(i));
+  for_each_piece(n, static_cast<size_t>(get_max_num_cpu_threads()),
+                 [&](size_t, size_t begin, size_t end) {
+                   for (size_t i = begin; i < end; ++i) f(i);
+                 });
 }
 
 template <typename F>

@@ -35,7 +35,7 @@ class MySgd : public UserLearner {
   }
 
   bool update(std::unordered_map<Variable, NDArrayView>& gradient_values,
-              size_t training_sample_count, bool sweep_end) override {
+              size_t training_sample_count, bool /*sweep_end*/) override {
     for (auto& [p, g] : gradient_values) {
       const Function& new_p = new_p_.at(p.shape().dims());
       const Variable& grad_input = grad_input_.at(p.shape().dims());

@@ -51,7 +51,7 @@ class AssignOp : public OpDef {
     out.data = storage;
   }
 
-  void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
+  void backward(OpCall& call, size_t /*index*/, Tensor& dx, bool accumulate) const override {
     const Tensor& dy = *call.output_gradient;
     dispatch(dy.dtype, [&](auto zero) {
       using T = decltype(zero);

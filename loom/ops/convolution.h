@@ -33,8 +33,8 @@ struct ConvolutionOptions {
   // A bias added to each output channel: shape (O) or (O, 1, ...), as the Convolution layers
   // make it. Not in CNTK's convolution(), whose layers add it with plus(); here oneDNN adds it
   // inside the convolution and takes its gradient in the weights' pass.
-  std::optional<Variable> bias;
-  std::string name;
+  std::optional<Variable> bias{};
+  std::string name{};
 };
 
 // The convolution of operand [C, spatial...] with convolution_map W [O, C / groups,
@@ -51,10 +51,10 @@ struct ConvolutionTransposeOptions {
   // The spatial output extents (or [O, spatial...]); unset: the smallest whose convolution
   // gives the operand's extents, (in - 1) * stride + 1 with auto padding, else
   // (in - 1) * stride + dilated kernel - lower_pad - upper_pad.
-  std::optional<NDShape> output_shape;
+  std::optional<NDShape> output_shape{};
   std::vector<size_t> dilation{1};
   size_t reduction_rank = 1;  // 0: W is [O, kernel...] or [1, O, kernel...]
-  std::string name;
+  std::string name{};
 };
 
 // The gradient of a convolution with respect to its input, as a function of operand

@@ -236,7 +236,7 @@ TEST(Convolution, BlockedLayoutBetweenOneDnnOpsMatchesFloat64) {
     Function out;
     Variable conv1, relu1, pool1, conv2;
   };
-  auto net = [](DataType dt, const Variable& x, const std::vector<Parameter>& p) {
+  auto net = [](DataType /*dt*/, const Variable& x, const std::vector<Parameter>& p) {
     Net n;
     n.conv1 = convolution(p[0], x, {.bias = p[1]});
     n.relu1 = relu(n.conv1);

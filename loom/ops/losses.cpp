@@ -121,7 +121,7 @@ struct BinaryCrossEntropyFormula {
     return (1 - t) / (1 - o) - t / o;
   }
   template <typename T>
-  static T d_target(T o, T t) {
+  static T d_target(T o, T /*t*/) {
     return std::log(1 - o) - std::log(o);
   }
 };

@@ -19,7 +19,7 @@ struct PoolingOptions {
   std::vector<size_t> strides{1};         // one value, or one per window axis
   std::vector<bool> auto_padding{false};  // one value, or one per window axis
   bool include_pad = false;               // average: padding counts as zeros
-  std::string name;
+  std::string name{};
 };
 
 Function pooling(const Variable& operand, PoolingType type, const NDShape& pooling_window_shape,
