@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "loom/graph/executor.h"
-#include "loom/io/stream.h"
+#include "loom/io/minibatch_source.h"
 #include "loom/learners/learner.h"
 #include "loom/train/progress_writer.h"
 
 namespace loom {
 
-using MinibatchMap = std::unordered_map<Variable, MinibatchData>;
+// A minibatch keyed by the variables it feeds (next_minibatch with an input map).
+using MinibatchMap = Minibatch<Variable>;
 using ProgressWriters = std::vector<std::shared_ptr<ProgressWriter>>;
 
 // Values of a minibatch read from a source, for train_minibatch/test_minibatch/eval.
