@@ -28,7 +28,7 @@ size_t NDArrayView::argmax() const {
 namespace {
 
 constexpr size_t kLineWidth = 75, kThreshold = 1000, kEdgeItems = 3, kMaxDecimals = 8;
-constexpr size_t kEllipsis = size_t(-1);  // stands for "..." among an axis's indices
+constexpr size_t kEllipsis = size_t(-1);  // stands for "...," among an axis's indices
 
 // x with kMaxDecimals decimals, trailing zeros dropped (numpy 1.13's "%.8f" and "%.8e").
 std::string digits(double x, std::chars_format form) {
@@ -122,7 +122,7 @@ std::string format_array(const std::vector<double>& data, const NDShape& shape) 
     std::string s = "[";
     // The last axis: numbers on lines that leave room for the closing brackets (as numpy).
     for (size_t k = 0, column = d + 1; d + 1 == rank && k < idx.size(); ++k) {
-      const std::string word = idx[k] == kEllipsis ? "..." : text(parts[next++]);
+      const std::string word = idx[k] == kEllipsis ? "...," : text(parts[next++]);
       if (k && column + 1 + word.size() > kLineWidth - d - 1) {
         s += "\n" + indent;
         column = d + 1;
@@ -135,7 +135,7 @@ std::string format_array(const std::vector<double>& data, const NDShape& shape) 
     }
     for (size_t k = 0; d + 1 < rank && k < idx.size(); ++k) {
       if (k) s += std::string(rank - d - 1, '\n') + indent;
-      s += idx[k] == kEllipsis ? "..." : self(self, d + 1);
+      s += idx[k] == kEllipsis ? "...," : self(self, d + 1);
     }
     return s + "]";
   };

@@ -41,9 +41,9 @@ TEST(NDArrayFormat, ScalarsExponentsWrappingAndSummaries) {
   std::vector<float> big(2000);
   for (size_t i = 0; i < big.size(); ++i) big[i] = float(i % 7);
   EXPECT_EQ(NDArrayView::from_vector<float>({2000}, big).to_string(),
-            "[ 0.  1.  2. ...  2.  3.  4.]");  // i % 7
+            "[ 0.  1.  2. ...,  2.  3.  4.]");  // i % 7
   EXPECT_EQ(NDArrayView::from_vector<float>({2, 1000}, big).to_string(),
-            "[[ 0.  1.  2. ...  3.  4.  5.]\n [ 6.  0.  1. ...  2.  3.  4.]]");
+            "[[ 0.  1.  2. ...,  3.  4.  5.]\n [ 6.  0.  1. ...,  2.  3.  4.]]");
   std::ostringstream out;
   out << Value::one_hot(3, {2});
   EXPECT_EQ(out.str(), "[[ 0.  0.  1.]]");

@@ -103,7 +103,7 @@ class NDArrayView {
   // "[[ 1.5  -2.  ]\n [ 0.25  3.  ]]": 8 decimals with trailing zeros dropped, the points
   // aligned, a column for the sign, exponent form when the magnitudes reach 1e8, go below 1e-4
   // or span over 1e3, rows wrapped at 75 characters, and more than 1000 elements summarized as
-  // the first and last 3 along each axis around "...".
+  // the first and last 3 along each axis around "...,".
   std::string to_string() const;
 
  private:
