@@ -228,6 +228,9 @@ TEST(Messages, ParameterNamedByItsLayer) {
   e(input_variable(3));
   EXPECT_EQ(error_of([&] { e.parameter("b").set_value(NDArrayView(DataType::Float32, 3)); }),
             "set_value of Dense.b: ParameterTensor[2]: the new value has shape [3]");
+  Variable x = input_variable(3);
+  EXPECT_EQ(error_of([&] { plus(x, e.parameter("b")); }),
+            "Plus: shapes cannot be broadcast: Tensor[3], Dense.b: ParameterTensor[2]");
   EXPECT_EQ(input_variable(2, {.name = "x"}).describe(), "x: Tensor[2]");
   Variable unnamed = input_variable(2);
   EXPECT_EQ(unnamed.describe(), unnamed.uid() + ": Tensor[2]");
