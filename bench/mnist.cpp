@@ -148,7 +148,7 @@ Function convnet() {
   return Sequential({Convolution2D({5, 5}, 32, {.pad = true, .reduction_rank = 0}),
                      MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 48),
                      MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 64), Dense(96),
-                     Dropout(0.5), Dense(10, {.activation = Activation()})});
+                     Dropout(0.5), Dense(10, {.activation = None})});
 }
 
 int run_row(const Row& row, double seconds) {

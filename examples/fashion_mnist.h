@@ -87,7 +87,7 @@ inline loom::Function create_model_mn() {
       Convolution2D({5, 5}, 32, {.pad = true, .reduction_rank = 0}),  // black-and-white images
       MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 48),
       MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 64), Dense(96), Dropout(0.5),
-      Dense(10, {.activation = Activation()}),  // the softmax is in the criterion
+      Dense(10, {.activation = None}),  // the softmax is in the criterion
   });
 }
 

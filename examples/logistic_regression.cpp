@@ -1,7 +1,8 @@
 // Seed 002's logistic regression, fed through an explicit minibatch loop: 20,000 training
 // and 1,024 test points from two 2-D normal distributions, Dense(2) on 2 inputs,
 // cross_entropy_with_softmax as loss and classification_error as metric, sgd at 0.1 per
-// minibatch, minibatch 32, ProgressPrinter(50), an Evaluator on the test set.
+// minibatch, minibatch 32, ProgressPrinter(50), an Evaluator on the test set, and the model
+// applied to 20 test points.
 #include <cstdio>
 #include <memory>
 
@@ -71,5 +72,17 @@ int main() {
     evaluator.test_minibatch(
         minibatch(test, i, std::min(i + minibatch_size, test.labels.size()), x, y));
   evaluator.summarize_test_progress();
+
+  // Seed 002: run a few test samples through the model and compare with their labels.
+  Function model = model_lr(x);
+  Value scores =
+      model(std::vector<float>(test.features.begin(), test.features.begin() + 20 * kInputDim));
+  auto print_list = [](const char* title, const std::vector<size_t>& v) {
+    std::printf("%s [", title);
+    for (size_t i = 0; i < v.size(); ++i) std::printf("%s%zu", i ? ", " : "", v[i]);
+    std::printf("]\n");
+  };
+  print_list("Label    :", std::vector<size_t>(test.labels.begin(), test.labels.begin() + 20));
+  print_list("Predicted:", scores.argmax());
   return 0;
 }

@@ -87,8 +87,8 @@ NDArrayView NDArrayView::sparse_csr(const NDShape& shape, std::vector<int32_t> r
 }
 
 void NDArrayView::check_dtype(DataType expected) const {
-  LOOM_CHECK(dtype_ == expected, ShapeError, "tensor of type ", to_string(dtype_), " accessed as ",
-             to_string(expected));
+  LOOM_CHECK(dtype_ == expected, ShapeError, "tensor of type ", loom::to_string(dtype_),
+             " accessed as ", loom::to_string(expected));
 }
 
 template <typename T>

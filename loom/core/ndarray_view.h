@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "loom/core/data_type.h"
@@ -91,6 +93,19 @@ class NDArrayView {
   // True when both handles share storage.
   bool aliases(const NDArrayView& other) const { return buffer_ && buffer_ == other.buffer_; }
 
+  // Item i along the first axis (a batch's sample i): a view of the same storage (a sparse
+  // tensor's item is densified), of the shape without that axis.
+  NDArrayView operator[](size_t i) const;
+  // The position of the largest element in row-major order, the first of equals (numpy's
+  // a.argmax()): a class index for one sample's scores.
+  size_t argmax() const;
+  // The elements as print(a) shows them in numpy 1.13, as the seeds print arrays:
+  // "[[ 1.5  -2.  ]\n [ 0.25  3.  ]]": 8 decimals with trailing zeros dropped, the points
+  // aligned, a column for the sign, exponent form when the magnitudes reach 1e8, go below 1e-4
+  // or span over 1e3, rows wrapped at 75 characters, and more than 1000 elements summarized as
+  // the first and last 3 along each axis around "...,".
+  std::string to_string() const;
+
  private:
   struct Csr {
     std::vector<int32_t> row_offsets;
@@ -106,5 +121,7 @@ class NDArrayView {
   std::shared_ptr<Buffer> buffer_;  // dense storage
   std::shared_ptr<const Csr> csr_;  // sparse storage (immutable once built)
 };
+
+std::ostream& operator<<(std::ostream& out, const NDArrayView& a);
 
 }  // namespace loom

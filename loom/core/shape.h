@@ -16,6 +16,8 @@ class NDShape {
 
   NDShape() = default;
   NDShape(std::initializer_list<size_t> dims) : dims_(dims) {}
+  // One axis, as CNTK's `input_variable(2)`: `NDShape(2)` is `NDShape{2}`.
+  NDShape(size_t dim) : dims_{dim} {}
   explicit NDShape(std::vector<size_t> dims) : dims_(std::move(dims)) {}
 
   size_t rank() const { return dims_.size(); }

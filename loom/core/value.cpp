@@ -126,6 +126,19 @@ size_t Value::number_of_samples() const {
   return n;
 }
 
+std::vector<size_t> Value::argmax() const {
+  const size_t n = sample_shape().total_size();
+  std::vector<size_t> out;
+  for (const auto& sequence : as_sequences<double>())
+    for (auto it = sequence.begin(); it != sequence.end(); it += ptrdiff_t(n))
+      out.push_back(size_t(std::max_element(it, it + ptrdiff_t(n)) - it));
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& out, const Value& v) {
+  return out << v.to_string();
+}
+
 template <typename T>
 std::vector<std::vector<T>> Value::as_sequences() const {
   std::vector<T> all = data_.to_vector<T>();

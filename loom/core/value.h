@@ -3,7 +3,9 @@
 // which positions are real. Sparse data (e.g. one-hot) keeps CSR storage, one row per position.
 #pragma once
 
+#include <iosfwd>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "loom/core/mask.h"
@@ -48,10 +50,20 @@ class Value {
   template <typename T>
   std::vector<std::vector<T>> as_sequences() const;
 
+  // Sample i (a sequence value: sequence i, padded to [T, sample...]), as data()[i].
+  NDArrayView operator[](size_t i) const { return data_[i]; }
+  // For each sample, padding skipped, the position of its largest element: the predicted
+  // classes of a batch of scores (seed 002's `[z[i,:].argmax() for i in range(len(z))]`).
+  std::vector<size_t> argmax() const;
+  // The data as numpy prints it (NDArrayView::to_string).
+  std::string to_string() const { return data_.to_string(); }
+
  private:
   NDArrayView data_;
   bool is_sequence_;
   std::optional<NDMask> mask_;
 };
+
+std::ostream& operator<<(std::ostream& out, const Value& v);
 
 }  // namespace loom

@@ -34,8 +34,8 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
   for (auto& w : wrt) wanted.insert(w.impl().get());
   auto add_leaf = [&](const Variable& v) {
     if (v.is_output() || slot_index_.count(v.impl().get())) return;
-    LOOM_CHECK(!v.is_placeholder(), StateError, "placeholder '", v.name(), "' (", v.uid(),
-               ") is unbound: call the function on inputs before evaluating it");
+    LOOM_CHECK(!v.is_placeholder(), StateError, "placeholder ", v.describe(),
+               " is unbound: call the function on inputs before evaluating it");
     slot_index_[v.impl().get()] = leaf_vars_.size();
     leaf_vars_.push_back(v);
   };
@@ -49,7 +49,7 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     if (slots_[i].needs_grad && v.is_parameter())
       param_grads_.emplace(v, NDArrayView(v.dtype(), v.value().shape()));
     LOOM_CHECK(!slots_[i].needs_grad || v.is_parameter() || v.is_input(), ArgumentError,
-               "gradients exist for parameters and inputs only, not for '", v.name(), "'");
+               "gradients exist for parameters and inputs only, not for ", v.describe());
   }
   for (auto& f : order) {
     LOOM_CHECK(f->outputs.size() == 1, StateError, "op ", f->op->name(),
@@ -103,8 +103,8 @@ void Executor::plan_blocked_layouts() {
 
 size_t Executor::slot_of(const Variable& v) const {
   auto it = slot_index_.find(v.impl().get());
-  LOOM_CHECK(it != slot_index_.end(), ArgumentError, "variable '", v.name(), "' (", v.uid(),
-             ") is not part of the graph being computed");
+  LOOM_CHECK(it != slot_index_.end(), ArgumentError, v.describe(),
+             " is not part of the graph being computed");
   return it->second;
 }
 
@@ -125,8 +125,8 @@ void Executor::bind_sequence_layouts(const ValueMap& arguments) {
     if (found == sequence_layouts_.end()) {
       sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
     } else {
-      LOOM_CHECK(found->second->lengths == lengths, ShapeError, "input '", v.name(),
-                 "' has sequence lengths that differ from another input on sequence axis '", axis,
+      LOOM_CHECK(found->second->lengths == lengths, ShapeError, "input ", v.describe(),
+                 " has sequence lengths that differ from another input on sequence axis '", axis,
                  "'");
     }
   }
@@ -134,15 +134,20 @@ void Executor::bind_sequence_layouts(const ValueMap& arguments) {
 
 void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   // Messages are built only on failure: this runs for every input of every minibatch.
-#define LOOM_VAR "'", v.name(), "' (", v.uid(), ")"
-  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for variable ", LOOM_VAR, " has type ",
+#define LOOM_VAR v.describe()
+  LOOM_CHECK(value.dtype() == v.dtype(), ShapeError, "value for ", LOOM_VAR, " has type ",
              to_string(value.dtype()), " but the variable has type ", to_string(v.dtype()));
+  // CNTK densifies sparse data for a dense input (the executor does where an op needs it);
+  // dense data for a sparse input is an error, which also catches swapped features and labels.
+  LOOM_CHECK(value.is_sparse() || !v.is_sparse(), ShapeError, "value for ", LOOM_VAR,
+             " is dense, but the variable is sparse: give sparse data (Value::one_hot, a CSR "
+             "NDArrayView), or declare the input without is_sparse");
   const NDShape& data_shape = value.data().shape();
   size_t axes = value.is_sequence() ? 2 : 1;
   bool same_sample = data_shape.rank() == v.shape().rank() + axes &&
                      std::equal(v.shape().dims().begin(), v.shape().dims().end(),
                                 data_shape.dims().begin() + axes);
-  LOOM_CHECK(same_sample, ShapeError, "value for variable ", LOOM_VAR, " has sample shape ",
+  LOOM_CHECK(same_sample, ShapeError, "value for ", LOOM_VAR, " has sample shape ",
              value.sample_shape().to_string(), " but the variable has shape ",
              v.shape().to_string());
   Tensor& t = slot.value;
@@ -152,7 +157,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   size_t sample = v.shape().total_size();
   if (!v.has_batch_axis()) {  // a plain tensor (e.g. a gradient fed to an update graph)
     LOOM_CHECK(value.num_sequences() == 1 && value.number_of_samples() == 1, ShapeError,
-               "value for variable ", LOOM_VAR, " has ", value.number_of_samples(),
+               "value for ", LOOM_VAR, " has ", value.number_of_samples(),
                " samples, but the variable has no dynamic axes and takes exactly one");
     t.layout = nullptr;
     t.shape = v.shape();
@@ -163,7 +168,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   if (!v.has_sequence_axis()) {
     LOOM_CHECK(
         value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),
-        ShapeError, "value for variable ", LOOM_VAR,
+        ShapeError, "value for ", LOOM_VAR,
         " holds sequences longer than 1, but the variable has no sequence axis");
     size_t n = value.num_sequences();
     t.layout = layouts_.batch(n);
@@ -238,8 +243,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     Slot& slot = slots_[i];
     if (v.is_input()) {
       auto it = arguments.find(v);
-      LOOM_CHECK(it != arguments.end(), ArgumentError, "no value given for input '", v.name(),
-                 "' (", v.uid(), ") of shape ", v.shape().to_string());
+      LOOM_CHECK(it != arguments.end(), ArgumentError, "no value given for input ", v.describe());
       bind_input(v, slot, it->second);
     } else {
       NDArrayView& stored = v.value();  // alive as long as leaf_vars_ holds v
@@ -286,8 +290,8 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
   LOOM_CHECK(forward_done_, StateError, "backward before forward");
   for (auto& s : slots_) s.grad_written = false;
   size_t r = slot_of(root);
-  LOOM_CHECK(slots_[r].needs_grad, ArgumentError, "'", root.name(),
-             "' does not depend on any variable whose gradient was requested");
+  LOOM_CHECK(slots_[r].needs_grad, ArgumentError, root.describe(),
+             " does not depend on any variable whose gradient was requested");
   Tensor& seed = gradient_tensor(r);
   if (root_gradient) {
     const Tensor& value = slots_[r].value;
@@ -295,7 +299,7 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     bool matches =
         g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == root.shape() &&
         (value.dynamic() ? g.sequence_lengths() == value.layout->lengths : g.num_sequences() == 1);
-    LOOM_CHECK(matches, ShapeError, "root gradient for '", root.name(), "' of sample shape ",
+    LOOM_CHECK(matches, ShapeError, "root gradient for ", root.describe(), " of sample shape ",
                g.sample_shape().to_string(), " and ", g.num_sequences(),
                " sequence(s) does not match the output's shape ", root.shape().to_string(),
                " and layout");
@@ -320,8 +324,8 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     for (size_t i = 0; i < it->inputs.size(); ++i) {
       Slot& in = slots_[it->inputs[i]];
       if (!it->gradient_wanted[i]) continue;
-      LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input '",
-                 leaf_vars_[it->inputs[i]].name(), "' is not supported");
+      LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input ",
+                 leaf_vars_[it->inputs[i]].describe(), " is not supported");
       bool accumulate = in.grad_written;
       Tensor& g = accumulate ? in.grad : gradient_tensor(it->inputs[i]);
       f.op->backward(call, i, g, accumulate);
@@ -369,9 +373,9 @@ Value unpack(const Tensor& t, bool as_sequence) {
 
 Value Executor::output_value(const Variable& v) const {
   const Tensor& t = tensor(v);
-  LOOM_CHECK(!t.is_sparse(), StateError, "output_value of sparse '", v.name(), "'");
-  LOOM_CHECK(!t.blocked, StateError, "'", v.name(),
-             "' is held in oneDNN's blocked layout: compute it as an output to read it");
+  LOOM_CHECK(!t.is_sparse(), StateError, "output_value of sparse ", v.describe());
+  LOOM_CHECK(!t.blocked, StateError, v.describe(),
+             " is held in oneDNN's blocked layout: compute it as an output to read it");
   return unpack(t, v.has_sequence_axis());
 }
 
@@ -392,19 +396,19 @@ size_t Executor::sample_count(const Variable& v) const {
 
 NDArrayView Executor::parameter_gradient(const Variable& parameter) const {
   auto it = param_grads_.find(parameter);
-  LOOM_CHECK(it != param_grads_.end(), ArgumentError, "no gradient was requested for '",
-             parameter.name(), "'");
+  LOOM_CHECK(it != param_grads_.end(), ArgumentError, "no gradient was requested for ",
+             parameter.describe());
   return it->second;
 }
 
 Value Executor::gradient_value(const Variable& v) const {
   const Slot& slot = slots_[slot_of(v)];
-  LOOM_CHECK(slot.needs_grad, ArgumentError, "no gradient was requested for '", v.name(), "'");
+  LOOM_CHECK(slot.needs_grad, ArgumentError, "no gradient was requested for ", v.describe());
   if (v.is_parameter()) {
     NDArrayView g = parameter_gradient(v).deep_clone();
     return Value(g.reshaped(g.shape().prepend(1)), false);
   }
-  LOOM_CHECK(slot.grad_written, StateError, "'", v.name(), "' received no gradient");
+  LOOM_CHECK(slot.grad_written, StateError, v.describe(), " received no gradient");
   return unpack(slot.grad, v.has_sequence_axis());
 }
 

@@ -1,5 +1,6 @@
 #include "loom/graph/function.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "loom/graph/executor.h"
@@ -43,7 +44,7 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   auto push = [&](const Variable& v) {
     if (!v.is_output()) return;
     auto f = v.impl()->owner.lock();
-    LOOM_CHECK(f, StateError, "the function producing '", v.uid(), "' no longer exists");
+    LOOM_CHECK(f, StateError, "the function producing ", v.describe(), " no longer exists");
     if (done.count(f.get())) return;
     LOOM_CHECK(!on_stack.count(f.get()), StateError, "the graph has a cycle through ", f->uid,
                "; recurrences must go through past_value/future_value");
@@ -98,6 +99,76 @@ std::vector<Parameter> Function::parameters() const {
   return out;
 }
 
+namespace {
+// "a, b, c" for messages that list what exists.
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "(none)" : s;
+}
+
+std::string name_or_uid(const Variable& v) {
+  return v.name().empty() ? v.uid() : v.name();
+}
+}  // namespace
+
+Variable Function::argument(const std::string& name) const {
+  std::vector<Variable> found;
+  std::vector<std::string> names;
+  for (auto& a : arguments()) {
+    if (a.name() == name) found.push_back(a);
+    names.push_back(name_or_uid(a));
+  }
+  LOOM_CHECK(found.size() == 1, ArgumentError, to_string(), " has ",
+             found.empty() ? "no" : "several", " arguments named '", name,
+             "'; its arguments are: ", joined(names));
+  return found[0];
+}
+
+std::vector<std::string> Function::parameter_paths() const {
+  auto params = parameters();
+  // Each layer's label (its name, else its block name), and how many layers share it.
+  std::vector<const LayerTag*> layers;
+  std::unordered_map<std::string, size_t> label_count;
+  auto label = [](const LayerTag& l) { return l.name.empty() ? l.block_name : l.name; };
+  for (auto& p : params) {
+    const LayerTag* l = p.impl()->layer.get();
+    if (l && std::find(layers.begin(), layers.end(), l) == layers.end()) {
+      layers.push_back(l);
+      ++label_count[label(*l)];
+    }
+  }
+  std::unordered_map<const LayerTag*, std::string> prefix;
+  std::unordered_map<std::string, size_t> numbered;
+  for (const LayerTag* l : layers) {
+    std::string s = label(*l);
+    prefix[l] = label_count[s] > 1 ? s + std::to_string(++numbered[s]) + "." : s + ".";
+  }
+  std::vector<std::string> paths;
+  for (auto& p : params) {
+    const LayerTag* l = p.impl()->layer.get();
+    paths.push_back((l ? prefix[l] : "") + name_or_uid(p));
+  }
+  return paths;
+}
+
+Parameter Function::parameter(const std::string& path) const {
+  auto params = parameters();
+  auto paths = parameter_paths();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (paths[i] == path) return params[i];
+  std::vector<size_t> named;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].name() == path) named.push_back(i);
+  if (named.size() == 1) return params[named[0]];
+  std::vector<std::string> matches;
+  for (size_t i : named) matches.push_back(paths[i]);
+  LOOM_CHECK(named.empty(), ArgumentError, "'", path, "' names several parameters of ", to_string(),
+             ": ", joined(matches));
+  throw ArgumentError(detail::concat("no parameter '", path, "' in ", to_string(),
+                                     "; its parameters are: ", joined(paths)));
+}
+
 std::vector<Constant> Function::constants() const {
   std::vector<Constant> out;
   for (auto& v : leaves(outputs()))
@@ -136,9 +207,19 @@ std::string Function::op_name() const {
 }
 
 std::string Function::to_string() const {
-  std::string s = op_name() + "(";
+  const FunctionImpl& f = get(impl_);
+  // A primitive is shown as its op only when it is applied to the arguments themselves.
+  bool direct = true;
+  for (auto& in : f.inputs) direct = direct && !in.is_output();
+  std::string s = (f.name.empty() ? "" : f.name + ": ") +
+                  (!f.op    ? f.block_name
+                   : direct ? f.op->name()
+                            : "Composite") +
+                  "(";
   auto args = arguments();
-  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i].type_string();
+  for (size_t i = 0; i < args.size(); ++i)
+    s += (i ? ", " : "") + (args[i].name().empty() ? "" : args[i].name() + ": ") +
+         args[i].type_string();
   s += ") -> ";
   auto outs = outputs();
   if (outs.size() == 1) return s + outs[0].type_string();
@@ -204,6 +285,9 @@ Function as_block(const std::vector<Variable>& outputs, const std::string& block
                   const std::string& name) {
   Function c = combine(outputs, name);
   c.impl()->block_name = block_name;
+  auto layer = std::make_shared<const LayerTag>(LayerTag{block_name, name});
+  for (auto& p : c.parameters())
+    if (!p.impl()->layer) p.impl()->layer = layer;
   return c;
 }
 
@@ -216,8 +300,9 @@ Function Function::clone(ParameterCloneMethod method,
     if (it != map.end()) return it->second;
     if (v.is_parameter() && method != ParameterCloneMethod::Share) {
       NDArrayView copy = v.value().deep_clone();
-      Variable c = method == ParameterCloneMethod::Clone ? Variable(parameter(copy, v.name()))
+      Variable c = method == ParameterCloneMethod::Clone ? Variable(loom::parameter(copy, v.name()))
                                                          : Variable(constant(copy, v.name()));
+      c.impl()->layer = v.impl()->layer;
       map[v.impl().get()] = c;
       return c;
     }
@@ -235,8 +320,10 @@ Function Function::clone(ParameterCloneMethod method,
   }
   std::vector<Variable> new_roots;
   for (auto& r : roots) new_roots.push_back(mapped(r));
-  if (is_composite()) return as_block(new_roots, impl_->block_name, name());
-  return new_roots[0].owner();
+  if (!is_composite()) return new_roots[0].owner();
+  Function c = combine(new_roots, name());  // not as_block: the layer tags stay as they are
+  c.impl()->block_name = impl_->block_name;
+  return c;
 }
 
 Function Function::operator()(const std::vector<Variable>& args) const {
@@ -245,8 +332,14 @@ Function Function::operator()(const std::vector<Variable>& args) const {
   LOOM_CHECK(args.size() == params.size(), ArgumentError, to_string(), " takes ", params.size(),
              " argument(s), got ", args.size());
   std::unordered_map<Variable, Variable> subst;
-  for (size_t i = 0; i < args.size(); ++i) subst.emplace(params[i], args[i]);
-  return clone(ParameterCloneMethod::Share, subst);
+  bool on_arguments = true;  // CNTK shows a layer by its name only when applied to arguments
+  for (size_t i = 0; i < args.size(); ++i) {
+    subst.emplace(params[i], args[i]);
+    on_arguments = on_arguments && !args[i].is_output();
+  }
+  Function result = clone(ParameterCloneMethod::Share, subst);
+  if (result.is_composite() && !on_arguments) result.impl()->block_name = "Composite";
+  return result;
 }
 
 ValueMap Function::eval(const ValueMap& arguments, const std::vector<Variable>& outs) const {
@@ -261,6 +354,54 @@ ValueMap Function::eval(const ValueMap& arguments, const std::vector<Variable>& 
 Value Function::eval_one(const ValueMap& arguments) const {
   Variable o = output();
   return eval(arguments, {o}).at(o);
+}
+
+ArgumentData::ArgumentData(const std::vector<float>& values)
+    : data_(NDArrayView::from_vector<float>(NDShape(values.size()), values)), flat_(true) {}
+
+Value ArgumentData::to_value(const Variable& argument) const {
+  if (auto* value = std::get_if<Value>(&data_)) return *value;
+  const NDArrayView& a = std::get<NDArrayView>(data_);
+  const NDShape& sample = argument.shape();
+  const size_t sample_size = sample.total_size();
+  const bool sequence = argument.has_sequence_axis();
+  if (flat_) {
+    LOOM_CHECK(sample_size && a.size() % sample_size == 0, ShapeError, a.size(),
+               " values for argument ", argument.describe(), " are not a whole number of samples");
+    const NDShape samples = sample.prepend(a.size() / sample_size);
+    return Value(a.reshaped(sequence ? samples.prepend(1) : samples), sequence);
+  }
+  const size_t rank = a.shape().rank();
+  const bool fits = rank >= sample.rank() && rank <= sample.rank() + 1 + size_t(sequence) &&
+                    a.shape().sub_shape(rank - sample.rank()) == sample;
+  LOOM_CHECK(fits, ShapeError, "data of shape ", a.shape().to_string(), " for argument ",
+             argument.describe(), ": expected ", sample.to_string(),
+             sequence ? " ([T, shape]: one sequence, or [N, T, shape]: N sequences)"
+                      : " (one sample) or [N,...] (N samples)");
+  const size_t missing = sample.rank() + 1 + size_t(sequence) - rank;  // leading axes of 1
+  NDShape shape = a.shape();
+  for (size_t i = 0; i < missing; ++i) shape = shape.prepend(1);
+  return Value(a.reshaped(shape), sequence);
+}
+
+Value Function::operator()(const ArgumentData& data) const {
+  return eval(data);
+}
+
+Value Function::eval(const ArgumentData& data) const {
+  auto args = arguments();
+  LOOM_CHECK(args.size() == 1, ArgumentError, to_string(), " takes ", args.size(),
+             " arguments: give their data by name, eval({{\"name\", data}, ...})");
+  return eval_one({{args[0], data.to_value(args[0])}});
+}
+
+Value Function::eval_named(const NamedData& data) const {
+  ValueMap values;
+  for (auto& [name, d] : data) {
+    Variable a = argument(name);
+    values.insert_or_assign(a, d.to_value(a));
+  }
+  return eval_one(values);
 }
 
 ValueMap Function::grad(const ValueMap& arguments, const std::vector<Variable>& wrt) const {

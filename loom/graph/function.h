@@ -5,9 +5,13 @@
 // arguments in a copy of its graph that shares the parameters.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "loom/core/dictionary.h"
@@ -32,6 +36,24 @@ enum class ParameterCloneMethod {
   Freeze,  // the clone gets constants holding copies of the values
 };
 
+// Data for one argument of a function evaluated on data (`model(data)`, `model.eval(data)`): a
+// Value as is; an NDArrayView holding one sample of the argument's shape or a batch [N, shape...]
+// (a sequence argument: one sequence [T, shape...] or a batch [N, T, shape...]); or float values
+// in row-major order, a whole number of samples (a sequence argument: one sequence of them).
+class ArgumentData {
+ public:
+  ArgumentData(Value value) : data_(std::move(value)) {}
+  ArgumentData(NDArrayView array) : data_(std::move(array)) {}
+  ArgumentData(const std::vector<float>& values);
+
+  // The Value to bind to argument; ShapeError naming it when the data do not fit.
+  Value to_value(const Variable& argument) const;
+
+ private:
+  std::variant<Value, NDArrayView> data_;
+  bool flat_ = false;  // float values: any whole number of samples
+};
+
 // What Function::forward keeps for Function::backward: the executor holding the pass's
 // values. Valid until the next forward with the same state.
 struct BackPropState {
@@ -51,7 +73,17 @@ class Function {
   Variable output() const;
   // Inputs and placeholders of the whole graph, in the order they were first used.
   std::vector<Variable> arguments() const;
+  // The argument of that name (a loaded model's inputs: model.argument("features")).
+  // ArgumentError listing the arguments when none or several have it.
+  Variable argument(const std::string& name) const;
   std::vector<Parameter> parameters() const;
+  // The parameter at path: "<layer>.<parameter>" with the layer's name, or its block name
+  // numbered when the function has several ("Dense1.W", "Dense2.b"; one Dense: "Dense.W"), or
+  // a parameter's own name when only one parameter has it ("W"). ArgumentError listing the
+  // paths when none or several match.
+  Parameter parameter(const std::string& path) const;
+  // Every parameter's path, in parameters() order.
+  std::vector<std::string> parameter_paths() const;
   std::vector<Constant> constants() const;
   std::vector<Variable> placeholders() const;
 
@@ -63,15 +95,28 @@ class Function {
   const Dictionary& attributes() const;
   const OpDef& op() const;
 
-  // "Dense(Tensor[2]) -> Tensor[2]", "Composite(Tensor[2], SparseTensor[2]) -> Tuple[...]".
+  // As CNTK prints functions: "[name: ]Op(argument: Type, ...) -> Type" (or "-> Tuple[Type, ...]"),
+  // arguments without a name printing as just their type: "Dense(Tensor[2]) -> Tensor[2]",
+  // "Composite(images: Tensor[28,28], labels: SparseTensor[10]) -> Tuple[Tensor[1], Tensor[1]]".
+  // Op is the op or layer when it is applied directly to the arguments, else "Composite".
   std::string to_string() const;
 
   // Applies the function to arguments, which replace its placeholders in order (or its
   // arguments, when it has no placeholders). Parameters are shared.
   Function operator()(const std::vector<Variable>& args) const;
   template <typename... V>
-  Function operator()(const V&... args) const {
+  requires(std::is_convertible_v<const V&, Variable>&&...) Function operator()(
+      const V&... args) const {
     return (*this)(std::vector<Variable>{Variable(args)...});
+  }
+  // Evaluates a one-argument, one-output function on data: `scores = model(image)`; the
+  // output's value, [N, output shape...]: print it, index a sample (scores[0]), argmax().
+  Value operator()(const ArgumentData& data) const;
+  // model({2.f, 1.f}): float values (an overload of its own, which a braced list of numbers
+  // prefers to the vector of Variables; eval takes std::vector<float>, since eval({}) is an
+  // empty ValueMap).
+  Value operator()(std::initializer_list<float> values) const {
+    return eval(ArgumentData(std::vector<float>(values)));
   }
 
   // A copy of the graph; substitutions replace variables (placeholders, inputs) by others.
@@ -82,6 +127,16 @@ class Function {
   ValueMap eval(const ValueMap& arguments, const std::vector<Variable>& outputs = {}) const;
   // The single output's value.
   Value eval_one(const ValueMap& arguments) const;
+  // model(data) as a member, as CNTK's model.eval(data).
+  Value eval(const ArgumentData& data) const;
+
+  // The single output's value with the arguments' data by name:
+  // loss.eval({{"images", x}, {"labels", y}}). A template only so that eval({}) stays the
+  // ValueMap overload (a non-template wins a tie).
+  using NamedData = std::vector<std::pair<std::string, ArgumentData>>;
+  template <typename Named = NamedData>
+  requires std::is_same_v<Named, NamedData> Value eval(const Named& data)
+  const { return eval_named(data); }
   // Gradients of the sum of the single output over all samples with respect to wrt
   // (parameters or inputs).
   ValueMap grad(const ValueMap& arguments, const std::vector<Variable>& wrt) const;
@@ -106,6 +161,8 @@ class Function {
   bool operator==(const Function& o) const { return impl_ == o.impl_; }
 
  private:
+  Value eval_named(const NamedData& data) const;
+
   std::shared_ptr<FunctionImpl> impl_;
 };
 
@@ -116,7 +173,8 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
 // A composite whose outputs are the given variables' (loss and metric as one criterion).
 Function combine(const std::vector<Variable>& outputs, const std::string& name = "");
 // A composite of the given outputs that prints as block_name (how layers present themselves:
-// "Dense(Tensor[2]) -> Tensor[2]"); calling it gives a composite of the same block name.
+// "Dense(Tensor[2]) -> Tensor[2]"); calling it gives a composite of the same block name. The
+// parameters it uses that belong to no layer yet become this layer's (Function::parameter).
 Function as_block(const std::vector<Variable>& outputs, const std::string& block_name,
                   const std::string& name = "");
 

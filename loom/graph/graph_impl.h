@@ -14,6 +14,14 @@
 
 namespace loom {
 
+// The layer a parameter was created by: its block name ("Dense") and the name the layer was
+// given (may be empty). The parameters of one layer object share one tag, which is how a model
+// tells two Dense layers apart (Function::parameter).
+struct LayerTag {
+  std::string block_name;
+  std::string name;
+};
+
 struct VariableImpl {
   VariableKind kind;
   NDShape shape;
@@ -31,6 +39,8 @@ struct VariableImpl {
   std::optional<NDArrayView> value;
   Initializer init;
   RandomGenerator init_generator;
+  // Parameters of a layer: the layer (set by as_block; null for free parameters).
+  std::shared_ptr<const LayerTag> layer;
 
   // Fixes the inferred dimensions of a parameter's shape and runs its initializer.
   void resolve_shape(const NDShape& full);
@@ -50,6 +60,9 @@ class FunctionImpl {
   // the model file and of checkpoints (loom/graph/random_state.h).
   std::optional<RandomGenerator> random;
 };
+
+// describe(Variable) for the state behind it.
+std::string describe(const VariableImpl& v);
 
 // A new uid with the given prefix ("Parameter", "Input", "Plus", ...), unique in the process.
 std::string new_uid(const std::string& prefix);

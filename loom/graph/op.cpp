@@ -28,8 +28,8 @@ namespace {
 std::string describe(const std::vector<Variable>& inputs) {
   std::string s;
   for (size_t i = 0; i < inputs.size(); ++i)
-    s += (i ? ", " : "") + inputs[i].type_string() +
-         (inputs[i].name().empty() ? "" : " '" + inputs[i].name() + "'");
+    s += (i ? ", " : "") +
+         (inputs[i].name().empty() ? inputs[i].type_string() : inputs[i].describe());
   return s;
 }
 }  // namespace

@@ -59,17 +59,16 @@ NDArrayView& Variable::value() const {
   LOOM_CHECK(impl_, StateError, "use of an empty Variable");
   VariableImpl& v = *impl_;
   LOOM_CHECK(v.kind == VariableKind::Parameter || v.kind == VariableKind::Constant, StateError,
-             "variable '", v.name, "' (", v.uid,
-             ") is not a parameter or constant and has no value");
-  LOOM_CHECK(v.value.has_value(), StateError, "parameter '", v.name, "' of shape ",
-             v.shape.to_string(), " has no value yet: its shape is inferred at the first call");
+             loom::describe(v), " is not a parameter or constant and has no value");
+  LOOM_CHECK(v.value.has_value(), StateError, loom::describe(v),
+             " has no value yet: its shape is inferred at the first call of its layer");
   return *v.value;
 }
 
 void Variable::set_value(const NDArrayView& value) const {
   NDArrayView& current = this->value();
-  LOOM_CHECK(value.shape() == current.shape(), ShapeError, "set_value of '", name(), "': shape ",
-             value.shape().to_string(), " does not match ", current.shape().to_string());
+  LOOM_CHECK(value.shape() == current.shape(), ShapeError, "set_value of ", describe(),
+             ": the new value has shape ", value.shape().to_string());
   current.copy_from(value);
 }
 
@@ -77,33 +76,53 @@ Function Variable::owner() const {
   const VariableImpl& v = get(impl_);
   LOOM_CHECK(v.kind == VariableKind::Output, StateError, "only outputs have an owner function");
   auto f = v.owner.lock();
-  LOOM_CHECK(f, StateError, "the function producing '", v.uid, "' no longer exists");
+  LOOM_CHECK(f, StateError, "the function producing ", loom::describe(v), " no longer exists");
   return Function(f);
 }
 
+namespace {
+std::string type_string(const VariableImpl& v) {
+  if (!v.shape_known) return "Sequence[tensor]";  // CNTK: unknown shape and dynamic axes
+  std::string t = std::string(v.kind == VariableKind::Parameter ? "ParameterTensor"
+                              : v.is_sparse                     ? "SparseTensor"
+                                                                : "Tensor") +
+                  v.shape.to_string();
+  if (v.dynamic_axes.size() < 2) return t;
+  const Axis& axis = v.dynamic_axes[1];
+  if (axis == Axis::default_dynamic_axis()) return "Sequence[" + t + "]";
+  return "SequenceOver[" + axis.name() + "][" + t + "]";
+}
+}  // namespace
+
 std::string Variable::type_string() const {
-  const VariableImpl& v = get(impl_);
-  if (!v.shape_known) return "Placeholder";
-  std::string t = std::string(v.is_sparse ? "SparseTensor" : "Tensor") + v.shape.to_string();
-  return v.dynamic_axes.size() > 1 ? "Sequence[" + t + "]" : t;
+  return loom::type_string(get(impl_));
+}
+
+std::string describe(const VariableImpl& v) {
+  std::string name = v.name.empty() ? v.uid : v.name;
+  if (v.layer) name = (v.layer->name.empty() ? v.layer->block_name : v.layer->name) + "." + name;
+  return name + ": " + type_string(v);
+}
+
+std::string Variable::describe() const {
+  return loom::describe(get(impl_));
 }
 
 Parameter::Parameter(const Variable& v) : Variable(v) {
-  LOOM_CHECK(v.is_parameter(), ArgumentError, "variable '", v.name(), "' is not a parameter");
+  LOOM_CHECK(v.is_parameter(), ArgumentError, v.describe(), " is not a parameter");
 }
 
 Constant::Constant(const Variable& v) : Variable(v) {
-  LOOM_CHECK(v.is_constant(), ArgumentError, "variable '", v.name(), "' is not a constant");
+  LOOM_CHECK(v.is_constant(), ArgumentError, v.describe(), " is not a constant");
 }
 
 void VariableImpl::resolve_shape(const NDShape& full) {
   // An inferred axis may stand for several (a Dense layer over images maps all their axes).
   LOOM_CHECK(full.rank() == shape.rank() || (shape.has_inferred() && full.rank() > shape.rank()),
-             ShapeError, "parameter '", name, "' of shape ", shape.to_string(),
-             " cannot take shape ", full.to_string());
+             ShapeError, describe(*this), " cannot take shape ", full.to_string());
   for (size_t i = 0; i < full.rank() && full.rank() == shape.rank(); ++i)
-    LOOM_CHECK(shape[i] == NDShape::kInferred || shape[i] == full[i], ShapeError, "parameter '",
-               name, "' of shape ", shape.to_string(), " cannot take shape ", full.to_string());
+    LOOM_CHECK(shape[i] == NDShape::kInferred || shape[i] == full[i], ShapeError, describe(*this),
+               " cannot take shape ", full.to_string());
   if (value) return;
   shape = full;
   value = NDArrayView(dtype, shape);

@@ -58,8 +58,14 @@ class Variable {
   // Outputs: the primitive function producing it.
   Function owner() const;
 
-  // As CNTK's Python API prints types: "Tensor[2]", "SparseTensor[2]", "Sequence[Tensor[2]]".
+  // As CNTK's Python API prints types: "Tensor[2]", "SparseTensor[2]", "Sequence[Tensor[2]]",
+  // "SequenceOver[axis][Tensor[2]]", "ParameterTensor[2,5]", "Sequence[tensor]" (a placeholder,
+  // or an output computed from one: shape and axes not known yet).
   std::string type_string() const;
+  // How messages name a variable: "images: Tensor[28,28]", "Dense.W: ParameterTensor[784,96]"
+  // (a layer's parameter: the layer's name, or its block name, then the parameter's), the uid
+  // where there is no name ("Input3: Tensor[2]").
+  std::string describe() const;
 
   bool valid() const { return impl_ != nullptr; }
   bool operator==(const Variable& o) const { return impl_ == o.impl_; }

@@ -1,6 +1,6 @@
 // Activation: the function a layer applies to its output. Built from an op such as
 // loom::tanh or loom::relu (`.activation = relu`), from any callable on a Variable, or
-// empty for none (the identity).
+// None for none (the identity), as CNTK's `activation=None`: `Dense(10, {.activation = None})`.
 #pragma once
 
 #include <functional>
@@ -26,5 +26,8 @@ class Activation {
  private:
   std::function<Variable(const Variable&)> fn_;
 };
+
+// No activation; given explicitly it also overrides a default_options activation.
+inline const Activation None;
 
 }  // namespace loom

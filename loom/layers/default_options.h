@@ -3,7 +3,7 @@
 // setting wins; each layer option given explicitly wins over any default.
 //
 //   { auto scope = default_options({.activation = relu});
-//     auto model = Sequential({Dense(96), Dense(10, {.activation = Activation()})}); }
+//     auto model = Sequential({Dense(96), Dense(10, {.activation = None})}); }
 #pragma once
 
 #include <optional>

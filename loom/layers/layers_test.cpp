@@ -93,7 +93,7 @@ TEST(Sequential, ComposesAndPrints) {
   Function model = Sequential({Dense(2, {.activation = tanh}), Dense(1)});
   Variable xy = input_variable({2});
   Function z = model(xy);
-  EXPECT_EQ(z.to_string(), "Sequential(Tensor[2]) -> Tensor[1]");
+  EXPECT_EQ(z.to_string(), "Composite(Tensor[2]) -> Tensor[1]");
   EXPECT_EQ(model.parameters().size(), 4u);
   EXPECT_EQ(uids(model.parameters()), uids(z.parameters()));
   Function id = Identity();
@@ -140,8 +140,8 @@ TEST(DefaultOptions, ScopesSetAndRestoreDefaults) {
   };
   {
     auto scope = default_options({.activation = relu});
-    EXPECT_EQ(run(Dense(1)), 0.f);                                 // relu(-3)
-    EXPECT_EQ(run(Dense(1, {.activation = Activation()})), -3.f);  // explicit none wins
+    EXPECT_EQ(run(Dense(1)), 0.f);                         // relu(-3)
+    EXPECT_EQ(run(Dense(1, {.activation = None})), -3.f);  // explicit none wins
     {
       auto inner = default_options({.bias = false});
       Function d = Dense(1);
@@ -244,7 +244,7 @@ TEST(Function, ArgumentsParametersAndCombinePrinting) {
   Variable z = model(x);
   Function criterion = combine({cross_entropy_with_softmax(z, y), squared_error(z, y)});
   EXPECT_EQ(criterion.to_string(),
-            "Composite(Tensor[2], SparseTensor[2]) -> Tuple[Tensor[1], Tensor[1]]");
+            "Composite(x: Tensor[2], y: SparseTensor[2]) -> Tuple[Tensor[1], Tensor[1]]");
   auto args = criterion.arguments();
   ASSERT_EQ(args.size(), 2u);
   EXPECT_EQ(args[0], x);

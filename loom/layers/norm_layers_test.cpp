@@ -21,7 +21,7 @@ TEST(BatchNormalizationLayer, SpatialInfersPerChannelStatisticsAndTrains) {
   Variable x = input_variable({3, 4, 4}, f64("x"));
   Function layer = BatchNormalization({.map_rank = 1, .init_scale = 2, .dtype = kF64});
   Function f = layer(x);
-  EXPECT_EQ(f.to_string(), "BatchNormalization(Tensor[3,4,4]) -> Tensor[3,4,4]");
+  EXPECT_EQ(f.to_string(), "BatchNormalization(x: Tensor[3,4,4]) -> Tensor[3,4,4]");
   for (const Parameter& p : f.parameters()) EXPECT_EQ(p.shape(), NDShape{3}) << p.name();
   const Constant mean = constant_named(f, "aggregate_mean");
   const Constant count = constant_named(f, "aggregate_count");
@@ -62,7 +62,7 @@ TEST(BatchNormalizationLayer, PerElementAndSharedAcrossCalls) {
 TEST(LayerNormalizationLayer, InfersSampleShapedParameters) {
   Variable x = input_variable({2, 3}, f64("x"));
   Function f = LayerNormalization({.initial_scale = 1, .initial_bias = 0.5, .dtype = kF64})(x);
-  EXPECT_EQ(f.to_string(), "LayerNormalization(Tensor[2,3]) -> Tensor[2,3]");
+  EXPECT_EQ(f.to_string(), "LayerNormalization(x: Tensor[2,3]) -> Tensor[2,3]");
   for (const Parameter& p : f.parameters()) EXPECT_EQ(p.shape(), (NDShape{2, 3}));
   const auto y = values(f.eval_one({{x, random_batch({2, 3}, 3, kF64, 3)}}));
   for (size_t n = 0; n < 3; ++n) {

@@ -3,10 +3,11 @@
 namespace loom {
 
 Function Sequential(const std::vector<Function>& layers, const std::string& name) {
-  Variable x = placeholder("x");
-  Variable r = x;
+  // CNTK composes the layers onto identity(keep), so a Sequential is a plain composite over
+  // a placeholder named keep: it prints as "Composite(keep: Sequence[tensor]) -> ...".
+  Variable r = placeholder("keep");
   for (const Function& layer : layers) r = layer(r);
-  return as_block({r}, "Sequential", name);
+  return combine({r}, name);
 }
 
 Function Identity(const std::string& name) {

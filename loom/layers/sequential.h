@@ -1,5 +1,6 @@
-// Sequential composes layers: Sequential({f, g, h})(x) = h(g(f(x))). Identity passes its
-// input through.
+// Sequential composes layers: Sequential({f, g, h})(x) = h(g(f(x))), a composite (it prints as
+// "Composite(...)", as CNTK's does; its parameters keep their layers' paths, "Dense2.W").
+// Identity passes its input through.
 #pragma once
 
 #include <vector>

@@ -8,10 +8,6 @@ namespace loom {
 
 namespace {
 
-std::string describe(const Variable& v) {
-  return v.type_string() + (v.name().empty() ? "" : " '" + v.name() + "'") + " (" + v.uid() + ")";
-}
-
 class AssignOp : public OpDef {
  public:
   const char* name() const override { return "Assign"; }
@@ -20,16 +16,17 @@ class AssignOp : public OpDef {
     const Variable& ref = in[0];
     const Variable& input = in[1];
     LOOM_CHECK(ref.is_parameter() || ref.is_constant(), ArgumentError,
-               "Assign: ref must be a Parameter or a Constant, got ", describe(ref));
-    LOOM_CHECK(!input.has_batch_axis(), ShapeError, "Assign: input ", describe(input),
+               "Assign: ref must be a Parameter or a Constant, got ", ref.describe());
+    LOOM_CHECK(!input.has_batch_axis(), ShapeError, "Assign: input ", input.describe(),
                " has dynamic axes; assign takes a plain tensor of ref's shape");
-    LOOM_CHECK(ref.dtype() == input.dtype(), ShapeError, "Assign: ref ", describe(ref), " is ",
-               to_string(ref.dtype()), " but input ", describe(input), " is ",
+    LOOM_CHECK(ref.dtype() == input.dtype(), ShapeError, "Assign: ref ", ref.describe(), " is ",
+               to_string(ref.dtype()), " but input ", input.describe(), " is ",
                to_string(input.dtype()));
     if (ref.is_parameter() && ref.shape().has_inferred())
       resolve_parameter_shape(ref, input.shape());
-    LOOM_CHECK(ref.shape() == input.shape(), ShapeError, "Assign: ref ", describe(ref),
-               " and input ", describe(input), " have different shapes; assign does not broadcast");
+    LOOM_CHECK(ref.shape() == input.shape(), ShapeError, "Assign: ref ", ref.describe(),
+               " and input ", input.describe(),
+               " have different shapes; assign does not broadcast");
     return {{input.shape(), input.dtype(), {}, false}};
   }
 

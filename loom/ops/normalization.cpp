@@ -14,18 +14,14 @@ namespace loom {
 
 namespace {
 
-std::string describe(const Variable& v) {
-  return v.type_string() + (v.name().empty() ? "" : " '" + v.name() + "'") + " (" + v.uid() + ")";
-}
-
 // Fixes the inferred dimensions of a parameter (or of a constant made with inferred ones) and
 // checks a known shape against the expected one.
 void require_shape(const char* op, const char* role, const Variable& v, const NDShape& expected) {
-  LOOM_CHECK(!v.has_batch_axis(), ShapeError, op, ": ", role, " ", describe(v),
+  LOOM_CHECK(!v.has_batch_axis(), ShapeError, op, ": ", role, " ", v.describe(),
              " has dynamic axes; it must be a plain tensor of shape ", expected.to_string());
   if (v.shape().has_inferred() && (v.is_parameter() || v.is_constant()))
     resolve_parameter_shape(v, expected);
-  LOOM_CHECK(v.shape() == expected, ShapeError, op, ": ", role, " ", describe(v),
+  LOOM_CHECK(v.shape() == expected, ShapeError, op, ": ", role, " ", v.describe(),
              " must have shape ", expected.to_string());
 }
 
@@ -70,10 +66,10 @@ class BatchNormalizationOp : public OpDef {
     LOOM_CHECK(epsilon >= 0 && std::isfinite(epsilon), ArgumentError,
                "BatchNormalization: epsilon ", epsilon, " must be finite and >= 0");
     const Variable& x = in[kX];
-    LOOM_CHECK(x.has_batch_axis(), ShapeError, "BatchNormalization: input ", describe(x),
+    LOOM_CHECK(x.has_batch_axis(), ShapeError, "BatchNormalization: input ", x.describe(),
                " has no batch axis; batch statistics need a minibatch");
     LOOM_CHECK(!spatial || x.shape().rank() >= 1, ShapeError,
-               "BatchNormalization: spatial normalization of ", describe(x),
+               "BatchNormalization: spatial normalization of ", x.describe(),
                " needs a channel axis (the first axis of the sample)");
     const NDShape stats = spatial ? NDShape{x.shape()[0]} : x.shape();
     require_shape(name(), "scale", in[kScale], stats);
@@ -83,11 +79,11 @@ class BatchNormalizationOp : public OpDef {
                  i == kMean  ? "mean"
                  : i == kVar ? "variance"
                              : "count",
-                 " ", describe(in[i]), " must be a Constant (the op updates it in training)");
+                 " ", in[i].describe(), " must be a Constant (the op updates it in training)");
     require_shape(name(), "running_mean", in[kMean], stats);
     require_shape(name(), "running_inv_std", in[kVar], stats);
     LOOM_CHECK(in[kCount].shape().total_size() == 1, ShapeError,
-               "BatchNormalization: running_count ", describe(in[kCount]),
+               "BatchNormalization: running_count ", in[kCount].describe(),
                " must hold a single element");
     return {{x.shape(), common_dtype(name(), in), x.dynamic_axes(), false}};
   }

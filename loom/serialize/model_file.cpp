@@ -1,5 +1,6 @@
 #include "loom/serialize/model_file.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -54,9 +55,19 @@ DictionaryMap describe_variable(const VariableImpl& v) {
   return d;
 }
 
-DictionaryMap describe_leaf(const VariableImpl& v) {
+// layers: the layer tags met so far, numbered in order (a layer's parameters share one).
+DictionaryMap describe_leaf(const VariableImpl& v, std::vector<const LayerTag*>& layers) {
   DictionaryMap d = describe_variable(v);
   if (v.value) d["value"] = *v.value;
+  if (v.layer) {
+    auto it = std::find(layers.begin(), layers.end(), v.layer.get());
+    if (it == layers.end()) it = layers.insert(it, v.layer.get());
+    DictionaryMap layer;
+    layer["block_name"] = v.layer->block_name;
+    layer["name"] = v.layer->name;
+    layer["index"] = int64_t(it - layers.begin());
+    d["layer"] = std::move(layer);
+  }
   if (v.kind == VariableKind::Parameter) {
     DictionaryMap init;
     init["kind"] = int64_t(v.init.kind);
@@ -321,9 +332,10 @@ Dictionary model_to_dictionary(const Function& f) {
                "' (a graph combining two loaded copies of one model?); clone one of them first");
   };
   DictionaryVector variables, functions;
+  std::vector<const LayerTag*> layers;
   for (const Variable& v : leaves) {
     claim(v.uid(), v.impl().get(), "variable");
-    variables.emplace_back(describe_leaf(*v.impl()));
+    variables.emplace_back(describe_leaf(*v.impl(), layers));
   }
   for (const auto& fn : order) {
     claim(fn->uid, fn.get(), "function");
@@ -371,9 +383,19 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   };
 
   const auto& variables = top.get<DictionaryVector>("variables");
+  std::unordered_map<int64_t, std::shared_ptr<const LayerTag>> layers;  // by stored index
   for (size_t i = 0; i < variables.size(); ++i) {
     Fields f = item(top, variables, i, "variables");
     auto v = read_leaf(f);
+    if (f.has("layer")) {
+      if (v->kind != VariableKind::Parameter) f.fail("only a Parameter belongs to a layer");
+      Fields l = f.child("layer");
+      auto& tag = layers[l.get<int64_t>("index")];
+      if (!tag)
+        tag = std::make_shared<const LayerTag>(
+            LayerTag{l.get<std::string>("block_name"), l.get<std::string>("name")});
+      v->layer = tag;
+    }
     std::string uid = v->uid;
     define(f, uid, Variable(std::move(v)));
   }
@@ -466,7 +488,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   }
   const std::string& uid = r.get<std::string>("uid");
   if (r.get<bool>("composite")) {
-    Function c = as_block(roots, r.get<std::string>("block_name"), r.get<std::string>("name"));
+    Function c = combine(roots, r.get<std::string>("name"));  // the layers are as stored
+    c.impl()->block_name = r.get<std::string>("block_name");
     c.impl()->uid = uid;
     return c;
   }

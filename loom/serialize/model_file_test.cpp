@@ -245,7 +245,7 @@ TEST_F(ModelFileTest, UncalledLayerKeepsItsInitializerAndGenerator) {
   set_fixed_random_seed(3);
   Function d = Dense(5, {.init = glorot_normal(0.5)});
   Function loaded = load_model_from_bytes(save_model_to_bytes(d));
-  EXPECT_EQ(loaded.to_string(), "Dense(Placeholder) -> Placeholder");
+  EXPECT_EQ(loaded.to_string(), "Dense(x: Sequence[tensor]) -> Sequence[tensor]");
   EXPECT_EQ(loaded.parameters()[0].shape().to_string(), "[-1,5]");
   EXPECT_FALSE(loaded.parameters()[0].impl()->value.has_value());
   // Calling both infers W and draws its values from the same generator state.

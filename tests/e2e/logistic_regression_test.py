@@ -21,4 +21,11 @@ expect(len(epoch) == 1, "no Finished Epoch[1] line")
 ev = matching(out, r"Finished Evaluation \[1\]: Minibatch\[1-32\]: metric = (\d+\.\d\d)% \* 1024;")
 expect(len(ev) == 1, "no Finished Evaluation line")
 expect(6.0 <= float(ev[0][1]) <= 10.0, f"test error {ev[0][1]}% is not near 8.11%")
+labels = matching(out, r"Label    : \[((?:\d, )*\d)\]")
+predicted = matching(out, r"Predicted: \[((?:\d, )*\d)\]")
+expect(len(labels) == 1 and len(predicted) == 1, "no Label/Predicted lines")
+expect(labels[0][1] == "0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0, 1",
+       "labels differ from seed 002's")  # the same numpy-generated test data
+agree = sum(a == b for a, b in zip(labels[0][1].split(", "), predicted[0][1].split(", ")))
+expect(agree >= 16, f"only {agree} of 20 predictions match their labels")
 print("logistic_regression: 1 passed, 0 failed")
