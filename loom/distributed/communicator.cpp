@@ -1,0 +1,342 @@
+#include "loom/distributed/communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+namespace loom::distributed {
+
+namespace {
+
+// Tag of the messages by which workers that timed out in a collective find each other.
+constexpr int kLivenessTag = 7001;
+// Tensors below this many bytes travel packed in a bucket; larger ones are reduced in place.
+constexpr size_t kBucketBytes = size_t{4} << 20;
+
+std::string mpi_message(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+void check_mpi(int code, const char* call) {
+  LOOM_CHECK(code == MPI_SUCCESS, CommunicationError, call, " failed: ", mpi_message(code));
+}
+
+int as_int(size_t n, const char* what) {
+  LOOM_CHECK(n <= size_t(std::numeric_limits<int>::max()), ArgumentError, what, ": ", n,
+             " elements are more than one MPI call carries (2^31 - 1)");
+  return static_cast<int>(n);
+}
+
+std::string ranks_text(const std::vector<size_t>& ranks) {
+  std::string s;
+  for (size_t r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+struct Communicator::Mpi {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<MPI_Request> pending;  // the requests of the collective in progress
+};
+
+Communicator::Communicator() {
+  if (!launched_by_mpi()) return;
+  int initialized = 0;
+  check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
+  if (!initialized) {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  }
+  mpi_ = std::make_unique<Mpi>();
+  // Loom's own communicator, so its tags never meet the program's messages; errors come back
+  // as codes (and become exceptions) instead of ending the process.
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &mpi_->comm), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(mpi_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(mpi_->comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(mpi_->comm, &size), "MPI_Comm_size");
+  rank_ = static_cast<size_t>(rank);
+  workers_ = static_cast<size_t>(size);
+}
+
+Communicator::~Communicator() = default;
+
+std::shared_ptr<Communicator> mpi_communicator() {
+  static std::mutex mutex;
+  static std::shared_ptr<Communicator> world;
+  std::lock_guard lock(mutex);
+  if (!world) {
+    world.reset(new Communicator());
+    // A program that never calls finalize() still ends MPI cleanly (mpirun reports a worker
+    // that exits without MPI_Finalize as failed).
+    if (world->mpi_) std::atexit([] { world->finalize(); });
+  }
+  return world;
+}
+
+void Communicator::set_timeout(std::chrono::milliseconds timeout) {
+  LOOM_CHECK(timeout.count() > 0, ArgumentError, "Communicator: the time limit must be > 0, got ",
+             timeout.count(), " ms");
+  timeout_ = timeout;
+}
+
+void Communicator::begin(const char* what) {
+  LOOM_CHECK(!finalized_, StateError, "Communicator::", what, ": the communicator was finalized");
+  LOOM_CHECK(!failed_, StateError, "Communicator::", what,
+             ": the communicator failed earlier (a worker was lost); restart the job");
+  ++collectives_;
+  if (mpi_) mpi_->pending.clear();
+}
+
+void Communicator::wait(const char* what) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout_;
+  auto& requests = mpi_->pending;
+  // MPI progresses a non-blocking collective only inside MPI calls, so the first polls follow
+  // each other closely; a longer wait sleeps between polls to leave the core to others.
+  for (unsigned polls = 0;; ++polls) {
+    int done = 0;
+    const int code =
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS) {
+      failed_ = true;
+      throw CommunicationError(detail::concat("Communicator::", what, " (collective ", collectives_,
+                                              ") failed: ", mpi_message(code)));
+    }
+    if (done) break;
+    if (Clock::now() >= deadline) lost(what);
+    if (polls < 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  requests.clear();
+}
+
+void Communicator::lost(const char* what) {
+  // The collective cannot be cancelled; the communicator is unusable from here on.
+  failed_ = true;
+  // Every worker still alive times out in the same collective (within the skew of when they
+  // entered it) and sends its sequence number to all others; who has not sent one within one
+  // more time limit is lost.
+  const int n = static_cast<int>(workers_);
+  const int me = static_cast<int>(rank_);
+  std::vector<uint64_t> received(workers_, 0);
+  std::vector<MPI_Request> receives, sends;
+  std::vector<int> peer_of_receive;
+  const uint64_t sequence = collectives_;
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    receives.emplace_back();
+    peer_of_receive.push_back(p);
+    MPI_Irecv(&received[p], 1, MPI_UINT64_T, p, kLivenessTag, mpi_->comm, &receives.back());
+    sends.emplace_back();
+    MPI_Isend(&sequence, 1, MPI_UINT64_T, p, kLivenessTag, mpi_->comm, &sends.back());
+  }
+  std::vector<bool> answered(workers_, false);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  size_t answers = 0;
+  while (answers < receives.size() && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < receives.size(); ++i) {
+      if (answered[peer_of_receive[i]]) continue;
+      int done = 0;
+      MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE);
+      if (done) {
+        answered[peer_of_receive[i]] = true;
+        ++answers;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<size_t> lost_workers;
+  for (int p = 0; p < n; ++p)
+    if (p != me && !answered[p]) lost_workers.push_back(static_cast<size_t>(p));
+  const double seconds = double(timeout_.count()) / 1000.0;
+  if (lost_workers.empty())
+    throw WorkerLostError(
+        detail::concat("Communicator::", what, " (collective ", sequence, ") did not complete in ",
+                       seconds,
+                       " s although every worker answered: the workers called "
+                       "different collectives (every worker must call the same ones in the "
+                       "same order)"),
+        {});
+  throw WorkerLostError(
+      detail::concat("Communicator::", what, " (collective ", sequence, ") on worker ", rank_,
+                     " of ", workers_, ": lost worker", lost_workers.size() > 1 ? "s " : " ",
+                     ranks_text(lost_workers), ": it did not take part within ", seconds,
+                     " s and did not answer since (it has stopped or hangs); the job cannot "
+                     "continue, restart it from the last checkpoint"),
+      lost_workers);
+}
+
+void Communicator::barrier() {
+  begin("barrier");
+  if (!mpi_) return;
+  mpi_->pending.emplace_back();
+  check_mpi(MPI_Ibarrier(mpi_->comm, &mpi_->pending.back()), "MPI_Ibarrier");
+  wait("barrier");
+}
+
+void Communicator::all_reduce_sum(std::span<NDArrayView> tensors) {
+  for (const auto& t : tensors)
+    LOOM_CHECK(!t.is_sparse(), ArgumentError,
+               "Communicator::all_reduce_sum: sparse tensors are not supported; densify first");
+  begin("all_reduce_sum");
+  if (!mpi_) return;
+  const double share = 2.0 * double(workers_ - 1) / double(workers_);
+  // Buckets: per data type, consecutive small tensors packed together.
+  struct Bucket {
+    DataType dtype;
+    std::vector<size_t> members;
+    std::vector<std::byte> data;
+  };
+  std::vector<Bucket> buckets;
+  std::vector<size_t> in_place;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const size_t bytes = tensors[i].size() * size_of(tensors[i].dtype());
+    if (bytes >= kBucketBytes) {
+      in_place.push_back(i);
+      continue;
+    }
+    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) {
+      return b.dtype == tensors[i].dtype() && b.data.size() + bytes <= kBucketBytes;
+    });
+    if (it == buckets.end()) it = buckets.insert(buckets.end(), Bucket{tensors[i].dtype(), {}, {}});
+    const size_t offset = it->data.size();
+    it->data.resize(offset + bytes);
+    std::memcpy(it->data.data() + offset, tensors[i].raw_data(), bytes);
+    it->members.push_back(i);
+  }
+  auto start = [&](void* data, size_t count, DataType dtype) {
+    mpi_->pending.emplace_back();
+    const MPI_Datatype type = dtype == DataType::Float32 ? MPI_FLOAT : MPI_DOUBLE;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, as_int(count, "all_reduce_sum"), type, MPI_SUM,
+                             mpi_->comm, &mpi_->pending.back()),
+              "MPI_Iallreduce");
+    bytes_sent_ += uint64_t(share * double(count * size_of(dtype)));
+  };
+  for (auto& b : buckets) start(b.data.data(), b.data.size() / size_of(b.dtype), b.dtype);
+  for (size_t i : in_place) start(tensors[i].raw_data(), tensors[i].size(), tensors[i].dtype());
+  wait("all_reduce_sum");
+  for (auto& b : buckets) {
+    size_t offset = 0;
+    for (size_t i : b.members) {
+      const size_t bytes = tensors[i].size() * size_of(tensors[i].dtype());
+      std::memcpy(tensors[i].raw_data(), b.data.data() + offset, bytes);
+      offset += bytes;
+    }
+  }
+}
+
+void Communicator::all_reduce_sum(std::span<double> values) {
+  NDArrayView view =
+      NDArrayView::from_vector<double>(NDShape{values.size()}, std::span<const double>(values));
+  all_reduce_sum(std::span<NDArrayView>(&view, 1));
+  std::memcpy(values.data(), view.data<double>(), values.size() * sizeof(double));
+}
+
+void Communicator::all_to_all(std::span<const std::span<const std::byte>> send,
+                              std::span<const std::span<std::byte>> recv) {
+  LOOM_CHECK(send.size() == workers_ && recv.size() == workers_, ArgumentError,
+             "Communicator::all_to_all: ", send.size(), " blocks to send and ", recv.size(),
+             " to receive; expected one per worker (", workers_, ")");
+  LOOM_CHECK(send[rank_].size() == recv[rank_].size(), ArgumentError,
+             "Communicator::all_to_all: this worker's own block is ", send[rank_].size(),
+             " bytes to send but ", recv[rank_].size(), " to receive");
+  begin("all_to_all");
+  std::memcpy(recv[rank_].data(), send[rank_].data(), send[rank_].size());
+  if (!mpi_) return;
+  // One contiguous send and receive buffer: MPI_Ialltoallv addresses blocks by displacement.
+  std::vector<int> send_counts(workers_), send_displs(workers_), recv_counts(workers_),
+      recv_displs(workers_);
+  size_t send_total = 0, recv_total = 0;
+  for (size_t j = 0; j < workers_; ++j) {
+    const bool other = j != rank_;
+    send_counts[j] = other ? as_int(send[j].size(), "all_to_all") : 0;
+    recv_counts[j] = other ? as_int(recv[j].size(), "all_to_all") : 0;
+    send_displs[j] = as_int(send_total, "all_to_all");
+    recv_displs[j] = as_int(recv_total, "all_to_all");
+    send_total += size_t(send_counts[j]);
+    recv_total += size_t(recv_counts[j]);
+  }
+  std::vector<std::byte> send_buffer(send_total), recv_buffer(recv_total);
+  for (size_t j = 0; j < workers_; ++j)
+    if (j != rank_)
+      std::memcpy(send_buffer.data() + send_displs[j], send[j].data(), send[j].size());
+  mpi_->pending.emplace_back();
+  check_mpi(MPI_Ialltoallv(send_buffer.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                           recv_buffer.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE,
+                           mpi_->comm, &mpi_->pending.back()),
+            "MPI_Ialltoallv");
+  bytes_sent_ += send_total;
+  wait("all_to_all");
+  for (size_t j = 0; j < workers_; ++j)
+    if (j != rank_)
+      std::memcpy(recv[j].data(), recv_buffer.data() + recv_displs[j], recv[j].size());
+}
+
+void Communicator::all_gather(std::span<const std::span<std::byte>> out) {
+  LOOM_CHECK(out.size() == workers_, ArgumentError, "Communicator::all_gather: ", out.size(),
+             " blocks; expected one per worker (", workers_, ")");
+  begin("all_gather");
+  if (!mpi_) return;
+  std::vector<int> counts(workers_), displs(workers_);
+  size_t total = 0;
+  for (size_t j = 0; j < workers_; ++j) {
+    counts[j] = as_int(out[j].size(), "all_gather");
+    displs[j] = as_int(total, "all_gather");
+    total += out[j].size();
+  }
+  std::vector<std::byte> buffer(total);
+  std::memcpy(buffer.data() + displs[rank_], out[rank_].data(), out[rank_].size());
+  mpi_->pending.emplace_back();
+  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buffer.data(), counts.data(), displs.data(),
+                            MPI_BYTE, mpi_->comm, &mpi_->pending.back()),
+            "MPI_Iallgatherv");
+  bytes_sent_ += uint64_t(out[rank_].size()) * (workers_ - 1);
+  wait("all_gather");
+  for (size_t j = 0; j < workers_; ++j)
+    if (j != rank_) std::memcpy(out[j].data(), buffer.data() + displs[j], out[j].size());
+}
+
+std::vector<std::vector<std::byte>> Communicator::all_gather_bytes(
+    std::span<const std::byte> mine) {
+  std::vector<uint64_t> sizes(workers_, 0);
+  sizes[rank_] = mine.size();
+  std::vector<std::span<std::byte>> size_blocks;
+  for (auto& s : sizes) size_blocks.emplace_back(reinterpret_cast<std::byte*>(&s), sizeof(s));
+  all_gather(size_blocks);
+  std::vector<std::vector<std::byte>> result(workers_);
+  std::vector<std::span<std::byte>> blocks;
+  for (size_t j = 0; j < workers_; ++j) {
+    result[j].resize(sizes[j]);
+    blocks.emplace_back(result[j]);
+  }
+  std::memcpy(result[rank_].data(), mine.data(), mine.size());
+  all_gather(blocks);
+  return result;
+}
+
+void Communicator::finalize() {
+  if (!mpi_ || finalized_) return;
+  finalized_ = true;
+  if (failed_) MPI_Abort(MPI_COMM_WORLD, 1);
+  int code = MPI_Comm_free(&mpi_->comm);
+  if (code == MPI_SUCCESS) code = MPI_Finalize();
+  check_mpi(code, "MPI_Finalize");
+}
+
+}  // namespace loom::distributed
