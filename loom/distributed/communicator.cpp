@@ -248,85 +248,81 @@ void Communicator::all_reduce_sum(std::span<double> values) {
   std::memcpy(values.data(), view.data<double>(), values.size() * sizeof(double));
 }
 
-void Communicator::all_to_all(std::span<const std::span<const std::byte>> send,
-                              std::span<const std::span<std::byte>> recv) {
-  LOOM_CHECK(send.size() == workers_ && recv.size() == workers_, ArgumentError,
-             "Communicator::all_to_all: ", send.size(), " blocks to send and ", recv.size(),
-             " to receive; expected one per worker (", workers_, ")");
-  LOOM_CHECK(send[rank_].size() == recv[rank_].size(), ArgumentError,
-             "Communicator::all_to_all: this worker's own block is ", send[rank_].size(),
-             " bytes to send but ", recv[rank_].size(), " to receive");
-  begin("all_to_all");
-  std::memcpy(recv[rank_].data(), send[rank_].data(), send[rank_].size());
-  if (!mpi_) return;
-  // One contiguous send and receive buffer: MPI_Ialltoallv addresses blocks by displacement.
-  std::vector<int> send_counts(workers_), send_displs(workers_), recv_counts(workers_),
-      recv_displs(workers_);
-  size_t send_total = 0, recv_total = 0;
-  for (size_t j = 0; j < workers_; ++j) {
-    const bool other = j != rank_;
-    send_counts[j] = other ? as_int(send[j].size(), "all_to_all") : 0;
-    recv_counts[j] = other ? as_int(recv[j].size(), "all_to_all") : 0;
-    send_displs[j] = as_int(send_total, "all_to_all");
-    recv_displs[j] = as_int(recv_total, "all_to_all");
-    send_total += size_t(send_counts[j]);
-    recv_total += size_t(recv_counts[j]);
+namespace {
+// MPI's counts and displacements of blocks of the given sizes laid one after another.
+struct Layout {
+  std::vector<int> counts, displacements;
+  size_t total = 0;
+};
+Layout layout_of(std::span<const size_t> bytes, const char* what) {
+  Layout l;
+  for (size_t b : bytes) {
+    l.counts.push_back(as_int(b, what));
+    l.displacements.push_back(as_int(l.total, what));
+    l.total += b;
   }
-  std::vector<std::byte> send_buffer(send_total), recv_buffer(recv_total);
-  for (size_t j = 0; j < workers_; ++j)
-    if (j != rank_)
-      std::memcpy(send_buffer.data() + send_displs[j], send[j].data(), send[j].size());
+  return l;
+}
+}  // namespace
+
+void Communicator::all_to_all(std::span<const std::byte> send, std::span<const size_t> send_bytes,
+                              std::span<std::byte> recv, std::span<const size_t> recv_bytes) {
+  const Layout out = layout_of(send_bytes, "all_to_all"), in = layout_of(recv_bytes, "all_to_all");
+  LOOM_CHECK(send_bytes.size() == workers_ && recv_bytes.size() == workers_, ArgumentError,
+             "Communicator::all_to_all: ", send_bytes.size(), " blocks to send and ",
+             recv_bytes.size(), " to receive; expected one per worker (", workers_, ")");
+  LOOM_CHECK(out.total == send.size() && in.total == recv.size(), ArgumentError,
+             "Communicator::all_to_all: the blocks add up to ", out.total, " bytes to send and ",
+             in.total, " to receive; the buffers hold ", send.size(), " and ", recv.size());
+  LOOM_CHECK(send_bytes[rank_] == recv_bytes[rank_], ArgumentError,
+             "Communicator::all_to_all: this worker's own block is ", send_bytes[rank_],
+             " bytes to send but ", recv_bytes[rank_], " to receive");
+  begin("all_to_all");
+  if (!mpi_) {
+    std::memcpy(recv.data(), send.data(), send.size());
+    return;
+  }
   mpi_->pending.emplace_back();
-  check_mpi(MPI_Ialltoallv(send_buffer.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
-                           recv_buffer.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE,
+  check_mpi(MPI_Ialltoallv(send.data(), out.counts.data(), out.displacements.data(), MPI_BYTE,
+                           recv.data(), in.counts.data(), in.displacements.data(), MPI_BYTE,
                            mpi_->comm, &mpi_->pending.back()),
             "MPI_Ialltoallv");
-  bytes_sent_ += send_total;
+  bytes_sent_ += out.total - send_bytes[rank_];
   wait("all_to_all");
-  for (size_t j = 0; j < workers_; ++j)
-    if (j != rank_)
-      std::memcpy(recv[j].data(), recv_buffer.data() + recv_displs[j], recv[j].size());
 }
 
-void Communicator::all_gather(std::span<const std::span<std::byte>> out) {
-  LOOM_CHECK(out.size() == workers_, ArgumentError, "Communicator::all_gather: ", out.size(),
-             " blocks; expected one per worker (", workers_, ")");
+void Communicator::all_gather(std::span<std::byte> blocks, std::span<const size_t> bytes) {
+  const Layout l = layout_of(bytes, "all_gather");
+  LOOM_CHECK(bytes.size() == workers_ && l.total == blocks.size(), ArgumentError,
+             "Communicator::all_gather: ", bytes.size(), " blocks of ", l.total,
+             " bytes in all; expected one per worker (", workers_, ") filling the buffer's ",
+             blocks.size());
   begin("all_gather");
   if (!mpi_) return;
-  std::vector<int> counts(workers_), displs(workers_);
-  size_t total = 0;
-  for (size_t j = 0; j < workers_; ++j) {
-    counts[j] = as_int(out[j].size(), "all_gather");
-    displs[j] = as_int(total, "all_gather");
-    total += out[j].size();
-  }
-  std::vector<std::byte> buffer(total);
-  std::memcpy(buffer.data() + displs[rank_], out[rank_].data(), out[rank_].size());
   mpi_->pending.emplace_back();
-  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buffer.data(), counts.data(), displs.data(),
-                            MPI_BYTE, mpi_->comm, &mpi_->pending.back()),
+  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, blocks.data(), l.counts.data(),
+                            l.displacements.data(), MPI_BYTE, mpi_->comm, &mpi_->pending.back()),
             "MPI_Iallgatherv");
-  bytes_sent_ += uint64_t(out[rank_].size()) * (workers_ - 1);
+  bytes_sent_ += uint64_t(bytes[rank_]) * (workers_ - 1);
   wait("all_gather");
-  for (size_t j = 0; j < workers_; ++j)
-    if (j != rank_) std::memcpy(out[j].data(), buffer.data() + displs[j], out[j].size());
 }
 
 std::vector<std::vector<std::byte>> Communicator::all_gather_bytes(
     std::span<const std::byte> mine) {
   std::vector<uint64_t> sizes(workers_, 0);
   sizes[rank_] = mine.size();
-  std::vector<std::span<std::byte>> size_blocks;
-  for (auto& s : sizes) size_blocks.emplace_back(reinterpret_cast<std::byte*>(&s), sizeof(s));
-  all_gather(size_blocks);
-  std::vector<std::vector<std::byte>> result(workers_);
-  std::vector<std::span<std::byte>> blocks;
+  all_gather(std::as_writable_bytes(std::span<uint64_t>(sizes)),
+             std::vector<size_t>(workers_, sizeof(uint64_t)));
+  const std::vector<size_t> bytes(sizes.begin(), sizes.end());
+  const Layout l = layout_of(bytes, "all_gather_bytes");
+  std::vector<std::byte> blocks(l.total);
+  std::memcpy(blocks.data() + l.displacements[rank_], mine.data(), mine.size());
+  all_gather(blocks, bytes);
+  std::vector<std::vector<std::byte>> result;
   for (size_t j = 0; j < workers_; ++j) {
-    result[j].resize(sizes[j]);
-    blocks.emplace_back(result[j]);
+    const auto* first = blocks.data() + l.displacements[j];
+    result.emplace_back(first, first + bytes[j]);
   }
-  std::memcpy(result[rank_].data(), mine.data(), mine.size());
-  all_gather(blocks);
   return result;
 }
 

@@ -70,13 +70,14 @@ class Communicator {
   void all_reduce_sum(std::span<NDArrayView> tensors);
   // Sums the values over all workers, in place.
   void all_reduce_sum(std::span<double> values);
-  // Sends send[j] to worker j and receives into recv[j] what worker j sends to this one; the
-  // sizes must agree pairwise. send[rank()] is copied to recv[rank()].
-  void all_to_all(std::span<const std::span<const std::byte>> send,
-                  std::span<const std::span<std::byte>> recv);
-  // Every worker's block, into out[j] for worker j; out[rank()] must hold this worker's
-  // block already. The sizes must be known to all workers.
-  void all_gather(std::span<const std::span<std::byte>> out);
+  // Sends worker j the j-th block of `send` and receives into the j-th block of `recv` what
+  // worker j sends to this one; blocks lie one after another, send_bytes[j] and recv_bytes[j]
+  // long, and the sizes must agree pairwise (this worker's own block is copied).
+  void all_to_all(std::span<const std::byte> send, std::span<const size_t> send_bytes,
+                  std::span<std::byte> recv, std::span<const size_t> recv_bytes);
+  // Fills `blocks` (worker j's block, bytes[j] long, after worker j - 1's) with every worker's
+  // block; this worker's must be in place. Every worker passes the same sizes.
+  void all_gather(std::span<std::byte> blocks, std::span<const size_t> bytes);
   // Every worker's bytes, when the sizes are not known beforehand.
   std::vector<std::vector<std::byte>> all_gather_bytes(std::span<const std::byte> mine);
 

@@ -29,9 +29,8 @@ TEST(CommunicatorTest, WithoutALauncherTheProcessIsTheOnlyWorker) {
 
   const std::vector<std::byte> out{std::byte{1}, std::byte{2}};
   std::vector<std::byte> in(2);
-  const std::span<const std::byte> send[1] = {out};
-  const std::span<std::byte> recv[1] = {in};
-  comm->all_to_all(send, recv);
+  const size_t two[1] = {2};
+  comm->all_to_all(out, two, in, two);
   EXPECT_EQ(in, out);
   EXPECT_EQ(comm->all_gather_bytes(out), (std::vector<std::vector<std::byte>>{out}));
   EXPECT_EQ(comm->bytes_sent(), 0u);  // nothing left the process
@@ -42,12 +41,12 @@ TEST(CommunicatorTest, RefusesBadArguments) {
   EXPECT_THROW(comm->set_timeout(std::chrono::milliseconds(0)), ArgumentError);
   std::vector<NDArrayView> sparse{NDArrayView::sparse_csr<float>({2, 2}, {0, 1, 1}, {0}, {1.0f})};
   EXPECT_THROW(comm->all_reduce_sum(sparse), ArgumentError);
-  const std::vector<std::byte> two(2);
-  std::vector<std::byte> one(1);
-  const std::span<const std::byte> send[1] = {two};
-  const std::span<std::byte> recv[1] = {one};
-  EXPECT_THROW(comm->all_to_all(send, recv), ArgumentError);
-  EXPECT_THROW(comm->all_gather(std::span<const std::span<std::byte>>{}), ArgumentError);
+  const std::vector<std::byte> out(2);
+  std::vector<std::byte> in(1);
+  const size_t two[1] = {2}, one[1] = {1};
+  EXPECT_THROW(comm->all_to_all(out, two, in, one), ArgumentError);  // own block differs
+  EXPECT_THROW(comm->all_to_all(out, one, in, one), ArgumentError);  // sizes miss the buffer
+  EXPECT_THROW(comm->all_gather(in, two), ArgumentError);
 }
 
 }  // namespace

@@ -311,10 +311,8 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     }
     block_offset[n] = total;
     std::vector<std::byte> buffer(total);
-    auto block = [&](size_t j) {
-      return std::span<std::byte>(buffer.data() + block_offset[j],
-                                  block_offset[j + 1] - block_offset[j]);
-    };
+    std::vector<size_t> block_bytes(n);
+    for (size_t j = 0; j < n; ++j) block_bytes[j] = block_offset[j + 1] - block_offset[j];
     // 1. Quantize every gradient, stripe by stripe, into its owner's block.
     for (size_t t = 0; t < tensors.size(); ++t)
       dispatch(tensors[t].dtype(), [&](auto zero) {
@@ -328,15 +326,9 @@ class DataParallelDistributedLearner final : public DistributedLearner {
         }
       });
     // 2. Everyone's quantized copy of this worker's stripe.
-    const size_t own = block_offset[me + 1] - block_offset[me];
+    const size_t own = block_bytes[me];
     std::vector<std::byte> received(own * n);
-    std::vector<std::span<const std::byte>> send;
-    std::vector<std::span<std::byte>> recv;
-    for (size_t j = 0; j < n; ++j) {
-      send.push_back(block(j));
-      recv.emplace_back(received.data() + j * own, own);
-    }
-    communicator_->all_to_all(send, recv);
+    communicator_->all_to_all(buffer, block_bytes, received, std::vector<size_t>(n, own));
     // 3. Sum them, quantize the sum into this worker's block.
     for (size_t t = 0; t < tensors.size(); ++t)
       dispatch(tensors[t].dtype(), [&](auto zero) {
@@ -353,9 +345,7 @@ class DataParallelDistributedLearner final : public DistributedLearner {
                             buffer.data() + offset[me][t]);
       });
     // 4. Every owner's quantized sum to everyone; all workers reconstruct the same gradients.
-    std::vector<std::span<std::byte>> blocks;
-    for (size_t j = 0; j < n; ++j) blocks.push_back(block(j));
-    communicator_->all_gather(blocks);
+    communicator_->all_gather(buffer, block_bytes);
     for (size_t t = 0; t < tensors.size(); ++t)
       dispatch(tensors[t].dtype(), [&](auto zero) {
         using T = decltype(zero);

@@ -69,18 +69,17 @@ void collectives(Communicator& comm) {
   for (float v : tensors[2].to_vector<float>()) check(v == float(n * (n + 1) / 2), "in-place sum");
 
   // Worker r sends worker j r + j + 1 bytes of value 10 r + j.
-  std::vector<std::vector<std::byte>> out(n), in(n);
-  std::vector<std::span<const std::byte>> send;
-  std::vector<std::span<std::byte>> recv;
+  std::vector<std::byte> out, in, expected;
+  std::vector<size_t> out_bytes, in_bytes;
   for (size_t j = 0; j < n; ++j) {
-    out[j].assign(r + j + 1, std::byte(10 * r + j));
-    in[j].resize(r + j + 1);
-    send.emplace_back(out[j]);
-    recv.emplace_back(in[j]);
+    out.insert(out.end(), r + j + 1, std::byte(10 * r + j));
+    expected.insert(expected.end(), r + j + 1, std::byte(10 * j + r));
+    out_bytes.push_back(r + j + 1);
+    in_bytes.push_back(r + j + 1);
   }
-  comm.all_to_all(send, recv);
-  for (size_t j = 0; j < n; ++j)
-    check(in[j] == std::vector<std::byte>(r + j + 1, std::byte(10 * j + r)), "all_to_all block");
+  in.resize(expected.size());
+  comm.all_to_all(out, out_bytes, in, in_bytes);
+  check(in == expected, "all_to_all blocks");
 
   std::vector<std::byte> mine(r + 1, std::byte(r));
   const auto all = comm.all_gather_bytes(mine);
