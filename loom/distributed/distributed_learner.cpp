@@ -161,6 +161,8 @@ namespace {
 
 class DataParallelDistributedLearner final : public DistributedLearner {
  public:
+  using DistributedLearner::update;
+
   DataParallelDistributedLearner(std::shared_ptr<Communicator> communicator,
                                  std::shared_ptr<Learner> learner, size_t distributed_after,
                                  int bits)
@@ -368,6 +370,8 @@ class DataParallelDistributedLearner final : public DistributedLearner {
 
 class BlockMomentumDistributedLearner final : public DistributedLearner {
  public:
+  using DistributedLearner::update;
+
   BlockMomentumDistributedLearner(std::shared_ptr<Communicator> communicator,
                                   std::shared_ptr<Learner> learner, size_t block_size,
                                   const BlockMomentumOptions& o)
