@@ -176,28 +176,15 @@ class DataParallelDistributedLearner final : public DistributedLearner {
   }
 
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) override {
-    if (sample_count_ >= distributed_after_) {
-      check_models_agree();
-      std::vector<NDArrayView> tensors;
-      for (const auto& p : exchange_order()) tensors.push_back(local_gradient(gradients, p, info));
-      double counts[3] = {info.eval_criterion, info.training_loss, double(info.number_of_samples)};
-      if (quantized() && communicator_->num_workers() > 1) {  // one worker: nothing to save
-        aggregate_quantized(tensors);
-        communicator_->all_reduce_sum(counts);
-      } else {
-        NDArrayView sums =
-            NDArrayView::from_vector<double>(NDShape{3}, std::vector<double>(counts, counts + 3));
-        tensors.push_back(sums);
-        communicator_->all_reduce_sum(tensors);
-        std::memcpy(counts, sums.data<double>(), sizeof(counts));
-      }
-      info.eval_criterion = counts[0];
-      info.training_loss = counts[1];
-      info.number_of_samples = size_t(std::llround(counts[2]));
-    }
+    // Before distributed_after (warm start) every worker has the same data: nothing to sum.
+    const bool exchange = sample_count_ >= distributed_after_;
+    if (exchange) aggregate(gradients, info);
     sample_count_ += info.number_of_samples;
+    // Empty only when every worker's minibatch was: a worker without data of its own still
+    // takes the global step.
     if (info.is_empty()) return false;
-    return learner_->update(gradients, info.number_of_samples, info.at_end_of_sweep);
+    return learner_->update(exchange ? global_ : gradients, info.number_of_samples,
+                            info.at_end_of_sweep);
   }
 
   Dictionary create_checkpoint() const override {
@@ -274,24 +261,45 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     }
   }
 
-  // This worker's gradient of p, dense; zeros for an empty minibatch (CNTK's
-  // PrepaireZeroGradients). The map then holds the tensor the aggregation writes into.
-  NDArrayView local_gradient(std::unordered_map<Variable, NDArrayView>& gradients,
-                             const Parameter& p, const MinibatchInfo& info) {
-    auto it = gradients.find(p);
-    if (info.is_empty()) {
-      NDArrayView zeros(p.dtype(), p.shape());
-      gradients.insert_or_assign(p, zeros);
-      return zeros;
+  // Sums the gradients (into global_), the loss, the metric and the sample count (into info)
+  // over the workers.
+  void aggregate(const std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) {
+    check_models_agree();
+    std::vector<NDArrayView> tensors;
+    for (const auto& p : exchange_order()) tensors.push_back(local_gradient(gradients, p, info));
+    for (size_t i = 0; i < tensors.size(); ++i)
+      global_.insert_or_assign(exchange_order()[i], tensors[i]);
+    double counts[3] = {info.eval_criterion, info.training_loss, double(info.number_of_samples)};
+    if (quantized() && communicator_->num_workers() > 1) {  // one worker: nothing to save
+      aggregate_quantized(tensors);
+      communicator_->all_reduce_sum(counts);
+    } else {
+      NDArrayView sums =
+          NDArrayView::from_vector<double>(NDShape{3}, std::vector<double>(counts, counts + 3));
+      tensors.push_back(sums);
+      communicator_->all_reduce_sum(tensors);
+      std::memcpy(counts, sums.data<double>(), sizeof(counts));
     }
+    info.eval_criterion = counts[0];
+    info.training_loss = counts[1];
+    info.number_of_samples = size_t(std::llround(counts[2]));
+  }
+
+  // The tensor of p that the workers sum: the caller's dense gradient itself (so the caller's
+  // map ends up holding the global sum), a dense copy of a sparse one, zeros for an empty
+  // minibatch (CNTK's PrepaireZeroGradients). The caller's map keeps its tensors: a Trainer
+  // hands the same executor-owned tensors every minibatch.
+  NDArrayView local_gradient(const std::unordered_map<Variable, NDArrayView>& gradients,
+                             const Parameter& p, const MinibatchInfo& info) const {
+    if (info.is_empty()) return NDArrayView(p.dtype(), p.shape());
+    auto it = gradients.find(p);
     LOOM_CHECK(it != gradients.end(), ArgumentError,
                "distributed learner: no gradient for parameter '", p.uid(), "'");
     LOOM_CHECK(it->second.dtype() == p.dtype() && it->second.shape() == p.shape(), ShapeError,
                "distributed learner: the gradient of parameter '", p.uid(), "' is ",
                to_string(it->second.dtype()), it->second.shape().to_string(), ", the parameter ",
                to_string(p.dtype()), p.shape().to_string());
-    if (it->second.is_sparse()) it->second = it->second.to_dense();
-    return it->second;
+    return it->second.is_sparse() ? it->second.to_dense() : it->second;
   }
 
   // CNTK's quantized aggregation: each worker quantizes its gradients (value residual) and
@@ -361,8 +369,9 @@ class DataParallelDistributedLearner final : public DistributedLearner {
   }
 
   int bits_;
-  std::vector<NDArrayView> residuals_;         // per parameter (exchange order), its shape
-  std::vector<NDArrayView> stripe_residuals_;  // per parameter, this worker's stripe
+  std::unordered_map<Variable, NDArrayView> global_;  // the summed gradients, for the learner
+  std::vector<NDArrayView> residuals_;                // per parameter (exchange order), its shape
+  std::vector<NDArrayView> stripe_residuals_;         // per parameter, this worker's stripe
 };
 
 // ---------------------------------------------------------------------------------------------

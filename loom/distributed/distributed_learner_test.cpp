@@ -29,8 +29,10 @@ TEST(DistributedLearnerTest, OneWorkerDataParallelIsTheLocalLearner) {
     for (int step = 0; step < 4; ++step) {
       auto g = NDArrayView::from_vector<float>({3}, {0.5f, -1.0f, float(step)});
       Gradients gp{{p, g.deep_clone()}}, gq{{q, g.deep_clone()}};
+      const NDArrayView given = gp.at(p);
       MinibatchInfo info{.number_of_samples = 4, .training_loss = 2.5, .eval_criterion = 1.0};
       EXPECT_TRUE(learner->update(gp, info));
+      EXPECT_TRUE(gp.at(p).aliases(given));  // a Trainer's tensors stay in the map
       local->update(gq, 4);
       EXPECT_EQ(info.number_of_samples, 4u);
       EXPECT_EQ(info.training_loss, 2.5);
@@ -51,6 +53,7 @@ TEST(DistributedLearnerTest, EmptyMinibatchDoesNotUpdate) {
   MinibatchInfo info;
   EXPECT_FALSE(learner->update(g, info));
   EXPECT_EQ(p.value().to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_TRUE(g.empty());
 }
 
 // The learning rate, its reset, the counters and the progress observer are the local
