@@ -65,8 +65,8 @@ class Communicator {
 
   void barrier();
   // Sums the tensors over all workers, in place. Small tensors travel packed together in
-  // buckets of the same data type; large ones are reduced where they are. Every worker must pass
-  // tensors of the same data types and sizes in the same order.
+  // buckets of the same data type; large ones are reduced where they are, in pieces; all at
+  // once. Every worker must pass tensors of the same data types and sizes in the same order.
   void all_reduce_sum(std::span<NDArrayView> tensors);
   // Sums the values over all workers, in place.
   void all_reduce_sum(std::span<double> values);
