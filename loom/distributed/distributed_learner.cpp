@@ -55,6 +55,10 @@ std::vector<std::string> lines_of(const std::vector<std::byte>& bytes) {
   return lines;
 }
 
+bool same_layout(const NDArrayView& a, const NDArrayView& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape();
+}
+
 std::string readable(const std::string& line) {
   std::string s = line;
   std::replace(s.begin(), s.end(), '\t', ' ');
@@ -112,7 +116,6 @@ void DistributedLearner::check_models_agree() {
   const std::string mine = model_description(ordered_);
   const auto all = communicator_->all_gather_bytes(
       std::span<const std::byte>(reinterpret_cast<const std::byte*>(mine.data()), mine.size()));
-  models_checked_ = true;
   const auto reference = lines_of(all[0]);
   for (size_t w = 1; w < all.size(); ++w) {
     const auto lines = lines_of(all[w]);
@@ -128,6 +131,7 @@ void DistributedLearner::check_models_agree() {
                lines.size(), " parameters, worker 0 ", reference.size(),
                "; every worker must build the same model");
   }
+  models_checked_ = true;  // after a mismatch every call fails again: all workers saw it
 }
 
 Dictionary DistributedLearner::base_checkpoint(const char* kind) const {
@@ -223,24 +227,34 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     const auto bits = d.get<int64_t>("num_quantization_bits");
     LOOM_CHECK(bits == bits_, StateError, "the checkpoint is of a data-parallel learner with ",
                bits, " quantization bits; this one has ", bits_);
+    // This worker's residuals, checked before anything changes. Saved by another number of
+    // workers, the stripes differ: the error feedback then starts again from 0.
+    std::vector<NDArrayView> value, stripe;
+    if (quantized() &&
+        d.get<DictionaryVector>("residuals").size() == communicator_->num_workers()) {
+      const Dictionary own(
+          d.get<DictionaryVector>("residuals")[communicator_->rank()].get<DictionaryMap>());
+      for (const auto& v : own.get<DictionaryVector>("value"))
+        value.push_back(v.get<NDArrayView>());
+      for (const auto& v : own.get<DictionaryVector>("stripe"))
+        stripe.push_back(v.get<NDArrayView>());
+      LOOM_CHECK(value.size() == residuals_.size() && stripe.size() == stripe_residuals_.size(),
+                 StateError, "distributed learner checkpoint holds residuals of ", value.size(),
+                 " parameters; the learner has ", residuals_.size());
+      for (size_t i = 0; i < value.size(); ++i)
+        LOOM_CHECK(
+            same_layout(value[i], residuals_[i]) && same_layout(stripe[i], stripe_residuals_[i]),
+            StateError, "distributed learner checkpoint: the residuals of parameter '",
+            exchange_order()[i].uid(), "' are ", value[i].shape().to_string(), " and ",
+            stripe[i].shape().to_string(), ", expected ", residuals_[i].shape().to_string(),
+            " and ", stripe_residuals_[i].shape().to_string());
+    }
     restore_base_checkpoint(d, kDataParallel);
     if (!quantized()) return;
-    const auto& workers = d.get<DictionaryVector>("residuals");
-    // Saved by as many workers: each takes its own residuals back. Otherwise the stripes
-    // differ and the error feedback starts again from 0.
-    if (workers.size() != communicator_->num_workers()) {
-      allocate_residuals();
-      return;
-    }
-    const Dictionary own(workers[communicator_->rank()].get<DictionaryMap>());
-    const auto& value = own.get<DictionaryVector>("value");
-    const auto& stripe = own.get<DictionaryVector>("stripe");
-    LOOM_CHECK(value.size() == residuals_.size() && stripe.size() == stripe_residuals_.size(),
-               StateError, "distributed learner checkpoint holds residuals of ", value.size(),
-               " parameters; the learner has ", residuals_.size());
-    for (size_t i = 0; i < residuals_.size(); ++i) {
-      residuals_[i].copy_from(value[i].get<NDArrayView>());
-      stripe_residuals_[i].copy_from(stripe[i].get<NDArrayView>());
+    if (value.empty()) allocate_residuals();
+    for (size_t i = 0; i < value.size(); ++i) {
+      residuals_[i].copy_from(value[i]);
+      stripe_residuals_[i].copy_from(stripe[i]);
     }
   }
 
@@ -459,7 +473,7 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
                " parameters; the learner has ", smoothed_.size());
     for (size_t i = 0; i < smoothed_.size(); ++i) {
       const auto& v = smoothed[i].get<NDArrayView>();
-      LOOM_CHECK(v.dtype() == smoothed_[i].dtype() && v.shape() == smoothed_[i].shape(), StateError,
+      LOOM_CHECK(same_layout(v, smoothed_[i]), StateError,
                  "block momentum checkpoint: smoothed gradient of parameter '",
                  exchange_order()[i].uid(), "' is ", to_string(v.dtype()), v.shape().to_string(),
                  ", expected ", to_string(smoothed_[i].dtype()), smoothed_[i].shape().to_string());
