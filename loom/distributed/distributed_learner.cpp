@@ -433,13 +433,10 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
     local_samples_ += info.number_of_samples;
     sample_count_ += info.number_of_samples;
     if (distributed_after_ > sample_count_) return !end_of_data_;
-    if (end_of_data_) {  // the last block, however short
-      synchronize();
-      return false;
-    }
     samples_in_block_ += info.number_of_samples;
-    if (samples_in_block_ >= sync_period_) synchronize();
-    return true;
+    // The end of the data ends the last block, however short.
+    if (end_of_data_ || samples_in_block_ >= sync_period_) synchronize();
+    return !end_of_data_;
   }
 
   void aggregate_metrics_if_needed(double& loss, double& metric) override {
@@ -451,7 +448,7 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
   }
 
   // Ends the current block first (a collective), so that every worker holds the same model
-  // and the block's start need not be saved (as CNTK).
+  // and the block's start need not be saved (as CNTK; a block without samples is left alone).
   Dictionary create_checkpoint() const override {
     // create_checkpoint is const in Learner; ending the block changes the parameters and the
     // block state, which is this learner's to change.
@@ -496,7 +493,8 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
 
   // CNTK's SynchronizeModel: the block gradient d = sum over workers of (start - local model);
   // v = bm v + (1 - bm) blr d; model = start - v (Nesterov: - bm v more); the next block
-  // starts there.
+  // starts there. When no worker has trained since the last block (a checkpoint right after
+  // one) the models are equal and nothing changes; CNTK would apply v once more (bm = 1).
   void synchronize() {
     check_models_agree();
     if (!previous_set_) start_block();
@@ -513,10 +511,12 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
                                       [&](size_t k) { d[k] = start[k] - current[k]; });
       });
     std::vector<NDArrayView> tensors = block_gradient_;
-    NDArrayView samples = NDArrayView::from_vector<double>(NDShape{1}, {double(local_samples_)});
+    NDArrayView samples = NDArrayView::from_vector<double>(
+        NDShape{2}, {double(local_samples_), double(samples_in_block_)});
     tensors.push_back(samples);
     communicator_->all_reduce_sum(tensors);
     sample_count_ = size_t(std::llround(samples.data<double>()[0]));
+    if (samples.data<double>()[1] == 0) return;
     for (size_t i = 0; i < block_gradient_.size(); ++i)
       dispatch(block_gradient_[i].dtype(), [&](auto zero) {
         using T = decltype(zero);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "loom/learners/momentum_sgd.h"
 #include "loom/learners/sgd.h"
 
@@ -141,6 +143,22 @@ TEST(DistributedLearnerTest, OneWorkerBlockMomentum) {
   EXPECT_EQ(saved.get<uint64_t>("localTotalNumSamplesSeen"), 6u);
   EXPECT_EQ(saved.get<DictionaryVector>("blockLevelSmoothedGradient").size(), 1u);
   EXPECT_NO_THROW(learner->restore_from_checkpoint(saved));
+}
+
+// A checkpoint right after a block's end leaves the model alone (CNTK would apply the block
+// momentum once more: with no samples bm = 1).
+TEST(DistributedLearnerTest, CheckpointAfterABlockKeepsTheModel) {
+  Parameter p = make_parameter({4});
+  auto learner =
+      block_momentum_distributed_learner(sgd({p}, learning_rate_schedule(0.25, UnitType::sample)),
+                                         2, {.block_momentum_as_time_constant = 4});
+  Gradients g{{p, NDArrayView::from_vector<float>({1}, {1.0f})}};
+  learner->update(g, 2);  // a block: local 3.75, v = (1 - e^-0.5) 0.25, p = 4 - v - e^-0.5 v
+  const float v = float((1 - std::exp(-0.5)) * 0.25);
+  EXPECT_FLOAT_EQ(p.value().to_vector<float>()[0], 4 - v - float(std::exp(-0.5)) * v);
+  const auto before = p.value().to_vector<float>();
+  learner->create_checkpoint();
+  EXPECT_EQ(p.value().to_vector<float>(), before);
 }
 
 }  // namespace

@@ -107,7 +107,10 @@ void lose_worker_1(Communicator& comm, bool dies) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("LOST after %.3f s on worker %zu: %s\n", seconds, comm.rank(), e.what());
     std::fflush(stdout);
-    comm.finalize();  // aborts the job
+    // finalize aborts the job: first the others, which time out within milliseconds of this
+    // worker, print their error too.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    comm.finalize();
   }
   throw std::runtime_error("all_reduce_sum returned although worker 1 is gone");
 }
