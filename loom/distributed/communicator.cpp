@@ -57,17 +57,19 @@ bool launched_by_mpi() {
 struct Communicator::Mpi {
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<MPI_Request> pending;  // the requests of the collective in progress
+  bool initialized_here = false;     // else the program did, and ends MPI itself
 };
 
 Communicator::Communicator() {
-  if (!launched_by_mpi()) return;
-  int initialized = 0;
+  int initialized = 0;  // by the program itself, which then owns MPI
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
+  if (!initialized && !launched_by_mpi()) return;
+  mpi_ = std::make_unique<Mpi>();
   if (!initialized) {
     int provided = 0;
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    mpi_->initialized_here = true;
   }
-  mpi_ = std::make_unique<Mpi>();
   // Loom's own communicator, so its tags never meet the program's messages; errors come back
   // as codes (and become exceptions) instead of ending the process.
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &mpi_->comm), "MPI_Comm_dup");
@@ -346,10 +348,12 @@ std::vector<std::vector<std::byte>> Communicator::all_gather_bytes(
 void Communicator::finalize() {
   if (!mpi_ || finalized_) return;
   finalized_ = true;
+  int ended = 0;  // the program that initialized MPI may have ended it already
+  check_mpi(MPI_Finalized(&ended), "MPI_Finalized");
+  if (ended) return;
   if (failed_) MPI_Abort(MPI_COMM_WORLD, 1);
-  int code = MPI_Comm_free(&mpi_->comm);
-  if (code == MPI_SUCCESS) code = MPI_Finalize();
-  check_mpi(code, "MPI_Finalize");
+  check_mpi(MPI_Comm_free(&mpi_->comm), "MPI_Comm_free");
+  if (mpi_->initialized_here) check_mpi(MPI_Finalize(), "MPI_Finalize");
 }
 
 }  // namespace loom::distributed

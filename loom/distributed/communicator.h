@@ -3,9 +3,11 @@
 // design.
 //
 // A program started by mpirun (or another MPI launcher) is one worker of num_workers(); MPI
-// is initialized when mpi_communicator() is first called. A program started on its own is the
-// only worker: it never initializes MPI, needs no MPI daemon, and every collective returns its
-// input unchanged.
+// is initialized when mpi_communicator() is first called, for the calling thread
+// (MPI_THREAD_FUNNELED: only that thread may call the collectives). A program that initialized
+// MPI itself keeps it: Loom uses it and leaves MPI_Finalize to the program. A program started
+// on its own is the only worker: it never initializes MPI, needs no MPI daemon, and every
+// collective returns its input unchanged.
 //
 // Every worker must call the same collectives in the same order. Each collective has a time
 // limit: when it has not completed in that time, the worker asks the others whether they are
@@ -86,7 +88,7 @@ class Communicator {
   // all-gather its own block N-1 times.
   uint64_t bytes_sent() const { return bytes_sent_; }
 
-  // Ends MPI (MPI_Finalize); later collectives are a StateError. After a
+  // Ends MPI (MPI_Finalize, when Loom initialized it); later collectives are a StateError. After a
   // WorkerLostError it aborts the whole job instead (MPI_Abort), since MPI cannot shut down
   // with a worker gone. Does nothing for a single worker started without a launcher, or when
   // called again.

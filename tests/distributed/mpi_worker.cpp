@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <mpi.h>
+
 #include "loom/core/random.h"
 #include "loom/distributed/communicator.h"
 #include "loom/distributed/distributed_learner.h"
@@ -365,15 +367,23 @@ int main(int argc, char** argv) {
                  "block_momentum|model_mismatch\n");
     return 2;
   }
+  // collectives runs in a program that initializes MPI itself: Loom uses that MPI and leaves
+  // ending it to the program.
+  const bool own_mpi = std::string(argv[1]) == "collectives";
+  if (own_mpi) MPI_Init(&argc, &argv);
   auto comm = mpi_communicator();
   try {
     modes.at(argv[1])(*comm);
+    comm->finalize();
+    int ended = 0;
+    MPI_Finalized(&ended);
+    check(bool(ended) != own_mpi, "finalize ends MPI when, and only when, Loom started it");
   } catch (const std::exception& e) {
     std::printf("FAIL %s on worker %zu: %s\n", argv[1], comm->rank(), e.what());
     std::fflush(stdout);
     std::_Exit(1);  // without MPI_Finalize, which would wait for the others: mpirun ends them
   }
   std::printf("PASS %s on worker %zu of %zu\n", argv[1], comm->rank(), comm->num_workers());
-  comm->finalize();
+  if (own_mpi) MPI_Finalize();
   return 0;
 }
