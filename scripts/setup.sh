@@ -13,6 +13,8 @@ packages=(
   python3-numpy python3-torch libopenblas0
   # real data for the IDX reader's test and bench/mnist: Fashion-MNIST in IDX format
   dataset-fashion-mnist
+  # distributed training: MPI, and mpirun for the multi-process tests
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -335,6 +335,10 @@ void LearnerBase::restore_from_checkpoint(const Dictionary& d) {
   if (d.contains("noise_generator")) noise_.restore(d.get_dictionary("noise_generator"));
 }
 
+void LearnerBase::reset_smoothed_gradients() {
+  for (auto& s : state_) s.fill(0.0);
+}
+
 MomentumSchedule default_variance_momentum_schedule() {
   return momentum_schedule_per_sample(0.9999986111120757);
 }

@@ -84,16 +84,20 @@ class Learner {
   }
 
   // The learning-rate schedule's value now.
-  double learning_rate() const { return current_value(lr_schedule_); }
+  virtual double learning_rate() const { return current_value(lr_schedule_); }
   // Replaces the learning-rate schedule's values; the new ones start at the current sample (or
   // sweep) count, as if training started now. As in CNTK 2.7 the learner keeps its reference
   // minibatch size (what "per N samples" means) unless asked to adopt the new schedule's.
-  void reset_learning_rate(const LearningRateSchedule& schedule,
-                           ReferenceMinibatchSize reference = ReferenceMinibatchSize::keep);
+  virtual void reset_learning_rate(const LearningRateSchedule& schedule,
+                                   ReferenceMinibatchSize reference = ReferenceMinibatchSize::keep);
 
-  size_t total_number_of_samples_seen() const { return sample_count_; }
-  size_t total_number_of_minibatches_seen() const { return minibatch_count_; }
-  size_t total_number_of_sweeps_seen() const { return sweep_count_; }
+  virtual size_t total_number_of_samples_seen() const { return sample_count_; }
+  virtual size_t total_number_of_minibatches_seen() const { return minibatch_count_; }
+  virtual size_t total_number_of_sweeps_seen() const { return sweep_count_; }
+
+  // Sets the learner's smoothed gradients (momentum and the like) to 0, as at the start (block
+  // momentum does this after each block). Nothing for a learner without such state.
+  virtual void reset_smoothed_gradients() {}
 
   // Counters and the learning-rate schedule; built-in learners add their state.
   virtual Dictionary create_checkpoint() const;
@@ -106,10 +110,14 @@ class Learner {
   // Called with ("Learning rate per minibatch", 0.1), ("Learning rate per 10 samples", ...),
   // ("Momentum per 1 samples", ...) when a hyper-parameter's value changes, the first update
   // included (CNTK's keys, as progress writers print them).
-  void set_progress_observer(ProgressObserver observer);
+  virtual void set_progress_observer(ProgressObserver observer);
 
  protected:
   Learner(std::vector<Parameter> parameters, LearningRateSchedule lr, LearnerOptions options);
+  // A learner that wraps another (the distributed learners): it overrides the accessors above
+  // to answer with the wrapped learner's schedule, counters and observer, so it has none here.
+  Learner(std::vector<Parameter> parameters, LearnerOptions options)
+      : Learner(std::move(parameters), LearningRateSchedule(0.0), std::move(options)) {}
 
   // A schedule's value at the counter it is measured in (sweeps or samples).
   template <typename T>
@@ -172,6 +180,7 @@ class LearnerBase : public Learner {
   Dictionary create_checkpoint() const override;
   // StateError naming both kinds when the checkpoint is another kind of learner's.
   void restore_from_checkpoint(const Dictionary& checkpoint) override;
+  void reset_smoothed_gradients() override;
   // The learner's name as its factory is called: "sgd", "momentum_sgd", "adam", ...
   virtual const char* kind() const = 0;
 

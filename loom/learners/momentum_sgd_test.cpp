@@ -55,6 +55,17 @@ TEST(MomentumSgdTest, CheckpointRoundTrip) {
   });
 }
 
+// After reset_smoothed_gradients the next step is a first step again: no velocity is left.
+TEST(MomentumSgdTest, ResetSmoothedGradientsForgetsTheVelocity) {
+  Parameter p = testing::make_parameter({0.0f});
+  auto learner = momentum_sgd({p}, 0.1, 0.5, {.unit_gain = false});
+  std::unordered_map<Variable, NDArrayView> g{{p, NDArrayView::from_vector<float>({1}, {1.0f})}};
+  learner->update(g, 1);  // v = 0.1, p = -0.1
+  learner->reset_smoothed_gradients();
+  learner->update(g, 1);  // v = 0.1 again (not 0.15), p = -0.2
+  EXPECT_FLOAT_EQ(testing::values_of(p)[0], -0.2f);
+}
+
 TEST(MomentumSgdTest, BadMomentumIsAnArgumentError) {
   Parameter p = testing::make_parameter({0.0f});
   EXPECT_THROW(momentum_sgd({p}, 0.1, 1.5), ArgumentError);
