@@ -1,6 +1,9 @@
 #include "loom/train/trainer.h"
 
+#include <algorithm>
 #include <unordered_set>
+
+#include "loom/distributed/distributed_learner.h"
 
 namespace loom {
 
@@ -58,6 +61,12 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
   std::vector<Variable> wrt;
   for (auto& learner : learners_) {
     LOOM_CHECK(learner, ArgumentError, "Trainer: a learner is null");
+    if (auto d = std::dynamic_pointer_cast<distributed::DistributedLearner>(learner)) {
+      LOOM_CHECK(learners_.size() == 1, ArgumentError,
+                 "Trainer: a distributed learner must be the trainer's only learner (got ",
+                 learners_.size(), " learners)");
+      distributed_ = std::move(d);
+    }
     for (const Parameter& p : learner->parameters()) {
       LOOM_CHECK(covered.insert(p).second, ArgumentError, "Trainer: parameter '", p.name(), "' (",
                  p.uid(), ") is given to more than one learner");
@@ -79,16 +88,34 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
 }
 
 bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
-  if (arguments.empty()) return false;
-  train_exec_->forward(arguments, /*is_training=*/true);
-  train_exec_->backward(loss_);
-  size_t samples = train_exec_->sample_count(loss_);
+  const bool empty = std::all_of(arguments.begin(), arguments.end(),
+                                 [](const auto& a) { return a.second.num_sequences() == 0; });
+  if (empty && !distributed_) return false;
+  size_t samples = 0;
+  double loss_sum = 0, metric_sum = 0;
+  if (!empty) {
+    train_exec_->forward(arguments, /*is_training=*/true);
+    train_exec_->backward(loss_);
+    samples = train_exec_->sample_count(loss_);
+    loss_sum = train_exec_->sum(loss_);
+    metric_sum = metric_.valid() ? train_exec_->sum(metric_) : 0;
+  }
   bool go_on = false;
-  for (size_t i = 0; i < learners_.size(); ++i)
-    go_on = learners_[i]->update(learner_gradients_[i], samples, is_sweep_end) || go_on;
+  if (distributed_) {
+    // A collective: every worker takes the same step; the counts become global.
+    distributed::MinibatchInfo info{arguments.empty(), is_sweep_end, samples, loss_sum, metric_sum};
+    go_on = distributed_->update(learner_gradients_[0], info);
+    samples = info.number_of_samples;
+    loss_sum = info.training_loss;
+    metric_sum = info.eval_criterion;
+    if (samples == 0) return go_on;
+  } else {
+    for (size_t i = 0; i < learners_.size(); ++i)
+      go_on = learners_[i]->update(learner_gradients_[i], samples, is_sweep_end) || go_on;
+  }
   previous_samples_ = samples;
-  previous_loss_sum_ = train_exec_->sum(loss_);
-  previous_metric_sum_ = metric_.valid() ? train_exec_->sum(metric_) : 0;
+  previous_loss_sum_ = loss_sum;
+  previous_metric_sum_ = metric_sum;
   total_samples_ += samples;
   for (auto& w : writers_)
     w->update_training(
@@ -120,6 +147,10 @@ double Trainer::previous_minibatch_evaluation_average() const {
   LOOM_CHECK(previous_samples_ > 0, StateError, "no minibatch has been trained yet");
   LOOM_CHECK(metric_.valid(), StateError, "the trainer has no evaluation function");
   return previous_metric_sum_ / double(previous_samples_);
+}
+
+bool Trainer::is_main_worker() const {
+  return !distributed_ || distributed_->communicator()->is_main();
 }
 
 void Trainer::summarize_training_progress() {

@@ -15,6 +15,10 @@
 
 namespace loom {
 
+namespace distributed {
+class DistributedLearner;
+}
+
 // A minibatch keyed by the variables it feeds (next_minibatch with an input map).
 using MinibatchMap = Minibatch<Variable>;
 using ProgressWriters = std::vector<std::shared_ptr<ProgressWriter>>;
@@ -51,7 +55,12 @@ class Trainer {
           std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
 
   // One update from a minibatch. Returns false when training should stop: the minibatch is
-  // empty, or every learner's learning rate has reached 0.
+  // empty, or every learner's learning rate has reached 0. With a distributed learner (it must
+  // be the trainer's only learner) every worker calls this the same number of times: a worker
+  // whose share of the data is empty passes an empty share (or no arguments once its source
+  // has ended) and still takes the global step; the counts, loss and metric the trainer
+  // reports are then the sums over all workers (data parallel), and training stops when every
+  // worker's data has ended.
   bool train_minibatch(const ValueMap& arguments, bool is_sweep_end = false);
   bool train_minibatch(const MinibatchMap& minibatch);
   // The metric's average over the minibatch's samples (the loss's when there is no metric).
@@ -63,7 +72,9 @@ class Trainer {
   // counters, the progress writers' running sums, the random generators of random ops (dropout)
   // and the caller's external_state (e.g. a MinibatchSource's get_checkpoint_state()). The
   // write is atomic: a crash leaves the previous file or the new one, never a mix.
-  // A checkpoint file is also a model file: load_model reads its graph.
+  // A checkpoint file is also a model file: load_model reads its graph. With a distributed
+  // learner every worker calls it (the learner's state is gathered) and the main worker
+  // writes the file; the others return once it is written.
   void save_checkpoint(const std::string& path, const Dictionary& external_state = {}) const;
   // Restores what save_checkpoint saved and returns its external_state. The whole file is
   // checked before anything changes: a damaged or foreign file (DataError), an unreadable one
@@ -91,6 +102,13 @@ class Trainer {
   const Variable& evaluation_function() const { return metric_; }
   const std::vector<std::shared_ptr<Learner>>& parameter_learners() const { return learners_; }
   const ProgressWriters& progress_writers() const { return writers_; }
+  // The distributed learner, if the trainer has one.
+  const std::shared_ptr<distributed::DistributedLearner>& distributed_learner() const {
+    return distributed_;
+  }
+  // Whether this process writes files (checkpoints): always, but in distributed training only
+  // the main worker.
+  bool is_main_worker() const;
 
  private:
   // The function a checkpoint saves: the model's outputs, the loss and the metric.
@@ -99,6 +117,7 @@ class Trainer {
   Function model_;
   Variable loss_, metric_;  // metric_ invalid when there is none
   std::vector<std::shared_ptr<Learner>> learners_;
+  std::shared_ptr<distributed::DistributedLearner> distributed_;
   ProgressWriters writers_;
   std::unique_ptr<Executor> train_exec_;
   std::unique_ptr<Evaluator> evaluator_;  // test_minibatch, made at first use

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "loom/distributed/distributed_learner.h"
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/random_state.h"
 #include "loom/serialize/container.h"
@@ -96,7 +97,9 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
       if (o != loss_ && o != metric_) ++model_outputs;
   ContainerWriter file = model_container(graph, ContentKind::Checkpoint, model_outputs);
   file.add_dictionary_section(SectionKind::TrainingState, std::move(state));
-  file.write_file(path);
+  if (is_main_worker()) file.write_file(path);
+  // The others wait for it, so that a worker may read what the main one wrote.
+  if (distributed_) distributed_->communicator()->barrier();
 }
 
 size_t Trainer::checkpoint_samples(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "loom/core/error.h"
+#include "loom/distributed/distributed_learner.h"
 
 namespace loom {
 
@@ -24,6 +25,11 @@ constexpr const char* kUserKey = "User";
 std::chrono::nanoseconds steady_now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::steady_clock::now().time_since_epoch());
+}
+
+// A line on stderr, written at once so that lines of several workers do not interleave.
+void say(const std::string& line) {
+  std::cerr << line + "\n";
 }
 
 Frequency checked(const std::optional<Frequency>& f, const char* what) {
@@ -192,6 +198,19 @@ bool TrainingSession::run(Action& action) {
   return true;
 }
 
+MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
+  const auto& distributed = config_.trainer->distributed_learner();
+  // Each worker reads its share of a global minibatch once the learner communicates; before
+  // that (warm start) every worker reads the whole minibatch and takes the same step.
+  if (!distributed ||
+      config_.trainer->total_number_of_samples_seen() < distributed->parallelization_after())
+    return train_data_.source->next_minibatch(mb_size, train_data_.input_map);
+  const auto& communicator = distributed->communicator();
+  return train_data_.source->next_minibatch(mb_size * distributed->minibatch_size_scale_factor(),
+                                            train_data_.input_map, communicator->num_workers(),
+                                            communicator->rank());
+}
+
 size_t TrainingSession::elapsed_ms() const {
   const auto now = config_.clock() - start_;
   return restored_elapsed_ms_ +
@@ -243,7 +262,7 @@ void TrainingSession::train() {
       if (a.frequency.unit == DataUnit::sample)
         mb_size = std::min(mb_size, a.frequency.count - seen % a.frequency.count);
     MinibatchMap minibatch;
-    if (mb_size > 0) minibatch = train_data_.source->next_minibatch(mb_size, train_data_.input_map);
+    if (mb_size > 0) minibatch = next_training_minibatch(mb_size);
     should_train = trainer.train_minibatch(minibatch);
 
     for (Action& a : actions_)
@@ -275,7 +294,7 @@ void TrainingSession::restore() {
   std::vector<Candidate> candidates;
   std::string failures;
   auto failed = [&](const std::string& file, const Error& e) {
-    std::cerr << "Warning: cannot restore from checkpoint '" << file << "': " << e.what() << "\n";
+    say("Warning: cannot restore from checkpoint '" + file + "': " + e.what());
     failures += "\n  '" + file + "': " + e.what();
     damaged_.push_back(file);
   };
@@ -301,7 +320,7 @@ void TrainingSession::restore() {
       failed(candidate.file, e);
       continue;
     }
-    std::cerr << "Restoring training session from the checkpoint '" << candidate.file << "'\n";
+    say("Restoring training session from the checkpoint '" + candidate.file + "'");
     train_data_.source->restore_from_checkpoint(state->source);
     restored_elapsed_ms_ = state->elapsed_ms;
     start_ = config_.clock();
@@ -408,15 +427,16 @@ void TrainingSession::write_checkpoint(const std::string& file, const Dictionary
 
   // A newer checkpoint exists now: the damaged ones restore() met are moved out of the way, so
   // later starts neither warn about them again nor take them for the newest.
+  if (!config_.trainer->is_main_worker()) damaged_.clear();
   for (const std::string& damaged : damaged_) {
     if (damaged == file) continue;  // replaced by this save
     const std::string aside = damaged + ".damaged";
     std::filesystem::rename(damaged, aside, ec);
     if (ec)
-      std::cerr << "Warning: cannot move the damaged checkpoint '" << damaged << "' to '" << aside
-                << "': " << ec.message() << "\n";
+      say("Warning: cannot move the damaged checkpoint '" + damaged + "' to '" + aside +
+          "': " + ec.message());
     else
-      std::cerr << "Moved the damaged checkpoint '" << damaged << "' to '" << aside << "'\n";
+      say("Moved the damaged checkpoint '" + damaged + "' to '" + aside + "'");
   }
   damaged_.clear();
 }

@@ -168,6 +168,8 @@ class TrainingSession {
     size_t units_when_last_called = 0;
   };
 
+  // The next training minibatch: this worker's share of it in distributed training.
+  MinibatchMap next_training_minibatch(size_t mb_size);
   size_t units_seen(DataUnit unit) const;
   bool due(const Action& action) const;
   // Runs the action for the period it is due for; false stops training.
