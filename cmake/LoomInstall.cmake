@@ -1,6 +1,6 @@
 # Install rules (LOOM_INSTALL): the public headers, the per-layer static libraries, the CMake
 # package (find_package(Loom) -> Loom::loom) and loom.pc (pkg-config loom). Both describe the
-# same link line: the layers from the top down, then oneDNN, OpenMP, zlib and protobuf.
+# same link line: the layers from the top down, then oneDNN, OpenMP, zlib and protobuf-lite.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
