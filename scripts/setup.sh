@@ -6,6 +6,8 @@ packages=(
   cmake ninja-build g++ clang clang-format libclang-rt-14-dev
   # compute (oneDNN), threads, gzip data
   libdnnl-dev libomp-dev zlib1g-dev
+  # TensorBoard event files are protocol buffers (tests read them back with their own decoder)
+  libprotobuf-dev protobuf-compiler
   # unit tests; end-to-end tests are Python scripts; pkg-config for the install test
   libgtest-dev python3 pkgconf
   # the reference peer for bench/: PyTorch, with OpenBLAS as its BLAS (Debian's default
