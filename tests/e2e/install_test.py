@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import tfevents
 from example import expect, fail
 
 build_dir, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
@@ -26,10 +27,10 @@ def cache_value(name):
     return ""
 
 
-def sh(*args, env=None):
+def sh(*args, env=None, cwd=None):
     print("+ " + " ".join(shlex.quote(a) for a in args), flush=True)
     start = time.monotonic()
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout)
         sys.stdout.write(proc.stderr)
@@ -39,10 +40,15 @@ def sh(*args, env=None):
 
 
 def check_output(program, with_train_layer):
-    lines = sh(program).splitlines()
+    run_dir = program + "_run"
+    os.makedirs(run_dir)
+    lines = sh(program, cwd=run_dir).splitlines()
     expected = ["dense: 2.5 2.5 2.5 4.5 4.5 4.5"]
     if with_train_layer:
         expected.append(" Minibatch[   1-   1]: loss = 0.750000 * 2;")
+        _, events = tfevents.read_log_dir(os.path.join(run_dir, "consumer_logdir"))
+        scalars = [(tag, e["step"], value) for e in events for tag, value in e["scalars"]]
+        expect(scalars == [("minibatch/avg_loss", 1, 0.75)], f"TensorBoard scalars {scalars}")
     expect(lines == expected, f"{program} printed {lines}, expected {expected}")
 
 
