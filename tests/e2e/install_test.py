@@ -61,9 +61,12 @@ os.makedirs(work)
 # and its optimization flags; CMAKE_CXX_COMPILER_LAUNCHER (ccache) is taken from the
 # environment by CMake itself.
 cxx = cache_value("CMAKE_CXX_COMPILER")
+cxx_flags = cache_value("CMAKE_CXX_FLAGS")
+if cache_value("LOOM_SANITIZE") == "ON":
+    cxx_flags += " -fsanitize=address,undefined"  # the libraries call the sanitizers' runtime
 configure = ["cmake", "-G", "Ninja", f"-DCMAKE_CXX_COMPILER={cxx}",
              f"-DCMAKE_BUILD_TYPE={cache_value('CMAKE_BUILD_TYPE')}",
-             f"-DCMAKE_CXX_FLAGS={cache_value('CMAKE_CXX_FLAGS')}"]
+             f"-DCMAKE_CXX_FLAGS={cxx_flags}"]
 
 # Install, reusing the libraries already built.
 sh("cmake", "--install", build_dir, "--prefix", prefix)
@@ -91,7 +94,7 @@ for needed in ["-ldnnl", "-fopenmp", "-lz"]:
 expect(flags.index("-lloom_core") < flags.index("-ldnnl"), "-ldnnl comes before the layers")
 launcher = shlex.split(os.environ.get("CMAKE_CXX_COMPILER_LAUNCHER", ""))
 program = os.path.join(work, "pkg_config_consumer")
-sh(*launcher, cxx, "-std=c++20", *shlex.split(cache_value("CMAKE_CXX_FLAGS")), "-O2",
+sh(*launcher, cxx, "-std=c++20", *shlex.split(cxx_flags), "-O2",
    "-DLOOM_CONSUMER_ALL_LAYERS", os.path.join(consumer_dir, "consumer.cpp"), "-o", program,
    *flags)
 check_output(program, with_train_layer=True)
