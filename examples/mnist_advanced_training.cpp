@@ -1,5 +1,7 @@
 // Seed 002's advanced training on Fashion-MNIST: the convnet of mnist_convnet with a
 // ProgressPrinter that logs the first 10 minibatches and then every 50th to my.log, a
+// TensorBoardProgressWriter writing every 50th minibatch, the epochs and the model's graph to
+// my_tensorboard_logdir (`tensorboard --logdir my_tensorboard_logdir` shows them), a
 // checkpoint every epoch keeping all of them, a cross-validation every 3 epochs whose callback
 // halves the learning rate when the metric improved less than 5 % (relative) and stops after
 // the 6th cut, a final test, and the loss progression printed at the end.
@@ -47,9 +49,13 @@ int main(int argc, char** argv) {
   auto recipe = examples::mnist_recipe(epoch_size);
   auto learner = momentum_sgd(model_mn.parameters(), recipe.lrs, recipe.momentums);
 
+  // Create progress callbacks for logging to file and TensorBoard event log.
   // Prints statistics for the first 10 minibatches, then for every 50th, to a log file.
   auto progress_writer = std::make_shared<ProgressPrinter>(
       ProgressPrinterOptions{.freq = 50, .first = 10, .log_to_file = "my.log"});
+  auto tensorboard_writer =
+      std::make_shared<TensorBoardProgressWriter>(TensorBoardProgressWriterOptions{
+          .freq = 50, .log_dir = "my_tensorboard_logdir", .model = criterion});
 
   // Halve the learning rate each time the cross-validation metric improved less than 5 %
   // relative, and stop after 6 adjustments.
@@ -98,12 +104,12 @@ int main(int argc, char** argv) {
   TestConfig test_config{.source = {data.X_test, data.Y_test}, .criterion = criterion};
 
   // Train!
-  TrainSummary progress =
-      criterion.train({data.X_train, data.Y_train},
-                      {.minibatch_size = recipe.minibatch_sizes,
-                       .parameter_learners = {learner},
-                       .callbacks = {progress_writer, checkpoint_config, cv_config, test_config},
-                       .max_epochs = epochs});
+  TrainSummary progress = criterion.train({data.X_train, data.Y_train},
+                                          {.minibatch_size = recipe.minibatch_sizes,
+                                           .parameter_learners = {learner},
+                                           .callbacks = {progress_writer, tensorboard_writer,
+                                                         checkpoint_config, cv_config, test_config},
+                                           .max_epochs = epochs});
 
   // Progress is available from the return value.
   std::string losses;

@@ -35,5 +35,6 @@
 #include "loom/train/checkpoint_policy.h"
 #include "loom/train/function_training.h"
 #include "loom/train/progress_printer.h"
+#include "loom/train/tensorboard_progress_writer.h"
 #include "loom/train/trainer.h"
 #include "loom/train/training_session.h"

@@ -6,8 +6,10 @@ packages=(
   cmake ninja-build g++ clang clang-format libclang-rt-14-dev
   # compute (oneDNN), threads, gzip data
   libdnnl-dev libomp-dev zlib1g-dev
-  # unit tests; end-to-end tests are Python scripts
-  libgtest-dev python3
+  # TensorBoard event files are protocol buffers (tests read them back with their own decoder)
+  libprotobuf-dev protobuf-compiler
+  # unit tests; end-to-end tests are Python scripts; pkg-config for the install test
+  libgtest-dev python3 pkgconf
   # the reference peer for bench/: PyTorch, with OpenBLAS as its BLAS (Debian's default
   # libblas is the slow reference implementation)
   python3-numpy python3-torch libopenblas0
