@@ -1,7 +1,9 @@
 // Seed 002's MNIST convnet, trained on Fashion-MNIST: the seed's model, criterion,
 // momentum_sgd with the per-sample learning-rate list, per-sample momentum schedule and
 // minibatch-size schedule over an epoch of 54,000 samples (6,000 split off for
-// cross-validation, as the seed does), then the test set.
+// cross-validation, as the seed does), then the test set. Then, as the seed's deployment
+// section does, the model applied to its input is printed and saved to mnist.cmf
+// (examples/classify_digit.cpp loads it).
 //
 //   mnist_convnet [epochs (default 2)] [--samples N: train on the first N of the 54,000]
 //                 [--data FOLDER (default /usr/share/datasets/fashion-mnist)]
@@ -46,5 +48,11 @@ int main(int argc, char** argv) {
   const double test_metric =
       criterion.test({data.X_test, data.Y_test}, {.callbacks = {progress_writer}}).metric;
   std::printf("Test error: %.2f%%\n", test_metric * 100);
+
+  // Deploying: make the model's input type known, then save it.
+  std::printf("%s\n", model_mn.to_string().c_str());
+  Function model = model_mn(x);
+  std::printf("%s\n", model.to_string().c_str());
+  save_model(model, "mnist.cmf");
   return 0;
 }

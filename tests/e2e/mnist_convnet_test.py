@@ -1,6 +1,8 @@
 """Seed 002's convnet trains briefly on Fashion-MNIST: three short epochs of 4096 samples;
 the training error must fall from epoch to epoch, and the test error end far below chance."""
 import os
+import subprocess
+import sys
 
 from example import expect, matching, run
 
@@ -19,3 +21,17 @@ expect(errors[2] < errors[0], f"the training error did not fall: {errors}")
 test = matching(lines, r"Finished Evaluation \[1\]: Minibatch\[1-313\]: metric = ([\d.]+)% \* 10000;")
 expect(len(test) == 1, "no test line over the 10000 test images")
 expect(float(test[0].group(1)) < 60, f"test error {test[0].group(1)}% is not far below chance")
+
+# The seed's deployment section: the model applied to its input prints with its type, is saved,
+# and classify_digit loads it and classifies one test image.
+expect("Composite(keep: Sequence[tensor]) -> Sequence[tensor]" in lines, "model_mn not printed")
+expect("Composite(Tensor[28,28]) -> Tensor[10]" in lines, "the applied model not printed")
+build_dir, work_dir = sys.argv[1], sys.argv[2]
+expect(os.path.exists(os.path.join(work_dir, "mnist.cmf")), "mnist.cmf was not saved")
+proc = subprocess.run([os.path.join(build_dir, "classify_digit")], cwd=work_dir,
+                      capture_output=True, text=True, timeout=300)
+sys.stdout.write(proc.stdout)
+expect(proc.returncode == 0, f"classify_digit failed: {proc.stderr}")
+recognized = matching(proc.stdout.splitlines(), r"Recognized as: (\d) \(label (\d)\)")
+expect(len(recognized) == 1, "classify_digit printed no class")
+print("mnist_convnet: 1 passed, 0 failed")
