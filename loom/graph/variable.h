@@ -99,7 +99,7 @@ class Constant : public Variable {
 struct InputOptions {
   DataType dtype = DataType::Float32;
   bool is_sparse = false;
-  std::string name;
+  std::string name = {};
   bool needs_gradient = false;
   std::vector<Axis> dynamic_axes = default_batch_axes();
 };

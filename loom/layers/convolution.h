@@ -27,18 +27,18 @@ struct PadFlags {
 };
 
 struct ConvolutionLayerOptions {
-  std::optional<Activation> activation;
-  std::optional<Initializer> init;
-  std::optional<PadFlags> pad;
+  std::optional<Activation> activation = {};
+  std::optional<Initializer> init = {};
+  std::optional<PadFlags> pad = {};
   std::vector<size_t> strides{1};  // one for all axes or one per axis
   std::vector<bool> sharing{true};
-  std::optional<bool> bias;
-  std::optional<Initializer> init_bias;
+  std::optional<bool> bias = {};
+  std::optional<Initializer> init_bias = {};
   size_t reduction_rank = 1;  // 0: the input has no channel axis
   std::vector<size_t> dilation{1};
   size_t groups = 1;
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 
 Function Convolution(const NDShape& filter_shape, size_t num_filters,
@@ -52,18 +52,18 @@ Function Convolution3D(const NDShape& filter_shape, size_t num_filters,
                        const ConvolutionLayerOptions& options = {});
 
 struct ConvolutionTransposeLayerOptions {
-  std::optional<Activation> activation;
-  std::optional<Initializer> init;
-  std::optional<PadFlags> pad;
+  std::optional<Activation> activation = {};
+  std::optional<Initializer> init = {};
+  std::optional<PadFlags> pad = {};
   std::vector<size_t> strides{1};
   std::vector<bool> sharing{true};
-  std::optional<bool> bias;
-  std::optional<Initializer> init_bias;
-  std::optional<NDShape> output_shape;  // spatial extents; see ConvolutionTransposeOptions
+  std::optional<bool> bias = {};
+  std::optional<Initializer> init_bias = {};
+  std::optional<NDShape> output_shape = {};  // spatial extents; see ConvolutionTransposeOptions
   size_t reduction_rank = 1;
   std::vector<size_t> dilation{1};
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 
 // activation(convolution_transpose(W, x) + b), W [C, num_filters, filter_shape...].

@@ -14,11 +14,11 @@
 namespace loom {
 
 struct LayerDefaults {
-  std::optional<Activation> activation;
-  std::optional<Initializer> init;
-  std::optional<bool> bias;
-  std::optional<Initializer> init_bias;
-  std::optional<bool> pad;
+  std::optional<Activation> activation = {};
+  std::optional<Initializer> init = {};
+  std::optional<bool> bias = {};
+  std::optional<Initializer> init_bias = {};
+  std::optional<bool> pad = {};
 };
 
 class DefaultOptionsScope {

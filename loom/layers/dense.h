@@ -9,14 +9,14 @@
 namespace loom {
 
 struct DenseOptions {
-  std::optional<Activation> activation;  // unset: default_options, else none
-  std::optional<Initializer> init;       // unset: default_options, else glorot_uniform
-  std::optional<size_t> input_rank;      // number of trailing input axes W contracts
-  std::optional<size_t> map_rank;        // or: number of leading input axes kept
-  std::optional<bool> bias;
-  std::optional<Initializer> init_bias;
+  std::optional<Activation> activation = {};  // unset: default_options, else none
+  std::optional<Initializer> init = {};       // unset: default_options, else glorot_uniform
+  std::optional<size_t> input_rank = {};      // number of trailing input axes W contracts
+  std::optional<size_t> map_rank = {};        // or: number of leading input axes kept
+  std::optional<bool> bias = {};
+  std::optional<Initializer> init_bias = {};
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 
 Function Dense(const NDShape& shape, const DenseOptions& options = {});

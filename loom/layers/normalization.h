@@ -13,13 +13,13 @@ namespace loom {
 struct BatchNormalizationOptions {
   // Unset: one statistic per element of the sample. 1: per channel (the first axis of the
   // sample: [C, H, W] inputs of convolutions), CNTK's spatial batch normalization.
-  std::optional<int> map_rank;
+  std::optional<int> map_rank = {};
   double init_scale = 1;
   double normalization_time_constant = 5000;
   double blend_time_constant = 0;
   double epsilon = 0.00001;
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 
 // Parameters "scale" (init_scale) and "bias" (0); Constants "aggregate_mean",
@@ -32,7 +32,7 @@ struct LayerNormalizationOptions {
   double initial_bias = 0;
   double epsilon = 0.00001;
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 
 // Parameters "scale" and "bias" of the input's sample shape.

@@ -13,8 +13,8 @@ namespace loom {
 
 struct PoolingLayerOptions {
   std::vector<size_t> strides{1};
-  std::optional<PadFlags> pad;
-  std::string name;
+  std::optional<PadFlags> pad = {};
+  std::string name = {};
 };
 
 Function MaxPooling(const NDShape& filter_shape, const PoolingLayerOptions& options = {});
