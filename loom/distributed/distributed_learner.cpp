@@ -244,8 +244,8 @@ class DataParallelDistributedLearner final : public DistributedLearner {
       for (size_t i = 0; i < value.size(); ++i)
         LOOM_CHECK(
             same_layout(value[i], residuals_[i]) && same_layout(stripe[i], stripe_residuals_[i]),
-            StateError, "distributed learner checkpoint: the residuals of parameter '",
-            exchange_order()[i].uid(), "' are ", value[i].shape().to_string(), " and ",
+            StateError, "distributed learner checkpoint: the residuals of parameter ",
+            exchange_order()[i].describe(), " are ", value[i].shape().to_string(), " and ",
             stripe[i].shape().to_string(), ", expected ", residuals_[i].shape().to_string(),
             " and ", stripe_residuals_[i].shape().to_string());
     }
@@ -308,9 +308,9 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     if (info.is_empty()) return NDArrayView(p.dtype(), p.shape());
     auto it = gradients.find(p);
     LOOM_CHECK(it != gradients.end(), ArgumentError,
-               "distributed learner: no gradient for parameter '", p.uid(), "'");
+               "distributed learner: no gradient for parameter ", p.describe(), "");
     LOOM_CHECK(it->second.dtype() == p.dtype() && it->second.shape() == p.shape(), ShapeError,
-               "distributed learner: the gradient of parameter '", p.uid(), "' is ",
+               "distributed learner: the gradient of parameter ", p.describe(), " is ",
                to_string(it->second.dtype()), it->second.shape().to_string(), ", the parameter ",
                to_string(p.dtype()), p.shape().to_string());
     return it->second.is_sparse() ? it->second.to_dense() : it->second;
@@ -471,9 +471,10 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
     for (size_t i = 0; i < smoothed_.size(); ++i) {
       const auto& v = smoothed[i].get<NDArrayView>();
       LOOM_CHECK(same_layout(v, smoothed_[i]), StateError,
-                 "block momentum checkpoint: smoothed gradient of parameter '",
-                 exchange_order()[i].uid(), "' is ", to_string(v.dtype()), v.shape().to_string(),
-                 ", expected ", to_string(smoothed_[i].dtype()), smoothed_[i].shape().to_string());
+                 "block momentum checkpoint: smoothed gradient of parameter ",
+                 exchange_order()[i].describe(), " is ", to_string(v.dtype()),
+                 v.shape().to_string(), ", expected ", to_string(smoothed_[i].dtype()),
+                 smoothed_[i].shape().to_string());
     }
     const auto local = d.get<uint64_t>("localTotalNumSamplesSeen");
     restore_base_checkpoint(d.get_dictionary("base"), kBlockMomentum);

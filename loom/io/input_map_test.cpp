@@ -64,9 +64,9 @@ TEST(InputMap, MinibatchesAreIndexedByVariableOrStream) {
   // nothing is inserted.
   Variable other = input_variable({1}, {.name = "weights"});
   std::string msg = message([&] { (void)data[other]; });
-  EXPECT_NE(msg.find("no data for variable 'weights'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("variable 'features'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("variable 'label'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no data for weights: Tensor[1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("features: Tensor[2]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("label: SparseTensor[3]"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   StreamInformation unknown{.name = "z", .id = 7};
   msg = message([&] { (void)mb[unknown]; });

@@ -29,7 +29,7 @@ std::string key_name(const StreamInformation& s) {
                         ")");
 }
 std::string key_name(const Variable& v) {
-  return v.name().empty() ? "variable " + v.uid() : "variable '" + v.name() + "' (" + v.uid() + ")";
+  return v.describe();
 }
 
 }  // namespace

@@ -44,9 +44,9 @@ Learner::Learner(std::vector<Parameter> parameters, LearningRateSchedule lr, Lea
   for (const auto& p : parameters_) {
     LOOM_CHECK(p.valid() && p.is_parameter(), ArgumentError,
                "a learner's parameters must be parameters");
-    LOOM_CHECK(seen.insert(p).second, ArgumentError, "parameter '", p.uid(),
-               "' is given to the learner twice");
-    LOOM_CHECK(!p.shape().has_inferred(), ArgumentError, "parameter '", p.uid(), "' has shape ",
+    LOOM_CHECK(seen.insert(p).second, ArgumentError, "parameter ", p.describe(),
+               " is given to the learner twice");
+    LOOM_CHECK(!p.shape().has_inferred(), ArgumentError, "parameter ", p.describe(), " has shape ",
                p.shape().to_string(),
                " with dimensions not yet inferred; call the model before creating its learner");
   }
@@ -189,13 +189,14 @@ bool LearnerBase::update(std::unordered_map<Variable, NDArrayView>& gradients,
   // Every gradient is checked before anything changes, so a bad call leaves all as it was.
   for (const auto& p : parameters()) {
     auto it = gradients.find(p);
-    LOOM_CHECK(it != gradients.end(), ArgumentError, "Learner::update: no gradient for parameter '",
-               p.uid(), "'");
+    LOOM_CHECK(it != gradients.end(), ArgumentError, "Learner::update: no gradient for parameter ",
+               p.describe(), "");
     const NDArrayView& g = it->second;
-    LOOM_CHECK(g.dtype() == p.dtype(), ShapeError, "Learner::update: gradient of parameter '",
-               p.uid(), "' is ", to_string(g.dtype()), ", the parameter ", to_string(p.dtype()));
-    LOOM_CHECK(g.shape() == p.shape(), ShapeError, "Learner::update: gradient of parameter '",
-               p.uid(), "' has shape ", g.shape().to_string(), ", the parameter ",
+    LOOM_CHECK(g.dtype() == p.dtype(), ShapeError, "Learner::update: gradient of parameter ",
+               p.describe(), " is ", to_string(g.dtype()), ", the parameter ",
+               to_string(p.dtype()));
+    LOOM_CHECK(g.shape() == p.shape(), ShapeError, "Learner::update: gradient of parameter ",
+               p.describe(), " has shape ", g.shape().to_string(), ", the parameter ",
                p.shape().to_string());
   }
   on_minibatch(training_sample_count);
@@ -326,7 +327,7 @@ void LearnerBase::restore_from_checkpoint(const Dictionary& d) {
   for (size_t i = 0; i < state_.size(); ++i) {
     const auto& v = smoothed[i].get<NDArrayView>();
     LOOM_CHECK(v.dtype() == state_[i].dtype() && v.shape() == state_[i].shape(), StateError,
-               "learner checkpoint: state of parameter '", parameters()[i].uid(), "' is ",
+               "learner checkpoint: state of parameter ", parameters()[i].describe(), " is ",
                to_string(v.dtype()), v.shape().to_string(), ", expected ",
                to_string(state_[i].dtype()), state_[i].shape().to_string());
   }

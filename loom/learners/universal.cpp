@@ -28,13 +28,12 @@ UniversalLearner::UniversalLearner(const ParameterUpdateFunction& update_functio
   for (const Parameter& p : update_function_.parameters()) used.insert(p);
   for (const Parameter& p : this->parameters())
     LOOM_CHECK(used.count(p), ArgumentError,
-               "universal: the update function does not use parameter '", p.name(), "' (", p.uid(),
-               ")");
+               "universal: the update function does not use parameter ", p.describe());
   std::unordered_set<Variable> grads(gradients_.begin(), gradients_.end());
   std::unordered_set<Variable> read;
   for (const Variable& a : update_function_.arguments()) {
-    LOOM_CHECK(grads.count(a), ArgumentError, "universal: the update graph depends on '", a.name(),
-               "' (", a.uid(), "), which is not one of the gradients; an update graph may only ",
+    LOOM_CHECK(grads.count(a), ArgumentError, "universal: the update graph depends on ",
+               a.describe(), ", which is not one of the gradients; an update graph may only ",
                "read parameters, constants and the gradients it is given");
     read.insert(a);
   }
@@ -42,8 +41,8 @@ UniversalLearner::UniversalLearner(const ParameterUpdateFunction& update_functio
     if (!read.count(gradients_[i]))  // as CNTK: allowed, but most likely a mistake
       std::fprintf(stderr,
                    "WARNING: the universal learner's update function does not use the gradient "
-                   "of parameter '%s' (%s)\n",
-                   this->parameters()[i].name().c_str(), this->parameters()[i].uid().c_str());
+                   "of parameter %s\n",
+                   this->parameters()[i].describe().c_str());
 
   state_ = update_function_.constants();
   executor_ = std::make_unique<Executor>(update_function_.outputs());
@@ -57,10 +56,10 @@ bool UniversalLearner::update(std::unordered_map<Variable, NDArrayView>& gradien
     const Parameter& p = parameters()[i];
     auto it = gradients.find(p);
     LOOM_CHECK(it != gradients.end(), ArgumentError,
-               "UniversalLearner::update: no gradient for parameter '", p.uid(), "'");
+               "UniversalLearner::update: no gradient for parameter ", p.describe(), "");
     const NDArrayView& g = it->second;
     LOOM_CHECK(g.dtype() == p.dtype() && g.shape() == p.shape(), ShapeError,
-               "UniversalLearner::update: gradient of parameter '", p.uid(), "' is ",
+               "UniversalLearner::update: gradient of parameter ", p.describe(), " is ",
                to_string(g.dtype()), g.shape().to_string(), ", the parameter ",
                to_string(p.dtype()), p.shape().to_string());
   }

@@ -68,8 +68,8 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
       distributed_ = std::move(d);
     }
     for (const Parameter& p : learner->parameters()) {
-      LOOM_CHECK(covered.insert(p).second, ArgumentError, "Trainer: parameter '", p.name(), "' (",
-                 p.uid(), ") is given to more than one learner");
+      LOOM_CHECK(covered.insert(p).second, ArgumentError, "Trainer: parameter ", p.describe(),
+                 " is given to more than one learner");
       wrt.push_back(p);
     }
     learner->set_progress_observer([this](const std::string& key, double value) {

@@ -19,10 +19,6 @@ namespace {
 
 constexpr int64_t kTrainingStateVersion = 1;
 
-std::string describe(const Variable& v) {
-  return "'" + v.name() + "' (" + v.uid() + ") " + to_string(v.dtype()) + v.shape().to_string();
-}
-
 // Leaves whose values a checkpoint carries, in the graph's deterministic order.
 std::vector<Variable> stateful_leaves(const Function& graph) {
   std::vector<Variable> leaves;
@@ -54,7 +50,8 @@ void check_same_graph(const Function& saved, const Function& current, const std:
     LOOM_CHECK(
         s.is_parameter() == c.is_parameter() && s.dtype() == c.dtype() && s.shape() == c.shape(),
         StateError, "checkpoint '", file, "': ", s.is_parameter() ? "parameter" : "constant", " ",
-        describe(s), " does not match the trainer's ", describe(c));
+        s.describe(), " ", to_string(s.dtype()), " does not match the trainer's ", c.describe(),
+        " ", to_string(c.dtype()));
   }
 }
 
