@@ -1,5 +1,8 @@
 #include "loom/distributed/communicator.h"
 
+// MPI's C API only: the deprecated C++ bindings would add libmpi_cxx to every program's link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>
