@@ -1,11 +1,14 @@
 """Seed 000's distributed training under mpirun: data-parallel training on 2 workers ends with
 the parameters of one process reading the same global minibatches (float tolerance), 1-bit SGD
-runs, and the distributed training session checkpoints (the main worker writes) and resumes
-on every worker from the same file."""
+runs, the distributed training session checkpoints (the main worker writes) and resumes on
+every worker from the same file, and a worker killed with SIGKILL mid-run ends the job with a
+message naming it; started again, the job resumes and ends as an uninterrupted run does."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 from example import expect, fail
 
@@ -69,4 +72,50 @@ expect("Worker 1 of 2: samples seen 800" in second, "the resumed session did not
 expect(close(parameters("session"), parameters("session_whole"), 0),
        "the resumed distributed session ended with other parameters than an uninterrupted one")
 expect("Finished Evaluation [1]" in second, "the distributed session did not test")
+
+# kill -9 of worker 1 in the middle of a long session.
+LONG = ["--session", "--max-samples", "20000", *OUT]
+run("uninterrupted", 2, *LONG)
+killed_dir = os.path.join(work_dir, "killed")
+shutil.rmtree(killed_dir, ignore_errors=True)
+os.makedirs(killed_dir)
+job = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", binary, *LONG], cwd=killed_dir,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def worker_pid(rank):
+    """The pid of the job's worker of that rank (mpirun's child with that rank)."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) != job.pid:
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"OMPI_COMM_WORLD_RANK={rank}".encode() in f.read().split(b"\0"):
+                    return int(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+try:
+    # Wait (bounded) until the job has written a few checkpoints' worth of lines.
+    for _ in range(300):
+        if not job.stdout.readline():
+            break
+    victim = worker_pid(1)
+    expect(victim is not None, "worker 1 of the job not found")
+    os.kill(victim, signal.SIGKILL)
+    began = time.monotonic()
+    _, err = job.communicate(timeout=60)
+    print(f"the job ended {time.monotonic() - began:.2f} s after worker 1 was killed")
+finally:
+    if job.poll() is None:
+        job.kill()
+expect(job.returncode != 0, "the job did not fail when a worker was killed")
+expect("process rank 1" in err, "the job's error does not name the lost worker:\n" + err)
+resumed, resumed_err = run("killed", 2, *LONG, fresh=False)
+expect("Restoring training session" in resumed_err, "the restarted job did not resume")
+expect(close(parameters("killed"), parameters("uninterrupted"), 0),
+       "the resumed job ended with other parameters than an uninterrupted one")
 print("xor_distributed: 1 passed, 0 failed")
