@@ -92,6 +92,9 @@ class MinibatchSource {
   // hold more samples than size_t counts (CNTK's MinibatchSource.is_infinite()).
   bool is_infinite() const { return end_position_ == INFINITELY_REPEAT; }
 
+  // Samples of the global timeline read so far (by all workers together).
+  size_t position() const { return position_; }
+
   // {"minibatchSourcePosition": global sample position}.
   Dictionary get_checkpoint_state() const;
   void restore_from_checkpoint(const Dictionary& state);

@@ -202,8 +202,7 @@ MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
   const auto& distributed = config_.trainer->distributed_learner();
   // Each worker reads its share of a global minibatch once the learner communicates; before
   // that (warm start) every worker reads the whole minibatch and takes the same step.
-  if (!distributed ||
-      config_.trainer->total_number_of_samples_seen() < distributed->parallelization_after())
+  if (!distributed || samples_seen() < distributed->parallelization_after())
     return train_data_.source->next_minibatch(mb_size, train_data_.input_map);
   const auto& communicator = distributed->communicator();
   return train_data_.source->next_minibatch(mb_size * distributed->minibatch_size_scale_factor(),
@@ -218,11 +217,19 @@ size_t TrainingSession::elapsed_ms() const {
              std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), 0));
 }
 
+size_t TrainingSession::samples_seen() const {
+  // Every worker must take the same decisions (minibatch sizes, actions, the end), so in
+  // distributed training the count is the source's global position, the same on every worker
+  // (block momentum's trainers count their own shares only).
+  if (config_.trainer->distributed_learner()) return train_data_.source->position();
+  return config_.trainer->total_number_of_samples_seen();
+}
+
 size_t TrainingSession::units_seen(DataUnit unit) const {
   const Learner& learner = *config_.trainer->parameter_learners().front();
   switch (unit) {
     case DataUnit::sample:
-      return config_.trainer->total_number_of_samples_seen();
+      return samples_seen();
     case DataUnit::minibatch:
       return learner.total_number_of_minibatches_seen();
     case DataUnit::sweep:
@@ -243,12 +250,12 @@ void TrainingSession::train() {
   start_ = config_.clock();
   Trainer& trainer = *config_.trainer;
   if (policy_.enabled() && policy_.config().restore) restore();
-  const size_t restored_samples = trainer.total_number_of_samples_seen();
+  const size_t restored_samples = samples_seen();
 
   const size_t max_samples = config_.max_samples.value_or(INFINITELY_REPEAT);
   bool should_train = max_samples > 0, early_exit = false;
   while (should_train) {
-    const size_t seen = trainer.total_number_of_samples_seen();
+    const size_t seen = samples_seen();
     const bool done = early_exit || max_samples <= seen ||
                       (config_.max_sweeps && units_seen(DataUnit::sweep) >= *config_.max_sweeps);
     const size_t left = done ? 0 : max_samples - seen;
@@ -269,7 +276,7 @@ void TrainingSession::train() {
       if (due(a)) early_exit |= !run(a);
   }
 
-  if (restored_samples != trainer.total_number_of_samples_seen()) {
+  if (restored_samples != samples_seen()) {
     finishing_ = true;
     for (Action& a : actions_)
       if (due(a)) run(a);
@@ -278,8 +285,8 @@ void TrainingSession::train() {
   // Numbered saves end with the final model under the plain name, as CNTK's preserve_all
   // (CNTK keeps an existing one; Loom replaces it when this run trained, so a later resume
   // never starts from an older final model).
-  if (policy_.numbered() && (restored_samples != trainer.total_number_of_samples_seen() ||
-                             !std::filesystem::exists(policy_.config().filename)))
+  if (policy_.numbered() &&
+      (restored_samples != samples_seen() || !std::filesystem::exists(policy_.config().filename)))
     write_checkpoint(policy_.config().filename, policy_.state());
   test();
 }
@@ -379,8 +386,7 @@ TrainingSession::SessionState TrainingSession::read_session_state(
 std::optional<double> TrainingSession::monitored_value() const {
   if (config_.checkpoint_config.monitor) return config_.checkpoint_config.monitor();
   // The cross-validation of the same step, which ran just before.
-  if (last_cv_ && last_cv_->first == config_.trainer->total_number_of_samples_seen())
-    return last_cv_->second;
+  if (last_cv_ && last_cv_->first == samples_seen()) return last_cv_->second;
   return std::nullopt;
 }
 
@@ -473,7 +479,7 @@ bool TrainingSession::cross_validate(size_t index) {
   const CrossValidationCallback& callback = config_.cv_config.callback;
   if (!cv_data_.source) return callback ? callback(index, 0, 0, 0) : true;
   const SummaryCollector::Entry r = validate();
-  last_cv_ = {config_.trainer->total_number_of_samples_seen(), r.metric.value_or(0)};
+  last_cv_ = {samples_seen(), r.metric.value_or(0)};
   return callback ? callback(index, r.metric.value_or(0), r.samples, r.updates) : true;
 }
 

@@ -170,6 +170,8 @@ class TrainingSession {
 
   // The next training minibatch: this worker's share of it in distributed training.
   MinibatchMap next_training_minibatch(size_t mb_size);
+  // Samples trained so far as the session counts them (schedules, limits, actions).
+  size_t samples_seen() const;
   size_t units_seen(DataUnit unit) const;
   bool due(const Action& action) const;
   // Runs the action for the period it is due for; false stops training.

@@ -1,0 +1,84 @@
+// Seed 002's Fashion-MNIST networks trained on several workers: the MLP (784-200-200-10, relu)
+// or, with --convnet, the seed's convnet, each worker reading its partition of every
+// minibatch through training_session, with the learner wrapped in CNTK's data-parallel
+// learner, with float or 1-bit aggregation (block momentum: docs/TODO.md). Run it under
+// `mpirun -np N`; every worker prints the test error and the bytes it sent.
+//
+//   mpirun -np 4 mnist_distributed [--learner data_parallel|one_bit] [--convnet]
+//       [--epochs N (default 1)] [--samples N (of the 54,000; default all)] [--data FOLDER]
+#include <cstdio>
+#include <string>
+
+#include "examples/fashion_mnist.h"
+
+using namespace loom;
+
+int main(int argc, char** argv) {
+  std::string algorithm = "data_parallel", folder = examples::kFashionMnistFolder;
+  bool convnet = false;
+  size_t epochs = 1, samples = 54000;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--convnet") {
+      convnet = true;
+    } else if (i + 1 < argc && flag == "--learner") {
+      algorithm = argv[++i];
+    } else if (i + 1 < argc && flag == "--epochs") {
+      epochs = std::stoul(argv[++i]);
+    } else if (i + 1 < argc && flag == "--samples") {
+      samples = std::stoul(argv[++i]);
+    } else if (i + 1 < argc && flag == "--data") {
+      folder = argv[++i];
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  examples::MnistData data = examples::load_mnist(folder, samples);
+  const size_t epoch_size = data.X_train.shape()[0];
+
+  set_fixed_random_seed(1);
+  Variable x = input_variable({28, 28});
+  Variable y = input_variable(10, {.is_sparse = true});
+  Function model =
+      convnet ? examples::create_model_mn()
+              : Sequential({Dense(200, {.activation = relu}), Dense(200, {.activation = relu}),
+                            Dense(10, {.activation = None})});
+  Function criterion = examples::criterion_mn(model, x, y);
+
+  auto recipe = examples::mnist_recipe(epoch_size);
+  auto local = momentum_sgd(model.parameters(), recipe.lrs, recipe.momentums);
+  std::shared_ptr<distributed::DistributedLearner> learner;
+  if (algorithm == "data_parallel") {
+    learner = distributed::data_parallel_distributed_learner(local);
+  } else if (algorithm == "one_bit") {
+    learner = distributed::data_parallel_distributed_learner(local, 0, 1);
+  } else {
+    std::fprintf(stderr, "unknown learner %s\n", algorithm.c_str());
+    return 2;
+  }
+  auto communicator = learner->communicator();
+  Trainer trainer(model(x), criterion, {learner}, {std::make_shared<ProgressPrinter>()});
+
+  // The source's sweeps end training on every worker at the same minibatch.
+  MinibatchSource source = MinibatchSourceFromData(
+      {{"features", data.X_train}, {"labels", data.Y_train}}, {.max_sweeps = epochs});
+  MinibatchSource test_source = MinibatchSourceFromData(
+      {{"features", data.X_test}, {"labels", data.Y_test}}, {.randomize = false, .max_sweeps = 1});
+  training_session({.trainer = trainer,
+                    .mb_source = source,
+                    .mb_size = recipe.minibatch_sizes,
+                    .model_inputs_to_streams = {{x, source["features"]}, {y, source["labels"]}},
+                    .progress_frequency = epoch_size,
+                    .test_config = {.source = test_source,
+                                    .minibatch_size = 1024,
+                                    .model_inputs_to_streams = {{x, test_source["features"]},
+                                                                {y, test_source["labels"]}}}})
+      .train();
+  std::printf("Worker %zu of %zu (%s): samples seen %zu, bytes sent %llu\n", communicator->rank(),
+              communicator->num_workers(), algorithm.c_str(),
+              trainer.total_number_of_samples_seen(),
+              static_cast<unsigned long long>(communicator->bytes_sent()));
+  communicator->finalize();
+  return 0;
+}
