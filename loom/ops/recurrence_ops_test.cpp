@@ -1,0 +1,126 @@
+#include "loom/ops/recurrence_ops.h"
+
+#include <gtest/gtest.h>
+
+#include "loom/ops/ops_test_util.h"
+
+namespace loom {
+namespace {
+
+using Sequences = std::vector<std::vector<double>>;
+
+// Lengths 3, 1, 2 of samples of 2 elements; the length-1 sequence sits between the others.
+const Sequences kSeqs{{1, 2, 3, 4, 5, 6}, {7, 8}, {9, 10, 11, 12}};
+
+// The delay of each sequence by shift steps (past > 0, future < 0), the boundary steps
+// reading init(b) (2 elements) for sequence b.
+Sequences reference(const Sequences& seqs, int shift,
+                    const std::function<std::vector<double>(size_t)>& init) {
+  Sequences out;
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    const int len = int(seqs[b].size() / 2);
+    std::vector<double> o;
+    for (int t = 0; t < len; ++t) {
+      const int u = t - shift;
+      for (int k = 0; k < 2; ++k)
+        o.push_back(u >= 0 && u < len ? seqs[b][size_t(2 * u + k)] : init(b)[size_t(k)]);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+TEST(RecurrenceOps, ShapeInference) {
+  Variable x = sequence::input_variable({2, 3}, f64("x"));
+  Function p = sequence::past_value(x, 2, "p");
+  EXPECT_EQ(p.op_name(), "PastValue");
+  EXPECT_EQ(p.attributes().get<int64_t>("offset"), 2);
+  EXPECT_EQ(p.output().type_string(), "Sequence[Tensor[2,3]]");
+  EXPECT_EQ(p.output().dtype(), kF64);
+  Function f = sequence::future_value(x, constant(random_array({3}, kF64, 1)));
+  EXPECT_EQ(f.op_name(), "FutureValue");
+  EXPECT_EQ(f.output().shape(), (NDShape{2, 3}));
+  EXPECT_EQ(sequence::delay(x, constant(0, kF64), -1).op_name(), "FutureValue");
+  EXPECT_EQ(sequence::delay(x, constant(0, kF64), 0).output(), x);
+}
+
+TEST(RecurrenceOps, ShapeErrors) {
+  Variable x = sequence::input_variable({2, 3}, f64("x"));
+  expect_shape_error([&] { sequence::past_value(input_variable({2}, f64("b"))); },
+                     {"PastValue", "b: Tensor[2]", "batch and a sequence axis"});
+  expect_shape_error([&] { sequence::past_value(x, constant(random_array({2}, kF64, 1))); },
+                     {"PastValue", "cannot be broadcast", "x: Sequence[Tensor[2,3]]"});
+  expect_shape_error(
+      [&] {
+        sequence::future_value(x, sequence::input_variable({2, 3}, f64()));
+      },
+      {"FutureValue", "is a sequence"});
+  expect_shape_error([&] { sequence::past_value(x, input_variable({3}, f64("s"))); },
+                     {"PastValue", "s: Tensor[3]", "sample shape"});
+  expect_shape_error([&] { sequence::past_value(x, constant(0)); }, {"PastValue", "types"});
+}
+
+TEST(RecurrenceOps, ForwardWithEachKindOfInitialState) {
+  Variable x = sequence::input_variable({2}, f64("x"));
+  const Value xv = Value::create_sequences<double>({2}, kSeqs);
+  const NDArrayView tensor = NDArrayView::from_vector<double>({2}, {-1, -2});
+  Variable s = input_variable({2}, f64("s"));
+  const Value sv(NDArrayView::from_vector<double>({3, 2}, {-1, -2, -3, -4, -5, -6}), false);
+  for (int shift : {1, 2, -1, -2}) {
+    SCOPED_TRACE(shift);
+    auto check = [&](const Variable& init, const std::function<std::vector<double>(size_t)>& ref,
+                     ValueMap args) {
+      args.emplace(x, xv);
+      Value out = sequence::delay(x, init, shift).eval_one(args);
+      EXPECT_EQ(out.as_sequences<double>(), reference(kSeqs, shift, ref));
+    };
+    check(constant(0, kF64), [](size_t) { return std::vector<double>{0, 0}; }, {});
+    check(constant(0.5, kF64), [](size_t) { return std::vector<double>{0.5, 0.5}; }, {});
+    check(constant(tensor), [](size_t) { return std::vector<double>{-1, -2}; }, {});
+    check(s, [](size_t b) { return std::vector<double>{-1.0 - 2 * b, -2.0 - 2 * b}; }, {{s, sv}});
+  }
+}
+
+TEST(RecurrenceOps, Gradients) {
+  Variable x = sequence::input_variable({2, 3}, f64("x"));
+  Variable s = input_variable({2, 3}, f64("s"));
+  const std::vector<size_t> lengths{5, 1, 3, 2};
+  ValueMap args{{x, random_sequences({2, 3}, lengths, kF64, 1)},
+                {s, random_batch({2, 3}, lengths.size(), kF64, 2)}};
+  Parameter full = parameter(random_array({2, 3}, kF64, 3), "full");
+  Parameter row = parameter(random_array({3}, kF64, 4), "row");
+  Parameter scalar = parameter(random_array({}, kF64, 5), "scalar");
+  for (int shift : {1, 2, -1, -3}) {
+    SCOPED_TRACE(shift);
+    // tanh so the gradient reaching the delay differs from step to step.
+    for (const Variable& init : {Variable(full), Variable(row), Variable(scalar)})
+      expect_gradients_match(sequence::delay(tanh(x), init, shift), args, {x, init});
+    expect_gradients_match(sequence::delay(tanh(x), s, shift), args, {x, s});
+  }
+}
+
+TEST(RecurrenceOps, PackingIsInvisible) {
+  Variable x = sequence::input_variable({2}, f64("x"));
+  Parameter init = parameter(random_array({2}, kF64, 6));
+  for (int shift : {1, 2, -1, -2}) {
+    SCOPED_TRACE(shift);
+    expect_sequences_match_individually(element_times(sequence::delay(tanh(x), init, shift), x), x,
+                                        random_sequences({2}, {2, 4, 1, 3}, kF64, 7));
+  }
+}
+
+TEST(RecurrenceOps, Float32MatchesFloat64) {
+  for (int shift : {1, -2}) {
+    SCOPED_TRACE(shift);
+    expect_float32_matches_float64([&](DataType dtype) {
+      Variable x = sequence::input_variable({3}, {.dtype = dtype});
+      Parameter init = parameter(random_array({3}, dtype, 8));
+      return OpCase{sequence::delay(tanh(x), init, shift),
+                    {{x, random_sequences({3}, {5, 3, 1, 3}, dtype, 9)}},
+                    {x, init}};
+    });
+  }
+}
+
+}  // namespace
+}  // namespace loom
