@@ -123,6 +123,15 @@ class Function {
   Function clone(ParameterCloneMethod method,
                  const std::unordered_map<Variable, Variable>& substitutions = {}) const;
 
+  // Replaces placeholders of this function's graph by other variables, in place (CNTK's
+  // ReplacePlaceholders). This is how a recurrent loop closes:
+  //   Variable p = placeholder(shape, dtype, x.dynamic_axes());
+  //   Function h = tanh(plus(times(x, W), times(sequence::past_value(p), U)));
+  //   h.replace_placeholders({{p, h}});
+  // A placeholder of known type takes only a variable of that type; outputs computed from
+  // untyped placeholders take their types from the new inputs where those are known.
+  Function& replace_placeholders(const std::unordered_map<Variable, Variable>& substitutions);
+
   // Computes the outputs (all, or the given ones) in inference mode.
   ValueMap eval(const ValueMap& arguments, const std::vector<Variable>& outputs = {}) const;
   // The single output's value.

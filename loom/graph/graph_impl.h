@@ -67,8 +67,14 @@ std::string describe(const VariableImpl& v);
 // A new uid with the given prefix ("Parameter", "Input", "Plus", ...), unique in the process.
 std::string new_uid(const std::string& prefix);
 
-// All primitive functions the given variables depend on, inputs before the functions that
-// use them (a topological order), each once.
+// All primitive functions the given variables depend on, each once, inputs before the
+// functions that use them (a topological order), except the operand of a delay op
+// (past_value/future_value), which may come after it: that edge is how a recurrent loop closes.
+// A cycle that does not go through a delay op's operand is a StateError naming its functions.
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots);
+// Whether f is a delay op (OpDef::time_shift), whose operand may close a recurrent loop.
+bool is_delay(const FunctionImpl& f);
+// How messages name a function: "name (uid)", or the uid alone.
+std::string function_label(const FunctionImpl& f);
 
 }  // namespace loom
