@@ -90,6 +90,13 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   return order;
 }
 
+Variable forward_declaration(const Variable& v) {
+  Variable p =
+      v.has_known_shape() ? placeholder(v.shape(), v.dtype(), v.dynamic_axes()) : placeholder();
+  p.impl()->needs_gradient = v.needs_gradient();
+  return p;
+}
+
 std::string function_label(const FunctionImpl& f) {
   return f.name.empty() ? f.uid : f.name + " (" + f.uid + ")";
 }
@@ -343,9 +350,7 @@ Function Function::clone(ParameterCloneMethod method,
         is_delay(*f) && f->inputs[0].is_output() && !map.count(f->inputs[0].impl().get());
     std::vector<Variable> ins;
     for (auto& in : f->inputs)
-      ins.push_back(!closes_loop || !ins.empty() ? mapped(in)
-                    : in.has_known_shape() ? placeholder(in.shape(), in.dtype(), in.dynamic_axes())
-                                           : placeholder());
+      ins.push_back(!closes_loop || !ins.empty() ? mapped(in) : forward_declaration(in));
     Function g = make_primitive(*f->op, std::move(ins), f->attributes, f->name);
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());

@@ -74,6 +74,9 @@ std::string new_uid(const std::string& prefix);
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots);
 // Whether f is a delay op (OpDef::time_shift), whose operand may close a recurrent loop.
 bool is_delay(const FunctionImpl& f);
+// A placeholder standing for v until v exists (the operand of a delay op closing a loop, when
+// a graph is copied or loaded): of v's type where that is known, with v's needs_gradient.
+Variable forward_declaration(const Variable& v);
 // How messages name a function: "name (uid)", or the uid alone.
 std::string function_label(const FunctionImpl& f);
 
