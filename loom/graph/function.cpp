@@ -90,9 +90,11 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   return order;
 }
 
-Variable forward_declaration(const Variable& v) {
-  Variable p =
-      v.has_known_shape() ? placeholder(v.shape(), v.dtype(), v.dynamic_axes()) : placeholder();
+Variable forward_declaration(const Variable& v, const Variable& delay_output) {
+  const Variable& typed = v.has_known_shape() || !delay_output.valid() ? v : delay_output;
+  Variable p = typed.has_known_shape()
+                   ? placeholder(typed.shape(), typed.dtype(), typed.dynamic_axes())
+                   : placeholder();
   p.impl()->needs_gradient = v.needs_gradient();
   return p;
 }
@@ -122,7 +124,17 @@ std::vector<Variable> Function::arguments() const {
   std::vector<Variable> out;
   for (auto& v : leaves(outputs()))
     if (v.is_input() || v.is_placeholder()) out.push_back(v);
-  return out;
+  return in_signature_order(out);
+}
+
+std::vector<Variable> Function::in_signature_order(std::vector<Variable> args) const {
+  const auto& signature = get(impl_).signature;
+  auto rank = [&](const Variable& v) {
+    return size_t(std::find(signature.begin(), signature.end(), v) - signature.begin());
+  };
+  std::stable_sort(args.begin(), args.end(),
+                   [&](const Variable& a, const Variable& b) { return rank(a) < rank(b); });
+  return args;
 }
 
 std::vector<Parameter> Function::parameters() const {
@@ -213,7 +225,7 @@ std::vector<Variable> Function::placeholders() const {
   std::vector<Variable> out;
   for (auto& v : leaves(outputs()))
     if (v.is_placeholder()) out.push_back(v);
-  return out;
+  return in_signature_order(out);
 }
 
 const std::string& Function::name() const {
@@ -315,9 +327,10 @@ Function combine(const std::vector<Variable>& outputs, const std::string& name) 
 }
 
 Function as_block(const std::vector<Variable>& outputs, const std::string& block_name,
-                  const std::string& name) {
+                  const std::string& name, const std::vector<Variable>& arguments) {
   Function c = combine(outputs, name);
   c.impl()->block_name = block_name;
+  c.impl()->signature = arguments;
   auto layer = std::make_shared<const LayerTag>(LayerTag{block_name, name});
   for (auto& p : c.parameters())
     if (!p.impl()->layer) p.impl()->layer = layer;
@@ -350,7 +363,9 @@ Function Function::clone(ParameterCloneMethod method,
         is_delay(*f) && f->inputs[0].is_output() && !map.count(f->inputs[0].impl().get());
     std::vector<Variable> ins;
     for (auto& in : f->inputs)
-      ins.push_back(!closes_loop || !ins.empty() ? mapped(in) : forward_declaration(in));
+      ins.push_back(!closes_loop || !ins.empty()
+                        ? mapped(in)
+                        : forward_declaration(in, Variable(f->outputs[0], f)));
     Function g = make_primitive(*f->op, std::move(ins), f->attributes, f->name);
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());
@@ -365,6 +380,8 @@ Function Function::clone(ParameterCloneMethod method,
   if (!is_composite()) return new_roots[0].owner();
   Function c = combine(new_roots, name());  // not as_block: the layer tags stay as they are
   c.impl()->block_name = impl_->block_name;
+  for (auto& v : impl_->signature)
+    if (mapped(v).is_placeholder()) c.impl()->signature.push_back(mapped(v));
   return c;
 }
 
@@ -385,7 +402,7 @@ Function& Function::replace_placeholders(
       if (it == substitutions.end()) continue;
       LOOM_CHECK(in.is_placeholder(), ArgumentError, "replace_placeholders: ", in.describe(),
                  " is not a placeholder");
-      LOOM_CHECK(!in.has_known_shape() || same_type(in, it->second), ShapeError,
+      LOOM_CHECK(!in.has_known_shape() || !it->second.has_known_shape() || same_type(in, it->second), ShapeError,
                  "replace_placeholders: placeholder ", in.describe(), " cannot take ",
                  it->second.describe(), " of another type");
       in = it->second;

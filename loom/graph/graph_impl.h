@@ -56,6 +56,9 @@ class FunctionImpl {
   std::string uid;
   // Set for combine() results and layer calls: the name it prints as ("Composite", "Dense").
   std::string block_name;
+  // Composites: placeholders in the order a call binds them (as_block's arguments), ahead of the
+  // others; empty: the order of first use.
+  std::vector<Variable> signature;
   // Random ops (OpDef::is_random): the generator their draws come from. Its state is part of
   // the model file and of checkpoints (loom/graph/random_state.h).
   std::optional<RandomGenerator> random;
@@ -74,9 +77,10 @@ std::string new_uid(const std::string& prefix);
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots);
 // Whether f is a delay op (OpDef::time_shift), whose operand may close a recurrent loop.
 bool is_delay(const FunctionImpl& f);
-// A placeholder standing for v until v exists (the operand of a delay op closing a loop, when
-// a graph is copied or loaded): of v's type where that is known, with v's needs_gradient.
-Variable forward_declaration(const Variable& v);
+// A placeholder standing for v, the operand of a delay op closing a loop, until v exists (when
+// a graph is copied or loaded): of v's type, or where that is not known yet the delay's output's
+// (the same), with v's needs_gradient.
+Variable forward_declaration(const Variable& v, const Variable& delay_output);
 // How messages name a function: "name (uid)", or the uid alone.
 std::string function_label(const FunctionImpl& f);
 

@@ -420,7 +420,7 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
         v->dtype = s.dtype;
         v->dynamic_axes = s.axes;
         v->needs_gradient = s.needs_gradient;
-        return forward_declaration(Variable(v));
+        return forward_declaration(Variable(v), Variable());
       }
     }
     return std::nullopt;
