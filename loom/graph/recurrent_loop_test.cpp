@@ -81,6 +81,15 @@ TEST(RecurrentLoop, MatchesAPerSequenceLoop) {
   }
 }
 
+TEST(RecurrentLoop, EmptySequenceStaysEmpty) {
+  Rnn r = rnn(kF64, 1, constant(0, kF64));
+  const Value x = random_sequences({kIn}, {3, 0, 2}, kF64, 18);
+  const auto out = r.h.eval_one({{r.x, x}}).as_sequences<double>();
+  expect_near(out, reference(r, x, 1, kZeros));
+  EXPECT_TRUE(out[1].empty());
+  expect_gradients_match(sequence::last(r.h), {{r.x, x}}, {r.x, r.W, r.U, r.b});
+}
+
 TEST(RecurrentLoop, InitialStateKinds) {
   const Value x = random_sequences({kIn}, kRagged, kF64, 5);
   const NDArrayView init = random_array({kHidden}, kF64, 6);

@@ -85,8 +85,15 @@ class DelayOp : public OpDef {
                                  static_cast<const T*>(nullptr), init, b, false);
         init = b;
       }
-      for (size_t r = src.rows; r < l.active(t); ++r)
+      for (size_t r = src.rows; r < l.active(t); ++r) {
+        // TODO(truncated BPTT): a continued sequence reads the state carried over from the
+        // previous minibatch, which nothing keeps yet.
+        LOOM_CHECK(time_shift(call.attributes) < 0 || l.begins[l.order[r]], StateError, name_,
+                   ": sequence ", l.order[r],
+                   " continues one of the previous minibatch; carrying the state across "
+                   "minibatches (truncated back-propagation through time) is not supported yet");
         op_util::copy_or_add(n, s.dynamic() ? init + l.order[r] * n : init, out + r * n, false);
+      }
     });
   }
 

@@ -124,3 +124,27 @@ TEST(RecurrenceOps, Float32MatchesFloat64) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(RecurrenceOps, ContinuedSequenceIsNotSupportedYet) {
+  Variable x = sequence::input_variable({1}, f64("x"));
+  Value v = Value::create_sequences<double>({1}, {{1, 2}, {3}});
+  NDMask mask = *v.mask();
+  mask.set(1, 0, MaskKind::Valid);  // sequence 1 continues from the previous minibatch
+  const Value continued(v.data(), true, mask);
+  try {
+    sequence::past_value(x).eval_one({{x, continued}});
+    ADD_FAILURE() << "expected StateError";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("PastValue: sequence 1 continues"), std::string::npos)
+        << e.what();
+  }
+  // future_value never reads before a sequence's start.
+  EXPECT_EQ(sequence::future_value(x).eval_one({{x, continued}}).as_sequences<double>(),
+            (std::vector<std::vector<double>>{{2, 0}, {0}}));
+}
+
+}  // namespace
+}  // namespace loom
