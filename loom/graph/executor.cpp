@@ -103,7 +103,7 @@ std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
         int64_t direction = 0;
         for (auto& f : body) {
           const int64_t shift = f->op->time_shift(f->attributes);
-          if (shift == 0 || !position.count(f->inputs[0].impl()->owner.lock().get())) continue;
+          if (shift == 0) continue;
           LOOM_CHECK(direction == 0 || (direction > 0) == (shift > 0), ArgumentError,
                      "a recurrent loop mixes past_value and future_value: ", labels(body),
                      "; run the two directions as separate loops");
@@ -426,10 +426,6 @@ void Executor::forward_loop(const Loop& loop) {
   const SequenceLayout& L = *slots_[loop.sequence_slot].value.layout;
   for (size_t k = loop.begin; k < loop.end; ++k) {
     Node& node = nodes_[k];
-    for (const Tensor* in : node.input_values)
-      LOOM_CHECK(!in->dynamic() || node.delay || in->layout->same_shape_as(L), ShapeError, "op ",
-                 function_label(*node.fn),
-                 " in a recurrent loop reads sequences of other lengths than the loop's");
     Slot& out = slots_[node.output];
     const VariableImpl& spec = *node.fn->outputs[0];
     out.value.dtype = spec.dtype;
@@ -439,6 +435,11 @@ void Executor::forward_loop(const Loop& loop) {
     out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
     if (out.step_scratch.size() < L.max_length()) out.step_scratch.resize(L.max_length());
   }
+  for (size_t k = loop.begin; k < loop.end; ++k)
+    for (const Tensor* in : nodes_[k].input_values)
+      LOOM_CHECK(!in->dynamic() || nodes_[k].delay || in->layout->same_shape_as(L), ShapeError,
+                 "op ", function_label(*nodes_[k].fn),
+                 " in a recurrent loop reads sequences of other lengths than the loop's");
   for (size_t s = 0, T = L.max_length(); s < T; ++s) {
     const size_t t = loop.backwards ? T - 1 - s : s;
     const SequenceLayout* step = layouts_.batch(L.active(t));
@@ -480,12 +481,8 @@ void Executor::backward_loop(const Loop& loop) {
     const Node& node = nodes_[k];
     if (!slots_[node.output].needs_grad) continue;
     zero_gradient_once(node.output);
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (!node.gradient_wanted[i]) continue;
-      LOOM_CHECK(!slots_[node.inputs[i]].value.is_sparse(), ArgumentError,
-                 "gradient of sparse input ", node.fn->inputs[i].describe(), " is not supported");
-      zero_gradient_once(node.inputs[i]);
-    }
+    for (size_t i = 0; i < node.inputs.size(); ++i)  // never sparse: loops densify their inputs
+      if (node.gradient_wanted[i]) zero_gradient_once(node.inputs[i]);
   }
   for (size_t s = 0, T = L.max_length(); s < T; ++s) {
     const size_t t = loop.backwards ? s : T - 1 - s;

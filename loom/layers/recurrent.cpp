@@ -78,9 +78,9 @@ struct Cell {
   Function S_dh, S_dc, S_c, S_h;
   Variable dh, dc, x;
 
-  // The parameters in CNTK's creation order (seeds follow it), G gate blocks for x and Gh for
-  // the recurrent H.
-  Cell(size_t shape, const RecurrentCellOptions& o, const char* block, size_t G, size_t Gh,
+  // The parameters in CNTK's creation order (seeds follow it): G gate blocks for x, Gh for the
+  // recurrent H, and H1 (GRU's weights of the reset state) when reset_weights.
+  Cell(size_t shape, const RecurrentCellOptions& o, size_t G, size_t Gh, bool reset_weights,
        Activation default_activation)
       : n(shape),
         c(o.cell_shape.value_or(shape)),
@@ -92,7 +92,7 @@ struct Cell {
     b = parameter({G * c}, o.init_bias.value_or(d.init_bias), dtype, "b");
     W = parameter({NDShape::kInferred, G * c}, init, dtype, "W");
     H = parameter({n, Gh * c}, init, dtype, "H");
-    if (std::string(block) == "GRU") H1 = parameter({n, c}, init, dtype, "H1");
+    if (reset_weights) H1 = parameter({n, c}, init, dtype, "H1");
     if (o.use_peepholes) {
       Ci = parameter({c}, init, dtype, "Ci");
       Cf = parameter({c}, init, dtype, "Cf");
@@ -152,7 +152,7 @@ Function Fold(const Function& step, const RecurrenceOptions& o) {
 }
 
 Function LSTM(size_t shape, const RecurrentCellOptions& o) {
-  Cell k(shape, o, "LSTM", 4, 4, tanh);
+  Cell k(shape, o, 4, 4, false, tanh);
   const Variable dhs = stabilized(k.S_dh, k.dh), dcs = stabilized(k.S_dc, k.dc);
   const Variable a = plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H));
   auto peephole = [&](const Variable& z, const Parameter& C, const Variable& s) {
@@ -167,7 +167,7 @@ Function LSTM(size_t shape, const RecurrentCellOptions& o) {
 }
 
 Function GRU(size_t shape, const RecurrentCellOptions& o) {
-  Cell k(shape, o, "GRU", 3, 2, tanh);
+  Cell k(shape, o, 3, 2, true, tanh);
   const Variable dhs = stabilized(k.S_dh, k.dh);
   const Variable ax = plus(k.b, times(k.x, k.W));
   const Variable ah = times(dhs, k.H);
@@ -180,7 +180,7 @@ Function GRU(size_t shape, const RecurrentCellOptions& o) {
 }
 
 Function RNNStep(size_t shape, const RecurrentCellOptions& o) {
-  Cell k(shape, o, "RNNStep", 1, 1, sigmoid);
+  Cell k(shape, o, 1, 1, false, sigmoid);
   const Variable dhs = stabilized(k.S_dh, k.dh);
   const Variable h = k.act(plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H)));
   return as_block({k.output(h)}, "RNNStep", o.name, {k.dh, k.x});
