@@ -10,6 +10,7 @@
 #include "loom/learners/sgd.h"
 #include "loom/ops/ops.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/serialize/model_file.h"
 #include "loom/train/trainer.h"
 
 namespace loom {
@@ -185,6 +186,41 @@ TEST(RecurrentLayers, RecurrenceFromTakesPerSequenceStates) {
             });
     expect_all_near(seqs[s], expected[0], 1e-12, "sequence " + std::to_string(s));
   }
+}
+
+TEST(RecurrentLayers, UserStepFunction) {
+  Parameter W = parameter(random_array({kIn, 4}, kF64, 20), "W");
+  Variable h = placeholder({4}, kF64, default_sequence_axes(), "h");
+  Variable in = placeholder("in");
+  Function step = as_block({tanh(plus(h, times(in, W)))}, "MyStep", "", {h, in});
+  Variable x = seq_input();
+  Function r = Recurrence(step, {.go_backwards = true})(x);
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 21);
+  expect_sequences_near(r.eval_one({{x, xv}}).as_sequences<double>(),
+                        run(xv, true, {zeros(4)}, [&](const State& s, const Vec& xt) {
+                          Vec a = affine(xt, W, s[0]);
+                          for (double& v : a) v = std::tanh(v);
+                          return State{a};
+                        }));
+  // A state argument without a type cannot tell the recurrence its shape.
+  Variable untyped = placeholder("h");
+  Function bad = as_block({tanh(plus(untyped, times(in, W)))}, "MyStep", "", {untyped, in});
+  try {
+    Recurrence(bad);
+    ADD_FAILURE() << "expected ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no type"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RecurrentLayers, ModelWithLstmSavesAndLoads) {
+  Variable x = sequence::input_variable({kIn}, f64("x"));
+  Function m = Sequential(
+      {Recurrence(LSTM(4, f64_cell())), Recurrence(GRU(3, f64_cell()), {.go_backwards = true})})(x);
+  Function loaded = load_model_from_bytes(save_model_to_bytes(m));
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 22);
+  EXPECT_EQ(loaded.eval_one({{loaded.arguments()[0], xv}}).as_sequences<double>(),
+            m.eval_one({{x, xv}}).as_sequences<double>());
 }
 
 TEST(RecurrentLayers, Gradients) {

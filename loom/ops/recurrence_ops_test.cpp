@@ -93,8 +93,10 @@ TEST(RecurrenceOps, Gradients) {
   for (int shift : {1, 2, -1, -3}) {
     SCOPED_TRACE(shift);
     // tanh so the gradient reaching the delay differs from step to step.
+    // A parameter of x's shape, broadcast ones, and a function of one.
     for (const Variable& init : {Variable(full), Variable(row), Variable(scalar)})
       expect_gradients_match(sequence::delay(tanh(x), init, shift), args, {x, init});
+    expect_gradients_match(sequence::delay(tanh(x), tanh(row), shift), args, {x, row});
     expect_gradients_match(sequence::delay(tanh(x), s, shift), args, {x, s});
   }
 }
