@@ -476,6 +476,10 @@ void Executor::zero_gradient_once(size_t index) {
 
 void Executor::backward_loop(const Loop& loop) {
   const SequenceLayout& L = *slots_[loop.sequence_slot].value.layout;
+  bool reached = false;  // as for a single op: no gradient reached the loop, none leaves it
+  for (size_t k = loop.begin; k < loop.end; ++k)
+    reached = reached || slots_[nodes_[k].output].grad_written;
+  if (!reached) return;
   // Every step adds its gradients: into zeros, unless ops after the loop wrote some already.
   for (size_t k = loop.begin; k < loop.end; ++k) {
     const Node& node = nodes_[k];

@@ -402,9 +402,10 @@ Function& Function::replace_placeholders(
       if (it == substitutions.end()) continue;
       LOOM_CHECK(in.is_placeholder(), ArgumentError, "replace_placeholders: ", in.describe(),
                  " is not a placeholder");
-      LOOM_CHECK(!in.has_known_shape() || !it->second.has_known_shape() || same_type(in, it->second), ShapeError,
-                 "replace_placeholders: placeholder ", in.describe(), " cannot take ",
-                 it->second.describe(), " of another type");
+      LOOM_CHECK(
+          !in.has_known_shape() || !it->second.has_known_shape() || same_type(in, it->second),
+          ShapeError, "replace_placeholders: placeholder ", in.describe(), " cannot take ",
+          it->second.describe(), " of another type");
       in = it->second;
     }
   // Outputs computed from untyped placeholders learn their types now where they can.

@@ -135,6 +135,19 @@ TEST(RecurrentLoop, StackedLoopsAndPackingInvisible) {
                          {a.x, a.W, a.U, V});
 }
 
+TEST(RecurrentLoop, LoopOffTheRootsPathGetsNoGradient) {
+  Rnn r = rnn(kF64, 1, constant(0, kF64));
+  Function y = times(r.x, r.W);  // shares W and x with the loop, but does not read it
+  Executor e({r.h.output(), y.output()}, {r.W, r.U});
+  e.forward({{r.x, random_sequences({kIn}, kRagged, kF64, 19)}}, true);
+  e.backward(y.output());
+  for (double g : e.parameter_gradient(r.U).to_vector<double>()) EXPECT_EQ(g, 0);
+  // dW of the sum of x·W: the column sums of x, the same for every output unit.
+  const auto dW = e.parameter_gradient(r.W).to_vector<double>();
+  EXPECT_NE(dW[0], 0);
+  EXPECT_EQ(dW[0], dW[1]);
+}
+
 TEST(RecurrentLoop, Float32MatchesFloat64) {
   expect_float32_matches_float64([](DataType dtype) {
     Rnn r = rnn(dtype, 1, constant(0, dtype));
