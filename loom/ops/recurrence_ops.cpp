@@ -1,6 +1,7 @@
 #include "loom/ops/recurrence_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "loom/graph/op.h"
 #include "loom/ops/op_defs.h"
@@ -41,8 +42,6 @@ class DelayOp : public OpDef {
                a.get<int64_t>("offset"), " must be at least 1 (delay(x, s, 0) is x itself)");
     LOOM_CHECK(x.dynamic_axes().size() == 2, ShapeError, name_, ": operand ", x.describe(),
                " must have a batch and a sequence axis");
-    LOOM_CHECK(!s.has_sequence_axis(), ShapeError, name_, ": initial state ", s.describe(),
-               " is a sequence; only a tensor or per-sequence data (batch axis only) is supported");
     const DataType dtype = common_dtype(name_, in);
     if (s.has_batch_axis()) {
       LOOM_CHECK(s.shape() == x.shape() && s.dynamic_axes()[0] == x.dynamic_axes()[0], ShapeError,
@@ -92,7 +91,9 @@ class DelayOp : public OpDef {
                    ": sequence ", l.order[r],
                    " continues one of the previous minibatch; carrying the state across "
                    "minibatches (truncated back-propagation through time) is not supported yet");
-        op_util::copy_or_add(n, s.dynamic() ? init + l.order[r] * n : init, out + r * n, false);
+        const T* row =
+            s.dynamic() ? init + state_row(*s.layout, l, r, t, call.attributes) * n : init;
+        op_util::copy_or_add(n, row, out + r * n, false);
       }
     });
   }
@@ -119,8 +120,10 @@ class DelayOp : public OpDef {
       if (src.rows == l.active(t)) return;
       if (s.dynamic() || s.size() == n) {
         for (size_t r = src.rows; r < l.active(t); ++r)
-          op_util::copy_or_add(n, dy + r * n, g.ptr<T>() + (s.dynamic() ? l.order[r] * n : 0),
-                               true);
+          op_util::copy_or_add(
+              n, dy + r * n,
+              g.ptr<T>() + (s.dynamic() ? state_row(*s.layout, l, r, t, call.attributes) * n : 0),
+              true);
         return;
       }
       // Sum the boundary rows, then over the axes the state was broadcast along.
@@ -142,9 +145,24 @@ class DelayOp : public OpDef {
   }
 
   void check_initial_state(const Tensor& s, const SequenceLayout& l) const {
-    LOOM_CHECK(!s.dynamic() || s.rows() == l.num_sequences(), ShapeError, name_,
-               ": the per-sequence initial state has ", s.rows(), " samples for ",
-               l.num_sequences(), " sequences");
+    LOOM_CHECK(!s.dynamic() || s.layout->num_sequences() == l.num_sequences(), ShapeError, name_,
+               ": the per-sequence initial state has ", s.layout->num_sequences(),
+               " sequences (samples) for ", l.num_sequences(), " sequences of the operand");
+  }
+
+  // The row of the per-sequence initial state (layout sl: one sample or a sequence per operand
+  // sequence) that rank r of step t reads: the sample, or of a sequence the last k steps for
+  // past_value, the first k for future_value (one step serves all k).
+  size_t state_row(const SequenceLayout& sl, const SequenceLayout& l, size_t r, size_t t,
+                   const Dictionary& attributes) const {
+    const size_t seq = l.order[r], len = sl.lengths[seq];
+    const int64_t shift = time_shift(attributes);
+    const size_t k = size_t(std::abs(shift));
+    LOOM_CHECK(len == 1 || len >= k, ShapeError, name_, ": the initial state of sequence ", seq,
+               " has ", len, " steps; it needs 1 or at least time_step (", k, ")");
+    if (len == 1) return sl.row(seq, 0);
+    const size_t j = shift > 0 ? t : t + k - l.lengths[seq];  // which of the k boundary steps
+    return sl.row(seq, shift > 0 ? len - k + j : j);
   }
 
   const char* name_;

@@ -5,11 +5,12 @@
 // (docs/executor.md).
 //
 // The initial state is a tensor without dynamic axes (a constant or parameter; it broadcasts to
-// x's sample shape like an elementwise operand, and every sequence's boundary steps read it), or
-// data with a batch axis only, one sample per sequence of x in the minibatch's order, of x's
-// sample shape (an encoder's state: sequence b's boundary steps read sample b). Gradients: x's
-// steps get those of the steps that read them; the initial state the sum over the boundary
-// steps that read it.
+// x's sample shape like an elementwise operand, and every sequence's boundary steps read it);
+// or per-sequence data of x's sample shape, for sequence b of x the minibatch's sample b (data
+// with a batch axis only: an encoder's state) or sequence b (past_value reads its last
+// time_step steps, future_value its first; a sequence of one step serves them all). Gradients:
+// x's steps get those of the steps that read them, the initial state's elements the sum over
+// the boundary steps that read them.
 #pragma once
 
 #include <string>

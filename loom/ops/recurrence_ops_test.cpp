@@ -50,11 +50,8 @@ TEST(RecurrenceOps, ShapeErrors) {
                      {"PastValue", "b: Tensor[2]", "batch and a sequence axis"});
   expect_shape_error([&] { sequence::past_value(x, constant(random_array({2}, kF64, 1))); },
                      {"PastValue", "cannot be broadcast", "x: Sequence[Tensor[2,3]]"});
-  expect_shape_error(
-      [&] {
-        sequence::future_value(x, sequence::input_variable({2, 3}, f64()));
-      },
-      {"FutureValue", "is a sequence"});
+  expect_shape_error([&] { sequence::future_value(x, sequence::input_variable({3}, f64("q"))); },
+                     {"FutureValue", "q: Sequence[Tensor[3]]", "sample shape"});
   expect_shape_error([&] { sequence::past_value(x, input_variable({3}, f64("s"))); },
                      {"PastValue", "s: Tensor[3]", "sample shape"});
   expect_shape_error([&] { sequence::past_value(x, constant(0)); }, {"PastValue", "types"});
@@ -79,6 +76,53 @@ TEST(RecurrenceOps, ForwardWithEachKindOfInitialState) {
     check(constant(tensor), [](size_t) { return std::vector<double>{-1, -2}; }, {});
     check(s, [](size_t b) { return std::vector<double>{-1.0 - 2 * b, -2.0 - 2 * b}; }, {{s, sv}});
   }
+}
+
+TEST(RecurrenceOps, SequenceInitialState) {
+  Variable x = sequence::input_variable({2}, f64("x"));
+  Variable q = sequence::input_variable(
+      {2}, {.dtype = kF64,
+            .name = "q",
+            .dynamic_axes = {Axis::default_batch_axis(), Axis::dynamic_axis_named("q")}});
+  const Sequences init{{-1, -2, -3, -4}, {-5, -6}, {-7, -8, -9, -10, -11, -12}};
+  ValueMap args{{x, Value::create_sequences<double>({2}, kSeqs)},
+                {q, Value::create_sequences<double>({2}, init)}};
+  for (int shift : {1, 2, -1, -2}) {
+    SCOPED_TRACE(shift);
+    const size_t k = size_t(std::abs(shift));
+    // Sequence b's boundary steps read q's last k steps (past) or first k (future); its second
+    // sequence has one step, which serves every boundary step.
+    Sequences expected;
+    for (size_t b = 0; b < kSeqs.size(); ++b) {
+      const size_t len = kSeqs[b].size() / 2, qlen = init[b].size() / 2;
+      std::vector<double> o;
+      for (size_t t = 0; t < len; ++t) {
+        const int64_t u = int64_t(t) - shift;
+        const size_t j = shift > 0 ? t : t + k - len;
+        const size_t from = qlen == 1 ? 0 : shift > 0 ? qlen - k + j : j;
+        for (size_t e = 0; e < 2; ++e)
+          o.push_back(u >= 0 && u < int64_t(len) ? kSeqs[b][size_t(u) * 2 + e]
+                                                 : init[b][from * 2 + e]);
+      }
+      expected.push_back(o);
+    }
+    EXPECT_EQ(sequence::delay(x, q, shift).eval_one(args).as_sequences<double>(), expected);
+  }
+  Variable xg = sequence::input_variable({2, 3}, f64("xg"));
+  Variable qg = sequence::input_variable(
+      {2, 3}, {.dtype = kF64,
+               .name = "qg",
+               .dynamic_axes = {Axis::default_batch_axis(), Axis::dynamic_axis_named("q")}});
+  ValueMap gargs{{xg, random_sequences({2, 3}, {5, 1, 3, 2}, kF64, 30)},
+                 {qg, random_sequences({2, 3}, {2, 3, 1, 4}, kF64, 31)}};
+  for (int shift : {1, 2, -1, -2}) {
+    SCOPED_TRACE(shift);
+    expect_gradients_match(sequence::delay(tanh(xg), qg, shift), gargs, {xg, qg});
+  }
+  // A state sequence shorter than the time step, but longer than one step.
+  args.insert_or_assign(q, Value::create_sequences<double>({2}, {{1, 2}, {3, 4, 5, 6}, {7, 8}}));
+  expect_shape_error([&] { sequence::past_value(x, q, 3).eval_one(args); },
+                     {"PastValue", "initial state of sequence 1 has 2 steps", "time_step (3)"});
 }
 
 TEST(RecurrenceOps, Gradients) {
