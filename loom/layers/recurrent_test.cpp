@@ -186,6 +186,24 @@ TEST(RecurrentLayers, RecurrenceFromTakesPerSequenceStates) {
             });
     expect_all_near(seqs[s], expected[0], 1e-12, "sequence " + std::to_string(s));
   }
+  // An encoder's output sequence as the state: the recurrence starts from its last step.
+  Variable enc = sequence::input_variable(
+      {4}, {.dtype = kF64,
+            .name = "enc",
+            .dynamic_axes = {Axis::default_batch_axis(), Axis::dynamic_axis_named("enc")}});
+  Function from_seq = RecurrenceFrom(RNNStep(4, f64_cell({.activation = tanh})))(enc, x);
+  Function rs = RecurrenceFrom(RNNStep(4, f64_cell({.activation = tanh})))(h0, x);
+  std::vector<Vec> enc_seqs;
+  for (size_t s = 0; s < kRagged.size(); ++s) {  // random steps, then sample s of hv last
+    Vec e = random_array({2 * s, 4}, kF64, 40 + s).to_vector<double>();
+    e.insert(e.end(), rows.begin() + int64_t(4 * s), rows.begin() + int64_t(4 * s + 4));
+    enc_seqs.push_back(e);
+  }
+  for (size_t i = 0; i < 3; ++i)  // the same parameters in both layers
+    rs.parameters()[i].set_value(from_seq.parameters()[i].value());
+  EXPECT_EQ(from_seq.eval_one({{x, xv}, {enc, Value::create_sequences<double>({4}, enc_seqs)}})
+                .as_sequences<double>(),
+            rs.eval_one({{x, xv}, {h0, hv}}).as_sequences<double>());
 }
 
 TEST(RecurrentLayers, UserStepFunction) {
