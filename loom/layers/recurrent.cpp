@@ -76,7 +76,7 @@ struct Cell {
   DataType dtype;
   Parameter b, W, H, H1, Ci, Cf, Co, P;
   Function S_dh, S_dc, S_c, S_h;
-  Variable dh, dc, x;
+  Variable dh, x;  // the arguments: the previous output and the input
 
   // The parameters in CNTK's creation order (seeds follow it): G gate blocks for x, Gh for the
   // recurrent H, and H1 (GRU's weights of the reset state) when reset_weights.
@@ -106,7 +106,6 @@ struct Cell {
       S_h = Stabilizer(4, true, dtype);
     }
     dh = placeholder({n}, dtype, default_sequence_axes(), "dh");
-    dc = placeholder({c}, dtype, default_sequence_axes(), "dc");
     x = placeholder("x");
   }
 
@@ -153,17 +152,18 @@ Function Fold(const Function& step, const RecurrenceOptions& o) {
 
 Function LSTM(size_t shape, const RecurrentCellOptions& o) {
   Cell k(shape, o, 4, 4, false, tanh);
-  const Variable dhs = stabilized(k.S_dh, k.dh), dcs = stabilized(k.S_dc, k.dc);
+  const Variable dc = placeholder({k.c}, k.dtype, default_sequence_axes(), "dc");
+  const Variable dhs = stabilized(k.S_dh, k.dh), dcs = stabilized(k.S_dc, dc);
   const Variable a = plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H));
   auto peephole = [&](const Variable& z, const Parameter& C, const Variable& s) {
     return o.use_peepholes ? Variable(plus(z, element_times(C, s))) : z;
   };
   const Variable i = sigmoid(peephole(k.gate(a, 0), k.Ci, dcs));
   const Variable f = sigmoid(peephole(k.gate(a, 2), k.Cf, dcs));
-  const Variable c = plus(element_times(f, k.dc), element_times(i, k.act(k.gate(a, 1))));
+  const Variable c = plus(element_times(f, dc), element_times(i, k.act(k.gate(a, 1))));
   const Variable og = sigmoid(peephole(k.gate(a, 3), k.Co, stabilized(k.S_c, c)));
   const Variable h = k.output(element_times(og, k.act(c)));
-  return as_block({h, c}, "LSTM", o.name, {k.dh, k.dc, k.x});
+  return as_block({h, c}, "LSTM", o.name, {k.dh, dc, k.x});
 }
 
 Function GRU(size_t shape, const RecurrentCellOptions& o) {
