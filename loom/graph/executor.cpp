@@ -380,6 +380,12 @@ void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
   is_training_ = is_training;
+  // The previous minibatch's values are still in place (their layouts too, until bound anew),
+  // and its backward is done: keep what continued sequences read of them.
+  if (forward_done_)
+    for (auto& node : nodes_)
+      if (node.fn->op->time_shift(node.fn->attributes) > 0) carry_over(node);
+  forward_done_ = false;  // until this forward completes
   bind_sequence_layouts(arguments);
   for (size_t i = 0; i < leaf_vars_.size(); ++i) {
     const Variable& v = leaf_vars_[i];
@@ -415,8 +421,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     }
     out.value.sparse = nullptr;
     out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
-    OpCall call{f.attributes, ins,         &out.value,         nullptr,
-                &out.scratch, is_training, random_of(*node.fn)};
+    OpCall call = whole_call(node, false);
     f.op->forward(call);
   }
   forward_done_ = true;
@@ -448,8 +453,7 @@ void Executor::forward_loop(const Loop& loop) {
       const FunctionImpl& f = *node.fn;
       Slot& out = slots_[node.output];
       if (node.delay) {
-        OpCall call{f.attributes, node.input_values, &out.value,         nullptr,
-                    &out.scratch, is_training_,      random_of(*node.fn)};
+        OpCall call = whole_call(node, false);
         f.op->forward_step(call, t);
         continue;
       }
@@ -464,6 +468,42 @@ void Executor::forward_loop(const Loop& loop) {
       f.op->forward(call);
     }
   }
+}
+
+OpCall Executor::whole_call(Node& node, bool with_gradient) {
+  Slot& out = slots_[node.output];
+  return OpCall{node.fn->attributes,
+                node.input_values,
+                &out.value,
+                with_gradient ? &out.grad : nullptr,
+                &out.scratch,
+                is_training_,
+                random_of(*node.fn),
+                with_gradient ? &node.gradient_wanted : nullptr,
+                node.carried.data ? &node.carried : nullptr};
+}
+
+void Executor::carry_over(Node& node) {
+  const Tensor& x = *node.input_values[0];
+  const SequenceLayout& l = *x.layout;
+  const size_t k = size_t(node.fn->op->time_shift(node.fn->attributes));
+  std::vector<size_t> kept(l.num_sequences());
+  for (size_t b = 0; b < kept.size(); ++b) kept[b] = std::min(l.lengths[b], k);
+  node.carried_layout = SequenceLayout::from_lengths(std::move(kept));
+  const SequenceLayout& c = node.carried_layout;
+  Tensor& carried = node.carried;
+  carried.dtype = x.dtype;
+  carried.layout = &c;
+  carried.shape = x.shape;
+  carried.shape[0] = c.rows();
+  const size_t bytes = x.sample_size() * size_of(x.dtype);
+  carried.data = node.carried_storage.ensure(c.rows() * bytes);
+  for (size_t b = 0; b < c.num_sequences(); ++b)
+    for (size_t j = 0; j < c.lengths[b]; ++j)
+      std::memcpy(
+          static_cast<char*>(carried.data) + c.row(b, j) * bytes,
+          static_cast<const char*>(x.data) + l.row(b, l.lengths[b] - c.lengths[b] + j) * bytes,
+          bytes);
 }
 
 void Executor::zero_gradient_once(size_t index) {
@@ -497,8 +537,7 @@ void Executor::backward_loop(const Loop& loop) {
       Slot& out = slots_[node.output];
       if (!out.needs_grad) continue;
       if (node.delay) {
-        OpCall call{f.attributes, node.input_values, &out.value,          &out.grad,
-                    &out.scratch, is_training_,      random_of(*node.fn), &node.gradient_wanted};
+        OpCall call = whole_call(node, true);
         for (size_t i = 0; i < node.inputs.size(); ++i)
           if (node.gradient_wanted[i]) f.op->backward_step(call, i, slots_[node.inputs[i]].grad, t);
         continue;
@@ -579,8 +618,7 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     Slot& out = slots_[it->output];
     if (!out.grad_written) continue;
     const FunctionImpl& f = *it->fn;
-    OpCall call{f.attributes, it->input_values, &out.value,         &out.grad,
-                &out.scratch, is_training_,     random_of(*it->fn), &it->gradient_wanted};
+    OpCall call = whole_call(*it, true);
     for (size_t i = 0; i < it->inputs.size(); ++i) {
       Slot& in = slots_[it->inputs[i]];
       if (!it->gradient_wanted[i]) continue;

@@ -68,6 +68,12 @@ class Executor {
     std::vector<Tensor> step_inputs;
     std::vector<const Tensor*> step_input_values;
     Tensor step_output, step_output_grad, step_input_grad;
+    // past_value: the operand's last time_step steps of each sequence of the previous
+    // minibatch, kept when the next forward starts, for the sequences that continue there
+    // (truncated BPTT).
+    Tensor carried;
+    SequenceLayout carried_layout;
+    TensorStorage carried_storage;
   };
   // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
   // run one step at a time (docs/executor.md).
@@ -87,6 +93,10 @@ class Executor {
   void backward_loop(const Loop& loop);
   // Marks a gradient written, filling it with zeros first if it was not.
   void zero_gradient_once(size_t slot);
+  // Keeps node's operand's last steps for the minibatch about to start (Node::carried).
+  void carry_over(Node& node);
+  // The OpCall of node's whole tensors (without output gradient in forward).
+  OpCall whole_call(Node& node, bool with_gradient);
   size_t slot_of(const Variable& v) const;
   // Which values stay in oneDNN's blocked layout (Tensor::blocked).
   void plan_blocked_layouts();

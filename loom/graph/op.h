@@ -38,6 +38,10 @@ struct OpCall {
   // increasing index order, so an op may compute a later input's gradient along with an
   // earlier one's (keeping it in scratch).
   const std::vector<bool>* gradient_wanted = nullptr;
+  // Delay ops: the last steps of each sequence of the operand in the previous minibatch (its
+  // own layout), which a sequence continuing there (SequenceLayout::begins false) reads;
+  // null before the first minibatch.
+  const Tensor* carried = nullptr;
 };
 
 // Whether an op takes an input in the blocked layout (Tensor::blocked).

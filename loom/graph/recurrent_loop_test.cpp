@@ -90,6 +90,33 @@ TEST(RecurrentLoop, EmptySequenceStaysEmpty) {
   expect_gradients_match(sequence::last(r.h), {{r.x, x}}, {r.x, r.W, r.U, r.b});
 }
 
+TEST(RecurrentLoop, StateCarriesOverToAContinuedSequence) {
+  // Sequence 0 split over two minibatches gives what it gives in one; sequence 1 of the second
+  // minibatch begins there.
+  Rnn r = rnn(kF64, 1, constant(0, kF64));
+  const Value whole = random_sequences({kIn}, {7}, kF64, 20);
+  const auto steps = whole.as_sequences<double>()[0];
+  const auto split = [&](size_t from, size_t to) {
+    return std::vector<double>(steps.begin() + int64_t(from * kIn),
+                               steps.begin() + int64_t(to * kIn));
+  };
+  const Value other = random_sequences({kIn}, {2}, kF64, 21);
+  Value second =
+      Value::create_sequences<double>({kIn}, {split(4, 7), other.as_sequences<double>()[0]});
+  NDMask mask = *second.mask();
+  mask.set(0, 0, MaskKind::Valid);
+  Executor e({r.h.output()});
+  e.forward({{r.x, Value::create_sequences<double>({kIn}, {split(0, 4)})}}, false);
+  const auto first_part = e.output_value(r.h.output()).as_sequences<double>()[0];
+  e.forward({{r.x, Value(second.data(), true, mask)}}, false);
+  const auto out = e.output_value(r.h.output()).as_sequences<double>();
+  auto expected = reference(r, whole, 1, kZeros)[0];
+  std::vector<double> joined = first_part;
+  joined.insert(joined.end(), out[0].begin(), out[0].end());
+  expect_all_near(joined, expected, 1e-12, "continued sequence");
+  expect_all_near(out[1], reference(r, other, 1, kZeros)[0], 1e-12, "new sequence");
+}
+
 TEST(RecurrentLoop, InitialStateKinds) {
   const Value x = random_sequences({kIn}, kRagged, kF64, 5);
   const NDArrayView init = random_array({kHidden}, kF64, 6);

@@ -85,14 +85,10 @@ class DelayOp : public OpDef {
         init = b;
       }
       for (size_t r = src.rows; r < l.active(t); ++r) {
-        // TODO(truncated BPTT): a continued sequence reads the state carried over from the
-        // previous minibatch, which nothing keeps yet.
-        LOOM_CHECK(time_shift(call.attributes) < 0 || l.begins[l.order[r]], StateError, name_,
-                   ": sequence ", l.order[r],
-                   " continues one of the previous minibatch; carrying the state across "
-                   "minibatches (truncated back-propagation through time) is not supported yet");
-        const T* row =
-            s.dynamic() ? init + state_row(*s.layout, l, r, t, call.attributes) * n : init;
+        const size_t c = carried_row(call, l, r, t);
+        const T* row = c != kNone    ? call.carried->ptr<T>() + c * n
+                       : s.dynamic() ? init + state_row(*s.layout, l, r, t, call.attributes) * n
+                                     : init;
         op_util::copy_or_add(n, row, out + r * n, false);
       }
     });
@@ -120,16 +116,22 @@ class DelayOp : public OpDef {
       if (src.rows == l.active(t)) return;
       if (s.dynamic() || s.size() == n) {
         for (size_t r = src.rows; r < l.active(t); ++r)
-          op_util::copy_or_add(
-              n, dy + r * n,
-              g.ptr<T>() + (s.dynamic() ? state_row(*s.layout, l, r, t, call.attributes) * n : 0),
-              true);
+          if (carried_row(call, l, r, t) == kNone)
+            op_util::copy_or_add(
+                n, dy + r * n,
+                g.ptr<T>() + (s.dynamic() ? state_row(*s.layout, l, r, t, call.attributes) * n : 0),
+                true);
         return;
       }
       // Sum the boundary rows, then over the axes the state was broadcast along.
       T* sum = static_cast<T*>(call.scratch->ensure(n * sizeof(T)));
+      bool first = true;
       for (size_t r = src.rows; r < l.active(t); ++r)
-        op_util::copy_or_add(n, dy + r * n, sum, r > src.rows);
+        if (carried_row(call, l, r, t) == kNone) {
+          op_util::copy_or_add(n, dy + r * n, sum, !first);
+          first = false;
+        }
+      if (first) return;  // every boundary row read the previous minibatch
       kernels::reduce(kernels::ReduceOp::Sum, sample_dims(0, *call.output), sum,
                       op_util::aligned_dims(1, s, op_util::sample_rank(*call.output), false),
                       g.ptr<T>(), true);
@@ -148,6 +150,25 @@ class DelayOp : public OpDef {
     LOOM_CHECK(!s.dynamic() || s.layout->num_sequences() == l.num_sequences(), ShapeError, name_,
                ": the per-sequence initial state has ", s.layout->num_sequences(),
                " sequences (samples) for ", l.num_sequences(), " sequences of the operand");
+  }
+
+  static constexpr size_t kNone = size_t(-1);
+
+  // The row of call.carried, the previous minibatch's operand, that rank r of step t of
+  // past_value reads when its sequence continues one of the previous minibatch; kNone where the
+  // sequence begins in this minibatch, or began fewer than time_step steps before it (then the
+  // initial state).
+  size_t carried_row(const OpCall& call, const SequenceLayout& l, size_t r, size_t t) const {
+    const size_t seq = l.order[r];
+    const int64_t shift = time_shift(call.attributes);
+    if (shift < 0 || l.begins[seq]) return kNone;
+    LOOM_CHECK(call.carried && seq < call.carried->layout->num_sequences(), StateError, name_,
+               ": sequence ", seq,
+               " continues one of the previous minibatch, which had no sequence ", seq,
+               " (a continued sequence keeps its place in the minibatch)");
+    const SequenceLayout& c = *call.carried->layout;
+    const size_t kept = c.lengths[seq], k = size_t(shift);
+    return kept + t >= k ? c.row(seq, kept + t - k) : kNone;
   }
 
   // The row of the per-sequence initial state (layout sl: one sample or a sequence per operand

@@ -11,6 +11,11 @@
 // time_step steps, future_value its first; a sequence of one step serves them all). Gradients:
 // x's steps get those of the steps that read them, the initial state's elements the sum over
 // the boundary steps that read them.
+//
+// A sequence that continues one of the previous minibatch (truncated BPTT: its mask starts
+// Valid, and it keeps its index) reads, before its start here, past_value's operand of the
+// previous minibatch of the same executor instead of the initial state; no gradient flows
+// back there.
 #pragma once
 
 #include <string>

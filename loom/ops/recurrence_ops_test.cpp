@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/graph/executor.h"
 #include "loom/ops/ops_test_util.h"
 
 namespace loom {
@@ -174,22 +175,57 @@ TEST(RecurrenceOps, Float32MatchesFloat64) {
 namespace loom {
 namespace {
 
-TEST(RecurrenceOps, ContinuedSequenceIsNotSupportedYet) {
-  Variable x = sequence::input_variable({1}, f64("x"));
-  Value v = Value::create_sequences<double>({1}, {{1, 2}, {3}});
+// Minibatch 2 continues sequence 0 of minibatch 1 (truncated BPTT: its mask starts Valid).
+Value continuing(const Sequences& seqs, const std::vector<bool>& begins) {
+  Value v = Value::create_sequences<double>({1}, seqs);
   NDMask mask = *v.mask();
-  mask.set(1, 0, MaskKind::Valid);  // sequence 1 continues from the previous minibatch
-  const Value continued(v.data(), true, mask);
+  for (size_t b = 0; b < begins.size(); ++b)
+    if (!begins[b]) mask.set(b, 0, MaskKind::Valid);
+  return Value(v.data(), true, mask);
+}
+
+TEST(RecurrenceOps, ContinuedSequenceReadsThePreviousMinibatch) {
+  Variable x = sequence::input_variable({1}, f64("x"));
+  Parameter init = parameter(NDArrayView::from_vector<double>({1}, {-1}), "init");
+  for (size_t k : {1, 2, 3}) {
+    SCOPED_TRACE(k);
+    Function f = sequence::past_value(x, init, k);
+    Executor e({f.output()}, {init});
+    e.forward({{x, Value::create_sequences<double>({1}, {{1, 2, 3}, {4, 5}})}}, true);
+    e.forward({{x, continuing({{6, 7}, {8}}, {false, true})}}, true);
+    // Sequence 0 is 1 2 3 | 6 7: its first steps here read the last ones there.
+    const std::vector<double> seq0 = k == 1   ? std::vector<double>{3, 6}
+                                     : k == 2 ? std::vector<double>{2, 3}
+                                              : std::vector<double>{1, 2};
+    EXPECT_EQ(e.output_value(f.output()).as_sequences<double>(), (Sequences{seq0, {-1}}));
+    // The initial state's gradient counts only the boundary step of sequence 1.
+    e.backward(f.output());
+    EXPECT_EQ(e.parameter_gradient(init).to_vector<double>(), std::vector<double>{1});
+  }
+  // A continued sequence that began one step earlier reads the initial state before that.
+  Function f = sequence::past_value(x, init, 2);
+  Executor e({f.output()}, {init});
+  e.forward({{x, Value::create_sequences<double>({1}, {{1}})}}, true);
+  e.forward({{x, continuing({{2, 3}}, {false})}}, true);
+  EXPECT_EQ(e.output_value(f.output()).as_sequences<double>(), (Sequences{{-1, 1}}));
+}
+
+TEST(RecurrenceOps, ContinuationOfAMissingSequenceIsAnError) {
+  Variable x = sequence::input_variable({1}, f64("x"));
   try {
-    sequence::past_value(x).eval_one({{x, continued}});
+    sequence::past_value(x).eval_one({{x, continuing({{1, 2}, {3}}, {true, false})}});
     ADD_FAILURE() << "expected StateError";
   } catch (const StateError& e) {
-    EXPECT_NE(std::string(e.what()).find("PastValue: sequence 1 continues"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("PastValue: sequence 1 continues one of the previous "
+                                         "minibatch, which had no sequence 1"),
+              std::string::npos)
         << e.what();
   }
   // future_value never reads before a sequence's start.
-  EXPECT_EQ(sequence::future_value(x).eval_one({{x, continued}}).as_sequences<double>(),
-            (std::vector<std::vector<double>>{{2, 0}, {0}}));
+  EXPECT_EQ(sequence::future_value(x)
+                .eval_one({{x, continuing({{1, 2}, {3}}, {true, false})}})
+                .as_sequences<double>(),
+            (Sequences{{2, 0}, {0}}));
 }
 
 }  // namespace
