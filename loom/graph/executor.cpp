@@ -25,11 +25,101 @@ void densify_rows(const NDArrayView& s, void* dst) {
 RandomGenerator* random_of(FunctionImpl& f) {
   return f.random ? &*f.random : nullptr;
 }
+
+// The rows of step t of full, a packed tensor of layout loop, as a tensor of layout step.
+void step_view(const Tensor& full, const SequenceLayout& loop, size_t t, const SequenceLayout* step,
+               Tensor& view) {
+  view.dtype = full.dtype;
+  view.shape = full.shape;
+  view.shape[0] = loop.active(t);
+  view.layout = step;
+  view.data = static_cast<char*>(full.data) +
+              loop.step_offsets[t] * full.sample_size() * size_of(full.dtype);
+  view.sparse = nullptr;
+  view.blocked = false;
+}
+
+std::string labels(const std::vector<std::shared_ptr<FunctionImpl>>& fns) {
+  std::string s;
+  for (auto& f : fns) s += (s.empty() ? "" : ", ") + function_label(*f);
+  return s;
+}
 }  // namespace
+
+std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
+    const std::vector<std::shared_ptr<FunctionImpl>>& order) {
+  // Tarjan's strongly connected components over the full graph (delay operands included),
+  // iteratively: a component comes out after every component it reads from.
+  const size_t n = order.size(), unvisited = size_t(-1);
+  std::unordered_map<const FunctionImpl*, size_t> position;
+  for (size_t i = 0; i < n; ++i) position[order[i].get()] = i;
+  std::vector<size_t> index(n, unvisited), low(n);
+  std::vector<bool> on_stack(n, false);
+  std::vector<size_t> stack;
+  std::vector<std::pair<size_t, size_t>> calls;  // (function, next input)
+  std::vector<std::shared_ptr<FunctionImpl>> result;
+  size_t counter = 0;
+  auto enter = [&](size_t v) {
+    index[v] = low[v] = counter++;
+    stack.push_back(v);
+    on_stack[v] = true;
+    calls.push_back({v, 0});
+  };
+  for (size_t root = 0; root < n; ++root) {
+    if (index[root] != unvisited) continue;
+    enter(root);
+    while (!calls.empty()) {
+      auto& [v, next] = calls.back();
+      const auto& inputs = order[v]->inputs;
+      if (next < inputs.size()) {
+        const Variable& in = inputs[next++];
+        if (!in.is_output()) continue;
+        const size_t w = position.at(in.impl()->owner.lock().get());
+        if (index[w] == unvisited) {
+          enter(w);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      const size_t done = v;
+      calls.pop_back();
+      if (!calls.empty()) low[calls.back().first] = std::min(low[calls.back().first], low[done]);
+      if (low[done] != index[done]) continue;
+      std::vector<size_t> component;
+      size_t w;
+      do {
+        w = stack.back();
+        stack.pop_back();
+        on_stack[w] = false;
+        component.push_back(w);
+      } while (w != done);
+      std::sort(component.begin(), component.end());  // the body in `order`'s order
+      bool loop = component.size() > 1;
+      for (auto& in : order[done]->inputs) loop = loop || in.impl() == order[done]->outputs[0];
+      if (loop) {
+        std::vector<std::shared_ptr<FunctionImpl>> body;
+        for (size_t c : component) body.push_back(order[c]);
+        int64_t direction = 0;
+        for (auto& f : body) {
+          const int64_t shift = f->op->time_shift(f->attributes);
+          if (shift == 0) continue;
+          LOOM_CHECK(direction == 0 || (direction > 0) == (shift > 0), ArgumentError,
+                     "a recurrent loop mixes past_value and future_value: ", labels(body),
+                     "; run the two directions as separate loops");
+          direction = shift;
+        }
+        loops_.push_back({result.size(), result.size() + body.size(), direction < 0, 0});
+      }
+      for (size_t c : component) result.push_back(order[c]);
+    }
+  }
+  return result;
+}
 
 Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     : outputs_(std::move(outputs)) {
-  auto order = topological_order(outputs_);
+  auto order = schedule(topological_order(outputs_));
   std::unordered_set<const VariableImpl*> wanted;
   for (auto& w : wrt) wanted.insert(w.impl().get());
   auto add_leaf = [&](const Variable& v) {
@@ -57,23 +147,72 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
     for (auto& out : f->outputs)
       LOOM_CHECK(out->shape_known, StateError, "output of ", f->uid,
                  " has an unknown shape: its graph has unbound placeholders");
-    Node n{f, {}, {}, leaf_vars_.size() + nodes_.size(), {}};
-    bool needs = false;
-    for (size_t i = 0; i < f->inputs.size(); ++i) {
-      size_t s = slot_of(f->inputs[i]);
-      n.inputs.push_back(s);
-      n.gradient_wanted.push_back(slots_[s].needs_grad && f->op->differentiable(i, f->attributes));
-      needs = needs || n.gradient_wanted.back();
-    }
-    for (size_t s : n.inputs) n.input_values.push_back(&slots_[s].value);
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (!f->op->accepts_sparse(i)) slots_[n.inputs[i]].densify = true;
-    slot_index_[f->outputs[0].get()] = n.output;
-    slots_[n.output].needs_grad = needs;
-    nodes_.push_back(std::move(n));
+    slot_index_[f->outputs[0].get()] = leaf_vars_.size() + nodes_.size();
+    nodes_.push_back(Node{f, {}, {}, leaf_vars_.size() + nodes_.size(), {}});
   }
+  for (size_t l = 0; l < loops_.size(); ++l)
+    for (size_t k = loops_[l].begin; k < loops_[l].end; ++k) {
+      nodes_[k].loop = l;
+      nodes_[k].delay = is_delay(*nodes_[k].fn);
+    }
+  for (auto& n : nodes_) {
+    const FunctionImpl& f = *n.fn;
+    for (size_t i = 0; i < f.inputs.size(); ++i) {
+      n.inputs.push_back(slot_of(f.inputs[i]));
+      n.input_values.push_back(&slots_[n.inputs.back()].value);
+      // A loop's steps are views of rows, which sparse data cannot give.
+      if (!f.op->accepts_sparse(i) || n.loop != kNoLoop) slots_[n.inputs.back()].densify = true;
+    }
+    n.gradient_wanted.assign(n.inputs.size(), false);
+  }
+  // Which slots need gradients: a loop reads slots computed after it, so repeat until stable.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& n : nodes_) {
+      bool needs = false;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        n.gradient_wanted[i] =
+            slots_[n.inputs[i]].needs_grad && n.fn->op->differentiable(i, n.fn->attributes);
+        needs = needs || n.gradient_wanted[i];
+      }
+      changed = changed || needs != slots_[n.output].needs_grad;
+      slots_[n.output].needs_grad = needs;
+    }
+  }
+  for (auto& loop : loops_) plan_loop(loop);
   for (auto& w : wrt) slot_of(w);  // a wrt variable the outputs do not use is an error
   plan_blocked_layouts();
+}
+
+void Executor::plan_loop(Loop& loop) {
+  std::vector<std::shared_ptr<FunctionImpl>> body;
+  for (size_t k = loop.begin; k < loop.end; ++k) body.push_back(nodes_[k].fn);
+  const size_t first = leaf_vars_.size() + loop.begin, last = leaf_vars_.size() + loop.end;
+  bool found = false;
+  for (size_t k = loop.begin; k < loop.end; ++k) {
+    Node& n = nodes_[k];
+    const FunctionImpl& f = *n.fn;
+    // Every value of the loop is a sequence, computed one step at a time; ops that look along
+    // the sequence axis (sequence::first, last, reduce_sum) cannot run inside a loop.
+    LOOM_CHECK(f.outputs[0]->dynamic_axes.size() == 2, StateError, "op ", function_label(f), " (",
+               f.op->name(), ") in the recurrent loop ", labels(body),
+               " gives no sequence; a loop's ops must compute each step from that step alone");
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Variable& in = f.inputs[i];
+      if (n.delay || in.dynamic_axes().empty()) continue;
+      LOOM_CHECK(in.dynamic_axes().size() == 2, StateError, "op ", function_label(f),
+                 " in the recurrent loop ", labels(body), " reads ", in.describe(),
+                 ", which is not a sequence");
+      if (n.inputs[i] < first || n.inputs[i] >= last) {
+        loop.sequence_slot = n.inputs[i];
+        found = true;
+      }
+    }
+    n.step_inputs.resize(n.inputs.size());
+    n.step_input_values = n.input_values;
+  }
+  LOOM_CHECK(found, StateError, "the recurrent loop ", labels(body),
+             " reads no sequence from outside the loop, so its steps are unknown");
 }
 
 void Executor::plan_blocked_layouts() {
@@ -83,11 +222,15 @@ void Executor::plan_blocked_layouts() {
   std::vector<bool> taken_blocked(slots_.size(), true);
   for (size_t i = 0; i < leaf_vars_.size(); ++i) taken_blocked[i] = false;
   for (const Variable& o : outputs_) taken_blocked[slot_of(o)] = false;
+  // A loop's ops run on views of rows: nothing they read or write is blocked.
+  for (auto& n : nodes_)
+    if (n.loop != kNoLoop) taken_blocked[n.output] = false;
   for (auto n = nodes_.rbegin(); n != nodes_.rend(); ++n) {
     const FunctionImpl& f = *n->fn;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const BlockedInput b = f.op->blocked_input(i, f.inputs, f.attributes);
-      if (b == BlockedInput::No || (b == BlockedInput::LikeOutput && !taken_blocked[n->output]))
+      if (n->loop != kNoLoop || b == BlockedInput::No ||
+          (b == BlockedInput::LikeOutput && !taken_blocked[n->output]))
         taken_blocked[n->inputs[i]] = false;
     }
   }
@@ -237,6 +380,12 @@ void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
   is_training_ = is_training;
+  // The previous minibatch's values are still in place (their layouts too, until bound anew),
+  // and its backward is done: keep what continued sequences read of them.
+  if (forward_done_)
+    for (auto& node : nodes_)
+      if (node.fn->op->time_shift(node.fn->attributes) > 0) carry_over(node);
+  forward_done_ = false;  // until this forward completes
   bind_sequence_layouts(arguments);
   for (size_t i = 0; i < leaf_vars_.size(); ++i) {
     const Variable& v = leaf_vars_[i];
@@ -252,7 +401,13 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
       slot.value.data = stored.raw_data();
     }
   }
-  for (auto& node : nodes_) {
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    Node& node = nodes_[k];
+    if (node.loop != kNoLoop) {
+      forward_loop(loops_[node.loop]);
+      k = loops_[node.loop].end - 1;
+      continue;
+    }
     const FunctionImpl& f = *node.fn;
     std::span<const Tensor* const> ins = node.input_values;
     Slot& out = slots_[node.output];
@@ -266,11 +421,149 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     }
     out.value.sparse = nullptr;
     out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
-    OpCall call{f.attributes, ins,         &out.value,         nullptr,
-                &out.scratch, is_training, random_of(*node.fn)};
+    OpCall call = whole_call(node, false);
     f.op->forward(call);
   }
   forward_done_ = true;
+}
+
+void Executor::forward_loop(const Loop& loop) {
+  const SequenceLayout& L = *slots_[loop.sequence_slot].value.layout;
+  for (size_t k = loop.begin; k < loop.end; ++k) {
+    Node& node = nodes_[k];
+    Slot& out = slots_[node.output];
+    const VariableImpl& spec = *node.fn->outputs[0];
+    out.value.dtype = spec.dtype;
+    out.value.layout = &L;
+    out.value.shape.assign_prepended(L.rows(), spec.shape);
+    out.value.sparse = nullptr;
+    out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
+    if (out.step_scratch.size() < L.max_length()) out.step_scratch.resize(L.max_length());
+  }
+  for (size_t k = loop.begin; k < loop.end; ++k)
+    for (const Tensor* in : nodes_[k].input_values)
+      LOOM_CHECK(!in->dynamic() || nodes_[k].delay || in->layout->same_shape_as(L), ShapeError,
+                 "op ", function_label(*nodes_[k].fn),
+                 " in a recurrent loop reads sequences of other lengths than the loop's");
+  for (size_t s = 0, T = L.max_length(); s < T; ++s) {
+    const size_t t = loop.backwards ? T - 1 - s : s;
+    const SequenceLayout* step = layouts_.batch(L.active(t));
+    for (size_t k = loop.begin; k < loop.end; ++k) {
+      Node& node = nodes_[k];
+      const FunctionImpl& f = *node.fn;
+      Slot& out = slots_[node.output];
+      if (node.delay) {
+        OpCall call = whole_call(node, false);
+        f.op->forward_step(call, t);
+        continue;
+      }
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        if (node.input_values[i]->dynamic()) {
+          step_view(*node.input_values[i], L, t, step, node.step_inputs[i]);
+          node.step_input_values[i] = &node.step_inputs[i];
+        }
+      step_view(out.value, L, t, step, node.step_output);
+      OpCall call{f.attributes,         node.step_input_values, &node.step_output,  nullptr,
+                  &out.step_scratch[t], is_training_,           random_of(*node.fn)};
+      f.op->forward(call);
+    }
+  }
+}
+
+OpCall Executor::whole_call(Node& node, bool with_gradient) {
+  Slot& out = slots_[node.output];
+  return OpCall{node.fn->attributes,
+                node.input_values,
+                &out.value,
+                with_gradient ? &out.grad : nullptr,
+                &out.scratch,
+                is_training_,
+                random_of(*node.fn),
+                with_gradient ? &node.gradient_wanted : nullptr,
+                node.carried.data ? &node.carried : nullptr};
+}
+
+void Executor::carry_over(Node& node) {
+  const Tensor& x = *node.input_values[0];
+  const SequenceLayout& l = *x.layout;
+  const size_t k = size_t(node.fn->op->time_shift(node.fn->attributes));
+  std::vector<size_t> kept(l.num_sequences());
+  for (size_t b = 0; b < kept.size(); ++b) kept[b] = std::min(l.lengths[b], k);
+  node.carried_layout = SequenceLayout::from_lengths(std::move(kept));
+  const SequenceLayout& c = node.carried_layout;
+  Tensor& carried = node.carried;
+  carried.dtype = x.dtype;
+  carried.layout = &c;
+  carried.shape = x.shape;
+  carried.shape[0] = c.rows();
+  const size_t bytes = x.sample_size() * size_of(x.dtype);
+  carried.data = node.carried_storage.ensure(c.rows() * bytes);
+  for (size_t b = 0; b < c.num_sequences(); ++b)
+    for (size_t j = 0; j < c.lengths[b]; ++j)
+      std::memcpy(
+          static_cast<char*>(carried.data) + c.row(b, j) * bytes,
+          static_cast<const char*>(x.data) + l.row(b, l.lengths[b] - c.lengths[b] + j) * bytes,
+          bytes);
+}
+
+void Executor::zero_gradient_once(size_t index) {
+  Slot& slot = slots_[index];
+  if (slot.grad_written) return;
+  Tensor& g = gradient_tensor(index);
+  std::memset(g.data, 0, g.size() * size_of(g.dtype));
+  slot.grad_written = true;
+}
+
+void Executor::backward_loop(const Loop& loop) {
+  const SequenceLayout& L = *slots_[loop.sequence_slot].value.layout;
+  bool reached = false;  // as for a single op: no gradient reached the loop, none leaves it
+  for (size_t k = loop.begin; k < loop.end; ++k)
+    reached = reached || slots_[nodes_[k].output].grad_written;
+  if (!reached) return;
+  // Every step adds its gradients: into zeros, unless ops after the loop wrote some already.
+  for (size_t k = loop.begin; k < loop.end; ++k) {
+    const Node& node = nodes_[k];
+    if (!slots_[node.output].needs_grad) continue;
+    zero_gradient_once(node.output);
+    for (size_t i = 0; i < node.inputs.size(); ++i)  // never sparse: loops densify their inputs
+      if (node.gradient_wanted[i]) zero_gradient_once(node.inputs[i]);
+  }
+  for (size_t s = 0, T = L.max_length(); s < T; ++s) {
+    const size_t t = loop.backwards ? s : T - 1 - s;
+    const SequenceLayout* step = layouts_.batch(L.active(t));
+    for (size_t k = loop.end; k-- > loop.begin;) {
+      Node& node = nodes_[k];
+      const FunctionImpl& f = *node.fn;
+      Slot& out = slots_[node.output];
+      if (!out.needs_grad) continue;
+      if (node.delay) {
+        OpCall call = whole_call(node, true);
+        for (size_t i = 0; i < node.inputs.size(); ++i)
+          if (node.gradient_wanted[i]) f.op->backward_step(call, i, slots_[node.inputs[i]].grad, t);
+        continue;
+      }
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        if (node.input_values[i]->dynamic()) {
+          step_view(*node.input_values[i], L, t, step, node.step_inputs[i]);
+          node.step_input_values[i] = &node.step_inputs[i];
+        }
+      step_view(out.value, L, t, step, node.step_output);
+      step_view(out.grad, L, t, step, node.step_output_grad);
+      OpCall call{f.attributes,           node.step_input_values, &node.step_output,
+                  &node.step_output_grad, &out.step_scratch[t],   is_training_,
+                  random_of(*node.fn),    &node.gradient_wanted};
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (!node.gradient_wanted[i]) continue;
+        Tensor& g = slots_[node.inputs[i]].grad;
+        if (!g.dynamic()) {
+          f.op->backward(call, i, g, true);
+          continue;
+        }
+        step_view(g, L, t, step, node.step_input_grad);
+        f.op->backward(call, i, node.step_input_grad, true);
+      }
+    }
+  }
 }
 
 Tensor& Executor::gradient_tensor(size_t index) {
@@ -316,11 +609,16 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
   }
   slots_[r].grad_written = true;
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    if (it->loop != kNoLoop) {
+      const Loop& loop = loops_[it->loop];
+      backward_loop(loop);
+      it += std::ptrdiff_t(loop.end - loop.begin - 1);
+      continue;
+    }
     Slot& out = slots_[it->output];
     if (!out.grad_written) continue;
     const FunctionImpl& f = *it->fn;
-    OpCall call{f.attributes, it->input_values, &out.value,         &out.grad,
-                &out.scratch, is_training_,     random_of(*it->fn), &it->gradient_wanted};
+    OpCall call = whole_call(*it, true);
     for (size_t i = 0; i < it->inputs.size(); ++i) {
       Slot& in = slots_[it->inputs[i]];
       if (!it->gradient_wanted[i]) continue;

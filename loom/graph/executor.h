@@ -54,6 +54,7 @@ class Executor {
     std::optional<NDArrayView> bound;  // keeps a bound input's data alive
     bool densify = false;              // a consumer needs this sparse input dense
     TensorStorage scratch;
+    std::vector<TensorStorage> step_scratch;  // per step, for the nodes of a loop
   };
   struct Node {
     std::shared_ptr<FunctionImpl> fn;
@@ -61,8 +62,41 @@ class Executor {
     std::vector<const Tensor*> input_values;  // those slots' value tensors
     size_t output;                            // slot index (single-output ops)
     std::vector<bool> gradient_wanted;        // per input: gets a gradient in backward
+    size_t loop = kNoLoop;                    // index in loops_ for a node of a recurrent loop
+    bool delay = false;  // a delay op of a loop: runs OpDef::forward_step/backward_step
+    // The views of one step's rows that a loop's node runs on, reused from step to step.
+    std::vector<Tensor> step_inputs;
+    std::vector<const Tensor*> step_input_values;
+    Tensor step_output, step_output_grad, step_input_grad;
+    // past_value: the operand's last time_step steps of each sequence of the previous
+    // minibatch, kept when the next forward starts, for the sequences that continue there
+    // (truncated BPTT).
+    Tensor carried;
+    SequenceLayout carried_layout;
+    TensorStorage carried_storage;
   };
+  // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
+  // run one step at a time (docs/executor.md).
+  struct Loop {
+    size_t begin, end;
+    bool backwards;        // future_value loops run from the last step to the first
+    size_t sequence_slot;  // a slot from outside the loop whose sequence layout gives the steps
+  };
+  static constexpr size_t kNoLoop = size_t(-1);
 
+  // Orders the functions for execution: each recurrent loop as one block of nodes.
+  std::vector<std::shared_ptr<FunctionImpl>> schedule(
+      const std::vector<std::shared_ptr<FunctionImpl>>& order);
+  // Loop checks that need the nodes: sequence inputs, ops that cannot run one step at a time.
+  void plan_loop(Loop& loop);
+  void forward_loop(const Loop& loop);
+  void backward_loop(const Loop& loop);
+  // Marks a gradient written, filling it with zeros first if it was not.
+  void zero_gradient_once(size_t slot);
+  // Keeps node's operand's last steps for the minibatch about to start (Node::carried).
+  void carry_over(Node& node);
+  // The OpCall of node's whole tensors (without output gradient in forward).
+  OpCall whole_call(Node& node, bool with_gradient);
   size_t slot_of(const Variable& v) const;
   // Which values stay in oneDNN's blocked layout (Tensor::blocked).
   void plan_blocked_layouts();
@@ -74,6 +108,7 @@ class Executor {
 
   std::vector<Variable> outputs_;
   std::vector<Node> nodes_;
+  std::vector<Loop> loops_;
   std::vector<Slot> slots_;
   std::unordered_map<const VariableImpl*, size_t> slot_index_;
   std::vector<Variable> leaf_vars_;  // slot i < leaf_vars_.size() holds leaf_vars_[i]

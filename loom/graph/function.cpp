@@ -32,6 +32,10 @@ std::vector<Variable> leaves(const std::vector<Variable>& roots) {
 }
 }  // namespace
 
+bool is_delay(const FunctionImpl& f) {
+  return f.op && f.op->time_shift(f.attributes) != 0;
+}
+
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots) {
   std::vector<std::shared_ptr<FunctionImpl>> order;
   std::unordered_set<const FunctionImpl*> done, on_stack;
@@ -41,22 +45,34 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
     size_t next_input;
   };
   std::vector<Frame> stack;
+  // Operands of delay ops: visited after the delay op, which breaks recurrent loops.
+  std::vector<Variable> deferred;
   auto push = [&](const Variable& v) {
     if (!v.is_output()) return;
     auto f = v.impl()->owner.lock();
     LOOM_CHECK(f, StateError, "the function producing ", v.describe(), " no longer exists");
     if (done.count(f.get())) return;
-    LOOM_CHECK(!on_stack.count(f.get()), StateError, "the graph has a cycle through ", f->uid,
-               "; recurrences must go through past_value/future_value");
+    if (on_stack.count(f.get())) {
+      std::string cycle;
+      for (size_t i = stack.size(); i-- > 0 && (i + 1 == stack.size() || stack[i + 1].f != f);)
+        cycle = function_label(*stack[i].f) + (cycle.empty() ? "" : " -> ") + cycle;
+      throw StateError(detail::concat("the graph has a cycle without a delay op: ", cycle,
+                                      "; a recurrence must go through past_value/future_value"));
+    }
     on_stack.insert(f.get());
     stack.push_back({f, 0});
   };
-  for (auto& r : roots) {
+  auto visit = [&](const Variable& r) {
     push(r);
     while (!stack.empty()) {
       Frame& top = stack.back();
       if (top.next_input < top.f->inputs.size()) {
-        push(top.f->inputs[top.next_input++]);
+        const size_t i = top.next_input++;
+        if (i == 0 && is_delay(*top.f)) {
+          deferred.push_back(top.f->inputs[0]);
+        } else {
+          push(top.f->inputs[i]);
+        }
         continue;
       }
       on_stack.erase(top.f.get());
@@ -64,8 +80,27 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
       order.push_back(top.f);
       stack.pop_back();
     }
+  };
+  for (auto& r : roots) visit(r);
+  while (!deferred.empty()) {
+    Variable v = deferred.back();
+    deferred.pop_back();
+    visit(v);
   }
   return order;
+}
+
+Variable forward_declaration(const Variable& v, const Variable& delay_output) {
+  const Variable& typed = v.has_known_shape() || !delay_output.valid() ? v : delay_output;
+  Variable p = typed.has_known_shape()
+                   ? placeholder(typed.shape(), typed.dtype(), typed.dynamic_axes())
+                   : placeholder();
+  p.impl()->needs_gradient = v.needs_gradient();
+  return p;
+}
+
+std::string function_label(const FunctionImpl& f) {
+  return f.name.empty() ? f.uid : f.name + " (" + f.uid + ")";
 }
 
 Function::Function(const Variable& v)
@@ -89,7 +124,17 @@ std::vector<Variable> Function::arguments() const {
   std::vector<Variable> out;
   for (auto& v : leaves(outputs()))
     if (v.is_input() || v.is_placeholder()) out.push_back(v);
-  return out;
+  return in_signature_order(out);
+}
+
+std::vector<Variable> Function::in_signature_order(std::vector<Variable> args) const {
+  const auto& signature = get(impl_).signature;
+  auto rank = [&](const Variable& v) {
+    return size_t(std::find(signature.begin(), signature.end(), v) - signature.begin());
+  };
+  std::stable_sort(args.begin(), args.end(),
+                   [&](const Variable& a, const Variable& b) { return rank(a) < rank(b); });
+  return args;
 }
 
 std::vector<Parameter> Function::parameters() const {
@@ -180,7 +225,7 @@ std::vector<Variable> Function::placeholders() const {
   std::vector<Variable> out;
   for (auto& v : leaves(outputs()))
     if (v.is_placeholder()) out.push_back(v);
-  return out;
+  return in_signature_order(out);
 }
 
 const std::string& Function::name() const {
@@ -282,9 +327,10 @@ Function combine(const std::vector<Variable>& outputs, const std::string& name) 
 }
 
 Function as_block(const std::vector<Variable>& outputs, const std::string& block_name,
-                  const std::string& name) {
+                  const std::string& name, const std::vector<Variable>& arguments) {
   Function c = combine(outputs, name);
   c.impl()->block_name = block_name;
+  c.impl()->signature = arguments;
   auto layer = std::make_shared<const LayerTag>(LayerTag{block_name, name});
   for (auto& p : c.parameters())
     if (!p.impl()->layer) p.impl()->layer = layer;
@@ -309,21 +355,75 @@ Function Function::clone(ParameterCloneMethod method,
     return v;
   };
   auto roots = outputs();
+  // A delay op closing a loop is cloned before its operand: it reads a placeholder of the
+  // operand's type until the operand's clone exists.
+  std::vector<std::pair<Function, Variable>> loop_edges;  // (delay clone, original operand)
   for (auto& f : topological_order(roots)) {
+    const bool closes_loop =
+        is_delay(*f) && f->inputs[0].is_output() && !map.count(f->inputs[0].impl().get());
     std::vector<Variable> ins;
-    for (auto& in : f->inputs) ins.push_back(mapped(in));
+    for (auto& in : f->inputs)
+      ins.push_back(!closes_loop || !ins.empty()
+                        ? mapped(in)
+                        : forward_declaration(in, Variable(f->outputs[0], f)));
     Function g = make_primitive(*f->op, std::move(ins), f->attributes, f->name);
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());
     for (size_t i = 0; i < f->outputs.size(); ++i)
       map[f->outputs[i].get()] = handle(g.impl()->outputs[i], g.impl());
+    if (closes_loop) loop_edges.emplace_back(g, f->inputs[0]);
   }
   std::vector<Variable> new_roots;
   for (auto& r : roots) new_roots.push_back(mapped(r));
+  for (auto& [delay, operand] : loop_edges)
+    delay.replace_placeholders({{delay.inputs()[0], mapped(operand)}});
   if (!is_composite()) return new_roots[0].owner();
   Function c = combine(new_roots, name());  // not as_block: the layer tags stay as they are
   c.impl()->block_name = impl_->block_name;
+  for (auto& v : impl_->signature)
+    if (mapped(v).is_placeholder()) c.impl()->signature.push_back(mapped(v));
   return c;
+}
+
+namespace {
+bool same_type(const Variable& a, const Variable& b) {
+  return a.has_known_shape() == b.has_known_shape() &&
+         (!a.has_known_shape() ||
+          (a.shape() == b.shape() && a.dtype() == b.dtype() &&
+           a.dynamic_axes() == b.dynamic_axes() && a.is_sparse() == b.is_sparse()));
+}
+}  // namespace
+
+Function& Function::replace_placeholders(
+    const std::unordered_map<Variable, Variable>& substitutions) {
+  for (auto& f : topological_order(outputs()))
+    for (auto& in : f->inputs) {
+      auto it = substitutions.find(in);
+      if (it == substitutions.end()) continue;
+      LOOM_CHECK(in.is_placeholder(), ArgumentError, "replace_placeholders: ", in.describe(),
+                 " is not a placeholder");
+      LOOM_CHECK(
+          !in.has_known_shape() || !it->second.has_known_shape() || same_type(in, it->second),
+          ShapeError, "replace_placeholders: placeholder ", in.describe(), " cannot take ",
+          it->second.describe(), " of another type");
+      in = it->second;
+    }
+  // Outputs computed from untyped placeholders learn their types now where they can.
+  for (auto& f : topological_order(outputs())) {
+    bool known = true;
+    for (auto& in : f->inputs) known = known && in.has_known_shape();
+    if (!known || f->outputs[0]->shape_known) continue;
+    auto specs = f->op->infer(f->inputs, f->attributes);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      VariableImpl& o = *f->outputs[i];
+      o.shape = specs[i].shape;
+      o.shape_known = true;
+      o.dtype = specs[i].dtype;
+      o.dynamic_axes = specs[i].dynamic_axes;
+      o.is_sparse = specs[i].is_sparse;
+    }
+  }
+  return *this;
 }
 
 Function Function::operator()(const std::vector<Variable>& args) const {

@@ -123,6 +123,16 @@ class Function {
   Function clone(ParameterCloneMethod method,
                  const std::unordered_map<Variable, Variable>& substitutions = {}) const;
 
+  // Replaces placeholders of this function's graph by other variables, in place (CNTK's
+  // ReplacePlaceholders). This is how a recurrent loop closes:
+  //   Variable p = placeholder(shape, dtype, x.dynamic_axes());
+  //   Function h = tanh(plus(times(x, W), times(sequence::past_value(p), U)));
+  //   h.replace_placeholders({{p, h}});
+  // A placeholder of known type takes a variable of that type, or one whose type is not known
+  // yet (a layer's loop before the layer is called); outputs computed from untyped placeholders
+  // take their types from the new inputs where those are known.
+  Function& replace_placeholders(const std::unordered_map<Variable, Variable>& substitutions);
+
   // Computes the outputs (all, or the given ones) in inference mode.
   ValueMap eval(const ValueMap& arguments, const std::vector<Variable>& outputs = {}) const;
   // The single output's value.
@@ -162,6 +172,8 @@ class Function {
 
  private:
   Value eval_named(const NamedData& data) const;
+  // args with the placeholders of the signature (as_block's arguments) first, in its order.
+  std::vector<Variable> in_signature_order(std::vector<Variable> args) const;
 
   std::shared_ptr<FunctionImpl> impl_;
 };
@@ -175,7 +187,8 @@ Function combine(const std::vector<Variable>& outputs, const std::string& name =
 // A composite of the given outputs that prints as block_name (how layers present themselves:
 // "Dense(Tensor[2]) -> Tensor[2]"); calling it gives a composite of the same block name. The
 // parameters it uses that belong to no layer yet become this layer's (Function::parameter).
+// arguments: its placeholders in the order a call binds them (default: the order of first use).
 Function as_block(const std::vector<Variable>& outputs, const std::string& block_name,
-                  const std::string& name = "");
+                  const std::string& name = "", const std::vector<Variable>& arguments = {});
 
 }  // namespace loom

@@ -56,6 +56,9 @@ class FunctionImpl {
   std::string uid;
   // Set for combine() results and layer calls: the name it prints as ("Composite", "Dense").
   std::string block_name;
+  // Composites: placeholders in the order a call binds them (as_block's arguments), ahead of the
+  // others; empty: the order of first use.
+  std::vector<Variable> signature;
   // Random ops (OpDef::is_random): the generator their draws come from. Its state is part of
   // the model file and of checkpoints (loom/graph/random_state.h).
   std::optional<RandomGenerator> random;
@@ -67,8 +70,18 @@ std::string describe(const VariableImpl& v);
 // A new uid with the given prefix ("Parameter", "Input", "Plus", ...), unique in the process.
 std::string new_uid(const std::string& prefix);
 
-// All primitive functions the given variables depend on, inputs before the functions that
-// use them (a topological order), each once.
+// All primitive functions the given variables depend on, each once, inputs before the
+// functions that use them (a topological order), except the operand of a delay op
+// (past_value/future_value), which may come after it: that edge is how a recurrent loop closes.
+// A cycle that does not go through a delay op's operand is a StateError naming its functions.
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots);
+// Whether f is a delay op (OpDef::time_shift), whose operand may close a recurrent loop.
+bool is_delay(const FunctionImpl& f);
+// A placeholder standing for v, the operand of a delay op closing a loop, until v exists (when
+// a graph is copied or loaded): of v's type, or where that is not known yet the delay's output's
+// (the same), with v's needs_gradient.
+Variable forward_declaration(const Variable& v, const Variable& delay_output);
+// How messages name a function: "name (uid)", or the uid alone.
+std::string function_label(const FunctionImpl& f);
 
 }  // namespace loom

@@ -20,6 +20,14 @@ const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs
   return layout;
 }
 
+void OpDef::forward_step(OpCall&, size_t) const {
+  throw StateError(detail::concat(name(), " is not a delay op and has no forward_step"));
+}
+
+void OpDef::backward_step(OpCall&, size_t, Tensor&, size_t) const {
+  throw StateError(detail::concat(name(), " is not a delay op and has no backward_step"));
+}
+
 void resolve_parameter_shape(const Variable& parameter, const NDShape& shape) {
   parameter.impl()->resolve_shape(shape);
 }

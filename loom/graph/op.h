@@ -38,6 +38,10 @@ struct OpCall {
   // increasing index order, so an op may compute a later input's gradient along with an
   // earlier one's (keeping it in scratch).
   const std::vector<bool>* gradient_wanted = nullptr;
+  // Delay ops: the last steps of each sequence of the operand in the previous minibatch (its
+  // own layout), which a sequence continuing there (SequenceLayout::begins false) reads;
+  // null before the first minibatch.
+  const Tensor* carried = nullptr;
 };
 
 // Whether an op takes an input in the blocked layout (Tensor::blocked).
@@ -92,6 +96,16 @@ class OpDef {
   // generator: RandomGenerator(seed) when the attributes hold a uint64 "seed", else
   // next_default_generator().
   virtual bool is_random() const { return false; }
+
+  // Delay ops (past_value, future_value): output step t of a sequence is input 0's step t - k
+  // (k > 0, past) or t + |k| (k < 0, future); 0 for every other op. A graph may have cycles
+  // through input 0 of a delay op: the executor runs such recurrent loops one step at a time.
+  virtual int64_t time_shift(const Dictionary& /*attributes*/) const { return 0; }
+  // Delay ops only: forward of the output rows of step t alone, and backward of them, which adds
+  // into input_gradient. The call holds the whole packed tensors (input 0's earlier or later
+  // rows are what step t reads).
+  virtual void forward_step(OpCall& call, size_t t) const;
+  virtual void backward_step(OpCall& call, size_t index, Tensor& input_gradient, size_t t) const;
 };
 
 // Fixes inferred dimensions of a parameter input; for known dimensions checks they agree.

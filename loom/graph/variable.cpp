@@ -207,4 +207,15 @@ Variable placeholder(const std::string& name) {
   return Variable(v);
 }
 
+Variable placeholder(const NDShape& shape, DataType dtype, const std::vector<Axis>& dynamic_axes,
+                     const std::string& name) {
+  Variable p = placeholder(name);
+  VariableImpl& v = *p.impl();
+  v.shape = shape;
+  v.shape_known = true;
+  v.dtype = dtype;
+  v.dynamic_axes = dynamic_axes;
+  return p;
+}
+
 }  // namespace loom

@@ -116,6 +116,10 @@ Parameter parameter(const NDArrayView& value, const std::string& name = "");
 Constant constant(const NDArrayView& value, const std::string& name = "");
 Constant constant(double scalar, DataType dtype = DataType::Float32, const std::string& name = "");
 Variable placeholder(const std::string& name = "");
+// A placeholder of known type, for a recurrence's state before its loop closes
+// (Function::replace_placeholders).
+Variable placeholder(const NDShape& shape, DataType dtype, const std::vector<Axis>& dynamic_axes,
+                     const std::string& name = "");
 
 }  // namespace loom
 

@@ -58,6 +58,9 @@ namespace sequence {
 const OpDef& first_op();
 const OpDef& last_op();
 const OpDef& reduce_sum_op();
+// recurrence_ops.cpp
+const OpDef& past_value_op();
+const OpDef& future_value_op();
 }  // namespace sequence
 
 }  // namespace loom

@@ -9,6 +9,7 @@
 #include "loom/ops/normalization.h"
 #include "loom/ops/pooling.h"
 #include "loom/ops/random.h"
+#include "loom/ops/recurrence_ops.h"
 #include "loom/ops/reduction.h"
 #include "loom/ops/sequence_ops.h"
 #include "loom/ops/shape_ops.h"

@@ -51,6 +51,8 @@ const std::vector<Entry>& table() {
       {&sequence::first_op(), 1, 1},
       {&sequence::last_op(), 1, 1},
       {&sequence::reduce_sum_op(), 1, 1},
+      {&sequence::past_value_op(), 2, 2},
+      {&sequence::future_value_op(), 2, 2},
       {&assign_op(), 2, 2},
       {&convolution_op(), 2, 3},  // W, x and, from the layers, the bias
       {&convolution_transpose_op(), 2, 2},

@@ -1,6 +1,8 @@
 #include "loom/serialize/model_file.h"
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -401,6 +403,36 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   }
 
   const auto& functions = top.get<DictionaryVector>("functions");
+  // A delay op may read an output defined after it (a recurrent loop closes there): it reads a
+  // placeholder of that output's stored type until the output exists.
+  auto later_output = [&](size_t i, const std::string& uid) -> std::optional<Variable> {
+    for (size_t j = i + 1; j < functions.size(); ++j) {
+      Fields g = item(top, functions, j, "functions");
+      const auto& outs = g.get<DictionaryVector>("outputs");
+      for (size_t k = 0; k < outs.size(); ++k) {
+        Fields of = item(g, outs, k, "outputs");
+        if (of.get<std::string>("uid") != uid) continue;
+        VariableFields s = read_variable(of);
+        auto v = std::make_shared<VariableImpl>();
+        v->kind = VariableKind::Output;
+        v->shape = s.shape;
+        v->shape_known = s.shape_known;
+        v->dtype = s.dtype;
+        v->dynamic_axes = s.axes;
+        v->needs_gradient = s.needs_gradient;
+        return forward_declaration(Variable(v), Variable());
+      }
+    }
+    return std::nullopt;
+  };
+  auto is_delay_op = [](const std::string& op, const DictionaryMap& attributes) {
+    try {
+      return find_op(op).time_shift(Dictionary(attributes)) != 0;
+    } catch (const Error&) {
+      return false;  // reported when the function is re-created
+    }
+  };
+  std::vector<std::tuple<Function, std::string, Fields>> loop_edges;  // delay, operand uid
   for (size_t i = 0; i < functions.size(); ++i) {
     Fields f = item(top, functions, i, "functions");
     const std::string& op_name = f.get<std::string>("op");
@@ -415,11 +447,17 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
         f.fail("inputs[", k, "] holds ", input_uids[k].type_name(), " where a uid is expected");
       const std::string& in = input_uids[k].get<std::string>();
       auto it = defined.find(in);
-      // Inputs refer only to variables defined before, so the graph cannot have a cycle.
-      if (it == defined.end())
-        f.fail("input ", k, " '", printable(in), "' is not defined before its use");
-      inputs.push_back(it->second);
+      if (it != defined.end()) {
+        inputs.push_back(it->second);
+        continue;
+      }
+      // Otherwise only a delay op's operand may be defined later, so every cycle has a delay.
+      std::optional<Variable> later;
+      if (k == 0 && is_delay_op(op_name, attributes)) later = later_output(i, in);
+      if (!later) f.fail("input ", k, " '", printable(in), "' is not defined before its use");
+      inputs.push_back(*later);
     }
+    const bool closes_loop = !inputs.empty() && inputs[0].is_placeholder();
     // Shape inference fixes a parameter's inferred dimensions and allocates its value; a graph
     // saved after inference has none left where all inputs are known, so a file that has one
     // there would make the loader allocate what the file does not hold.
@@ -471,6 +509,14 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
       o.uid = s.uid;
       o.name = s.name;
       define(of, s.uid, Variable(impl.outputs[k], fn.impl()));
+    }
+    if (closes_loop) loop_edges.emplace_back(fn, input_uids[0].get<std::string>(), f);
+  }
+  for (auto& [delay, operand, f] : loop_edges) {
+    try {  // defined: later_output found it among a later function's outputs
+      delay.replace_placeholders({{delay.inputs()[0], defined.at(operand)}});
+    } catch (const Error& e) {
+      f.fail("cannot close the recurrent loop through '", printable(operand), "': ", e.what());
     }
   }
 

@@ -92,6 +92,13 @@ Model build_model() {
   Variable qd = Dense(4, {.activation = relu})(q);
   Variable sq_last = sequence::last(qd), sq_first = sequence::first(q);
   Variable sq_sum = sequence::reduce_sum(qd);
+  // A recurrent loop, whose past_value reads an output the file defines after it, with a
+  // learnable initial state; a future_value outside any loop.
+  Variable hp = placeholder({4}, DataType::Float32, q.dynamic_axes(), "h_prev");
+  Parameter h0 = parameter(NDShape{4}, constant_initializer(0.5), DataType::Float32, "h0");
+  Function hq = tanh(plus(qd, times(sequence::past_value(hp, h0), parameter({4, 4}))));
+  hq.replace_placeholders({{hp, hq}});
+  Variable sq_rec = sequence::last(sequence::future_value(hq, 2));
   Variable d64 = Dense(NDShape{2, 3}, {.dtype = DataType::Float64})(x64);
   Variable t64 = times(x64, parameter(NDShape{3, 2}, he_normal(), DataType::Float64, "W64"));
   // assign writes its ref at every evaluation: the model is saved before it is evaluated.
@@ -107,8 +114,8 @@ Model build_model() {
   Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
 
   Model m;
-  m.f = combine({el, sp, red1, red2, red3, sm, lsm, ce, err, se, bce, sq_last, sq_first, sq_sum,
-                 d64, t64, asg, ct, gp},
+  m.f = combine({el,  sp,      red1,     red2,   red3,   sm,  lsm, ce,  err, se,
+                 bce, sq_last, sq_first, sq_sum, sq_rec, d64, t64, asg, ct,  gp},
                 "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));

@@ -1,0 +1,215 @@
+#include "loom/layers/recurrent.h"
+
+#include <cmath>
+
+#include "loom/layers/sequential.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/linear.h"
+#include "loom/ops/recurrence_ops.h"
+#include "loom/ops/sequence_ops.h"
+#include "loom/ops/shape_ops.h"
+
+namespace loom {
+
+namespace {
+
+// The step's state arguments (all but the last), which must have known types.
+std::vector<Variable> state_arguments(const Function& step) {
+  std::vector<Variable> args = step.placeholders();
+  const size_t n = step.outputs().size();
+  LOOM_CHECK(args.size() == n + 1, ArgumentError, "Recurrence: step function ", step.to_string(),
+             " has ", n, " outputs (states), so it must take ", n + 1,
+             " arguments (the states, then x), not ", args.size());
+  args.pop_back();
+  for (const Variable& s : args)
+    LOOM_CHECK(s.has_known_shape(), ArgumentError, "Recurrence: state argument ", s.describe(),
+               " of step function ", step.to_string(),
+               " has no type; declare it as placeholder(shape, dtype, default_sequence_axes())");
+  return args;
+}
+
+// The loop: prev_i = delay(state_i, init_i), outputs = step(prev..., x), state_i := output_i.
+std::vector<Variable> recurrence(const Function& step, const std::vector<Variable>& states,
+                                 const std::vector<Variable>& inits, const Variable& x,
+                                 bool go_backwards) {
+  std::vector<Variable> args;
+  std::vector<Variable> forward;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const Variable& s = states[i];
+    forward.push_back(placeholder(s.shape(), s.dtype(), s.dynamic_axes(), s.name()));
+    args.push_back(sequence::delay(forward.back(), inits[i], go_backwards ? -1 : 1));
+  }
+  args.push_back(x);
+  Function out = step(args);
+  std::unordered_map<Variable, Variable> close;
+  for (size_t i = 0; i < states.size(); ++i) close.emplace(forward[i], out.outputs()[i]);
+  out.replace_placeholders(close);
+  return out.outputs();
+}
+
+std::vector<Variable> returned(const std::vector<Variable>& outs, bool full_state) {
+  return full_state ? outs : std::vector<Variable>{outs[0]};
+}
+
+std::vector<Variable> initial_states(const std::vector<Variable>& states,
+                                     const RecurrenceOptions& o) {
+  const size_t n = states.size(), given = o.initial_state.size();
+  LOOM_CHECK(given <= 1 || given == n, ArgumentError, "Recurrence: ", given,
+             " initial states for a step function with ", n, " states");
+  std::vector<Variable> inits;
+  for (size_t i = 0; i < n; ++i)
+    inits.push_back(given == 0   ? Variable(constant(0, states[i].dtype()))
+                    : given == 1 ? o.initial_state[0]
+                                 : o.initial_state[i]);
+  return inits;
+}
+
+// Stabilizer applied to v (v itself when not enabled).
+Variable stabilized(const Function& stabilizer, const Variable& v) {
+  return stabilizer.valid() ? Variable(stabilizer(v)) : v;
+}
+
+struct Cell {
+  size_t n, c;
+  bool proj;
+  Activation act;
+  DataType dtype;
+  Parameter b, W, H, H1, Ci, Cf, Co, P;
+  Function S_dh, S_dc, S_c, S_h;
+  Variable dh, x;  // the arguments: the previous output and the input
+
+  // The parameters in CNTK's creation order (seeds follow it): G gate blocks for x, Gh for the
+  // recurrent H, and H1 (GRU's weights of the reset state) when reset_weights.
+  Cell(size_t shape, const RecurrentCellOptions& o, size_t G, size_t Gh, bool reset_weights,
+       Activation default_activation)
+      : n(shape),
+        c(o.cell_shape.value_or(shape)),
+        proj(o.cell_shape.has_value()),
+        act(o.activation.value_or(default_activation)),
+        dtype(o.dtype) {
+    ResolvedDefaults d = current_defaults();
+    const Initializer init = o.init.value_or(d.init);
+    b = parameter({G * c}, o.init_bias.value_or(d.init_bias), dtype, "b");
+    W = parameter({NDShape::kInferred, G * c}, init, dtype, "W");
+    H = parameter({n, Gh * c}, init, dtype, "H");
+    if (reset_weights) H1 = parameter({n, c}, init, dtype, "H1");
+    if (o.use_peepholes) {
+      Ci = parameter({c}, init, dtype, "Ci");
+      Cf = parameter({c}, init, dtype, "Cf");
+      Co = parameter({c}, init, dtype, "Co");
+    }
+    if (proj) P = parameter({c, n}, init, dtype, "P");
+    if (o.enable_self_stabilization) {
+      S_dh = Stabilizer(4, true, dtype);
+      S_dc = Stabilizer(4, true, dtype);
+      S_c = Stabilizer(4, true, dtype);
+      S_h = Stabilizer(4, true, dtype);
+    }
+    dh = placeholder({n}, dtype, default_sequence_axes(), "dh");
+    x = placeholder("x");
+  }
+
+  Variable gate(const Variable& a, size_t k) const {
+    return slice(a, Axis(0), int(k * c), int((k + 1) * c));
+  }
+  // h~ projected to the output: (S_h·h~)·P with a cell_shape, else h~.
+  Variable output(const Variable& h) const {
+    return proj ? Variable(times(stabilized(S_h, h), P)) : h;
+  }
+};
+
+}  // namespace
+
+Function Recurrence(const Function& step, const RecurrenceOptions& o) {
+  const std::vector<Variable> states = state_arguments(step);
+  Variable x = placeholder("x");
+  auto outs = recurrence(step, states, initial_states(states, o), x, o.go_backwards);
+  return as_block(returned(outs, o.return_full_state), "Recurrence", o.name, {x});
+}
+
+Function RecurrenceFrom(const Function& step, const RecurrenceOptions& o) {
+  LOOM_CHECK(o.initial_state.empty(), ArgumentError,
+             "RecurrenceFrom takes its initial states as arguments, not as options");
+  const std::vector<Variable> states = state_arguments(step);
+  std::vector<Variable> inits;
+  for (const Variable& s : states)
+    inits.push_back(placeholder(s.shape(), s.dtype(), {s.dynamic_axes()[0]}, "init_" + s.name()));
+  Variable x = placeholder("x");
+  auto outs = recurrence(step, states, inits, x, o.go_backwards);
+  std::vector<Variable> arguments = inits;
+  arguments.push_back(x);
+  return as_block(returned(outs, o.return_full_state), "RecurrenceFrom", o.name, arguments);
+}
+
+Function Fold(const Function& step, const RecurrenceOptions& o) {
+  const std::vector<Variable> states = state_arguments(step);
+  Variable x = placeholder("x");
+  std::vector<Variable> finals;
+  for (const Variable& s : recurrence(step, states, initial_states(states, o), x, o.go_backwards))
+    finals.push_back(o.go_backwards ? sequence::first(s) : sequence::last(s));
+  return as_block(returned(finals, o.return_full_state), "Fold", o.name, {x});
+}
+
+Function LSTM(size_t shape, const RecurrentCellOptions& o) {
+  Cell k(shape, o, 4, 4, false, tanh);
+  const Variable dc = placeholder({k.c}, k.dtype, default_sequence_axes(), "dc");
+  const Variable dhs = stabilized(k.S_dh, k.dh), dcs = stabilized(k.S_dc, dc);
+  const Variable a = plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H));
+  auto peephole = [&](const Variable& z, const Parameter& C, const Variable& s) {
+    return o.use_peepholes ? Variable(plus(z, element_times(C, s))) : z;
+  };
+  const Variable i = sigmoid(peephole(k.gate(a, 0), k.Ci, dcs));
+  const Variable f = sigmoid(peephole(k.gate(a, 2), k.Cf, dcs));
+  const Variable c = plus(element_times(f, dc), element_times(i, k.act(k.gate(a, 1))));
+  const Variable og = sigmoid(peephole(k.gate(a, 3), k.Co, stabilized(k.S_c, c)));
+  const Variable h = k.output(element_times(og, k.act(c)));
+  return as_block({h, c}, "LSTM", o.name, {k.dh, dc, k.x});
+}
+
+Function GRU(size_t shape, const RecurrentCellOptions& o) {
+  Cell k(shape, o, 3, 2, true, tanh);
+  const Variable dhs = stabilized(k.S_dh, k.dh);
+  const Variable ax = plus(k.b, times(k.x, k.W));
+  const Variable ah = times(dhs, k.H);
+  const Variable z = sigmoid(plus(k.gate(ax, 0), k.gate(ah, 0)));
+  const Variable r = sigmoid(plus(k.gate(ax, 1), k.gate(ah, 1)));
+  const Variable cand = k.act(plus(k.gate(ax, 2), times(element_times(dhs, r), k.H1)));
+  const Variable blend =
+      plus(element_times(minus(constant(1, k.dtype), z), cand), element_times(z, dhs));
+  return as_block({k.output(blend)}, "GRU", o.name, {k.dh, k.x});
+}
+
+Function RNNStep(size_t shape, const RecurrentCellOptions& o) {
+  Cell k(shape, o, 1, 1, false, sigmoid);
+  const Variable dhs = stabilized(k.S_dh, k.dh);
+  const Variable h = k.act(plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H)));
+  return as_block({k.output(h)}, "RNNStep", o.name, {k.dh, k.x});
+}
+
+Function Embedding(size_t shape, const EmbeddingOptions& o) {
+  Parameter E = parameter({NDShape::kInferred, shape}, o.init.value_or(current_defaults().init),
+                          o.dtype, "E");
+  Variable x = placeholder("x");
+  return as_block({times(x, E)}, "Embedding", o.name);
+}
+
+Function Embedding(const NDArrayView& weights, const std::string& name) {
+  LOOM_CHECK(weights.shape().rank() == 2, ShapeError, "Embedding: weights of shape ",
+             weights.shape().to_string(), " are not a matrix [input dim, embedding dim]");
+  Variable x = placeholder("x");
+  return as_block({times(x, constant(weights, "E"))}, "Embedding", name);
+}
+
+Function Stabilizer(double steepness, bool enable, DataType dtype, const std::string& name) {
+  if (!enable) return Identity(name);
+  // alpha starts at softplus^-1(steepness) / steepness, where beta = 1.
+  const double alpha0 = std::log(std::exp(steepness) - 1) / steepness;
+  Parameter alpha = parameter({}, constant_initializer(alpha0), dtype, "alpha");
+  const Variable k = constant(steepness, dtype);
+  const Variable beta =
+      element_divide(log(plus(constant(1, dtype), exp(element_times(k, alpha)))), k);
+  Variable x = placeholder("x");
+  return as_block({element_times(beta, x)}, "Stabilizer", name);
+}
+
+}  // namespace loom

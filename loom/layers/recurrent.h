@@ -1,0 +1,72 @@
+// Recurrent layers, as CNTK's layers library has them (RECURRENCE.md §4): Recurrence runs a
+// step function over a sequence, a loop closed through past_value (future_value when
+// go_backwards); Fold keeps only its final state; LSTM, GRU and RNNStep are step functions;
+// Embedding maps (one-hot) vectors to dense ones; Stabilizer is the self-stabilizer.
+//
+//   Function model = Sequential({Embedding(50), Recurrence(LSTM(25)), last, Dense(5)});
+//
+// A step function takes N states and the input x, in that order, and gives the N new states.
+// Its state arguments need known types (placeholder(shape, dtype, default_sequence_axes())),
+// which LSTM, GRU and RNNStep declare: that is where a recurrence learns its states' shapes.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "loom/layers/default_options.h"
+
+namespace loom {
+
+struct RecurrenceOptions {
+  bool go_backwards = false;
+  // Empty: the scalar constant 0 for every state; one: the same for every state; else one per
+  // state. A constant or parameter, broadcast to the state's shape at each sequence's start.
+  std::vector<Variable> initial_state;
+  bool return_full_state = false;  // every state as an output, not only the first
+  std::string name;
+};
+
+// The recurrence of step over its argument x: a sequence of step's first output (of all
+// outputs with return_full_state).
+Function Recurrence(const Function& step, const RecurrenceOptions& options = {});
+// The same with the initial states as arguments (init_1, ..., init_N, x): per-sequence data with
+// a batch axis (an encoder's final state), or constants. options.initial_state must be empty.
+Function RecurrenceFrom(const Function& step, const RecurrenceOptions& options = {});
+// Recurrence's final state: sequence::last of each output (sequence::first if go_backwards).
+Function Fold(const Function& step, const RecurrenceOptions& options = {});
+
+struct RecurrentCellOptions {
+  std::optional<size_t> cell_shape;      // LSTM's cell size (a projection to shape follows)
+  std::optional<Activation> activation;  // unset: tanh for LSTM and GRU, sigmoid for RNNStep
+  bool use_peepholes = false;            // LSTM only
+  std::optional<Initializer> init;       // unset: default_options, else glorot_uniform
+  std::optional<Initializer> init_bias;  // unset: default_options, else 0
+  bool enable_self_stabilization = false;
+  DataType dtype = DataType::Float32;
+  std::string name;
+};
+
+// Step functions (dh, dc, x) -> (h, c) and (dh, x) -> h, with CNTK's parameters b, W, H (H1 for
+// GRU; Ci, Cf, Co with peepholes; P with a cell_shape) and gate order (LSTM: i, c~, f, o; GRU:
+// z, r, c~).
+Function LSTM(size_t shape, const RecurrentCellOptions& options = {});
+Function GRU(size_t shape, const RecurrentCellOptions& options = {});
+Function RNNStep(size_t shape, const RecurrentCellOptions& options = {});
+
+struct EmbeddingOptions {
+  std::optional<Initializer> init;  // unset: default_options, else glorot_uniform
+  DataType dtype = DataType::Float32;
+  std::string name;
+};
+// x · E with a learnable E of shape [input dim (inferred), shape]; for a sparse one-hot x a row
+// lookup.
+Function Embedding(size_t shape, const EmbeddingOptions& options = {});
+// x · E with E the constant weights [input dim, shape].
+Function Embedding(const NDArrayView& weights, const std::string& name = "");
+
+// beta · x with beta = softplus(steepness · alpha) / steepness and alpha a scalar parameter
+// starting where beta = 1; the identity when not enabled.
+Function Stabilizer(double steepness = 4, bool enable_self_stabilization = true,
+                    DataType dtype = DataType::Float32, const std::string& name = "");
+
+}  // namespace loom

@@ -1,0 +1,333 @@
+// Recurrent layers against the equations of RECURRENCE.md §4.2 computed here per sequence.
+#include "loom/layers/recurrent.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "loom/layers/dense.h"
+#include "loom/layers/sequential.h"
+#include "loom/learners/sgd.h"
+#include "loom/ops/ops.h"
+#include "loom/ops/ops_test_util.h"
+#include "loom/serialize/model_file.h"
+#include "loom/train/trainer.h"
+
+namespace loom {
+namespace {
+
+using Vec = std::vector<double>;
+const std::vector<size_t> kRagged{5, 3, 1, 3};
+constexpr size_t kIn = 3;
+
+double sig(double v) {
+  return 1 / (1 + std::exp(-v));
+}
+
+// Row-major matrix products of the reference: y = b + x·W (x: [K], W: [K, N]).
+Vec affine(const Vec& x, const Parameter& W, Vec y) {
+  const Vec w = W.value().to_vector<double>();
+  const size_t N = y.size();
+  for (size_t k = 0; k < x.size(); ++k)
+    for (size_t j = 0; j < N; ++j) y[j] += x[k] * w[k * N + j];
+  return y;
+}
+Vec zeros(size_t n) {
+  return Vec(n, 0.0);
+}
+Vec values_of(const Parameter& p) {
+  return p.value().to_vector<double>();
+}
+
+// Runs a reference cell over each sequence of x (forward or backward), returning the
+// sequence of outputs. cell(state, x_t) -> new state, whose first element is the output.
+using State = std::vector<Vec>;
+std::vector<Vec> run(const Value& x, bool backwards, const State& init,
+                     const std::function<State(const State&, const Vec&)>& cell) {
+  std::vector<Vec> out;
+  for (const Vec& seq : x.as_sequences<double>()) {
+    const size_t T = seq.size() / kIn;
+    std::vector<Vec> hs(T);
+    State s = init;
+    for (size_t i = 0; i < T; ++i) {
+      const size_t t = backwards ? T - 1 - i : i;
+      s = cell(s, Vec(seq.begin() + int64_t(t * kIn), seq.begin() + int64_t((t + 1) * kIn)));
+      hs[t] = s[0];
+    }
+    Vec flat;
+    for (auto& h : hs) flat.insert(flat.end(), h.begin(), h.end());
+    out.push_back(flat);
+  }
+  return out;
+}
+
+void expect_sequences_near(const std::vector<Vec>& actual, const std::vector<Vec>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t s = 0; s < actual.size(); ++s)
+    expect_all_near(actual[s], expected[s], 1e-10, "sequence " + std::to_string(s));
+}
+
+Variable seq_input() {
+  return sequence::input_variable({kIn}, f64("x"));
+}
+
+RecurrentCellOptions f64_cell(RecurrentCellOptions o = {}) {
+  o.dtype = kF64;
+  o.init = glorot_uniform(1.0, 1, 0, 11);
+  o.init_bias = uniform(0.5, 12);  // not zero, so the bias shows in the results
+  return o;
+}
+
+// The LSTM of §4.2: gates i, c~, f, o; peepholes on the stabilized c; f on the unstabilized c.
+State lstm_step(const Function& f, bool peepholes, bool proj, const State& s, const Vec& x) {
+  const Vec& h = s[0];
+  const Vec& cp = s[1];
+  const size_t c = cp.size();
+  Vec a = affine(h, f.parameter("H"), affine(x, f.parameter("W"), values_of(f.parameter("b"))));
+  Vec Ci = peepholes ? values_of(f.parameter("Ci")) : zeros(c),
+      Cf = peepholes ? values_of(f.parameter("Cf")) : zeros(c),
+      Co = peepholes ? values_of(f.parameter("Co")) : zeros(c);
+  Vec ct(c), ht(c);
+  for (size_t j = 0; j < c; ++j) {
+    const double i = sig(a[j] + Ci[j] * cp[j]);
+    const double fg = sig(a[2 * c + j] + Cf[j] * cp[j]);
+    ct[j] = fg * cp[j] + i * std::tanh(a[c + j]);
+    const double o = sig(a[3 * c + j] + Co[j] * ct[j]);
+    ht[j] = o * std::tanh(ct[j]);
+  }
+  if (proj) ht = affine(ht, f.parameter("P"), zeros(h.size()));
+  return {ht, ct};
+}
+
+TEST(RecurrentLayers, LSTMMatchesTheEquations) {
+  struct Case {
+    bool peepholes, proj, backwards;
+  };
+  for (Case k : {Case{false, false, false}, Case{true, false, false}, Case{true, true, true}}) {
+    SCOPED_TRACE(std::to_string(k.peepholes) + std::to_string(k.proj) +
+                 std::to_string(k.backwards));
+    RecurrentCellOptions o = f64_cell({.use_peepholes = k.peepholes});
+    if (k.proj) o.cell_shape = 5;
+    Variable x = seq_input();
+    Function r = Recurrence(LSTM(4, o), {.go_backwards = k.backwards})(x);
+    EXPECT_EQ(r.output().type_string(), "Sequence[Tensor[4]]");
+    EXPECT_EQ(r.parameter("W").shape(), (NDShape{kIn, k.proj ? 20u : 16u}));
+    const Value xv = random_sequences({kIn}, kRagged, kF64, 1);
+    expect_sequences_near(
+        r.eval_one({{x, xv}}).as_sequences<double>(),
+        run(xv, k.backwards, {zeros(4), zeros(k.proj ? 5 : 4)}, [&](const State& s, const Vec& xt) {
+          return lstm_step(r, k.peepholes, k.proj, s, xt);
+        }));
+  }
+}
+
+TEST(RecurrentLayers, GRUMatchesTheEquations) {
+  Variable x = seq_input();
+  Function r = Recurrence(GRU(4, f64_cell()))(x);
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 2);
+  const size_t c = 4;
+  expect_sequences_near(r.eval_one({{x, xv}}).as_sequences<double>(),
+                        run(xv, false, {zeros(c)}, [&](const State& s, const Vec& xt) {
+                          const Vec& h = s[0];
+                          const Vec ax = affine(xt, r.parameter("W"), values_of(r.parameter("b")));
+                          const Vec ah = affine(h, r.parameter("H"), zeros(2 * c));
+                          Vec z(c), rh(c);
+                          for (size_t j = 0; j < c; ++j) {
+                            z[j] = sig(ax[j] + ah[j]);
+                            rh[j] = h[j] * sig(ax[c + j] + ah[c + j]);
+                          }
+                          const Vec hr = affine(rh, r.parameter("H1"), zeros(c));
+                          Vec out(c);
+                          for (size_t j = 0; j < c; ++j)
+                            out[j] = (1 - z[j]) * std::tanh(ax[2 * c + j] + hr[j]) + z[j] * h[j];
+                          return State{out};
+                        }));
+}
+
+TEST(RecurrentLayers, RNNStepWithInitialStateAndFold) {
+  Variable x = seq_input();
+  const NDArrayView init = random_array({4}, kF64, 3);
+  Function step = RNNStep(4, f64_cell());
+  Function r = Recurrence(step, {.initial_state = {constant(init)}})(x);
+  Function fold = Fold(step, {.initial_state = {constant(init)}})(x);
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 4);
+  const auto expected =
+      run(xv, false, {init.to_vector<double>()}, [&](const State& s, const Vec& xt) {
+        Vec a = affine(s[0], r.parameter("H"),
+                       affine(xt, r.parameter("W"), values_of(r.parameter("b"))));
+        for (double& v : a) v = sig(v);  // RNNStep's default activation
+        return State{a};
+      });
+  expect_sequences_near(r.eval_one({{x, xv}}).as_sequences<double>(), expected);
+  const Vec folded = fold.eval_one({{x, xv}}).data().to_vector<double>();
+  for (size_t s = 0; s < expected.size(); ++s)
+    expect_all_near(Vec(folded.begin() + int64_t(4 * s), folded.begin() + int64_t(4 * s + 4)),
+                    Vec(expected[s].end() - 4, expected[s].end()), 1e-12, "fold");
+}
+
+TEST(RecurrentLayers, RecurrenceFromTakesPerSequenceStates) {
+  Variable x = seq_input();
+  Variable h0 = input_variable({4}, f64("h0"));
+  Function r = RecurrenceFrom(RNNStep(4, f64_cell({.activation = tanh})))(h0, x);
+  EXPECT_EQ(r.arguments().size(), 2u);
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 5);
+  const Value hv = random_batch({4}, kRagged.size(), kF64, 6);
+  const auto rows = hv.data().to_vector<double>();
+  const auto seqs = r.eval_one({{x, xv}, {h0, hv}}).as_sequences<double>();
+  for (size_t s = 0; s < kRagged.size(); ++s) {
+    const Value one = Value::create_sequences<double>({kIn}, {xv.as_sequences<double>()[s]});
+    const auto expected =
+        run(one, false, {Vec(rows.begin() + int64_t(4 * s), rows.begin() + int64_t(4 * s + 4))},
+            [&](const State& st, const Vec& xt) {
+              Vec a = affine(st[0], r.parameter("H"),
+                             affine(xt, r.parameter("W"), values_of(r.parameter("b"))));
+              for (double& v : a) v = std::tanh(v);
+              return State{a};
+            });
+    expect_all_near(seqs[s], expected[0], 1e-12, "sequence " + std::to_string(s));
+  }
+  // An encoder's output sequence as the state: the recurrence starts from its last step.
+  Variable enc = sequence::input_variable(
+      {4}, {.dtype = kF64,
+            .name = "enc",
+            .dynamic_axes = {Axis::default_batch_axis(), Axis::dynamic_axis_named("enc")}});
+  Function from_seq = RecurrenceFrom(RNNStep(4, f64_cell({.activation = tanh})))(enc, x);
+  Function rs = RecurrenceFrom(RNNStep(4, f64_cell({.activation = tanh})))(h0, x);
+  std::vector<Vec> enc_seqs;
+  for (size_t s = 0; s < kRagged.size(); ++s) {  // random steps, then sample s of hv last
+    Vec e = random_array({2 * s, 4}, kF64, 40 + s).to_vector<double>();
+    e.insert(e.end(), rows.begin() + int64_t(4 * s), rows.begin() + int64_t(4 * s + 4));
+    enc_seqs.push_back(e);
+  }
+  for (size_t i = 0; i < 3; ++i)  // the same parameters in both layers
+    rs.parameters()[i].set_value(from_seq.parameters()[i].value());
+  EXPECT_EQ(from_seq.eval_one({{x, xv}, {enc, Value::create_sequences<double>({4}, enc_seqs)}})
+                .as_sequences<double>(),
+            rs.eval_one({{x, xv}, {h0, hv}}).as_sequences<double>());
+}
+
+TEST(RecurrentLayers, UserStepFunction) {
+  Parameter W = parameter(random_array({kIn, 4}, kF64, 20), "W");
+  Variable h = placeholder({4}, kF64, default_sequence_axes(), "h");
+  Variable in = placeholder("in");
+  Function step = as_block({tanh(plus(h, times(in, W)))}, "MyStep", "", {h, in});
+  Variable x = seq_input();
+  Function r = Recurrence(step, {.go_backwards = true})(x);
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 21);
+  expect_sequences_near(r.eval_one({{x, xv}}).as_sequences<double>(),
+                        run(xv, true, {zeros(4)}, [&](const State& s, const Vec& xt) {
+                          Vec a = affine(xt, W, s[0]);
+                          for (double& v : a) v = std::tanh(v);
+                          return State{a};
+                        }));
+  // A state argument without a type cannot tell the recurrence its shape.
+  Variable untyped = placeholder("h");
+  Function bad = as_block({tanh(plus(untyped, times(in, W)))}, "MyStep", "", {untyped, in});
+  try {
+    Recurrence(bad);
+    ADD_FAILURE() << "expected ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no type"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RecurrentLayers, ModelWithLstmSavesAndLoads) {
+  Variable x = sequence::input_variable({kIn}, f64("x"));
+  Function m = Sequential(
+      {Recurrence(LSTM(4, f64_cell())), Recurrence(GRU(3, f64_cell()), {.go_backwards = true})})(x);
+  Function loaded = load_model_from_bytes(save_model_to_bytes(m));
+  const Value xv = random_sequences({kIn}, kRagged, kF64, 22);
+  EXPECT_EQ(loaded.eval_one({{loaded.arguments()[0], xv}}).as_sequences<double>(),
+            m.eval_one({{x, xv}}).as_sequences<double>());
+}
+
+TEST(RecurrentLayers, Gradients) {
+  Variable x = sequence::input_variable({2}, {.dtype = kF64, .name = "x", .needs_gradient = true});
+  ValueMap args{{x, random_sequences({2}, {3, 1, 2}, kF64, 7)}};
+  auto check = [&](const Function& layer) {
+    Function r = layer(x);
+    std::vector<Variable> wrt{x};
+    for (const Parameter& p : r.parameters()) wrt.push_back(p);
+    expect_gradients_match(r, args, wrt);
+  };
+  check(Recurrence(LSTM(2, f64_cell({.use_peepholes = true, .enable_self_stabilization = true}))));
+  check(Recurrence(LSTM(2, f64_cell({.cell_shape = 3})), {.go_backwards = true}));
+  check(Recurrence(GRU(2, f64_cell({.enable_self_stabilization = true}))));
+  check(Fold(RNNStep(2, f64_cell())));
+}
+
+TEST(RecurrentLayers, StabilizerStartsAtOne) {
+  Variable x = input_variable({2}, f64("x"));
+  Function s = Stabilizer(4, true, kF64)(x);
+  EXPECT_NEAR(s.parameters()[0].value().to_vector<double>()[0], 0.99537863, 1e-8);
+  EXPECT_EQ(s.eval_one({{x, Value(NDArrayView::from_vector<double>({1, 2}, {3, -1}), false)}})
+                .data()
+                .to_vector<double>(),
+            (Vec{3, -1}));
+}
+
+TEST(RecurrentLayers, PrintsAsCNTK) {
+  Variable x = sequence::input_variable({3}, {.name = "x"});
+  // The states are typed: that is how a recurrence learns their shapes.
+  EXPECT_EQ(LSTM(4).to_string(),
+            "LSTM(dh: Sequence[Tensor[4]], dc: Sequence[Tensor[4]], x: Sequence[tensor]) -> "
+            "Tuple[Sequence[tensor], Sequence[tensor]]");
+  EXPECT_EQ(Recurrence(LSTM(4))(x).to_string(),
+            "Recurrence(x: Sequence[Tensor[3]]) -> Sequence[Tensor[4]]");
+  EXPECT_EQ(Fold(GRU(4))(x).to_string(), "Fold(x: Sequence[Tensor[3]]) -> Tensor[4]");
+}
+
+TEST(RecurrentLayers, SparseEmbeddingGradientMatchesDense) {
+  Function emb = Embedding(3, {.dtype = kF64});
+  Variable sparse = sequence::input_variable({6}, {.dtype = kF64, .is_sparse = true, .name = "s"});
+  Variable dense = sequence::input_variable({6}, f64("d"));
+  Function a = emb(sparse), b = emb(dense);
+  const std::vector<std::vector<size_t>> ids{{1, 4, 4}, {0}};
+  const Value sv = Value::one_hot_sequences(6, ids, kF64);
+  const Value dv(sv.data().to_dense(), true, sv.mask());
+  Parameter E = a.parameters()[0];
+  EXPECT_EQ(E.shape(), (NDShape{6, 3}));
+  const Vec ga = weighted_output(a).grad({{sparse, sv}}, {E}).at(E).data().to_vector<double>();
+  const Vec gb = weighted_output(b).grad({{dense, dv}}, {E}).at(E).data().to_vector<double>();
+  EXPECT_EQ(ga, gb);
+  for (size_t row : {2, 3, 5})  // unused rows get no gradient
+    for (size_t j = 0; j < 3; ++j) EXPECT_EQ(ga[row * 3 + j], 0);
+}
+
+// Whether token 7 occurs in a sequence of tokens 0..49: an embedding, an LSTM over the
+// sequence, its last state and a dense classifier learn it.
+TEST(RecurrentLayers, LstmClassifierTrains) {
+  constexpr size_t kVocab = 50, kClasses = 5;
+  Variable tokens = sequence::input_variable({kVocab}, {.is_sparse = true, .name = "tokens"});
+  Variable label = input_variable({kClasses}, {.name = "label"});
+  Function last = Function(sequence::last(placeholder("h")));
+  Function model = Sequential({Embedding(50), Recurrence(LSTM(25)), last, Dense(kClasses)})(tokens);
+  Variable loss = cross_entropy_with_softmax(model, label);
+  Trainer trainer(model, loss, {sgd(model.parameters(), learning_parameter_schedule(0.1))});
+  std::mt19937 gen(3);
+  auto minibatch = [&] {
+    std::vector<std::vector<size_t>> seqs;
+    std::vector<size_t> labels;
+    for (size_t i = 0; i < 16; ++i) {
+      std::vector<size_t> s(2 + gen() % 7);
+      for (auto& t : s) t = 10 + gen() % 40;
+      const bool has = gen() % 2;
+      if (has) s[gen() % s.size()] = 7;
+      seqs.push_back(s);
+      labels.push_back(has ? 1 : 0);
+    }
+    return ValueMap{{tokens, Value::one_hot_sequences(kVocab, seqs)},
+                    {label, Value::one_hot(kClasses, labels)}};
+  };
+  double first = 0, final = 0;
+  for (int step = 0; step < 300; ++step) {
+    trainer.train_minibatch(minibatch());
+    const double l = trainer.previous_minibatch_loss_average();
+    if (step < 20) first += l / 20;
+    if (step >= 280) final += l / 20;
+  }
+  EXPECT_LT(final, 0.5 * first) << "first " << first << ", final " << final;
+}
+
+}  // namespace
+}  // namespace loom
