@@ -58,7 +58,10 @@ class OpDef {
   virtual std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
                                         const Dictionary& attributes) const = 0;
   // Which layout the output rows follow. By default the rows of the dynamic inputs (which
-  // must all share one layout); sequence ops return another (e.g. one row per sequence).
+  // must all share one layout); sequence ops return another (e.g. one row per sequence), which
+  // they may add to the minibatch's LayoutCache. Called once per minibatch after the inputs are
+  // computed and before forward: an op whose output lengths depend on data (sequence::where,
+  // gather) reads its inputs' values here.
   virtual const SequenceLayout* output_layout(std::span<const Tensor* const> inputs,
                                               const Dictionary& attributes,
                                               LayoutCache& layouts) const;

@@ -181,10 +181,11 @@ void check_value_form(const Variable& v, const Value& value) {
                "[sequences, steps, sample...] (Value::create_sequences, Value::create)");
     return;
   }
-  LOOM_CHECK(value.max_sequence_length() <= 1, ShapeError, "value for ", v.describe(), " of shape ",
-             value.data().shape().to_string(), " holds ", value.num_sequences(),
-             " sequences of up to ", value.max_sequence_length(),
-             " steps, but the variable has no sequence axis (one sample per sequence)");
+  LOOM_CHECK(value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),
+             ShapeError, "value for ", v.describe(), " of shape ", value.data().shape().to_string(),
+             " holds ", value.num_sequences(), " sequences of ",
+             lengths_string(value.sequence_lengths()),
+             " steps, but the variable has no sequence axis (one step per sequence)");
 }
 
 void check_same_sequence_lengths(const Variable& a, const Value& a_value, const Variable& b,

@@ -116,7 +116,7 @@ Variable input_variable(const NDShape& shape, const Axis& sequence_axis, InputOp
 }  // namespace sequence
 
 // Checks a Value bound to input v, before its data is read: a sequence Value for an input
-// without a sequence axis must have sequences of at most one step (CNTK accepts that extra
+// without a sequence axis must have sequences of exactly one step (CNTK accepts that extra
 // axis), and a sequence input needs a sequence Value. A ShapeError names v, the value's shape
 // and its sequence counts otherwise. (For the executor's binding.)
 void check_value_form(const Variable& v, const Value& value);

@@ -479,11 +479,16 @@ TEST(SequenceAxes, ValueFormChecks) {
   check_value_form(s, seqs);
   check_value_form(x, batch);
   check_value_form(x, random_sequences({2}, {1, 1, 1}, kF64, 31));  // CNTK's extra axis of 1
+  expect_shape_error(
+      [&] {
+        check_value_form(x, random_sequences({2}, {1, 0}, kF64, 31));
+      },
+      {"x: Tensor[2]", "2 sequences of [1,0] steps"});
   expect_shape_error([&] { check_value_form(s, batch); }, {"s: Sequence[Tensor[2]]", "shape [3,2]",
                                                            "3 samples without a sequence axis"});
   expect_shape_error(
       [&] { check_value_form(x, seqs); },
-      {"x: Tensor[2]", "shape [2,3,2]", "2 sequences of up to 3 steps", "no sequence axis"});
+      {"x: Tensor[2]", "shape [2,3,2]", "2 sequences of [3,1] steps", "no sequence axis"});
   Variable t = sequence::input_variable({2}, f64("t"));
   check_same_sequence_lengths(s, seqs, t, random_sequences({2}, {3, 1}, kF64, 32));
   expect_shape_error(
