@@ -126,22 +126,33 @@ std::pair<size_t, size_t> clip_range(int64_t begin, int64_t end, size_t len) {
   return {size_t(b), size_t(std::max(b, e))};
 }
 
-// The output axes of a slice of end - begin steps, as CNTK derives them (GetDerivedDynamicAxes):
-// exactly one step removes the sequence axis.
+// The axes of a result whose sequences are scale * length + add long for x's of length `length`,
+// named as CNTK's GetDerivedDynamicAxes names them: scale 0 and add 1 (exactly one step)
+// removes the sequence axis, scale 1 and add 0 keeps x's.
+std::vector<Axis> derived_axes(const Variable& x, int64_t scale, int64_t add) {
+  std::vector<Axis> axes{x.dynamic_axes()[0]};
+  if (scale == 0 && add == 1) return axes;
+  const Axis& source = x.dynamic_axes()[1];
+  std::string name = source.name();
+  if (scale == 1 && add == 0) {
+    axes.push_back(source);
+    return axes;
+  }
+  if (scale > 0) {
+    name += "_times_" + std::to_string(scale) +
+            (add > 0 ? "_plus_" + std::to_string(add) : "_minus_" + std::to_string(-add));
+  } else {
+    name += "_fixedSliceOf_" + std::to_string(add);
+  }
+  axes.push_back(Axis::dynamic_axis_named(name));
+  return axes;
+}
+
+// A slice of end - begin steps is of fixed length when that is positive, else shorter than x
+// by its magnitude (CNTK's Sequence::Slice).
 std::vector<Axis> slice_axes(const Variable& x, int64_t begin, int64_t end) {
   const int64_t length = end - begin;
-  std::vector<Axis> axes{x.dynamic_axes()[0]};
-  const Axis& source = x.dynamic_axes()[1];
-  if (length == 0) {
-    axes.push_back(source);
-  } else if (length > 1) {
-    axes.push_back(
-        Axis::dynamic_axis_named(source.name() + "_fixedSliceOf_" + std::to_string(length)));
-  } else if (length < 0) {
-    axes.push_back(
-        Axis::dynamic_axis_named(source.name() + "_times_1_minus_" + std::to_string(-length)));
-  }
-  return axes;
+  return derived_axes(x, length > 0 ? 0 : 1, length);
 }
 
 // first and last are slices with a fixed range; slice takes it from the attributes
@@ -413,33 +424,54 @@ class WhereOp : public OpDef {
   }
 };
 
+// Attributes "axis_scale" and "axis_add" when the output is on a derived axis (CNTK's
+// new_sequence_axis_typeinfo), else none: where's axis.
 class GatherOp : public RowMapOp {
  public:
   constexpr GatherOp() : RowMapOp(Direction::Gather) {}
   const char* name() const override { return "SequenceGather"; }
 
-  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
     const Variable &x = in[0], &cond = in[1];
     check_sequence(name(), x, "input");
     check_condition(name(), cond);
     LOOM_CHECK(x.dynamic_axes() == cond.dynamic_axes(), ShapeError, name(), ": cond ",
                cond.describe(), " is on another sequence axis than the input ", x.describe());
-    return {{x.shape(), x.dtype(), {x.dynamic_axes()[0], where_axis(cond)}, false}};
+    std::vector<Axis> axes =
+        a.contains("axis_scale")
+            ? derived_axes(x, a.get<int64_t>("axis_scale"), a.get<int64_t>("axis_add"))
+            : std::vector<Axis>{x.dynamic_axes()[0], where_axis(cond)};
+    return {{x.shape(), x.dtype(), std::move(axes), false}};
   }
 
-  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
                                       LayoutCache& layouts) const override {
     LOOM_CHECK(in[0]->layout->same_shape_as(*in[1]->layout), ShapeError, name(),
                ": the sequences of cond differ in length from the input's");
-    return selected_layout(*in[1], layouts);
+    return one_step(a) ? layouts.batch(in[0]->layout->num_sequences())
+                       : selected_layout(*in[1], layouts);
   }
 
  protected:
   void fill_map(const OpCall& call, std::span<size_t> map) const override {
-    const SequenceLayout &l = *call.inputs[0]->layout, &out = *call.output->layout;
-    std::vector<size_t> k(out.num_sequences(), 0);
-    for_each_selected(*call.inputs[1],
-                      [&](size_t b, size_t t) { map[out.row(b, k[b]++)] = l.row(b, t); });
+    const SequenceLayout& l = *call.inputs[0]->layout;
+    const SequenceLayout& out = *call.output->layout;
+    std::vector<size_t> k(l.num_sequences(), 0);
+    for_each_selected(*call.inputs[1], [&](size_t b, size_t t) {
+      if (k[b] < out.lengths[b]) map[out.row(b, k[b])] = l.row(b, t);
+      ++k[b];
+    });
+    for (size_t b = 0; one_step(call.attributes) && b < k.size(); ++b)
+      LOOM_CHECK(k[b] == 1, ShapeError, name(), ": cond selects ", k[b], " steps of sequence ", b,
+                 " but new_sequence_axis_typeinfo (0, 1) promises exactly one");
+  }
+
+ private:
+  // Typeinfo (0, 1): one step per sequence, no sequence axis.
+  static bool one_step(const Dictionary& a) {
+    return a.contains("axis_scale") && a.get<int64_t>("axis_scale") == 0 &&
+           a.get<int64_t>("axis_add") == 1;
   }
 };
 
@@ -563,6 +595,17 @@ Function where(const Variable& cond, const std::string& name) {
 }
 Function gather(const Variable& x, const Variable& cond, const std::string& name) {
   return make_primitive(kGather, {x, cond}, {}, name);
+}
+Function gather(const Variable& x, const Variable& cond,
+                std::pair<size_t, int> new_sequence_axis_typeinfo, const std::string& name) {
+  const auto [scale, add] = new_sequence_axis_typeinfo;
+  LOOM_CHECK(scale > 0 || add > 0, ArgumentError, "sequence::gather of ", x.describe(),
+             ": new_sequence_axis_typeinfo (", scale, ", ", add,
+             ") gives sequences of no steps (CNTK: zero size dynamic axes are not allowed)");
+  Dictionary a;
+  a["axis_scale"] = int64_t(scale);
+  a["axis_add"] = int64_t(add);
+  return make_primitive(kGather, {x, cond}, std::move(a), name);
 }
 Function scatter(const Variable& x, const Variable& cond, const std::string& name) {
   return make_primitive(kScatter, {x, cond}, {}, name);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "loom/graph/function.h"
 
@@ -58,6 +59,14 @@ Function where(const Variable& cond, const std::string& name = "");
 // The steps of x that where(cond) selects, in order (a value of 2 repeats a step), on where's
 // new axis. cond is a scalar sequence on x's axes. The gradient adds back into those steps.
 Function gather(const Variable& x, const Variable& cond, const std::string& name = "");
+// The same on an axis derived from x's, CNTK's new_sequence_axis_typeinfo = (scale, add) (write
+// std::pair{scale, add}: braces alone would also make a name string). It promises that each
+// result sequence is scale * length + add steps long and names the axis as slice does, so
+// results on one derived axis combine. (0, 1) promises one step per sequence and gives a result
+// without a sequence axis (a ShapeError at run time if cond selects another number); (1, 0) is
+// x's own axis; (0, n <= 0) is an ArgumentError.
+Function gather(const Variable& x, const Variable& cond,
+                std::pair<size_t, int> new_sequence_axis_typeinfo, const std::string& name = "");
 // The inverse of gather: the result has cond's axes and lengths; step k of sequence b of x goes
 // to the k-th step where(cond) selects in sequence b (repeated steps add up), zeros elsewhere.
 // Each sequence of x must have as many steps as where(cond) selects in it (a ShapeError at

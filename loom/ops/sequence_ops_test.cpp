@@ -410,6 +410,35 @@ TEST(SequenceGather, Gradients) {
   });
 }
 
+TEST(SequenceGather, OnADerivedAxisAsNewSequenceAxisTypeinfoSays) {
+  Variable s = sequence::input_variable(NDShape(), f64());
+  const ValueMap args{{s, steps_value<double>()}};
+  // All but the first step: one step shorter, on slice(s, 1, 0)'s axis.
+  Function rest = sequence::gather(s, minus(constant(1.0, kF64), sequence::is_first(s)),
+                                   std::pair{1, -1}, "rest");
+  EXPECT_EQ(rest.output().dynamic_axes()[1].name(), "defaultDynamicAxis_times_1_minus_1");
+  EXPECT_EQ(eval_sequences(minus(rest, sequence::slice(s, 1, 0)), args),
+            (Sequences{{0, 0, 0}, {}, {0}, {0, 0}}));
+  // (0, 1): one step per sequence, no sequence axis.
+  Function last = sequence::gather(s, sequence::is_last(s), std::pair{0, 1});
+  EXPECT_EQ(last.output().dynamic_axes(), default_batch_axes());
+  EXPECT_EQ(values(last.eval_one(args)), (std::vector<double>{3, 10, 21, 32}));
+  expect_shape_error(
+      [&] {
+        sequence::gather(s, s, std::pair{0, 1}).eval_one(args);
+      },
+      {"SequenceGather", "cond selects 6 steps of sequence 0", "promises exactly one"});
+  EXPECT_THROW(sequence::gather(s, s, std::pair{0, 0}), ArgumentError);
+  // Gradients through both.
+  Variable x = sequence::input_variable({2, 3}, f64("x"));
+  ValueMap xargs{{x, random_sequences({2, 3}, {4, 1, 2, 3}, kF64, 35)}};
+  const Variable flag = sequence::is_last(x);
+  expect_gradients_match(sequence::gather(tanh(x), flag, std::pair{0, 1}), xargs, {x});
+  expect_gradients_match(
+      sequence::gather(x, minus(constant(1.0, kF64), sequence::is_first(x)), std::pair{1, -1}),
+      xargs, {x});
+}
+
 TEST(SequenceScatter, PutsStepsBackWhereCondSelects) {
   Variable s = sequence::input_variable(NDShape(), f64());
   Variable c = sequence::input_variable(NDShape(), f64());
