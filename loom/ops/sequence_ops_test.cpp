@@ -268,6 +268,12 @@ TEST(SequenceIsFirstIsLast, MarkEachSequencesEnds) {
     EXPECT_EQ(eval_sequences(first, {{s, in}}), (Sequences{{1, 0, 0, 0}, {1}, {1, 0}, {1, 0, 0}}));
     EXPECT_EQ(eval_sequences(last, {{s, in}}), (Sequences{{0, 0, 0, 1}, {1}, {0, 1}, {0, 0, 1}}));
   }
+  // An empty sequence has no ends to mark, nor steps to broadcast to.
+  Variable s = sequence::input_variable(NDShape(), f64());
+  const Value with_empty = steps_value<double>({{1, 2}, {}, {3}});
+  EXPECT_EQ(eval_sequences(sequence::is_last(s), {{s, with_empty}}), (Sequences{{0, 1}, {}, {1}}));
+  EXPECT_EQ(eval_sequences(sequence::broadcast_as(2, s), {{s, with_empty}}),
+            (Sequences{{2, 2}, {}, {2}}));
 }
 
 // The flags pass no gradient; the graph around them does.
