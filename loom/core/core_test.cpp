@@ -135,6 +135,13 @@ TEST(Value, CreateFromOneCsrMatrixPerSequence) {
   EXPECT_EQ(v.data().to_vector<double>(),
             (std::vector<double>{0, 0, 4, 0, 0, 0, 0, 1, 0, 2, 0, 3}));
   EXPECT_EQ(v.as_sequences<double>()[0], (std::vector<double>{0, 0, 4}));
+  // Samples of two axes: a step is two CSR rows.
+  auto m = NDArrayView::sparse_csr<float>({1, 2, 2}, {0, 1, 2}, {1, 0}, {5, 6});
+  auto n = NDArrayView::sparse_csr<float>({2, 2, 2}, {0, 0, 1, 1, 2}, {0, 1}, {7, 8});
+  auto w = Value::create({m, n});
+  EXPECT_EQ(w.data().shape(), (NDShape{2, 2, 2, 2}));
+  EXPECT_EQ(w.data().to_vector<float>(),
+            (std::vector<float>{0, 5, 6, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 8}));
 }
 
 TEST(Value, CreateRejectsMixedSequences) {

@@ -133,7 +133,8 @@ Value Value::create(const std::vector<NDArrayView>& sequences,
     if (!sequence_starts.empty() && !sequence_starts[b] && len > 0) mask.set(b, 0, MaskKind::Valid);
   }
   if (first.is_sparse()) {
-    const size_t rows_per_step = sample.total_size() / sample[sample.rank() - 1];
+    size_t rows_per_step = 1;  // CSR rows: all axes but the last
+    for (size_t i = 0; i + 1 < sample.rank(); ++i) rows_per_step *= sample[i];
     NDArrayView data = dispatch(first.dtype(), [&](auto zero) {
       return stack_sparse<decltype(zero)>(sequences, shape, rows_per_step);
     });
