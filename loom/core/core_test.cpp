@@ -83,6 +83,87 @@ TEST(Value, OneHotIsSparse) {
   EXPECT_THROW(Value::one_hot(3, {3}), ArgumentError);
 }
 
+TEST(Value, OneHotSkipGivesAZeroVector) {
+  auto v = Value::one_hot(3, {2, Value::kOneHotSkip});
+  EXPECT_EQ(v.data().to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 0, 0}));
+  auto s = Value::one_hot_sequences(2, {{Value::kOneHotSkip, 1}, {0}}, DataType::Float64);
+  EXPECT_EQ(s.sequence_lengths(), (std::vector<size_t>{2, 1}));
+  EXPECT_EQ(s.data().to_vector<double>(), (std::vector<double>{0, 0, 0, 1, 1, 0, 0, 0}));
+}
+
+TEST(Value, SequencesFromFlatDataAndLengths) {
+  auto v = Value::create_sequences<double>({2}, {1, 2, 3, 4, 5, 6, 7, 8}, {3, 0, 1});
+  EXPECT_EQ(v.data().shape(), (NDShape{3, 3, 2}));
+  EXPECT_EQ(v.sequence_lengths(), (std::vector<size_t>{3, 0, 1}));
+  EXPECT_EQ(v.as_sequences<double>(),
+            (std::vector<std::vector<double>>{{1, 2, 3, 4, 5, 6}, {}, {7, 8}}));
+  try {
+    Value::create_sequences<float>({2}, {1, 2, 3}, {1, 1});
+    ADD_FAILURE() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("3 values are not the 2 steps of shape [2]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Value, CreateFromOneDenseArrayPerSequence) {
+  auto a = NDArrayView::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto b = NDArrayView::from_vector<float>({1, 2}, {7, 8});
+  auto v = Value::create({a, b});
+  EXPECT_TRUE(v.is_sequence());
+  EXPECT_FALSE(v.is_sparse());
+  EXPECT_EQ(v.data().shape(), (NDShape{2, 3, 2}));
+  EXPECT_EQ(v.sequence_lengths(), (std::vector<size_t>{3, 1}));
+  EXPECT_EQ(v.data().to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0}));
+  EXPECT_TRUE(v.mask()->begins_sequence(0));
+  // A continuation of a sequence cut off by the previous minibatch begins Valid.
+  auto c = Value::create({a, b}, {true, false});
+  EXPECT_TRUE(c.mask()->begins_sequence(0));
+  EXPECT_EQ(c.mask()->at(1, 0), MaskKind::Valid);
+  EXPECT_EQ(c.sequence_lengths(), (std::vector<size_t>{3, 1}));
+}
+
+TEST(Value, CreateFromOneCsrMatrixPerSequence) {
+  // [[0 1 0], [2 0 3]] and [[0 0 4]]: rows are steps.
+  auto a = NDArrayView::sparse_csr<double>({2, 3}, {0, 1, 3}, {1, 0, 2}, {1, 2, 3});
+  auto b = NDArrayView::sparse_csr<double>({1, 3}, {0, 1}, {2}, {4});
+  auto v = Value::create({b, a});
+  EXPECT_TRUE(v.is_sparse());
+  EXPECT_EQ(v.data().shape(), (NDShape{2, 2, 3}));
+  EXPECT_EQ(v.sequence_lengths(), (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(v.data().to_vector<double>(),
+            (std::vector<double>{0, 0, 4, 0, 0, 0, 0, 1, 0, 2, 0, 3}));
+  EXPECT_EQ(v.as_sequences<double>()[0], (std::vector<double>{0, 0, 4}));
+  // Samples of two axes: a step is two CSR rows.
+  auto m = NDArrayView::sparse_csr<float>({1, 2, 2}, {0, 1, 2}, {1, 0}, {5, 6});
+  auto n = NDArrayView::sparse_csr<float>({2, 2, 2}, {0, 0, 1, 1, 2}, {0, 1}, {7, 8});
+  auto w = Value::create({m, n});
+  EXPECT_EQ(w.data().shape(), (NDShape{2, 2, 2, 2}));
+  EXPECT_EQ(w.data().to_vector<float>(),
+            (std::vector<float>{0, 5, 6, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 8}));
+}
+
+TEST(Value, CreateRejectsMixedSequences) {
+  auto dense = NDArrayView::from_vector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto sparse = NDArrayView::sparse_csr<double>({1, 3}, {0, 1}, {2}, {4});
+  auto wide = NDArrayView::from_vector<double>({1, 4}, {1, 2, 3, 4});
+  auto single = NDArrayView::from_vector<float>({1, 3}, {1, 2, 3});
+  for (const auto& other : {sparse, wide, single}) {
+    try {
+      Value::create({dense, other});
+      ADD_FAILURE() << "expected ShapeError";
+    } catch (const ShapeError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("sequence 1 is"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(other.shape().to_string()), std::string::npos) << msg;
+      EXPECT_NE(msg.find("sequence 0 is float64 of shape [2,3]"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_THROW(Value::create({}), ArgumentError);
+  EXPECT_THROW(Value::create({dense}, {true, false}), ArgumentError);
+}
+
 TEST(Dictionary, NestedTypedValues) {
   Dictionary inner;
   inner["count"] = uint64_t{7};

@@ -1,6 +1,7 @@
 #include "loom/core/value.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace loom {
 
@@ -53,6 +54,102 @@ Value Value::create_sequences(const NDShape& sample_shape,
   return Value(std::move(data), true, std::move(mask));
 }
 
+template <typename T>
+Value Value::create_sequences(const NDShape& sample_shape, const std::vector<T>& data,
+                              const std::vector<size_t>& lengths) {
+  const size_t n = sample_shape.total_size();
+  size_t total = 0;
+  for (size_t len : lengths) total += len;
+  LOOM_CHECK(total * n == data.size(), ShapeError, "create_sequences: ", data.size(),
+             " values are not the ", total, " steps of shape ", sample_shape.to_string(),
+             " that the lengths add up to");
+  std::vector<std::vector<T>> sequences;
+  auto next = data.begin();
+  for (size_t len : lengths) {
+    sequences.emplace_back(next, next + ptrdiff_t(len * n));
+    next += ptrdiff_t(len * n);
+  }
+  return create_sequences(sample_shape, sequences);
+}
+
+namespace {
+// The CSR parts of sparse sequences [length, sample...] stacked into [N, T_max, sample...], the
+// padding as empty rows.
+template <typename T>
+NDArrayView stack_sparse(const std::vector<NDArrayView>& sequences, const NDShape& shape,
+                         size_t rows_per_step) {
+  std::vector<int32_t> offsets{0}, cols;
+  std::vector<T> values;
+  const size_t padded_rows = shape[1] * rows_per_step;
+  for (const NDArrayView& s : sequences) {
+    const auto& off = s.csr_row_offsets();
+    const auto& col = s.csr_col_indices();
+    const T* v = s.csr_values<T>();
+    for (size_t r = 0; r + 1 < off.size(); ++r) {
+      for (int32_t k = off[r]; k < off[r + 1]; ++k) {
+        cols.push_back(col[size_t(k)]);
+        values.push_back(v[k]);
+      }
+      offsets.push_back(int32_t(cols.size()));
+    }
+    offsets.resize(offsets.size() + padded_rows - s.csr_rows(), int32_t(cols.size()));
+  }
+  return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(cols), values);
+}
+}  // namespace
+
+Value Value::create(const std::vector<NDArrayView>& sequences,
+                    const std::vector<bool>& sequence_starts) {
+  LOOM_CHECK(!sequences.empty(), ArgumentError,
+             "Value::create: no sequences (the sample shape comes from them)");
+  LOOM_CHECK(sequence_starts.empty() || sequence_starts.size() == sequences.size(), ArgumentError,
+             "Value::create: ", sequence_starts.size(), " sequence starts for ", sequences.size(),
+             " sequences");
+  const NDArrayView& first = sequences[0];
+  LOOM_CHECK(first.shape().rank() >= 1, ShapeError,
+             "Value::create: sequence 0 has no length axis (shape ", first.shape().to_string(),
+             ")");
+  const NDShape sample = first.shape().sub_shape(1);
+  LOOM_CHECK(!first.is_sparse() || sample.rank() >= 1, ShapeError,
+             "Value::create: sparse sequences need a sample axis (sequence 0 has shape ",
+             first.shape().to_string(), ")");
+  size_t max_len = 0;
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    const NDArrayView& s = sequences[b];
+    LOOM_CHECK(s.shape().rank() >= 1 && s.shape().sub_shape(1) == sample &&
+                   s.dtype() == first.dtype() && s.is_sparse() == first.is_sparse(),
+               ShapeError, "Value::create: sequence ", b, " is ", s.is_sparse() ? "sparse " : "",
+               loom::to_string(s.dtype()), " of shape ", s.shape().to_string(),
+               " but sequence 0 is ", first.is_sparse() ? "sparse " : "",
+               loom::to_string(first.dtype()), " of shape ", first.shape().to_string(),
+               ": all need one type and sample shape [length, ", sample.to_string(), "...]");
+    max_len = std::max(max_len, s.shape()[0]);
+  }
+  const NDShape shape = sample.prepend(max_len).prepend(sequences.size());
+  NDMask mask(sequences.size(), max_len);
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    const size_t len = sequences[b].shape()[0];
+    mask.invalidate_from(b, len);
+    if (!sequence_starts.empty() && !sequence_starts[b] && len > 0) mask.set(b, 0, MaskKind::Valid);
+  }
+  if (first.is_sparse()) {
+    size_t rows_per_step = 1;  // CSR rows: all axes but the last
+    for (size_t i = 0; i + 1 < sample.rank(); ++i) rows_per_step *= sample[i];
+    NDArrayView data = dispatch(first.dtype(), [&](auto zero) {
+      return stack_sparse<decltype(zero)>(sequences, shape, rows_per_step);
+    });
+    return Value(std::move(data), true, std::move(mask));
+  }
+  NDArrayView data(first.dtype(), shape);
+  const size_t step_bytes = sample.total_size() * size_of(first.dtype());
+  char* dst = static_cast<char*>(data.raw_data());
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    const NDArrayView dense = sequences[b].to_dense();
+    std::memcpy(dst + b * max_len * step_bytes, dense.raw_data(), dense.shape()[0] * step_bytes);
+  }
+  return Value(std::move(data), true, std::move(mask));
+}
+
 namespace {
 template <typename T>
 NDArrayView one_hot_rows(size_t dim, size_t rows,
@@ -63,7 +160,7 @@ NDArrayView one_hot_rows(size_t dim, size_t rows,
   size_t r = 0;
   for (const auto* seq : seqs) {
     for (size_t t = 0; t < max_len; ++t, ++r) {
-      if (t < seq->size()) {
+      if (t < seq->size() && (*seq)[t] != Value::kOneHotSkip) {
         size_t idx = (*seq)[t];
         LOOM_CHECK(idx < dim, ArgumentError, "one_hot: index ", idx,
                    " is out of range for dimension ", dim);
@@ -154,6 +251,8 @@ std::vector<std::vector<T>> Value::as_sequences() const {
 #define LOOM_INSTANTIATE(T)                                                                      \
   template Value Value::create_batch<T>(const NDShape&, const std::vector<T>&);                  \
   template Value Value::create_sequences<T>(const NDShape&, const std::vector<std::vector<T>>&); \
+  template Value Value::create_sequences<T>(const NDShape&, const std::vector<T>&,               \
+                                            const std::vector<size_t>&);                         \
   template std::vector<std::vector<T>> Value::as_sequences<T>() const;
 LOOM_INSTANTIATE(float)
 LOOM_INSTANTIATE(double)

@@ -26,12 +26,26 @@ class Value {
   template <typename T>
   static Value create_sequences(const NDShape& sample_shape,
                                 const std::vector<std::vector<T>>& sequences);
-  // Sparse one-hot samples of dimension dim, one per index.
+  // Sequences of the given lengths from row-major data holding their steps back to back
+  // (sum(lengths) * sample_shape.total_size() values).
+  template <typename T>
+  static Value create_sequences(const NDShape& sample_shape, const std::vector<T>& data,
+                                const std::vector<size_t>& lengths);
+  // A batch of sequences from one tensor per sequence, [length, sample...], as CNTK's
+  // Value.create takes a list of arrays or of CSR matrices: all dense, or all sparse CSR (one
+  // CSR row per position of the last axis), of one data type and sample shape. A false
+  // sequence_starts[i] marks sequence i as the continuation of one cut off by the previous
+  // minibatch (its mask begins Valid, not SequenceBegin); empty means all begin here.
+  static Value create(const std::vector<NDArrayView>& sequences,
+                      const std::vector<bool>& sequence_starts = {});
+  // Sparse one-hot samples of dimension dim, one per index; kOneHotSkip gives a zero vector.
   static Value one_hot(size_t dim, const std::vector<size_t>& indices,
                        DataType dtype = DataType::Float32);
-  // Sparse one-hot sequences: one index per position.
+  // Sparse one-hot sequences: one index per position (kOneHotSkip: a zero vector).
   static Value one_hot_sequences(size_t dim, const std::vector<std::vector<size_t>>& sequences,
                                  DataType dtype = DataType::Float32);
+  // The index one_hot turns into a zero vector (CNTK's Value.ONE_HOT_SKIP).
+  static constexpr size_t kOneHotSkip = static_cast<size_t>(-1);
 
   const NDArrayView& data() const { return data_; }
   DataType dtype() const { return data_.dtype(); }

@@ -193,10 +193,12 @@ void Executor::plan_loop(Loop& loop) {
     Node& n = nodes_[k];
     const FunctionImpl& f = *n.fn;
     // Every value of the loop is a sequence, computed one step at a time; ops that look along
-    // the sequence axis (sequence::first, last, reduce_sum) cannot run inside a loop.
-    LOOM_CHECK(f.outputs[0]->dynamic_axes.size() == 2, StateError, "op ", function_label(f), " (",
-               f.op->name(), ") in the recurrent loop ", labels(body),
-               " gives no sequence; a loop's ops must compute each step from that step alone");
+    // the sequence axis (sequence::first, last, is_first, slice, ...) cannot run inside a loop.
+    LOOM_CHECK((n.delay || f.op->runs_step_by_step()) && f.outputs[0]->dynamic_axes.size() == 2,
+               StateError, "op ", function_label(f), " (", f.op->name(), ") in the recurrent loop ",
+               labels(body),
+               " looks along the sequence axis; a loop's ops must compute each step from that "
+               "step alone");
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Variable& in = f.inputs[i];
       if (n.delay || in.dynamic_axes().empty()) continue;
@@ -254,24 +256,25 @@ size_t Executor::slot_of(const Variable& v) const {
 void Executor::bind_sequence_layouts(const ValueMap& arguments) {
   sequence_layouts_.clear();
   if (layouts_.size() > 64) layouts_.clear();
+  // The first input bound on each axis, which later ones on that axis must match.
+  std::unordered_map<std::string, std::pair<const Variable*, const Value*>> first_on_axis;
   for (auto& v : leaf_vars_) {
     if (!v.is_input() || !v.has_sequence_axis()) continue;
     auto it = arguments.find(v);
     if (it == arguments.end()) continue;
     const Value& value = it->second;
+    check_value_form(v, value);
+    const std::string& axis = v.dynamic_axes()[1].name();
+    auto [first, fresh] = first_on_axis.try_emplace(axis, &v, &value);
+    if (!fresh) {
+      check_same_sequence_lengths(*first->second.first, *first->second.second, v, value);
+      continue;
+    }
     std::vector<size_t> lengths = value.sequence_lengths();
     std::vector<bool> begins(lengths.size(), true);
     if (value.mask())
       for (size_t b = 0; b < lengths.size(); ++b) begins[b] = value.mask()->begins_sequence(b);
-    const std::string& axis = v.dynamic_axes()[1].name();
-    auto found = sequence_layouts_.find(axis);
-    if (found == sequence_layouts_.end()) {
-      sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
-    } else {
-      LOOM_CHECK(found->second->lengths == lengths, ShapeError, "input ", v.describe(),
-                 " has sequence lengths that differ from another input on sequence axis '", axis,
-                 "'");
-    }
+    sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
   }
 }
 
@@ -309,10 +312,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     return;
   }
   if (!v.has_sequence_axis()) {
-    LOOM_CHECK(
-        value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),
-        ShapeError, "value for ", LOOM_VAR,
-        " holds sequences longer than 1, but the variable has no sequence axis");
+    check_value_form(v, value);
     size_t n = value.num_sequences();
     t.layout = layouts_.batch(n);
     t.shape.assign_prepended(n, v.shape());

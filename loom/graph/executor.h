@@ -65,15 +65,15 @@ class Executor {
     size_t loop = kNoLoop;                    // index in loops_ for a node of a recurrent loop
     bool delay = false;  // a delay op of a loop: runs OpDef::forward_step/backward_step
     // The views of one step's rows that a loop's node runs on, reused from step to step.
-    std::vector<Tensor> step_inputs;
-    std::vector<const Tensor*> step_input_values;
-    Tensor step_output, step_output_grad, step_input_grad;
+    std::vector<Tensor> step_inputs = {};
+    std::vector<const Tensor*> step_input_values = {};
+    Tensor step_output = {}, step_output_grad = {}, step_input_grad = {};
     // past_value: the operand's last time_step steps of each sequence of the previous
     // minibatch, kept when the next forward starts, for the sequences that continue there
     // (truncated BPTT).
-    Tensor carried;
-    SequenceLayout carried_layout;
-    TensorStorage carried_storage;
+    Tensor carried = {};
+    SequenceLayout carried_layout = {};
+    TensorStorage carried_storage = {};
   };
   // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
   // run one step at a time (docs/executor.md).

@@ -62,10 +62,17 @@ class OpDef {
   virtual std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
                                         const Dictionary& attributes) const = 0;
   // Which layout the output rows follow. By default the rows of the dynamic inputs (which
-  // must all share one layout); sequence ops return another (e.g. one row per sequence).
+  // must all share one layout); sequence ops return another (e.g. one row per sequence), which
+  // they may add to the minibatch's LayoutCache. Called once per minibatch after the inputs are
+  // computed and before forward: an op whose output lengths depend on data (sequence::where,
+  // gather) reads its inputs' values here.
   virtual const SequenceLayout* output_layout(std::span<const Tensor* const> inputs,
                                               const Dictionary& attributes,
                                               LayoutCache& layouts) const;
+  // Whether each output row is computed from the same step of its inputs alone, so the op can
+  // run inside a recurrent loop one step at a time. False for ops that look along the
+  // sequence axis (sequence::first, slice, is_first, where, gather, ...).
+  virtual bool runs_step_by_step() const { return true; }
   virtual void forward(OpCall& call) const = 0;
   // Writes (accumulate=false) or adds (accumulate=true) the gradient for input `index` into
   // input_gradient, whose shape equals that input's tensor shape.

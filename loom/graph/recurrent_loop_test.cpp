@@ -234,7 +234,22 @@ TEST(RecurrentLoop, SequenceReductionInsideALoopIsRejected) {
   const std::string msg = message_of([&] {
     z.eval_one({{x, random_sequences({2}, kRagged, kF64, 17)}});
   });
-  EXPECT_NE(msg.find("gives no sequence"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("looks along the sequence axis"), std::string::npos) << msg;
+}
+
+// An op that keeps the sequence axis but reads along it (is_first marks each sequence's first
+// step) would see one step as a whole sequence inside a loop: refused, not silently wrong.
+TEST(RecurrentLoop, OpsReadingAlongTheSequenceAxisAreRejectedInsideALoop) {
+  Variable x = sequence::input_variable({2}, f64("x"));
+  Variable p = placeholder({2}, kF64, x.dynamic_axes());
+  Variable h = sequence::past_value(p);
+  Function z = tanh(plus(x, element_times(h, sequence::is_first(h))), "z");
+  z.replace_placeholders({{p, z}});
+  const std::string msg = message_of([&] {
+    z.eval_one({{x, random_sequences({2}, kRagged, kF64, 17)}});
+  });
+  EXPECT_NE(msg.find("SequenceIsFirst"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("looks along the sequence axis"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -137,6 +137,11 @@ Variable input_variable(const NDShape& shape, const InputOptions& o) {
   LOOM_CHECK(o.dynamic_axes.size() <= 2 && (o.dynamic_axes.empty() || o.dynamic_axes[0].is_batch()),
              ArgumentError, "input_variable '", o.name,
              "': dynamic axes must be {}, {batch} or {batch, sequence axis}");
+  LOOM_CHECK(o.dynamic_axes.size() < 2 ||
+                 (o.dynamic_axes[1].is_dynamic() && !o.dynamic_axes[1].is_batch()),
+             ArgumentError, "input_variable '", o.name, "': the sequence axis ",
+             o.dynamic_axes.size() < 2 ? "" : o.dynamic_axes[1].to_string(),
+             " must be a dynamic axis other than the batch axis");
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Input;
   v->shape = shape;
@@ -152,6 +157,44 @@ Variable input_variable(const NDShape& shape, const InputOptions& o) {
 Variable sequence::input_variable(const NDShape& shape, InputOptions o) {
   if (o.dynamic_axes.size() < 2) o.dynamic_axes = default_sequence_axes();
   return loom::input_variable(shape, o);
+}
+
+Variable sequence::input_variable(const NDShape& shape, const Axis& sequence_axis, InputOptions o) {
+  o.dynamic_axes = {Axis::default_batch_axis(), sequence_axis};
+  return loom::input_variable(shape, o);
+}
+
+namespace {
+std::string lengths_string(const std::vector<size_t>& lengths) {
+  std::string s = "[";
+  for (size_t i = 0; i < lengths.size(); ++i) s += (i ? "," : "") + std::to_string(lengths[i]);
+  return s + "]";
+}
+}  // namespace
+
+void check_value_form(const Variable& v, const Value& value) {
+  if (!v.has_batch_axis()) return;
+  if (v.has_sequence_axis()) {
+    LOOM_CHECK(value.is_sequence(), ShapeError, "value for ", v.describe(), " of shape ",
+               value.data().shape().to_string(), " holds ", value.num_sequences(),
+               " samples without a sequence axis, but the variable is a sequence: give "
+               "[sequences, steps, sample...] (Value::create_sequences, Value::create)");
+    return;
+  }
+  LOOM_CHECK(value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),
+             ShapeError, "value for ", v.describe(), " of shape ", value.data().shape().to_string(),
+             " holds ", value.num_sequences(), " sequences of ",
+             lengths_string(value.sequence_lengths()),
+             " steps, but the variable has no sequence axis (one step per sequence)");
+}
+
+void check_same_sequence_lengths(const Variable& a, const Value& a_value, const Variable& b,
+                                 const Value& b_value) {
+  const std::vector<size_t> la = a_value.sequence_lengths(), lb = b_value.sequence_lengths();
+  LOOM_CHECK(la == lb, ShapeError, "inputs ", a.describe(), " and ", b.describe(),
+             " share sequence axis '", a.dynamic_axes().back().name(),
+             "' but their sequences differ: lengths ", lengths_string(la), " and ",
+             lengths_string(lb));
 }
 
 Parameter parameter(const NDShape& shape, const Initializer& init, DataType dtype,

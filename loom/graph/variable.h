@@ -12,6 +12,7 @@
 
 #include "loom/core/axis.h"
 #include "loom/core/ndarray_view.h"
+#include "loom/core/value.h"
 #include "loom/graph/initializer.h"
 
 namespace loom {
@@ -108,7 +109,21 @@ Variable input_variable(const NDShape& shape, const InputOptions& options = {});
 namespace sequence {
 // An input whose samples are sequences along the default sequence axis.
 Variable input_variable(const NDShape& shape, InputOptions options = {});
+// An input whose samples are sequences along sequence_axis (CNTK's sequence_axis argument, e.g.
+// Axis::dynamic_axis_named("m")): inputs on one axis have equal lengths per sequence; inputs on
+// different axes cannot meet in an elementwise op.
+Variable input_variable(const NDShape& shape, const Axis& sequence_axis, InputOptions options = {});
 }  // namespace sequence
+
+// Checks a Value bound to input v, before its data is read: a sequence Value for an input
+// without a sequence axis must have sequences of exactly one step (CNTK accepts that extra
+// axis), and a sequence input needs a sequence Value. A ShapeError names v, the value's shape
+// and its sequence counts otherwise. (For the executor's binding.)
+void check_value_form(const Variable& v, const Value& value);
+// A ShapeError naming both inputs and their sequence lengths unless the values have equal
+// lengths, as two inputs on one sequence axis must.
+void check_same_sequence_lengths(const Variable& a, const Value& a_value, const Variable& b,
+                                 const Value& b_value);
 
 Parameter parameter(const NDShape& shape, const Initializer& init = glorot_uniform(),
                     DataType dtype = DataType::Float32, const std::string& name = "");

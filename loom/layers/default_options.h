@@ -36,11 +36,11 @@ class DefaultOptionsScope {
 // The defaults in force: every field resolved through the open scopes to the innermost
 // setting, or to the built-in default (no activation, glorot_uniform, bias with zeros, no pad).
 struct ResolvedDefaults {
-  Activation activation;
-  Initializer init;
-  bool bias;
-  Initializer init_bias;
-  bool pad;
+  Activation activation = {};
+  Initializer init = {};
+  bool bias = {};
+  Initializer init_bias = {};
+  bool pad = {};
 };
 ResolvedDefaults current_defaults();
 

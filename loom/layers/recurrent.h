@@ -21,9 +21,9 @@ struct RecurrenceOptions {
   bool go_backwards = false;
   // Empty: the scalar constant 0 for every state; one: the same for every state; else one per
   // state. A constant or parameter, broadcast to the state's shape at each sequence's start.
-  std::vector<Variable> initial_state;
+  std::vector<Variable> initial_state = {};
   bool return_full_state = false;  // every state as an output, not only the first
-  std::string name;
+  std::string name = {};
 };
 
 // The recurrence of step over its argument x: a sequence of step's first output (of all
@@ -36,14 +36,14 @@ Function RecurrenceFrom(const Function& step, const RecurrenceOptions& options =
 Function Fold(const Function& step, const RecurrenceOptions& options = {});
 
 struct RecurrentCellOptions {
-  std::optional<size_t> cell_shape;      // LSTM's cell size (a projection to shape follows)
-  std::optional<Activation> activation;  // unset: tanh for LSTM and GRU, sigmoid for RNNStep
+  std::optional<size_t> cell_shape = {};      // LSTM's cell size (a projection to shape follows)
+  std::optional<Activation> activation = {};  // unset: tanh for LSTM and GRU, sigmoid for RNNStep
   bool use_peepholes = false;            // LSTM only
-  std::optional<Initializer> init;       // unset: default_options, else glorot_uniform
-  std::optional<Initializer> init_bias;  // unset: default_options, else 0
+  std::optional<Initializer> init = {};       // unset: default_options, else glorot_uniform
+  std::optional<Initializer> init_bias = {};  // unset: default_options, else 0
   bool enable_self_stabilization = false;
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 
 // Step functions (dh, dc, x) -> (h, c) and (dh, x) -> h, with CNTK's parameters b, W, H (H1 for
@@ -54,9 +54,9 @@ Function GRU(size_t shape, const RecurrentCellOptions& options = {});
 Function RNNStep(size_t shape, const RecurrentCellOptions& options = {});
 
 struct EmbeddingOptions {
-  std::optional<Initializer> init;  // unset: default_options, else glorot_uniform
+  std::optional<Initializer> init = {};  // unset: default_options, else glorot_uniform
   DataType dtype = DataType::Float32;
-  std::string name;
+  std::string name = {};
 };
 // x · E with a learnable E of shape [input dim (inferred), shape]; for a sparse one-hot x a row
 // lookup.

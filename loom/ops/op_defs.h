@@ -58,6 +58,14 @@ namespace sequence {
 const OpDef& first_op();
 const OpDef& last_op();
 const OpDef& reduce_sum_op();
+const OpDef& reduce_max_op();
+const OpDef& slice_op();
+const OpDef& is_first_op();
+const OpDef& is_last_op();
+const OpDef& broadcast_as_op();
+const OpDef& where_op();
+const OpDef& gather_op();
+const OpDef& scatter_op();
 // recurrence_ops.cpp
 const OpDef& past_value_op();
 const OpDef& future_value_op();

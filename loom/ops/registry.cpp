@@ -60,6 +60,15 @@ const std::vector<Entry>& table() {
       {&dropout_op(), 1, 1},
       {&batch_normalization_op(), 6, 6},
       {&layer_normalization_op(), 3, 3},
+      // cntk.sequence (sequence_ops.cpp)
+      {&sequence::reduce_max_op(), 1, 1},
+      {&sequence::slice_op(), 1, 1},
+      {&sequence::is_first_op(), 1, 1},
+      {&sequence::is_last_op(), 1, 1},
+      {&sequence::broadcast_as_op(), 2, 2},
+      {&sequence::where_op(), 1, 1},
+      {&sequence::gather_op(), 2, 2},
+      {&sequence::scatter_op(), 2, 2},
   };
   return entries;
 }

@@ -1,6 +1,11 @@
 #include "loom/ops/sequence_ops.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
 
 #include "loom/graph/op.h"
 #include "loom/ops/op_defs.h"
@@ -10,18 +15,214 @@ namespace loom::sequence {
 
 namespace {
 
-enum class Pick { First, Last, Sum };
+std::string quoted_name(const Variable& x) {
+  return x.name().empty() ? "" : " '" + x.name() + "'";
+}
+
+// A ShapeError unless x has a sequence axis; role says which input x is ("input", "cond").
+void check_sequence(const char* op, const Variable& x, const char* role) {
+  LOOM_CHECK(x.has_sequence_axis(), ShapeError, op, ": ", role, " ", x.type_string(),
+             quoted_name(x), " has no sequence axis (dynamic axes must be {batch, sequence axis})");
+}
+
+// A condition: a sequence of one number per step.
+void check_condition(const char* op, const Variable& cond) {
+  check_sequence(op, cond, "cond");
+  LOOM_CHECK(cond.shape().total_size() == 1, ShapeError, op, ": cond ", cond.type_string(),
+             quoted_name(cond), " must hold one number per step");
+}
+
+// ---- rows copied by a row map ----------------------------------------------------------------
+
+constexpr size_t kNoRow = std::numeric_limits<size_t>::max();
+
+// Row i of dst = row map[i] of src (accumulate: +=); a kNoRow row is zeroed (accumulate: kept).
+template <typename T>
+void gather_rows(std::span<const size_t> map, size_t n, const T* src, T* dst, bool accumulate) {
+  for (size_t i = 0; i < map.size(); ++i) {
+    if (map[i] != kNoRow) {
+      op_util::copy_or_add(n, src + map[i] * n, dst + i * n, accumulate);
+    } else if (!accumulate) {
+      std::fill_n(dst + i * n, n, T(0));
+    }
+  }
+}
+
+// Row map[i] of dst += row i of src, over dst_rows rows of dst that start at zero unless
+// accumulate. The transpose of gather_rows.
+template <typename T>
+void scatter_rows(std::span<const size_t> map, size_t n, const T* src, T* dst, size_t dst_rows,
+                  bool accumulate) {
+  if (!accumulate) std::fill_n(dst, dst_rows * n, T(0));
+  for (size_t i = 0; i < map.size(); ++i)
+    if (map[i] != kNoRow) op_util::copy_or_add(n, src + i * n, dst + map[i] * n, true);
+}
+
+// An op that moves whole rows of its input 0: each output row is a copy of one input row
+// (Direction::Gather: first, last, slice, gather, broadcast_as) or each input row is added into
+// one output row (Direction::Scatter: scatter). Forward computes the row map into the scratch
+// space, backward moves the gradient rows the other way with it. Only input 0 has a gradient.
+class RowMapOp : public OpDef {
+ public:
+  bool runs_step_by_step() const override { return false; }
+  enum class Direction { Gather, Scatter };
+  constexpr explicit RowMapOp(Direction d) : direction_(d) {}
+
+  bool differentiable(size_t index, const Dictionary&) const override { return index == 0; }
+
+  void forward(OpCall& call) const override {
+    const std::span<size_t> map = row_map(call);
+    fill_map(call, map);
+    const Tensor& x = *call.inputs[0];
+    Tensor& y = *call.output;
+    const size_t n = op_util::sample_size(y);
+    dispatch(y.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      if (direction_ == Direction::Gather) {
+        gather_rows<T>(map, n, x.ptr<T>(), y.ptr<T>(), false);
+      } else {
+        scatter_rows<T>(map, n, x.ptr<T>(), y.ptr<T>(), y.rows(), false);
+      }
+    });
+  }
+
+  void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
+    const std::span<const size_t> map = row_map(call);
+    const size_t n = op_util::sample_size(dx);
+    dispatch(dx.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      if (direction_ == Direction::Gather) {
+        scatter_rows<T>(map, n, dy, dx.ptr<T>(), dx.rows(), accumulate);
+      } else {
+        gather_rows<T>(map, n, dy, dx.ptr<T>(), accumulate);
+      }
+    });
+  }
+
+ protected:
+  // Fills the map: per output row the input row (Gather; kNoRow: zeros), or per input row the
+  // output row (Scatter).
+  virtual void fill_map(const OpCall& call, std::span<size_t> map) const = 0;
+
+ private:
+  // The map kept in scratch between forward and backward.
+  std::span<size_t> row_map(const OpCall& call) const {
+    const size_t rows =
+        direction_ == Direction::Gather ? call.output->rows() : call.inputs[0]->rows();
+    return {static_cast<size_t*>(call.scratch->ensure(rows * sizeof(size_t))), rows};
+  }
+
+  Direction direction_;
+};
+
+// ---- first, last, slice ----------------------------------------------------------------------
+
+// Steps [begin, end) of a sequence of length len for a Python-style range (end 0: to the end),
+// clipped; begin == end when empty.
+std::pair<size_t, size_t> clip_range(int64_t begin, int64_t end, size_t len) {
+  const int64_t n = int64_t(len);
+  const int64_t b = begin < 0 ? std::max<int64_t>(n + begin, 0) : std::min(begin, n);
+  const int64_t e = end > 0 ? std::min(end, n) : end == 0 ? n : std::max<int64_t>(n + end, 0);
+  return {size_t(b), size_t(std::max(b, e))};
+}
+
+// The axes of a result whose sequences are scale * length + add long for x's of length `length`,
+// named as CNTK's GetDerivedDynamicAxes names them: scale 0 and add 1 (exactly one step)
+// removes the sequence axis, scale 1 and add 0 keeps x's.
+std::vector<Axis> derived_axes(const Variable& x, int64_t scale, int64_t add) {
+  std::vector<Axis> axes{x.dynamic_axes()[0]};
+  if (scale == 0 && add == 1) return axes;
+  const Axis& source = x.dynamic_axes()[1];
+  std::string name = source.name();
+  if (scale == 1 && add == 0) {
+    axes.push_back(source);
+    return axes;
+  }
+  if (scale > 0) {
+    name += "_times_" + std::to_string(scale) +
+            (add > 0 ? "_plus_" + std::to_string(add) : "_minus_" + std::to_string(-add));
+  } else {
+    name += "_fixedSliceOf_" + std::to_string(add);
+  }
+  axes.push_back(Axis::dynamic_axis_named(name));
+  return axes;
+}
+
+// A slice of end - begin steps is of fixed length when that is positive, else shorter than x
+// by its magnitude (CNTK's Sequence::Slice).
+std::vector<Axis> slice_axes(const Variable& x, int64_t begin, int64_t end) {
+  const int64_t length = end - begin;
+  return derived_axes(x, length > 0 ? 0 : 1, length);
+}
+
+// first and last are slices with a fixed range; slice takes it from the attributes
+// "begin_index" and "end_index".
+class SliceOp : public RowMapOp {
+ public:
+  constexpr explicit SliceOp(const char* name) : RowMapOp(Direction::Gather), name_(name) {}
+  constexpr SliceOp(const char* name, int64_t begin, int64_t end)
+      : RowMapOp(Direction::Gather), name_(name), fixed_{{begin, end}} {}
+  const char* name() const override { return name_; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const Variable& x = in[0];
+    check_sequence(name_, x, "input");
+    const auto [begin, end] = range(a);
+    return {{x.shape(), x.dtype(), slice_axes(x, begin, end), false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
+                                      LayoutCache& layouts) const override {
+    const SequenceLayout& l = *in[0]->layout;
+    const auto [begin, end] = range(a);
+    if (end - begin == 1) return layouts.batch(l.num_sequences());
+    std::vector<size_t> lengths(l.num_sequences());
+    for (size_t b = 0; b < lengths.size(); ++b) {
+      const auto [s, e] = clip_range(begin, end, l.lengths[b]);
+      lengths[b] = e - s;
+    }
+    return layouts.add(SequenceLayout::from_lengths(std::move(lengths)));
+  }
+
+ protected:
+  void fill_map(const OpCall& call, std::span<size_t> map) const override {
+    const SequenceLayout& l = *call.inputs[0]->layout;
+    const SequenceLayout& out = *call.output->layout;
+    const auto [begin, end] = range(call.attributes);
+    for (size_t b = 0; b < l.num_sequences(); ++b) {
+      const auto [s, e] = clip_range(begin, end, l.lengths[b]);
+      if (end - begin == 1) {
+        map[b] = e > s ? l.row(b, s) : kNoRow;  // an empty sequence gives zeros
+      } else {
+        for (size_t t = s; t < e; ++t) map[out.row(b, t - s)] = l.row(b, t);
+      }
+    }
+  }
+
+ private:
+  std::pair<int64_t, int64_t> range(const Dictionary& a) const {
+    return fixed_ ? *fixed_ : std::pair{a.get<int64_t>("begin_index"), a.get<int64_t>("end_index")};
+  }
+
+  const char* name_;
+  std::optional<std::pair<int64_t, int64_t>> fixed_;
+};
+
+// ---- reduce_sum, reduce_max ------------------------------------------------------------------
+
+enum class Reduce { Sum, Max };
 
 class SequenceReduceOp : public OpDef {
  public:
-  constexpr SequenceReduceOp(const char* name, Pick pick) : name_(name), pick_(pick) {}
+  bool runs_step_by_step() const override { return false; }
+  constexpr SequenceReduceOp(const char* name, Reduce reduce) : name_(name), reduce_(reduce) {}
   const char* name() const override { return name_; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     const Variable& x = in[0];
-    LOOM_CHECK(x.has_sequence_axis(), ShapeError, name_, ": input ", x.type_string(),
-               (x.name().empty() ? "" : " '" + x.name() + "'"),
-               " has no sequence axis (dynamic axes must be {batch, sequence axis})");
+    check_sequence(name_, x, "input");
     return {{x.shape(), x.dtype(), {x.dynamic_axes()[0]}, false}};
   }
 
@@ -30,7 +231,7 @@ class SequenceReduceOp : public OpDef {
     return layouts.batch(in[0]->layout->num_sequences());
   }
 
-  // Output row b is sequence b (the minibatch's order), gathered from the packed rows.
+  // Output row b is sequence b (the minibatch's order), reduced from the packed rows.
   void forward(OpCall& call) const override {
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
@@ -41,61 +242,287 @@ class SequenceReduceOp : public OpDef {
       const T* src = x.ptr<T>();
       for (size_t b = 0; b < l.num_sequences(); ++b) {
         T* dst = y.ptr<T>() + b * n;
-        const size_t len = l.lengths[b];
-        if (len == 0) {
+        if (l.lengths[b] == 0) {
           std::fill_n(dst, n, T(0));
           continue;
         }
-        for_each_step(l, b, [&](size_t t, size_t k) {
-          op_util::copy_or_add(n, src + l.row(b, t) * n, dst, k > 0);
-        });
+        op_util::copy_or_add(n, src + l.row(b, 0) * n, dst, false);
+        for (size_t t = 1; t < l.lengths[b]; ++t) {
+          const T* row = src + l.row(b, t) * n;
+          if (reduce_ == Reduce::Sum) {
+            op_util::copy_or_add(n, row, dst, true);
+          } else {
+            for (size_t k = 0; k < n; ++k) dst[k] = std::max(dst[k], row[k]);
+          }
+        }
       }
     });
   }
 
-  // The reverse: dy of sequence b goes to the packed rows it was gathered from.
+  // Sum: dy of sequence b goes to each of its rows. Max: each element of dy goes to the first
+  // step holding the maximum.
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
-    const SequenceLayout& l = *call.inputs[0]->layout;
+    const Tensor& x = *call.inputs[0];
+    const SequenceLayout& l = *x.layout;
     const size_t n = op_util::sample_size(dx);
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
-      // First and last leave the other rows without gradient; reduce_sum reaches every row.
-      const bool fill = !accumulate && pick_ != Pick::Sum;
-      if (fill) std::fill_n(dx.ptr<T>(), dx.size(), T(0));
       const T* dy = call.output_gradient->ptr<T>();
-      for (size_t b = 0; b < l.num_sequences(); ++b)
-        for_each_step(l, b, [&](size_t t, size_t) {
-          op_util::copy_or_add(n, dy + b * n, dx.ptr<T>() + l.row(b, t) * n, accumulate || fill);
-        });
+      if (reduce_ == Reduce::Max && !accumulate) std::fill_n(dx.ptr<T>(), dx.size(), T(0));
+      for (size_t b = 0; b < l.num_sequences(); ++b) {
+        if (reduce_ == Reduce::Sum) {
+          for (size_t t = 0; t < l.lengths[b]; ++t)
+            op_util::copy_or_add(n, dy + b * n, dx.ptr<T>() + l.row(b, t) * n, accumulate);
+          continue;
+        }
+        const T* y = call.output->ptr<T>() + b * n;
+        for (size_t k = 0; k < n; ++k) {
+          size_t t = 0;
+          while (t < l.lengths[b] && x.ptr<T>()[l.row(b, t) * n + k] != y[k]) ++t;
+          if (t < l.lengths[b]) dx.ptr<T>()[l.row(b, t) * n + k] += dy[b * n + k];
+        }
+      }
     });
   }
 
  private:
-  // Calls f(t, k) for the k-th step t of sequence b that the op reads.
-  template <class F>
-  void for_each_step(const SequenceLayout& l, size_t b, F&& f) const {
-    const size_t len = l.lengths[b];
-    if (len == 0) return;
-    switch (pick_) {
-      case Pick::First:
-        f(size_t{0}, size_t{0});
-        break;
-      case Pick::Last:
-        f(len - 1, size_t{0});
-        break;
-      case Pick::Sum:
-        for (size_t t = 0; t < len; ++t) f(t, t);
-        break;
-    }
-  }
-
   const char* name_;
-  Pick pick_;
+  Reduce reduce_;
 };
 
-const SequenceReduceOp kFirst("SequenceFirst", Pick::First);
-const SequenceReduceOp kLast("SequenceLast", Pick::Last);
-const SequenceReduceOp kReduceSum("SequenceReduceSum", Pick::Sum);
+// ---- is_first, is_last -----------------------------------------------------------------------
+
+class IsWithinOp : public OpDef {
+ public:
+  bool runs_step_by_step() const override { return false; }
+  constexpr IsWithinOp(const char* name, bool first) : name_(name), first_(first) {}
+  const char* name() const override { return name_; }
+  bool differentiable(size_t, const Dictionary&) const override { return false; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    check_sequence(name_, in[0], "input");
+    return {{NDShape{}, in[0].dtype(), in[0].dynamic_axes(), false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const SequenceLayout& l = *call.inputs[0]->layout;
+    Tensor& y = *call.output;
+    dispatch(y.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      std::fill_n(y.ptr<T>(), y.size(), T(0));
+      for (size_t b = 0; b < l.num_sequences(); ++b)
+        if (l.lengths[b] > 0) y.ptr<T>()[l.row(b, first_ ? 0 : l.lengths[b] - 1)] = T(1);
+    });
+  }
+
+  void backward(OpCall&, size_t, Tensor&, bool) const override {
+    throw StateError(std::string(name_) + " has no gradient");
+  }
+
+ private:
+  const char* name_;
+  bool first_;
+};
+
+// ---- broadcast_as ----------------------------------------------------------------------------
+
+class BroadcastAsOp : public RowMapOp {
+ public:
+  constexpr BroadcastAsOp() : RowMapOp(Direction::Gather) {}
+  const char* name() const override { return "SequenceBroadcastAs"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    const Variable &op = in[0], &ref = in[1];
+    check_sequence(name(), ref, "ref");
+    LOOM_CHECK(op.dynamic_axes().size() < 2 || op.dynamic_axes() == ref.dynamic_axes(), ShapeError,
+               name(), ": op ", op.describe(), " is a sequence on another axis than ref ",
+               ref.describe());
+    return {{op.shape(), op.dtype(), ref.dynamic_axes(), false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
+                                      LayoutCache&) const override {
+    const SequenceLayout &l = *in[1]->layout, *op = in[0]->layout;
+    LOOM_CHECK(!op || op->num_sequences() == l.num_sequences(), ShapeError, name(), ": op has ",
+               op->num_sequences(), " samples but ref has ", l.num_sequences(), " sequences");
+    LOOM_CHECK(!op || op->max_length() <= 1 || op->same_shape_as(l), ShapeError, name(),
+               ": op's sequences differ in length from ref's");
+    return &l;
+  }
+
+ protected:
+  void fill_map(const OpCall& call, std::span<size_t> map) const override {
+    const Tensor& op = *call.inputs[0];
+    const SequenceLayout& l = *call.inputs[1]->layout;
+    // A sequence op on ref's axis has ref's lengths; a batch op has all lengths 1 (where ref's
+    // are all 1 too, both read row b).
+    const bool sequence = op.dynamic() && op.layout->same_shape_as(l);
+    for (size_t b = 0; b < l.num_sequences(); ++b)
+      for (size_t t = 0; t < l.lengths[b]; ++t)
+        map[l.row(b, t)] = !op.dynamic() ? 0 : sequence ? op.layout->row(b, t) : b;
+  }
+};
+
+// ---- where, gather, scatter ------------------------------------------------------------------
+
+// Calls emit(b, t) for each step index t that where(cond) gives for sequence b, in order: CNTK's
+// WhereNode rule (ReshapingNodes.cpp), counts accumulated in double.
+template <class F>
+void for_each_selected(const Tensor& cond, F&& emit) {
+  const SequenceLayout& l = *cond.layout;
+  dispatch(cond.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const double margin = 1 - double(std::numeric_limits<T>::epsilon());
+    const T* c = cond.ptr<T>();
+    for (size_t b = 0; b < l.num_sequences(); ++b) {
+      double desired = 0;
+      size_t count = 0;
+      for (size_t t = 0; t < l.lengths[b]; ++t) {
+        desired += double(c[l.row(b, t)]);
+        for (; (count == 0 && desired > 0) || double(count) < desired * margin; ++count) emit(b, t);
+      }
+    }
+  });
+}
+
+// The layout of where(cond): one sequence per sequence of cond, as long as its selection.
+const SequenceLayout* selected_layout(const Tensor& cond, LayoutCache& layouts) {
+  std::vector<size_t> lengths(cond.layout->num_sequences(), 0);
+  for_each_selected(cond, [&](size_t b, size_t) { ++lengths[b]; });
+  return layouts.add(SequenceLayout::from_lengths(std::move(lengths)));
+}
+
+Axis where_axis(const Variable& cond) {
+  return Axis::dynamic_axis_named("whereNodeDynamicAxis_conditionVar_" + cond.uid());
+}
+
+class WhereOp : public OpDef {
+ public:
+  bool runs_step_by_step() const override { return false; }
+  const char* name() const override { return "SequenceWhere"; }
+  bool differentiable(size_t, const Dictionary&) const override { return false; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    const Variable& cond = in[0];
+    check_condition(name(), cond);
+    return {{NDShape{}, cond.dtype(), {cond.dynamic_axes()[0], where_axis(cond)}, false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
+                                      LayoutCache& layouts) const override {
+    return selected_layout(*in[0], layouts);
+  }
+
+  void forward(OpCall& call) const override {
+    const SequenceLayout& out = *call.output->layout;
+    std::vector<size_t> k(out.num_sequences(), 0);
+    dispatch(call.output->dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* y = call.output->ptr<T>();
+      for_each_selected(*call.inputs[0], [&](size_t b, size_t t) { y[out.row(b, k[b]++)] = T(t); });
+    });
+  }
+
+  void backward(OpCall&, size_t, Tensor&, bool) const override {
+    throw StateError("SequenceWhere has no gradient");
+  }
+};
+
+// Attributes "axis_scale" and "axis_add" when the output is on a derived axis (CNTK's
+// new_sequence_axis_typeinfo), else none: where's axis.
+class GatherOp : public RowMapOp {
+ public:
+  constexpr GatherOp() : RowMapOp(Direction::Gather) {}
+  const char* name() const override { return "SequenceGather"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const Variable &x = in[0], &cond = in[1];
+    check_sequence(name(), x, "input");
+    check_condition(name(), cond);
+    LOOM_CHECK(x.dynamic_axes() == cond.dynamic_axes(), ShapeError, name(), ": cond ",
+               cond.describe(), " is on another sequence axis than the input ", x.describe());
+    std::vector<Axis> axes =
+        a.contains("axis_scale")
+            ? derived_axes(x, a.get<int64_t>("axis_scale"), a.get<int64_t>("axis_add"))
+            : std::vector<Axis>{x.dynamic_axes()[0], where_axis(cond)};
+    return {{x.shape(), x.dtype(), std::move(axes), false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
+                                      LayoutCache& layouts) const override {
+    LOOM_CHECK(in[0]->layout->same_shape_as(*in[1]->layout), ShapeError, name(),
+               ": the sequences of cond differ in length from the input's");
+    return one_step(a) ? layouts.batch(in[0]->layout->num_sequences())
+                       : selected_layout(*in[1], layouts);
+  }
+
+ protected:
+  void fill_map(const OpCall& call, std::span<size_t> map) const override {
+    const SequenceLayout& l = *call.inputs[0]->layout;
+    const SequenceLayout& out = *call.output->layout;
+    std::vector<size_t> k(l.num_sequences(), 0);
+    for_each_selected(*call.inputs[1], [&](size_t b, size_t t) {
+      if (k[b] < out.lengths[b]) map[out.row(b, k[b])] = l.row(b, t);
+      ++k[b];
+    });
+    for (size_t b = 0; one_step(call.attributes) && b < k.size(); ++b)
+      LOOM_CHECK(k[b] == 1, ShapeError, name(), ": cond selects ", k[b], " steps of sequence ", b,
+                 " but new_sequence_axis_typeinfo (0, 1) promises exactly one");
+  }
+
+ private:
+  // Typeinfo (0, 1): one step per sequence, no sequence axis.
+  static bool one_step(const Dictionary& a) {
+    return a.contains("axis_scale") && a.get<int64_t>("axis_scale") == 0 &&
+           a.get<int64_t>("axis_add") == 1;
+  }
+};
+
+class ScatterOp : public RowMapOp {
+ public:
+  constexpr ScatterOp() : RowMapOp(Direction::Scatter) {}
+  const char* name() const override { return "SequenceScatter"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    const Variable &x = in[0], &cond = in[1];
+    check_sequence(name(), x, "input");
+    check_condition(name(), cond);
+    return {{x.shape(), x.dtype(), cond.dynamic_axes(), false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
+                                      LayoutCache&) const override {
+    return in[1]->layout;
+  }
+
+ protected:
+  void fill_map(const OpCall& call, std::span<size_t> map) const override {
+    const SequenceLayout &l = *call.inputs[0]->layout, &c = *call.inputs[1]->layout;
+    LOOM_CHECK(l.num_sequences() == c.num_sequences(), ShapeError, name(), ": the input has ",
+               l.num_sequences(), " sequences but cond has ", c.num_sequences());
+    std::vector<size_t> k(l.num_sequences(), 0);
+    for_each_selected(*call.inputs[1], [&](size_t b, size_t t) {
+      if (k[b] < l.lengths[b]) map[l.row(b, k[b])] = c.row(b, t);
+      ++k[b];
+    });
+    for (size_t b = 0; b < k.size(); ++b)
+      LOOM_CHECK(k[b] == l.lengths[b], ShapeError, name(), ": sequence ", b, " of the input has ",
+                 l.lengths[b], " steps but cond selects ", k[b]);
+  }
+};
+
+const SliceOp kFirst("SequenceFirst", 0, 1);
+const SliceOp kLast("SequenceLast", -1, 0);
+const SliceOp kSlice("SequenceSlice");
+const SequenceReduceOp kReduceSum("SequenceReduceSum", Reduce::Sum);
+const SequenceReduceOp kReduceMax("SequenceReduceMax", Reduce::Max);
+const IsWithinOp kIsFirst("SequenceIsFirst", true);
+const IsWithinOp kIsLast("SequenceIsLast", false);
+const BroadcastAsOp kBroadcastAs;
+const WhereOp kWhere;
+const GatherOp kGather;
+const ScatterOp kScatter;
 
 }  // namespace
 
@@ -105,8 +532,32 @@ const OpDef& first_op() {
 const OpDef& last_op() {
   return kLast;
 }
+const OpDef& slice_op() {
+  return kSlice;
+}
 const OpDef& reduce_sum_op() {
   return kReduceSum;
+}
+const OpDef& reduce_max_op() {
+  return kReduceMax;
+}
+const OpDef& is_first_op() {
+  return kIsFirst;
+}
+const OpDef& is_last_op() {
+  return kIsLast;
+}
+const OpDef& broadcast_as_op() {
+  return kBroadcastAs;
+}
+const OpDef& where_op() {
+  return kWhere;
+}
+const OpDef& gather_op() {
+  return kGather;
+}
+const OpDef& scatter_op() {
+  return kScatter;
 }
 
 Function first(const Variable& x, const std::string& name) {
@@ -115,8 +566,53 @@ Function first(const Variable& x, const std::string& name) {
 Function last(const Variable& x, const std::string& name) {
   return make_primitive(kLast, {x}, {}, name);
 }
+Function slice(const Variable& x, int begin_index, int end_index, const std::string& name) {
+  const bool empty = (begin_index >= 0 && end_index > 0 && end_index <= begin_index) ||
+                     (begin_index < 0 && end_index < 0 && end_index <= begin_index);
+  LOOM_CHECK(!empty, ArgumentError, "sequence::slice of ", x.describe(), ": the range [",
+             begin_index, ", ", end_index, ") is empty for every sequence");
+  Dictionary a;
+  a["begin_index"] = int64_t(begin_index);
+  a["end_index"] = int64_t(end_index);
+  return make_primitive(kSlice, {x}, std::move(a), name);
+}
 Function reduce_sum(const Variable& x, const std::string& name) {
   return make_primitive(kReduceSum, {x}, {}, name);
+}
+Function reduce_max(const Variable& x, const std::string& name) {
+  return make_primitive(kReduceMax, {x}, {}, name);
+}
+Function is_first(const Variable& x, const std::string& name) {
+  return make_primitive(kIsFirst, {x}, {}, name);
+}
+Function is_last(const Variable& x, const std::string& name) {
+  return make_primitive(kIsLast, {x}, {}, name);
+}
+Function broadcast_as(const Variable& op, const Variable& ref, const std::string& name) {
+  return make_primitive(kBroadcastAs, {op, ref}, {}, name);
+}
+Function broadcast_as(double value, const Variable& ref, const std::string& name) {
+  return broadcast_as(constant(value, ref.dtype()), ref, name);
+}
+Function where(const Variable& cond, const std::string& name) {
+  return make_primitive(kWhere, {cond}, {}, name);
+}
+Function gather(const Variable& x, const Variable& cond, const std::string& name) {
+  return make_primitive(kGather, {x, cond}, {}, name);
+}
+Function gather(const Variable& x, const Variable& cond,
+                std::pair<size_t, int> new_sequence_axis_typeinfo, const std::string& name) {
+  const auto [scale, add] = new_sequence_axis_typeinfo;
+  LOOM_CHECK(scale > 0 || add > 0, ArgumentError, "sequence::gather of ", x.describe(),
+             ": new_sequence_axis_typeinfo (", scale, ", ", add,
+             ") gives sequences of no steps (CNTK: zero size dynamic axes are not allowed)");
+  Dictionary a;
+  a["axis_scale"] = int64_t(scale);
+  a["axis_add"] = int64_t(add);
+  return make_primitive(kGather, {x, cond}, std::move(a), name);
+}
+Function scatter(const Variable& x, const Variable& cond, const std::string& name) {
+  return make_primitive(kScatter, {x, cond}, {}, name);
 }
 
 }  // namespace loom::sequence

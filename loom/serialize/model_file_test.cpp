@@ -99,6 +99,14 @@ Model build_model() {
   Function hq = tanh(plus(qd, times(sequence::past_value(hp, h0), parameter({4, 4}))));
   hq.replace_placeholders({{hp, hq}});
   Variable sq_rec = sequence::last(sequence::future_value(hq, 2));
+  // The sequence ops that make new axes (where, gather, slice) or take them back (scatter).
+  Variable qc = sequence::input_variable(NDShape(), {.name = "qc"});
+  Variable sq_sel =
+      sequence::scatter(element_times(sequence::gather(qd, qc), sequence::where(qc)), qc);
+  Variable sq_marks = plus(
+      element_times(sequence::broadcast_as(sequence::reduce_max(qd), q), sequence::is_first(q)),
+      sequence::is_last(q));
+  Variable sq_new = sequence::slice(plus(sq_sel, sq_marks), 1, 0);
   Variable d64 = Dense(NDShape{2, 3}, {.dtype = DataType::Float64})(x64);
   Variable t64 = times(x64, parameter(NDShape{3, 2}, he_normal(), DataType::Float64, "W64"));
   // assign writes its ref at every evaluation: the model is saved before it is evaluated.
@@ -115,13 +123,14 @@ Model build_model() {
 
   Model m;
   m.f = combine({el,  sp,      red1,     red2,   red3,   sm,  lsm, ce,  err, se,
-                 bce, sq_last, sq_first, sq_sum, sq_rec, d64, t64, asg, ct,  gp},
+                 bce, sq_last, sq_first, sq_sum, sq_rec, sq_new, d64, t64, asg, ct,  gp},
                 "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
   m.args.emplace(s, Value::one_hot(10, {1, 3, 7, 0}));
   m.args.emplace(y, Value(Value::one_hot(5, {0, 2, 4, 1}).data().to_dense(), false));
   m.args.emplace(q, random_sequences({3}, {2, 4, 1}, DataType::Float32, 2));
+  m.args.emplace(qc, Value::create_sequences<float>(NDShape(), {{1, 0}, {2, 0, 1, 1}, {0}}));
   m.args.emplace(x64, random_batch({3}, 4, DataType::Float64, 3));
   m.args.emplace(img, random_batch({2, 5, 5}, 4, DataType::Float32, 4));
   return m;

@@ -100,8 +100,8 @@ struct TestConfig {
 // The trainer and source are shared or borrowed (Shared<T>: `.trainer = trainer` works for a
 // `Trainer trainer(...)` and for a shared_ptr alike).
 struct TrainingSessionConfig {
-  Shared<Trainer> trainer;
-  Shared<MinibatchSource> mb_source;
+  Shared<Trainer> trainer = {};
+  Shared<MinibatchSource> mb_source = {};
   MinibatchSizeSchedule mb_size = 32;
   InputMap model_inputs_to_streams = {};
   // nullopt: until the source ends (a source that never ends needs max_samples or max_sweeps).
