@@ -4,7 +4,7 @@
 //                                 {"inputs": {"arg": [...], ...}} for several)
 //                              -> {"outputs": [[...], ...]} ({"outputs": {"out": ...}} for several)
 //   GET  /v1/models/NAME           the signature, arguments and outputs
-//   GET  /healthz                  {"status": "ok"}
+//   GET  /healthz                  {"status": "ok", "in_flight": predict requests being answered}
 //
 // Requests for a model without sequence axes that arrive together are evaluated as one batch
 // of at most --max-batch samples, waiting at most --batch-delay-ms for more; a sequence model's
@@ -13,9 +13,11 @@
 // flight and exits 0.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -345,6 +347,12 @@ int serve(const ServeOptions& opt) {
   const size_t http_threads = std::clamp<size_t>(2 * opt.max_batch, 16, 256);
   server.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
   server.set_payload_max_length(opt.max_body);
+  // httplib's default options add SO_REUSEPORT, with which a second server on the same port
+  // starts and silently shares it: keep SO_REUSEADDR only (a restart may reuse the port at once).
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = res.status == 404 ? "no such resource: " + req.method + " " + req.path
@@ -370,8 +378,9 @@ int serve(const ServeOptions& opt) {
   auto unknown_model = [&](httplib::Response& res, const std::string& name) {
     reply(res, 404, {{"error", "no model '" + name + "': this server serves '" + opt.name + "'"}});
   };
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, {{"status", "ok"}});
+  std::atomic<int64_t> in_flight = 0;
+  server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, {{"status", "ok"}, {"in_flight", in_flight.load()}});
   });
   server.Get(R"(/v1/models/([^/:]+))", [&](const httplib::Request& req, httplib::Response& res) {
     if (req.matches[1] != opt.name) return unknown_model(res, req.matches[1]);
@@ -380,6 +389,11 @@ int serve(const ServeOptions& opt) {
   server.Post(
       R"(/v1/models/([^/:]+):predict)", [&](const httplib::Request& req, httplib::Response& res) {
         if (req.matches[1] != opt.name) return unknown_model(res, req.matches[1]);
+        ++in_flight;
+        struct Done {
+          std::atomic<int64_t>& count;
+          ~Done() { --count; }
+        } done{in_flight};
         try {
           reply(res, 200, outputs_json(runner, batcher.evaluate(parse_request(req.body, runner))));
         } catch (const BadRequest& e) {
