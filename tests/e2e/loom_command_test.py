@@ -136,6 +136,17 @@ out, _ = loom("eval", "m.cmf", "--data", "renamed.ctf", "--map", "features=x", "
               "--sparse", "y", "--output", "renamed.ctf.out")
 expect(expected_error in out.splitlines(), "--map/--sparse give another error figure")
 
+# The same data as IDX files, one stream each (float32 features, uint8 class indices).
+with open(path("features.idx"), "wb") as f:
+    f.write(struct.pack(">BBBBII", 0, 0, 0x0D, 2, 50, 3))
+    f.write(b"".join(struct.pack(">3f", *x) for x, _ in samples))
+with open(path("labels.idx"), "wb") as f:
+    f.write(struct.pack(">BBBBI", 0, 0, 0x08, 1, 50) + bytes(label for _, label in samples))
+out, _ = loom("eval", "m.cmf", "--data", "features=features.idx", "--data", "labels=labels.idx",
+              "--labels", "labels", "--output", "idx.ctf")
+expect(expected_error in out.splitlines(), "IDX data give another error figure")
+expect(open(path("idx.ctf")).read() == open(path("out.ctf")).read(), "IDX and CTF outputs differ")
+
 # Misuse: exit 2 with a message; data that do not match the model: exit 1.
 _, err = loom("eval", "m.cmf", "--data", "data.ctf", "--map", "nope=x", "--output", "o", code=2)
 expect("no argument 'nope'" in err, f"--map of an unknown argument: {err}")
@@ -146,6 +157,8 @@ _, err = loom("eval", "m.cmf", "--data", "renamed.ctf", "--output", "o", code=1)
 expect("features (3 values)" in err, f"streams that do not match are not explained: {err}")
 loom("eval", "notes.txt", "--data", "data.ctf", "--output", "o", code=1)
 loom("eval", "m.cmf", "--data", "missing.ctf", "--output", "o", code=1)
+_, err = loom("eval", "m.cmf", "--data", "pixels=features.idx", "--output", "o", code=2)
+expect("no argument reads stream 'pixels'" in err, f"an IDX stream no argument reads: {err}")
 
 
 # loom serve.
