@@ -1,5 +1,5 @@
 // The subcommands of the `loom` command. Each adds itself to the application; its callback
-// runs the command and sets the exit code. Misuse of the command line (a flag CLI11 rejects,
+// runs the command. Misuse of the command line (a flag CLI11 rejects,
 // a --map naming no argument, ...) is a UsageError: exit code 2; other loom::Errors exit 1.
 #pragma once
 
@@ -14,8 +14,8 @@ class UsageError : public ArgumentError {
   using ArgumentError::ArgumentError;
 };
 
-void add_info_command(CLI::App& app, int& exit_code);
-void add_eval_command(CLI::App& app, int& exit_code);
-void add_serve_command(CLI::App& app, int& exit_code);
+void add_info_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace loom::tools

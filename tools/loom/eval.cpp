@@ -7,6 +7,7 @@
 // its uid, as `loom info` lists it); a model with one argument and one data stream needs no map.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -118,7 +119,7 @@ void progress(size_t done, size_t total) {
                "########################################", kWidth - filled, "", done, total);
 }
 
-int eval(const EvalOptions& opt) {
+void eval(const EvalOptions& opt) {
   if (opt.minibatch_size == 0) throw UsageError("--minibatch-size must be at least 1");
   const std::string format =
       !opt.format.empty()                                                           ? opt.format
@@ -272,12 +273,11 @@ int eval(const EvalOptions& opt) {
   if (labels.valid())
     std::printf("Classification error: %.2f%% (%zu of %zu samples)\n",
                 labelled ? 100.0 * double(errors) / double(labelled) : 0.0, errors, labelled);
-  return 0;
 }
 
 }  // namespace
 
-void add_eval_command(CLI::App& app, int& exit_code) {
+void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval",
       "Run a model over a data set, write its outputs, and report the classification "
@@ -301,7 +301,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"ctf", "csv"}));
   cmd->add_option("--minibatch-size", opt->minibatch_size, "Samples per evaluation")
       ->capture_default_str();
-  cmd->callback([opt, &exit_code] { exit_code = eval(*opt); });
+  cmd->callback([opt] { eval(*opt); });
 }
 
 }  // namespace loom::tools

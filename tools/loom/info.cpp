@@ -11,7 +11,7 @@
 namespace loom::tools {
 namespace {
 
-int info(const std::string& path) {
+void info(const std::string& path) {
   // The container reader checks the header's and every section's CRC32C; a damaged file
   // throws a DataError saying where.
   const MappedFile file(path);
@@ -40,17 +40,16 @@ int info(const std::string& path) {
   for (size_t i = 0; i < parameters.size(); ++i)
     std::printf("  %-24s %-16s %zu\n", paths[i].c_str(), parameters[i].shape().to_string().c_str(),
                 parameters[i].shape().total_size());
-  return 0;
 }
 
 }  // namespace
 
-void add_info_command(CLI::App& app, int& exit_code) {
+void add_info_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "info", "Print a model file's format, checksum status, signature and parameters");
   auto path = std::make_shared<std::string>();
   cmd->add_option("MODEL", *path, "A model or checkpoint file")->required();
-  cmd->callback([path, &exit_code] { exit_code = info(*path); });
+  cmd->callback([path] { info(*path); });
 }
 
 }  // namespace loom::tools

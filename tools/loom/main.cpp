@@ -13,10 +13,9 @@
 int main(int argc, char** argv) {
   CLI::App app("loom: inspect, evaluate and serve Loom models", "loom");
   app.require_subcommand(1);
-  int exit_code = 0;
-  loom::tools::add_info_command(app, exit_code);
-  loom::tools::add_eval_command(app, exit_code);
-  loom::tools::add_serve_command(app, exit_code);
+  loom::tools::add_info_command(app);
+  loom::tools::add_eval_command(app);
+  loom::tools::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -29,5 +28,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loom: error: %s\n", e.what());
     return 1;
   }
-  return exit_code;
+  return 0;
 }

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "loom/core/threads.h"
 #include "loom/deploy/model_runner.h"
 #include "tools/loom/commands.h"
 
@@ -61,13 +62,15 @@ struct ArgumentValues {
   std::vector<std::vector<float>> items;  // per sample, or per sequence (its steps' values)
 };
 
+// A request's outputs: per output, per sample (or sequence), its values.
+using Outputs = std::vector<std::vector<std::vector<float>>>;
+
 // A parsed request waiting for its outputs.
 struct Job {
   std::vector<ArgumentValues> arguments;  // in the model's argument order
   size_t samples = 0;                     // samples (or sequences) in the request
   Clock::time_point arrival = Clock::now();
-  std::promise<std::vector<ValueMap>> result;  // the batch's outputs, and this job's range
-  size_t offset = 0;
+  std::promise<Outputs> result;
 };
 
 json shape_json(const NDShape& s) {
@@ -181,10 +184,10 @@ json nest(const float*& p, std::span<const size_t> dims) {
 // Collects requests into batches and evaluates them on its worker threads.
 class Batcher {
  public:
-  Batcher(const ModelRunner& runner, const ServeOptions& opt) : runner_(runner), opt_(opt) {
+  Batcher(const ModelRunner& runner, const ServeOptions& opt)
+      : runner_(runner), opt_(opt), workers_(std::max<size_t>(opt.workers, 1)) {
     for (const Variable& a : runner.arguments()) batchable_ = batchable_ && !a.has_sequence_axis();
-    for (size_t i = 0; i < std::max<size_t>(opt.workers, 1); ++i)
-      threads_.emplace_back([this] { work(); });
+    for (size_t i = 0; i < workers_; ++i) threads_.emplace_back([this] { work(); });
   }
   ~Batcher() {
     {
@@ -195,28 +198,22 @@ class Batcher {
     for (auto& t : threads_) t.join();
   }
 
-  // The outputs for one request (its samples of each output, as JSON-ready sequences).
-  std::vector<std::vector<std::vector<float>>> evaluate(Job job) {
-    std::future<std::vector<ValueMap>> done = job.result.get_future();
-    auto shared = std::make_shared<Job>(std::move(job));
+  // The outputs for one request, evaluated in a batch with others that came at the same time.
+  Outputs evaluate(Job job) {
+    std::future<Outputs> done = job.result.get_future();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      queued_samples_ += shared->samples;
-      queue_.push_back(shared);
+      queued_samples_ += job.samples;
+      queue_.push_back(std::make_shared<Job>(std::move(job)));
     }
     ready_.notify_all();
-    const std::vector<ValueMap> outputs = done.get();
-    std::vector<std::vector<std::vector<float>>> result;  // [output][item][values]
-    for (const Variable& o : runner_.outputs()) {
-      std::vector<std::vector<float>> all = outputs[0].at(o).as_sequences<float>();
-      result.emplace_back(all.begin() + std::ptrdiff_t(shared->offset),
-                          all.begin() + std::ptrdiff_t(shared->offset + shared->samples));
-    }
-    return result;
+    return done.get();
   }
 
  private:
   void work() {
+    // The workers split the cores: each evaluation is itself parallel (OpenMP, oneDNN).
+    set_max_num_cpu_threads(std::max(1, get_max_num_cpu_threads() / int(workers_)));
     for (;;) {
       std::vector<std::shared_ptr<Job>> batch;
       {
@@ -246,35 +243,46 @@ class Batcher {
 
   // Evaluates the jobs as one batch (their samples concatenated) and hands each its outputs.
   void run(const std::vector<std::shared_ptr<Job>>& batch) {
+    Outputs all;
     try {
       const std::vector<Variable>& args = runner_.arguments();
       ValueMap values;
       for (size_t i = 0; i < args.size(); ++i) {
-        std::vector<std::vector<float>> items;
-        for (const auto& job : batch)
-          items.insert(items.end(), job->arguments[i].items.begin(), job->arguments[i].items.end());
         if (args[i].has_sequence_axis()) {
-          values.emplace(args[i], Value::create_sequences<float>(args[i].shape(), items));
+          std::vector<std::vector<float>> sequences;
+          for (const auto& job : batch)
+            sequences.insert(sequences.end(), job->arguments[i].items.begin(),
+                             job->arguments[i].items.end());
+          values.emplace(args[i], Value::create_sequences<float>(args[i].shape(), sequences));
         } else {
           std::vector<float> flat;
-          for (const auto& item : items) flat.insert(flat.end(), item.begin(), item.end());
+          for (const auto& job : batch)
+            for (const auto& item : job->arguments[i].items)
+              flat.insert(flat.end(), item.begin(), item.end());
           values.emplace(args[i], Value::create_batch<float>(args[i].shape(), flat));
         }
       }
-      std::vector<ValueMap> outputs{runner_.evaluate(values)};
-      size_t offset = 0;
-      for (const auto& job : batch) {
-        job->offset = offset;
-        offset += job->samples;
-        job->result.set_value(outputs);
-      }
+      const ValueMap outputs = runner_.evaluate(values);
+      for (const Variable& o : runner_.outputs())
+        all.push_back(outputs.at(o).as_sequences<float>());
     } catch (...) {
       for (const auto& job : batch) job->result.set_exception(std::current_exception());
+      return;
+    }
+    size_t offset = 0;
+    for (const auto& job : batch) {
+      Outputs mine;
+      for (const auto& output : all)
+        mine.emplace_back(output.begin() + std::ptrdiff_t(offset),
+                          output.begin() + std::ptrdiff_t(offset + job->samples));
+      offset += job->samples;
+      job->result.set_value(std::move(mine));
     }
   }
 
   const ModelRunner& runner_;
   const ServeOptions& opt_;
+  const size_t workers_;
   bool batchable_ = true;
   std::mutex mutex_;
   std::condition_variable ready_;
@@ -300,8 +308,7 @@ json signature(const ModelRunner& runner, const ServeOptions& opt) {
           {"max_batch", opt.max_batch}};
 }
 
-json outputs_json(const ModelRunner& runner,
-                  const std::vector<std::vector<std::vector<float>>>& outputs) {
+json outputs_json(const ModelRunner& runner, const Outputs& outputs) {
   json per_output = json::array();
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Variable& v = runner.outputs()[o];
@@ -328,7 +335,7 @@ json outputs_json(const ModelRunner& runner,
   return {{"outputs", named}};
 }
 
-int serve(const ServeOptions& opt) {
+void serve(const ServeOptions& opt) {
   if (opt.port < 0 || opt.port > 65535)
     throw UsageError("--port: give a port from 1 to 65535 (0: any free port)");
   if (opt.max_batch == 0) throw UsageError("--max-batch must be at least 1");
@@ -412,24 +419,29 @@ int serve(const ServeOptions& opt) {
   if (port <= 0)
     throw IOError(detail::concat("cannot listen on ", opt.host, ":", opt.port,
                                  ": the port is in use, or the address is not this machine's"));
+  std::atomic<bool> listen_returned = false;
   std::thread stopper([&] {
     int signal = 0;
     sigwait(&signals, &signal);
+    // A signal that came before listening started: stop() would find nothing to stop yet.
+    while (!server.is_running() && !listen_returned)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     server.stop();
   });
   std::printf("Serving '%s' %s on http://%s:%d\n", opt.name.c_str(),
               runner.function().to_string().c_str(), opt.host.c_str(), port);
   std::fflush(stdout);
   const bool listened = server.listen_after_bind();
+  listen_returned = true;
   if (!listened) pthread_kill(stopper.native_handle(), SIGTERM);  // wake the waiting thread
   stopper.join();
+  if (!listened) throw IOError(detail::concat("serving on ", opt.host, ":", port, " failed"));
   std::printf("Stopped: the requests in flight were answered\n");
-  return listened ? 0 : 1;
 }
 
 }  // namespace
 
-void add_serve_command(CLI::App& app, int& exit_code) {
+void add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP/1.1 with JSON requests");
   auto opt = std::make_shared<ServeOptions>();
   cmd->add_option("MODEL", opt->model, "A model or checkpoint file")->required();
@@ -446,7 +458,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-body", opt->max_body, "Largest request body in bytes (larger: 413)")
       ->capture_default_str();
   cmd->add_option("--workers", opt->workers, "Batches evaluated at once")->capture_default_str();
-  cmd->callback([opt, &exit_code] { exit_code = serve(*opt); });
+  cmd->callback([opt] { serve(*opt); });
 }
 
 }  // namespace loom::tools
