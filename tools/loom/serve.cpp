@@ -6,11 +6,12 @@
 //   GET  /v1/models/NAME           the signature, arguments and outputs
 //   GET  /healthz                  {"status": "ok", "in_flight": predict requests being answered}
 //
-// Requests for a model without sequence axes that arrive together are evaluated as one batch
-// of at most --max-batch samples, waiting at most --batch-delay-ms for more; a sequence model's
-// requests are evaluated one by one. Bad requests answer 4xx with {"error": message}; the
-// server goes on. SIGTERM or SIGINT stops accepting connections, finishes the requests in
-// flight and exits 0.
+// Requests for a model without sequence axes that wait together are evaluated as one batch of
+// at most --max-batch samples; with --batch-delay-ms, a batch waits that long after its first
+// request for more (by default it does not wait: requests that come while the workers compute
+// form the next batch). A sequence model's requests are evaluated one by one. Bad requests answer
+// 4xx with {"error": message}; the server goes on. SIGTERM or SIGINT stops accepting connections,
+// finishes the requests in flight and exits 0.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -46,7 +47,7 @@ struct ServeOptions {
   int port = -1;
   std::string name = "model";
   size_t max_batch = 32;
-  double batch_delay_ms = 2;
+  double batch_delay_ms = 0;  // batch what is waiting when a worker is free; wait for no more
   size_t max_body = size_t{16} << 20;
   size_t workers = 2;
 };
@@ -354,6 +355,9 @@ void serve(const ServeOptions& opt) {
   const size_t http_threads = std::clamp<size_t>(2 * opt.max_batch, 16, 256);
   server.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
   server.set_payload_max_length(opt.max_body);
+  // A response goes out in two writes (headers, body): without TCP_NODELAY, Nagle's algorithm
+  // holds the second until the client's delayed ACK, 40 ms later.
+  server.set_tcp_nodelay(true);
   // httplib's default options add SO_REUSEPORT, with which a second server on the same port
   // starts and silently shares it: keep SO_REUSEADDR only (a restart may reuse the port at once).
   server.set_socket_options([](socket_t sock) {
