@@ -161,16 +161,41 @@ _, err = loom("eval", "m.cmf", "--data", "pixels=features.idx", "--output", "o",
 expect("no argument reads stream 'pixels'" in err, f"an IDX stream no argument reads: {err}")
 
 
+# A sequence model (the same layers per step): eval writes "sequence |output ..." lines, one
+# per step, and counts errors per step.
+subprocess.run([os.path.join(build_dir, "save_dense_model"), path("seq.cmf"), "--sequence"],
+               check=True, capture_output=True, timeout=120)
+sequences = [[samples[(s * 5 + t) % 50] for t in range(1 + s % 4)] for s in range(10)]
+with open(path("seq.ctf"), "w") as f:
+    for s, steps in enumerate(sequences):
+        for x, label in steps:
+            f.write(f"{s} |features {' '.join(map(str, x))} |labels {label}:1\n")
+steps = [step for sequence in sequences for step in sequence]
+seq_wrong = sum((0 if model(x)[0] > model(x)[1] else 1) != label for x, label in steps)
+out, _ = loom("eval", "seq.cmf", "--data", "seq.ctf", "--labels", "labels", "--sparse", "labels",
+              "--output", "seq.out.ctf", "--minibatch-size", "5")
+expect(f"Classification error: {100.0 * seq_wrong / len(steps):.2f}% ({seq_wrong} of "
+       f"{len(steps)} samples)" in out.splitlines(), f"sequence error figure: {out}")
+seq_lines = open(path("seq.out.ctf")).read().splitlines()
+expected_ids = [str(s) for s, sequence in enumerate(sequences) for _ in sequence]
+expect([l.split()[0] for l in seq_lines] == expected_ids, "sequence ids of the output lines")
+for line, (x, _) in zip(seq_lines, steps):
+    values = [float(v) for v in line.split()[2:]]
+    expect(all(abs(a - b) < 1e-5 for a, b in zip(values, model(x))), f"step output {line}")
+
+
 # loom serve.
 class Server:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([LOOM, "serve", "m.cmf", "--port", "0", *args], cwd=work_dir,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, *args, model_file="m.cmf",
+                 signature="Composite(features: Tensor[3]) -> Tensor[2]"):
+        self.proc = subprocess.Popen([LOOM, "serve", model_file, "--port", "0", *args],
+                                     cwd=work_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         expect(ready, "the server printed nothing in 60 s")
         line = self.proc.stdout.readline()
-        expect(line.startswith("Serving 'model' Composite(features: Tensor[3]) -> Tensor[2] on "
-                               "http://127.0.0.1:"), f"unexpected first line: {line!r}")
+        expect(line.startswith(f"Serving 'model' {signature} on http://127.0.0.1:"),
+               f"unexpected first line: {line!r}")
         self.port = int(line.rsplit(":", 1)[1])
 
     def request(self, method, url, body=None):
@@ -267,6 +292,22 @@ try:
     expect(proc.returncode == 1 and "in use" in proc.stderr, f"port in use: {proc.stderr}")
     code = server.stop()
     expect(code == 0, f"SIGTERM: exit code {code}")
+finally:
+    server.stop()
+
+# A sequence model's requests: sequences of different lengths in one request.
+server = Server("--workers", "1", model_file="seq.cmf",
+                signature="Composite(features: Sequence[Tensor[3]]) -> Sequence[Tensor[2]]")
+try:
+    status, body = server.predict([[x for x, _ in sequence] for sequence in sequences])
+    expect(status == 200 and [len(o) for o in body["outputs"]] == [len(q) for q in sequences],
+           f"sequence predict: {status} {str(body)[:200]}")
+    for sequence, outputs in zip(sequences, body["outputs"]):
+        for (x, _), out in zip(sequence, outputs):
+            expect(all(abs(a - b) < 1e-5 for a, b in zip(out, model(x))), f"step {out}")
+    status, body = server.predict([[]])
+    expect(status == 400, f"an empty sequence: {status} {body}")
+    expect(server.stop() == 0, "the sequence server did not exit 0")
 finally:
     server.stop()
 
