@@ -122,7 +122,7 @@ expect(len(ctf_rows) == 50, f"{len(ctf_rows)} output lines, expected 50")
 for (x, _), row in zip(samples, ctf_rows):
     expect(all(abs(a - b) < 1e-5 for a, b in zip(row, model(x))), f"output {row} != {model(x)}")
 
-out, _ = loom("eval", "m.cmf", "--data", "data.ctf", "--labels", "labels", "--output", "out.csv")
+out, _ = loom("eval", "--data", "data.ctf", "m.cmf", "--labels", "labels", "--output", "out.csv")
 csv_lines = open(path("out.csv")).read().splitlines()
 expect(len(csv_lines) == 51, "the CSV file needs a header and 50 rows")
 csv_rows = [[float(v) for v in l.split(",")] for l in csv_lines[1:]]

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -68,7 +70,7 @@ class OutputWriter {
  public:
   OutputWriter(const std::string& path, bool csv, const std::vector<Variable>& outputs)
       : out_(path), csv_(csv), outputs_(outputs) {
-    if (!out_) throw IOError(detail::concat("cannot write '", path, "'"));
+    if (!out_) throw IOError(detail::concat("cannot write '", path, "': ", std::strerror(errno)));
     sequences_ = outputs.front().has_sequence_axis();
     if (!csv_) return;
     std::string header = sequences_ ? "sequence,step" : "";
@@ -284,18 +286,23 @@ void add_eval_command(CLI::App& app) {
       "error against labels");
   auto opt = std::make_shared<EvalOptions>();
   cmd->add_option("MODEL", opt->model, "A model or checkpoint file")->required();
+  // Each repeatable option takes one value per flag, so that MODEL may follow them.
   cmd->add_option("--data", opt->data,
                   "A CTF file holding the streams, or STREAM=FILE for an IDX file (repeatable)")
-      ->required();
+      ->required()
+      ->allow_extra_args(false);
   cmd->add_option("--map", opt->map,
                   "ARG=STREAM: the argument (name or uid) reads that stream (repeatable; "
-                  "default: each argument reads the stream of its name)");
+                  "default: each argument reads the stream of its name)")
+      ->allow_extra_args(false);
   cmd->add_option("--labels", opt->labels,
                   "The stream of labels (one-hot, or class indices in an IDX file): print the "
                   "classification error");
   cmd->add_option("--sparse", opt->sparse,
-                  "A CTF stream written as index:value pairs (repeatable; sparse arguments are)");
-  cmd->add_option("--scale", opt->scale, "STREAM=FACTOR: multiply an IDX stream's values");
+                  "A CTF stream written as index:value pairs (repeatable; sparse arguments are)")
+      ->allow_extra_args(false);
+  cmd->add_option("--scale", opt->scale, "STREAM=FACTOR: multiply an IDX stream's values")
+      ->allow_extra_args(false);
   cmd->add_option("--output", opt->output, "Where the outputs go")->required();
   cmd->add_option("--format", opt->format, "ctf or csv (default: csv for *.csv, else ctf)")
       ->check(CLI::IsMember({"ctf", "csv"}));
