@@ -6,6 +6,7 @@
 #include "loom/core/random.h"
 #include "loom/core/threads.h"
 #include "loom/core/value.h"
+#include "loom/deploy/model_runner.h"
 #include "loom/graph/function.h"
 #include "loom/graph/random_state.h"
 #include "loom/graph/variable.h"

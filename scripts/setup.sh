@@ -17,6 +17,8 @@ packages=(
   dataset-fashion-mnist
   # distributed training: MPI, and mpirun for the multi-process tests
   libopenmpi-dev openmpi-bin
+  # the loom command (tools/): command line, JSON, HTTP serving; wrk loads it in bench/serve.py
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev wrk
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -13,7 +13,7 @@ const dnnl::engine& engine() {
 }
 
 dnnl::stream& stream() {
-  static dnnl::stream s(engine());
+  thread_local dnnl::stream s(engine());
   return s;
 }
 

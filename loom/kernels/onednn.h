@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,8 +28,8 @@ namespace loom::kernels::onednn {
 
 using dims = dnnl::memory::dims;
 
-// The process-wide CPU engine and its stream (created at first use). oneDNN runs on the same
-// OpenMP pool as Loom's loops, so set_max_num_cpu_threads applies to it too.
+// The process-wide CPU engine and the calling thread's stream (created at first use). oneDNN runs
+// on the same OpenMP pool as Loom's loops, so set_max_num_cpu_threads applies to it too.
 const dnnl::engine& engine();
 dnnl::stream& stream();
 
@@ -82,14 +81,15 @@ class Output {
 std::string key(std::string_view kind, std::initializer_list<dims> groups);
 
 // Returns the object cached under key, creating it with make() at the first call. One cache
-// per type T; entries live until the process ends (a training run meets a handful of shapes:
-// the minibatch size and the last, smaller one). Thread safe; a returned reference stays
-// valid. Primitives are stateless once created, so callers may execute them from any thread.
+// per type T and thread; entries live until the thread ends (a training run meets a handful of
+// shapes: the minibatch size and the last, smaller one). Per thread because oneDNN's CPU
+// build (DNNL_ENABLE_CONCURRENT_EXEC off) gives each thread one scratchpad shared by the
+// primitives that thread created: a primitive must run on the thread that created it, and
+// never on two at once. Threads that evaluate a model concurrently (loom/deploy) thus each
+// create their own; a returned reference stays valid on its thread.
 template <class T, class Make>
 T& cached(const std::string& key, Make&& make) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, std::unique_ptr<T>> map;
-  std::lock_guard<std::mutex> lock(mutex);
+  thread_local std::unordered_map<std::string, std::unique_ptr<T>> map;
   auto it = map.find(key);
   if (it == map.end()) {
     try {

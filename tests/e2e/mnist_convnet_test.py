@@ -34,4 +34,20 @@ sys.stdout.write(proc.stdout)
 expect(proc.returncode == 0, f"classify_digit failed: {proc.stderr}")
 recognized = matching(proc.stdout.splitlines(), r"Recognized as: (\d) \(label (\d)\)")
 expect(len(recognized) == 1, "classify_digit printed no class")
+
+# `loom eval` of the saved model on the IDX test files gives the example's test error.
+folder = "/usr/share/datasets/fashion-mnist"
+proc = subprocess.run([os.path.join(build_dir, "tools", "loom"), "eval", "mnist.cmf",
+                       "--data", f"features={folder}/t10k-images-idx3-ubyte.gz",
+                       "--scale", f"features={1 / 255!r}",
+                       "--data", f"labels={folder}/t10k-labels-idx1-ubyte.gz",
+                       "--labels", "labels", "--output", "scores.csv"],
+                      cwd=work_dir, capture_output=True, text=True, timeout=300)
+sys.stdout.write(proc.stdout)
+expect(proc.returncode == 0, f"loom eval failed: {proc.stderr}")
+example_error = matching(lines, r"Test error: ([\d.]+)%")
+eval_error = matching(proc.stdout.splitlines(), r"Classification error: ([\d.]+)% \(\d+ of 10000 samples\)")
+expect(len(example_error) == 1 and len(eval_error) == 1, "no test error to compare")
+expect(example_error[0].group(1) == eval_error[0].group(1),
+       f"loom eval's error {eval_error[0].group(1)}% differs from the example's {example_error[0].group(1)}%")
 print("mnist_convnet: 1 passed, 0 failed")

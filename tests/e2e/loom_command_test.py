@@ -1,0 +1,337 @@
+"""The loom command: `loom info`, `loom eval` and `loom serve` on a small Dense model that
+save_dense_model writes with parameters set by a formula, so that this test computes the
+model's outputs itself. The server is driven over loopback with http.client; every wait is
+bounded and the server is stopped at the end even when a check fails."""
+import http.client
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from example import expect, fail
+
+build_dir, work_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+shutil.rmtree(work_dir, ignore_errors=True)
+os.makedirs(work_dir)
+LOOM = os.path.join(build_dir, "tools", "loom")
+checks = 0
+
+
+def loom(*args, code=0):
+    """Runs loom with args in the work folder; checks its exit code; returns (stdout, stderr)."""
+    global checks
+    proc = subprocess.run([LOOM, *args], cwd=work_dir, capture_output=True, text=True, timeout=300)
+    if proc.returncode != code:
+        sys.stdout.write(proc.stdout + proc.stderr)
+        fail(f"loom {' '.join(args)} exited with {proc.returncode}, expected {code}")
+    checks += 1
+    return proc.stdout, proc.stderr
+
+
+def path(name):
+    return os.path.join(work_dir, name)
+
+
+# The model: features [3] -> Dense(4, relu) -> Dense(2); value k of a parameter of n values is
+# ((k * 7 + n) % 11 - 5) / 8 (save_dense_model.cpp).
+def param(n):
+    return [((k * 7 + n) % 11 - 5) / 8 for k in range(n)]
+
+
+W1, B1, W2, B2 = param(12), param(4), param(8), param(2)
+
+
+def f32(v):
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def model(x):
+    h = [max(0.0, sum(x[i] * W1[i * 4 + j] for i in range(3)) + B1[j]) for j in range(4)]
+    return [sum(h[i] * W2[i * 2 + j] for i in range(4)) + B2[j] for j in range(2)]
+
+
+subprocess.run([os.path.join(build_dir, "save_dense_model"), path("m.cmf")], check=True,
+               capture_output=True, timeout=120)
+
+# loom info: the signature as Function::to_string prints it, parameters by path, the format.
+out, _ = loom("info", "m.cmf")
+lines = out.splitlines()
+expect("Signature: Composite(features: Tensor[3]) -> Tensor[2]" in lines, "no signature line")
+expect(any(l.startswith("Format: Loom container version 1, a model") for l in lines),
+       "no format line")
+expect(any(l.startswith("Checksums: valid") for l in lines), "no checksum line")
+expect("Parameters: 4 tensors, 26 values" in lines, "no parameter count")
+for p, shape, n in [("Dense1.W", "[3,4]", 12), ("Dense1.b", "[4]", 4), ("Dense2.W", "[4,2]", 8),
+                    ("Dense2.b", "[2]", 2)]:
+    expect(any(l.split() == [p, shape, str(n)] for l in lines), f"no line for {p}")
+expect("  features: Tensor[3]" in lines, "the argument is not listed")
+
+# A damaged file (one payload byte changed), a file that is not a model, a missing one: exit 1.
+data = bytearray(open(path("m.cmf"), "rb").read())
+data[len(data) - 20] ^= 0xFF
+open(path("damaged.cmf"), "wb").write(bytes(data))
+_, err = loom("info", "damaged.cmf", code=1)
+expect("damaged" in err and "CRC32C" in err, f"the damage is not reported: {err}")
+open(path("notes.txt"), "w").write("not a model\n")
+_, err = loom("info", "notes.txt", code=1)
+expect("not a Loom file" in err, f"a text file is not recognized: {err}")
+loom("info", "missing.cmf", code=1)
+loom("info", code=2)
+loom("info", "m.cmf", "--bogus", code=2)
+loom("frobnicate", code=2)
+loom(code=2)
+for sub in ["info", "eval", "serve"]:
+    out, _ = loom(sub, "--help")
+    expect("Usage" in out or "usage" in out.lower(), f"loom {sub} --help printed no usage")
+
+# loom eval on a CTF file with one-hot labels: outputs equal the formula's (float32), and the
+# classification error is the one computed here.
+rng = random.Random(14)
+samples = []
+while len(samples) < 50:
+    x = [round(rng.uniform(-2, 2), 3) for _ in range(3)]
+    z = model(x)
+    if abs(z[0] - z[1]) < 1e-3:
+        continue  # no near-ties: float32 and Python doubles must agree on the class
+    predicted = 0 if z[0] > z[1] else 1
+    label = predicted if rng.random() < 0.7 else 1 - predicted
+    samples.append((x, label))
+with open(path("data.ctf"), "w") as f:
+    for x, label in samples:
+        onehot = " ".join("1" if k == label else "0" for k in range(2))
+        f.write(f"|features {' '.join(map(str, x))} |labels {onehot}\n")
+wrong = sum((0 if model(x)[0] > model(x)[1] else 1) != label for x, label in samples)
+expected_error = f"Classification error: {100.0 * wrong / len(samples):.2f}% ({wrong} of 50 samples)"
+
+out, _ = loom("eval", "m.cmf", "--data", "data.ctf", "--labels", "labels", "--output", "out.ctf",
+              "--minibatch-size", "16")
+expect(expected_error in out.splitlines(), f"expected '{expected_error}' in:\n{out}")
+ctf_rows = []
+for line in open(path("out.ctf")):
+    field, *values = line.split()
+    expect(field.startswith("|"), f"not a CTF line: {line}")
+    ctf_rows.append([float(v) for v in values])
+expect(len(ctf_rows) == 50, f"{len(ctf_rows)} output lines, expected 50")
+for (x, _), row in zip(samples, ctf_rows):
+    expect(all(abs(a - b) < 1e-5 for a, b in zip(row, model(x))), f"output {row} != {model(x)}")
+
+out, _ = loom("eval", "--data", "data.ctf", "m.cmf", "--labels", "labels", "--output", "out.csv")
+csv_lines = open(path("out.csv")).read().splitlines()
+expect(len(csv_lines) == 51, "the CSV file needs a header and 50 rows")
+csv_rows = [[float(v) for v in l.split(",")] for l in csv_lines[1:]]
+expect(csv_rows == ctf_rows, "CSV and CTF outputs differ")
+
+# Another stream name (--map) and sparse labels (--sparse).
+with open(path("renamed.ctf"), "w") as f:
+    for x, label in samples:
+        f.write(f"|x {' '.join(map(str, x))} |y {label}:1\n")
+out, _ = loom("eval", "m.cmf", "--data", "renamed.ctf", "--map", "features=x", "--labels", "y",
+              "--sparse", "y", "--output", "renamed.ctf.out")
+expect(expected_error in out.splitlines(), "--map/--sparse give another error figure")
+
+# The same data as IDX files, one stream each (float32 features, uint8 class indices).
+with open(path("features.idx"), "wb") as f:
+    f.write(struct.pack(">BBBBII", 0, 0, 0x0D, 2, 50, 3))
+    f.write(b"".join(struct.pack(">3f", *x) for x, _ in samples))
+with open(path("labels.idx"), "wb") as f:
+    f.write(struct.pack(">BBBBI", 0, 0, 0x08, 1, 50) + bytes(label for _, label in samples))
+out, _ = loom("eval", "m.cmf", "--data", "features=features.idx", "--data", "labels=labels.idx",
+              "--labels", "labels", "--output", "idx.ctf")
+expect(expected_error in out.splitlines(), "IDX data give another error figure")
+expect(open(path("idx.ctf")).read() == open(path("out.ctf")).read(), "IDX and CTF outputs differ")
+
+# Misuse: exit 2 with a message; data that do not match the model: exit 1.
+_, err = loom("eval", "m.cmf", "--data", "data.ctf", "--map", "nope=x", "--output", "o", code=2)
+expect("no argument 'nope'" in err, f"--map of an unknown argument: {err}")
+loom("eval", "m.cmf", "--data", "data.ctf", code=2)  # no --output
+loom("eval", "m.cmf", "--data", "data.ctf", "--output", "o", "--format", "xml", code=2)
+loom("eval", "m.cmf", "--data", "data.ctf", "--output", "o", "--minibatch-size", "x", code=2)
+_, err = loom("eval", "m.cmf", "--data", "renamed.ctf", "--output", "o", code=1)
+expect("features (3 values)" in err, f"streams that do not match are not explained: {err}")
+loom("eval", "notes.txt", "--data", "data.ctf", "--output", "o", code=1)
+loom("eval", "m.cmf", "--data", "missing.ctf", "--output", "o", code=1)
+_, err = loom("eval", "m.cmf", "--data", "pixels=features.idx", "--output", "o", code=2)
+expect("no argument reads stream 'pixels'" in err, f"an IDX stream no argument reads: {err}")
+
+
+# A sequence model (the same layers per step): eval writes "sequence |output ..." lines, one
+# per step, and counts errors per step.
+subprocess.run([os.path.join(build_dir, "save_dense_model"), path("seq.cmf"), "--sequence"],
+               check=True, capture_output=True, timeout=120)
+sequences = [[samples[(s * 5 + t) % 50] for t in range(1 + s % 4)] for s in range(10)]
+with open(path("seq.ctf"), "w") as f:
+    for s, steps in enumerate(sequences):
+        for x, label in steps:
+            f.write(f"{s} |features {' '.join(map(str, x))} |labels {label}:1\n")
+steps = [step for sequence in sequences for step in sequence]
+seq_wrong = sum((0 if model(x)[0] > model(x)[1] else 1) != label for x, label in steps)
+out, _ = loom("eval", "seq.cmf", "--data", "seq.ctf", "--labels", "labels", "--sparse", "labels",
+              "--output", "seq.out.ctf", "--minibatch-size", "5")
+expect(f"Classification error: {100.0 * seq_wrong / len(steps):.2f}% ({seq_wrong} of "
+       f"{len(steps)} samples)" in out.splitlines(), f"sequence error figure: {out}")
+seq_lines = open(path("seq.out.ctf")).read().splitlines()
+expected_ids = [str(s) for s, sequence in enumerate(sequences) for _ in sequence]
+expect([l.split()[0] for l in seq_lines] == expected_ids, "sequence ids of the output lines")
+for line, (x, _) in zip(seq_lines, steps):
+    values = [float(v) for v in line.split()[2:]]
+    expect(all(abs(a - b) < 1e-5 for a, b in zip(values, model(x))), f"step output {line}")
+
+
+# loom serve.
+class Server:
+    def __init__(self, *args, model_file="m.cmf",
+                 signature="Composite(features: Tensor[3]) -> Tensor[2]"):
+        self.proc = subprocess.Popen([LOOM, "serve", model_file, "--port", "0", *args],
+                                     cwd=work_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        expect(ready, "the server printed nothing in 60 s")
+        line = self.proc.stdout.readline()
+        expect(line.startswith(f"Serving 'model' {signature} on http://127.0.0.1:"),
+               f"unexpected first line: {line!r}")
+        self.port = int(line.rsplit(":", 1)[1])
+
+    def request(self, method, url, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request(method, url, body=body, headers={"Content-Type": "application/json"})
+            r = conn.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            conn.close()
+
+    def predict(self, inputs, name="model"):
+        return self.request("POST", f"/v1/models/{name}:predict", json.dumps({"inputs": inputs}))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            fail("the server did not stop within 60 s of SIGTERM")
+
+
+server = Server("--max-body", "65536", "--max-batch", "8")
+try:
+    status, body = server.request("GET", "/healthz")
+    expect(status == 200 and body["status"] == "ok", f"healthz: {status} {body}")
+    status, body = server.request("GET", "/v1/models/model")
+    expect(status == 200 and body["signature"] == "Composite(features: Tensor[3]) -> Tensor[2]",
+           f"signature: {body}")
+    expect(body["inputs"][0]["name"] == "features" and body["inputs"][0]["shape"] == [3],
+           f"inputs: {body['inputs']}")
+
+    # The whole data set in one request: loom eval's numbers, float32 for float32.
+    status, body = server.predict([x for x, _ in samples])
+    expect(status == 200 and len(body["outputs"]) == 50, f"predict: {status}")
+    for row, out in zip(ctf_rows, body["outputs"]):
+        expect([f32(v) for v in row] == [f32(v) for v in out], f"serve {out} != eval {row}")
+    status, body = server.predict({"features": [samples[0][0]]})
+    expect(status == 200 and len(body["outputs"]) == 1, "inputs by argument name")
+
+    # Concurrent requests of 1 to 5 samples each, batched by the server: all answered right.
+    failures = []
+
+    def client(seed):
+        r = random.Random(seed)
+        for _ in range(15):
+            picks = [r.randrange(50) for _ in range(r.randint(1, 5))]
+            status, body = server.predict([samples[i][0] for i in picks])
+            if status != 200 or len(body["outputs"]) != len(picks):
+                failures.append(f"{status} {body}")
+                continue
+            for i, out in zip(picks, body["outputs"]):
+                if any(abs(a - b) > 1e-5 for a, b in zip(out, ctf_rows[i])):
+                    failures.append(f"sample {i}: {out} != {ctf_rows[i]}")
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    expect(not any(t.is_alive() for t in threads), "concurrent clients did not finish")
+    expect(not failures, f"{len(failures)} concurrent answers wrong, first: {failures[:3]}")
+
+    # Bad requests: 4xx with a JSON message, and the server keeps serving.
+    bad = [
+        ("POST", "/v1/models/model:predict", "{not json"),
+        ("POST", "/v1/models/model:predict", '{"inputs": [[1, 2, NaN]]}'),
+        ("POST", "/v1/models/model:predict", '{"inputs": [[1, 2, 1e39]]}'),
+        ("POST", "/v1/models/model:predict", '{"inputs": [[1, 2]]}'),
+        ("POST", "/v1/models/model:predict", '{"inputs": [[1, 2, "3"]]}'),
+        ("POST", "/v1/models/model:predict", '{"inputs": []}'),
+        ("POST", "/v1/models/model:predict", '{"outputs": [[1, 2, 3]]}'),
+        ("POST", "/v1/models/model:predict", '{"inputs": {"pixels": [[1, 2, 3]]}}'),
+        ("POST", "/v1/models/model:predict", '[1, 2, 3]'),
+        ("POST", "/v1/models/model:predict", '{"inputs": [' + ",".join(["[1,2,3]"] * 10000) + "]}"),
+        ("POST", "/v1/models/other:predict", '{"inputs": [[1, 2, 3]]}'),
+        ("GET", "/v1/models/other", None),
+        ("GET", "/nothing", None),
+    ]
+    for method, url, request_body in bad:
+        status, body = server.request(method, url, request_body)
+        expect(400 <= status < 500 and isinstance(body.get("error"), str),
+               f"{method} {url} {str(request_body)[:40]}: {status} {str(body)[:200]}")
+        status, _ = server.predict([samples[0][0]])
+        expect(status == 200, f"the server stopped serving after {url} {str(request_body)[:40]}")
+    checks += len(bad)
+
+    # A second server on the same port: a clear error, exit 1.
+    proc = subprocess.run([LOOM, "serve", "m.cmf", "--port", str(server.port)], cwd=work_dir,
+                          capture_output=True, text=True, timeout=60)
+    expect(proc.returncode == 1 and "in use" in proc.stderr, f"port in use: {proc.stderr}")
+    code = server.stop()
+    expect(code == 0, f"SIGTERM: exit code {code}")
+finally:
+    server.stop()
+
+# A sequence model's requests: sequences of different lengths in one request.
+server = Server("--workers", "1", model_file="seq.cmf",
+                signature="Composite(features: Sequence[Tensor[3]]) -> Sequence[Tensor[2]]")
+try:
+    status, body = server.predict([[x for x, _ in sequence] for sequence in sequences])
+    expect(status == 200 and [len(o) for o in body["outputs"]] == [len(q) for q in sequences],
+           f"sequence predict: {status} {str(body)[:200]}")
+    for sequence, outputs in zip(sequences, body["outputs"]):
+        for (x, _), out in zip(sequence, outputs):
+            expect(all(abs(a - b) < 1e-5 for a, b in zip(out, model(x))), f"step {out}")
+    status, body = server.predict([[]])
+    expect(status == 400, f"an empty sequence: {status} {body}")
+    expect(server.stop() == 0, "the sequence server did not exit 0")
+finally:
+    server.stop()
+
+# SIGTERM with requests in flight (held by a long batch delay): all answered, then exit 0.
+server = Server("--batch-delay-ms", "1500", "--max-batch", "64")
+try:
+    answers = []
+    threads = [threading.Thread(target=lambda i=i: answers.append(server.predict([samples[i][0]])))
+               for i in range(4)]
+    for t in threads:
+        t.start()
+    for _ in range(600):  # up to 60 s for the four requests to reach the server
+        if server.request("GET", "/healthz")[1]["in_flight"] == 4:
+            break
+        time.sleep(0.1)
+    else:
+        fail("the four requests never reached the server")
+    server.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join(timeout=60)
+    expect(len(answers) == 4 and all(s == 200 for s, _ in answers), f"drained: {answers}")
+    expect(server.stop() == 0, "the server did not exit 0 after draining")
+    expect("Stopped" in server.proc.stdout.read(), "no stop message")
+finally:
+    server.stop()
+
+print(f"loom_command: {checks} passed, 0 failed")

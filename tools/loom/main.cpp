@@ -1,0 +1,32 @@
+// loom: inspect, evaluate and serve Loom models from the command line.
+//
+//   loom info MODEL
+//   loom eval MODEL --data FILE ... [--map ARG=STREAM] [--labels STREAM] --output FILE
+//   loom serve MODEL --port P [--name NAME] [--max-batch N] [--batch-delay-ms D]
+//
+// Exit codes: 0 success, 1 a failure (a damaged model, unreadable data, a port in use), 2 a
+// command line that is wrong (its message says how).
+#include <cstdio>
+
+#include "tools/loom/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("loom: inspect, evaluate and serve Loom models", "loom");
+  app.require_subcommand(1);
+  loom::tools::add_info_command(app);
+  loom::tools::add_eval_command(app);
+  loom::tools::add_serve_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help (code 0) or the message
+    return code == 0 ? 0 : 2;
+  } catch (const loom::tools::UsageError& e) {
+    std::fprintf(stderr, "loom: %s\nRun with --help for more information.\n", e.what());
+    return 2;
+  } catch (const loom::Error& e) {
+    std::fprintf(stderr, "loom: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
