@@ -457,17 +457,22 @@ void Executor::forward_loop(const Loop& loop) {
         f.op->forward_step(call, t);
         continue;
       }
-      for (size_t i = 0; i < node.inputs.size(); ++i)
-        if (node.input_values[i]->dynamic()) {
-          step_view(*node.input_values[i], L, t, step, node.step_inputs[i]);
-          node.step_input_values[i] = &node.step_inputs[i];
-        }
-      step_view(out.value, L, t, step, node.step_output);
+      step_views(node, out, L, t, step);
       OpCall call{f.attributes,         node.step_input_values, &node.step_output,  nullptr,
                   &out.step_scratch[t], is_training_,           random_of(*node.fn)};
       f.op->forward(call);
     }
   }
+}
+
+void Executor::step_views(Node& node, const Slot& out, const SequenceLayout& loop, size_t t,
+                          const SequenceLayout* step) {
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (node.input_values[i]->dynamic()) {
+      step_view(*node.input_values[i], loop, t, step, node.step_inputs[i]);
+      node.step_input_values[i] = &node.step_inputs[i];
+    }
+  step_view(out.value, loop, t, step, node.step_output);
 }
 
 OpCall Executor::whole_call(Node& node, bool with_gradient) {
@@ -542,12 +547,7 @@ void Executor::backward_loop(const Loop& loop) {
           if (node.gradient_wanted[i]) f.op->backward_step(call, i, slots_[node.inputs[i]].grad, t);
         continue;
       }
-      for (size_t i = 0; i < node.inputs.size(); ++i)
-        if (node.input_values[i]->dynamic()) {
-          step_view(*node.input_values[i], L, t, step, node.step_inputs[i]);
-          node.step_input_values[i] = &node.step_inputs[i];
-        }
-      step_view(out.value, L, t, step, node.step_output);
+      step_views(node, out, L, t, step);
       step_view(out.grad, L, t, step, node.step_output_grad);
       OpCall call{f.attributes,           node.step_input_values, &node.step_output,
                   &node.step_output_grad, &out.step_scratch[t],   is_training_,

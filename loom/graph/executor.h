@@ -97,6 +97,9 @@ class Executor {
   void carry_over(Node& node);
   // The OpCall of node's whole tensors (without output gradient in forward).
   OpCall whole_call(Node& node, bool with_gradient);
+  // Points a loop node's step tensors at the rows of step t: its sequence inputs and output.
+  void step_views(Node& node, const Slot& out, const SequenceLayout& loop, size_t t,
+                  const SequenceLayout* step);
   size_t slot_of(const Variable& v) const;
   // Which values stay in oneDNN's blocked layout (Tensor::blocked).
   void plan_blocked_layouts();
