@@ -394,6 +394,26 @@ bool same_type(const Variable& a, const Variable& b) {
 }
 }  // namespace
 
+namespace {
+
+// Whether v is computed (through any chain of inputs) from the output of f.
+bool produced_from(const Variable& v, const FunctionImpl& f) {
+  std::vector<std::shared_ptr<FunctionImpl>> stack;
+  std::unordered_set<const FunctionImpl*> seen;
+  if (auto producer = v.impl()->owner.lock()) stack.push_back(std::move(producer));
+  while (!stack.empty()) {
+    std::shared_ptr<FunctionImpl> g = std::move(stack.back());
+    stack.pop_back();
+    if (g.get() == &f) return true;
+    if (!seen.insert(g.get()).second) continue;
+    for (const Variable& in : g->inputs)
+      if (auto producer = in.impl()->owner.lock()) stack.push_back(std::move(producer));
+  }
+  return false;
+}
+
+}  // namespace
+
 Function& Function::replace_placeholders(
     const std::unordered_map<Variable, Variable>& substitutions) {
   for (auto& f : topological_order(outputs()))
@@ -407,6 +427,10 @@ Function& Function::replace_placeholders(
           ShapeError, "replace_placeholders: placeholder ", in.describe(), " cannot take ",
           it->second.describe(), " of another type");
       in = it->second;
+      // A recurrent loop closes here when f computes its own input. That edge must not own
+      // the input's producer, or the loop's functions would own each other in a cycle that is
+      // never freed: whoever holds the loop's outputs keeps it alive.
+      if (produced_from(in, *f)) in = Variable(in.impl());
     }
   // Outputs computed from untyped placeholders learn their types now where they can.
   for (auto& f : topological_order(outputs())) {
