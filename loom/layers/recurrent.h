@@ -38,7 +38,7 @@ Function Fold(const Function& step, const RecurrenceOptions& options = {});
 struct RecurrentCellOptions {
   std::optional<size_t> cell_shape = {};      // LSTM's cell size (a projection to shape follows)
   std::optional<Activation> activation = {};  // unset: tanh for LSTM and GRU, sigmoid for RNNStep
-  bool use_peepholes = false;            // LSTM only
+  bool use_peepholes = false;                 // LSTM only
   std::optional<Initializer> init = {};       // unset: default_options, else glorot_uniform
   std::optional<Initializer> init_bias = {};  // unset: default_options, else 0
   bool enable_self_stabilization = false;

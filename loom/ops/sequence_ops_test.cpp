@@ -539,10 +539,16 @@ TEST(SequenceAxes, BindingErrorsNameTheVariableShapesAndLengths) {
   Variable s = sequence::input_variable({2}, f64("s"));
   Variable t = sequence::input_variable({2}, f64("t"));
   Variable x = input_variable({2}, f64("x"));
-  expect_shape_error([&] { tanh(s).eval_one({{s, random_batch({2}, 3, kF64, 40)}}); },
-                     {"s: Sequence[Tensor[2]]", "shape [3,2]", "without a sequence axis"});
-  expect_shape_error([&] { tanh(x).eval_one({{x, random_sequences({2}, {3, 1}, kF64, 41)}}); },
-                     {"x: Tensor[2]", "2 sequences of [3,1] steps"});
+  expect_shape_error(
+      [&] {
+        tanh(s).eval_one({{s, random_batch({2}, 3, kF64, 40)}});
+      },
+      {"s: Sequence[Tensor[2]]", "shape [3,2]", "without a sequence axis"});
+  expect_shape_error(
+      [&] {
+        tanh(x).eval_one({{x, random_sequences({2}, {3, 1}, kF64, 41)}});
+      },
+      {"x: Tensor[2]", "2 sequences of [3,1] steps"});
   expect_shape_error(
       [&] {
         plus(s, t).eval_one({{s, random_sequences({2}, {3, 1}, kF64, 42)},

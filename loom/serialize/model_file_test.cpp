@@ -122,8 +122,8 @@ Model build_model() {
   Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
 
   Model m;
-  m.f = combine({el,  sp,      red1,     red2,   red3,   sm,  lsm, ce,  err, se,
-                 bce, sq_last, sq_first, sq_sum, sq_rec, sq_new, d64, t64, asg, ct,  gp},
+  m.f = combine({el,      sp,       red1,   red2,   red3,   sm,  lsm, ce,  err, se, bce,
+                 sq_last, sq_first, sq_sum, sq_rec, sq_new, d64, t64, asg, ct,  gp},
                 "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
