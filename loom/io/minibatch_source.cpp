@@ -23,34 +23,7 @@ void shuffle(T first, T last, RandomGenerator& rng) {
   }
 }
 
-// How a minibatch's error messages name its keys.
-std::string key_name(const StreamInformation& s) {
-  return detail::concat("stream '", s.name, "' (id ", s.id, ", shape ", s.sample_shape.to_string(),
-                        ")");
-}
-std::string key_name(const Variable& v) {
-  return v.describe();
-}
-
 }  // namespace
-
-template <class Key>
-void Minibatch<Key>::throw_missing(const Key& key) const {
-  const std::string missing = key_name(key);
-  LOOM_CHECK(!this->empty(), ArgumentError, "Minibatch: no data for ", missing,
-             ": the minibatch is empty (its source has ended)");
-  std::vector<std::string> held;
-  for (const auto& entry : *this) held.push_back(key_name(entry.first));
-  std::sort(held.begin(), held.end());
-  std::string list;
-  for (const std::string& h : held) list += (list.empty() ? "" : ", ") + h;
-  throw ArgumentError(detail::concat(
-      "Minibatch: no data for ", missing, "; it holds ", list,
-      std::is_same_v<Key, Variable> ? " (next_minibatch's input_map binds variables to streams)"
-                                    : ""));
-}
-template void Minibatch<StreamInformation>::throw_missing(const StreamInformation&) const;
-template void Minibatch<Variable>::throw_missing(const Variable&) const;
 
 MinibatchSource::MinibatchSource(std::shared_ptr<Deserializer> deserializer,
                                  MinibatchSourceConfig config)
@@ -258,15 +231,6 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& unit
   return MinibatchData{Value(std::move(data), true, std::move(mask)), batch, samples, sweep_end};
 }
 
-const StreamInformation& MinibatchSource::operator[](const std::string& name) const {
-  for (const StreamInformation& s : streams_)
-    if (s.name == name) return s;
-  std::string known;
-  for (const StreamInformation& s : streams_) known += (known.empty() ? "'" : ", '") + s.name + "'";
-  throw ArgumentError(
-      detail::concat("MinibatchSource: unknown stream '", name, "'; known streams: ", known));
-}
-
 Dictionary MinibatchSource::get_checkpoint_state() const {
   Dictionary d;
   d[kPositionKey] = uint64_t{position_};
@@ -290,33 +254,6 @@ void MinibatchSource::move_to(size_t position) {
              position, " is not at a sequence boundary of this data (sweep of ", sweep_size_,
              " samples); was the checkpoint taken with other data or options?");
   position_ = position;
-}
-
-Minibatch<Variable> MinibatchSource::next_minibatch(
-    size_t minibatch_size_in_samples,
-    const std::unordered_map<Variable, StreamInformation>& input_map, size_t num_data_partitions,
-    size_t partition_index) {
-  for (auto& [var, stream] : input_map)
-    LOOM_CHECK(stream.id < streams_.size() && streams_[stream.id] == stream, ArgumentError,
-               "input map: stream '", stream.name, "' for variable '", var.name(),
-               "' does not belong to this minibatch source");
-  auto by_stream = next_minibatch(minibatch_size_in_samples, num_data_partitions, partition_index);
-  Minibatch<Variable> out;
-  if (by_stream.empty()) return out;
-  for (auto& [var, stream] : input_map) {
-    MinibatchData data = by_stream.at(stream);
-    if (!var.has_sequence_axis()) {
-      const Value& v = data.data;
-      LOOM_CHECK(v.number_of_samples() == v.num_sequences() && v.max_sequence_length() <= 1,
-                 ShapeError, "stream '", stream.name,
-                 "' has sequences longer than one sample, but variable '", var.name(),
-                 "' has no sequence axis");
-      NDShape shape = v.sample_shape().prepend(v.num_sequences());
-      data.data = Value(v.data().reshaped(shape), false);
-    }
-    out.emplace(var, std::move(data));
-  }
-  return out;
 }
 
 }  // namespace loom

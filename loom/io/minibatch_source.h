@@ -13,37 +13,10 @@
 #include <vector>
 
 #include "loom/core/dictionary.h"
-#include "loom/graph/variable.h"
 #include "loom/io/deserializer.h"
+#include "loom/io/minibatch_source_interface.h"
 
 namespace loom {
-
-// What next_minibatch returns: one MinibatchData per stream, keyed by StreamInformation, or by
-// the variables of an input map (CNTK's `mb[reader.streams.labels]`, `data[label]`). A
-// std::unordered_map whose operator[] never inserts: mb[key] is that stream's data, or an
-// ArgumentError that names the key and the keys the minibatch holds (none once the source has
-// ended).
-template <class Key>
-class Minibatch : public std::unordered_map<Key, MinibatchData> {
- public:
-  using std::unordered_map<Key, MinibatchData>::unordered_map;
-
-  const MinibatchData& operator[](const Key& key) const {
-    auto it = this->find(key);
-    if (it == this->end()) throw_missing(key);
-    return it->second;
-  }
-  MinibatchData& operator[](const Key& key) {
-    return const_cast<MinibatchData&>(std::as_const(*this)[key]);
-  }
-
- private:
-  // Defined for StreamInformation and Variable keys (minibatch_source.cpp).
-  [[noreturn]] void throw_missing(const Key& key) const;
-};
-
-inline constexpr size_t INFINITELY_REPEAT = std::numeric_limits<size_t>::max();
-inline constexpr size_t FULL_DATA_SWEEP = std::numeric_limits<size_t>::max() - 1;
 
 struct MinibatchSourceConfig {
   // Shuffle chunks, then sequences within windows of chunks, anew in every sweep.
@@ -58,7 +31,7 @@ struct MinibatchSourceConfig {
   bool frame_mode = false;
 };
 
-class MinibatchSource {
+class MinibatchSource : public MinibatchSourceInterface {
  public:
   // With several deserializers, the i-th sequences of all of them form sequence i; they must
   // hold equally many sequences, and chunks (for randomization and partitions) are those of
@@ -74,30 +47,23 @@ class MinibatchSource {
   // number_of_sequences == 0). Empty once max_samples or max_sweeps is reached.
   Minibatch<StreamInformation> next_minibatch(size_t minibatch_size_in_samples,
                                               size_t num_data_partitions = 1,
-                                              size_t partition_index = 0);
+                                              size_t partition_index = 0) override;
+  // The same minibatch keyed by the variables of an input map (MinibatchSourceInterface).
+  using MinibatchSourceInterface::next_minibatch;
 
-  // The same minibatch keyed by the variables of input_map. A stream bound to a variable
-  // without a sequence axis comes as a batch of samples; its sequences must have length 1.
-  Minibatch<Variable> next_minibatch(
-      size_t minibatch_size_in_samples,
-      const std::unordered_map<Variable, StreamInformation>& input_map,
-      size_t num_data_partitions = 1, size_t partition_index = 0);
-
-  // The stream with this name; ArgumentError listing the known names otherwise.
-  const StreamInformation& operator[](const std::string& name) const;
-  const std::vector<StreamInformation>& stream_infos() const { return streams_; }
+  std::vector<StreamInformation> stream_infos() const override { return streams_; }
   // Samples in one sweep over the data.
   size_t samples_per_sweep() const { return sweep_size_; }
   // Whether the timeline never ends: neither max_samples nor max_sweeps was set, or the sweeps
   // hold more samples than size_t counts (CNTK's MinibatchSource.is_infinite()).
-  bool is_infinite() const { return end_position_ == INFINITELY_REPEAT; }
+  bool is_infinite() const override { return end_position_ == INFINITELY_REPEAT; }
 
   // Samples of the global timeline read so far (by all workers together).
-  size_t position() const { return position_; }
+  std::optional<size_t> position() const override { return position_; }
 
   // {"minibatchSourcePosition": global sample position}.
-  Dictionary get_checkpoint_state() const;
-  void restore_from_checkpoint(const Dictionary& state);
+  Dictionary get_checkpoint_state() const override;
+  void restore_from_checkpoint(const Dictionary& state) override;
 
  private:
   // A unit of the timeline: a sequence, or one sample of it in frame mode.
