@@ -29,6 +29,15 @@ struct MinibatchSourceConfig {
   size_t randomization_window_in_chunks = 128;
   // Split sequences into independent samples (each a sequence of length 1).
   bool frame_mode = false;
+  // Truncated back-propagation through time (0: off): sequences are cut into pieces of this
+  // many steps. A minibatch of M samples holds max(1, M / truncation_length) slots; each slot
+  // runs through whole sequences one piece per minibatch, so the pieces of a sequence come in
+  // consecutive minibatches at the same index (the sequence's index among this worker's
+  // slots) and a recurrent state carries over from one piece to the next. A slot whose
+  // sequence ends starts the next sequence in the next minibatch; a slot without data left is
+  // an empty sequence, which keeps the slots after it at their index. Every stream must have
+  // the sequence's length. Exclusive with frame_mode.
+  size_t truncation_length = 0;
 };
 
 class MinibatchSource : public MinibatchSourceInterface {
@@ -61,7 +70,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   // Samples of the global timeline read so far (by all workers together).
   std::optional<size_t> position() const override { return position_; }
 
-  // {"minibatchSourcePosition": global sample position}.
+  // {"minibatchSourcePosition": global sample position}, and with truncation_length the
+  // slots' sequences and how far each has been read.
   Dictionary get_checkpoint_state() const override;
   void restore_from_checkpoint(const Dictionary& state) override;
 
@@ -77,6 +87,19 @@ class MinibatchSource : public MinibatchSourceInterface {
   struct Location {
     size_t chunk, index;
   };
+  // What a minibatch holds of a unit: all of it (whole), or samples [first, first + length) of
+  // every stream; no unit (an empty sequence) when unit.sequence is kNoUnit.
+  struct Piece {
+    Unit unit;
+    size_t first = 0, length = 0;
+    bool whole = false, begins = true;
+  };
+  // A slot of truncated BPTT: the unit it runs through and the samples already read.
+  struct Slot {
+    Unit unit;
+    size_t read = 0;
+  };
+  static constexpr size_t kNoUnit = static_cast<size_t>(-1);
   struct Corpus {
     std::shared_ptr<Deserializer> deserializer;
     std::vector<Location> locations;  // by global sequence index
@@ -84,9 +107,13 @@ class MinibatchSource : public MinibatchSourceInterface {
   };
 
   void build_sweep(size_t sweep);
-  void move_to(size_t position);
+  // The next unit of the timeline; sets sweep_end when it completes a sweep.
+  Unit take_unit(bool& sweep_end);
+  void move_to(size_t timeline);
+  Minibatch<StreamInformation> next_truncated(size_t minibatch_size, size_t num_data_partitions,
+                                              size_t partition_index);
   std::shared_ptr<const Chunk> chunk(size_t corpus, size_t index);
-  MinibatchData pack(size_t stream, const std::vector<Unit>& units, bool sweep_end);
+  MinibatchData pack(size_t stream, const std::vector<Piece>& pieces, bool sweep_end);
 
   MinibatchSourceConfig config_;
   std::vector<Corpus> corpora_;
@@ -98,7 +125,9 @@ class MinibatchSource : public MinibatchSourceInterface {
   size_t sweep_size_ = 0;                             // samples per sweep
   size_t end_position_ = INFINITELY_REPEAT;           // samples
 
-  size_t position_ = 0;      // global samples consumed
+  size_t position_ = 0;      // global samples delivered
+  size_t timeline_ = 0;      // global samples of the units taken (position_ but with truncation)
+  std::vector<Slot> slots_;  // truncated BPTT: one per parallel sequence, of all workers
   size_t sweep_ = 0;         // sweep of the next unit
   size_t cursor_ = 0;        // next unit in order_
   std::vector<Unit> order_;  // the current sweep's units in timeline order
