@@ -14,6 +14,9 @@ namespace loom {
 namespace {
 
 constexpr const char* kPositionKey = "minibatchSourcePosition";
+// Truncated BPTT: the timeline position of the slots' units, and the slots.
+constexpr const char* kTimelineKey = "truncationTimeline";
+constexpr const char* kSlotsKey = "truncationSlots";
 
 template <typename T>
 void shuffle(T first, T last, RandomGenerator& rng) {
@@ -23,34 +26,7 @@ void shuffle(T first, T last, RandomGenerator& rng) {
   }
 }
 
-// How a minibatch's error messages name its keys.
-std::string key_name(const StreamInformation& s) {
-  return detail::concat("stream '", s.name, "' (id ", s.id, ", shape ", s.sample_shape.to_string(),
-                        ")");
-}
-std::string key_name(const Variable& v) {
-  return v.describe();
-}
-
 }  // namespace
-
-template <class Key>
-void Minibatch<Key>::throw_missing(const Key& key) const {
-  const std::string missing = key_name(key);
-  LOOM_CHECK(!this->empty(), ArgumentError, "Minibatch: no data for ", missing,
-             ": the minibatch is empty (its source has ended)");
-  std::vector<std::string> held;
-  for (const auto& entry : *this) held.push_back(key_name(entry.first));
-  std::sort(held.begin(), held.end());
-  std::string list;
-  for (const std::string& h : held) list += (list.empty() ? "" : ", ") + h;
-  throw ArgumentError(detail::concat(
-      "Minibatch: no data for ", missing, "; it holds ", list,
-      std::is_same_v<Key, Variable> ? " (next_minibatch's input_map binds variables to streams)"
-                                    : ""));
-}
-template void Minibatch<StreamInformation>::throw_missing(const StreamInformation&) const;
-template void Minibatch<Variable>::throw_missing(const Variable&) const;
 
 MinibatchSource::MinibatchSource(std::shared_ptr<Deserializer> deserializer,
                                  MinibatchSourceConfig config)
@@ -65,6 +41,8 @@ MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> dese
              "MinibatchSource: max_samples and max_sweeps are mutually exclusive; set one");
   LOOM_CHECK(!config.randomize || config.randomization_window_in_chunks > 0, ArgumentError,
              "MinibatchSource: randomization_window_in_chunks must be positive when randomizing");
+  LOOM_CHECK(!config.frame_mode || config.truncation_length == 0, ArgumentError,
+             "MinibatchSource: frame_mode and truncation_length are mutually exclusive");
   LOOM_CHECK(!deserializers.empty(), ArgumentError, "MinibatchSource: no deserializer given");
 
   size_t num_sequences = 0;
@@ -154,6 +132,16 @@ std::shared_ptr<const Chunk> MinibatchSource::chunk(size_t corpus, size_t index)
   return it->second;
 }
 
+MinibatchSource::Unit MinibatchSource::take_unit(bool& sweep_end) {
+  const Unit u = order_[cursor_];
+  timeline_ += u.length;
+  if (++cursor_ == order_.size()) {
+    sweep_end = true;
+    build_sweep(sweep_ + 1);
+  }
+  return u;
+}
+
 Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_size_in_samples,
                                                              size_t num_data_partitions,
                                                              size_t partition_index) {
@@ -162,6 +150,8 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   LOOM_CHECK(num_data_partitions > 0 && partition_index < num_data_partitions, ArgumentError,
              "next_minibatch: partition_index ", partition_index,
              " is not below num_data_partitions ", num_data_partitions);
+  if (config_.truncation_length > 0)
+    return next_truncated(minibatch_size_in_samples, num_data_partitions, partition_index);
   Minibatch<StreamInformation> result;
   if (position_ >= end_position_) return result;
 
@@ -169,26 +159,65 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   // dealt by their position in the sweep, as without randomization.
   bool by_chunk = config_.randomize && chunk_sequences_.size() >= num_data_partitions;
   size_t budget = std::min(minibatch_size_in_samples, end_position_ - position_);
-  std::vector<Unit> mine;
+  std::vector<Piece> mine;
   bool sweep_end = false;
   for (size_t taken = 0; taken < budget;) {
-    const Unit& u = order_[cursor_];
-    if (taken > 0 && budget - taken < u.length) break;
-    if ((by_chunk ? u.chunk_rank : cursor_) % num_data_partitions == partition_index)
-      mine.push_back(u);
+    const Unit& next = order_[cursor_];
+    if (taken > 0 && budget - taken < next.length) break;
+    const bool owned =
+        (by_chunk ? next.chunk_rank : cursor_) % num_data_partitions == partition_index;
+    const Unit u = take_unit(sweep_end);
+    if (owned) mine.push_back({u, u.frame, 1, !config_.frame_mode, true});
     taken += u.length;
-    position_ += u.length;
-    if (++cursor_ == order_.size()) {
-      sweep_end = true;
-      build_sweep(sweep_ + 1);
+  }
+  position_ = timeline_;
+  for (size_t s = 0; s < streams_.size(); ++s)
+    result.emplace(streams_[s], pack(s, mine, sweep_end));
+  return result;
+}
+
+Minibatch<StreamInformation> MinibatchSource::next_truncated(size_t minibatch_size,
+                                                             size_t num_data_partitions,
+                                                             size_t partition_index) {
+  const size_t T = config_.truncation_length;
+  const size_t wanted = std::max<size_t>(1, minibatch_size / T);
+  LOOM_CHECK(wanted >= num_data_partitions, ArgumentError, "truncation_length ", T,
+             " with minibatch size ", minibatch_size, " gives ", wanted,
+             " parallel sequences, fewer than the ", num_data_partitions,
+             " workers; use a larger minibatch or a shorter truncation_length");
+  // Slots beyond the wanted ones finish their sequences first; only idle ones at the end go.
+  while (slots_.size() > wanted && slots_.back().unit.sequence == kNoUnit) slots_.pop_back();
+  slots_.resize(std::max(slots_.size(), wanted), Slot{{kNoUnit, 0, 0, 0}, 0});
+  bool sweep_end = false;
+  for (size_t s = 0; s < wanted; ++s)
+    if (slots_[s].unit.sequence == kNoUnit && timeline_ < end_position_)
+      slots_[s] = {take_unit(sweep_end), 0};
+  while (!slots_.empty() && slots_.back().unit.sequence == kNoUnit) slots_.pop_back();
+  Minibatch<StreamInformation> result;
+  if (slots_.empty()) return result;  // the data have ended
+
+  // This worker's slots s = partition_index (mod num_data_partitions), at index s / workers.
+  std::vector<Piece> mine;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    if (slot.unit.sequence == kNoUnit) {
+      if (s % num_data_partitions == partition_index) mine.push_back({slot.unit, 0, 0, false});
+      continue;
     }
+    const size_t length = std::min(T, slot.unit.length - slot.read);
+    if (s % num_data_partitions == partition_index)
+      mine.push_back({slot.unit, slot.read, length, false, slot.read == 0});
+    position_ += length;
+    slot.read += length;
+    if (slot.read == slot.unit.length) slot = {{kNoUnit, 0, 0, 0}, 0};
   }
   for (size_t s = 0; s < streams_.size(); ++s)
     result.emplace(streams_[s], pack(s, mine, sweep_end));
   return result;
 }
 
-MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& units, bool sweep_end) {
+MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pieces,
+                                    bool sweep_end) {
   const StreamInformation& info = streams_[stream];
   const Corpus& corpus = corpora_[stream_corpus_[stream]];
   size_t local = stream - corpus.first_stream, dim = info.sample_shape.total_size();
@@ -199,24 +228,30 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& unit
   };
   std::vector<Slice> slices;
   size_t max_length = 0, samples = 0;
-  for (const Unit& u : units) {
-    Location loc = corpus.locations[u.sequence];
+  for (const Piece& p : pieces) {
+    if (p.unit.sequence == kNoUnit) {
+      slices.push_back({nullptr, 0, 0});
+      continue;
+    }
+    Location loc = corpus.locations[p.unit.sequence];
     auto c = chunk(stream_corpus_[stream], loc.chunk);
     const StreamChunkData& d = c->streams[local];
     size_t length = d.length(loc.index);
-    if (config_.frame_mode) {
-      LOOM_CHECK(length == sequence_length_[u.sequence], DataError, "frame_mode: stream '",
-                 info.name, "' has ", length,
-                 " samples in sequence (id = ", c->sequences[loc.index].key, "), which has ",
-                 sequence_length_[u.sequence], "; frame mode needs every stream at full length");
-      length = 1;
+    if (!p.whole) {
+      LOOM_CHECK(length == sequence_length_[p.unit.sequence], DataError,
+                 config_.frame_mode ? "frame_mode" : "truncation_length", ": stream '", info.name,
+                 "' has ", length, " samples in sequence (id = ", c->sequences[loc.index].key,
+                 "), which has ", sequence_length_[p.unit.sequence], "; ",
+                 config_.frame_mode ? "frame mode" : "truncated BPTT",
+                 " needs every stream at full length");
+      length = p.length;
     }
-    slices.push_back({c, d.sample_begin[loc.index] + u.frame, length});
+    slices.push_back({c, d.sample_begin[loc.index] + p.first, length});
     max_length = std::max(max_length, length);
     samples += length;
   }
 
-  size_t batch = units.size();
+  size_t batch = pieces.size();
   // Dense samples keep their shape ([1,28,28] images); CSR needs one row per sample.
   NDShape shape = info.is_sparse() ? NDShape{batch, max_length, dim}
                                    : NDShape{batch, max_length}.append(info.sample_shape);
@@ -226,6 +261,7 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& unit
       NDArrayView view(info.dtype, shape);
       T* out = view.data<T>();
       for (size_t b = 0; b < batch; ++b) {
+        if (slices[b].length == 0) continue;
         const std::vector<T>& values = slices[b].chunk->streams[local].values<T>();
         std::copy_n(values.begin() + slices[b].first * dim, slices[b].length * dim,
                     out + b * max_length * dim);
@@ -237,9 +273,9 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& unit
     std::vector<T> values;
     size_t row = 0;
     for (size_t b = 0; b < batch; ++b) {
-      const StreamChunkData& d = slices[b].chunk->streams[local];
       for (size_t t = 0; t < max_length; ++t, ++row) {
         if (t < slices[b].length) {
+          const StreamChunkData& d = slices[b].chunk->streams[local];
           size_t s = slices[b].first + t;
           columns.insert(columns.end(), d.indices.begin() + d.nnz_begin[s],
                          d.indices.begin() + d.nnz_begin[s + 1]);
@@ -254,69 +290,80 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Unit>& unit
     return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(columns), values);
   });
   NDMask mask(batch, max_length);
-  for (size_t b = 0; b < batch; ++b) mask.invalidate_from(b, slices[b].length);
+  for (size_t b = 0; b < batch; ++b) {
+    mask.invalidate_from(b, slices[b].length);
+    // A piece that continues its sequence (truncated BPTT) starts Valid, not SequenceBegin.
+    if (!pieces[b].begins && slices[b].length > 0) mask.set(b, 0, MaskKind::Valid);
+  }
   return MinibatchData{Value(std::move(data), true, std::move(mask)), batch, samples, sweep_end};
-}
-
-const StreamInformation& MinibatchSource::operator[](const std::string& name) const {
-  for (const StreamInformation& s : streams_)
-    if (s.name == name) return s;
-  std::string known;
-  for (const StreamInformation& s : streams_) known += (known.empty() ? "'" : ", '") + s.name + "'";
-  throw ArgumentError(
-      detail::concat("MinibatchSource: unknown stream '", name, "'; known streams: ", known));
 }
 
 Dictionary MinibatchSource::get_checkpoint_state() const {
   Dictionary d;
   d[kPositionKey] = uint64_t{position_};
+  if (config_.truncation_length == 0) return d;
+  d[kTimelineKey] = uint64_t{timeline_};
+  DictionaryVector slots;
+  for (const Slot& slot : slots_) {
+    Dictionary s;
+    if (slot.unit.sequence != kNoUnit) {
+      s["sequence"] = uint64_t{slot.unit.sequence};
+      s["length"] = uint64_t{slot.unit.length};
+      s["read"] = uint64_t{slot.read};
+    }
+    slots.emplace_back(s);
+  }
+  d[kSlotsKey] = std::move(slots);
   return d;
 }
 
 void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
   LOOM_CHECK(state.contains(kPositionKey), ArgumentError,
              "MinibatchSource::restore_from_checkpoint: the state has no '", kPositionKey, "'");
-  move_to(static_cast<size_t>(state.get<uint64_t>(kPositionKey)));
-}
-
-void MinibatchSource::move_to(size_t position) {
-  // Replays the timeline: sweeps hold whole units, so the position lies on a unit boundary
-  // of its sweep's order.
-  build_sweep(position / sweep_size_);
-  size_t offset = position % sweep_size_, walked = 0;
-  while (walked < offset) walked += order_[cursor_++].length;
-  if (walked != offset) move_to(position_);  // back to where this source was
-  LOOM_CHECK(walked == offset, ArgumentError, "MinibatchSource::restore_from_checkpoint: position ",
-             position, " is not at a sequence boundary of this data (sweep of ", sweep_size_,
-             " samples); was the checkpoint taken with other data or options?");
+  LOOM_CHECK((config_.truncation_length > 0) == state.contains(kSlotsKey), ArgumentError,
+             "MinibatchSource::restore_from_checkpoint: the state was taken ",
+             state.contains(kSlotsKey) ? "with" : "without",
+             " truncation_length, this source reads ",
+             config_.truncation_length > 0 ? "with" : "without", " it");
+  const size_t position = static_cast<size_t>(state.get<uint64_t>(kPositionKey));
+  if (config_.truncation_length == 0) {
+    move_to(position);
+    position_ = position;
+    return;
+  }
+  std::vector<Slot> slots;
+  for (const DictionaryValue& v : state.get<DictionaryVector>(kSlotsKey)) {
+    const Dictionary s(v.get<DictionaryMap>());
+    Slot slot{{kNoUnit, 0, 0, 0}, 0};
+    if (s.contains("sequence")) {
+      slot.unit = {size_t(s.get<uint64_t>("sequence")), 0, size_t(s.get<uint64_t>("length")), 0};
+      slot.read = size_t(s.get<uint64_t>("read"));
+      LOOM_CHECK(slot.unit.sequence < sequence_length_.size() &&
+                     sequence_length_[slot.unit.sequence] == slot.unit.length &&
+                     slot.read < slot.unit.length,
+                 ArgumentError, "MinibatchSource::restore_from_checkpoint: a slot's sequence ",
+                 slot.unit.sequence, " of length ", slot.unit.length,
+                 " is not in this data; was the checkpoint taken with other data?");
+    }
+    slots.push_back(slot);
+  }
+  move_to(static_cast<size_t>(state.get<uint64_t>(kTimelineKey)));
+  slots_ = std::move(slots);
   position_ = position;
 }
 
-Minibatch<Variable> MinibatchSource::next_minibatch(
-    size_t minibatch_size_in_samples,
-    const std::unordered_map<Variable, StreamInformation>& input_map, size_t num_data_partitions,
-    size_t partition_index) {
-  for (auto& [var, stream] : input_map)
-    LOOM_CHECK(stream.id < streams_.size() && streams_[stream.id] == stream, ArgumentError,
-               "input map: stream '", stream.name, "' for variable '", var.name(),
-               "' does not belong to this minibatch source");
-  auto by_stream = next_minibatch(minibatch_size_in_samples, num_data_partitions, partition_index);
-  Minibatch<Variable> out;
-  if (by_stream.empty()) return out;
-  for (auto& [var, stream] : input_map) {
-    MinibatchData data = by_stream.at(stream);
-    if (!var.has_sequence_axis()) {
-      const Value& v = data.data;
-      LOOM_CHECK(v.number_of_samples() == v.num_sequences() && v.max_sequence_length() <= 1,
-                 ShapeError, "stream '", stream.name,
-                 "' has sequences longer than one sample, but variable '", var.name(),
-                 "' has no sequence axis");
-      NDShape shape = v.sample_shape().prepend(v.num_sequences());
-      data.data = Value(v.data().reshaped(shape), false);
-    }
-    out.emplace(var, std::move(data));
-  }
-  return out;
+void MinibatchSource::move_to(size_t timeline) {
+  // Replays the timeline: sweeps hold whole units, so the position lies on a unit boundary
+  // of its sweep's order.
+  const size_t before = timeline_;
+  build_sweep(timeline / sweep_size_);
+  size_t offset = timeline % sweep_size_, walked = 0;
+  while (walked < offset) walked += order_[cursor_++].length;
+  if (walked != offset) move_to(before);  // back to where this source was
+  LOOM_CHECK(walked == offset, ArgumentError, "MinibatchSource::restore_from_checkpoint: position ",
+             timeline, " is not at a sequence boundary of this data (sweep of ", sweep_size_,
+             " samples); was the checkpoint taken with other data or options?");
+  timeline_ = timeline;
 }
 
 }  // namespace loom

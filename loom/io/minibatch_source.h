@@ -13,37 +13,10 @@
 #include <vector>
 
 #include "loom/core/dictionary.h"
-#include "loom/graph/variable.h"
 #include "loom/io/deserializer.h"
+#include "loom/io/minibatch_source_interface.h"
 
 namespace loom {
-
-// What next_minibatch returns: one MinibatchData per stream, keyed by StreamInformation, or by
-// the variables of an input map (CNTK's `mb[reader.streams.labels]`, `data[label]`). A
-// std::unordered_map whose operator[] never inserts: mb[key] is that stream's data, or an
-// ArgumentError that names the key and the keys the minibatch holds (none once the source has
-// ended).
-template <class Key>
-class Minibatch : public std::unordered_map<Key, MinibatchData> {
- public:
-  using std::unordered_map<Key, MinibatchData>::unordered_map;
-
-  const MinibatchData& operator[](const Key& key) const {
-    auto it = this->find(key);
-    if (it == this->end()) throw_missing(key);
-    return it->second;
-  }
-  MinibatchData& operator[](const Key& key) {
-    return const_cast<MinibatchData&>(std::as_const(*this)[key]);
-  }
-
- private:
-  // Defined for StreamInformation and Variable keys (minibatch_source.cpp).
-  [[noreturn]] void throw_missing(const Key& key) const;
-};
-
-inline constexpr size_t INFINITELY_REPEAT = std::numeric_limits<size_t>::max();
-inline constexpr size_t FULL_DATA_SWEEP = std::numeric_limits<size_t>::max() - 1;
 
 struct MinibatchSourceConfig {
   // Shuffle chunks, then sequences within windows of chunks, anew in every sweep.
@@ -56,9 +29,18 @@ struct MinibatchSourceConfig {
   size_t randomization_window_in_chunks = 128;
   // Split sequences into independent samples (each a sequence of length 1).
   bool frame_mode = false;
+  // Truncated back-propagation through time (0: off): sequences are cut into pieces of this
+  // many steps. A minibatch of M samples holds max(1, M / truncation_length) slots; each slot
+  // runs through whole sequences one piece per minibatch, so the pieces of a sequence come in
+  // consecutive minibatches at the same index (the sequence's index among this worker's
+  // slots) and a recurrent state carries over from one piece to the next. A slot whose
+  // sequence ends starts the next sequence in the next minibatch; a slot without data left is
+  // an empty sequence, which keeps the slots after it at their index. Every stream must have
+  // the sequence's length. Exclusive with frame_mode.
+  size_t truncation_length = 0;
 };
 
-class MinibatchSource {
+class MinibatchSource : public MinibatchSourceInterface {
  public:
   // With several deserializers, the i-th sequences of all of them form sequence i; they must
   // hold equally many sequences, and chunks (for randomization and partitions) are those of
@@ -74,30 +56,24 @@ class MinibatchSource {
   // number_of_sequences == 0). Empty once max_samples or max_sweeps is reached.
   Minibatch<StreamInformation> next_minibatch(size_t minibatch_size_in_samples,
                                               size_t num_data_partitions = 1,
-                                              size_t partition_index = 0);
+                                              size_t partition_index = 0) override;
+  // The same minibatch keyed by the variables of an input map (MinibatchSourceInterface).
+  using MinibatchSourceInterface::next_minibatch;
 
-  // The same minibatch keyed by the variables of input_map. A stream bound to a variable
-  // without a sequence axis comes as a batch of samples; its sequences must have length 1.
-  Minibatch<Variable> next_minibatch(
-      size_t minibatch_size_in_samples,
-      const std::unordered_map<Variable, StreamInformation>& input_map,
-      size_t num_data_partitions = 1, size_t partition_index = 0);
-
-  // The stream with this name; ArgumentError listing the known names otherwise.
-  const StreamInformation& operator[](const std::string& name) const;
-  const std::vector<StreamInformation>& stream_infos() const { return streams_; }
+  std::vector<StreamInformation> stream_infos() const override { return streams_; }
   // Samples in one sweep over the data.
   size_t samples_per_sweep() const { return sweep_size_; }
   // Whether the timeline never ends: neither max_samples nor max_sweeps was set, or the sweeps
   // hold more samples than size_t counts (CNTK's MinibatchSource.is_infinite()).
-  bool is_infinite() const { return end_position_ == INFINITELY_REPEAT; }
+  bool is_infinite() const override { return end_position_ == INFINITELY_REPEAT; }
 
   // Samples of the global timeline read so far (by all workers together).
-  size_t position() const { return position_; }
+  std::optional<size_t> position() const override { return position_; }
 
-  // {"minibatchSourcePosition": global sample position}.
-  Dictionary get_checkpoint_state() const;
-  void restore_from_checkpoint(const Dictionary& state);
+  // {"minibatchSourcePosition": global sample position}, and with truncation_length the
+  // slots' sequences and how far each has been read.
+  Dictionary get_checkpoint_state() const override;
+  void restore_from_checkpoint(const Dictionary& state) override;
 
  private:
   // A unit of the timeline: a sequence, or one sample of it in frame mode.
@@ -111,6 +87,19 @@ class MinibatchSource {
   struct Location {
     size_t chunk, index;
   };
+  // What a minibatch holds of a unit: all of it (whole), or samples [first, first + length) of
+  // every stream; no unit (an empty sequence) when unit.sequence is kNoUnit.
+  struct Piece {
+    Unit unit;
+    size_t first = 0, length = 0;
+    bool whole = false, begins = true;
+  };
+  // A slot of truncated BPTT: the unit it runs through and the samples already read.
+  struct Slot {
+    Unit unit;
+    size_t read = 0;
+  };
+  static constexpr size_t kNoUnit = static_cast<size_t>(-1);
   struct Corpus {
     std::shared_ptr<Deserializer> deserializer;
     std::vector<Location> locations;  // by global sequence index
@@ -118,9 +107,13 @@ class MinibatchSource {
   };
 
   void build_sweep(size_t sweep);
-  void move_to(size_t position);
+  // The next unit of the timeline; sets sweep_end when it completes a sweep.
+  Unit take_unit(bool& sweep_end);
+  void move_to(size_t timeline);
+  Minibatch<StreamInformation> next_truncated(size_t minibatch_size, size_t num_data_partitions,
+                                              size_t partition_index);
   std::shared_ptr<const Chunk> chunk(size_t corpus, size_t index);
-  MinibatchData pack(size_t stream, const std::vector<Unit>& units, bool sweep_end);
+  MinibatchData pack(size_t stream, const std::vector<Piece>& pieces, bool sweep_end);
 
   MinibatchSourceConfig config_;
   std::vector<Corpus> corpora_;
@@ -132,7 +125,9 @@ class MinibatchSource {
   size_t sweep_size_ = 0;                             // samples per sweep
   size_t end_position_ = INFINITELY_REPEAT;           // samples
 
-  size_t position_ = 0;      // global samples consumed
+  size_t position_ = 0;      // global samples delivered
+  size_t timeline_ = 0;      // global samples of the units taken (position_ but with truncation)
+  std::vector<Slot> slots_;  // truncated BPTT: one per parallel sequence, of all workers
   size_t sweep_ = 0;         // sweep of the next unit
   size_t cursor_ = 0;        // next unit in order_
   std::vector<Unit> order_;  // the current sweep's units in timeline order

@@ -212,4 +212,38 @@ Function Stabilizer(double steepness, bool enable, DataType dtype, const std::st
   return as_block({element_times(beta, x)}, "Stabilizer", name);
 }
 
+Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
+  const std::vector<Variable> args = generator.placeholders();
+  const size_t outputs = generator.outputs().size();
+  LOOM_CHECK(args.size() == 1 && outputs == 1, ArgumentError, "UnfoldFrom: generator ",
+             generator.to_string(),
+             " must take one argument (the state) and give the new state (an (output, new state) "
+             "pair is not supported yet); it takes ",
+             args.size(), " and gives ", outputs);
+  const Variable& s = args[0];
+  LOOM_CHECK(s.has_known_shape(), ArgumentError, "UnfoldFrom: the state argument ", s.describe(),
+             " of generator ", generator.to_string(),
+             " has no type; declare it as placeholder(shape, dtype, default_sequence_axes())");
+  Variable initial_state =
+      placeholder(s.shape(), s.dtype(), {s.dynamic_axes()[0]}, "initial_state");
+  Variable like = placeholder("dynamic_axes_like");
+  // The new state adds a zero of each of like's steps, which gives the loop its steps.
+  Variable zeros = sequence::broadcast_as(constant(0, s.dtype()), like);
+  Variable forward = placeholder(s.shape(), s.dtype(), s.dynamic_axes(), s.name());
+  Function z = generator({sequence::past_value(forward, initial_state)});
+  Variable state = plus(z.output(), zeros);
+  z.replace_placeholders({{forward, state}});
+  return as_block({state}, "UnfoldFrom", o.name, {initial_state, like});
+}
+
+Function Delay(int64_t T, const Variable& initial_state, const std::string& name) {
+  Variable x = placeholder("x");
+  if (T == 0) return as_block({Identity()(x)}, "Delay", name, {x});
+  Variable delayed = initial_state.valid()
+                         ? Variable(sequence::delay(x, initial_state, T))
+                         : Variable(T > 0 ? sequence::past_value(x, size_t(T))
+                                          : sequence::future_value(x, size_t(-T)));
+  return as_block({delayed}, "Delay", name, {x});
+}
+
 }  // namespace loom

@@ -35,6 +35,22 @@ Function RecurrenceFrom(const Function& step, const RecurrenceOptions& options =
 // Recurrence's final state: sequence::last of each output (sequence::first if go_backwards).
 Function Fold(const Function& step, const RecurrenceOptions& options = {});
 
+// CNTK's until_predicate and length_increase are not there yet (docs/TODO.md).
+struct UnfoldOptions {
+  std::string name = {};
+};
+
+// Unfolds generator from an initial state (CNTK's UnfoldFrom): the result takes
+// (initial_state, dynamic_axes_like) and gives a sequence as long as dynamic_axes_like (on the
+// default sequence axis), each step generator(previous state), starting from initial_state (a
+// constant, or per-sequence data with a batch axis). generator takes the state (a placeholder
+// with a known type) and gives the new state, which is also the output.
+Function UnfoldFrom(const Function& generator, const UnfoldOptions& options = {});
+
+// sequence::delay as a layer: x delayed by T steps (T < 0: from the future; 0: x itself),
+// initial_state where that reaches outside the sequence (invalid: 0).
+Function Delay(int64_t T = 1, const Variable& initial_state = {}, const std::string& name = "");
+
 struct RecurrentCellOptions {
   std::optional<size_t> cell_shape = {};      // LSTM's cell size (a projection to shape follows)
   std::optional<Activation> activation = {};  // unset: tanh for LSTM and GRU, sigmoid for RNNStep

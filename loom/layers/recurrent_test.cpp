@@ -331,3 +331,92 @@ TEST(RecurrentLayers, LstmClassifierTrains) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+// The sequences of f's only output.
+std::vector<Vec> output_sequences(const Function& f, const ValueMap& args) {
+  return f.eval(args).at(f.output()).as_sequences<double>();
+}
+
+// h_t = tanh(h_{t-1} · W) from a per-sequence initial state, over each sequence's length.
+TEST(UnfoldFrom, GeneratesFromEachSequencesInitialState) {
+  for (DataType dtype : {kF64, DataType::Float32}) {
+    Parameter W = parameter({2, 2}, glorot_uniform(1.0, 1, 0, 5), dtype, "W");
+    Variable h = placeholder({2}, dtype, default_sequence_axes(), "h");
+    Function generator = tanh(times(h, W));
+    Variable s0 = input_variable({2}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
+    Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+    Function unfold = UnfoldFrom(generator)(s0, like);
+    const std::vector<size_t> lengths{3, 1, 2};
+    Value init = Value::create_batch<double>({2}, {0.5, -1, 1, 0.25, -0.5, 2});
+    if (dtype == DataType::Float32)
+      init = Value::create_batch<float>({2}, {0.5f, -1, 1, 0.25f, -0.5f, 2});
+    ValueMap args{{s0, init}, {like, random_sequences({1}, lengths, dtype, 3)}};
+    const std::vector<Vec> out = output_sequences(unfold, args);
+    const Vec w = W.value().to_vector<double>();
+    const std::vector<Vec> starts = init.as_sequences<double>();
+    ASSERT_EQ(out.size(), lengths.size());
+    for (size_t b = 0; b < lengths.size(); ++b) {
+      Vec prev = starts[b], expected;
+      for (size_t t = 0; t < lengths[b]; ++t) {
+        Vec next{std::tanh(prev[0] * w[0] + prev[1] * w[2]),
+                 std::tanh(prev[0] * w[1] + prev[1] * w[3])};
+        expected.insert(expected.end(), next.begin(), next.end());
+        prev = next;
+      }
+      expect_all_near(out[b], expected, dtype == kF64 ? 1e-12 : 1e-6,
+                      "sequence " + std::to_string(b));
+    }
+    if (dtype == kF64) expect_gradients_match(unfold, args, {W, s0});
+  }
+}
+
+TEST(UnfoldFrom, BadGenerators) {
+  Variable a = placeholder({1}, kF64, default_sequence_axes(), "a");
+  Variable b = placeholder({1}, kF64, default_sequence_axes(), "b");
+  EXPECT_THROW(UnfoldFrom(plus(a, b)), ArgumentError);
+  EXPECT_THROW(UnfoldFrom(combine({relu(a), tanh(a)})), ArgumentError);
+  EXPECT_THROW(UnfoldFrom(Function(relu(placeholder("untyped")))), ArgumentError);
+}
+
+// Delay(T) is past_value (T > 0), future_value (T < 0) or x (T = 0), on ragged sequences with
+// one of length 1 and an empty one (which stays empty).
+TEST(Delay, IsTheDelayOpAsALayer) {
+  for (DataType dtype : {kF64, DataType::Float32}) {
+    Variable x =
+        sequence::input_variable({2}, {.dtype = dtype, .name = "x", .needs_gradient = true});
+    ValueMap args{{x, random_sequences({2}, {3, 1, 2}, dtype, 9)}};
+    const std::vector<Vec> in = args.at(x).as_sequences<double>();
+    auto shifted = [&](int T, double init) {
+      std::vector<Vec> out;
+      for (const Vec& s : in) {
+        const int n = int(s.size() / 2);
+        Vec o;
+        for (int t = 0; t < n; ++t)
+          for (int j = 0; j < 2; ++j)
+            o.push_back(t - T >= 0 && t - T < n ? s[size_t(2 * (t - T) + j)] : init);
+        out.push_back(o);
+      }
+      return out;
+    };
+    const Constant zero = constant(0, dtype);
+    EXPECT_EQ(output_sequences(Delay(1, zero)(x), args), shifted(1, 0));
+    EXPECT_EQ(output_sequences(Delay(-2, zero)(x), args), shifted(-2, 0));
+    EXPECT_EQ(output_sequences(Delay(0)(x), args), in);
+    EXPECT_EQ(output_sequences(Delay(1, constant(0.5, dtype))(x), args), shifted(1, 0.5));
+    if (dtype == kF64) {
+      Parameter init = parameter({2}, uniform(1.0, 2), kF64, "init");
+      expect_gradients_match(Delay(1, init)(x), args, {x, init});
+      expect_gradients_match(Delay(-1, zero)(x), args, {x});
+    }
+  }
+  Variable x = sequence::input_variable({1}, {.name = "x"});  // float32: Delay(1)'s 0
+  Value with_empty = Value::create_sequences<float>({1}, std::vector<float>{1, 2}, {2, 0});
+  EXPECT_EQ(output_sequences(Delay(1)(x), {{x, with_empty}}), (std::vector<Vec>{{0, 1}, {}}));
+  EXPECT_EQ(Delay(1)(x).to_string().rfind("Delay(", 0), 0u) << Delay(1)(x).to_string();
+}
+
+}  // namespace
+}  // namespace loom

@@ -71,10 +71,10 @@ TrainSummary Function::train(const DataSource& data, const TrainOptions& options
   // An epoch is epoch_size samples; for in-memory data by default the data's size (CNTK's
   // rule), else one sweep over the source.
   const size_t max_epochs = options.max_epochs.value_or(1);
-  const std::optional<size_t> epoch_size =
-      options.epoch_size ? options.epoch_size
-      : data.in_memory() ? std::optional<size_t>(bound.source->samples_per_sweep())
-                         : std::nullopt;
+  const std::optional<size_t> epoch_size = options.epoch_size ? options.epoch_size
+                                           : data.in_memory()
+                                               ? std::optional<size_t>(bound.samples_per_sweep)
+                                               : std::nullopt;
   if (epoch_size) {
     session.progress_frequency = options.progress_frequency.value_or(*epoch_size);
     if (!options.max_samples) session.max_samples = max_epochs * *epoch_size;

@@ -47,7 +47,8 @@ size_t samples_of(const MinibatchMap& minibatch) {
 
 }  // namespace
 
-DataSource::DataSource(std::shared_ptr<MinibatchSource> source) : source_(std::move(source)) {
+DataSource::DataSource(std::shared_ptr<MinibatchSourceInterface> source, int)
+    : source_(std::move(source)) {
   LOOM_CHECK(source_, ArgumentError, "DataSource: the minibatch source is null");
 }
 
@@ -70,8 +71,10 @@ BoundSource bind_data(const DataSource& data, const Function& criterion, const I
       named.emplace_back(name, data.arrays()[i]);
     }
     // CNTK's MinibatchSourceFromData reads in order.
-    bound.source = std::make_shared<MinibatchSource>(
+    auto source = std::make_shared<MinibatchSource>(
         MinibatchSourceFromData(named, {.randomize = false, .max_sweeps = max_sweeps}));
+    bound.samples_per_sweep = source->samples_per_sweep();
+    bound.source = std::move(source);
     for (size_t i = 0; i < args.size(); ++i)
       bound.input_map.emplace(args[i], (*bound.source)[named[i].first]);
     return bound;
@@ -221,7 +224,8 @@ size_t TrainingSession::samples_seen() const {
   // Every worker must take the same decisions (minibatch sizes, actions, the end), so in
   // distributed training the count is the source's global position, the same on every worker
   // (block momentum's trainers count their own shares only).
-  if (config_.trainer->distributed_learner()) return train_data_.source->position();
+  if (config_.trainer->distributed_learner())
+    if (const std::optional<size_t> position = train_data_.source->position()) return *position;
   return config_.trainer->total_number_of_samples_seen();
 }
 

@@ -18,6 +18,7 @@
 // and the test runs.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "loom/core/shared.h"
 #include "loom/io/minibatch_source.h"
 #include "loom/io/minibatch_source_from_data.h"
+#include "loom/io/user_minibatch_source.h"
 #include "loom/learners/schedule.h"
 #include "loom/train/checkpoint_policy.h"
 #include "loom/train/trainer.h"
@@ -37,35 +39,43 @@ namespace loom {
 
 using InputMap = std::unordered_map<Variable, StreamInformation>;
 
-// Data to train, validate or test on: a MinibatchSource, or in-memory arrays in the order of
-// the criterion's arguments (CNTK's tuple of numpy arrays), read in order.
+// Data to train, validate or test on: a minibatch source (Loom's reader or a
+// UserMinibatchSource), or in-memory arrays in the order of the criterion's arguments (CNTK's
+// tuple of numpy arrays), read in order.
 class DataSource {
  public:
   DataSource() = default;
   // Shared or borrowed (Shared<T>).
-  DataSource(std::shared_ptr<MinibatchSource> source);
-  DataSource(MinibatchSource& source) : DataSource(Shared<MinibatchSource>(source)) {}
+  template <std::derived_from<MinibatchSourceInterface> S>
+  DataSource(std::shared_ptr<S> source)
+      : DataSource(std::shared_ptr<MinibatchSourceInterface>(std::move(source)), 0) {}
+  DataSource(MinibatchSourceInterface& source)
+      : DataSource(Shared<MinibatchSourceInterface>(source), 0) {}
   DataSource(std::vector<DataArray> arrays) : arrays_(std::move(arrays)) {}
   DataSource(std::initializer_list<DataArray> arrays) : arrays_(arrays) {}
 
   bool empty() const { return !source_ && arrays_.empty(); }
   bool in_memory() const { return !arrays_.empty(); }
-  const std::shared_ptr<MinibatchSource>& source() const { return source_; }
+  const std::shared_ptr<MinibatchSourceInterface>& source() const { return source_; }
   const std::vector<DataArray>& arrays() const { return arrays_; }
 
  private:
-  std::shared_ptr<MinibatchSource> source_;
+  DataSource(std::shared_ptr<MinibatchSourceInterface> source, int);
+
+  std::shared_ptr<MinibatchSourceInterface> source_;
   std::vector<DataArray> arrays_;
 };
 
 // A source and the binding of a function's arguments to its streams.
 struct BoundSource {
-  std::shared_ptr<MinibatchSource> source;
+  std::shared_ptr<MinibatchSourceInterface> source;
   InputMap input_map;
+  // In-memory data: the samples of one sweep over them.
+  size_t samples_per_sweep = 0;
 };
 
 // Binds data to criterion's arguments. In-memory arrays become a MinibatchSourceFromData read
-// in order for max_sweeps sweeps, matched to the arguments by position. A MinibatchSource is
+// in order for max_sweeps sweeps, matched to the arguments by position. A source is
 // matched by input_map when given, else by `streams` (stream names in argument order), else by
 // the arguments' names. ArgumentError when the data do not fit the arguments.
 BoundSource bind_data(const DataSource& data, const Function& criterion,
@@ -101,7 +111,7 @@ struct TestConfig {
 // `Trainer trainer(...)` and for a shared_ptr alike).
 struct TrainingSessionConfig {
   Shared<Trainer> trainer = {};
-  Shared<MinibatchSource> mb_source = {};
+  Shared<MinibatchSourceInterface> mb_source = {};
   MinibatchSizeSchedule mb_size = 32;
   InputMap model_inputs_to_streams = {};
   // nullopt: until the source ends (a source that never ends needs max_samples or max_sweeps).
