@@ -38,13 +38,6 @@ Frequency checked(const std::optional<Frequency>& f, const char* what) {
   return f ? *f : Frequency(kOnlyAtEnd);
 }
 
-// Samples of a minibatch as the source counts them: its longest stream.
-size_t samples_of(const MinibatchMap& minibatch) {
-  size_t n = 0;
-  for (auto& [var, data] : minibatch) n = std::max(n, data.number_of_samples);
-  return n;
-}
-
 }  // namespace
 
 DataSource::DataSource(std::shared_ptr<MinibatchSource> source) : source_(std::move(source)) {
@@ -153,7 +146,7 @@ TrainingSession::TrainingSession(TrainingSessionConfig config)
     collector = std::make_shared<SummaryCollector>();
     ProgressWriters writers = trainer.progress_writers();
     writers.push_back(collector);
-    return std::make_unique<Evaluator>(metric, std::move(writers));
+    return std::make_unique<Evaluator>(metric, std::move(writers), evaluation_workers());
   };
 
   const CrossValidationConfig& cv = config_.cv_config;
@@ -210,6 +203,11 @@ MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
                                             communicator->rank());
 }
 
+std::shared_ptr<distributed::Communicator> TrainingSession::evaluation_workers() const {
+  const auto& distributed = config_.trainer->distributed_learner();
+  return distributed ? distributed->communicator() : nullptr;
+}
+
 size_t TrainingSession::elapsed_ms() const {
   const auto now = config_.clock() - start_;
   return restored_elapsed_ms_ +
@@ -219,8 +217,7 @@ size_t TrainingSession::elapsed_ms() const {
 
 size_t TrainingSession::samples_seen() const {
   // Every worker must take the same decisions (minibatch sizes, actions, the end), so in
-  // distributed training the count is the source's global position, the same on every worker
-  // (block momentum's trainers count their own shares only).
+  // distributed training the count is the source's global position, the same on every worker.
   if (config_.trainer->distributed_learner()) return train_data_.source->position();
   return config_.trainer->total_number_of_samples_seen();
 }
@@ -449,15 +446,19 @@ void TrainingSession::write_checkpoint(const std::string& file, const Dictionary
 
 SummaryCollector::Entry run_evaluation(const BoundSource& data,
                                        const MinibatchSizeSchedule& mb_size, size_t max_samples,
-                                       Evaluator& evaluator, const SummaryCollector& collector) {
-  size_t read = 0;
+                                       Evaluator& evaluator, const SummaryCollector& collector,
+                                       const std::shared_ptr<distributed::Communicator>& workers) {
+  const size_t n_workers = workers ? workers->num_workers() : 1;
+  const size_t rank = workers ? workers->rank() : 0;
+  // Samples read, over all workers: the source's global position, the same on every worker.
+  const size_t start = data.source->position();
   for (;;) {
+    const size_t read = data.source->position() - start;
     const size_t n = std::min(mb_size.value(read), max_samples <= read ? 0 : max_samples - read);
     if (n == 0) break;
-    const MinibatchMap minibatch = data.source->next_minibatch(n, data.input_map);
-    if (minibatch.empty()) break;
-    evaluator.test_minibatch(minibatch);
-    read += samples_of(minibatch);
+    const MinibatchMap minibatch = data.source->next_minibatch(n, data.input_map, n_workers, rank);
+    if (minibatch.empty()) break;  // the source's end, on every worker at once
+    evaluator.test_minibatch(minibatch, n_workers > 1);
   }
   evaluator.summarize_test_progress();
   return collector.test_summaries.back();
@@ -469,7 +470,7 @@ SummaryCollector::Entry TrainingSession::validate() {
   const Dictionary cv_pos = cv_data_.source->get_checkpoint_state();
   const SummaryCollector::Entry r =
       run_evaluation(cv_data_, config_.cv_config.minibatch_size, config_.cv_config.max_samples,
-                     *cv_evaluator_, *cv_collector_);
+                     *cv_evaluator_, *cv_collector_, evaluation_workers());
   cv_data_.source->restore_from_checkpoint(cv_pos);
   train_data_.source->restore_from_checkpoint(train_pos);
   return r;
@@ -486,7 +487,7 @@ bool TrainingSession::cross_validate(size_t index) {
 void TrainingSession::test() {
   if (!test_data_.source) return;
   run_evaluation(test_data_, config_.test_config.minibatch_size, INFINITELY_REPEAT,
-                 *test_evaluator_, *test_collector_);
+                 *test_evaluator_, *test_collector_, evaluation_workers());
 }
 
 TrainingSession training_session(TrainingSessionConfig config) {
