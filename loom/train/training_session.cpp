@@ -191,16 +191,18 @@ bool TrainingSession::run(Action& action) {
   return true;
 }
 
-MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
+bool TrainingSession::partitioned() const {
   const auto& distributed = config_.trainer->distributed_learner();
+  return distributed && samples_seen() >= distributed->parallelization_after();
+}
+
+MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
   // Each worker reads its share of a global minibatch once the learner communicates; before
   // that (warm start) every worker reads the whole minibatch and takes the same step.
-  if (!distributed || samples_seen() < distributed->parallelization_after())
-    return train_data_.source->next_minibatch(mb_size, train_data_.input_map);
-  const auto& communicator = distributed->communicator();
-  return train_data_.source->next_minibatch(mb_size * distributed->minibatch_size_scale_factor(),
-                                            train_data_.input_map, communicator->num_workers(),
-                                            communicator->rank());
+  if (!partitioned()) return train_data_.source->next_minibatch(mb_size, train_data_.input_map);
+  const auto& communicator = config_.trainer->distributed_learner()->communicator();
+  return train_data_.source->next_minibatch(mb_size, train_data_.input_map,
+                                            communicator->num_workers(), communicator->rank());
 }
 
 std::shared_ptr<distributed::Communicator> TrainingSession::evaluation_workers() const {
@@ -257,8 +259,12 @@ void TrainingSession::train() {
                       (config_.max_sweeps && units_seen(DataUnit::sweep) >= *config_.max_sweeps);
     const size_t left = done ? 0 : max_samples - seen;
     const MinibatchSizeSchedule& schedule = config_.mb_size;
+    // Block momentum's workers each take a minibatch of the schedule's size (CNTK).
+    const size_t scale =
+        partitioned() ? trainer.distributed_learner()->minibatch_size_scale_factor() : 1;
     size_t mb_size = std::min(
-        schedule.value(schedule.is_sweep_based() ? units_seen(DataUnit::sweep) : seen), left);
+        schedule.value(schedule.is_sweep_based() ? units_seen(DataUnit::sweep) : seen) * scale,
+        left);
     // A minibatch ends at the next sample boundary of an action, so an epoch summary covers
     // exactly its epoch (seed 002 prints "* 54000" for every epoch of 54,000 samples at
     // minibatch sizes 256 to 4096).

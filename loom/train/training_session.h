@@ -174,7 +174,11 @@ class TrainingSession {
   // The workers that share cross-validation and test (those of the distributed learner), or
   // null.
   std::shared_ptr<distributed::Communicator> evaluation_workers() const;
-  // The next training minibatch: this worker's share of it in distributed training.
+  // Whether each worker reads its partition of the training data (distributed, after the
+  // warm start).
+  bool partitioned() const;
+  // The next training minibatch (of mb_size samples over all workers): this worker's share of
+  // it in distributed training.
   MinibatchMap next_training_minibatch(size_t mb_size);
   // Samples trained so far as the session counts them (schedules, limits, actions).
   size_t samples_seen() const;
