@@ -1,11 +1,14 @@
 // Seed 002's Fashion-MNIST networks trained on several workers: the MLP (784-200-200-10, relu)
 // or, with --convnet, the seed's convnet, each worker reading its partition of every
-// minibatch through training_session, with the learner wrapped in CNTK's data-parallel
-// learner, with float or 1-bit aggregation (block momentum: docs/TODO.md). Run it under
-// `mpirun -np N`; every worker prints the test error and the bytes it sent.
+// minibatch through training_session, with the learner wrapped in one of CNTK's three
+// distributed learners: data-parallel with float or 1-bit aggregation, or block momentum.
+// Run it under `mpirun -np N`; rank 0 prints CNTK's progress lines (epochs, synchronizations,
+// the test), every worker the bytes it sent.
 //
-//   mpirun -np 4 mnist_distributed [--learner data_parallel|one_bit] [--convnet]
-//       [--epochs N (default 1)] [--samples N (of the 54,000; default all)] [--data FOLDER]
+//   mpirun -np 4 mnist_distributed [--learner data_parallel|one_bit|block_momentum]
+//       [--block-size N (block momentum's samples per block; default 16384)] [--convnet]
+//       [--epochs N (default 1)] [--samples N (of the 54,000; default all)]
+//       [--test-samples N (of the 10,000; default all)] [--data FOLDER]
 #include <cstdio>
 #include <string>
 
@@ -16,7 +19,7 @@ using namespace loom;
 int main(int argc, char** argv) {
   std::string algorithm = "data_parallel", folder = examples::kFashionMnistFolder;
   bool convnet = false;
-  size_t epochs = 1, samples = 54000;
+  size_t epochs = 1, samples = 54000, test_samples = 10000, block_size = 16384;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--convnet") {
@@ -25,8 +28,12 @@ int main(int argc, char** argv) {
       algorithm = argv[++i];
     } else if (i + 1 < argc && flag == "--epochs") {
       epochs = std::stoul(argv[++i]);
+    } else if (i + 1 < argc && flag == "--block-size") {
+      block_size = std::stoul(argv[++i]);
     } else if (i + 1 < argc && flag == "--samples") {
       samples = std::stoul(argv[++i]);
+    } else if (i + 1 < argc && flag == "--test-samples") {
+      test_samples = std::stoul(argv[++i]);
     } else if (i + 1 < argc && flag == "--data") {
       folder = argv[++i];
     } else {
@@ -34,7 +41,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  examples::MnistData data = examples::load_mnist(folder, samples);
+  examples::MnistData data = examples::load_mnist(folder, samples, 6000, test_samples);
   const size_t epoch_size = data.X_train.shape()[0];
 
   set_fixed_random_seed(1);
@@ -53,12 +60,21 @@ int main(int argc, char** argv) {
     learner = distributed::data_parallel_distributed_learner(local);
   } else if (algorithm == "one_bit") {
     learner = distributed::data_parallel_distributed_learner(local, 0, 1);
+  } else if (algorithm == "block_momentum") {
+    learner = distributed::block_momentum_distributed_learner(local, block_size);
   } else {
     std::fprintf(stderr, "unknown learner %s\n", algorithm.c_str());
     return 2;
   }
   auto communicator = learner->communicator();
-  Trainer trainer(model(x), criterion, {learner}, {std::make_shared<ProgressPrinter>()});
+  // Every worker reports the same numbers (over all workers); rank 0 prints them, and the first
+  // and every 100th synchronisation.
+  auto printer =
+      std::make_shared<ProgressPrinter>(ProgressPrinterOptions{.rank = communicator->rank(),
+                                                               .num_epochs = epochs,
+                                                               .distributed_freq = 100,
+                                                               .distributed_first = 1});
+  Trainer trainer(model(x), criterion, {learner}, {printer});
 
   // The source's sweeps end training on every worker at the same minibatch.
   MinibatchSource source = MinibatchSourceFromData(

@@ -110,6 +110,7 @@ void Communicator::begin(const char* what) {
   LOOM_CHECK(!failed_, StateError, "Communicator::", what,
              ": the communicator failed earlier (a worker was lost); restart the job");
   ++collectives_;
+  started_ = std::chrono::steady_clock::now();
   if (mpi_) mpi_->pending.clear();
 }
 
@@ -134,6 +135,7 @@ void Communicator::wait(const char* what) {
     if (now >= spin_end) std::this_thread::sleep_for(kPause);
   }
   requests.clear();
+  communication_time_ += Clock::now() - started_;
 }
 
 void Communicator::lost(const char* what) {

@@ -87,6 +87,9 @@ class Communicator {
   // all-reduce of B bytes 2(N-1)/N B, an all-to-all the blocks for the other workers, an
   // all-gather its own block N-1 times.
   uint64_t bytes_sent() const { return bytes_sent_; }
+  // The time this worker has spent in collectives, from the start of each to its end: the
+  // transfers and the waits for slower workers.
+  std::chrono::nanoseconds communication_time() const { return communication_time_; }
 
   // Ends MPI (MPI_Finalize, when Loom initialized it); later collectives are a StateError. After a
   // WorkerLostError it aborts the whole job instead (MPI_Abort), since MPI cannot shut down
@@ -110,6 +113,8 @@ class Communicator {
   size_t rank_ = 0, workers_ = 1;
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
   uint64_t bytes_sent_ = 0;
+  std::chrono::nanoseconds communication_time_{0};
+  std::chrono::steady_clock::time_point started_;  // of the current collective
   uint64_t collectives_ = 0;  // how many this worker has started
   bool failed_ = false, finalized_ = false;
 };

@@ -92,8 +92,6 @@ bool DistributedLearner::update(std::unordered_map<Variable, NDArrayView>& gradi
   return update(gradients, info);
 }
 
-void DistributedLearner::aggregate_metrics_if_needed(double& /*loss*/, double& /*metric*/) {}
-
 void DistributedLearner::reset_learning_rate(const LearningRateSchedule& schedule,
                                              ReferenceMinibatchSize reference) {
   learner_->reset_learning_rate(schedule, reference);
@@ -297,6 +295,7 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     info.eval_criterion = counts[0];
     info.training_loss = counts[1];
     info.number_of_samples = size_t(std::llround(counts[2]));
+    count_synchronization();
   }
 
   // The tensor of p that the workers sum: the caller's dense gradient itself (so the caller's
@@ -400,22 +399,21 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
                                   const BlockMomentumOptions& o)
       : DistributedLearner(std::move(communicator), std::move(learner), o.distributed_after),
         options_(o),
-        sync_period_(block_size / communicator_->num_workers()) {
+        block_size_(block_size) {
     const size_t n = communicator_->num_workers();
-    LOOM_CHECK(sync_period_ > 0, ArgumentError, "block_momentum_distributed_learner: block_size ",
+    LOOM_CHECK(block_size >= n, ArgumentError, "block_momentum_distributed_learner: block_size ",
                block_size, " is less than one sample per worker (", n, " workers)");
     LOOM_CHECK(o.block_learning_rate > 0 && std::isfinite(o.block_learning_rate), ArgumentError,
                "block_momentum_distributed_learner: block_learning_rate must be > 0, got ",
                o.block_learning_rate);
     // CNTK's default: the time constant that gives a block momentum of 1 - 1/N per block.
-    const double tc = o.block_momentum_as_time_constant
-                          ? *o.block_momentum_as_time_constant
-                          : (n == 1 ? 0.0 : -double(block_size) / std::log(1.0 - 1.0 / double(n)));
-    LOOM_CHECK(tc >= 0 && std::isfinite(tc), ArgumentError,
+    time_constant_ = o.block_momentum_as_time_constant
+                         ? *o.block_momentum_as_time_constant
+                         : (n == 1 ? 0.0 : -double(block_size) / std::log(1.0 - 1.0 / double(n)));
+    LOOM_CHECK(time_constant_ >= 0 && std::isfinite(time_constant_), ArgumentError,
                "block_momentum_distributed_learner: block_momentum_as_time_constant must be "
                "finite and >= 0, got ",
-               tc);
-    time_constant_per_worker_ = tc / double(n);
+               time_constant_);
     for (const auto& p : exchange_order()) {
       smoothed_.emplace_back(p.dtype(), p.shape());
       previous_.emplace_back(p.dtype(), p.shape());
@@ -426,25 +424,23 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
   size_t minibatch_size_scale_factor() const override { return communicator_->num_workers(); }
 
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) override {
-    if (!previous_set_) start_block();
+    // Before distributed_after (warm start) every worker has the same data and takes the same
+    // steps; the first block starts where the warm start ends.
+    const bool distributed = sample_count_ >= distributed_after_;
+    if (distributed && !previous_set_) start_block();
     // The local step first: the block update then leaves every worker with the same model.
     if (!info.is_empty()) learner_->update(gradients, info.number_of_samples, info.at_end_of_sweep);
-    if (info.at_end_of_data) end_of_data_ = true;
     local_samples_ += info.number_of_samples;
+    if (!distributed) {
+      sample_count_ += info.number_of_samples;
+      return !info.at_end_of_data;
+    }
+    const bool all_ended = share_counts(info);
     sample_count_ += info.number_of_samples;
-    if (distributed_after_ > sample_count_) return !end_of_data_;
     samples_in_block_ += info.number_of_samples;
-    // The end of the data ends the last block, however short.
-    if (end_of_data_ || samples_in_block_ >= sync_period_) synchronize();
-    return !end_of_data_;
-  }
-
-  void aggregate_metrics_if_needed(double& loss, double& metric) override {
-    if (communicator_->num_workers() == 1) return;
-    double values[2] = {loss, metric};
-    communicator_->all_reduce_sum(values);
-    loss = values[0] / double(communicator_->num_workers());
-    metric = values[1] / double(communicator_->num_workers());
+    // The end of everyone's data ends the last block, however short.
+    if (all_ended || samples_in_block_ >= block_size_) synchronize();
+    return !all_ended;
   }
 
   // Ends the current block first (a collective), so that every worker holds the same model
@@ -492,16 +488,32 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
     previous_set_ = true;
   }
 
+  // Every minibatch the workers share their sample counts, loss and metric sums and whether
+  // their data has ended (four numbers). So every worker counts the same samples in the block
+  // and ends it at the same minibatch, however unequal their shares of the data; the Trainer
+  // reports global counts, loss and metric; and all stop when every worker's data has ended.
+  // Returns whether it has.
+  bool share_counts(MinibatchInfo& info) {
+    double values[4] = {double(info.number_of_samples), info.training_loss, info.eval_criterion,
+                        info.at_end_of_data ? 1.0 : 0.0};
+    communicator_->all_reduce_sum(values);
+    info.number_of_samples = size_t(std::llround(values[0]));
+    info.training_loss = values[1];
+    info.eval_criterion = values[2];
+    return std::llround(values[3]) == int64_t(communicator_->num_workers());
+  }
+
   // CNTK's SynchronizeModel: the block gradient d = sum over workers of (start - local model);
   // v = bm v + (1 - bm) blr d; model = start - v (Nesterov: - bm v more); the next block
-  // starts there. When no worker has trained since the last block (a checkpoint right after
-  // one) the models are equal and nothing changes; CNTK would apply v once more (bm = 1).
+  // starts there. bm = exp(-samples in the block over all workers / time constant) (CNTK:
+  // this worker's samples / (time constant / N), the same for equal shares). A block without
+  // samples (a checkpoint right after a block's end) changes nothing; CNTK would apply v once
+  // more (bm = 1).
   void synchronize() {
     check_models_agree();
-    if (!previous_set_) start_block();
-    const double bm = time_constant_per_worker_ == 0
-                          ? 0.0
-                          : std::exp(-double(samples_in_block_) / time_constant_per_worker_);
+    if (samples_in_block_ == 0) return;  // the same on every worker: nothing to exchange
+    const double bm =
+        time_constant_ == 0 ? 0.0 : std::exp(-double(samples_in_block_) / time_constant_);
     for (size_t i = 0; i < block_gradient_.size(); ++i)
       dispatch(block_gradient_[i].dtype(), [&](auto zero) {
         using T = decltype(zero);
@@ -511,13 +523,7 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
         learners_detail::parallel_for(block_gradient_[i].size(),
                                       [&](size_t k) { d[k] = start[k] - current[k]; });
       });
-    std::vector<NDArrayView> tensors = block_gradient_;
-    NDArrayView samples = NDArrayView::from_vector<double>(
-        NDShape{2}, {double(local_samples_), double(samples_in_block_)});
-    tensors.push_back(samples);
-    communicator_->all_reduce_sum(tensors);
-    sample_count_ = size_t(std::llround(samples.data<double>()[0]));
-    if (samples.data<double>()[1] == 0) return;
+    communicator_->all_reduce_sum(block_gradient_);
     for (size_t i = 0; i < block_gradient_.size(); ++i)
       dispatch(block_gradient_[i].dtype(), [&](auto zero) {
         using T = decltype(zero);
@@ -535,17 +541,19 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
         });
       });
     samples_in_block_ = 0;
+    count_synchronization();
     if (options_.reset_sgd_momentum_after_aggregation) learner_->reset_smoothed_gradients();
   }
 
   BlockMomentumOptions options_;
-  size_t sync_period_;  // local samples per block
-  double time_constant_per_worker_ = 0;
+  size_t block_size_;  // samples over all workers
+  double time_constant_ = 0;
   std::vector<NDArrayView> smoothed_;        // the block-level smoothed gradient v
   std::vector<NDArrayView> previous_;        // the model at the block's start
   std::vector<NDArrayView> block_gradient_;  // scratch: d
-  bool previous_set_ = false, end_of_data_ = false;
-  size_t samples_in_block_ = 0, local_samples_ = 0;
+  bool previous_set_ = false;
+  size_t samples_in_block_ = 0;  // over all workers
+  size_t local_samples_ = 0;     // this worker's
 };
 
 }  // namespace

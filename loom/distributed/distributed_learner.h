@@ -7,7 +7,8 @@
 //    CNTK's 1-bit SGD) and the local learner steps with the global gradient and sample count,
 //    so every worker takes the same step.
 //  - block_momentum_distributed_learner: every worker steps on its own; after each block of
-//    samples the models are averaged through CNTK's block-level momentum update.
+//    samples (over all workers) the models are merged through CNTK's block-level momentum
+//    update. Only the sample counts, loss and metric travel every minibatch.
 // Before distributed_after samples (counted over all workers) a learner does not communicate:
 // the workers train on the same full data and take identical steps (warm start).
 //
@@ -28,7 +29,7 @@ namespace loom::distributed {
 
 // One worker's minibatch, as the Trainer hands it to a distributed learner (CNTK's
 // MinibatchInfo). The loss and metric are sums over the minibatch's samples. update() replaces
-// them and number_of_samples with the sums over all workers when it communicates.
+// them and number_of_samples with the sums over all workers.
 struct MinibatchInfo {
   bool at_end_of_data = false;
   bool at_end_of_sweep = false;
@@ -50,9 +51,9 @@ class DistributedLearner : public Learner {
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, size_t training_sample_count,
               bool sweep_end = false) final;
 
-  // What the Trainer calls when it summarizes progress: the loss and metric averages over the
-  // workers where update() did not aggregate them (block momentum); nothing otherwise.
-  virtual void aggregate_metrics_if_needed(double& loss, double& metric);
+  // How many times this worker has combined its gradients (data parallel) or model (block
+  // momentum) with the other workers'; 0 for a single worker. Progress writers report them.
+  size_t synchronizations() const { return synchronizations_; }
   // The factor by which the training session multiplies each worker's minibatch size (block
   // momentum: the number of workers).
   virtual size_t minibatch_size_scale_factor() const { return 1; }
@@ -81,6 +82,8 @@ class DistributedLearner : public Learner {
   void check_models_agree();
   // The parameters in the order in which workers exchange them (by uid, as CNTK).
   const std::vector<Parameter>& exchange_order() const { return ordered_; }
+  // Counts one synchronization with other workers (none for a single worker).
+  void count_synchronization() { synchronizations_ += communicator_->num_workers() > 1; }
   // {"distributed_learner": kind, "localLearners": [the learner's], "totalNumberOfSamplesSeen"}.
   Dictionary base_checkpoint(const char* kind) const;
   // Restores base_checkpoint; StateError when it is another kind's.
@@ -94,6 +97,7 @@ class DistributedLearner : public Learner {
  private:
   std::vector<Parameter> ordered_;
   bool models_checked_ = false;
+  size_t synchronizations_ = 0;
 };
 
 // CNTK's data_parallel_distributed_learner. num_quantization_bits 32: exact float all-reduce;

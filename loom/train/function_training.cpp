@@ -1,6 +1,7 @@
 #include "loom/train/function_training.h"
 
 #include "loom/core/error.h"
+#include "loom/distributed/communicator.h"
 
 namespace loom {
 
@@ -108,11 +109,12 @@ TestSummary Function::test(const DataSource& data, const TestOptions& options) c
     writers.push_back(w);
   }
   writers.push_back(collector);
-  Evaluator evaluator(metric, std::move(writers));
+  const auto workers = options.distributed ? distributed::mpi_communicator() : nullptr;
+  Evaluator evaluator(metric, std::move(writers), workers);
   const BoundSource bound =
       bind_data(data, *this, options.model_inputs_to_streams, options.streams, /*max_sweeps=*/1);
-  const SummaryCollector::Entry r =
-      run_evaluation(bound, options.minibatch_size, INFINITELY_REPEAT, evaluator, *collector);
+  const SummaryCollector::Entry r = run_evaluation(bound, options.minibatch_size, INFINITELY_REPEAT,
+                                                   evaluator, *collector, workers);
   return {r.metric.value_or(0), r.samples};
 }
 

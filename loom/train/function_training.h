@@ -66,6 +66,10 @@ struct TestOptions {
   std::vector<std::string> streams = {};
   InputMap model_inputs_to_streams = {};
   std::vector<std::shared_ptr<ProgressWriter>> callbacks = {};
+  // Under mpirun: every worker (distributed::mpi_communicator()) evaluates its partition of
+  // the data and the results are summed over the workers, so every worker returns the same
+  // summary (CNTK's Evaluator.test_minibatch(distributed=True)). Every worker must call test.
+  bool distributed = false;
 };
 
 }  // namespace loom

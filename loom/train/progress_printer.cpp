@@ -78,6 +78,8 @@ void ProgressPrinter::log(const std::string& message) {
 }
 
 void ProgressPrinter::print_line(const std::string& line) {
+  // Distributed workers print the same numbers; on standard output only the first does.
+  if (log_file_name_.empty() && options_.rank.value_or(0) != 0) return;
   // Flushed per line so that a log being watched, or left by a crash, is complete.
   std::ostream& stream = log_file_name_.empty() ? *options_.out : log_file_;
   stream << line << std::endl;

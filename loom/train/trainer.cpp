@@ -1,6 +1,7 @@
 #include "loom/train/trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
 #include "loom/distributed/distributed_learner.h"
@@ -14,6 +15,11 @@ ValueMap values_of(const MinibatchMap& minibatch) {
 }
 
 namespace {
+bool all_empty(const ValueMap& arguments) {
+  return std::all_of(arguments.begin(), arguments.end(),
+                     [](const auto& a) { return a.second.num_sequences() == 0; });
+}
+
 bool any_sweep_end(const MinibatchMap& minibatch) {
   for (auto& [var, data] : minibatch)
     if (data.sweep_end) return true;
@@ -88,8 +94,7 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
 }
 
 bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
-  const bool empty = std::all_of(arguments.begin(), arguments.end(),
-                                 [](const auto& a) { return a.second.num_sequences() == 0; });
+  const bool empty = all_empty(arguments);
   if (empty && !distributed_) return false;
   size_t samples = 0;
   double loss_sum = 0, metric_sum = 0;
@@ -102,12 +107,19 @@ bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
   }
   bool go_on = false;
   if (distributed_) {
-    // A collective: every worker takes the same step; the counts become global.
+    // A collective: the counts, loss and metric become the sums over all workers.
     distributed::MinibatchInfo info{arguments.empty(), is_sweep_end, samples, loss_sum, metric_sum};
+    const size_t synchronizations = distributed_->synchronizations();
     go_on = distributed_->update(learner_gradients_[0], info);
     samples = info.number_of_samples;
     loss_sum = info.training_loss;
     metric_sum = info.eval_criterion;
+    // CNTK reports each synchronization with the samples since the previous one.
+    if (distributed_->synchronizations() != synchronizations) {
+      for (auto& w : writers_)
+        w->update_distributed_sync(total_samples_ + samples - synced_samples_);
+      synced_samples_ = total_samples_ + samples;
+    }
     if (samples == 0) return go_on;
   } else {
     for (size_t i = 0; i < learners_.size(); ++i)
@@ -128,14 +140,16 @@ bool Trainer::train_minibatch(const MinibatchMap& minibatch) {
   return train_minibatch(values_of(minibatch), any_sweep_end(minibatch));
 }
 
-double Trainer::test_minibatch(const ValueMap& arguments) {
+double Trainer::test_minibatch(const ValueMap& arguments, bool distributed) {
   if (!evaluator_)
-    evaluator_ = std::make_unique<Evaluator>(metric_.valid() ? metric_ : loss_, writers_);
-  return evaluator_->test_minibatch(arguments);
+    evaluator_ = std::make_unique<Evaluator>(
+        metric_.valid() ? metric_ : loss_, writers_,
+        distributed_ ? distributed_->communicator() : std::shared_ptr<distributed::Communicator>());
+  return evaluator_->test_minibatch(arguments, distributed);
 }
 
-double Trainer::test_minibatch(const MinibatchMap& minibatch) {
-  return test_minibatch(values_of(minibatch));
+double Trainer::test_minibatch(const MinibatchMap& minibatch, bool distributed) {
+  return test_minibatch(values_of(minibatch), distributed);
 }
 
 double Trainer::previous_minibatch_loss_average() const {
@@ -161,22 +175,32 @@ void Trainer::summarize_test_progress() {
   for (auto& w : writers_) w->write_test_summary();
 }
 
-Evaluator::Evaluator(const Variable& metric, ProgressWriters writers)
-    : metric_(metric), writers_(std::move(writers)) {
+Evaluator::Evaluator(const Variable& metric, ProgressWriters writers,
+                     std::shared_ptr<distributed::Communicator> communicator)
+    : metric_(metric), writers_(std::move(writers)), communicator_(std::move(communicator)) {
   LOOM_CHECK(metric_.valid(), ArgumentError, "Evaluator: no metric given");
 }
 
-double Evaluator::test_minibatch(const ValueMap& arguments) {
-  if (!exec_) exec_ = std::make_unique<Executor>(std::vector<Variable>{metric_});
-  exec_->forward(arguments, /*is_training=*/false);
-  size_t samples = exec_->sample_count(metric_);
-  double sum = exec_->sum(metric_);
-  for (auto& w : writers_) w->update_test(samples, sum);
-  return samples ? sum / double(samples) : 0.0;
+double Evaluator::test_minibatch(const ValueMap& arguments, bool distributed) {
+  double sums[2] = {0, 0};  // the metric's sum, the samples
+  // A worker's share of a distributed evaluation may hold no sequence.
+  if (!all_empty(arguments)) {
+    if (!exec_) exec_ = std::make_unique<Executor>(std::vector<Variable>{metric_});
+    exec_->forward(arguments, /*is_training=*/false);
+    sums[0] = exec_->sum(metric_);
+    sums[1] = double(exec_->sample_count(metric_));
+  }
+  if (distributed) {
+    if (!communicator_) communicator_ = distributed::mpi_communicator();
+    communicator_->all_reduce_sum(sums);
+  }
+  previous_samples_ = size_t(std::llround(sums[1]));
+  for (auto& w : writers_) w->update_test(previous_samples_, sums[0]);
+  return previous_samples_ ? sums[0] / sums[1] : 0.0;
 }
 
-double Evaluator::test_minibatch(const MinibatchMap& minibatch) {
-  return test_minibatch(values_of(minibatch));
+double Evaluator::test_minibatch(const MinibatchMap& minibatch, bool distributed) {
+  return test_minibatch(values_of(minibatch), distributed);
 }
 
 void Evaluator::summarize_test_progress() {

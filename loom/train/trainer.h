@@ -16,8 +16,9 @@
 namespace loom {
 
 namespace distributed {
+class Communicator;
 class DistributedLearner;
-}
+}  // namespace distributed
 
 // A minibatch keyed by the variables it feeds (next_minibatch with an input map).
 using MinibatchMap = Minibatch<Variable>;
@@ -29,16 +30,26 @@ ValueMap values_of(const MinibatchMap& minibatch);
 // Evaluator: the metric of a model over test minibatches, reported to progress writers.
 class Evaluator {
  public:
-  explicit Evaluator(const Variable& metric, ProgressWriters progress_writers = {});
-  // The metric's average over the minibatch's samples.
-  double test_minibatch(const ValueMap& arguments);
-  double test_minibatch(const MinibatchMap& minibatch);
+  // communicator: the workers a distributed test_minibatch sums over; null: all of the
+  // process's (distributed::mpi_communicator()), as CNTK's.
+  explicit Evaluator(const Variable& metric, ProgressWriters progress_writers = {},
+                     std::shared_ptr<distributed::Communicator> communicator = nullptr);
+  // The metric's average over the minibatch's samples. distributed (CNTK's): every worker
+  // calls it with its share of a minibatch (possibly without a sequence) and the metric's
+  // sum and the sample count are summed over the workers (a collective), so every worker gets
+  // and reports the same numbers.
+  double test_minibatch(const ValueMap& arguments, bool distributed = false);
+  double test_minibatch(const MinibatchMap& minibatch, bool distributed = false);
+  // The samples of the last test_minibatch (over all workers when distributed).
+  size_t previous_minibatch_sample_count() const { return previous_samples_; }
   void summarize_test_progress();
 
  private:
   Variable metric_;
   ProgressWriters writers_;
+  std::shared_ptr<distributed::Communicator> communicator_;
   std::unique_ptr<Executor> exec_;
+  size_t previous_samples_ = 0;
 };
 
 class Trainer {
@@ -64,8 +75,10 @@ class Trainer {
   bool train_minibatch(const ValueMap& arguments, bool is_sweep_end = false);
   bool train_minibatch(const MinibatchMap& minibatch);
   // The metric's average over the minibatch's samples (the loss's when there is no metric).
-  double test_minibatch(const ValueMap& arguments);
-  double test_minibatch(const MinibatchMap& minibatch);
+  // distributed: summed over the workers, as Evaluator's (of the distributed learner's
+  // communicator, if there is one).
+  double test_minibatch(const ValueMap& arguments, bool distributed = false);
+  double test_minibatch(const MinibatchMap& minibatch, bool distributed = false);
 
   // Saves everything needed to continue training bit for bit: the training graph with every
   // parameter and constant (batch-norm statistics), each learner's state, the trainer's
@@ -123,6 +136,7 @@ class Trainer {
   std::unique_ptr<Evaluator> evaluator_;  // test_minibatch, made at first use
   std::vector<std::unordered_map<Variable, NDArrayView>> learner_gradients_;
   size_t total_samples_ = 0, previous_samples_ = 0;
+  size_t synced_samples_ = 0;  // total_samples_ at the last distributed synchronization
   double previous_loss_sum_ = 0, previous_metric_sum_ = 0;
 };
 

@@ -201,6 +201,7 @@ Dictionary Trainer::restore_from_checkpoint(
   for (size_t i = 0; i < current_random.size(); ++i)
     current_random[i]->random = saved_random[i]->random;
   total_samples_ = size_t(total_samples);
+  synced_samples_ = total_samples_;  // a checkpoint ends a block: the workers are in sync
   previous_samples_ = size_t(previous_samples);
   previous_loss_sum_ = previous_loss_sum;
   previous_metric_sum_ = previous_metric_sum;

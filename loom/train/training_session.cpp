@@ -38,13 +38,6 @@ Frequency checked(const std::optional<Frequency>& f, const char* what) {
   return f ? *f : Frequency(kOnlyAtEnd);
 }
 
-// Samples of a minibatch as the source counts them: its longest stream.
-size_t samples_of(const MinibatchMap& minibatch) {
-  size_t n = 0;
-  for (auto& [var, data] : minibatch) n = std::max(n, data.number_of_samples);
-  return n;
-}
-
 }  // namespace
 
 DataSource::DataSource(std::shared_ptr<MinibatchSourceInterface> source, int)
@@ -156,7 +149,7 @@ TrainingSession::TrainingSession(TrainingSessionConfig config)
     collector = std::make_shared<SummaryCollector>();
     ProgressWriters writers = trainer.progress_writers();
     writers.push_back(collector);
-    return std::make_unique<Evaluator>(metric, std::move(writers));
+    return std::make_unique<Evaluator>(metric, std::move(writers), evaluation_workers());
   };
 
   const CrossValidationConfig& cv = config_.cv_config;
@@ -201,16 +194,23 @@ bool TrainingSession::run(Action& action) {
   return true;
 }
 
-MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
+bool TrainingSession::partitioned() const {
   const auto& distributed = config_.trainer->distributed_learner();
+  return distributed && samples_seen() >= distributed->parallelization_after();
+}
+
+MinibatchMap TrainingSession::next_training_minibatch(size_t mb_size) {
   // Each worker reads its share of a global minibatch once the learner communicates; before
   // that (warm start) every worker reads the whole minibatch and takes the same step.
-  if (!distributed || samples_seen() < distributed->parallelization_after())
-    return train_data_.source->next_minibatch(mb_size, train_data_.input_map);
-  const auto& communicator = distributed->communicator();
-  return train_data_.source->next_minibatch(mb_size * distributed->minibatch_size_scale_factor(),
-                                            train_data_.input_map, communicator->num_workers(),
-                                            communicator->rank());
+  if (!partitioned()) return train_data_.source->next_minibatch(mb_size, train_data_.input_map);
+  const auto& communicator = config_.trainer->distributed_learner()->communicator();
+  return train_data_.source->next_minibatch(mb_size, train_data_.input_map,
+                                            communicator->num_workers(), communicator->rank());
+}
+
+std::shared_ptr<distributed::Communicator> TrainingSession::evaluation_workers() const {
+  const auto& distributed = config_.trainer->distributed_learner();
+  return distributed ? distributed->communicator() : nullptr;
 }
 
 size_t TrainingSession::elapsed_ms() const {
@@ -222,8 +222,7 @@ size_t TrainingSession::elapsed_ms() const {
 
 size_t TrainingSession::samples_seen() const {
   // Every worker must take the same decisions (minibatch sizes, actions, the end), so in
-  // distributed training the count is the source's global position, the same on every worker
-  // (block momentum's trainers count their own shares only).
+  // distributed training the count is the source's global position, the same on every worker.
   if (config_.trainer->distributed_learner())
     if (const std::optional<size_t> position = train_data_.source->position()) return *position;
   return config_.trainer->total_number_of_samples_seen();
@@ -264,8 +263,12 @@ void TrainingSession::train() {
                       (config_.max_sweeps && units_seen(DataUnit::sweep) >= *config_.max_sweeps);
     const size_t left = done ? 0 : max_samples - seen;
     const MinibatchSizeSchedule& schedule = config_.mb_size;
+    // Block momentum's workers each take a minibatch of the schedule's size (CNTK).
+    const size_t scale =
+        partitioned() ? trainer.distributed_learner()->minibatch_size_scale_factor() : 1;
     size_t mb_size = std::min(
-        schedule.value(schedule.is_sweep_based() ? units_seen(DataUnit::sweep) : seen), left);
+        schedule.value(schedule.is_sweep_based() ? units_seen(DataUnit::sweep) : seen) * scale,
+        left);
     // A minibatch ends at the next sample boundary of an action, so an epoch summary covers
     // exactly its epoch (seed 002 prints "* 54000" for every epoch of 54,000 samples at
     // minibatch sizes 256 to 4096).
@@ -453,15 +456,22 @@ void TrainingSession::write_checkpoint(const std::string& file, const Dictionary
 
 SummaryCollector::Entry run_evaluation(const BoundSource& data,
                                        const MinibatchSizeSchedule& mb_size, size_t max_samples,
-                                       Evaluator& evaluator, const SummaryCollector& collector) {
-  size_t read = 0;
+                                       Evaluator& evaluator, const SummaryCollector& collector,
+                                       const std::shared_ptr<distributed::Communicator>& workers) {
+  const size_t n_workers = workers ? workers->num_workers() : 1;
+  const size_t rank = workers ? workers->rank() : 0;
+  // Samples read, over all workers: the source's global position, the same on every worker;
+  // for a source without one, the evaluator's counts (summed over workers when distributed).
+  const std::optional<size_t> start = data.source->position();
+  size_t counted = 0;
   for (;;) {
+    const size_t read = start ? *data.source->position() - *start : counted;
     const size_t n = std::min(mb_size.value(read), max_samples <= read ? 0 : max_samples - read);
     if (n == 0) break;
-    const MinibatchMap minibatch = data.source->next_minibatch(n, data.input_map);
-    if (minibatch.empty()) break;
-    evaluator.test_minibatch(minibatch);
-    read += samples_of(minibatch);
+    const MinibatchMap minibatch = data.source->next_minibatch(n, data.input_map, n_workers, rank);
+    if (minibatch.empty()) break;  // the source's end, on every worker at once
+    evaluator.test_minibatch(minibatch, n_workers > 1);
+    counted += evaluator.previous_minibatch_sample_count();
   }
   evaluator.summarize_test_progress();
   return collector.test_summaries.back();
@@ -473,7 +483,7 @@ SummaryCollector::Entry TrainingSession::validate() {
   const Dictionary cv_pos = cv_data_.source->get_checkpoint_state();
   const SummaryCollector::Entry r =
       run_evaluation(cv_data_, config_.cv_config.minibatch_size, config_.cv_config.max_samples,
-                     *cv_evaluator_, *cv_collector_);
+                     *cv_evaluator_, *cv_collector_, evaluation_workers());
   cv_data_.source->restore_from_checkpoint(cv_pos);
   train_data_.source->restore_from_checkpoint(train_pos);
   return r;
@@ -490,7 +500,7 @@ bool TrainingSession::cross_validate(size_t index) {
 void TrainingSession::test() {
   if (!test_data_.source) return;
   run_evaluation(test_data_, config_.test_config.minibatch_size, INFINITELY_REPEAT,
-                 *test_evaluator_, *test_collector_);
+                 *test_evaluator_, *test_collector_, evaluation_workers());
 }
 
 TrainingSession training_session(TrainingSessionConfig config) {

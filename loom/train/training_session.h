@@ -150,10 +150,13 @@ class SummaryCollector : public ProgressWriter {
 
 // Evaluates data minibatch by minibatch until the source ends or max_samples are read, then
 // closes the test period (progress writers print "Finished Evaluation"). The collector must be
-// one of the evaluator's writers; its summary of the pass is returned.
-SummaryCollector::Entry run_evaluation(const BoundSource& data,
-                                       const MinibatchSizeSchedule& mb_size, size_t max_samples,
-                                       Evaluator& evaluator, const SummaryCollector& collector);
+// one of the evaluator's writers; its summary of the pass is returned. With workers (the
+// evaluator's communicator) every worker evaluates its partition of each minibatch and the
+// results are summed over them: every worker returns and reports the same numbers.
+SummaryCollector::Entry run_evaluation(
+    const BoundSource& data, const MinibatchSizeSchedule& mb_size, size_t max_samples,
+    Evaluator& evaluator, const SummaryCollector& collector,
+    const std::shared_ptr<distributed::Communicator>& workers = nullptr);
 
 class TrainingSession {
  public:
@@ -178,7 +181,14 @@ class TrainingSession {
     size_t units_when_last_called = 0;
   };
 
-  // The next training minibatch: this worker's share of it in distributed training.
+  // The workers that share cross-validation and test (those of the distributed learner), or
+  // null.
+  std::shared_ptr<distributed::Communicator> evaluation_workers() const;
+  // Whether each worker reads its partition of the training data (distributed, after the
+  // warm start).
+  bool partitioned() const;
+  // The next training minibatch (of mb_size samples over all workers): this worker's share of
+  // it in distributed training.
   MinibatchMap next_training_minibatch(size_t mb_size);
   // Samples trained so far as the session counts them (schedules, limits, actions).
   size_t samples_seen() const;

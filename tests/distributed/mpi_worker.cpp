@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -15,11 +17,7 @@
 
 #include <mpi.h>
 
-#include "loom/core/random.h"
-#include "loom/distributed/communicator.h"
-#include "loom/distributed/distributed_learner.h"
-#include "loom/learners/momentum_sgd.h"
-#include "loom/learners/sgd.h"
+#include "loom/loom.h"
 
 using namespace loom;
 using namespace loom::distributed;
@@ -350,6 +348,195 @@ void model_mismatch(Communicator& comm) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Training sessions (the Trainer, training_session and Function::train/test under mpirun).
+
+// A small regression y = tanh-net(x) on data that chunks of 24 sequences split unequally
+// between the workers (7 chunks: 4 and 3 for 2 workers, 2, 2, 2 and 1 for 4).
+struct SessionData {
+  static constexpr size_t kInputs = 5, kTrain = 160, kCv = 48, kChunk = 24;
+  NDArrayView x = make(kTrain, 3), y = targets(x), x_cv = make(kCv, 4), y_cv = targets(x_cv);
+
+  static NDArrayView make(size_t n, uint64_t seed) {
+    RandomGenerator random(seed);
+    std::vector<float> v(n * kInputs);
+    for (auto& e : v) e = float(random.normal());
+    return NDArrayView::from_vector<float>({n, kInputs}, v);
+  }
+  static NDArrayView targets(const NDArrayView& xs) {
+    const auto xv = xs.to_vector<float>();
+    std::vector<float> y;
+    for (size_t i = 0; i < xs.shape()[0]; ++i) {
+      float target = 0.1f;
+      for (size_t k = 0; k < kInputs; ++k) target += (k % 2 ? -0.5f : 0.75f) * xv[i * kInputs + k];
+      y.push_back(std::tanh(target));
+    }
+    return NDArrayView::from_vector<float>({xs.shape()[0], 1}, y);
+  }
+  // Randomized, so that partitions go by chunk.
+  MinibatchSource source(const NDArrayView& xs, const NDArrayView& ys, size_t sweeps) const {
+    return MinibatchSourceFromData({{"x", xs}, {"y", ys}}, {.max_sweeps = sweeps},
+                                   {.sequences_per_chunk = kChunk});
+  }
+};
+
+struct Net {
+  Variable x = input_variable(SessionData::kInputs, {.name = "x"});
+  Variable y = input_variable(1, {.name = "y"});
+  Function model = Sequential({Dense(8, {.activation = loom::tanh}), Dense(1)});
+  Variable z = model(x);
+  Function criterion = combine({squared_error(z, y), squared_error(z, y)});
+
+  // Starts from the other net's parameters.
+  void copy_parameters(const Net& other) {
+    const auto mine = model.parameters(), theirs = other.model.parameters();
+    for (size_t i = 0; i < mine.size(); ++i) mine[i].value().copy_from(theirs[i].value());
+  }
+  std::vector<float> parameters() const {
+    std::vector<float> all;
+    for (const Parameter& p : model.parameters())
+      for (float v : p.value().to_vector<float>()) all.push_back(v);
+    return all;
+  }
+};
+
+void check_same_on_every_worker(Communicator& comm, const std::vector<float>& v,
+                                const std::string& what) {
+  const auto copies = gathered(comm, v);
+  for (size_t j = 1; j < copies.size(); ++j) check(copies[j] == copies[0], what);
+}
+
+// Block momentum in a training session whose workers get unequal partitions: the blocks end at
+// the same minibatch on every worker (the counts travel every minibatch), so the session ends;
+// cross-validation and test are partitioned too and every worker reports the sums over all.
+void session_block_momentum(Communicator& comm) {
+  const size_t r = comm.rank();
+  constexpr size_t kSweeps = 3, kBlock = 64;
+  const SessionData data;
+  set_fixed_random_seed(5);
+  Net net;
+  auto learner = block_momentum_distributed_learner(
+      momentum_sgd(net.model.parameters(), learning_rate_schedule(0.02, UnitType::sample),
+                   momentum_schedule(0.9)),
+      kBlock);
+  std::ostringstream printed;
+  auto printer = std::make_shared<ProgressPrinter>(
+      ProgressPrinterOptions{.rank = r, .distributed_freq = 1, .out = &printed});
+  auto collector = std::make_shared<SummaryCollector>();
+  Trainer trainer(net.z, net.criterion, {learner}, {printer, collector});
+
+  MinibatchSource source = data.source(data.x, data.y, kSweeps);
+  MinibatchSource cv_source = data.source(data.x_cv, data.y_cv, 1);
+  MinibatchSource test_source = data.source(data.x_cv, data.y_cv, 1);
+  std::vector<double> cv_errors;
+  const std::string checkpoint = "session_block_momentum_" + std::to_string(comm.num_workers());
+  training_session(
+      {.trainer = trainer,
+       .mb_source = source,
+       .mb_size = 8,
+       .model_inputs_to_streams = {{net.x, source["x"]}, {net.y, source["y"]}},
+       .progress_frequency = SessionData::kTrain,
+       // A checkpoint ends a block: every 4 blocks, so that the blocks stay 64 samples long.
+       .checkpoint_config = {.filename = checkpoint, .frequency = 4 * kBlock, .restore = false},
+       .cv_config = {.source = cv_source,
+                     .frequency = 2 * kBlock,
+                     .minibatch_size = 16,
+                     .callback =
+                         [&](size_t, double error, size_t samples, size_t) {
+                           // Every 2 blocks: the workers hold one model, whose error over
+                           // all of the CV data is what one process computes.
+                           check_same_on_every_worker(comm, net.parameters(),
+                                                      "one model at a block's end");
+                           const double local = net.criterion.test({data.x_cv, data.y_cv}).metric;
+                           check(samples == SessionData::kCv, "CV counts every worker's samples");
+                           check(std::abs(error - local) <= 1e-5 * (1 + local),
+                                 "CV error is the error over all of the data");
+                           cv_errors.push_back(error);
+                           return true;
+                         },
+                     .model_inputs_to_streams = {{net.x, cv_source["x"]}, {net.y, cv_source["y"]}}},
+       .test_config = {.source = test_source,
+                       .minibatch_size = 16,
+                       .model_inputs_to_streams = {{net.x, test_source["x"]},
+                                                   {net.y, test_source["y"]}}}})
+      .train();
+  if (comm.is_main()) std::filesystem::remove(checkpoint);
+
+  check(trainer.total_number_of_samples_seen() == kSweeps * SessionData::kTrain,
+        "the trainer counts the samples of all workers");
+  check_same_on_every_worker(comm, net.parameters(), "one model on every worker at the end");
+  // The partitions were unequal (else this test would not test them).
+  const std::vector<float> local{float(learner->learner()->total_number_of_samples_seen())};
+  const auto shares = gathered(comm, local);
+  bool unequal = false;
+  for (const auto& s : shares) unequal |= s != shares[0];
+  check(unequal, "the workers' partitions differ");
+  // Every worker saw the same CV and test numbers.
+  std::vector<float> numbers(cv_errors.begin(), cv_errors.end());
+  // The trainer's writers see every CV pass, then the test.
+  const auto& tested = collector->test_summaries.back();
+  check(collector->test_summaries.size() == cv_errors.size() + 1 &&
+            tested.samples == SessionData::kCv,
+        "the test counts every worker's samples");
+  numbers.push_back(float(*tested.metric));
+  for (const auto& e : collector->training_summaries) numbers.push_back(float(e.loss));
+  check_same_on_every_worker(comm, numbers, "every worker reports the same CV, test and loss");
+  const double local_test = net.criterion.test({data.x_cv, data.y_cv}).metric;
+  check(std::abs(*tested.metric - local_test) <= 1e-5 * (1 + local_test),
+        "the test error is the error over all of the data");
+  // Function::test partitioned over the workers gives what one process computes.
+  const TestSummary shared = net.criterion.test(
+      {data.x_cv, data.y_cv}, TestOptions{.minibatch_size = 7, .distributed = true});
+  check(shared.samples == SessionData::kCv && std::abs(shared.metric - local_test) <= 1e-5,
+        "Function::test(distributed) equals one process's");
+  // Progress: rank 0 prints CNTK's lines, including one per block; the others print nothing.
+  const std::string text = printed.str();
+  std::printf("worker %zu: %zu CV passes, test error %.5f, local samples %.0f\n", r,
+              cv_errors.size(), *tested.metric, double(local[0]));
+  if (r == 0) {
+    std::printf("%s", text.c_str());
+    check(text.find("Distributed training: #Syncs elapsed = 1, #Samples elapsed = ") !=
+                  std::string::npos &&
+              text.find("Finished Epoch[3]") != std::string::npos,
+          "rank 0 prints the epochs and the synchronizations");
+  } else {
+    check(text.empty(), "only rank 0 prints");
+  }
+}
+
+// Function::train with a data-parallel learner on N workers ends with the parameters (and
+// reports the losses) of one process that trains on the same global minibatches in the same
+// order, through the whole Trainer and training session.
+void session_equivalence(Communicator& comm) {
+  const SessionData data;
+  set_fixed_random_seed(5);
+  Net net, reference;
+  reference.copy_parameters(net);
+  auto local_learner = [](const Net& n) {
+    return momentum_sgd(n.model.parameters(), learning_rate_schedule(0.02, UnitType::sample),
+                        momentum_schedule(0.9));
+  };
+  auto train = [&](Net& n, std::shared_ptr<Learner> learner) {
+    MinibatchSource source = data.source(data.x, data.y, 3);
+    return n.criterion.train(source, {.minibatch_size = 16,
+                                      .parameter_learners = {learner},
+                                      .max_epochs = 3,
+                                      .epoch_size = SessionData::kTrain});
+  };
+  const TrainSummary distributed =
+      train(net, data_parallel_distributed_learner(local_learner(net)));
+  const TrainSummary one = train(reference, local_learner(reference));
+  const double d = max_difference(net.parameters(), reference.parameters());
+  std::printf("worker %zu: max |parameters - one process's| %.3g\n", comm.rank(), d);
+  check(d < 1e-5, "N workers end with one process's parameters");
+  check(distributed.updates.size() == one.updates.size(), "as many minibatches");
+  for (size_t i = 0; i < one.updates.size(); ++i)
+    check(distributed.updates[i].samples == one.updates[i].samples &&
+              std::abs(distributed.updates[i].loss - one.updates[i].loss) <= 1e-5,
+          "every minibatch's global loss and sample count");
+  check_same_on_every_worker(comm, net.parameters(), "one model on every worker");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -360,11 +547,13 @@ int main(int argc, char** argv) {
       {"data_parallel", data_parallel},
       {"one_bit", one_bit},
       {"block_momentum", block_momentum},
-      {"model_mismatch", model_mismatch}};
+      {"model_mismatch", model_mismatch},
+      {"session_block_momentum", session_block_momentum},
+      {"session_equivalence", session_equivalence}};
   if (argc != 2 || !modes.count(argv[1])) {
     std::fprintf(stderr,
                  "usage: mpi_worker collectives|lost_worker|hung_worker|data_parallel|one_bit|"
-                 "block_momentum|model_mismatch\n");
+                 "block_momentum|model_mismatch|session_block_momentum|session_equivalence\n");
     return 2;
   }
   // collectives runs in a program that initializes MPI itself: Loom uses that MPI and leaves
