@@ -14,11 +14,12 @@ namespace loom::kernels {
 
 namespace {
 
-// e^x for float in plain arithmetic the compiler vectorizes: x = k·ln2 + r with |r| <= ln2/2,
-// e^r by its Taylor polynomial of degree 7 (error below 1e-8 relative), 2^k through the exponent
-// bits. Inputs are clamped to where the result is a normal float.
+// e^x for float in plain arithmetic the compiler vectorizes (with -fno-trapping-math, see
+// CMakeLists.txt): x = k·ln2 + r with |r| <= ln2/2, e^r by its Taylor polynomial of degree 7
+// (error below 1e-8 relative), 2^k through the exponent bits. Inputs are clamped to where the
+// result is a normal float.
 inline float exp_approx(float x) {
-  x = std::clamp(x, -87.0f, 88.0f);
+  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
   const float k = std::floor(x * 1.44269504f + 0.5f);
   const float r = (x - k * 0.693145752f) - k * 1.42860677e-6f;  // ln 2 in two parts
   float p = 1.0f / 5040;
@@ -148,7 +149,9 @@ void gather_previous(const Step& st, size_t columns, const T* prev, const T* ini
               (st.active - st.from_prev) * columns * sizeof(T));
 }
 
-// body(row) for rows [0, rows), over threads when the step is large enough.
+// body(row) for rows [0, rows), over threads when the step is large enough: work counts a
+// step's elements only (not their cost), so the per-step passes split only for large
+// minibatches, where a thread's share outweighs waking it.
 template <class Body>
 void for_rows(size_t rows, size_t work, Body&& body) {
   detail::parallel_for(rows, work, [&](size_t begin, size_t end) {
@@ -159,9 +162,12 @@ void for_rows(size_t rows, size_t work, Body&& body) {
 // ---- forward passes over one step's rows ----
 
 template <RnnActivation Act, bool Peep, typename T>
-void lstm_rows(const Step& st, size_t c, const RnnWeights<T>& w, T* A, const T* PC, T* C, T* out) {
-  const T sdc = w.s_dc, sc = w.s_c;
-  for_rows(st.active, st.active * c * 16, [&](size_t r) {
+void lstm_rows(const Step& st, size_t cols, const RnnWeights<T>& w, T* A, const T* PC, T* C,
+               T* out) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
+    const T sdc = w.s_dc, sc = w.s_c;
+    const T *Ci = w.Ci, *Cf = w.Cf, *Co = w.Co;
     T* a = A + r * 4 * c;
     const T* pc = PC + r * c;
     T* cn = C + r * c;
@@ -171,12 +177,12 @@ void lstm_rows(const Step& st, size_t c, const RnnWeights<T>& w, T* A, const T* 
       const T p = pc[j];
       T ai = a[j], af = a[2 * c + j], ao = a[3 * c + j];
       if constexpr (Peep) {
-        ai += w.Ci[j] * sdc * p;
-        af += w.Cf[j] * sdc * p;
+        ai += Ci[j] * sdc * p;
+        af += Cf[j] * sdc * p;
       }
       const T i = sigm(ai), f = sigm(af), g = act<Act>(a[c + j]);
       const T cell = f * p + i * g;
-      if constexpr (Peep) ao += w.Co[j] * sc * cell;
+      if constexpr (Peep) ao += Co[j] * sc * cell;
       const T o = sigm(ao);
       a[j] = i;
       a[c + j] = g;
@@ -190,8 +196,10 @@ void lstm_rows(const Step& st, size_t c, const RnnWeights<T>& w, T* A, const T* 
 
 // z and r, and RS = (s_dh·h)⊙r.
 template <typename T>
-void gru_gates(const Step& st, size_t c, T s_dh, T* A, const T* PH, T* RS) {
-  for_rows(st.active, st.active * c * 10, [&](size_t r) {
+void gru_gates(const Step& st, size_t cols, T scale_dh, T* A, const T* PH, T* RS) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
+    const T s_dh = scale_dh;
     T* a = A + r * 3 * c;
     const T* ph = PH + r * c;
     T* rs = RS + r * c;
@@ -206,8 +214,10 @@ void gru_gates(const Step& st, size_t c, T s_dh, T* A, const T* PH, T* RS) {
 }
 
 template <RnnActivation Act, typename T>
-void gru_blend(const Step& st, size_t c, T s_dh, T* A, const T* PH, T* out) {
-  for_rows(st.active, st.active * c * 8, [&](size_t r) {
+void gru_blend(const Step& st, size_t cols, T scale_dh, T* A, const T* PH, T* out) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
+    const T s_dh = scale_dh;
     T* a = A + r * 3 * c;
     const T* ph = PH + r * c;
     T* h = out + r * c;
@@ -221,8 +231,9 @@ void gru_blend(const Step& st, size_t c, T s_dh, T* A, const T* PH, T* out) {
 }
 
 template <RnnActivation Act, typename T>
-void rnn_rows(const Step& st, size_t c, T* A, T* out) {
-  for_rows(st.active, st.active * c * 8, [&](size_t r) {
+void rnn_rows(const Step& st, size_t cols, T* A, T* out) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
     T* a = A + r * c;
     T* h = out + r * c;
     LOOM_OMP_SIMD()
@@ -235,10 +246,12 @@ void rnn_rows(const Step& st, size_t c, T* A, T* out) {
 // Gate gradients into A; DC's rows change from the gradient of the new cell (what the next step
 // and the output sent) to that of the previous cell.
 template <RnnActivation Act, bool Peep, typename T>
-void lstm_rows_backward(const Step& st, size_t c, const RnnWeights<T>& w, const T* dH, T* A,
+void lstm_rows_backward(const Step& st, size_t cols, const RnnWeights<T>& w, const T* dH, T* A,
                         const T* PC, const T* C, T* DC) {
-  const T sdc = w.s_dc, sc = w.s_c;
-  for_rows(st.active, st.active * c * 12, [&](size_t r) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
+    const T sdc = w.s_dc, sc = w.s_c;
+    const T *Ci = w.Ci, *Cf = w.Cf, *Co = w.Co;
     T* a = A + r * 4 * c;
     const T* dh = dH + r * c;
     const T* pc = PC + r * c;
@@ -250,12 +263,12 @@ void lstm_rows_backward(const Step& st, size_t c, const RnnWeights<T>& w, const 
       const T ac = act<Act>(cn[j]);
       const T dao = dh[j] * ac * o * (T(1) - o);
       T dc = dc_row[j] + dh[j] * o * dact<Act>(ac);
-      if constexpr (Peep) dc += dao * w.Co[j] * sc;
+      if constexpr (Peep) dc += dao * Co[j] * sc;
       const T dai = dc * g * i * (T(1) - i);
       const T dag = dc * i * dact<Act>(g);
       const T daf = dc * pc[j] * f * (T(1) - f);
       T dp = dc * f;
-      if constexpr (Peep) dp += sdc * (dai * w.Ci[j] + daf * w.Cf[j]);
+      if constexpr (Peep) dp += sdc * (dai * Ci[j] + daf * Cf[j]);
       a[j] = dai;
       a[c + j] = dag;
       a[2 * c + j] = daf;
@@ -268,8 +281,11 @@ void lstm_rows_backward(const Step& st, size_t c, const RnnWeights<T>& w, const 
 // The gradients of z and of the candidate's pre-activation, and DD = dh⊙z (the blend's part of
 // the gradient of s_dh·h).
 template <RnnActivation Act, typename T>
-void gru_blend_backward(const Step& st, size_t c, T s_dh, const T* dH, T* A, const T* PH, T* DD) {
-  for_rows(st.active, st.active * c * 8, [&](size_t r) {
+void gru_blend_backward(const Step& st, size_t cols, T scale_dh, const T* dH, T* A, const T* PH,
+                        T* DD) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
+    const T s_dh = scale_dh;
     T* a = A + r * 3 * c;
     const T* dh = dH + r * c;
     const T* ph = PH + r * c;
@@ -286,8 +302,11 @@ void gru_blend_backward(const Step& st, size_t c, T s_dh, const T* dH, T* A, con
 
 // The gradient of r from DRS, the gradient of RS; DD gains RS's part.
 template <typename T>
-void gru_reset_backward(const Step& st, size_t c, T s_dh, T* A, const T* PH, const T* DRS, T* DD) {
-  for_rows(st.active, st.active * c * 6, [&](size_t r) {
+void gru_reset_backward(const Step& st, size_t cols, T scale_dh, T* A, const T* PH, const T* DRS,
+                        T* DD) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
+    const T s_dh = scale_dh;
     T* a = A + r * 3 * c;
     const T* ph = PH + r * c;
     const T* drs = DRS + r * c;
@@ -302,8 +321,9 @@ void gru_reset_backward(const Step& st, size_t c, T s_dh, T* A, const T* PH, con
 }
 
 template <RnnActivation Act, typename T>
-void rnn_rows_backward(const Step& st, size_t c, const T* dH, T* A) {
-  for_rows(st.active, st.active * c * 4, [&](size_t r) {
+void rnn_rows_backward(const Step& st, size_t cols, const T* dH, T* A) {
+  for_rows(st.active, st.active * cols, [&](size_t r) {
+    const size_t c = cols;  // locals: stores through the rows cannot change them
     T* a = A + r * c;
     const T* dh = dH + r * c;
     LOOM_OMP_SIMD()
