@@ -17,11 +17,6 @@
 //                                    sides, K runs each with seeds 1..K: the mnist_convnet
 //                                    example and mnist_torch.py --accuracy;
 //                                    prints both test accuracies)
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/side_by_side.h"
 #include "loom/graph/executor.h"
 #include "loom/io/idx_deserializer.h"
 #include "loom/layers/convolution.h"
@@ -39,9 +35,8 @@
 #include "loom/layers/pooling.h"
 #include "loom/loom.h"
 
-extern char** environ;
-
 using namespace loom;
+using namespace bench;
 
 namespace {
 
@@ -201,115 +196,7 @@ int run_row(const Row& row, double seconds) {
   return 0;
 }
 
-// ---- the parent: runs the children and prints the table -----------------------------------
-
-struct Measurement {
-  bool ran = false;
-  double sps = 0;
-  long peak_rss_kb = 0;
-  std::string why;                 // when !ran
-  std::vector<std::string> lines;  // everything the child printed
-};
-
-// Runs argv as a child, echoes its output indented, and reads samples_per_second= from it.
-Measurement run_child(const std::vector<std::string>& args) {
-  Measurement m;
-  int out[2];
-  if (pipe(out) != 0) {
-    m.why = std::string("pipe: ") + std::strerror(errno);
-    return m;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  std::fflush(stdout);
-  const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (err != 0) {
-    close(out[0]);
-    m.why = "cannot start " + args[0] + ": " + std::strerror(err);
-    return m;
-  }
-  FILE* in = fdopen(out[0], "r");
-  char line[4096];
-  std::string last;
-  while (std::fgets(line, sizeof line, in)) {
-    std::printf("    %s", line);
-    double v = 0;
-    if (std::sscanf(line, "samples_per_second=%lf", &v) == 1) m.sps = v, m.ran = true;
-    last.assign(line, std::strcspn(line, "\n"));
-    m.lines.push_back(last);
-  }
-  std::fclose(in);
-  int status = 0;
-  rusage usage{};
-  wait4(pid, &status, 0, &usage);
-  m.peak_rss_kb = usage.ru_maxrss;  // kilobytes on Linux
-  if (!m.ran)
-    m.why = WIFEXITED(status) && WEXITSTATUS(status) == 3 ? "no PyTorch" : "failed: " + last;
-  return m;
-}
-
-// Environment variables a child runs with, and a name for them.
-struct Setting {
-  std::string label;
-  std::vector<std::pair<std::string, std::string>> env;
-};
-struct Best {
-  Measurement m;
-  std::string setting;
-};
-
-// Runs args once per setting (with its variables set, the others of all settings unset) and
-// keeps the fastest run.
-Best run_best(const std::string& what, const std::vector<Setting>& settings,
-              const std::vector<std::string>& args) {
-  Best best;
-  for (const Setting& s : settings) {
-    for (const Setting& other : settings)
-      for (const auto& [name, value] : other.env) unsetenv(name.c_str());
-    for (const auto& [name, value] : s.env) setenv(name.c_str(), value.c_str(), 1);
-    std::printf("%s, %s:\n", what.c_str(), s.label.c_str());
-    Measurement m = run_child(args);
-    if (!best.m.ran || (m.ran && m.sps > best.m.sps)) best = {m, s.label};
-  }
-  for (const Setting& s : settings)
-    for (const auto& [name, value] : s.env) unsetenv(name.c_str());
-  return best;
-}
-
-// mnist_torch.py beside this source (the build runs from anywhere), or at ../../bench.
-std::string reference_script(const char* argv0) {
-  namespace fs = std::filesystem;
-  const fs::path beside_source = fs::path(__FILE__).parent_path() / "mnist_torch.py";
-  if (fs::exists(beside_source)) return beside_source.string();
-  const fs::path from_binary =
-      fs::absolute(argv0).parent_path() / ".." / ".." / "bench" / "mnist_torch.py";
-  return fs::exists(from_binary) ? from_binary.string() : "";
-}
-
-std::string cell(const Measurement& m, double value, const char* format) {
-  if (!m.ran) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
-
 }  // namespace
-
-// The first "<prefix><number>" among lines, or a negative number.
-double find_value(const std::vector<std::string>& lines, const std::string& prefix) {
-  for (const std::string& l : lines)
-    if (l.rfind(prefix, 0) == 0) return std::atof(l.c_str() + prefix.size());
-  return -1;
-}
 
 // Seed 002's recipe for the same number of epochs on both sides, once per seed 1..seeds (the
 // initial weights and dropout masks; the data order is seed 002's fixed shuffle). Loom's side is
@@ -361,7 +248,7 @@ int main(int argc, char** argv) {
   // The accuracy runs: OpenMP threads sleep when idle, harmless on a busy machine.
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
-  const std::string script = reference_script(argv[0]);
+  const std::string script = reference_script(argv[0], "mnist_torch.py");
   if (o.accuracy_epochs > 0) return compare_accuracy(o.accuracy_epochs, o.seeds, script);
   const int threads = o.threads ? o.threads : get_max_num_cpu_threads();
   const std::string seconds = std::to_string(o.seconds);

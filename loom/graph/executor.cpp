@@ -485,7 +485,8 @@ OpCall Executor::whole_call(Node& node, bool with_gradient) {
                 is_training_,
                 random_of(*node.fn),
                 with_gradient ? &node.gradient_wanted : nullptr,
-                node.carried.data ? &node.carried : nullptr};
+                node.carried.data ? &node.carried : nullptr,
+                &node.state};
 }
 
 void Executor::carry_over(Node& node) {

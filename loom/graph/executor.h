@@ -74,6 +74,7 @@ class Executor {
     Tensor carried = {};
     SequenceLayout carried_layout = {};
     TensorStorage carried_storage = {};
+    TensorStorage state = {};  // OpCall::state
   };
   // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
   // run one step at a time (docs/executor.md).

@@ -42,6 +42,10 @@ struct OpCall {
   // own layout), which a sequence continuing there (SequenceLayout::begins false) reads;
   // null before the first minibatch.
   const Tensor* carried = nullptr;
+  // Storage an op keeps from one forward to the next of the same executor, untouched by it
+  // (the fused recurrence's final states, for the sequences that continue in the next
+  // minibatch). A fresh storage reads as zeros.
+  TensorStorage* state = nullptr;
 };
 
 // Whether an op takes an input in the blocked layout (Tensor::blocked).

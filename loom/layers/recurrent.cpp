@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "loom/graph/graph_impl.h"
 #include "loom/layers/sequential.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/fused_rnn.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/recurrence_ops.h"
 #include "loom/ops/sequence_ops.h"
@@ -12,6 +14,8 @@
 namespace loom {
 
 namespace {
+
+constexpr double kSteepness = 4;  // of the cells' self-stabilizers
 
 // The step's state arguments (all but the last), which must have known types.
 std::vector<Variable> state_arguments(const Function& step) {
@@ -100,13 +104,52 @@ struct Cell {
     }
     if (proj) P = parameter({c, n}, init, dtype, "P");
     if (o.enable_self_stabilization) {
-      S_dh = Stabilizer(4, true, dtype);
-      S_dc = Stabilizer(4, true, dtype);
-      S_c = Stabilizer(4, true, dtype);
-      S_h = Stabilizer(4, true, dtype);
+      S_dh = Stabilizer(kSteepness, true, dtype);
+      S_dc = Stabilizer(kSteepness, true, dtype);
+      S_c = Stabilizer(kSteepness, true, dtype);
+      S_h = Stabilizer(kSteepness, true, dtype);
     }
     dh = placeholder({n}, dtype, default_sequence_axes(), "dh");
     x = placeholder("x");
+  }
+
+  // The step as a block that tells Recurrence how to fuse it (fused_recurrence_of): the cell,
+  // its activation's op, and its parameters' uids by role; without a fusable activation (one
+  // that is not a single tanh, sigmoid or relu op, or none) it says nothing.
+  Function describe(Function block, const char* cell) const {
+    std::string op;
+    if (!act.is_identity()) {
+      const Variable probe = placeholder({1}, dtype, {});
+      const Variable y = act(probe);
+      if (!y.is_output() || y.owner().is_composite() || y.owner().inputs().size() != 1 ||
+          !(y.owner().inputs()[0] == probe))
+        return block;
+      op = y.owner().op_name();
+      if (op != "Tanh" && op != "Sigmoid" && op != "ReLU") return block;
+    }
+    Dictionary d;
+    d["cell"] = cell;
+    d["activation"] = op;
+    auto uid = [](const Variable& p) { return p.valid() ? p.uid() : std::string(); };
+    auto alpha = [](const Function& s) {
+      return s.valid() ? s.parameters()[0].uid() : std::string();
+    };
+    for (const auto& [key, p] : {std::pair<const char*, const Variable*>{"b", &b},
+                                 {"W", &W},
+                                 {"H", &H},
+                                 {"H1", &H1},
+                                 {"Ci", &Ci},
+                                 {"Cf", &Cf},
+                                 {"Co", &Co},
+                                 {"P", &P}})
+      d[key] = uid(*p);
+    for (const auto& [key, f] : {std::pair<const char*, const Function*>{"S_dh", &S_dh},
+                                 {"S_dc", &S_dc},
+                                 {"S_c", &S_c},
+                                 {"S_h", &S_h}})
+      d[key] = alpha(*f);
+    block.impl()->attributes["fused_cell"] = d;
+    return block;
   }
 
   Variable gate(const Variable& a, size_t k) const {
@@ -118,12 +161,52 @@ struct Cell {
   }
 };
 
+// The recurrence of an LSTM, GRU or RNNStep step as one fused op, when the step describes
+// itself (Cell::describe) and the initial states have no dynamic axes; else nothing.
+std::optional<Variable> fused_recurrence_of(const Function& step,
+                                            const std::vector<Variable>& inits, const Variable& x,
+                                            bool go_backwards) {
+  if (!step.impl() || !step.attributes().contains("fused_cell")) return std::nullopt;
+  for (const Variable& s : inits)
+    if (s.has_batch_axis()) return std::nullopt;
+  const Dictionary d = step.attributes().get_dictionary("fused_cell");
+  const std::vector<Parameter> params = step.parameters();
+  auto role = [&](const char* key) {
+    for (const Parameter& p : params)
+      if (p.uid() == d.get<std::string>(key)) return Variable(p);
+    return Variable();
+  };
+  const FusedRecurrenceInputs in{.cell = d.get<std::string>("cell"),
+                                 .activation = d.get<std::string>("activation"),
+                                 .go_backwards = go_backwards,
+                                 .b = role("b"),
+                                 .W = role("W"),
+                                 .H = role("H"),
+                                 .H1 = role("H1"),
+                                 .Ci = role("Ci"),
+                                 .Cf = role("Cf"),
+                                 .Co = role("Co"),
+                                 .P = role("P"),
+                                 .alpha_dh = role("S_dh"),
+                                 .alpha_dc = role("S_dc"),
+                                 .alpha_c = role("S_c"),
+                                 .alpha_h = role("S_h"),
+                                 .steepness = kSteepness,
+                                 .h0 = inits[0],
+                                 .c0 = inits.size() > 1 ? inits[1] : Variable()};
+  return Variable(fused_recurrence(x, in));
+}
+
 }  // namespace
 
 Function Recurrence(const Function& step, const RecurrenceOptions& o) {
   const std::vector<Variable> states = state_arguments(step);
   Variable x = placeholder("x");
-  auto outs = recurrence(step, states, initial_states(states, o), x, o.go_backwards);
+  const std::vector<Variable> inits = initial_states(states, o);
+  if (o.fused && !o.return_full_state)
+    if (std::optional<Variable> h = fused_recurrence_of(step, inits, x, o.go_backwards))
+      return as_block({*h}, "Recurrence", o.name, {x});
+  auto outs = recurrence(step, states, inits, x, o.go_backwards);
   return as_block(returned(outs, o.return_full_state), "Recurrence", o.name, {x});
 }
 
@@ -163,7 +246,7 @@ Function LSTM(size_t shape, const RecurrentCellOptions& o) {
   const Variable c = plus(element_times(f, dc), element_times(i, k.act(k.gate(a, 1))));
   const Variable og = sigmoid(peephole(k.gate(a, 3), k.Co, stabilized(k.S_c, c)));
   const Variable h = k.output(element_times(og, k.act(c)));
-  return as_block({h, c}, "LSTM", o.name, {k.dh, dc, k.x});
+  return k.describe(as_block({h, c}, "LSTM", o.name, {k.dh, dc, k.x}), "LSTM");
 }
 
 Function GRU(size_t shape, const RecurrentCellOptions& o) {
@@ -176,14 +259,14 @@ Function GRU(size_t shape, const RecurrentCellOptions& o) {
   const Variable cand = k.act(plus(k.gate(ax, 2), times(element_times(dhs, r), k.H1)));
   const Variable blend =
       plus(element_times(minus(constant(1, k.dtype), z), cand), element_times(z, dhs));
-  return as_block({k.output(blend)}, "GRU", o.name, {k.dh, k.x});
+  return k.describe(as_block({k.output(blend)}, "GRU", o.name, {k.dh, k.x}), "GRU");
 }
 
 Function RNNStep(size_t shape, const RecurrentCellOptions& o) {
   Cell k(shape, o, 1, 1, false, sigmoid);
   const Variable dhs = stabilized(k.S_dh, k.dh);
   const Variable h = k.act(plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H)));
-  return as_block({k.output(h)}, "RNNStep", o.name, {k.dh, k.x});
+  return k.describe(as_block({k.output(h)}, "RNNStep", o.name, {k.dh, k.x}), "RNNStep");
 }
 
 Function Embedding(size_t shape, const EmbeddingOptions& o) {

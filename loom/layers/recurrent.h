@@ -24,6 +24,10 @@ struct RecurrenceOptions {
   std::vector<Variable> initial_state = {};
   bool return_full_state = false;  // every state as an output, not only the first
   std::string name = {};
+  // Recurrence of an LSTM, GRU or RNNStep (one output, initial states without dynamic axes,
+  // activation tanh, sigmoid, relu or none) as one fused op (loom/ops/fused_rnn.h), with the
+  // same parameters; false: the generic step loop.
+  bool fused = true;
 };
 
 // The recurrence of step over its argument x: a sequence of step's first output (of all

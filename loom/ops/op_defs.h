@@ -49,6 +49,8 @@ const OpDef& dropout_op();
 // normalization.cpp
 const OpDef& batch_normalization_op();
 const OpDef& layer_normalization_op();
+// fused_rnn.cpp
+const OpDef& fused_recurrence_op();
 // softmax.cpp
 const OpDef& softmax_op();
 const OpDef& log_softmax_op();

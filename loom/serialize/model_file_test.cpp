@@ -15,6 +15,7 @@
 #include "loom/layers/convolution.h"
 #include "loom/layers/dense.h"
 #include "loom/layers/pooling.h"
+#include "loom/layers/recurrent.h"
 #include "loom/ops/assign.h"
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/ops.h"
@@ -99,6 +100,12 @@ Model build_model() {
   Function hq = tanh(plus(qd, times(sequence::past_value(hp, h0), parameter({4, 4}))));
   hq.replace_placeholders({{hp, hq}});
   Variable sq_rec = sequence::last(sequence::future_value(hq, 2));
+  // A recurrent layer as one fused op, with every optional input.
+  Variable sq_lstm = sequence::last(Recurrence(
+      LSTM(4, {.cell_shape = 3, .use_peepholes = true, .enable_self_stabilization = true}),
+      {.go_backwards = true,
+       .initial_state = {
+           parameter(NDShape{}, constant_initializer(0.25), DataType::Float32, "s0")}})(qd));
   // The sequence ops that make new axes (where, gather, slice) or take them back (scatter).
   Variable qc = sequence::input_variable(NDShape(), {.name = "qc"});
   Variable sq_sel =
@@ -122,8 +129,8 @@ Model build_model() {
   Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
 
   Model m;
-  m.f = combine({el,      sp,       red1,   red2,   red3,   sm,  lsm, ce,  err, se, bce,
-                 sq_last, sq_first, sq_sum, sq_rec, sq_new, d64, t64, asg, ct,  gp},
+  m.f = combine({el,      sp,       red1,   red2,   red3,    sm,     lsm, ce,  err, se, bce,
+                 sq_last, sq_first, sq_sum, sq_rec, sq_lstm, sq_new, d64, t64, asg, ct, gp},
                 "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));

@@ -1,0 +1,131 @@
+// What the benchmarks that run PyTorch beside Loom share: each side's row runs as a child process
+// (this program again, or the reference script under /usr/bin/python3), its output echoed and
+// its last "key=value" lines read, its peak RSS taken from wait4; under several environment
+// settings the fastest run is kept.
+#pragma once
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace bench {
+
+struct Measurement {
+  bool ran = false;
+  double sps = 0;
+  long peak_rss_kb = 0;
+  std::string why;                 // when !ran
+  std::vector<std::string> lines;  // everything the child printed
+};
+
+// Runs argv as a child, echoes its output indented, and reads samples_per_second= from it.
+inline Measurement run_child(const std::vector<std::string>& args) {
+  Measurement m;
+  int out[2];
+  if (pipe(out) != 0) {
+    m.why = std::string("pipe: ") + std::strerror(errno);
+    return m;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  std::fflush(stdout);
+  const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (err != 0) {
+    close(out[0]);
+    m.why = "cannot start " + args[0] + ": " + std::strerror(err);
+    return m;
+  }
+  FILE* in = fdopen(out[0], "r");
+  char line[4096];
+  std::string last;
+  while (std::fgets(line, sizeof line, in)) {
+    std::printf("    %s", line);
+    double v = 0;
+    if (std::sscanf(line, "samples_per_second=%lf", &v) == 1) m.sps = v, m.ran = true;
+    last.assign(line, std::strcspn(line, "\n"));
+    m.lines.push_back(last);
+  }
+  std::fclose(in);
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  m.peak_rss_kb = usage.ru_maxrss;  // kilobytes on Linux
+  if (!m.ran)
+    m.why = WIFEXITED(status) && WEXITSTATUS(status) == 3 ? "no PyTorch" : "failed: " + last;
+  return m;
+}
+
+// Environment variables a child runs with, and a name for them.
+struct Setting {
+  std::string label;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+struct Best {
+  Measurement m;
+  std::string setting;
+};
+
+// Runs args once per setting (with its variables set, the others of all settings unset) and
+// keeps the fastest run.
+inline Best run_best(const std::string& what, const std::vector<Setting>& settings,
+                     const std::vector<std::string>& args) {
+  Best best;
+  for (const Setting& s : settings) {
+    for (const Setting& other : settings)
+      for (const auto& [name, value] : other.env) unsetenv(name.c_str());
+    for (const auto& [name, value] : s.env) setenv(name.c_str(), value.c_str(), 1);
+    std::printf("%s, %s:\n", what.c_str(), s.label.c_str());
+    Measurement m = run_child(args);
+    if (!best.m.ran || (m.ran && m.sps > best.m.sps)) best = {m, s.label};
+  }
+  for (const Setting& s : settings)
+    for (const auto& [name, value] : s.env) unsetenv(name.c_str());
+  return best;
+}
+
+// The reference script `name` beside this source (the build runs from anywhere), or at
+// ../../bench from the binary; "" when neither exists.
+inline std::string reference_script(const char* argv0, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path beside_source = fs::path(__FILE__).parent_path() / name;
+  if (fs::exists(beside_source)) return beside_source.string();
+  const fs::path from_binary = fs::absolute(argv0).parent_path() / ".." / ".." / "bench" / name;
+  return fs::exists(from_binary) ? from_binary.string() : "";
+}
+
+inline std::string cell(const Measurement& m, double value, const char* format) {
+  if (!m.ran) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+// The first "<prefix><number>" among lines, or a negative number.
+inline double find_value(const std::vector<std::string>& lines, const std::string& prefix) {
+  for (const std::string& l : lines)
+    if (l.rfind(prefix, 0) == 0) return std::atof(l.c_str() + prefix.size());
+  return -1;
+}
+
+}  // namespace bench
