@@ -156,22 +156,27 @@ cv::Mat colored(const cv::Mat& input, const transforms::ColorOptions& o, RandomG
 // Writes an H x W x C image (8-bit or float) as C x H x W values.
 template <typename T>
 void write_chw(const cv::Mat& image, T* out) {
-  const int channels = image.channels();
   const size_t plane = size_t(image.rows) * size_t(image.cols);
-  auto copy = [&](auto zero) {
+  auto copy = [&](auto zero, auto channels) {
     using S = decltype(zero);
     for (int r = 0; r < image.rows; ++r) {
       const S* p = image.ptr<S>(r);
-      const size_t row = size_t(r) * size_t(image.cols);
-      for (int c = 0; c < image.cols; ++c)
-        for (int k = 0; k < channels; ++k)
-          out[size_t(k) * plane + row + size_t(c)] = static_cast<T>(p[c * channels + k]);
+      T* o = out + size_t(r) * size_t(image.cols);
+      for (int c = 0; c < image.cols; ++c, p += channels)
+        for (int k = 0; k < channels; ++k) o[size_t(k) * plane + size_t(c)] = static_cast<T>(p[k]);
     }
   };
+  // The channel count as a constant lets the compiler unroll the channel loop.
+  auto by_channels = [&](auto zero) {
+    if (image.channels() == 3)
+      copy(zero, std::integral_constant<int, 3>());
+    else
+      copy(zero, std::integral_constant<int, 1>());
+  };
   if (image.depth() == CV_8U)
-    copy(uint8_t{});
+    by_channels(uint8_t{});
   else
-    copy(float{});
+    by_channels(float{});
 }
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
