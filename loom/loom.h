@@ -13,6 +13,7 @@
 #include "loom/graph/variable.h"
 #include "loom/io/ctf_deserializer.h"
 #include "loom/io/idx_deserializer.h"
+#include "loom/io/image_deserializer.h"
 #include "loom/io/minibatch_source.h"
 #include "loom/io/minibatch_source_from_data.h"
 #include "loom/io/user_minibatch_source.h"

@@ -19,6 +19,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   # the loom command (tools/): command line, JSON, HTTP serving; wrk loads it in bench/serve.py
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev wrk
+  # ImageDeserializer decodes and transforms images with OpenCV; bench/image_reader's peer is
+  # torchvision's ImageFolder
+  libopencv-dev python3-torchvision
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,8 @@
 // Rows with the same id (or without one) form a sequence; if the file starts with '|' (or
 // skip_sequence_ids is set) every line is a sequence of its own. The parser follows CNTK's
 // TextParser: malformed input prints a WARNING naming the file and byte offset and costs one
-// unit of max_errors; when none is left, loading fails with a DataError.
+// unit of max_errors; when none is left, loading fails with a DataError. Numbers are read as
+// strtod reads them (the nearest double; float32 streams round that to float).
 #pragma once
 
 #include <memory>
@@ -22,6 +23,9 @@ struct CTFOptions {
   // Treat every line as a sequence even when lines start with ids.
   bool skip_sequence_ids = false;
   size_t chunk_size_bytes = size_t{32} << 20;
+  // Threads that parse chunks at once (0: as many as compute uses). What is read, printed and
+  // thrown does not depend on it.
+  size_t num_threads = 0;
 };
 
 class CTFDeserializer : public Deserializer {

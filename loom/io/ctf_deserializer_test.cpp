@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -10,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/random.h"
 #include "loom/io/minibatch_source.h"
 
 #include "loom/io/io_test_util.h"
@@ -271,6 +274,121 @@ TEST(CTFDeserializer, ChunksSplitAtSequenceBoundaries) {
   }
   EXPECT_EQ(seen, 20u);
   EXPECT_EQ(dense_values(*d, 0, 13), (V{13}));
+}
+
+// Random decimals (signs, up to 25 integral and 25 fraction digits, exponents) of orders of
+// magnitude in [lowest, highest], as CTF lines of per_line values; the texts in order.
+std::vector<std::string> random_decimals(RandomGenerator& rng, size_t count, long lowest,
+                                         long highest) {
+  auto below = [&](size_t n) { return size_t(rng.uniform() * double(n)); };
+  std::vector<std::string> numbers;
+  for (size_t i = 0; i < count; ++i) {
+    std::string n = std::vector<std::string>{"", "+", "-"}[below(3)];
+    const size_t integral = 1 + below(below(2) ? 3 : 25), fraction = below(3) ? below(25) : 0;
+    for (size_t d = 0; d < integral; ++d) n += char('0' + below(10));
+    const bool exponent_part = below(2);
+    if (fraction > 0 || (!exponent_part && below(8) == 0)) n += '.';  // "1." but not "1.e5"
+    for (size_t d = 0; d < fraction; ++d) n += char('0' + below(10));
+    if (exponent_part) {
+      const long exponent = lowest + long(below(size_t(highest - lowest + 1))) - long(integral);
+      n += below(2) ? 'e' : 'E';
+      n += exponent < 0 ? "-" : (below(2) ? "+" : "");
+      n += std::to_string(std::labs(exponent));
+    }
+    numbers.push_back(n);
+  }
+  return numbers;
+}
+
+// The values of stream 0 of every chunk, in order.
+template <typename T>
+std::vector<T> all_values(Deserializer& d) {
+  std::vector<T> out;
+  for (size_t k = 0; k < d.chunk_infos().size(); ++k) {
+    const auto& v = d.load_chunk(k)->streams[0].values<T>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+// A million random decimals read exactly as strtod reads them (subnormals to the largest
+// doubles), and float32 streams get strtod's double rounded to float.
+TEST(CTFDeserializer, NumbersAreReadAsStrtodReadsThem) {
+  RandomGenerator rng(16);
+  const size_t per_line = 1000;
+  for (DataType dtype : {DataType::Float64, DataType::Float32}) {
+    const bool f64 = dtype == DataType::Float64;
+    // Orders of magnitude that the type holds (float32: 1e-50 rounds to 0).
+    std::vector<std::string> numbers =
+        random_decimals(rng, f64 ? 1000000 : 200000, f64 ? -330 : -50, f64 ? 300 : 36);
+    std::string text;
+    for (size_t i = 0; i < numbers.size(); ++i)
+      text += (i % per_line == 0 ? "|x " : " ") + numbers[i] +
+              (i % per_line + 1 == per_line ? "\n" : "");
+    CTFDeserializer d(write_temp("strtod.ctf", text),
+                      {{"x", StreamDef{.shape = per_line, .dtype = dtype}}});
+    std::vector<double> got = f64 ? all_values<double>(d) : std::vector<double>();
+    std::vector<float> got32 = f64 ? std::vector<float>() : all_values<float>(d);
+    ASSERT_EQ(f64 ? got.size() : got32.size(), numbers.size());
+    size_t wrong = 0;
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      const double want = std::strtod(numbers[i].c_str(), nullptr);
+      const bool same =
+          f64 ? std::memcmp(&want, &got[i], sizeof want) == 0
+              : float(want) == got32[i] && std::signbit(float(want)) == std::signbit(got32[i]);
+      if (!same && ++wrong <= 10)
+        ADD_FAILURE() << numbers[i] << ": strtod " << want << ", read "
+                      << (f64 ? got[i] : double(got32[i]));
+    }
+    EXPECT_EQ(wrong, 0u) << to_string(dtype);
+  }
+}
+
+// Chunks are cut into pieces that parse in parallel: what is read, printed and thrown is the
+// same at any thread count.
+TEST(CTFDeserializer, ThreadsDoNotChangeWhatIsReadPrintedOrThrown) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) {
+    text += std::to_string(i) + " |x " + std::to_string(i) + " " + std::to_string(i % 7) +
+            (i % 5 == 0 ? " |y 3:1\n" : " |y\n");
+    if (i % 400 == 7) text += std::to_string(i) + " |x 1 ?\n";  // costs three errors
+  }
+  const std::string path = write_temp("threads.ctf", text);
+  StreamDefs defs{{"x", StreamDef{.shape = 2}}, {"y", StreamDef{.shape = 4, .is_sparse = true}}};
+  auto read = [&](size_t threads, size_t max_errors, std::string& printed) {
+    testing::internal::CaptureStderr();
+    std::string result;
+    try {
+      CTFDeserializer d(
+          path, defs, {.max_errors = max_errors, .chunk_size_bytes = 5000, .num_threads = threads});
+      for (size_t k = 0; k < d.chunk_infos().size(); ++k) {
+        auto c = d.load_chunk(k);
+        for (const SequenceInfo& s : c->sequences)
+          result += std::to_string(s.key) + ":" + std::to_string(s.num_samples) + " ";
+        for (const StreamChunkData& s : c->streams) {
+          for (size_t b : s.sample_begin) result += std::to_string(b) + ",";
+          for (size_t b : s.nnz_begin) result += std::to_string(b) + ",";
+          for (int32_t i : s.indices) result += std::to_string(i) + ",";
+          for (float v : s.values_f32) result += std::to_string(v) + ",";
+          result += "|";
+        }
+      }
+    } catch (const DataError& e) {
+      result = std::string("DataError: ") + e.what();
+    }
+    printed = testing::internal::GetCapturedStderr();
+    return result;
+  };
+  for (size_t max_errors : {size_t{100}, size_t{10}}) {
+    std::string printed_one, printed_many;
+    const std::string one = read(1, max_errors, printed_one);
+    EXPECT_EQ(one.rfind("DataError", 0) == 0, max_errors == 10) << one.substr(0, 200);
+    EXPECT_NE(printed_one.find("WARNING"), std::string::npos);
+    for (size_t threads : {2, 5}) {
+      EXPECT_EQ(read(threads, max_errors, printed_many), one) << threads << " threads";
+      EXPECT_EQ(printed_many, printed_one) << threads << " threads";
+    }
+  }
 }
 
 // ---- CNTK conformance: Tests/UnitTests/ReaderTests (MANIFEST.md §1) ----

@@ -65,6 +65,12 @@ class Deserializer {
   // The sequences of a chunk, in chunk order, without loading its data.
   virtual std::vector<SequenceInfo> sequence_infos(size_t chunk) const = 0;
   virtual std::shared_ptr<const Chunk> load_chunk(size_t chunk) = 0;
+  // The chunk as read in `sweep` (0, 1, ...): a deserializer whose data differs from sweep to
+  // sweep (random image transforms) overrides this; the others deliver load_chunk(chunk).
+  virtual std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep) {
+    (void)sweep;
+    return load_chunk(chunk);
+  }
 
   size_t number_of_sequences() const {
     size_t n = 0;

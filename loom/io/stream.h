@@ -12,6 +12,7 @@
 #include "loom/core/data_type.h"
 #include "loom/core/shape.h"
 #include "loom/core/value.h"
+#include "loom/io/image_transforms.h"
 
 namespace loom {
 
@@ -22,6 +23,8 @@ struct StreamDef {
   // Dimension of one sample.
   size_t shape = 0;
   bool is_sparse = false;
+  // Image streams of an ImageDeserializer: the transforms, in order (image_transforms.h).
+  std::vector<ImageTransform> transforms = {};
   DataType dtype = DataType::Float32;
   // The stream whose sample count is a sequence's length (CNTK's definesMBSize); at most one.
   bool defines_mb_size = false;

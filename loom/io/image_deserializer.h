@@ -1,0 +1,84 @@
+// ImageDeserializer: reads images listed in CNTK's map files, one "path<TAB>label" line per
+// image (a relative path is relative to the map file's folder), as CNTK's ImageDeserializer:
+//
+//   ImageDeserializer d("train_map.txt",
+//                       {{"features", {.field = "image",
+//                                      .transforms = {transforms::scale(224, 224, 3)}}},
+//                        {"labels", {.field = "label", .shape = 1000}}});
+//
+// The stream with field "image" delivers each image as a dense [channels, height, width]
+// tensor of pixel values 0..255 (color images in OpenCV's BGR channel order, as CNTK), after its
+// transforms (image_transforms.h; a scale transform fixes the size and the channels); the
+// stream with field "label" delivers the label as a one-hot vector of its shape, always sparse
+// (CSR), as CNTK. JPEG and PNG (and whatever else OpenCV decodes) are read when a chunk loads,
+// on reader threads. Each image is a sequence of one sample; its key is its map file line
+// (0-based).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/io/chunking.h"
+#include "loom/io/deserializer.h"
+
+namespace loom {
+
+struct ImageOptions {
+  // Bad map lines (no tab, a label that is not a number or is out of range) and missing or
+  // undecodable images tolerated, each skipped with a WARNING naming the file and line and
+  // counted in number_of_skipped(); the next one fails. With max_errors > 0 the constructor
+  // decodes every image once to find the undecodable ones.
+  size_t max_errors = 0;
+  // Random transforms draw from a generator of (seed, sweep, sequence).
+  uint64_t seed = 0;
+  // Threads that decode a chunk's images at once (0: as many as compute uses).
+  size_t num_threads = 0;
+  ChunkingOptions chunking = {};
+};
+
+class ImageDeserializer : public Deserializer {
+ public:
+  // Reads the map file and checks that every image exists (and, with max_errors > 0, decodes).
+  // IOError when the map file cannot be read; DataError naming the map file and line for a
+  // malformed line, a label outside [0, label dimension) or a missing image; ArgumentError for
+  // streams other than one "image" and one "label" field, an image stream without exactly one
+  // scale transform (after every crop), a mean before the scale or bad transform options.
+  ImageDeserializer(const std::string& map_file, const StreamDefs& streams,
+                    ImageOptions options = {});
+  ~ImageDeserializer() override;
+
+  const std::vector<StreamInformation>& stream_infos() const override { return streams_; }
+  const std::vector<ChunkInfo>& chunk_infos() const override { return chunk_infos_; }
+  std::vector<SequenceInfo> sequence_infos(size_t chunk) const override;
+  // The chunk as read in sweep 0.
+  std::shared_ptr<const Chunk> load_chunk(size_t chunk) override;
+  // Decodes and transforms the chunk's images as in `sweep` (the random transforms differ from
+  // sweep to sweep). DataError naming the image and its map file line when one cannot be read
+  // or decoded.
+  std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep) override;
+
+  // Map lines and images skipped under max_errors.
+  size_t number_of_skipped() const { return skipped_; }
+
+ private:
+  struct Entry {
+    std::string path;  // as resolved
+    size_t label;
+    size_t line;  // 0-based line of the map file
+  };
+  struct Pipeline;  // the image stream's transforms, prepared (OpenCV inside the .cpp)
+
+  std::string map_file_;
+  std::vector<StreamInformation> streams_;
+  size_t image_stream_ = 0, label_stream_ = 0;
+  std::unique_ptr<Pipeline> pipeline_;
+  ImageOptions options_;
+  std::vector<Entry> entries_;
+  std::vector<ChunkInfo> chunk_infos_;
+  size_t per_chunk_ = 1;
+  size_t skipped_ = 0;
+};
+
+}  // namespace loom

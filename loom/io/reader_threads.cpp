@@ -1,0 +1,39 @@
+#include "loom/io/reader_threads.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "loom/core/threads.h"
+
+namespace loom {
+
+size_t reader_threads(size_t requested) {
+  return requested > 0 ? requested : static_cast<size_t>(get_max_num_cpu_threads());
+}
+
+// Plain threads rather than OpenMP: a reader's threads block on files and never spin, and
+// they run in parallel when called from inside a parallel region too.
+void for_each_item(size_t n, size_t threads, const std::function<void(size_t)>& body) {
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        body(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> team;
+  for (size_t t = 1; t < std::min(threads, n); ++t) team.emplace_back(work);
+  work();
+  for (std::thread& t : team) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace loom
