@@ -69,4 +69,13 @@ for name, in_shape, out_shape in models:
             fail(f"onnxruntime on {name}: {proc.stderr}")
         compare("onnxruntime", name, np.fromfile(name + ".ort", dtype=np.float32), want)
 
+# `loom export` of the convnet's model file gives a file OpenCV evaluates the same.
+subprocess.run([os.path.join(build_dir, "tools", "loom"), "export", "convnet.cmf", "--onnx",
+                "cli.onnx"], check=True, capture_output=True, timeout=120)
+onnx.checker.check_model(onnx.load("cli.onnx"), full_check=True)
+net = cv2.dnn.readNetFromONNX("cli.onnx")
+name, in_shape, out_shape = models[1]
+net.setInput(np.fromfile("convnet.in", dtype=np.float32).reshape(in_shape[0], 1, 28, 28))
+compare("OpenCV (loom export)", "convnet", net.forward(),
+        np.fromfile("convnet.out", dtype=np.float32).reshape(out_shape))
 print("PASSED")
