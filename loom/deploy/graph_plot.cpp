@@ -52,7 +52,8 @@ class DotWriter {
     size_t k = 0;
     for (const Variable& o : f.outputs()) {
       const std::string id = "out" + std::to_string(k++);
-      dot_ << "  " << id << " [shape=ellipse, peripheries=2, style=filled, fillcolor=lightblue, label="
+      dot_ << "  " << id
+           << " [shape=ellipse, peripheries=2, style=filled, fillcolor=lightblue, label="
            << quoted((o.name().empty() ? o.uid() : o.name()) + "\n" + o.type_string()) << "];\n";
       edge(o, id);
     }

@@ -107,10 +107,8 @@ class Exporter {
   }
 
   void add_input(const Variable& a) {
-    LOOM_CHECK(!a.is_placeholder(), ArgumentError,
-               "ONNX export: the model has the unbound "
-               "placeholder ",
-               a.describe(), "; call the model on an input first (model(x))");
+    LOOM_CHECK(!a.is_placeholder(), ArgumentError, "ONNX export: the model has the unbound ",
+               "placeholder ", a.describe(), "; call the model on an input first (model(x))");
     LOOM_CHECK(!a.has_sequence_axis(), ArgumentError, "ONNX export: the input ", a.describe(),
                " is a sequence; Loom exports models over batches of samples only (no recurrence)");
     Val v{fresh(a.name().empty() ? a.uid() : a.name()), a.has_batch_axis(), a.shape(), a.dtype()};

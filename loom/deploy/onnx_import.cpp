@@ -138,12 +138,15 @@ class Importer {
   using Importing = std::function<Val(Importer&)>;
 
   void check_opset() {
+    bool found = false;
     for (const pb::OperatorSetIdProto& o : model_.opset_import()) {
       if (!o.domain().empty() && o.domain() != "ai.onnx") continue;  // used by no node Loom reads
       if (o.version() < kOpset || o.version() > kNewestOpset)
         throw DataError(detail::concat(file_, ": ONNX opset ", o.version(), " is not supported (",
                                        "Loom reads opsets ", kOpset, " to ", kNewestOpset, ")"));
+      found = true;
     }
+    if (!found) throw DataError(file_ + ": not an ONNX model (it imports no opset of ONNX's ops)");
   }
 
   void add_input(const pb::ValueInfoProto& in) {
@@ -529,7 +532,11 @@ class Importer {
     const auto axes = ints(node_->input(1));
     const size_t rank = x.rank() + axes.size();
     std::vector<bool> added(rank, false);
-    for (int64_t a : axes) added[onnx_axis(a, rank)] = true;
+    for (int64_t a : axes) {
+      const size_t k = onnx_axis(a, rank);
+      if (added[k]) fail("axis ", a, " is named twice");
+      added[k] = true;
+    }
     if (x.batch && added[0]) fail("an axis in front of the batch axis");
     std::vector<size_t> dims;
     size_t next = 0;

@@ -196,6 +196,18 @@ TEST(Onnx, ImportRejectsBadFiles) {
   // Every truncation is a DataError, never a crash.
   for (size_t n = 0; n < good.size(); n += 7)
     EXPECT_THROW(load_onnx_from_bytes({good.data(), n}, "cut.onnx"), DataError) << n << " bytes";
+  // Every single-byte change loads or is a DataError (never another exception or a crash).
+  const std::vector<uint8_t> conv = save_onnx_to_bytes(
+      Sequential({Convolution2D({3, 3}, 2, {.pad = true, .reduction_rank = 0}),
+                  MaxPooling({2, 2}, {.strides = {2}}), Dense(2)})(input_variable({6, 6})));
+  for (size_t i = 0; i < conv.size(); ++i) {
+    std::vector<uint8_t> damaged = conv;
+    damaged[i] ^= uint8_t(0x5A);
+    try {
+      load_onnx_from_bytes(damaged, "damaged.onnx");
+    } catch (const DataError&) {
+    }
+  }
   // A damaged tensor: its data shorter than its shape.
   Function small =
       plus(x, parameter(NDArrayView::from_vector(NDShape{3}, std::vector<float>{1, 2, 3}), "bias"));
