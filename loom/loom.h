@@ -7,6 +7,7 @@
 #include "loom/core/threads.h"
 #include "loom/core/value.h"
 #include "loom/deploy/model_runner.h"
+#include "loom/deploy/onnx.h"
 #include "loom/distributed/distributed_learner.h"
 #include "loom/graph/function.h"
 #include "loom/graph/random_state.h"

@@ -22,7 +22,12 @@ packages=(
   # ImageDeserializer decodes and transforms images with OpenCV; bench/image_reader's peer is
   # torchvision's ImageFolder
   libopencv-dev python3-torchvision
+  # ONNX: the code is generated from libonnx-dev's onnx.proto; tests check the files with the
+  # onnx checker and OpenCV's importer; `loom plot` renders graphs with graphviz's dot
+  libonnx-dev python3-onnx python3-opencv graphviz
 )
+# Node.js runs onnxruntime in the ONNX test (a Node.js that brings its own npm is kept).
+command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,4 +37,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# onnxruntime for tests/e2e/onnx_test.py, from npm (its CPU library is in the package; the
+# install script, which only downloads GPU libraries, is not run). The test skips onnxruntime,
+# saying so, when this folder lacks it (LOOM_NPM_PREFIX names another one).
+npm_prefix="${LOOM_NPM_PREFIX:-/opt/loom-npm}"
+if [ ! -d "$npm_prefix/node_modules/onnxruntime-node" ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$npm_prefix")" ] && SUDO=sudo
+  $SUDO mkdir -p "$npm_prefix"
+  $SUDO npm install --prefix "$npm_prefix" --ignore-scripts --no-audit --no-fund \
+    onnxruntime-node@1.30.0 ||
+    echo "setup.sh: npm could not install onnxruntime-node; the ONNX test will skip onnxruntime"
 fi

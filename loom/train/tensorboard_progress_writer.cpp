@@ -2,20 +2,24 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "loom/core/crc32c.h"
 #include "loom/core/error.h"
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/op.h"
+#include "loom/train/png.h"
 #include "loom/train/tensorboard_event.pb.h"
 
 namespace loom {
@@ -180,6 +184,45 @@ void TensorBoardProgressWriter::check_open(const char* operation) const {
 void TensorBoardProgressWriter::write_value(const std::string& name, double value, uint64_t step) {
   check_open("write_value");
   if (file_) write_record(scalar_event(name, value, step));
+}
+
+void TensorBoardProgressWriter::write_image(const std::string& name, const NDArrayView& images,
+                                            uint64_t step) {
+  check_open("write_image");
+  const NDShape& s = images.shape();
+  LOOM_CHECK(s.rank() == 4 && (s[1] == 1 || s[1] == 3 || s[1] == 4) && s[2] > 0 && s[3] > 0,
+             ArgumentError, "write_image '", name, "': images of shape ", s.to_string(),
+             " (give [N, C, H, W] with C 1, 3 or 4)");
+  if (!file_) return;
+  const size_t n = s[0], channels = s[1], height = s[2], width = s[3];
+  const NDArrayView dense = images.is_sparse() ? images.to_dense() : images;
+  std::vector<double> values;
+  if (dense.dtype() == DataType::Float64) {
+    values = dense.to_vector<double>();
+  } else {
+    const std::vector<float> f = dense.to_vector<float>();
+    values.assign(f.begin(), f.end());
+  }
+  tensorboard::Event event;
+  event.set_wall_time(wall_time());
+  event.set_step(static_cast<int64_t>(step));
+  std::vector<uint8_t> pixels(channels * height * width);
+  for (size_t i = 0; i < n; ++i) {
+    // [C, H, W] to PNG's interleaved [H, W, C].
+    const double* image = values.data() + i * pixels.size();
+    for (size_t c = 0; c < channels; ++c)
+      for (size_t p = 0; p < height * width; ++p)
+        pixels[p * channels + c] =
+            static_cast<uint8_t>(std::clamp(std::round(image[c * height * width + p]), 0.0, 255.0));
+    tensorboard::Summary::Value& value = *event.mutable_summary()->add_value();
+    value.set_tag(name + "/image/" + std::to_string(i));
+    tensorboard::Summary::Image& png = *value.mutable_image();
+    png.set_height(static_cast<int32_t>(height));
+    png.set_width(static_cast<int32_t>(width));
+    png.set_colorspace(static_cast<int32_t>(channels));
+    png.set_encoded_image_string(encode_png(pixels, height, width, channels));
+  }
+  write_record(event.SerializeAsString());
 }
 
 void TensorBoardProgressWriter::flush() {

@@ -46,6 +46,10 @@ class TensorBoardProgressWriter : public ProgressWriter {
 
   // Records a scalar under `name` at `step`.
   void write_value(const std::string& name, double value, uint64_t step);
+  // Records images under `name/image/0`, `name/image/1`, ... at `step` (CNTK's write_image):
+  // images is [N, C, H, W] (float32 or float64 values from 0 to 255, rounded and clamped; C 1
+  // for grey, 3 for RGB, 4 for RGBA), each stored as a PNG file. ArgumentError for another shape.
+  void write_image(const std::string& name, const NDArrayView& images, uint64_t step);
   // Writes what is buffered to the file.
   void flush();
   // Flushes and closes the file. Any later call but the destructor is a StateError.

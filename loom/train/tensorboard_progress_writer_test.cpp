@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,8 @@
 #include "loom/core/error.h"
 #include "loom/ops/ops.h"
 #include "loom/train/tensorboard_event.pb.h"
+
+#include <zlib.h>
 
 namespace loom {
 namespace {
@@ -175,6 +179,84 @@ TEST_F(TensorBoardTest, WritesTheModelGraph) {
   EXPECT_EQ(shape("W"), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(shape("features"), (std::vector<int64_t>{-1, 2}));  // the batch axis is -1
   EXPECT_EQ(shape("z"), (std::vector<int64_t>{-1, 3}));
+}
+
+// The pixels of a PNG file as encode_png writes it (8-bit, unfiltered rows), every chunk's
+// CRC checked; the header's width, height and colour type are returned too.
+std::vector<uint8_t> png_pixels(const std::string& png, uint32_t& width, uint32_t& height,
+                                int& colour_type) {
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
+  const auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < 4; ++k) v = (v << 8) | uint8_t(png[at + k]);
+    return v;
+  };
+  std::string idat;
+  for (size_t at = 8; at + 12 <= png.size();) {
+    const uint32_t length = u32(at);
+    const std::string type = png.substr(at + 4, 4), data = png.substr(at + 8, length);
+    EXPECT_EQ(u32(at + 8 + length),
+              crc32(0, reinterpret_cast<const Bytef*>(png.data() + at + 4), length + 4))
+        << type;
+    if (type == "IHDR") {
+      width = u32(at + 8);
+      height = u32(at + 12);
+      colour_type = uint8_t(data[9]);
+    }
+    if (type == "IDAT") idat += data;
+    at += 12 + length;
+  }
+  const size_t channels = colour_type == 0 ? 1 : colour_type == 2 ? 3 : 4;
+  std::vector<uint8_t> raw(height * (1 + width * channels));
+  uLongf size = raw.size();
+  EXPECT_EQ(uncompress(raw.data(), &size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()),
+            Z_OK);
+  std::vector<uint8_t> pixels;
+  for (size_t y = 0; y < height; ++y) {
+    EXPECT_EQ(raw[y * (1 + width * channels)], 0) << "row filter";
+    pixels.insert(pixels.end(), raw.begin() + long(y * (1 + width * channels) + 1),
+                  raw.begin() + long((y + 1) * (1 + width * channels)));
+  }
+  return pixels;
+}
+
+TEST_F(TensorBoardTest, WritesImagesAsPng) {
+  TensorBoardProgressWriter writer({.log_dir = dir_.string()});
+  // Two RGB images of 2 x 3 pixels, [N, C, H, W]; values past 0..255 are clamped.
+  std::vector<float> v(2 * 3 * 2 * 3);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = float(k * 9) - 20.4f;
+  writer.write_image("samples", NDArrayView::from_vector(NDShape{2, 3, 2, 3}, v), 7);
+  EXPECT_THROW(writer.write_image("bad", NDArrayView::from_vector(NDShape{2, 18}, v), 7),
+               ArgumentError);
+  writer.close();
+  const auto events = read_events(files().at(0).string());
+  size_t images = 0;
+  for (const auto& event : events) {
+    if (!event.has_summary()) continue;
+    EXPECT_EQ(event.step(), 7);
+    for (const auto& value : event.summary().value()) {
+      ASSERT_TRUE(value.has_image());
+      EXPECT_EQ(value.tag(), "samples/image/" + std::to_string(images));
+      EXPECT_EQ(value.image().height(), 2);
+      EXPECT_EQ(value.image().width(), 3);
+      EXPECT_EQ(value.image().colorspace(), 3);
+      uint32_t width = 0, height = 0;
+      int colour_type = -1;
+      const auto pixels =
+          png_pixels(value.image().encoded_image_string(), width, height, colour_type);
+      EXPECT_EQ(width, 3u);
+      EXPECT_EQ(height, 2u);
+      EXPECT_EQ(colour_type, 2);
+      ASSERT_EQ(pixels.size(), 18u);
+      for (size_t c = 0; c < 3; ++c)
+        for (size_t p = 0; p < 6; ++p) {
+          const float x = v[images * 18 + c * 6 + p];
+          EXPECT_EQ(pixels[p * 3 + c], uint8_t(std::clamp(std::round(x), 0.0f, 255.0f)));
+        }
+      ++images;
+    }
+  }
+  EXPECT_EQ(images, 2u);
 }
 
 TEST_F(TensorBoardTest, OnlyRankZeroWrites) {

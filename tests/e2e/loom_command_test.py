@@ -1,6 +1,6 @@
-"""The loom command: `loom info`, `loom eval` and `loom serve` on a small Dense model that
-save_dense_model writes with parameters set by a formula, so that this test computes the
-model's outputs itself. The server is driven over loopback with http.client; every wait is
+"""The loom command: `loom info`, `loom eval`, `loom export`, `loom plot` and `loom serve` on
+a small Dense model that save_dense_model writes with parameters set by a formula, so that this
+test computes the model's outputs itself. The server is driven over loopback with http.client; every wait is
 bounded and the server is stopped at the end even when a check fails."""
 import http.client
 import json
@@ -182,6 +182,34 @@ expect([l.split()[0] for l in seq_lines] == expected_ids, "sequence ids of the o
 for line, (x, _) in zip(seq_lines, steps):
     values = [float(v) for v in line.split()[2:]]
     expect(all(abs(a - b) < 1e-5 for a, b in zip(values, model(x))), f"step output {line}")
+
+
+# loom export: an ONNX file of the model (tests/e2e/onnx_test.py checks such files with ONNX
+# runtimes); a sequence model has no ONNX export, a file that is not a model none either.
+out, _ = loom("export", "m.cmf", "--onnx", "m.onnx")
+expect(out.strip() == "Wrote m.onnx", f"export said {out}")
+onnx_bytes = open(path("m.onnx"), "rb").read()
+for part in [b"Dense1.W", b"MatMul", b"Relu", b"features"]:
+    expect(part in onnx_bytes, f"no {part} in m.onnx")
+_, err = loom("export", "seq.cmf", "--onnx", "seq.onnx", code=1)
+expect("is a sequence" in err and not os.path.exists(path("seq.onnx")), f"sequence export: {err}")
+_, err = loom("export", "data.ctf", "--onnx", "x.onnx", code=1)
+expect("data.ctf" in err, f"export of a data file: {err}")
+loom("export", "m.cmf", code=2)  # no --onnx
+
+# loom plot: DOT written by Loom, SVG and PNG rendered by graphviz's dot.
+out, _ = loom("plot", "m.cmf", "--out", "m.dot")
+dot = open(path("m.dot")).read()
+for part in ["digraph loom", "Times", "ReLU", "Dense1.W\\n[3,4]", "features\\nTensor[3]", "[4]"]:
+    expect(part in dot, f"no {part} in m.dot")
+loom("plot", "m.cmf", "--out", "m.svg")
+expect("<svg" in open(path("m.svg")).read(), "m.svg is not SVG")
+loom("plot", "m.cmf", "--out", "m.png")
+expect(open(path("m.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n", "m.png is not PNG")
+_, err = loom("plot", "m.cmf", "--out", "m.txt", code=2)
+expect(".svg, .png" in err, f"plot to .txt: {err}")
+loom("plot", "m.cmf", code=2)  # no --out
+loom("plot", "damaged.cmf", "--out", "d.svg", code=1)
 
 
 # loom serve.

@@ -17,5 +17,7 @@ class UsageError : public ArgumentError {
 void add_info_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_plot_command(CLI::App& app);
 
 }  // namespace loom::tools

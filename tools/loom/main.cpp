@@ -3,6 +3,8 @@
 //   loom info MODEL
 //   loom eval MODEL --data FILE ... [--map ARG=STREAM] [--labels STREAM] --output FILE
 //   loom serve MODEL --port P [--name NAME] [--max-batch N] [--batch-delay-ms D]
+//   loom export MODEL --onnx OUT.onnx
+//   loom plot MODEL --out graph.svg|png|pdf|dot
 //
 // Exit codes: 0 success, 1 a failure (a damaged model, unreadable data, a port in use), 2 a
 // command line that is wrong (its message says how).
@@ -11,11 +13,13 @@
 #include "tools/loom/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app("loom: inspect, evaluate and serve Loom models", "loom");
+  CLI::App app("loom: inspect, evaluate, serve, export and draw Loom models", "loom");
   app.require_subcommand(1);
   loom::tools::add_info_command(app);
   loom::tools::add_eval_command(app);
   loom::tools::add_serve_command(app);
+  loom::tools::add_export_command(app);
+  loom::tools::add_plot_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

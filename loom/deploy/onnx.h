@@ -1,0 +1,35 @@
+// ONNX model files (CNTK's ModelFormat.ONNX): a Function exported as an ONNX ModelProto (opset
+// 13) and an ONNX file imported as a Function. The op mapping, the axis conventions and what is
+// not supported are in docs/onnx.md.
+//
+// Loom's samples are row-major, so an ONNX tensor is a Loom value with the batch axis in front:
+// an input of shape [28,28] is ONNX's [N,28,28] (N a symbolic dimension), a convolution's
+// [C,H,W] sample is ONNX's NCHW. Values without dynamic axes (parameters, constants) keep their
+// shapes. Feed-forward models only: an input with a sequence axis cannot be exported.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loom/graph/function.h"
+
+namespace loom {
+
+// CNTK's ModelFormat: Loom's own container (loom/serialize/model_file.h) or ONNX.
+enum class ModelFormat { Loom, ONNX };
+
+// save_model(f, path) and load_model(path) in the given format. ONNX export throws an
+// ArgumentError naming the op (and the function) that has no ONNX mapping, and for inputs
+// with a sequence axis or unbound placeholders; an IOError when the file cannot be written.
+// ONNX import throws a DataError naming the file and the node for a file that is not ONNX, an
+// op Loom does not import, or attributes Loom cannot express.
+void save_model(const Function& f, const std::string& path, ModelFormat format);
+Function load_model(const std::string& path, ModelFormat format);
+
+// The same in memory; name stands for the file in messages.
+std::vector<uint8_t> save_onnx_to_bytes(const Function& f);
+Function load_onnx_from_bytes(std::span<const uint8_t> bytes, const std::string& name = "<memory>");
+
+}  // namespace loom

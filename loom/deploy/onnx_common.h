@@ -1,0 +1,28 @@
+// What ONNX export and import share: the opsets, and where Loom's windows (convolution,
+// pooling) go as ONNX's explicit pads. Internal to loom/deploy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace loom::onnx_detail {
+
+// The opset Loom writes; import reads opsets 13 to 17 of the default domain, in which the ops
+// Loom maps have one meaning (Softmax along one axis, ReduceSum's axes as an input, ...).
+inline constexpr int64_t kOpset = 13, kNewestOpset = 17;
+
+// One spatial axis of a window as ONNX states it: pads before and after, and the output
+// extent ONNX computes from them (floor((in + before + after - extent) / stride) + 1).
+struct OnnxWindowAxis {
+  int64_t before = 0, after = 0;
+  size_t output = 0;
+};
+
+// Loom's window along one axis (conv_detail::window_axis, CNTK's padding rules) as ONNX pads.
+// An upper pad the window never reaches (negative) becomes 0. The caller checks that `before`
+// is not negative (CNTK's centring can start the first window past the first element, which
+// ONNX cannot say) and that `output` is Loom's.
+OnnxWindowAxis onnx_window_axis(size_t input, size_t kernel, size_t stride, size_t dilation,
+                                bool auto_pad, size_t lower_pad, size_t upper_pad);
+
+}  // namespace loom::onnx_detail

@@ -1,0 +1,110 @@
+// Writes the models tests/e2e/onnx_test.py checks with independent ONNX runtimes: for each,
+// NAME.onnx (ONNX export), NAME.cmf (Loom's model file), NAME.in and NAME.out (a batch of
+// inputs and Loom's outputs for them: raw float32), and a line of DIR/manifest.txt:
+//   NAME input-shape output-shape     (shapes with the batch axis, as 4,28,28)
+// The weights are random (set_fixed_random_seed), batch normalizations get statistics as if
+// trained.
+//
+//   onnx_models DIR
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "examples/fashion_mnist.h"
+#include "loom/deploy/onnx.h"
+
+using namespace loom;
+
+namespace {
+
+std::string dims(const NDShape& s) {
+  std::string out;
+  for (size_t d : s.dims()) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+void write_floats(const std::string& path, const std::vector<float>& v) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+}
+
+void set_statistics(const Function& model) {
+  RandomGenerator random(7);
+  for (const Constant& c : model.constants()) {
+    std::vector<float> v(c.shape().total_size());
+    for (float& x : v)
+      x = c.name() == "aggregate_count"      ? 100.0f
+          : c.name() == "aggregate_variance" ? float(0.5 + random.uniform())
+                                             : float(random.uniform() - 0.5);
+    c.set_value(NDArrayView::from_vector(c.shape(), v));
+  }
+}
+
+void write(const std::string& dir, const std::string& name, const Function& model,
+           std::ofstream& manifest) {
+  const Variable x = model.arguments()[0];
+  const size_t n = 4;
+  RandomGenerator random(11);
+  std::vector<float> input(n * x.shape().total_size());
+  for (float& v : input) v = float(random.uniform());
+  const Value out = model.eval(NDArrayView::from_vector(x.shape().prepend(n), input));
+  save_model(model, dir + "/" + name + ".onnx", ModelFormat::ONNX);
+  save_model(model, dir + "/" + name + ".cmf");
+  write_floats(dir + "/" + name + ".in", input);
+  write_floats(dir + "/" + name + ".out", out.data().to_vector<float>());
+  manifest << name << " " << dims(x.shape().prepend(n)) << " " << dims(out.data().shape()) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: onnx_models DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  std::ofstream manifest(dir + "/manifest.txt");
+  set_fixed_random_seed(1);
+
+  // An MLP on MNIST's flattened images with a softmax at the end.
+  Variable pixels = input_variable(784, {.name = "features"});
+  Function mlp =
+      Sequential({Dense(64, {.activation = relu}), Dense(32, {.activation = sigmoid}), Dropout(0.5),
+                  Dense(16, {.activation = loom::tanh}), Dense(10, {.activation = None})});
+  write(dir, "mlp", softmax(mlp(pixels)), manifest);
+
+  // Seed 002's convnet (examples/fashion_mnist.h) as mnist_convnet saves it.
+  Variable image = input_variable({28, 28}, {.name = "features"});
+  write(dir, "convnet", examples::create_model_mn()(image), manifest);
+
+  // Colour images: spatial batch normalization, padded average pooling, global pooling.
+  Variable rgb = input_variable({3, 16, 16}, {.name = "image"});
+  Function bn_net = Sequential({
+      Convolution2D({3, 3}, 8, {.activation = relu, .pad = true}),
+      BatchNormalization({.map_rank = 1}),
+      AveragePooling({3, 3}, {.strides = {2, 2}, .pad = true}),
+      Convolution2D({3, 3}, 16, {.activation = relu, .pad = true}),
+      MaxPooling({2, 2}, {.strides = {2, 2}}),
+      GlobalAveragePooling(),
+      Dense(5),
+  })(rgb);
+  set_statistics(bn_net);
+  write(dir, "bn_convnet", bn_net, manifest);
+
+  // The elementwise, shape and reduction ops.
+  Variable x = input_variable({2, 3, 4}, {.name = "x"});
+  Function a = element_times(plus(x, parameter({3, 4})), parameter({4}));
+  Function b = element_divide(minus(a, loom::exp(x)), plus(square(x), constant(1.0)));
+  Function c = element_max(loom::abs(b), negate(x));
+  Function d = element_min(loom::sqrt(c), loom::log(plus(c, constant(2.0))));
+  Function e = splice({slice(d, Axis(1), 0, 2), slice(d, Axis(1), -1, 0)}, Axis(1));
+  Function f = reshape(transpose(slice(e, Axis(-1), -3, 0), {2, 0, 1}), {9, 2});
+  Function g =
+      splice({reduce_sum(f, Axis(0)), reduce_mean(f, Axis(0)), reduce_max(f, Axis(0))}, Axis(0));
+  Function h = plus(log_softmax(g, Axis(0)), softmax(g, Axis::all_static_axes()));
+  Function k = sigmoid(times(loom::tanh(reshape(h, {6})), parameter({6, 4})));
+  write(dir, "ops", plus(k, reduce_sum(relu(x), std::vector<Axis>{Axis(0), Axis(1)}, false)),
+        manifest);
+  std::printf("wrote %s/manifest.txt\n", dir.c_str());
+  return 0;
+}
