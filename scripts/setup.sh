@@ -19,6 +19,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   # the loom command (tools/): command line, JSON, HTTP serving; wrk loads it in bench/serve.py
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev wrk
+  # the Python package (python/): bindings, numpy/scipy data, its tests, pip install offline
+  pybind11-dev python3-pybind11 python3-dev python3-scipy python3-pytest python3-setuptools
+  python3-wheel python3-pip python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do
