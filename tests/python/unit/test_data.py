@@ -113,3 +113,17 @@ def test_parameter_values_are_copies_and_assignable():
     assert p.value.tolist() == [[3, 3], [3, 3]]
     with pytest.raises(C.ShapeError):
         p.value = np.ones((3, 2), np.float32)
+
+
+def test_idx_deserializer_reads_fashion_mnist():
+    folder = '/usr/share/datasets/fashion-mnist/'
+    source = C.io.MinibatchSource(C.io.IDXDeserializer(C.io.StreamDefs(
+        features=C.io.IDXStreamDef(folder + 't10k-images-idx3-ubyte.gz', scale=1 / 255),
+        labels=C.io.IDXStreamDef(folder + 't10k-labels-idx1-ubyte.gz', num_classes=10,
+                                 is_sparse=True))), randomize=False, max_sweeps=1)
+    assert source['features'].shape == (28, 28) and source['labels'].is_sparse
+    x, y = C.input_variable((28, 28)), C.input_variable(10, is_sparse=True)
+    mb = source.next_minibatch(100, {x: source['features'], y: source['labels']})
+    images = mb[x].asarray()
+    assert images.shape == (100, 28, 28) and 0 <= images.min() and images.max() <= 1
+    assert mb[y].asarray().sum(axis=1).tolist() == [1] * 100

@@ -190,3 +190,25 @@ def test_a_long_training_loop_does_not_grow_memory():
     gc.collect()
     assert [sys.getrefcount(f) for f, _ in batches] == refs
     assert rss_bytes() - before < 8 << 20
+
+
+def test_the_gil_is_released_while_the_core_trains():
+    import threading
+    model, crit = criterion()
+    data = (np.tile(X, (40, 1)), scipy.sparse.vstack([Y] * 40, 'csr'))
+    learner = C.sgd(model.parameters, 0.1)
+    training = threading.Event()
+
+    def train():
+        training.set()
+        crit.train(data, minibatch_size=16, parameter_learners=[learner])
+        training.clear()
+
+    worker = threading.Thread(target=train)
+    worker.start()
+    iterations = 0
+    while worker.is_alive():
+        if training.is_set():
+            iterations += 1  # only while the training thread is inside the core
+    worker.join()
+    assert iterations > 1000
