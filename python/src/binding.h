@@ -61,6 +61,11 @@ ValueMap value_map(const py::dict& data);
 // order of `arguments` (their dtypes and sequence axes decide the conversion, when given).
 DataSource data_source(py::handle data, const std::vector<Variable>& arguments = {});
 
+// Checkpoint states: a Dictionary's entries as Python values (dicts, lists, numbers, strings,
+// shapes as tuples, tensors as numpy arrays), and back (ints >= 0 become uint64, others int64).
+py::object to_python(const DictionaryValue& value);
+DictionaryValue from_python(py::handle value);
+
 // A Variable from a Variable, a single-output Function, or a number/array (a constant of
 // like's dtype).
 Variable as_variable(py::handle x, DataType like = DataType::Float32);

@@ -47,6 +47,17 @@ py::object results(const ValueMap& values, const std::vector<Variable>& outputs,
   return d;
 }
 
+// {variable: value} of copies: forward's and backward's values live in an executor that the
+// next pass overwrites.
+py::dict owned_results(const ValueMap& values, bool as_numpy) {
+  py::dict d;
+  for (const auto& [v, value] : values) {
+    const Value copy(value.data().deep_clone(), value.is_sequence(), value.mask());
+    d[py::cast(v)] = as_numpy ? value_to_numpy(copy) : py::cast(copy);
+  }
+  return d;
+}
+
 // The arguments' values from eval's data: a dict {Variable: data}, or data for the only argument.
 ValueMap arguments_of(const Function& f, py::handle data) {
   if (py::isinstance<py::dict>(data)) return value_map(data.cast<py::dict>());
@@ -133,6 +144,7 @@ void add_graph(py::module_& m) {
   py::implicitly_convertible<Function, Variable>();
 
   py::class_<Parameter, Variable>(m, "Parameter");
+  py::class_<BackPropState>(m, "BackPropState");
   py::class_<Constant, Variable>(m, "Constant");
 
   py::enum_<ParameterCloneMethod>(m, "CloneMethod")
@@ -198,6 +210,36 @@ void add_graph(py::module_& m) {
             return results(gradients, targets, as_numpy);
           },
           py::arg("at"), py::arg("wrt") = py::none(), py::arg("as_numpy") = true)
+      // A forward pass that keeps what backward needs: (state, {output: value}).
+      .def(
+          "forward",
+          [](const Function& f, py::handle at, py::handle outputs, bool as_numpy) {
+            ValueMap arguments = arguments_of(f, at);
+            std::vector<Variable> wanted = outputs.is_none() ? f.outputs() : variables_of(outputs);
+            std::pair<BackPropState, ValueMap> r;
+            {
+              py::gil_scoped_release nogil;
+              r = f.forward(arguments, wanted);
+            }
+            return py::make_tuple(r.first, owned_results(r.second, as_numpy));
+          },
+          py::arg("arguments"), py::arg("outputs") = py::none(), py::arg("as_numpy") = true)
+      // {variable: gradient} given one output's gradient {output: value}.
+      .def(
+          "backward",
+          [](const Function& f, const BackPropState& state, py::dict root_gradients,
+             py::handle variables, bool as_numpy) {
+            ValueMap roots = value_map(root_gradients);
+            std::vector<Variable> wanted = variables_of(variables);
+            ValueMap gradients;
+            {
+              py::gil_scoped_release nogil;
+              gradients = f.backward(state, roots, wanted);
+            }
+            return owned_results(gradients, as_numpy);
+          },
+          py::arg("state"), py::arg("root_gradients"), py::arg("variables"),
+          py::arg("as_numpy") = true)
       .def(
           "clone",
           [](const Function& f, ParameterCloneMethod method, py::handle substitutions) {

@@ -8,9 +8,6 @@
 
 namespace loom::python {
 
-namespace {
-
-// Python values for a dictionary's entries (checkpoint states), and back.
 py::object to_python(const DictionaryValue& v) {
   return std::visit(
       [](const auto& x) -> py::object {
@@ -56,6 +53,8 @@ DictionaryValue from_python(py::handle v) {
   }
   return dense_view(v).deep_clone();
 }
+
+namespace {
 
 // Loom's errors as Python exceptions that are also the matching built-in ones.
 void add_errors(py::module_& m) {
