@@ -118,7 +118,7 @@ Result time_loom(const Options& o) {
   Variable z = model(x);
   Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
   auto learner = sgd(model.parameters(), learning_parameter_schedule(0.1));
-  Trainer trainer(model, criterion, {learner});
+  Trainer trainer(z, criterion, {learner});  // the model applied to its input
 
   const std::vector<ValueMap> batches = make_minibatches(x, y);
   size_t next = 0;

@@ -25,6 +25,9 @@ packages=(
   # ONNX: the code is generated from libonnx-dev's onnx.proto; tests check the files with the
   # onnx checker and OpenCV's importer; `loom plot` renders graphs with graphviz's dot
   libonnx-dev python3-onnx python3-opencv graphviz
+  # the Python package (python/): bindings, numpy/scipy data, its tests, pip install offline
+  pybind11-dev python3-pybind11 python3-dev python3-scipy python3-pytest python3-setuptools
+  python3-wheel python3-pip python3-venv
 )
 # Node.js runs onnxruntime in the ONNX test (a Node.js that brings its own npm is kept).
 command -v npm >/dev/null || packages+=(nodejs npm)

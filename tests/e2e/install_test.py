@@ -78,6 +78,18 @@ libdir = os.path.dirname(glob.glob(os.path.join(prefix, "*", "**", "libloom_core
 for name in ["LoomConfig.cmake", "LoomConfigVersion.cmake", "LoomTargets.cmake"]:
     expect(os.path.exists(os.path.join(libdir, "cmake", "Loom", name)), f"{name} not installed")
 
+# The Python package, when the build tree has it: installed in the prefix's site-packages and
+# importable from there (this test runs with the interpreter it was built for).
+if cache_value("LOOM_BUILD_PYTHON") == "ON":
+    packages = glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", "loom"))
+    expect(len(packages) == 1 and glob.glob(os.path.join(packages[0], "_loom*.so")),
+           f"the Python package was not installed: {packages}")
+    python_env = dict(os.environ, PYTHONPATH=os.path.dirname(packages[0]))
+    printed = sh(sys.executable, "-c", "import loom; print(loom.__file__); "
+                 "print(loom.layers.Dense(2)(loom.input_variable(3)))", env=python_env, cwd=work)
+    expect(printed.splitlines() == [os.path.join(packages[0], "__init__.py"),
+                                    "Dense(Tensor[3]) -> Tensor[2]"], f"import loom: {printed}")
+
 # 1. find_package(Loom) with the prefix on CMAKE_PREFIX_PATH.
 tree = os.path.join(work, "find_package")
 sh(*configure, "-S", consumer_dir, "-B", tree, f"-DCMAKE_PREFIX_PATH={prefix}")

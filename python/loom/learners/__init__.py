@@ -1,0 +1,148 @@
+"""Learners and their schedules (CNTK's cntk.learners).
+
+A learning rate or momentum given as a number or a list becomes a schedule
+(learning_parameter_schedule / momentum_schedule with the learner's epoch_size); the learner's
+minibatch_size is the reference minibatch size of schedules made without one, and
+use_mean_gradient=True selects CNTK's compatible mode (the gradient averaged over the
+minibatch)."""
+import numpy as np
+
+from loom import _loom
+from loom._loom import (IGNORE, Learner, TrainingParameterSchedule,  # noqa: F401
+                        UnitType, default_unit_gain_value, learning_parameter_schedule,
+                        learning_parameter_schedule_per_sample, learning_rate_schedule,
+                        minibatch_size_schedule, momentum_as_time_constant_schedule,
+                        momentum_schedule, momentum_schedule_per_sample,
+                        set_default_unit_gain_value, universal)
+
+
+def _lr(lr, epoch_size):
+    if isinstance(lr, TrainingParameterSchedule):
+        return lr
+    return learning_parameter_schedule(lr, epoch_size=epoch_size)
+
+
+def _momentum(momentum, epoch_size):
+    if isinstance(momentum, TrainingParameterSchedule):
+        return momentum
+    return momentum_schedule(momentum, epoch_size=epoch_size)
+
+
+def _options(unit_gain=None, l1_regularization_weight=0.0, l2_regularization_weight=0.0,
+             gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
+             gradient_clipping_with_truncation=True, use_mean_gradient=None,
+             minibatch_size=None):
+    if use_mean_gradient:
+        minibatch_size = IGNORE
+    return _loom.LearnerOptions(
+        default_unit_gain_value() if unit_gain is None else unit_gain, l1_regularization_weight,
+        l2_regularization_weight, gaussian_noise_injection_std_dev,
+        gradient_clipping_threshold_per_sample, gradient_clipping_with_truncation, minibatch_size)
+
+
+def sgd(parameters, lr, l1_regularization_weight=0.0, l2_regularization_weight=0.0,
+        gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
+        gradient_clipping_with_truncation=True, use_mean_gradient=None, minibatch_size=None,
+        epoch_size=None):
+    options = _options(None, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    return _loom.sgd(list(parameters), _lr(lr, epoch_size), options)
+
+
+def momentum_sgd(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=0.0,
+                 l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
+                 gradient_clipping_threshold_per_sample=np.inf,
+                 gradient_clipping_with_truncation=True, use_mean_gradient=None,
+                 minibatch_size=None, epoch_size=None):
+    options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    return _loom.momentum_sgd(list(parameters), _lr(lr, epoch_size),
+                              _momentum(momentum, epoch_size), options)
+
+
+def nesterov(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=0.0,
+             l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
+             gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
+             use_mean_gradient=None, minibatch_size=None, epoch_size=None):
+    options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    return _loom.nesterov(list(parameters), _lr(lr, epoch_size), _momentum(momentum, epoch_size),
+                          options)
+
+
+def adagrad(parameters, lr, need_ave_multiplier=True, l1_regularization_weight=0.0,
+            l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
+            gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
+            use_mean_gradient=None, minibatch_size=None, epoch_size=None):
+    options = _options(None, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    return _loom.adagrad(list(parameters), _lr(lr, epoch_size), need_ave_multiplier, options)
+
+
+def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8, l1_regularization_weight=0.0,
+             l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
+             gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
+             use_mean_gradient=None, minibatch_size=None, epoch_size=None):
+    options = _options(None, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    if lr is None:
+        lr = learning_parameter_schedule_per_sample(1)
+    return _loom.adadelta(list(parameters), _lr(lr, epoch_size), rho, epsilon, options)
+
+
+def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
+         l1_regularization_weight=0.0, l2_regularization_weight=0.0,
+         gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
+         gradient_clipping_with_truncation=True, use_mean_gradient=None, epsilon=1e-8,
+         adamax=False, minibatch_size=None, epoch_size=None):
+    options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    if variance_momentum is None:
+        variance_momentum = _loom.default_variance_momentum_schedule()
+    return _loom.adam(list(parameters), _lr(lr, epoch_size), _momentum(momentum, epoch_size),
+                      _momentum(variance_momentum, epoch_size), epsilon, adamax, options)
+
+
+def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
+              l1_regularization_weight=0.0, l2_regularization_weight=0.0,
+              gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
+              gradient_clipping_with_truncation=True, use_mean_gradient=None,
+              minibatch_size=None, epoch_size=None):
+    options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    if variance_momentum is None:
+        variance_momentum = _loom.default_variance_momentum_schedule()
+    return _loom.fsadagrad(list(parameters), _lr(lr, epoch_size), _momentum(momentum, epoch_size),
+                           _momentum(variance_momentum, epoch_size), options)
+
+
+def rmsprop(parameters, lr, gamma, inc, dec, max, min, need_ave_multiplier=True,
+            l1_regularization_weight=0.0, l2_regularization_weight=0.0,
+            gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
+            gradient_clipping_with_truncation=True, use_mean_gradient=None, minibatch_size=None,
+            epoch_size=None):
+    options = _options(None, l1_regularization_weight, l2_regularization_weight,
+                       gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
+                       gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
+    return _loom.rmsprop(list(parameters), _lr(lr, epoch_size), gamma, inc, dec, max, min,
+                         need_ave_multiplier, options)
+
+
+class UserLearner(_loom.UserLearner):
+    """The base of a learner written in Python: override update(gradient_values,
+    training_sample_count, sweep_end), which a Trainer calls with {Parameter: gradient} (an
+    NDArrayView, or a numpy array with as_numpy=True) and returns True to go on."""
+
+    def __init__(self, parameters, lr_schedule, as_numpy=True):
+        super().__init__(list(parameters), _lr(lr_schedule, None), as_numpy)
+
+    def parameters(self):
+        """The parameters it updates (a method here, a property on built-in learners)."""
+        return Learner.parameters.fget(self)

@@ -1,0 +1,27 @@
+"""Training (CNTK's cntk.train): Trainer, Evaluator, training_session and its configs."""
+from loom._loom import (CheckpointConfig, CrossValidationConfig, DataUnit,  # noqa: F401
+                        Frequency, TestConfig, TrainingSession, training_session)
+from loom import _loom
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class Trainer(_loom.Trainer):
+    """Trainer(model, criterion, parameter_learners, progress_writers=None): criterion is a
+    Function with outputs (loss, metric), a tuple (loss, metric) or a loss; model may be None;
+    learners and writers are one object or a list."""
+
+    def __init__(self, model, criterion, parameter_learners, progress_writers=None):
+        super().__init__(model, criterion, _as_list(parameter_learners),
+                         _as_list(progress_writers))
+
+
+class Evaluator(_loom.Evaluator):
+    """Evaluator(eval_function, progress_writers=None)."""
+
+    def __init__(self, eval_function, progress_writers=None):
+        super().__init__(eval_function, _as_list(progress_writers))

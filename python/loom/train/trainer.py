@@ -1,0 +1,1 @@
+from loom.train import Evaluator, Trainer  # noqa: F401

@@ -1,0 +1,2 @@
+from loom.train import (CheckpointConfig, CrossValidationConfig, TestConfig,  # noqa: F401
+                        TrainingSession, training_session)

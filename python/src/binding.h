@@ -1,0 +1,85 @@
+// Shared pieces of the loom._loom extension: the conversions between Python data (numpy arrays,
+// scipy.sparse matrices, lists of them) and Loom's tensors and values, Python objects held from
+// C++, and the functions that add each part of the module.
+#pragma once
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/loom.h"
+
+namespace loom::python {
+
+namespace py = pybind11;
+
+// A Python object held by C++ code that may drop it on any thread: copies share one reference,
+// and the last copy releases it with the GIL taken (or leaks it once the interpreter is gone).
+// Code that calls it takes the GIL first (py::gil_scoped_acquire); what the call raises
+// propagates as py::error_already_set, which pybind11 turns back into the original exception.
+std::shared_ptr<py::object> hold(py::object object);
+
+// numpy dtypes <-> DataType; float32 for None. TypeError for other dtypes.
+DataType data_type(py::handle dtype);
+py::dtype numpy_dtype(DataType t);
+NDShape shape_of(py::handle shape);  // an int or a sequence of ints
+py::tuple shape_tuple(const NDShape& shape);
+
+// A dense tensor over a numpy array's memory when it is C-contiguous of the wanted dtype (no copy;
+// the view keeps the array alive), else over a converted copy. `want` unset: float32/float64
+// stay as they are, other numbers become float32. TypeError for data that are not numbers.
+NDArrayView dense_view(py::handle data, std::optional<DataType> want = std::nullopt);
+// Whether data is a scipy.sparse matrix, and a CSR tensor [rows, cols] copied from one.
+bool is_sparse_matrix(py::handle data);
+NDArrayView sparse_view(py::handle matrix, std::optional<DataType> want = std::nullopt);
+// Either of the two, by the kind of data.
+NDArrayView tensor_of(py::handle data, std::optional<DataType> want = std::nullopt);
+
+// A numpy array over the tensor's memory (no copy; the array keeps the storage alive), or a copy.
+// Sparse tensors are densified.
+py::array to_numpy(const NDArrayView& view, bool copy = false);
+// A Value as numpy: one array [N, sample...] for a batch, a list of arrays [T_i, sample...] for
+// sequences.
+py::object value_to_numpy(const Value& value);
+
+// The Value for one argument from Python data (CNTK's sanitize rules): a Value, MinibatchData or
+// NDArrayView; a numpy array or number (one sample of the argument's shape, or a batch [N, ...];
+// a sequence argument: one sequence [T, ...] or [N, T, ...]); a scipy.sparse matrix (its rows are
+// samples, or a sequence's steps); a list of arrays or matrices (a batch of samples, or of
+// sequences of different lengths for a sequence argument). Numbers of another dtype are
+// converted to the argument's. Errors name the argument and both shapes.
+Value value_for(const Variable& argument, py::handle data);
+// {Variable: data} -> ValueMap.
+ValueMap value_map(const py::dict& data);
+// Data for Function.train/test and the configs: a MinibatchSource, or a tuple of arrays in the
+// order of `arguments` (their dtypes and sequence axes decide the conversion, when given).
+DataSource data_source(py::handle data, const std::vector<Variable>& arguments = {});
+
+// Checkpoint states: a Dictionary's entries as Python values (dicts, lists, numbers, strings,
+// shapes as tuples, tensors as numpy arrays), and back (ints >= 0 become uint64, others int64).
+py::object to_python(const DictionaryValue& value);
+DictionaryValue from_python(py::handle value);
+
+// A Variable from a Variable, a single-output Function, or a number/array (a constant of
+// like's dtype).
+Variable as_variable(py::handle x, DataType like = DataType::Float32);
+
+// An Activation from None (none) or a callable on a Variable.
+Activation activation_of(py::handle callable);
+
+void add_core(py::module_& m);
+void add_graph(py::module_& m);
+void add_ops(py::module_& m);
+void add_layers(py::module_& m);
+void add_learners(py::module_& m);
+void add_io(py::module_& m);
+void add_train(py::module_& m);
+void add_distributed(py::module_& m);
+
+}  // namespace loom::python

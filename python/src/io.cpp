@@ -1,0 +1,207 @@
+// Readers: stream definitions, deserializers (CTF, IDX, in-memory arrays) and MinibatchSource.
+#include "python/src/binding.h"
+
+namespace loom::python {
+
+namespace {
+
+py::dict minibatch_dict(const auto& minibatch) {
+  py::dict d;
+  for (const auto& [key, data] : minibatch) d[py::cast(key)] = data;
+  return d;
+}
+
+// One in-memory stream: an array [N, sample...], a CSR matrix, or a list of sequences.
+DataArray data_array(py::handle data) {
+  if (py::isinstance<Value>(data)) return data.cast<Value>();
+  if (!py::isinstance<py::list>(data)) return tensor_of(data);
+  std::vector<NDArrayView> sequences;
+  for (py::handle s : data) sequences.push_back(tensor_of(s));
+  return Value::create(sequences);
+}
+
+}  // namespace
+
+void add_io(py::module_& m) {
+  m.attr("INFINITELY_REPEAT") = INFINITELY_REPEAT;
+  m.attr("FULL_DATA_SWEEP") = FULL_DATA_SWEEP;
+
+  py::class_<StreamDef>(m, "StreamDef")
+      .def(py::init([](py::handle field, std::optional<size_t> shape, bool is_sparse,
+                       py::handle dtype, bool defines_mb_size) {
+             return StreamDef{.field = field.is_none() ? "" : field.cast<std::string>(),
+                              .shape = shape.value_or(0),
+                              .is_sparse = is_sparse,
+                              .dtype = data_type(dtype),
+                              .defines_mb_size = defines_mb_size};
+           }),
+           py::arg("field") = py::none(), py::arg("shape") = py::none(),
+           py::arg("is_sparse") = false, py::arg("dtype") = py::none(),
+           py::arg("defines_mb_size") = false)
+      .def_readonly("field", &StreamDef::field)
+      .def_readonly("shape", &StreamDef::shape)
+      .def_readonly("is_sparse", &StreamDef::is_sparse);
+
+  py::class_<IDXStreamDef>(m, "IDXStreamDef")
+      .def(py::init([](const std::string& path, py::handle shape, double scale, size_t num_classes,
+                       bool is_sparse, py::handle dtype) {
+             return IDXStreamDef{.path = path,
+                                 .shape = shape.is_none() ? NDShape{} : shape_of(shape),
+                                 .scale = scale,
+                                 .num_classes = num_classes,
+                                 .is_sparse = is_sparse,
+                                 .dtype = data_type(dtype)};
+           }),
+           py::arg("path"), py::arg("shape") = py::none(), py::arg("scale") = 1.0,
+           py::arg("num_classes") = 0, py::arg("is_sparse") = false, py::arg("dtype") = py::none());
+
+  py::class_<StreamInformation>(m, "StreamInformation")
+      .def(py::init([](const std::string& name, size_t id, const std::string& storage,
+                       py::handle dtype, py::handle shape) {
+             return StreamInformation{
+                 .name = name,
+                 .id = id,
+                 .storage = storage == "sparse" ? StorageFormat::SparseCSR : StorageFormat::Dense,
+                 .dtype = data_type(dtype),
+                 .sample_shape = shape_of(shape)};
+           }),
+           py::arg("name"), py::arg("stream_id"), py::arg("storage_format"), py::arg("dtype"),
+           py::arg("shape"))
+      .def_readonly("name", &StreamInformation::name)
+      .def_readonly("stream_id", &StreamInformation::id)
+      .def_property_readonly("is_sparse", &StreamInformation::is_sparse)
+      .def_property_readonly("dtype",
+                             [](const StreamInformation& s) { return numpy_dtype(s.dtype); })
+      .def_property_readonly("shape",
+                             [](const StreamInformation& s) { return shape_tuple(s.sample_shape); })
+      .def("__eq__", &StreamInformation::operator==)
+      .def("__hash__", [](const StreamInformation& s) { return std::hash<StreamInformation>()(s); })
+      .def("__repr__",
+           [](const StreamInformation& s) { return "StreamInformation(" + s.name + ")"; });
+
+  py::class_<MinibatchData>(m, "MinibatchData")
+      .def(
+          py::init([](const Value& data, size_t num_sequences, size_t num_samples, bool sweep_end) {
+            return MinibatchData{data, num_sequences, num_samples, sweep_end};
+          }),
+          py::arg("value"), py::arg("num_sequences"), py::arg("num_samples"), py::arg("sweep_end"))
+      .def_readonly("data", &MinibatchData::data)
+      .def_readonly("number_of_sequences", &MinibatchData::number_of_sequences)
+      .def_readonly("number_of_samples", &MinibatchData::number_of_samples)
+      .def_readonly("end_of_sweep", &MinibatchData::sweep_end)
+      .def_readonly("sweep_end", &MinibatchData::sweep_end)
+      .def_property_readonly(
+          "shape", [](const MinibatchData& d) { return shape_tuple(d.data.data().shape()); })
+      .def_property_readonly("is_sparse", [](const MinibatchData& d) { return d.data.is_sparse(); })
+      .def("asarray", [](const MinibatchData& d) { return value_to_numpy(d.data); })
+      .def("__len__", [](const MinibatchData& d) { return d.number_of_sequences; });
+
+  py::class_<Deserializer, std::shared_ptr<Deserializer>>(m, "Deserializer")
+      .def_property_readonly("stream_infos", &Deserializer::stream_infos);
+  py::class_<CTFDeserializer, Deserializer, std::shared_ptr<CTFDeserializer>>(m, "CTFDeserializer")
+      .def(py::init([](const std::string& filename, py::dict streams, size_t max_errors,
+                       int trace_level, bool skip_sequence_ids) {
+             StreamDefs defs;
+             for (auto [name, def] : streams)
+               defs.emplace_back(name.cast<std::string>(), def.cast<StreamDef>());
+             return std::make_shared<CTFDeserializer>(
+                 filename, defs,
+                 CTFOptions{.max_errors = max_errors,
+                            .trace_level = trace_level,
+                            .skip_sequence_ids = skip_sequence_ids});
+           }),
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0,
+           py::arg("trace_level") = 1, py::arg("skip_sequence_ids") = false);
+  py::class_<IDXDeserializer, Deserializer, std::shared_ptr<IDXDeserializer>>(m, "IDXDeserializer")
+      .def(py::init([](py::dict streams) {
+             IDXStreamDefs defs;
+             for (auto [name, def] : streams)
+               defs.emplace_back(name.cast<std::string>(), def.cast<IDXStreamDef>());
+             return std::make_shared<IDXDeserializer>(defs);
+           }),
+           py::arg("streams"));
+
+  py::class_<MinibatchSource, std::shared_ptr<MinibatchSource>>(m, "MinibatchSource")
+      .def(
+          py::init([](py::handle deserializers, size_t max_samples, size_t max_sweeps,
+                      size_t randomization_window_in_chunks, uint64_t randomization_seed,
+                      bool frame_mode, bool randomize) {
+            std::vector<std::shared_ptr<Deserializer>> all;
+            if (py::isinstance<py::list>(deserializers) || py::isinstance<py::tuple>(deserializers))
+              all = deserializers.cast<std::vector<std::shared_ptr<Deserializer>>>();
+            else
+              all.push_back(deserializers.cast<std::shared_ptr<Deserializer>>());
+            return std::make_shared<MinibatchSource>(
+                all, MinibatchSourceConfig{
+                         .randomize = randomize,
+                         .max_samples = max_samples,
+                         .max_sweeps = max_sweeps,
+                         .randomization_seed = randomization_seed,
+                         .randomization_window_in_chunks = randomization_window_in_chunks,
+                         .frame_mode = frame_mode});
+          }),
+          py::arg("deserializers"), py::arg("max_samples") = INFINITELY_REPEAT,
+          py::arg("max_sweeps") = INFINITELY_REPEAT,
+          py::arg("randomization_window_in_chunks") = 128, py::arg("randomization_seed") = 0,
+          py::arg("frame_mode") = false, py::arg("randomize") = true)
+      .def("__getitem__", &MinibatchSource::operator[], py::arg("name"))
+      .def("stream_info", &MinibatchSource::operator[], py::arg("name"))
+      .def_property_readonly("stream_infos", &MinibatchSource::stream_infos)
+      .def_property_readonly("streams",
+                             [](const MinibatchSource& s) {
+                               py::dict d;
+                               for (const auto& i : s.stream_infos()) d[py::str(i.name)] = i;
+                               return py::module_::import("types").attr("SimpleNamespace")(**d);
+                             })
+      .def_property_readonly("samples_per_sweep", &MinibatchSource::samples_per_sweep)
+      .def("is_infinite", &MinibatchSource::is_infinite)
+      .def_property_readonly("position", &MinibatchSource::position)
+      // {Variable: MinibatchData} with an input map, {StreamInformation: MinibatchData}
+      // without; {} once the source has ended.
+      .def(
+          "next_minibatch",
+          [](MinibatchSource& s, size_t size, py::handle input_map, py::handle /*device*/,
+             std::optional<size_t> num_data_partitions,
+             std::optional<size_t> partition_index) -> py::dict {
+            const size_t parts = num_data_partitions.value_or(1),
+                         index = partition_index.value_or(0);
+            if (input_map.is_none()) {
+              Minibatch<StreamInformation> mb;
+              {
+                py::gil_scoped_release nogil;
+                mb = s.next_minibatch(size, parts, index);
+              }
+              return minibatch_dict(mb);
+            }
+            std::unordered_map<Variable, StreamInformation> map;
+            for (auto [k, v] : input_map.cast<py::dict>())
+              map.emplace(k.cast<Variable>(), v.cast<StreamInformation>());
+            Minibatch<Variable> mb;
+            {
+              py::gil_scoped_release nogil;
+              mb = s.next_minibatch(size, map, parts, index);
+            }
+            return minibatch_dict(mb);
+          },
+          py::arg("minibatch_size_in_samples"), py::arg("input_map") = py::none(),
+          py::arg("device") = py::none(), py::arg("num_data_partitions") = py::none(),
+          py::arg("partition_index") = py::none())
+      .def("get_checkpoint_state", &MinibatchSource::get_checkpoint_state)
+      .def("restore_from_checkpoint", &MinibatchSource::restore_from_checkpoint,
+           py::arg("checkpoint"));
+
+  m.def(
+      "MinibatchSourceFromData",
+      [](py::dict data_streams, size_t max_samples, size_t max_sweeps, bool randomize) {
+        DataStreams streams;
+        for (auto [name, data] : data_streams)
+          streams.emplace_back(name.cast<std::string>(), data_array(data));
+        return std::make_shared<MinibatchSource>(MinibatchSourceFromData(
+            streams,
+            {.randomize = randomize, .max_samples = max_samples, .max_sweeps = max_sweeps}));
+      },
+      py::arg("data_streams"), py::arg("max_samples") = INFINITELY_REPEAT,
+      py::arg("max_sweeps") = INFINITELY_REPEAT, py::arg("randomize") = false);
+}
+
+}  // namespace loom::python

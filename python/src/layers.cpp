@@ -1,0 +1,309 @@
+// The layers library, initializers and default_options. An option left out (the module's
+// UNSET) takes default_options' value, as CNTK's default_override_or; given explicitly, even
+// activation=None, it wins.
+#include "loom/layers/recurrent.h"
+#include "python/src/binding.h"
+
+namespace loom::python {
+
+namespace {
+
+py::object& unset() {
+  static py::object* u = new py::object(py::module_::import("builtins").attr("object")());
+  return *u;
+}
+bool given(py::handle x) {
+  return !x.is(unset());
+}
+
+std::optional<Activation> activation_option(py::handle x) {
+  if (!given(x)) return std::nullopt;
+  return activation_of(x);
+}
+
+Initializer initializer_of(py::handle x) {
+  if (py::isinstance<Initializer>(x)) return x.cast<Initializer>();
+  return constant_initializer(x.cast<double>());
+}
+std::optional<Initializer> init_option(py::handle x) {
+  if (!given(x)) return std::nullopt;
+  return initializer_of(x);
+}
+
+std::optional<bool> bool_option(py::handle x) {
+  if (!given(x)) return std::nullopt;
+  return x.cast<bool>();
+}
+
+std::optional<PadFlags> pad_option(py::handle x) {
+  if (!given(x)) return std::nullopt;
+  PadFlags flags(false);
+  if (py::isinstance<py::bool_>(x))
+    flags.flags = {x.cast<bool>()};
+  else
+    flags.flags = x.cast<std::vector<bool>>();
+  return flags;
+}
+
+// An int for every axis, or a tuple with one per axis.
+template <typename T>
+std::vector<T> per_axis(py::handle x) {
+  if (py::isinstance<py::tuple>(x) || py::isinstance<py::list>(x)) return x.cast<std::vector<T>>();
+  return {x.cast<T>()};
+}
+
+// A layer from a Function, a Python callable over Variables, or a list of them (a Sequential).
+Function layer_of(py::handle x) {
+  if (py::isinstance<Function>(x)) return x.cast<Function>();
+  if (py::isinstance<py::list>(x)) {
+    std::vector<Function> layers;
+    for (py::handle l : x) layers.push_back(layer_of(l));
+    return Sequential(layers);
+  }
+  return py::module_::import("loom._loom").attr("Function")(x).cast<Function>();
+}
+
+// with default_options(...): the C++ scope opened on entry and closed on exit.
+class DefaultOptions {
+ public:
+  explicit DefaultOptions(LayerDefaults defaults) : defaults_(std::move(defaults)) {}
+  void enter() { scope_.emplace(defaults_); }
+  void exit() { scope_.reset(); }
+
+ private:
+  LayerDefaults defaults_;
+  std::optional<DefaultOptionsScope> scope_;
+};
+
+}  // namespace
+
+void add_layers(py::module_& m) {
+  m.attr("UNSET") = unset();
+  const py::object u = unset();
+
+  py::class_<Initializer>(m, "Initializer");
+  m.def("zeros", &zeros);
+  m.def("constant_initializer", &constant_initializer, py::arg("value"));
+  m.def("uniform", &uniform, py::arg("scale"), py::arg("seed") = py::none());
+  m.def("normal", &normal, py::arg("scale"), py::arg("seed") = py::none());
+  using Glorot = Initializer (*)(double, int, int, std::optional<uint64_t>);
+  for (auto [name, f] : {std::pair<const char*, Glorot>{"glorot_uniform", &glorot_uniform},
+                         {"glorot_normal", &glorot_normal},
+                         {"he_uniform", &he_uniform},
+                         {"he_normal", &he_normal}})
+    m.def(name, f, py::arg("scale") = 1.0, py::arg("output_rank") = 1, py::arg("filter_rank") = 0,
+          py::arg("seed") = py::none());
+
+  py::class_<DefaultOptions>(m, "DefaultOptions")
+      .def(py::init([](py::handle activation, py::handle init, py::handle bias,
+                       py::handle init_bias, py::handle pad) {
+             LayerDefaults d;
+             d.activation = activation_option(activation);
+             d.init = init_option(init);
+             d.bias = bool_option(bias);
+             d.init_bias = init_option(init_bias);
+             d.pad = bool_option(pad);
+             return new DefaultOptions(d);
+           }),
+           py::arg("activation") = u, py::arg("init") = u, py::arg("bias") = u,
+           py::arg("init_bias") = u, py::arg("pad") = u)
+      .def("__enter__", &DefaultOptions::enter)
+      .def("__exit__", [](DefaultOptions& o, py::args) { o.exit(); });
+
+  m.def(
+      "Dense",
+      [](py::handle shape, py::handle activation, py::handle init, std::optional<size_t> input_rank,
+         std::optional<size_t> map_rank, py::handle bias, py::handle init_bias, py::handle dtype,
+         const std::string& name) {
+        return Dense(shape_of(shape), {.activation = activation_option(activation),
+                                       .init = init_option(init),
+                                       .input_rank = input_rank,
+                                       .map_rank = map_rank,
+                                       .bias = bool_option(bias),
+                                       .init_bias = init_option(init_bias),
+                                       .dtype = data_type(dtype),
+                                       .name = name});
+      },
+      py::arg("shape"), py::arg("activation") = u, py::arg("init") = u,
+      py::arg("input_rank") = py::none(), py::arg("map_rank") = py::none(), py::arg("bias") = u,
+      py::arg("init_bias") = u, py::arg("dtype") = py::none(), py::arg("name") = "");
+
+  using Conv = Function (*)(const NDShape&, size_t, const ConvolutionLayerOptions&);
+  for (auto [layer, f] : {std::pair<const char*, Conv>{"Convolution", &Convolution},
+                          {"Convolution1D", &Convolution1D},
+                          {"Convolution2D", &Convolution2D},
+                          {"Convolution3D", &Convolution3D}})
+    m.def(
+        layer,
+        [f](py::handle filter_shape, size_t num_filters, py::handle activation, py::handle init,
+            py::handle pad, py::handle strides, py::handle sharing, py::handle bias,
+            py::handle init_bias, size_t reduction_rank, py::handle dilation, size_t groups,
+            py::handle dtype, const std::string& name) {
+          return f(shape_of(filter_shape), num_filters,
+                   {.activation = activation_option(activation),
+                    .init = init_option(init),
+                    .pad = pad_option(pad),
+                    .strides = per_axis<size_t>(strides),
+                    .sharing = per_axis<bool>(sharing),
+                    .bias = bool_option(bias),
+                    .init_bias = init_option(init_bias),
+                    .reduction_rank = reduction_rank,
+                    .dilation = per_axis<size_t>(dilation),
+                    .groups = groups,
+                    .dtype = data_type(dtype),
+                    .name = name});
+        },
+        py::arg("filter_shape"), py::arg("num_filters"), py::arg("activation") = u,
+        py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1, py::arg("sharing") = true,
+        py::arg("bias") = u, py::arg("init_bias") = u, py::arg("reduction_rank") = 1,
+        py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("dtype") = py::none(),
+        py::arg("name") = "");
+  m.def(
+      "ConvolutionTranspose",
+      [](py::handle filter_shape, size_t num_filters, py::handle activation, py::handle init,
+         py::handle pad, py::handle strides, py::handle sharing, py::handle bias,
+         py::handle init_bias, py::handle output_shape, size_t reduction_rank, py::handle dilation,
+         py::handle dtype, const std::string& name) {
+        return ConvolutionTranspose(
+            shape_of(filter_shape), num_filters,
+            {.activation = activation_option(activation),
+             .init = init_option(init),
+             .pad = pad_option(pad),
+             .strides = per_axis<size_t>(strides),
+             .sharing = per_axis<bool>(sharing),
+             .bias = bool_option(bias),
+             .init_bias = init_option(init_bias),
+             .output_shape =
+                 output_shape.is_none() ? std::nullopt : std::optional(shape_of(output_shape)),
+             .reduction_rank = reduction_rank,
+             .dilation = per_axis<size_t>(dilation),
+             .dtype = data_type(dtype),
+             .name = name});
+      },
+      py::arg("filter_shape"), py::arg("num_filters"), py::arg("activation") = u,
+      py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1, py::arg("sharing") = true,
+      py::arg("bias") = u, py::arg("init_bias") = u, py::arg("output_shape") = py::none(),
+      py::arg("reduction_rank") = 1, py::arg("dilation") = 1, py::arg("dtype") = py::none(),
+      py::arg("name") = "");
+
+  using Pool = Function (*)(const NDShape&, const PoolingLayerOptions&);
+  for (auto [layer, f] : {std::pair<const char*, Pool>{"MaxPooling", &MaxPooling},
+                          {"AveragePooling", &AveragePooling}})
+    m.def(
+        layer,
+        [f](py::handle filter_shape, py::handle strides, py::handle pad, const std::string& name) {
+          return f(shape_of(filter_shape),
+                   {.strides = per_axis<size_t>(strides), .pad = pad_option(pad), .name = name});
+        },
+        py::arg("filter_shape"), py::arg("strides") = 1, py::arg("pad") = u, py::arg("name") = "");
+  m.def("GlobalMaxPooling", &GlobalMaxPooling, py::arg("name") = "");
+  m.def("GlobalAveragePooling", &GlobalAveragePooling, py::arg("name") = "");
+
+  m.def(
+      "Dropout",
+      [](std::optional<double> dropout_rate, std::optional<double> keep_prob,
+         std::optional<uint64_t> seed, const std::string& name) {
+        return Dropout(DropoutOptions{
+            .dropout_rate = dropout_rate, .keep_prob = keep_prob, .seed = seed, .name = name});
+      },
+      py::arg("dropout_rate") = py::none(), py::arg("keep_prob") = py::none(),
+      py::arg("seed") = py::none(), py::arg("name") = "");
+  m.def(
+      "BatchNormalization",
+      [](std::optional<int> map_rank, double init_scale, double normalization_time_constant,
+         double blend_time_constant, double epsilon, py::handle dtype, const std::string& name) {
+        return BatchNormalization({.map_rank = map_rank,
+                                   .init_scale = init_scale,
+                                   .normalization_time_constant = normalization_time_constant,
+                                   .blend_time_constant = blend_time_constant,
+                                   .epsilon = epsilon,
+                                   .dtype = data_type(dtype),
+                                   .name = name});
+      },
+      py::arg("map_rank") = py::none(), py::arg("init_scale") = 1.0,
+      py::arg("normalization_time_constant") = 5000.0, py::arg("blend_time_constant") = 0.0,
+      py::arg("epsilon") = 0.00001, py::arg("dtype") = py::none(), py::arg("name") = "");
+  m.def(
+      "LayerNormalization",
+      [](double initial_scale, double initial_bias, double epsilon, py::handle dtype,
+         const std::string& name) {
+        return LayerNormalization({.initial_scale = initial_scale,
+                                   .initial_bias = initial_bias,
+                                   .epsilon = epsilon,
+                                   .dtype = data_type(dtype),
+                                   .name = name});
+      },
+      py::arg("initial_scale") = 1.0, py::arg("initial_bias") = 0.0, py::arg("epsilon") = 0.00001,
+      py::arg("dtype") = py::none(), py::arg("name") = "");
+  m.def(
+      "Sequential",
+      [](py::list layers, const std::string& name) {
+        std::vector<Function> fs;
+        for (py::handle l : layers) fs.push_back(layer_of(l));
+        return Sequential(fs, name);
+      },
+      py::arg("layers"), py::arg("name") = "");
+  m.def("Identity", &Identity, py::arg("name") = "");
+
+  // Recurrence.
+  using Recur = Function (*)(const Function&, const RecurrenceOptions&);
+  for (auto [layer, f] : {std::pair<const char*, Recur>{"Recurrence", &Recurrence},
+                          {"RecurrenceFrom", &RecurrenceFrom},
+                          {"Fold", &Fold}})
+    m.def(
+        layer,
+        [f](py::handle step, bool go_backwards, py::handle initial_state, bool return_full_state,
+            const std::string& name) {
+          RecurrenceOptions o{
+              .go_backwards = go_backwards, .return_full_state = return_full_state, .name = name};
+          if (py::isinstance<py::list>(initial_state) || py::isinstance<py::tuple>(initial_state))
+            for (py::handle s : initial_state) o.initial_state.push_back(as_variable(s));
+          else if (!initial_state.is_none())
+            o.initial_state.push_back(as_variable(initial_state));
+          return f(layer_of(step), o);
+        },
+        py::arg("step_function"), py::arg("go_backwards") = false,
+        py::arg("initial_state") = py::none(), py::arg("return_full_state") = false,
+        py::arg("name") = "");
+  using Cell = Function (*)(size_t, const RecurrentCellOptions&);
+  for (auto [layer, f] :
+       {std::pair<const char*, Cell>{"LSTM", &LSTM}, {"GRU", &GRU}, {"RNNStep", &RNNStep}})
+    m.def(
+        layer,
+        [f](size_t shape, std::optional<size_t> cell_shape, py::handle activation,
+            bool use_peepholes, py::handle init, py::handle init_bias,
+            bool enable_self_stabilization, py::handle dtype, const std::string& name) {
+          return f(shape, {.cell_shape = cell_shape,
+                           .activation = activation_option(activation),
+                           .use_peepholes = use_peepholes,
+                           .init = init_option(init),
+                           .init_bias = init_option(init_bias),
+                           .enable_self_stabilization = enable_self_stabilization,
+                           .dtype = data_type(dtype),
+                           .name = name});
+        },
+        py::arg("shape"), py::arg("cell_shape") = py::none(), py::arg("activation") = u,
+        py::arg("use_peepholes") = false, py::arg("init") = u, py::arg("init_bias") = u,
+        py::arg("enable_self_stabilization") = false, py::arg("dtype") = py::none(),
+        py::arg("name") = "");
+  m.def(
+      "Embedding",
+      [](std::optional<size_t> shape, py::handle init, py::handle weights, py::handle dtype,
+         const std::string& name) {
+        if (!weights.is_none()) return Embedding(dense_view(weights).deep_clone(), name);
+        if (!shape) throw py::value_error("Embedding needs a shape or weights");
+        return Embedding(*shape,
+                         {.init = init_option(init), .dtype = data_type(dtype), .name = name});
+      },
+      py::arg("shape") = py::none(), py::arg("init") = u, py::arg("weights") = py::none(),
+      py::arg("dtype") = py::none(), py::arg("name") = "");
+  m.def(
+      "Stabilizer",
+      [](double steepness, bool enable, py::handle dtype, const std::string& name) {
+        return Stabilizer(steepness, enable, data_type(dtype), name);
+      },
+      py::arg("steepness") = 4.0, py::arg("enable_self_stabilization") = true,
+      py::arg("dtype") = py::none(), py::arg("name") = "");
+}
+
+}  // namespace loom::python

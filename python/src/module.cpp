@@ -1,0 +1,235 @@
+// The loom._loom extension module: Loom's C++ core for the pure-Python package python/loom.
+// This file adds the error types and the core data types (devices, axes, tensors, values,
+// dictionaries); the other files of python/src add the graph, ops, layers, learners, readers and
+// training.
+#include <cstring>
+
+#include "python/src/binding.h"
+
+namespace loom::python {
+
+py::object to_python(const DictionaryValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, std::monostate>) {
+          return py::none();
+        } else if constexpr (std::is_same_v<X, NDShape>) {
+          return shape_tuple(x);
+        } else if constexpr (std::is_same_v<X, DictionaryVector>) {
+          py::list l;
+          for (const auto& e : x) l.append(to_python(e));
+          return l;
+        } else if constexpr (std::is_same_v<X, DictionaryMap>) {
+          py::dict d;
+          for (const auto& [k, e] : x) d[py::str(k)] = to_python(e);
+          return d;
+        } else if constexpr (std::is_same_v<X, NDArrayView>) {
+          return to_numpy(x, true);
+        } else {
+          return py::cast(x);
+        }
+      },
+      v.storage());
+}
+
+DictionaryValue from_python(py::handle v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::isinstance<py::int_>(v)) {
+    if (v.cast<py::int_>() < py::int_(0)) return v.cast<int64_t>();
+    return v.cast<uint64_t>();
+  }
+  if (py::isinstance<py::float_>(v)) return v.cast<double>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::dict>(v)) {
+    DictionaryMap m;
+    for (auto [k, e] : v.cast<py::dict>()) m[k.cast<std::string>()] = from_python(e);
+    return m;
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    DictionaryVector l;
+    for (py::handle e : v) l.push_back(from_python(e));
+    return l;
+  }
+  return dense_view(v).deep_clone();
+}
+
+namespace {
+
+// Loom's errors as Python exceptions that are also the matching built-in ones.
+void add_errors(py::module_& m) {
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  auto both = [&](const char* name, PyObject* builtin) {
+    return py::exception<Error>(m, name, py::make_tuple(error, py::handle(builtin)));
+  };
+  static py::exception<Error> shape = both("ShapeError", PyExc_ValueError);
+  static py::exception<Error> argument = both("ArgumentError", PyExc_ValueError);
+  static py::exception<Error> data = both("DataError", PyExc_ValueError);
+  static py::exception<Error> io = both("IOError", PyExc_OSError);
+  static py::exception<Error> state = both("StateError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ShapeError& e) {
+      shape(e.what());
+    } catch (const ArgumentError& e) {
+      argument(e.what());
+    } catch (const DataError& e) {
+      data(e.what());
+    } catch (const IOError& e) {
+      io(e.what());
+    } catch (const StateError& e) {
+      state(e.what());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+}
+
+}  // namespace
+
+void add_core(py::module_& m) {
+  add_errors(m);
+
+  py::class_<DeviceDescriptor>(m, "DeviceDescriptor")
+      .def_static("cpu_device", &DeviceDescriptor::cpu_device)
+      .def_static("gpu_device", &DeviceDescriptor::gpu_device)
+      .def_static("use_default_device", &DeviceDescriptor::use_default_device)
+      .def("type", [](const DeviceDescriptor& d) { return d.kind() == DeviceKind::CPU ? 0 : 1; })
+      .def("id", &DeviceDescriptor::id)
+      .def("__eq__", &DeviceDescriptor::operator==)
+      .def("__repr__", &DeviceDescriptor::to_string);
+
+  py::class_<Axis>(m, "Axis")
+      .def(py::init<int>())
+      .def_static("default_batch_axis", &Axis::default_batch_axis)
+      .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
+      .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis)
+      .def_static("all_static_axes", &Axis::all_static_axes)
+      .def_static("all_axes", &Axis::all_axes)
+      .def_property_readonly("is_static_axis", &Axis::is_static)
+      .def_property_readonly("is_dynamic_axis", &Axis::is_dynamic)
+      .def_property_readonly("static_axis_index", &Axis::static_index)
+      .def_property_readonly("name", &Axis::name)
+      .def("__eq__", &Axis::operator==)
+      .def("__hash__", [](const Axis& a) { return py::hash(py::str(a.to_string())); })
+      .def("__repr__", &Axis::to_string);
+
+  py::class_<NDArrayView>(m, "NDArrayView", py::buffer_protocol())
+      .def(py::init([](py::handle data, py::handle dtype) {
+             return tensor_of(data,
+                              dtype.is_none() ? std::nullopt : std::optional(data_type(dtype)))
+                 .deep_clone();
+           }),
+           py::arg("data"), py::arg("dtype") = py::none())
+      .def_static(
+          "from_dense", [](py::handle data) { return dense_view(data).deep_clone(); },
+          py::arg("np_array"))
+      .def_property_readonly("shape", [](const NDArrayView& v) { return shape_tuple(v.shape()); })
+      .def_property_readonly("dtype", [](const NDArrayView& v) { return numpy_dtype(v.dtype()); })
+      .def_property_readonly("is_sparse", &NDArrayView::is_sparse)
+      .def("asarray", [](const NDArrayView& v) { return to_numpy(v, true); })
+      .def(
+          "__array__",
+          [](const NDArrayView& v, py::handle dtype) {
+            py::array a = to_numpy(v);
+            return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
+          },
+          py::arg("dtype") = py::none())
+      // The elements at start + [0, extent) along each axis; fewer extent entries than axes
+      // drop the leading ones (CNTK's slice_view([0, 0, 0], shape[1:]) takes sample 0).
+      .def(
+          "slice_view",
+          [](const NDArrayView& v, std::vector<size_t> start, std::vector<size_t> extent) {
+            py::array a = to_numpy(v);
+            const size_t rank = v.shape().rank();
+            if (start.size() != rank || extent.size() > rank)
+              throw py::value_error("slice_view: start needs one entry per axis of " +
+                                    v.shape().to_string());
+            py::tuple index(rank);
+            const size_t dropped = rank - extent.size();
+            for (size_t i = 0; i < rank; ++i)
+              index[i] =
+                  i < dropped
+                      ? py::object(py::int_(start[i]))
+                      : py::object(py::slice(py::ssize_t(start[i]),
+                                             py::ssize_t(start[i] + extent[i - dropped]), 1));
+            return tensor_of(a[index]);
+          },
+          py::arg("start"), py::arg("extent"))
+      .def("__repr__", &NDArrayView::to_string)
+      .def("__str__", &NDArrayView::to_string);
+
+  py::class_<Value>(m, "Value")
+      // A batch [N, sample...] from an array; a list of arrays or matrices is a batch of
+      // sequences; seq_starts[i] False continues sequence i from the previous minibatch.
+      .def(py::init([](py::handle batch, py::object seq_starts) {
+             std::vector<bool> starts;
+             if (!seq_starts.is_none()) starts = seq_starts.cast<std::vector<bool>>();
+             if (py::isinstance<py::list>(batch)) {
+               std::vector<NDArrayView> sequences;
+               for (py::handle s : batch) sequences.push_back(tensor_of(s));
+               return Value::create(sequences, starts);
+             }
+             return Value(tensor_of(batch), false);
+           }),
+           py::arg("batch"), py::arg("seq_starts") = py::none())
+      .def_static(
+          "one_hot",
+          [](py::list batch, size_t num_classes, py::handle dtype) {
+            const DataType t = data_type(dtype);
+            if (py::len(batch) > 0 && py::isinstance<py::sequence>(batch[0]))
+              return Value::one_hot_sequences(num_classes,
+                                              batch.cast<std::vector<std::vector<size_t>>>(), t);
+            return Value::one_hot(num_classes, batch.cast<std::vector<size_t>>(), t);
+          },
+          py::arg("batch"), py::arg("num_classes"), py::arg("dtype") = py::none())
+      .def_readonly_static("ONE_HOT_SKIP", &Value::kOneHotSkip)
+      .def_property_readonly("data", &Value::data)
+      .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.data().shape()); })
+      .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
+      .def_property_readonly("is_sparse", &Value::is_sparse)
+      .def_property_readonly("is_sequence", &Value::is_sequence)
+      .def_property_readonly("num_sequences", &Value::num_sequences)
+      .def_property_readonly("sequence_lengths", &Value::sequence_lengths)
+      .def_property_readonly("number_of_samples", &Value::number_of_samples)
+      .def("asarray", [](const Value& v) { return value_to_numpy(v); })
+      .def("argmax", &Value::argmax)
+      .def("__repr__", &Value::to_string);
+
+  py::class_<Dictionary>(m, "Dictionary")
+      .def(py::init([](py::dict d) { return Dictionary(from_python(d).get<DictionaryMap>()); }))
+      .def("__getitem__",
+           [](const Dictionary& d, const std::string& k) { return to_python(d.at(k)); })
+      .def("__contains__", &Dictionary::contains)
+      .def("__len__", &Dictionary::size)
+      .def("keys",
+           [](const Dictionary& d) {
+             py::list keys;
+             for (const auto& [k, v] : d.map()) keys.append(k);
+             return keys;
+           })
+      .def("__repr__", [](const Dictionary& d) {
+        return py::repr(to_python(DictionaryValue(d.map()))).cast<std::string>();
+      });
+  py::implicitly_convertible<py::dict, Dictionary>();
+
+  m.def("set_fixed_random_seed", &set_fixed_random_seed, py::arg("value"));
+  m.def("set_max_num_cpu_threads", &set_max_num_cpu_threads, py::arg("num_cpu_threads"));
+  m.def("get_max_num_cpu_threads", &get_max_num_cpu_threads);
+}
+
+}  // namespace loom::python
+
+PYBIND11_MODULE(_loom, m) {
+  using namespace loom::python;
+  m.doc() = "Loom's C++ core; use it through the loom package";
+  add_core(m);
+  add_graph(m);
+  add_ops(m);
+  add_layers(m);
+  add_learners(m);
+  add_io(m);
+  add_train(m);
+  add_distributed(m);
+}

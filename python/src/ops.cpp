@@ -1,0 +1,272 @@
+// The ops, and the Python operators of Variables and Functions. Operands may be numbers or
+// numpy arrays wherever a Variable is expected: they become constants of the other operand's
+// dtype.
+#include "python/src/binding.h"
+
+namespace loom::python {
+
+namespace {
+
+using Unary = Function (*)(const Variable&, const std::string&);
+using Binary = Function (*)(const Variable&, const Variable&, const std::string&);
+
+// The two operands of a binary op, numbers taking the dtype of the Variable among them.
+std::pair<Variable, Variable> operands(py::handle a, py::handle b) {
+  const bool a_graph = py::isinstance<Variable>(a) || py::isinstance<Function>(a);
+  if (a_graph) {
+    Variable x = as_variable(a);
+    return {x, as_variable(b, x.dtype())};
+  }
+  Variable y = as_variable(b);
+  return {as_variable(a, y.dtype()), y};
+}
+
+Axis axis_of(py::handle axis) {
+  if (axis.is_none()) return Axis::all_static_axes();
+  if (py::isinstance<Axis>(axis)) return axis.cast<Axis>();
+  return Axis(axis.cast<int>());
+}
+
+std::vector<Axis> axes_of(py::handle axis) {
+  if (py::isinstance<py::tuple>(axis) || py::isinstance<py::list>(axis)) {
+    std::vector<Axis> axes;
+    for (py::handle a : axis) axes.push_back(axis_of(a));
+    return axes;
+  }
+  return {axis_of(axis)};
+}
+
+// x[i], x[a:b], x[i, a:b, ...] as slices along the static axes (an index keeps its axis).
+Function index(py::handle x, py::handle key) {
+  Variable v = as_variable(x);
+  py::tuple keys = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
+  Function result(v);
+  bool sliced = false;
+  for (size_t axis = 0; axis < keys.size(); ++axis) {
+    py::handle k = keys[axis];
+    int begin = 0, end = 0;
+    if (py::isinstance<py::slice>(k)) {
+      py::slice s = k.cast<py::slice>();
+      if (!s.attr("step").is_none() && s.attr("step").cast<int>() != 1)
+        throw py::index_error("slicing a Variable takes no step");
+      if (s.attr("start").is_none() && s.attr("stop").is_none()) continue;
+      begin = s.attr("start").is_none() ? 0 : s.attr("start").cast<int>();
+      end = s.attr("stop").is_none() ? 0 : s.attr("stop").cast<int>();
+    } else {
+      begin = k.cast<int>();
+      end = begin == -1 ? 0 : begin + 1;
+    }
+    result = slice(Variable(result), Axis(int(axis)), begin, end);
+    sliced = true;
+  }
+  return sliced ? result : Function(v);
+}
+
+template <typename Class>
+void add_operators(Class& c) {
+  auto bin = [&c](const char* name, const char* reflected, Binary op) {
+    c.def(name, [op](py::handle a, py::handle b) {
+      auto [x, y] = operands(a, b);
+      return op(x, y, "");
+    });
+    c.def(reflected, [op](py::handle a, py::handle b) {
+      auto [y, x] = operands(b, a);
+      return op(y, x, "");
+    });
+  };
+  bin("__add__", "__radd__", &plus);
+  bin("__sub__", "__rsub__", &minus);
+  bin("__mul__", "__rmul__", &element_times);
+  bin("__truediv__", "__rtruediv__", &element_divide);
+  c.def("__matmul__",
+        [](py::handle a, py::handle b) {
+          auto [x, y] = operands(a, b);
+          return times(x, y);
+        })
+      .def("__rmatmul__",
+           [](py::handle a, py::handle b) {
+             auto [y, x] = operands(b, a);
+             return times(y, x);
+           })
+      .def("__neg__", [](py::handle a) { return negate(as_variable(a)); })
+      .def("__getitem__", &index);
+  // numpy leaves `array * variable` to the variable's __rmul__.
+  c.attr("__array_ufunc__") = py::none();
+}
+
+}  // namespace
+
+void add_ops(py::module_& m) {
+  auto variable = py::reinterpret_borrow<py::class_<Variable>>(m.attr("Variable"));
+  auto function = py::reinterpret_borrow<py::class_<Function>>(m.attr("Function"));
+  add_operators(variable);
+  add_operators(function);
+
+  auto unary = [&m](const char* name, Unary op) {
+    m.def(
+        name, [op](py::handle x, const std::string& n) { return op(as_variable(x), n); },
+        py::arg("x"), py::arg("name") = "");
+  };
+  unary("negate", &loom::negate);
+  unary("tanh", &loom::tanh);
+  unary("sigmoid", &loom::sigmoid);
+  unary("relu", &loom::relu);
+  unary("exp", &loom::exp);
+  unary("log", &loom::log);
+  unary("sqrt", &loom::sqrt);
+  unary("square", &loom::square);
+  unary("abs", &loom::abs);
+  auto binary = [&m](const char* name, Binary op, const char* a, const char* b) {
+    m.def(
+        name,
+        [op](py::handle x, py::handle y, const std::string& n) {
+          auto [u, v] = operands(x, y);
+          return op(u, v, n);
+        },
+        py::arg(a), py::arg(b), py::arg("name") = "");
+  };
+  binary("plus", &plus, "left", "right");
+  binary("minus", &minus, "left", "right");
+  binary("element_times", &element_times, "left", "right");
+  binary("element_divide", &element_divide, "left", "right");
+  binary("element_max", &element_max, "left", "right");
+  binary("element_min", &element_min, "left", "right");
+  binary("squared_error", &squared_error, "output", "target");
+  binary("cross_entropy_with_softmax", &cross_entropy_with_softmax, "output_vector",
+         "target_vector");
+  binary("binary_cross_entropy", &binary_cross_entropy, "output", "target");
+  binary("assign", &assign, "ref", "input");
+  m.def(
+      "classification_error",
+      [](py::handle z, py::handle target, size_t top_n, const std::string& n) {
+        auto [u, v] = operands(z, target);
+        return classification_error(u, v, top_n, n);
+      },
+      py::arg("output_vector"), py::arg("target_vector"), py::arg("topN") = 1,
+      py::arg("name") = "");
+  m.def(
+      "times",
+      [](py::handle x, py::handle w, size_t output_rank, int infer, const std::string& n) {
+        auto [u, v] = operands(x, w);
+        return times(u, v, output_rank, infer, n);
+      },
+      py::arg("left"), py::arg("right"), py::arg("output_rank") = 1,
+      py::arg("infer_input_rank_to_map") = -1, py::arg("name") = "");
+  m.def(
+      "softmax",
+      [](py::handle x, py::handle axis, const std::string& n) {
+        return softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
+  m.def(
+      "log_softmax",
+      [](py::handle x, py::handle axis, const std::string& n) {
+        return log_softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
+  using Reduce = Function (*)(const Variable&, const std::vector<Axis>&, bool, const std::string&);
+  auto reduction = [&m](const char* name, Reduce op) {
+    m.def(
+        name,
+        [op](py::handle x, py::handle axis, bool keepdims, const std::string& n) {
+          return op(as_variable(x), axes_of(axis), keepdims, n);
+        },
+        py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = true,
+        py::arg("name") = "");
+  };
+  reduction("reduce_sum", &reduce_sum);
+  reduction("reduce_mean", &reduce_mean);
+  reduction("reduce_max", &reduce_max);
+  m.def(
+      "reshape",
+      [](py::handle x, py::handle shape, const std::string& n) {
+        std::vector<size_t> dims;
+        for (py::handle d :
+             (py::isinstance<py::int_>(shape) ? py::make_tuple(shape) : shape.cast<py::tuple>()))
+          dims.push_back(d.cast<long>() < 0 ? NDShape::kInferred : d.cast<size_t>());
+        return reshape(as_variable(x), NDShape(dims), n);
+      },
+      py::arg("x"), py::arg("shape"), py::arg("name") = "");
+  m.def(
+      "slice",
+      [](py::handle x, py::handle axis, int begin, int end, const std::string& n) {
+        return slice(as_variable(x), axis_of(axis), begin, end, n);
+      },
+      py::arg("x"), py::arg("axis"), py::arg("begin_index"), py::arg("end_index"),
+      py::arg("name") = "");
+  m.def(
+      "splice",
+      [](py::args inputs, py::handle axis, const std::string& n) {
+        std::vector<Variable> vs;
+        for (py::handle x : inputs) vs.push_back(as_variable(x));
+        return splice(vs, axis.is_none() ? Axis(-1) : axis_of(axis), n);
+      },
+      py::arg("axis") = py::none(), py::arg("name") = "");
+  m.def(
+      "transpose",
+      [](py::handle x, std::vector<int> perm, const std::string& n) {
+        return transpose(as_variable(x), perm, n);
+      },
+      py::arg("x"), py::arg("perm") = std::vector<int>{}, py::arg("name") = "");
+  m.def(
+      "dropout",
+      [](py::handle x, double rate, std::optional<uint64_t> seed, const std::string& n) {
+        return dropout(as_variable(x), rate, seed, n);
+      },
+      py::arg("x"), py::arg("dropout_rate") = 0.0, py::arg("seed") = py::none(),
+      py::arg("name") = "");
+
+  // Sequence ops and recurrence (loom.sequence).
+  m.def("sequence_first", &sequence::first, py::arg("seq"), py::arg("name") = "");
+  m.def("sequence_last", &sequence::last, py::arg("seq"), py::arg("name") = "");
+  m.def("sequence_reduce_sum", &sequence::reduce_sum, py::arg("seq"), py::arg("name") = "");
+  m.def("sequence_reduce_max", &sequence::reduce_max, py::arg("seq"), py::arg("name") = "");
+  m.def("sequence_slice", &sequence::slice, py::arg("seq"), py::arg("begin_index"),
+        py::arg("end_index"), py::arg("name") = "");
+  m.def("sequence_is_first", &sequence::is_first, py::arg("seq"), py::arg("name") = "");
+  m.def("sequence_is_last", &sequence::is_last, py::arg("seq"), py::arg("name") = "");
+  m.def(
+      "sequence_broadcast_as",
+      [](py::handle op, const Variable& ref, const std::string& n) {
+        return sequence::broadcast_as(as_variable(op, ref.dtype()), ref, n);
+      },
+      py::arg("operand"), py::arg("broadcast_as_operand"), py::arg("name") = "");
+  m.def("sequence_where", &sequence::where, py::arg("condition"), py::arg("name") = "");
+  m.def(
+      "sequence_gather",
+      [](const Variable& x, const Variable& cond, const std::string& n) {
+        return sequence::gather(x, cond, n);
+      },
+      py::arg("seq"), py::arg("condition"), py::arg("name") = "");
+  m.def("sequence_scatter", &sequence::scatter, py::arg("seq"), py::arg("condition"),
+        py::arg("name") = "");
+  auto delay = [&m](const char* name, auto with_state, auto without_state) {
+    m.def(
+        name,
+        [with_state, without_state](const Variable& x, py::handle initial_state, size_t time_step,
+                                    const std::string& n) {
+          if (initial_state.is_none()) return without_state(x, time_step, n);
+          return with_state(x, as_variable(initial_state, x.dtype()), time_step, n);
+        },
+        py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
+        py::arg("name") = "");
+  };
+  delay(
+      "past_value",
+      [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
+        return sequence::past_value(x, s, t, n);
+      },
+      [](const Variable& x, size_t t, const std::string& n) {
+        return sequence::past_value(x, t, n);
+      });
+  delay(
+      "future_value",
+      [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
+        return sequence::future_value(x, s, t, n);
+      },
+      [](const Variable& x, size_t t, const std::string& n) {
+        return sequence::future_value(x, t, n);
+      });
+}
+
+}  // namespace loom::python

@@ -1,0 +1,467 @@
+// Training: progress writers (including ones written in Python), Trainer, Evaluator,
+// training_session with its configs, and Function.train/test. The core computes with the GIL
+// released; it takes the GIL only to call back into Python (callbacks, Python progress writers
+// and learners, printing to sys.stdout).
+#include <streambuf>
+
+#include "python/src/binding.h"
+
+namespace loom::python {
+
+namespace {
+
+// An output stream into Python's sys.stdout, so that what Loom's ProgressPrinter prints and
+// what the script prints arrive in order, wherever sys.stdout goes (a pipe, pytest's capture).
+class PythonStdout : public std::streambuf {
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) pending_ += char(c);
+    if (c == '\n') sync();
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    pending_.append(s, size_t(n));
+    return n;
+  }
+  int sync() override {
+    if (pending_.empty()) return 0;
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_::import("sys").attr("stdout").attr("write")(pending_);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("writing Loom's progress to sys.stdout");
+    }
+    pending_.clear();
+    return 0;
+  }
+
+ private:
+  std::string pending_;
+};
+
+std::ostream& python_stdout() {
+  static PythonStdout buffer;
+  static std::ostream out(&buffer);
+  return out;
+}
+
+py::object window_pair(const std::pair<size_t, size_t>& p) {
+  return py::make_tuple(p.first, p.second);
+}
+py::object window_pair(const std::optional<std::pair<double, double>>& p) {
+  if (!p) return py::none();
+  return py::make_tuple(p->first, p->second);
+}
+
+// A ProgressWriter subclassed in Python: the on_write_* methods it defines are called with
+// CNTK's arguments: (first, last) pairs for updates, sums for summaries.
+class PyProgressWriter : public ProgressWriter {
+ public:
+  using ProgressWriter::ProgressWriter;
+
+ protected:
+  // Calls the Python method `name` if the subclass defines it; the caller holds the GIL (the
+  // arguments are Python objects already).
+  template <typename... Args>
+  void call(const char* name, Args&&... args) {
+    if (py::function f = py::get_override(static_cast<const ProgressWriter*>(this), name))
+      f(std::forward<Args>(args)...);
+  }
+  void on_write_training_update(const ProgressWindow& w) override {
+    py::gil_scoped_acquire gil;
+    call("on_write_training_update", window_pair(w.samples), window_pair(w.updates),
+         window_pair(w.loss), window_pair(w.metric));
+  }
+  void on_write_test_update(const ProgressWindow& w) override {
+    py::gil_scoped_acquire gil;
+    call("on_write_test_update", window_pair(w.samples), window_pair(w.updates),
+         window_pair(w.metric));
+  }
+  void on_write_distributed_sync_update(const ProgressWindow& w) override {
+    py::gil_scoped_acquire gil;
+    call("on_write_distributed_sync_update", window_pair(w.samples), window_pair(w.updates));
+  }
+  void on_write_training_summary(const ProgressSummary& s) override {
+    py::gil_scoped_acquire gil;
+    call("on_write_training_summary", s.samples, s.updates, s.summaries, s.loss, s.metric,
+         s.elapsed_ms);
+  }
+  void on_write_test_summary(const ProgressSummary& s) override {
+    py::gil_scoped_acquire gil;
+    call("on_write_test_summary", s.samples, s.updates, s.summaries, s.metric, s.elapsed_ms);
+  }
+  void on_write(const std::string& key, double value) override {
+    py::gil_scoped_acquire gil;
+    call("write", key, value);
+  }
+};
+
+InputMap input_map_of(py::handle map) {
+  InputMap m;
+  if (map.is_none()) return m;
+  for (auto [k, v] : map.cast<py::dict>())
+    m.emplace(k.cast<Variable>(), v.cast<StreamInformation>());
+  return m;
+}
+
+std::optional<Frequency> frequency_of(py::handle f) {
+  if (f.is_none()) return std::nullopt;
+  return f.cast<Frequency>();
+}
+
+std::vector<Variable> arguments_of(const Function& criterion) {
+  return criterion.valid() ? criterion.arguments() : std::vector<Variable>{};
+}
+
+DataSource source_of(py::handle data, const Function& criterion) {
+  if (data.is_none()) return {};
+  return data_source(data, arguments_of(criterion));
+}
+
+Function function_or_none(py::handle f) {
+  if (f.is_none()) return Function();
+  if (py::isinstance<Function>(f)) return f.cast<Function>();
+  return Function(as_variable(f));
+}
+
+// A Python callable returning True (go on) or False (stop), as a cross-validation callback.
+CrossValidationCallback cv_callback(py::handle callback) {
+  if (callback.is_none()) return {};
+  return [f = hold(py::reinterpret_borrow<py::object>(callback))](
+             size_t index, double average_error, size_t samples, size_t minibatches) {
+    py::gil_scoped_acquire gil;
+    py::object r = (*f)(index, average_error, samples, minibatches);
+    if (r.is_none())
+      throw py::type_error(
+          "the cross-validation callback returned None: return True to go on or False to stop");
+    return r.cast<bool>();
+  };
+}
+
+// A minibatch from next_minibatch (every value a MinibatchData) as such, so that its sweep end
+// reaches the learners; other data as values.
+template <typename Call>
+auto with_minibatch(const py::dict& arguments, Call call) {
+  bool all_minibatch_data = py::len(arguments) > 0;
+  for (auto [k, v] : arguments)
+    all_minibatch_data = all_minibatch_data && py::isinstance<MinibatchData>(v);
+  if (all_minibatch_data) {
+    MinibatchMap mb;
+    for (auto [k, v] : arguments) mb.emplace(py::cast<Variable>(k), py::cast<MinibatchData>(v));
+    py::gil_scoped_release nogil;
+    return call(mb);
+  }
+  ValueMap values = value_map(arguments);
+  py::gil_scoped_release nogil;
+  return call(values);
+}
+
+}  // namespace
+
+void add_train(py::module_& m) {
+  py::enum_<DataUnit>(m, "DataUnit")
+      .value("sample", DataUnit::sample)
+      .value("minibatch", DataUnit::minibatch)
+      .value("sweep", DataUnit::sweep)
+      .value("second", DataUnit::second);
+  py::class_<Frequency>(m, "Frequency")
+      .def(py::init<size_t, DataUnit>(), py::arg("count"), py::arg("unit") = DataUnit::sample)
+      .def(py::init<size_t>())
+      .def_readonly("count", &Frequency::count)
+      .def_readonly("unit", &Frequency::unit);
+  py::implicitly_convertible<py::int_, Frequency>();
+
+  py::class_<ProgressWriter, PyProgressWriter, std::shared_ptr<ProgressWriter>>(m, "ProgressWriter")
+      .def(py::init([](std::optional<size_t> freq, size_t first, std::optional<size_t> test_freq,
+                       size_t test_first, std::optional<size_t> distributed_freq,
+                       size_t distributed_first) {
+             return new PyProgressWriter(freq, first, test_freq, test_first, distributed_freq,
+                                         distributed_first);
+           }),
+           py::arg("freq") = py::none(), py::arg("first") = 0, py::arg("test_freq") = py::none(),
+           py::arg("test_first") = 0, py::arg("distributed_freq") = py::none(),
+           py::arg("distributed_first") = 0)
+      .def_property_readonly("total_training_updates", &ProgressWriter::total_training_updates)
+      .def_property_readonly("total_test_updates", &ProgressWriter::total_test_updates);
+
+  py::class_<ProgressPrinter, ProgressWriter, std::shared_ptr<ProgressPrinter>>(m,
+                                                                                "ProgressPrinter")
+      .def(py::init([](std::optional<size_t> freq, size_t first, const std::string& tag,
+                       std::optional<std::string> log_to_file, std::optional<size_t> rank,
+                       bool /*gen_heartbeat*/, std::optional<size_t> num_epochs,
+                       std::optional<size_t> test_freq, size_t test_first, bool metric_is_pct,
+                       std::optional<size_t> distributed_freq, size_t distributed_first) {
+             return std::make_shared<ProgressPrinter>(
+                 ProgressPrinterOptions{.freq = freq,
+                                        .first = first,
+                                        .tag = tag,
+                                        .log_to_file = log_to_file.value_or(""),
+                                        .rank = rank,
+                                        .num_epochs = num_epochs,
+                                        .test_freq = test_freq,
+                                        .test_first = test_first,
+                                        .metric_is_pct = metric_is_pct,
+                                        .distributed_freq = distributed_freq,
+                                        .distributed_first = distributed_first,
+                                        .out = &python_stdout()});
+           }),
+           py::arg("freq") = py::none(), py::arg("first") = 0, py::arg("tag") = "",
+           py::arg("log_to_file") = py::none(), py::arg("rank") = py::none(),
+           py::arg("gen_heartbeat") = false, py::arg("num_epochs") = py::none(),
+           py::arg("test_freq") = py::none(), py::arg("test_first") = 0,
+           py::arg("metric_is_pct") = true, py::arg("distributed_freq") = py::none(),
+           py::arg("distributed_first") = 0)
+      .def("end_progress_print", &ProgressPrinter::end_progress_print, py::arg("msg") = "")
+      .def("log", &ProgressPrinter::log, py::arg("message"));
+
+  py::class_<TensorBoardProgressWriter, ProgressWriter, std::shared_ptr<TensorBoardProgressWriter>>(
+      m, "TensorBoardProgressWriter")
+      .def(py::init([](std::optional<size_t> freq, const std::string& log_dir,
+                       std::optional<size_t> rank, py::handle model) {
+             return std::make_shared<TensorBoardProgressWriter>(TensorBoardProgressWriterOptions{
+                 .freq = freq, .log_dir = log_dir, .rank = rank, .model = function_or_none(model)});
+           }),
+           py::arg("freq") = py::none(), py::arg("log_dir") = ".", py::arg("rank") = py::none(),
+           py::arg("model") = py::none())
+      .def("write_value", &TensorBoardProgressWriter::write_value, py::arg("name"),
+           py::arg("value"), py::arg("step"))
+      .def("flush", &TensorBoardProgressWriter::flush)
+      .def("close", &TensorBoardProgressWriter::close)
+      .def_property_readonly("file_name", &TensorBoardProgressWriter::file_name);
+
+  py::class_<Evaluator, std::shared_ptr<Evaluator>>(m, "Evaluator")
+      .def(py::init([](py::handle metric, ProgressWriters writers) {
+             return std::make_shared<Evaluator>(as_variable(metric), writers);
+           }),
+           py::arg("eval_function"), py::arg("progress_writers") = ProgressWriters{},
+           py::keep_alive<1, 3>())
+      .def(
+          "test_minibatch",
+          [](Evaluator& e, py::dict arguments) {
+            return with_minibatch(arguments,
+                                  [&](const auto& data) { return e.test_minibatch(data); });
+          },
+          py::arg("arguments"))
+      .def("summarize_test_progress", &Evaluator::summarize_test_progress);
+
+  py::class_<Trainer, std::shared_ptr<Trainer>>(m, "Trainer")
+      // criterion: a Function with outputs (loss[, metric]), or a tuple (loss, metric).
+      .def(py::init([](py::handle model, py::handle criterion,
+                       std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers) {
+             const Function f = function_or_none(model);
+             if (py::isinstance<py::tuple>(criterion) || py::isinstance<py::list>(criterion)) {
+               if (py::len(criterion) == 1)
+                 return std::make_shared<Trainer>(f, as_variable(criterion[py::int_(0)]), learners,
+                                                  writers);
+               return std::make_shared<Trainer>(f,
+                                                std::pair(as_variable(criterion[py::int_(0)]),
+                                                          as_variable(criterion[py::int_(1)])),
+                                                learners, writers);
+             }
+             const Function c = py::isinstance<Function>(criterion)
+                                    ? criterion.cast<Function>()
+                                    : Function(as_variable(criterion));
+             return std::make_shared<Trainer>(f, c, learners, writers);
+           }),
+           py::arg("model"), py::arg("criterion"), py::arg("parameter_learners"),
+           py::arg("progress_writers") = ProgressWriters{}, py::keep_alive<1, 4>(),
+           py::keep_alive<1, 5>())
+      .def(
+          "train_minibatch",
+          [](Trainer& t, py::dict arguments, bool is_sweep_end) {
+            return with_minibatch(arguments, [&](const auto& data) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(data)>, ValueMap>)
+                return t.train_minibatch(data, is_sweep_end);
+              else
+                return t.train_minibatch(data);
+            });
+          },
+          py::arg("arguments"), py::arg("is_sweep_end") = false)
+      .def(
+          "test_minibatch",
+          [](Trainer& t, py::dict arguments) {
+            return with_minibatch(arguments,
+                                  [&](const auto& data) { return t.test_minibatch(data); });
+          },
+          py::arg("arguments"))
+      .def(
+          "save_checkpoint",
+          [](const Trainer& t, const std::string& filename, py::handle external_state) {
+            Dictionary state =
+                external_state.is_none() ? Dictionary() : external_state.cast<Dictionary>();
+            py::gil_scoped_release nogil;
+            t.save_checkpoint(filename, state);
+          },
+          py::arg("filename"), py::arg("external_state") = py::none())
+      .def(
+          "restore_from_checkpoint",
+          [](Trainer& t, const std::string& filename) {
+            py::gil_scoped_release nogil;
+            return t.restore_from_checkpoint(filename);
+          },
+          py::arg("filename"))
+      .def_property_readonly("total_number_of_samples_seen", &Trainer::total_number_of_samples_seen)
+      .def_property_readonly("previous_minibatch_loss_average",
+                             &Trainer::previous_minibatch_loss_average)
+      .def_property_readonly("previous_minibatch_evaluation_average",
+                             &Trainer::previous_minibatch_evaluation_average)
+      .def_property_readonly("previous_minibatch_sample_count",
+                             &Trainer::previous_minibatch_sample_count)
+      .def("summarize_training_progress", &Trainer::summarize_training_progress)
+      .def("summarize_test_progress", &Trainer::summarize_test_progress)
+      .def_property_readonly("model", &Trainer::model)
+      .def_property_readonly("loss_function", &Trainer::loss_function)
+      .def_property_readonly("evaluation_function", &Trainer::evaluation_function)
+      .def_property_readonly("parameter_learners", &Trainer::parameter_learners)
+      .def_property_readonly("progress_writers", &Trainer::progress_writers);
+
+  py::class_<CheckpointConfig>(m, "CheckpointConfig")
+      .def(
+          py::init([](const std::string& filename, py::handle frequency, bool restore,
+                      bool preserve_all, size_t max_to_keep, size_t keep_best,
+                      const std::string& mode, bool keep_latest) {
+            if (mode != "min" && mode != "max")
+              throw py::value_error("CheckpointConfig: mode is 'min' or 'max', not '" + mode + "'");
+            return CheckpointConfig{.filename = filename,
+                                    .frequency = frequency_of(frequency),
+                                    .restore = restore,
+                                    .preserve_all = preserve_all,
+                                    .max_to_keep = max_to_keep,
+                                    .keep_best = keep_best,
+                                    .mode = mode == "min" ? MonitorMode::min : MonitorMode::max,
+                                    .keep_latest = keep_latest};
+          }),
+          py::arg("filename"), py::arg("frequency") = py::none(), py::arg("restore") = true,
+          py::arg("preserve_all") = false, py::arg("max_to_keep") = 0, py::arg("keep_best") = 0,
+          py::arg("mode") = "min", py::arg("keep_latest") = true)
+      .def_readonly("filename", &CheckpointConfig::filename);
+
+  py::class_<CrossValidationConfig>(m, "CrossValidationConfig")
+      .def(py::init([](py::handle source, py::handle frequency,
+                       const MinibatchSizeSchedule& minibatch_size, py::handle callback,
+                       std::optional<size_t> max_samples, py::handle input_map,
+                       py::handle criterion) {
+             const Function c = function_or_none(criterion);
+             return CrossValidationConfig{.source = source_of(source, c),
+                                          .frequency = frequency_of(frequency),
+                                          .minibatch_size = minibatch_size,
+                                          .callback = cv_callback(callback),
+                                          .max_samples = max_samples.value_or(INFINITELY_REPEAT),
+                                          .model_inputs_to_streams = input_map_of(input_map),
+                                          .criterion = c};
+           }),
+           py::arg("minibatch_source") = py::none(), py::arg("frequency") = py::none(),
+           py::arg("minibatch_size") = MinibatchSizeSchedule(32), py::arg("callback") = py::none(),
+           py::arg("max_samples") = py::none(), py::arg("model_inputs_to_streams") = py::none(),
+           py::arg("criterion") = py::none());
+
+  py::class_<TestConfig>(m, "TestConfig")
+      .def(py::init([](py::handle source, const MinibatchSizeSchedule& minibatch_size,
+                       py::handle input_map, py::handle criterion) {
+             const Function c = function_or_none(criterion);
+             return TestConfig{.source = source_of(source, c),
+                               .minibatch_size = minibatch_size,
+                               .model_inputs_to_streams = input_map_of(input_map),
+                               .criterion = c};
+           }),
+           py::arg("minibatch_source") = py::none(),
+           py::arg("minibatch_size") = MinibatchSizeSchedule(32),
+           py::arg("model_inputs_to_streams") = py::none(), py::arg("criterion") = py::none());
+
+  py::class_<TrainingSession, std::shared_ptr<TrainingSession>>(m, "TrainingSession")
+      .def("train", &TrainingSession::train, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "training_session",
+      [](std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> mb_source,
+         const MinibatchSizeSchedule& mb_size, py::handle model_inputs_to_streams,
+         std::optional<size_t> max_samples, std::optional<size_t> max_sweeps,
+         py::handle progress_frequency, py::handle checkpoint_config, py::handle cv_config,
+         py::handle test_config) {
+        TrainingSessionConfig c{.trainer = trainer,
+                                .mb_source = mb_source,
+                                .mb_size = mb_size,
+                                .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
+                                .max_samples = max_samples,
+                                .max_sweeps = max_sweeps,
+                                .progress_frequency = frequency_of(progress_frequency)};
+        if (!checkpoint_config.is_none())
+          c.checkpoint_config = checkpoint_config.cast<CheckpointConfig>();
+        if (!cv_config.is_none()) c.cv_config = cv_config.cast<CrossValidationConfig>();
+        if (!test_config.is_none()) c.test_config = test_config.cast<TestConfig>();
+        return std::make_shared<TrainingSession>(std::move(c));
+      },
+      py::arg("trainer"), py::arg("mb_source"), py::arg("mb_size") = MinibatchSizeSchedule(32),
+      py::arg("model_inputs_to_streams") = py::none(), py::arg("max_samples") = py::none(),
+      py::arg("max_sweeps") = py::none(), py::arg("progress_frequency") = py::none(),
+      py::arg("checkpoint_config") = py::none(), py::arg("cv_config") = py::none(),
+      py::arg("test_config") = py::none(), py::keep_alive<0, 1>());
+
+  py::class_<TrainingProgress>(m, "TrainingProgress")
+      .def_readonly("loss", &TrainingProgress::loss)
+      .def_readonly("metric", &TrainingProgress::metric)
+      .def_readonly("samples", &TrainingProgress::samples);
+  py::class_<TestSummary>(m, "TestSummary")
+      .def_readonly("metric", &TestSummary::metric)
+      .def_readonly("samples", &TestSummary::samples);
+  py::class_<TrainSummary>(m, "TrainSummary")
+      .def_readonly("epoch_summaries", &TrainSummary::epoch_summaries)
+      .def_readonly("updates", &TrainSummary::updates)
+      .def_readonly("test_summary", &TrainSummary::test_summary);
+
+  auto function = py::reinterpret_borrow<py::class_<Function>>(m.attr("Function"));
+  function.def(
+      "train",
+      [](const Function& f, py::handle minibatch_source,
+         const MinibatchSizeSchedule& minibatch_size, std::vector<std::string> streams,
+         py::handle model_inputs_to_streams,
+         std::vector<std::shared_ptr<Learner>> parameter_learners, py::list callbacks,
+         py::handle progress_frequency, std::optional<size_t> max_epochs,
+         std::optional<size_t> epoch_size, std::optional<size_t> max_samples) {
+        TrainOptions o{.minibatch_size = minibatch_size,
+                       .streams = streams,
+                       .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
+                       .parameter_learners = parameter_learners,
+                       .progress_frequency = frequency_of(progress_frequency),
+                       .max_epochs = max_epochs,
+                       .epoch_size = epoch_size,
+                       .max_samples = max_samples};
+        for (py::handle c : callbacks) {
+          if (py::isinstance<ProgressWriter>(c))
+            o.callbacks.emplace_back(c.cast<std::shared_ptr<ProgressWriter>>());
+          else if (py::isinstance<CheckpointConfig>(c))
+            o.callbacks.emplace_back(c.cast<CheckpointConfig>());
+          else if (py::isinstance<CrossValidationConfig>(c))
+            o.callbacks.emplace_back(c.cast<CrossValidationConfig>());
+          else
+            o.callbacks.emplace_back(c.cast<TestConfig>());
+        }
+        const DataSource data = data_source(minibatch_source, f.arguments());
+        py::gil_scoped_release nogil;
+        return f.train(data, o);
+      },
+      py::arg("minibatch_source"), py::arg("minibatch_size") = MinibatchSizeSchedule(32),
+      py::arg("streams") = std::vector<std::string>{},
+      py::arg("model_inputs_to_streams") = py::none(),
+      py::arg("parameter_learners") = std::vector<std::shared_ptr<Learner>>{},
+      py::arg("callbacks") = py::list(), py::arg("progress_frequency") = py::none(),
+      py::arg("max_epochs") = py::none(), py::arg("epoch_size") = py::none(),
+      py::arg("max_samples") = py::none());
+  function.def(
+      "test",
+      [](const Function& f, py::handle minibatch_source,
+         const MinibatchSizeSchedule& minibatch_size, std::vector<std::string> streams,
+         py::handle model_inputs_to_streams, ProgressWriters callbacks) {
+        const DataSource data = data_source(minibatch_source, f.arguments());
+        const TestOptions o{.minibatch_size = minibatch_size,
+                            .streams = streams,
+                            .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
+                            .callbacks = callbacks};
+        py::gil_scoped_release nogil;
+        return f.test(data, o);
+      },
+      py::arg("minibatch_source"), py::arg("minibatch_size") = MinibatchSizeSchedule(32),
+      py::arg("streams") = std::vector<std::string>{},
+      py::arg("model_inputs_to_streams") = py::none(), py::arg("callbacks") = ProgressWriters{});
+}
+
+}  // namespace loom::python

@@ -1,0 +1,92 @@
+"""Variables, Functions, operators, @Function, layers and default_options."""
+import numpy as np
+import pytest
+
+import loom as C
+
+X = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+
+
+def test_operators_with_variables_numbers_and_arrays():
+    x = C.input_variable(3)
+    cases = [(x + 1, X + 1), (1 - x, 1 - X), (x * x, X * X), (x / 2, X / 2), (2 / (x + 1), 2 / (X + 1)),
+             (-x, -X), (x - np.array([1, 1, 1], np.float32), X - 1),
+             (np.float32(2) * x, 2 * X)]
+    for f, expected in cases:
+        np.testing.assert_allclose(f.eval({x: X}), expected, rtol=1e-6)
+
+
+def test_matmul_and_indexing():
+    x = C.input_variable(3)
+    W = C.parameter(init=np.arange(6, dtype=np.float32).reshape(3, 2))
+    np.testing.assert_allclose((x @ W).eval({x: X}), X @ W.value)
+    np.testing.assert_allclose(x[1:].eval({x: X}), X[:, 1:])
+    np.testing.assert_allclose(x[0].eval({x: X}), X[:, :1])
+    np.testing.assert_allclose(x[-1].eval({x: X}), X[:, 2:])
+    m = C.input_variable((2, 3))
+    M = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    np.testing.assert_allclose(m[:, 1:2].eval({m: M}), M[:, :, 1:2])
+
+
+def test_function_decorator_binds_arguments_in_signature_order():
+    @C.Function
+    def f(a, b):
+        return b * 10, a - b  # b used first: binding follows the signature, not first use
+
+    x, y = C.input_variable(1), C.input_variable(1)
+    g = f(x, y)
+    assert len(g.outputs) == 2
+    out = g.eval({x: np.array([[1]], np.float32), y: np.array([[2]], np.float32)})
+    assert sorted(v.item() for v in out.values()) == [-1, 20]
+    assert str(g) == "Composite(Tensor[1], Tensor[1]) -> Tuple[Tensor[1], Tensor[1]]"
+
+
+def test_dense_layer_parameters_printing_and_attribute_lookup():
+    C.cntk_py.set_fixed_random_seed(1)
+    d = C.layers.Dense(2, activation=None)
+    x = C.input_variable(3)
+    z = d(x)
+    assert str(z) == "Dense(Tensor[3]) -> Tensor[2]"
+    assert z.W.shape == (3, 2) and z.b.shape == (2,)
+    assert z.shape == (2,)
+    with pytest.raises(AttributeError):
+        z.no_such_parameter
+    np.testing.assert_allclose(z.eval({x: X}), X @ z.W.value + z.b.value, rtol=1e-5)
+    # Calling with numpy evaluates: one argument, one output.
+    np.testing.assert_allclose(z(X), X @ z.W.value + z.b.value, rtol=1e-5)
+
+
+def test_default_options_and_explicit_none():
+    with C.layers.default_options(activation=C.relu):
+        relu_dense = C.layers.Dense(2, init=C.initializer.constant_initializer(-1.0))
+        plain_dense = C.layers.Dense(2, activation=None, init=C.initializer.constant_initializer(-1.0))
+    x = C.input_variable(1)
+    assert relu_dense(x).eval({x: np.ones((1, 1), np.float32)}).tolist() == [[0, 0]]
+    assert plain_dense(x).eval({x: np.ones((1, 1), np.float32)}).tolist() == [[-1, -1]]
+
+
+def test_python_lambda_as_activation_and_sequential_of_layers_and_callables():
+    x = C.input_variable(2)
+    model = C.layers.Sequential([
+        C.layers.Dense(2, activation=lambda v: C.element_max(v, 0),
+                       init=C.initializer.constant_initializer(-1.0)),
+        lambda v: v + 5])
+    assert model(x).eval({x: np.ones((1, 2), np.float32)}).tolist() == [[5, 5]]
+
+
+def test_save_and_load(tmp_path):
+    x = C.input_variable(3, name='features')
+    z = C.layers.Dense(2)(x)
+    path = str(tmp_path / 'm.cmf')
+    z.save(path)
+    loaded = C.Function.load(path)
+    np.testing.assert_allclose(loaded(X), z(X))
+    assert loaded.arguments[0].name == 'features'
+
+
+def test_variables_are_dict_keys_by_identity():
+    x = C.input_variable(2)
+    f = x + 1
+    assert f.arguments[0] == x and hash(f.arguments[0]) == hash(x)
+    assert {x: 1}[f.arguments[0]] == 1
+    assert C.input_variable(2) != x

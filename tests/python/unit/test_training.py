@@ -1,0 +1,214 @@
+"""Learners, Trainer, training_session and the Python pieces the core calls back: UserLearner,
+universal, ProgressWriter subclasses, cross-validation callbacks; errors raised in them surface
+in Python; a long training loop does not grow memory."""
+import gc
+import os
+import sys
+import traceback
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import loom as C
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(256, 4)).astype(np.float32)
+Y = scipy.sparse.csr_matrix((np.ones(256, np.float32), (range(256), (X[:, 0] > 0).astype(int))),
+                            shape=(256, 2))
+
+
+def criterion():
+    x = C.input_variable(4)
+    y = C.input_variable(2, is_sparse=True)
+    model = C.layers.Dense(2)
+    z = model(x)
+    return model, C.combine([C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)])
+
+
+def test_function_train_and_test_on_numpy_tuples():
+    model, crit = criterion()
+    learner = C.sgd(model.parameters, C.learning_parameter_schedule(0.5))
+    progress = crit.train((X, Y), minibatch_size=32, max_epochs=3, parameter_learners=[learner])
+    assert len(progress.epoch_summaries) == 3
+    assert [s.samples for s in progress.epoch_summaries] == [256] * 3
+    assert progress.epoch_summaries[-1].loss < progress.epoch_summaries[0].loss
+    assert crit.test((X, Y)).metric < 0.1
+
+
+class Recorder(C.logging.ProgressWriter):
+    def __init__(self):
+        super().__init__(freq=1)
+        self.updates, self.summaries, self.keys = [], [], []
+
+    def on_write_training_update(self, samples, updates, aggregate_loss, aggregate_metric):
+        self.updates.append((samples, updates, aggregate_loss))
+
+    def on_write_training_summary(self, samples, updates, summaries, aggregate_loss,
+                                  aggregate_metric, elapsed_milliseconds):
+        self.summaries.append((samples, updates, summaries))
+
+    def write(self, key, value):
+        self.keys.append((key, value))
+
+
+def test_progress_writer_written_in_python():
+    model, crit = criterion()
+    recorder = Recorder()
+    trainer = C.Trainer(None, crit, C.sgd(model.parameters, 0.1), recorder)
+    for i in range(0, 64, 32):
+        trainer.train_minibatch({crit.arguments[0]: X[i:i + 32], crit.arguments[1]: Y[i:i + 32]})
+    trainer.summarize_training_progress()
+    assert [u[0] for u in recorder.updates] == [(0, 32), (32, 64)]
+    assert recorder.summaries == [(64, 2, 1)]
+    assert recorder.keys == [("Learning rate per minibatch", 0.1)]
+
+
+def test_user_learner_called_by_the_trainer():
+    class HalfStep(C.UserLearner):
+        def __init__(self, parameters):
+            super().__init__(parameters, C.learning_rate_schedule(1, C.UnitType.minibatch))
+            self.calls = []
+
+        def update(self, gradient_values, training_sample_count, sweep_end):
+            self.calls.append(training_sample_count)
+            for p, g in gradient_values.items():
+                assert isinstance(g, np.ndarray) and g.shape == p.shape
+                p.value = p.value - 0.5 * g / training_sample_count
+            return True
+
+    model, crit = criterion()
+    learner = HalfStep(model.parameters)
+    assert len(learner.parameters()) == 2
+    before = model.W.value
+    trainer = C.Trainer(None, crit, [learner])
+    trainer.train_minibatch({crit.arguments[0]: X[:16], crit.arguments[1]: Y[:16]})
+    assert learner.calls == [16]
+    assert not np.array_equal(before, model.W.value)
+
+
+def raise_in(kind):
+    raise KeyError(f"raised in the {kind}")
+
+
+def test_python_exceptions_in_callbacks_surface_with_their_traceback():
+    class Failing(C.UserLearner):
+        def update(self, gradient_values, training_sample_count, sweep_end):
+            raise_in("learner")
+
+    model, crit = criterion()
+    trainer = C.Trainer(None, crit, [Failing(model.parameters, 0.1)])
+    with pytest.raises(KeyError, match="learner") as e:
+        trainer.train_minibatch({crit.arguments[0]: X[:8], crit.arguments[1]: Y[:8]})
+    assert "raise_in" in "".join(traceback.format_tb(e.tb))
+
+    class FailingWriter(C.logging.ProgressWriter):
+        def on_write_training_summary(self, *args):
+            raise_in("writer")
+
+    model, crit = criterion()
+    with pytest.raises(KeyError, match="writer"):
+        crit.train((X, Y), parameter_learners=[C.sgd(model.parameters, 0.1)],
+                   callbacks=[FailingWriter()])
+
+    def failing_callback(index, average_error, samples, minibatches):
+        raise_in("cross-validation callback")
+
+    model, crit = criterion()
+    cv = C.CrossValidationConfig((X, Y), 128, callback=failing_callback)
+    with pytest.raises(KeyError, match="cross-validation"):
+        crit.train((X, Y), parameter_learners=[C.sgd(model.parameters, 0.1)], callbacks=[cv])
+
+
+def test_cross_validation_callback_stops_training():
+    calls = []
+
+    def stop_at_second(index, average_error, samples, minibatches):
+        calls.append((index, samples))
+        return index < 1
+
+    model, crit = criterion()
+    cv = C.CrossValidationConfig((X[:64], Y[:64]), 256, minibatch_size=32,
+                                 callback=stop_at_second)
+    progress = crit.train((X, Y), max_epochs=10, parameter_learners=[C.sgd(model.parameters, 0.1)],
+                          callbacks=[cv])
+    assert calls == [(0, 64), (1, 64)]
+    assert len(progress.epoch_summaries) == 2
+
+
+def test_universal_learner_with_a_python_update_function():
+    def plain_sgd(parameters, gradients):
+        return C.combine([C.assign(p, p - 0.25 * g) for p, g in zip(parameters, gradients)])
+
+    p = C.parameter(init=np.zeros(3, np.float32))
+    learner = C.universal(plain_sgd, [p])
+    learner.update({p: np.ones(3, np.float32)}, 1)
+    assert p.value.tolist() == [-0.25] * 3
+
+
+def test_training_session_with_checkpoints_and_restore(tmp_path):
+    model, crit = criterion()
+    x, y = crit.arguments
+    source = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    ckpt = str(tmp_path / "session")
+
+    def session():
+        trainer = C.Trainer(None, crit, [C.sgd(model.parameters, 0.1)])
+        return trainer, C.training_session(
+            trainer=trainer, mb_source=source, mb_size=32,
+            model_inputs_to_streams={x: source['x'], y: source['y']}, max_samples=512,
+            checkpoint_config=C.CheckpointConfig(ckpt, frequency=256))
+
+    trainer, s = session()
+    s.train()
+    assert trainer.total_number_of_samples_seen == 512 and os.path.exists(ckpt)
+    trainer, s = session()
+    s.train()  # restores at 512 samples: nothing left to train
+    assert trainer.total_number_of_samples_seen == 512
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_long_training_loop_does_not_grow_memory():
+    model, crit = criterion()
+    x, y = crit.arguments
+    trainer = C.Trainer(None, crit, [C.sgd(model.parameters, 0.01)])
+    batches = [(X[j:j + 32], Y[j:j + 32]) for j in range(0, 256, 32)]
+
+    def loop(n):
+        for i in range(n):
+            features, labels = batches[i % len(batches)]
+            trainer.train_minibatch({x: features, y: labels})
+
+    loop(1000)
+    gc.collect()
+    refs, before = [sys.getrefcount(f) for f, _ in batches], rss_bytes()
+    loop(10000)
+    gc.collect()
+    assert [sys.getrefcount(f) for f, _ in batches] == refs
+    assert rss_bytes() - before < 8 << 20
+
+
+def test_the_gil_is_released_while_the_core_trains():
+    import threading
+    model, crit = criterion()
+    data = (np.tile(X, (40, 1)), scipy.sparse.vstack([Y] * 40, 'csr'))
+    learner = C.sgd(model.parameters, 0.1)
+    training = threading.Event()
+
+    def train():
+        training.set()
+        crit.train(data, minibatch_size=16, parameter_learners=[learner])
+        training.clear()
+
+    worker = threading.Thread(target=train)
+    worker.start()
+    iterations = 0
+    while worker.is_alive():
+        if training.is_set():
+            iterations += 1  # only while the training thread is inside the core
+    worker.join()
+    assert iterations > 1000
