@@ -5,7 +5,8 @@
 // Loom's samples are row-major, so an ONNX tensor is a Loom value with the batch axis in front:
 // an input of shape [28,28] is ONNX's [N,28,28] (N a symbolic dimension), a convolution's
 // [C,H,W] sample is ONNX's NCHW. Values without dynamic axes (parameters, constants) keep their
-// shapes. Feed-forward models only: an input with a sequence axis cannot be exported.
+// shapes. A batch of sequences is ONNX's [T, N, sample...] with an int32 input of the
+// sequences' lengths; Recurrence(LSTM | GRU | RNNStep) is ONNX's LSTM, GRU or RNN.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ enum class ModelFormat { Loom, ONNX };
 
 // save_model(f, path) and load_model(path) in the given format. ONNX export throws an
 // ArgumentError naming the op (and the function) that has no ONNX mapping, and for inputs
-// with a sequence axis or unbound placeholders; an IOError when the file cannot be written.
+// on two different sequence axes or unbound placeholders; an IOError when the file cannot be written.
 // ONNX import throws a DataError naming the file and the node for a file that is not ONNX, an
 // op Loom does not import, or attributes Loom cannot express.
 void save_model(const Function& f, const std::string& path, ModelFormat format);

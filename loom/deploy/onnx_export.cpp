@@ -11,6 +11,7 @@
 #include "loom/deploy/onnx_common.h"
 #include "loom/graph/graph_impl.h"
 #include "loom/ops/convolution.h"
+#include "loom/ops/fused_rnn.h"
 #include "loom/ops/op_util.h"
 #include "loom/ops/pooling.h"
 #include "loom/serialize/model_file.h"
@@ -22,11 +23,12 @@ namespace {
 using namespace onnx_detail;
 namespace pb = onnx_proto;
 
-// A value of the ONNX graph: its name and Loom's shape, which is the sample shape behind a
-// batch axis (ONNX's axis 0) or, without one, the whole tensor.
+// A value of the ONNX graph: its name and Loom's shape, which is the sample shape behind the
+// leading dynamic axes (a batch: [N, sample...]; a batch of sequences: [T, N, sample...]) or,
+// without them, the whole tensor.
 struct Val {
   std::string name;
-  bool batch = false;
+  size_t dynamic = 0;  // leading dynamic axes: 0, 1 (N) or 2 (T, N)
   NDShape shape;
   DataType dtype = DataType::Float32;
   const VariableImpl* leaf = nullptr;  // a parameter or constant (an initializer)
@@ -102,17 +104,18 @@ class Exporter {
     pb::TypeProto::Tensor& t = *info.mutable_type()->mutable_tensor_type();
     t.set_elem_type(onnx_type(v.dtype));
     pb::TensorShapeProto& s = *t.mutable_shape();
-    if (v.batch) s.add_dim()->set_dim_param("N");
+    if (v.dynamic == 2) s.add_dim()->set_dim_param("T");
+    if (v.dynamic >= 1) s.add_dim()->set_dim_param("N");
     for (size_t d : v.shape.dims()) s.add_dim()->set_dim_value(int64_t(d));
   }
 
   void add_input(const Variable& a) {
     LOOM_CHECK(!a.is_placeholder(), ArgumentError, "ONNX export: the model has the unbound ",
                "placeholder ", a.describe(), "; call the model on an input first (model(x))");
-    LOOM_CHECK(!a.has_sequence_axis(), ArgumentError, "ONNX export: the input ", a.describe(),
-               " is a sequence; Loom exports models over batches of samples only (no recurrence)");
-    Val v{fresh(a.name().empty() ? a.uid() : a.name()), a.has_batch_axis(), a.shape(), a.dtype()};
+    Val v{fresh(a.name().empty() ? a.uid() : a.name()), a.dynamic_axes().size(), a.shape(),
+          a.dtype()};
     set_type(*graph_.add_input(), v);
+    if (a.has_sequence_axis()) add_sequence_lengths(a);
     values_[a.impl().get()] = v;
   }
 
@@ -199,7 +202,7 @@ class Exporter {
     }
     if (shape == v.shape) return v.name;
     std::vector<int64_t> dims = to_int64(shape.dims());
-    if (v.batch) dims.insert(dims.begin(), -1);
+    dims.insert(dims.begin(), v.dynamic, 0);  // 0: the input's own extent
     const std::string name = fresh(v.name + "_reshaped");
     node("Reshape", {v.name, ints(dims)}, name);
     return name;
@@ -245,15 +248,16 @@ class Exporter {
         {"ReduceSum", reduce("ReduceSum")},
         {"ReduceMean", reduce("ReduceMean")},
         {"ReduceMax", reduce("ReduceMax")},
+        {"FusedRecurrence", &Exporter::fused_recurrence},
+        {"SequenceLast", &Exporter::sequence_end},
+        {"SequenceFirst", &Exporter::sequence_end},
     };
     const std::string op = f.op->name();
     auto it = ops.find(op);
     LOOM_CHECK(it != ops.end(), ArgumentError, "ONNX export: the op ", op, " of ",
                function_label(f), " has no ONNX mapping (docs/onnx.md lists the ops Loom exports)");
     const VariableImpl& o = *f.outputs[0];
-    LOOM_CHECK(o.dynamic_axes.size() <= 1, ArgumentError, "ONNX export: ", function_label(f), " (",
-               op, ") gives a sequence; Loom exports models over batches of samples only");
-    Val out{"", !o.dynamic_axes.empty(), o.shape, o.dtype};
+    Val out{"", o.dynamic_axes.size(), o.shape, o.dtype};
     values_[&o] = it->second(*this, f, out);
   }
 
@@ -285,7 +289,7 @@ class Exporter {
   // times(x, W): x [A..., K...] as [A..., K] (one axis) times W as [K, O], then [A..., O...].
   Val times(const FunctionImpl& f, const Val& out) {
     const Val x = value(f.inputs[0]), W = value(f.inputs[1]);
-    LOOM_CHECK(!W.batch, ArgumentError, "ONNX export: ", function_label(f),
+    LOOM_CHECK(W.dynamic == 0, ArgumentError, "ONNX export: ", function_label(f),
                " (Times) has a "
                "right operand with a batch axis");
     const size_t output_rank = size_t(f.attributes.get<int64_t>("output_rank"));
@@ -334,8 +338,9 @@ class Exporter {
   }
 
   void require_batch(const FunctionImpl& f, const Val& x) {
-    LOOM_CHECK(x.batch, ArgumentError, "ONNX export: ", function_label(f), " (", f.op->name(),
-               ") has an operand without a batch axis, which its ONNX op needs");
+    LOOM_CHECK(x.dynamic == 1, ArgumentError, "ONNX export: ", function_label(f), " (",
+               f.op->name(), ") needs an operand with a batch axis (and no sequence axis), ",
+               "which its ONNX op takes as [N, ...]");
   }
 
   // convolution(W, x[, b]): Conv over [N, C, spatial...]; with reduction rank 0 the operand
@@ -406,7 +411,7 @@ class Exporter {
     const int64_t dim = int64_t(x.shape[axis]), b = f.attributes.get<int64_t>("begin");
     const int64_t begin = b < 0 ? b + dim : b, end = begin + int64_t(out.shape[axis]);
     return single(f, out, "Slice",
-                  {use(x), ints({begin}), ints({end}), ints({int64_t(axis + x.batch)})});
+                  {use(x), ints({begin}), ints({end}), ints({int64_t(axis + x.dynamic)})});
   }
 
   Val splice(const FunctionImpl& f, const Val& out) {
@@ -415,7 +420,7 @@ class Exporter {
     const size_t axis =
         op_util::static_axis_index(f.attributes.get<int64_t>("axis"), out.shape.rank());
     const std::string name = output_name(f);
-    set_int(node("Concat", inputs, name), "axis", int64_t(axis + out.batch));
+    set_int(node("Concat", inputs, name), "axis", int64_t(axis + out.dynamic));
     return named(out, name);
   }
 
@@ -424,15 +429,201 @@ class Exporter {
     const DictionaryVector& given = f.attributes.get<DictionaryVector>("perm");
     const size_t rank = x.shape.rank();
     std::vector<int64_t> perm;
-    if (x.batch) perm.push_back(0);
+    for (size_t k = 0; k < x.dynamic; ++k) perm.push_back(int64_t(k));
     for (size_t k = 0; k < rank; ++k)
       perm.push_back(int64_t(given.empty()
                                  ? rank - 1 - k
                                  : op_util::static_axis_index(given[k].get<int64_t>(), rank)) +
-                     x.batch);
+                     int64_t(x.dynamic));
     const std::string name = output_name(f);
     set_ints(node("Transpose", {use(x)}, name), "perm", perm);
     return named(out, name);
+  }
+
+  // The graph input `sequence_lens` (int32 [N]: each sequence's length) for the inputs on a
+  // sequence axis, which are [T, N, sample...] padded to the longest; one sequence axis only.
+  void add_sequence_lengths(const Variable& a) {
+    const Axis& axis = a.dynamic_axes()[0].is_batch() ? a.dynamic_axes()[1] : a.dynamic_axes()[0];
+    if (!sequence_axis_.empty()) {
+      LOOM_CHECK(axis.name() == sequence_axis_, ArgumentError, "ONNX export: the input ",
+                 a.describe(), " is a sequence along axis '", axis.name(), "' and another input ",
+                 "along '", sequence_axis_, "'; Loom exports models over one sequence axis");
+      return;
+    }
+    sequence_axis_ = axis.name();
+    lengths_ = fresh("sequence_lens");
+    pb::ValueInfoProto& info = *graph_.add_input();
+    info.set_name(lengths_);
+    pb::TypeProto::Tensor& t = *info.mutable_type()->mutable_tensor_type();
+    t.set_elem_type(pb::TensorProto::INT32);
+    t.mutable_shape()->add_dim()->set_dim_param("N");
+  }
+
+  // A new initializer holding `data` (float32 or float64 as dtype) of the given dimensions.
+  std::string add_tensor(const std::string& want, DataType dtype, const std::vector<double>& data,
+                         const std::vector<size_t>& dims) {
+    const std::string name = fresh(want);
+    pb::TensorProto& t = *graph_.add_initializer();
+    t.set_name(name);
+    t.set_data_type(onnx_type(dtype));
+    for (size_t d : dims) t.add_dims(int64_t(d));
+    for (double x : data) {
+      if (dtype == DataType::Float64)
+        t.add_double_data(x);
+      else
+        t.add_float_data(float(x));
+    }
+    return name;
+  }
+
+  // The value of a parameter or constant of an op that ONNX takes rearranged.
+  std::vector<double> leaf_values(const FunctionImpl& f, const Variable& v) {
+    LOOM_CHECK(v.is_parameter() || v.is_constant(), ArgumentError,
+               "ONNX export: ", function_label(f), " (", f.op->name(), ") takes ", v.describe(),
+               " computed by the model; ONNX needs its weights as constants");
+    const NDArrayView& data = *value(v).leaf->value;
+    if (data.dtype() == DataType::Float64) return data.to_vector<double>();
+    const std::vector<float> floats = data.to_vector<float>();
+    return {floats.begin(), floats.end()};
+  }
+
+  // Recurrence(LSTM | GRU | RNNStep), fused: ONNX's LSTM, GRU or RNN over [T, N, I] in one
+  // direction ("reverse" for go_backwards, each sequence reversed within its length). Loom's
+  // gate blocks (LSTM i, c~, f, o; GRU z, r, c~) become ONNX's (LSTM i, o, f, c; GRU z, r, h),
+  // W [I, G·c] and H [n, G'·c] (with GRU's H1) ONNX's W [1, G·c, I] and R [1, G·c, n], Loom's
+  // one bias ONNX's input bias (the recurrent bias zero), the peepholes P [1, 3c] (i, o, f). The
+  // initial states are broadcast to [1, N, n]; zero ones are left to ONNX's default.
+  Val fused_recurrence(const FunctionImpl& f, const Val& out) {
+    const FusedRecurrenceInputs r = fused_recurrence_inputs(f.inputs, f.attributes);
+    const Val x = value(f.inputs[0]);
+    LOOM_CHECK(x.dynamic == 2, ArgumentError, "ONNX export: ", function_label(f),
+               " (FusedRecurrence) runs over an operand without a sequence axis");
+    LOOM_CHECK(!r.P.valid() && !r.alpha_dh.valid(), ArgumentError,
+               "ONNX export: ", function_label(f), " (", r.cell, ") has ",
+               r.P.valid() ? "a projection (cell_shape)" : "self-stabilization", ", which ONNX's ",
+               r.cell == "RNNStep" ? "RNN" : r.cell, " op cannot express");
+    static const std::map<std::string, std::string> activations = {
+        {"Tanh", "Tanh"}, {"Sigmoid", "Sigmoid"}, {"ReLU", "Relu"}};
+    auto act = activations.find(r.activation);
+    LOOM_CHECK(act != activations.end(), ArgumentError, "ONNX export: ", function_label(f), " (",
+               r.cell, ") has no activation, which ONNX's recurrent ops cannot express");
+    const bool lstm = r.cell == "LSTM", gru = r.cell == "GRU";
+    // ONNX's gate block k is Loom's block order[k].
+    const std::vector<size_t> order = lstm  ? std::vector<size_t>{0, 3, 2, 1}
+                                      : gru ? std::vector<size_t>{0, 1, 2}
+                                            : std::vector<size_t>{0};
+    const size_t G = order.size(), I = x.shape.total_size(), n = r.H.shape()[0],
+                 c = r.b.shape()[0] / G;
+    const DataType dtype = x.dtype;
+    const std::vector<double> b = leaf_values(f, r.b), W = leaf_values(f, r.W),
+                              H = leaf_values(f, r.H);
+    const size_t GH = r.H.shape()[1] / c;  // H's gate blocks (GRU: z, r; H1 has the third)
+    std::vector<double> w(G * c * I), rec(G * c * n), bias(2 * G * c, 0.0);
+    for (size_t k = 0; k < G; ++k)
+      for (size_t j = 0; j < c; ++j) {
+        const size_t from = order[k] * c + j, to = k * c + j;
+        for (size_t i = 0; i < I; ++i) w[to * I + i] = W[i * G * c + from];
+        bias[to] = b[from];
+      }
+    const std::vector<double> H1 = gru ? leaf_values(f, r.H1) : std::vector<double>{};
+    for (size_t k = 0; k < G; ++k)
+      for (size_t j = 0; j < c; ++j)
+        for (size_t i = 0; i < n; ++i)
+          rec[(k * c + j) * n + i] =
+              order[k] < GH ? H[i * GH * c + order[k] * c + j] : H1[i * c + j];
+    const std::string base = output_name(f);
+    std::vector<std::string> inputs{reshaped(x, NDShape{I}),
+                                    add_tensor(base + "_W", dtype, w, {1, G * c, I}),
+                                    add_tensor(base + "_R", dtype, rec, {1, G * c, n}),
+                                    add_tensor(base + "_B", dtype, bias, {1, 2 * G * c}),
+                                    lengths_,
+                                    initial_state(f, r.h0, n, x, base + "_h0")};
+    if (lstm) inputs.push_back(initial_state(f, r.c0, c, x, base + "_c0"));
+    if (r.Ci.valid()) {
+      std::vector<double> p;
+      for (const Variable& v : {r.Ci, r.Co, r.Cf}) {
+        const std::vector<double> part = leaf_values(f, v);
+        p.insert(p.end(), part.begin(), part.end());
+      }
+      inputs.push_back(add_tensor(base + "_P", dtype, p, {1, 3 * c}));
+    }
+    while (inputs.back().empty()) inputs.pop_back();
+    const std::string y = fresh(base + "_Y"), y_h = fresh(base + "_Y_h");
+    pb::NodeProto& rnn = *graph_.add_node();
+    rnn.set_op_type(lstm ? "LSTM" : gru ? "GRU" : "RNN");
+    rnn.set_name(fresh(base + "_" + rnn.op_type()));
+    for (const std::string& i : inputs) rnn.add_input(i);
+    rnn.add_output(y);
+    rnn.add_output(y_h);
+    produced_.insert(y);
+    produced_.insert(y_h);
+    set_int(rnn, "hidden_size", int64_t(c));
+    pb::AttributeProto& direction = *rnn.add_attribute();
+    direction.set_name("direction");
+    direction.set_type(pb::AttributeProto::STRING);
+    direction.set_s(r.go_backwards ? "reverse" : "forward");
+    pb::AttributeProto& functions = *rnn.add_attribute();
+    functions.set_name("activations");
+    functions.set_type(pb::AttributeProto::STRINGS);
+    if (!r.cell.starts_with("RNN")) functions.add_strings("Sigmoid");
+    for (size_t k = 0; k < (lstm ? 2 : 1); ++k) functions.add_strings(act->second);
+    // Y [T, 1, N, n] without its direction axis; Y_h [1, N, n] is the state after each
+    // sequence's last step in the direction of the recurrence.
+    node("Squeeze", {y, ints({1})}, base);
+    last_states_[f.outputs[0].get()] = {y_h, r.go_backwards};
+    return named(out, base);
+  }
+
+  // An initial state [], [1] or [size] as ONNX's [1, N, size] (empty when it is zero).
+  std::string initial_state(const FunctionImpl& f, const Variable& s, size_t size, const Val& x,
+                            const std::string& want) {
+    if (s.is_constant() || s.is_parameter()) {
+      const std::vector<double> v = leaf_values(f, s);
+      if (std::all_of(v.begin(), v.end(), [](double e) { return e == 0; })) return "";
+    }
+    const Val state = value(s);
+    if (batch_shape_.empty()) {
+      const std::string shape = fresh("input_shape");
+      node("Shape", {x.name}, shape);
+      batch_shape_ = fresh("state_batch");
+      pb::NodeProto& n = node("Gather", {shape, ints({1})}, batch_shape_);
+      set_int(n, "axis", 0);
+    }
+    const std::string target = fresh(want + "_shape");
+    set_int(node("Concat", {ints({1}), batch_shape_, ints({int64_t(size)})}, target), "axis", 0);
+    const std::string name = fresh(want);
+    node("Expand", {reshaped(state, NDShape{1, 1, state.shape.total_size()}), target}, name);
+    return name;
+  }
+
+  // sequence::last and sequence::first: the state ONNX's recurrent op gives for it where the
+  // operand is a fused recurrence's output in the matching direction, else the step at index
+  // 0 (first) or at each sequence's length - 1 (last).
+  Val sequence_end(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    LOOM_CHECK(x.dynamic == 2, ArgumentError, "ONNX export: ", function_label(f), " (",
+               f.op->name(), ") takes an operand without a sequence axis");
+    const bool last = f.op->name() == std::string("SequenceLast");
+    auto state = last_states_.find(f.inputs[0].impl().get());
+    if (state != last_states_.end() && state->second.second != last)
+      return single(f, out, "Squeeze", {state->second.first, ints({0})});
+    if (!last) {
+      const std::string step = fresh(output_name(f) + "_step");
+      set_int(node("Gather", {use(x), ints({0})}, step), "axis", 0);
+      return single(f, out, "Squeeze", {step, ints({0})});
+    }
+    // Steps [N, T, ...] and each sequence's last index [N, 1], gathered per sequence.
+    std::vector<int64_t> perm{1, 0};
+    for (size_t k = 0; k < x.shape.rank(); ++k) perm.push_back(int64_t(k + 2));
+    const std::string base = output_name(f), steps = fresh(base + "_by_sequence"),
+                      lengths = fresh(base + "_lengths"), index = fresh(base + "_index"),
+                      indices = fresh(base + "_indices");
+    set_ints(node("Transpose", {use(x)}, steps), "perm", perm);
+    set_int(node("Cast", {lengths_}, lengths), "to", pb::TensorProto::INT64);
+    node("Sub", {lengths, ints({1})}, index);
+    node("Unsqueeze", {index, ints({1})}, indices);
+    set_int(node("GatherND", {steps, indices}, base), "batch_dims", 1);
+    return named(out, base);
   }
 
   pb::ModelProto model_;
@@ -442,6 +633,11 @@ class Exporter {
   std::unordered_set<std::string> names_, produced_, outputs_;
   std::map<std::pair<const VariableImpl*, std::vector<size_t>>, std::string> views_;
   std::map<std::vector<int64_t>, std::string> int_tensors_;
+  std::string sequence_axis_;  // the name of the inputs' sequence axis, once one is met
+  std::string lengths_;        // the graph input of the sequences' lengths
+  std::string batch_shape_;    // [N] as an int64 tensor, once an initial state needs it
+  // Of each fused recurrence's output: its op's Y_h and whether it runs backwards.
+  std::unordered_map<const VariableImpl*, std::pair<std::string, bool>> last_states_;
 };
 
 Exporter::Exporting Exporter::unary(const char* op) {
@@ -457,7 +653,7 @@ Exporter::Exporting Exporter::binary(const char* op) {
     std::vector<std::string> inputs;
     for (const Variable& v : f.inputs) {
       const Val x = e.value(v);
-      inputs.push_back(x.batch
+      inputs.push_back(x.dynamic
                            ? e.reshaped(x, ones_then(out.shape.rank() - x.shape.rank(), x.shape))
                            : e.use(x));
     }
@@ -474,7 +670,7 @@ Exporter::Exporting Exporter::softmax(const char* op) {
         all ? 0 : op_util::static_axis_index(f.attributes.get<int64_t>("axis"), x.shape.rank());
     const NDShape shape = all ? NDShape{x.shape.total_size()} : x.shape;
     const std::string name = e.output_name(f);
-    set_int(e.node(op, {e.reshaped(x, shape)}, name), "axis", int64_t(axis + x.batch));
+    set_int(e.node(op, {e.reshaped(x, shape)}, name), "axis", int64_t(axis + x.dynamic));
     Val y = named(out, name);
     y.shape = shape;
     return named(out, e.reshaped(y, out.shape));
@@ -486,11 +682,11 @@ Exporter::Exporting Exporter::reduce(const char* op) {
     const Val x = e.value(f.inputs[0]);
     std::vector<int64_t> axes;
     if (f.attributes.get<bool>("all_static_axes")) {
-      for (size_t i = 0; i < x.shape.rank(); ++i) axes.push_back(int64_t(i + x.batch));
+      for (size_t i = 0; i < x.shape.rank(); ++i) axes.push_back(int64_t(i + x.dynamic));
     } else {
       for (const DictionaryValue& a : f.attributes.get<DictionaryVector>("axes"))
         axes.push_back(
-            int64_t(op_util::static_axis_index(a.get<int64_t>(), x.shape.rank()) + x.batch));
+            int64_t(op_util::static_axis_index(a.get<int64_t>(), x.shape.rank()) + x.dynamic));
     }
     const bool axes_input = std::string(op) == "ReduceSum";  // an attribute in the others
     std::vector<std::string> inputs{e.use(x)};

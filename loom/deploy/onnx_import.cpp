@@ -1,5 +1,6 @@
 // ONNX import: each node becomes Loom ops (docs/onnx.md). Axis 0 of a graph input is the batch
-// axis; initializers become parameters (batch normalization's statistics constants).
+// axis, or axes 0 and 1 (both without a fixed size) the sequence and batch axes of a batch of
+// sequences; initializers become parameters (batch normalization's statistics constants).
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -7,10 +8,12 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "loom/deploy/onnx.h"
 #include "loom/deploy/onnx.pb.h"
 #include "loom/deploy/onnx_common.h"
+#include "loom/ops/fused_rnn.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/container.h"
 #include "loom/serialize/model_file.h"
@@ -27,12 +30,13 @@ namespace pb = onnx_proto;
 constexpr int64_t kMaxDim = int64_t(1) << 31;
 constexpr uint64_t kMaxElements = uint64_t(1) << 40;
 
-// A value of the graph: a Loom variable and whether ONNX's axis 0 is its batch axis (then
-// ONNX's axis k is the variable's static axis k - 1).
+// A value of the graph: a Loom variable and how many of ONNX's leading axes are its dynamic
+// axes (0; 1: the batch axis; 2: the sequence and batch axes), so that ONNX's axis k is the
+// variable's static axis k - dynamic.
 struct Val {
   Variable var;
-  bool batch = false;
-  size_t rank() const { return var.shape().rank() + batch; }
+  size_t dynamic = 0;
+  size_t rank() const { return var.shape().rank() + dynamic; }
 };
 
 // A problem with the node being imported; the importer adds the file and the node.
@@ -83,11 +87,13 @@ size_t onnx_axis(int64_t axis, size_t rank) {
   return size_t(a);
 }
 
-// The Loom static axis of ONNX axis `axis` of v; the batch axis cannot be one.
+// The Loom static axis of ONNX axis `axis` of v; a dynamic axis cannot be one.
 Axis static_axis(const Val& v, int64_t axis) {
   const size_t a = onnx_axis(axis, v.rank());
-  if (v.batch && a == 0) fail("the op works along axis 0, the batch axis, which Loom cannot");
-  return Axis(int(a - v.batch));
+  if (a < v.dynamic)
+    fail("the op works along axis ", a, ", a ", v.dynamic == 2 && a == 0 ? "sequence" : "batch",
+         " axis, which Loom cannot");
+  return Axis(int(a - v.dynamic));
 }
 
 std::vector<size_t> to_sizes(const std::vector<int64_t>& v, const char* what) {
@@ -153,21 +159,36 @@ class Importer {
     const std::string where = file_ + ": graph input '" + in.name() + "'";
     if (!in.type().has_tensor_type()) throw DataError(where + " is not a tensor");
     const pb::TypeProto::Tensor& t = in.type().tensor_type();
-    const DataType dtype = data_type(t.elem_type(), where);
     if (!t.has_shape() || t.shape().dim_size() == 0)
       throw DataError(where + " has no shape; Loom needs [batch, sample axes...]");
+    // A vector of int32: the sequences' lengths for the recurrent ops, which Loom's sequences
+    // carry themselves.
+    if (t.elem_type() == pb::TensorProto::INT32 && t.shape().dim_size() == 1) {
+      lengths_.insert(in.name());
+      return;
+    }
+    const DataType dtype = data_type(t.elem_type(), where);
+    auto fixed = [&](int k) {
+      const pb::TensorShapeProto::Dimension& d = t.shape().dim(k);
+      return d.has_dim_value() && d.dim_value() > 0 && d.dim_value() <= kMaxDim;
+    };
+    // [T, N, sample...]: a batch of sequences (ONNX's recurrent ops take them so).
+    const int dynamic = t.shape().dim_size() >= 2 && !fixed(0) && !fixed(1) ? 2 : 1;
     std::vector<size_t> dims;
     uint64_t total = 1;
-    for (int k = 1; k < t.shape().dim_size(); ++k) {
-      const pb::TensorShapeProto::Dimension& d = t.shape().dim(k);
-      if (!d.has_dim_value() || d.dim_value() <= 0 || d.dim_value() > kMaxDim)
+    for (int k = dynamic; k < t.shape().dim_size(); ++k) {
+      if (!fixed(k))
         throw DataError(detail::concat(where, ": axis ", k, " has no fixed size; Loom needs ",
-                                       "the sample shape (every axis but the batch axis 0)"));
-      dims.push_back(size_t(d.dim_value()));
-      total *= uint64_t(d.dim_value());
+                                       "the sample shape (every axis but the batch axis 0, or ",
+                                       "the sequence and batch axes 0 and 1)"));
+      dims.push_back(size_t(t.shape().dim(k).dim_value()));
+      total *= uint64_t(dims.back());
       if (total > kMaxElements) throw DataError(where + " has too many elements per sample");
     }
-    values_[in.name()] = {input_variable(NDShape(dims), {.dtype = dtype, .name = in.name()}), true};
+    const InputOptions options{.dtype = dtype, .name = in.name()};
+    values_[in.name()] = {dynamic == 2 ? sequence::input_variable(NDShape(dims), options)
+                                       : input_variable(NDShape(dims), options),
+                          size_t(dynamic)};
   }
 
   DataType data_type(int32_t t, const std::string& where) {
@@ -256,20 +277,30 @@ class Importer {
     const std::string& name = node_->input(int(i));
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
-    if (constants_.count(name)) return {leaf(name, false), false};
+    if (constants_.count(name)) return {leaf(name, false), 0};
+    if (recurrences_.count(name))
+      fail("input '", name, "' is a recurrent op's output with its direction axis; Loom imports ",
+           "it through a Squeeze of that axis only");
     fail("input '", name, "' is computed by no earlier node and is not an initializer");
   }
   Val batched(size_t i) {
     Val v = in(i);
-    if (!v.batch) fail("input ", i, " must have the batch axis (come from a graph input)");
+    if (v.dynamic != 1)
+      fail("input ", i, " must have the batch axis and no sequence axis (",
+           v.dynamic ? "it is a sequence" : "it is a constant", ")");
     return v;
   }
   // v with another shape (Loom's: behind the batch axis); initializers get the shape directly.
   Val reshaped(const Val& v, const NDShape& shape) {
     if (v.var.shape() == shape) return v;
-    if (!v.batch && v.var.is_parameter() && v.var.shape().total_size() == shape.total_size())
-      return {leaf(v.var.name(), false, shape), false};
-    return {reshape(v.var, shape, out_name()), v.batch};
+    if (!v.dynamic && v.var.is_parameter() && v.var.shape().total_size() == shape.total_size())
+      return {leaf(v.var.name(), false, shape), 0};
+    return {reshape(v.var, shape, out_name()), v.dynamic};
+  }
+  // Input i, a constant of integers.
+  std::vector<int64_t> input_ints(size_t i) {
+    if (!has_input(i)) fail("input ", i, " is missing");
+    return ints(node_->input(int(i)));
   }
   std::string out_name() const { return node_->output_size() ? node_->output(0) : ""; }
 
@@ -315,6 +346,10 @@ class Importer {
     const pb::NodeProto& n = *node_;
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail("ops of domain '", n.domain(), "' are not imported");
+    if (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN") {
+      recurrent();
+      return;
+    }
     if (n.op_type() == "Constant") {
       const pb::AttributeProto* value = find_attribute(n, "value");
       if (!value || !value->has_t() || n.output_size() != 1)
@@ -336,42 +371,44 @@ class Importer {
   static Importing unary(Unary op) {
     return [op](Importer& m) {
       const Val x = m.in(0);
-      return Val{op(x.var, m.out_name()), x.batch};
+      return Val{op(x.var, m.out_name()), x.dynamic};
     };
   }
 
-  // ONNX right-aligns whole tensors, Loom the samples behind the batch axis: values with the
-  // batch axis must have the output's rank, and an initializer of that rank loses its leading
-  // axis of 1 (the one facing the batch axis).
-  Val broadcast(const Val& v, size_t rank, bool any_batch) {
-    if (!any_batch || v.rank() < rank) {
-      if (v.batch) fail("an operand with the batch axis has rank ", v.rank(), " < ", rank);
+  // ONNX right-aligns whole tensors, Loom the samples behind the dynamic axes: values with
+  // dynamic axes must have the output's rank, and an initializer of that rank loses its leading
+  // axes of 1 (those facing the dynamic axes).
+  Val broadcast(const Val& v, size_t rank, size_t dynamic) {
+    if (!dynamic || v.rank() < rank) {
+      if (v.dynamic) fail("an operand with dynamic axes has rank ", v.rank(), " < ", rank);
       return v;
     }
-    if (v.batch) return v;
-    if (v.var.shape()[0] != 1)
-      fail("an operand of shape ", v.var.shape().to_string(),
-           " would broadcast along the batch axis");
-    return reshaped(v, v.var.shape().sub_shape(1));
+    if (v.dynamic) return v;
+    for (size_t k = 0; k < dynamic; ++k)
+      if (v.var.shape()[k] != 1)
+        fail("an operand of shape ", v.var.shape().to_string(),
+             " would broadcast along a dynamic axis");
+    return reshaped(v, v.var.shape().sub_shape(dynamic));
   }
   static Importing binary(Binary op) {
     return [op](Importer& m) {
       if (m.inputs() != 2) fail("Loom imports this op with two inputs, not ", m.inputs());
       Val a = m.in(0), b = m.in(1);
-      const size_t rank = std::max(a.rank(), b.rank());
-      const bool batch = a.batch || b.batch;
-      a = m.broadcast(a, rank, batch);
-      b = m.broadcast(b, rank, batch);
-      return Val{op(a.var, b.var, m.out_name()), batch};
+      if (a.dynamic && b.dynamic && a.dynamic != b.dynamic)
+        fail("an operand over sequences meets one over samples");
+      const size_t rank = std::max(a.rank(), b.rank()), dynamic = std::max(a.dynamic, b.dynamic);
+      a = m.broadcast(a, rank, dynamic);
+      b = m.broadcast(b, rank, dynamic);
+      return Val{op(a.var, b.var, m.out_name()), dynamic};
     };
   }
 
   // A [.., K] times B [K, O]: Loom's times contracts the last axis of A.
   Val matmul() {
     const Val a = in(0), b = in(1);
-    if (b.batch || b.rank() != 2) fail("Loom imports MatMul with a constant 2-D right operand");
-    if (a.var.shape().rank() < 1) fail("the left operand has no axis besides the batch axis");
-    return {times(a.var, b.var, 1, -1, out_name()), a.batch};
+    if (b.dynamic || b.rank() != 2) fail("Loom imports MatMul with a constant 2-D right operand");
+    if (a.var.shape().rank() < 1) fail("the left operand has no axis besides the dynamic axes");
+    return {times(a.var, b.var, 1, -1, out_name()), a.dynamic};
   }
 
   Val gemm() {
@@ -379,13 +416,13 @@ class Importer {
         int_attribute(*node_, "transA", 0) != 0)
       fail("Loom imports Gemm with alpha 1, beta 1 and transA 0");
     const Val a = in(0), b = in(1);
-    if (b.batch || b.rank() != 2) fail("Loom imports Gemm with a constant 2-D B");
-    if (a.var.shape().rank() != 1) fail("A must be [batch, K]");
+    if (b.dynamic || b.rank() != 2) fail("Loom imports Gemm with a constant 2-D B");
+    if (a.dynamic != 1 || a.var.shape().rank() != 1) fail("A must be [batch, K]");
     const Variable w = int_attribute(*node_, "transB", 0) ? Variable(transpose(b.var)) : b.var;
-    Val y{times(a.var, w, 1, -1, has_input(2) ? "" : out_name()), a.batch};
+    Val y{times(a.var, w, 1, -1, has_input(2) ? "" : out_name()), 1};
     if (!has_input(2)) return y;
-    const Val c = broadcast(in(2), 2, true);
-    return {plus(y.var, c.var, out_name()), true};
+    const Val c = broadcast(in(2), 2, 1);
+    return {plus(y.var, c.var, out_name()), 1};
   }
 
   // The spatial rank of a window op over x [batch, C, spatial...].
@@ -410,7 +447,7 @@ class Importer {
   Val conv() {
     const Val x = batched(0), w = in(1);
     const size_t rank = spatial_rank(x);
-    if (w.batch || w.rank() != rank + 2) fail("W must be a constant [O, C / group, kernel...]");
+    if (w.dynamic || w.rank() != rank + 2) fail("W must be a constant [O, C / group, kernel...]");
     const auto p = to_sizes(pads(rank), "pads");
     ConvolutionOptions o{.strides = per_axis("strides", rank),
                          .auto_padding = {false},
@@ -420,7 +457,7 @@ class Importer {
                          .groups = size_t(int_attribute(*node_, "group", 1)),
                          .name = out_name()};
     if (has_input(2)) o.bias = in(2).var;
-    return {convolution(w.var, x.var, o), true};
+    return {convolution(w.var, x.var, o), 1};
   }
 
   // Loom pools without padding or with CNTK's automatic padding: the pads must be one of them.
@@ -454,14 +491,14 @@ class Importer {
                           .auto_padding = auto_pad,
                           .include_pad = int_attribute(n, "count_include_pad", 0) != 0,
                           .name = m.out_name()}),
-                 true};
+                 1};
     };
   }
   static Importing global_pool(PoolingType type) {
     return [type](Importer& m) {
       const Val x = m.batched(0);
       m.spatial_rank(x);
-      return Val{global_pooling(x.var, type, m.out_name()), true};
+      return Val{global_pooling(x.var, type, m.out_name()), 1};
     };
   }
 
@@ -480,14 +517,14 @@ class Importer {
     return {batch_normalization(x.var, stat(1, false), stat(2, false), stat(3, true), stat(4, true),
                                 count, x.var.shape().rank() > 1, 5000, 0,
                                 float_attribute(*node_, "epsilon", 1e-5f), out_name()),
-            true};
+            1};
   }
 
   static Importing softmax_like(Function (*op)(const Variable&, const Axis&, const std::string&)) {
     return [op](Importer& m) {
       const Val x = m.in(0);
       return Val{op(x.var, static_axis(x, int_attribute(*m.node_, "axis", -1)), m.out_name()),
-                 x.batch};
+                 x.dynamic};
     };
   }
 
@@ -497,15 +534,16 @@ class Importer {
     const NDShape& s = x.var.shape();
     for (size_t k = 0; k < target.size(); ++k) {
       const int64_t d = target[k];
-      if (x.batch && k == 0) {
-        if (d != 0 && d != -1) fail("the target shape ", list(target), " changes the batch axis");
+      if (k < x.dynamic) {
+        if (d != 0 && (d != -1 || x.dynamic != 1))
+          fail("the target shape ", list(target), " changes a dynamic axis");
         continue;
       }
       if (d == 0) {
         if (k >= x.rank()) fail("target shape ", list(target), " copies a missing axis");
-        dims.push_back(s[k - x.batch]);
+        dims.push_back(s[k - x.dynamic]);
       } else if (d == -1) {
-        if (x.batch && target[0] == -1) fail("target shape ", list(target), " infers two axes");
+        if (x.dynamic && target[0] == -1) fail("target shape ", list(target), " infers two axes");
         dims.push_back(NDShape::kInferred);
       } else {
         if (d < 0 || d > kMaxDim) fail("target shape ", list(target), " is out of range");
@@ -516,20 +554,21 @@ class Importer {
   }
   Val reshape_node() {
     if (int_attribute(*node_, "allowzero", 0) != 0) fail("allowzero must be 0");
-    return reshape_to(in(0), ints(node_->input(1)));
+    return reshape_to(in(0), input_ints(1));
   }
   Val flatten() {
     const Val x = in(0);
     const size_t axis = onnx_axis(int_attribute(*node_, "axis", 1), x.rank() + 1);
-    if (x.batch && axis != 1) fail("Loom flattens behind the batch axis only (axis 1)");
+    if (x.dynamic > 1) fail("Flatten would merge the sequence and batch axes");
+    if (x.dynamic && axis != 1) fail("Loom flattens behind the batch axis only (axis 1)");
     const NDShape& s = x.var.shape();
-    if (x.batch) return reshaped(x, NDShape{s.total_size()});
+    if (x.dynamic) return reshaped(x, NDShape{s.total_size()});
     return reshaped(x, NDShape{s.sub_shape(0, axis).total_size(), s.sub_shape(axis).total_size()});
   }
   // Unsqueeze and Squeeze as reshapes of the sample.
   Val unsqueeze() {
     const Val x = in(0);
-    const auto axes = ints(node_->input(1));
+    const auto axes = input_ints(1);
     const size_t rank = x.rank() + axes.size();
     std::vector<bool> added(rank, false);
     for (int64_t a : axes) {
@@ -537,24 +576,28 @@ class Importer {
       if (added[k]) fail("axis ", a, " is named twice");
       added[k] = true;
     }
-    if (x.batch && added[0]) fail("an axis in front of the batch axis");
+    for (size_t k = 0; k < x.dynamic; ++k)
+      if (added[k]) fail("an axis in front of a dynamic axis");
     std::vector<size_t> dims;
     size_t next = 0;
-    for (size_t k = x.batch; k < rank; ++k) dims.push_back(added[k] ? 1 : x.var.shape()[next++]);
+    for (size_t k = x.dynamic; k < rank; ++k) dims.push_back(added[k] ? 1 : x.var.shape()[next++]);
     return reshaped(x, NDShape(dims));
   }
   Val squeeze() {
+    auto r = has_input(0) ? recurrences_.find(node_->input(0)) : recurrences_.end();
+    if (r != recurrences_.end()) return squeezed(r->second);
     const Val x = in(0);
     std::vector<bool> removed(x.rank(), false);
     if (has_input(1)) {
-      for (int64_t a : ints(node_->input(1))) removed[onnx_axis(a, x.rank())] = true;
+      for (int64_t a : input_ints(1)) removed[onnx_axis(a, x.rank())] = true;
     } else {
-      for (size_t k = x.batch; k < x.rank(); ++k) removed[k] = x.var.shape()[k - x.batch] == 1;
+      for (size_t k = x.dynamic; k < x.rank(); ++k) removed[k] = x.var.shape()[k - x.dynamic] == 1;
     }
-    if (x.batch && removed[0]) fail("the batch axis cannot be squeezed");
+    for (size_t k = 0; k < x.dynamic; ++k)
+      if (removed[k]) fail("a dynamic axis cannot be squeezed");
     std::vector<size_t> dims;
-    for (size_t k = x.batch; k < x.rank(); ++k) {
-      const size_t d = x.var.shape()[k - x.batch];
+    for (size_t k = x.dynamic; k < x.rank(); ++k) {
+      const size_t d = x.var.shape()[k - x.dynamic];
       if (removed[k] && d != 1) fail("axis ", k, " of extent ", d, " cannot be squeezed");
       if (!removed[k]) dims.push_back(d);
     }
@@ -563,12 +606,12 @@ class Importer {
 
   Val slice_node() {
     Val x = in(0);
-    const auto starts = ints(node_->input(1)), ends = ints(node_->input(2));
+    const auto starts = input_ints(1), ends = input_ints(2);
     std::vector<int64_t> axes(starts.size());
     for (size_t i = 0; i < axes.size(); ++i) axes[i] = int64_t(i);
-    if (has_input(3)) axes = ints(node_->input(3));
+    if (has_input(3)) axes = input_ints(3);
     if (has_input(4))
-      for (int64_t s : ints(node_->input(4)))
+      for (int64_t s : input_ints(4))
         if (s != 1) fail("steps other than 1 are not imported");
     if (ends.size() != starts.size() || axes.size() != starts.size())
       fail("starts, ends and axes differ in length");
@@ -579,7 +622,7 @@ class Importer {
       const int64_t begin = clamp(starts[i]), end = clamp(ends[i]);
       if (end <= begin)
         fail("the slice [", starts[i], ", ", ends[i], ") of axis ", axes[i], " is empty");
-      x = {slice(x.var, axis, int(begin), end == dim ? 0 : int(end), out_name()), x.batch};
+      x = {slice(x.var, axis, int(begin), end == dim ? 0 : int(end), out_name()), x.dynamic};
     }
     return x;
   }
@@ -589,11 +632,11 @@ class Importer {
     const Val first = in(0);
     for (size_t i = 0; i < inputs(); ++i) {
       const Val v = in(i);
-      if (v.batch != first.batch) fail("inputs with and without the batch axis");
+      if (v.dynamic != first.dynamic) fail("inputs with different dynamic axes");
       vars.push_back(v.var);
     }
     return {splice(vars, static_axis(first, int_attribute(*node_, "axis", 0)), out_name()),
-            first.batch};
+            first.dynamic};
   }
 
   Val transpose_node() {
@@ -602,11 +645,12 @@ class Importer {
     if (perm.empty())
       for (size_t k = 0; k < x.rank(); ++k) perm.push_back(int64_t(x.rank() - 1 - k));
     if (perm.size() != x.rank()) fail("perm ", list(perm), " does not fit rank ", x.rank());
-    if (x.batch && perm[0] != 0) fail("perm ", list(perm), " moves the batch axis");
+    for (size_t k = 0; k < x.dynamic; ++k)
+      if (perm[k] != int64_t(k)) fail("perm ", list(perm), " moves a dynamic axis");
     std::vector<int> loom_perm;
-    for (size_t k = x.batch; k < perm.size(); ++k)
-      loom_perm.push_back(int(onnx_axis(perm[k], x.rank())) - int(x.batch));
-    return {transpose(x.var, loom_perm, out_name()), x.batch};
+    for (size_t k = x.dynamic; k < perm.size(); ++k)
+      loom_perm.push_back(int(onnx_axis(perm[k], x.rank())) - int(x.dynamic));
+    return {transpose(x.var, loom_perm, out_name()), x.dynamic};
   }
 
   static Importing reduce(ReduceFn op) {
@@ -623,8 +667,149 @@ class Importer {
       }
       std::vector<Axis> axes;
       for (int64_t a : given) axes.push_back(static_axis(x, a));
-      return Val{op(x.var, axes, int_attribute(n, "keepdims", 1) != 0, m.out_name()), x.batch};
+      return Val{op(x.var, axes, int_attribute(n, "keepdims", 1) != 0, m.out_name()), x.dynamic};
     };
+  }
+
+  // ---- recurrent ops ----
+
+  // An output of an imported recurrent op: Y [T, 1, N, c] (all steps) or Y_h [1, N, c] (the
+  // state after each sequence's last step in the op's direction).
+  struct Recurrence {
+    Variable steps;  // the fused recurrence
+    bool final_state = false;
+    bool backwards = false;
+  };
+
+  // The float values of a constant input of the node, of the given shape.
+  std::vector<double> weights(size_t i, const std::vector<size_t>& shape, const char* what) {
+    if (!has_input(i)) fail(what, " (input ", i, ") is missing");
+    const pb::TensorProto& t = constant_tensor(node_->input(int(i)));
+    if (tensor_shape(t) != NDShape(shape))
+      fail(what, " has shape ", tensor_shape(t).to_string(), ", not ", NDShape(shape).to_string());
+    if (data_type(t.data_type(), std::string(what)) == DataType::Float64)
+      return elements<double>(t, t.double_data());
+    const std::vector<float> v = elements<float>(t, t.float_data());
+    return {v.begin(), v.end()};
+  }
+
+  Variable weight_parameter(const std::vector<double>& v, const NDShape& shape, DataType dtype,
+                            const std::string& name) {
+    if (dtype == DataType::Float64) return parameter(NDArrayView::from_vector(shape, v), name);
+    return parameter(NDArrayView::from_vector(shape, std::vector<float>(v.begin(), v.end())), name);
+  }
+
+  // LSTM, GRU and RNN over [T, N, I] in one direction as Loom's fused recurrence: ONNX's gate
+  // blocks (LSTM i, o, f, c; GRU z, r, h) in Loom's order, the recurrent bias added to the input
+  // bias (Loom has one), zero initial states; the export's inverse (docs/onnx.md).
+  void recurrent() {
+    const pb::NodeProto& n = *node_;
+    const std::string op = n.op_type();
+    const bool lstm = op == "LSTM", gru = op == "GRU";
+    const Val x = in(0);
+    if (x.dynamic != 2 || x.var.shape().rank() != 1)
+      fail("X must be a batch of sequences of vectors [T, N, input] (a graph input whose axes ",
+           "0 and 1 have no fixed size)");
+    const std::string direction = string_attribute(n, "direction", "forward");
+    if (direction != "forward" && direction != "reverse")
+      fail("direction ", direction, " is not imported (a Loom recurrence runs one way)");
+    for (const char* a : {"clip", "activation_alpha", "activation_beta"})
+      if (find_attribute(n, a)) fail("the attribute ", a, " is not imported");
+    for (const char* a : {"input_forget", "layout", "linear_before_reset"})
+      if (int_attribute(n, a, 0) != 0) fail("the attribute ", a, " must be 0");
+    const size_t G = lstm ? 4 : gru ? 3 : 1;
+    std::vector<std::string> functions;
+    if (const pb::AttributeProto* a = find_attribute(n, "activations"))
+      functions.assign(a->strings().begin(), a->strings().end());
+    else
+      functions = lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                  : gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                        : std::vector<std::string>{"Tanh"};
+    // Loom's cells: the gates sigmoid, one activation f for the rest.
+    const bool rnn = op == "RNN";
+    const bool loom_form = functions.size() == (lstm  ? 3
+                                                : gru ? 2
+                                                      : 1) &&
+                           (rnn || functions[0] == "Sigmoid") &&
+                           (!lstm || functions[1] == functions[2]);
+    static const std::map<std::string, std::string> activations = {
+        {"Tanh", "Tanh"}, {"Sigmoid", "Sigmoid"}, {"Relu", "ReLU"}};
+    auto act = loom_form ? activations.find(functions[rnn ? 0 : 1]) : activations.end();
+    if (act == activations.end())
+      fail("activations must be ",
+           lstm  ? "[Sigmoid, f, f]"
+           : gru ? "[Sigmoid, f]"
+                 : "[f]",
+           " with f Tanh, Sigmoid or Relu (Loom's cells)");
+    if (has_input(4) && !lengths_.count(n.input(4)))
+      fail("sequence_lens must be the graph's int32 input of the sequences' lengths");
+    if (has_input(5) || has_input(6))
+      fail("initial states are not imported (Loom imports recurrent ops that start from zero)");
+    const int64_t hidden = int_attribute(n, "hidden_size", 0);
+    if (hidden <= 0 || hidden > kMaxDim) fail("hidden_size must be given and positive");
+    const size_t c = size_t(hidden), I = x.var.shape()[0], GH = gru ? 2 : G;
+    const std::vector<double> W = weights(1, {1, G * c, I}, "W"),
+                              R = weights(2, {1, G * c, c}, "R");
+    const std::vector<double> B =
+        has_input(3) ? weights(3, {1, 2 * G * c}, "B") : std::vector<double>(2 * G * c, 0.0);
+    // ONNX's gate block k is Loom's block order[k].
+    const std::vector<size_t> order = lstm  ? std::vector<size_t>{0, 3, 2, 1}
+                                      : gru ? std::vector<size_t>{0, 1, 2}
+                                            : std::vector<size_t>{0};
+    std::vector<double> w(I * G * c), b(G * c), h(c * GH * c), h1(gru ? c * c : 0);
+    for (size_t k = 0; k < G; ++k)
+      for (size_t j = 0; j < c; ++j) {
+        const size_t from = k * c + j, to = order[k] * c + j;
+        for (size_t i = 0; i < I; ++i) w[i * G * c + to] = W[from * I + i];
+        b[to] = B[from] + B[G * c + from];
+        for (size_t i = 0; i < c; ++i) {
+          if (order[k] < GH)
+            h[i * GH * c + to] = R[from * c + i];
+          else
+            h1[i * c + j] = R[from * c + i];
+        }
+      }
+    const DataType dtype = x.var.dtype();
+    const std::string name = n.name().empty() ? out_name() : n.name();
+    FusedRecurrenceInputs r{.cell = lstm  ? "LSTM"
+                                    : gru ? "GRU"
+                                          : "RNNStep",
+                            .activation = act->second,
+                            .go_backwards = direction == "reverse",
+                            .b = weight_parameter(b, NDShape{G * c}, dtype, name + ".b"),
+                            .W = weight_parameter(w, NDShape{I, G * c}, dtype, name + ".W"),
+                            .H = weight_parameter(h, NDShape{c, GH * c}, dtype, name + ".H"),
+                            .h0 = constant(0.0, dtype, name + ".h0")};
+    if (gru) r.H1 = weight_parameter(h1, NDShape{c, c}, dtype, name + ".H1");
+    if (lstm) r.c0 = constant(0.0, dtype, name + ".c0");
+    if (lstm && has_input(7)) {
+      const std::vector<double> p = weights(7, {1, 3 * c}, "P");
+      auto part = [&](size_t k, const char* suffix) {
+        return weight_parameter({p.begin() + long(k * c), p.begin() + long((k + 1) * c)},
+                                NDShape{c}, dtype, name + suffix);
+      };
+      r.Ci = part(0, ".Ci");
+      r.Co = part(1, ".Co");
+      r.Cf = part(2, ".Cf");
+    }
+    const Variable steps = fused_recurrence(x.var, r, name);
+    if (n.output_size() > 0 && !n.output(0).empty())
+      recurrences_[n.output(0)] = {steps, false, r.go_backwards};
+    if (n.output_size() > 1 && !n.output(1).empty())
+      recurrences_[n.output(1)] = {steps, true, r.go_backwards};
+  }
+
+  // Y without its direction axis (axis 1) is the sequence of states; Y_h without its (axis 0)
+  // each sequence's final state: its last step, or its first for a reverse recurrence.
+  Val squeezed(const Recurrence& r) {
+    const std::vector<int64_t> axes = has_input(1) ? input_ints(1) : std::vector<int64_t>{};
+    const int64_t axis = r.final_state ? 0 : 1;
+    if (axes != std::vector<int64_t>{axis})
+      fail("Loom imports ", r.final_state ? "Y_h" : "Y", " squeezed along axis ", axis, " only");
+    if (!r.final_state) return {r.steps, 2};
+    return {
+        r.backwards ? sequence::first(r.steps, out_name()) : sequence::last(r.steps, out_name()),
+        1};
   }
 
   const std::string file_;
@@ -633,6 +818,8 @@ class Importer {
   std::unordered_map<std::string, const pb::TensorProto*> constants_;
   std::unordered_map<std::string, Val> values_;
   std::map<std::tuple<std::string, bool, std::vector<size_t>>, Variable> leaves_;
+  std::unordered_set<std::string> lengths_;                  // the int32 inputs of lengths
+  std::unordered_map<std::string, Recurrence> recurrences_;  // outputs of recurrent ops
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "loom/layers/dropout.h"
 #include "loom/layers/normalization.h"
 #include "loom/layers/pooling.h"
+#include "loom/layers/recurrent.h"
 #include "loom/layers/sequential.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/model_file.h"
@@ -167,9 +168,71 @@ TEST(Onnx, ExportNamesWhatItCannotExport) {
   expect_error<ArgumentError>([&] { save_onnx_to_bytes(cross_entropy_with_softmax(x, y)); },
                               {"CrossEntropyWithSoftmax", "no ONNX mapping", "docs/onnx.md"});
   Variable s = sequence::input_variable(3, {.name = "s"});
-  expect_error<ArgumentError>([&] { save_onnx_to_bytes(Dense(2)(s)); },
-                              {"s: Sequence", "is a sequence"});
+  expect_error<ArgumentError>(
+      [&] { save_onnx_to_bytes(Recurrence(LSTM(2, {.cell_shape = 4}))(s)); },
+      {"LSTM", "projection", "cannot express"});
+  expect_error<ArgumentError>(
+      [&] { save_onnx_to_bytes(Recurrence(GRU(2, {.enable_self_stabilization = true}))(s)); },
+      {"GRU", "self-stabilization"});
+  expect_error<ArgumentError>([&] { save_onnx_to_bytes(sequence::reduce_sum(s)); },
+                              {"SequenceReduceSum", "no ONNX mapping"});
+  Variable m = sequence::input_variable(3, Axis::new_unique_dynamic_axis("m"), {.name = "m"});
+  expect_error<ArgumentError>(
+      [&] {
+        save_onnx_to_bytes(combine({sequence::last(s), sequence::last(m)}));
+      },
+      {"along axis 'm", "one sequence axis"});
   expect_error<ArgumentError>([&] { save_onnx_to_bytes(Dense(2)); }, {"placeholder"});
+}
+
+// Sequences of lengths 5, 1 and 3 of the argument's sample shape, values in [-1, 1).
+Value sequences(const Variable& argument) {
+  RandomGenerator random(5);
+  const size_t F = argument.shape().total_size();
+  std::vector<std::vector<double>> data;
+  for (size_t length : {5, 1, 3}) {
+    std::vector<double> s(length * F);
+    for (double& x : s) x = 2 * random.uniform() - 1;
+    data.push_back(std::move(s));
+  }
+  if (argument.dtype() == DataType::Float64) return Value::create_sequences(argument.shape(), data);
+  std::vector<std::vector<float>> floats;
+  for (const auto& s : data) floats.emplace_back(s.begin(), s.end());
+  return Value::create_sequences(argument.shape(), floats);
+}
+
+// ONNX's LSTM, GRU and RNN carry Loom's fused recurrences both ways: gate orders, one bias,
+// peepholes, both directions, the activations, and each sequence's last (first) step as the
+// op's final state.
+TEST(Onnx, RecurrentModelsRoundTrip) {
+  for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+    SCOPED_TRACE(dtype == DataType::Float32 ? "float32" : "float64");
+    const double tolerance = dtype == DataType::Float32 ? 1e-5 : 1e-12;
+    Variable x = sequence::input_variable(4, {.dtype = dtype, .name = "x"});
+    const RecurrentCellOptions cell{.init_bias = uniform(0.5), .dtype = dtype};
+    RecurrentCellOptions peepholes = cell;
+    peepholes.use_peepholes = true;
+    RecurrentCellOptions relu_cell = cell;
+    relu_cell.activation = relu;
+    const Function lstm = Recurrence(LSTM(3, peepholes))(Dense(5, {.dtype = dtype})(x));
+    const Function gru = Recurrence(GRU(3, cell), {.go_backwards = true})(x);
+    const Function rnn = Recurrence(RNNStep(2, relu_cell))(gru);
+    const Function model = combine({Dense(2, {.dtype = dtype})(sequence::last(lstm)),
+                                    sequence::first(gru), sequence::last(rnn), rnn});
+    const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(model), "rnn.onnx");
+    ASSERT_EQ(loaded.arguments().size(), 1u);
+    EXPECT_TRUE(loaded.arguments()[0].has_sequence_axis());
+    ASSERT_EQ(loaded.outputs().size(), model.outputs().size());
+    const Value data = sequences(x);
+    const ValueMap want = model.eval({{x, data}}),
+                   got = loaded.eval({{loaded.arguments()[0], data}});
+    for (size_t k = 0; k < model.outputs().size(); ++k) {
+      const std::vector<double> a = values(want.at(model.outputs()[k])),
+                                b = values(got.at(loaded.outputs()[k]));
+      ASSERT_EQ(a.size(), b.size()) << "output " << k;
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], tolerance) << k << ": " << i;
+    }
+  }
 }
 
 std::vector<uint8_t> replaced(std::vector<uint8_t> bytes, const std::string& from,
@@ -200,12 +263,16 @@ TEST(Onnx, ImportRejectsBadFiles) {
   const std::vector<uint8_t> conv = save_onnx_to_bytes(
       Sequential({Convolution2D({3, 3}, 2, {.pad = true, .reduction_rank = 0}),
                   MaxPooling({2, 2}, {.strides = {2}}), Dense(2)})(input_variable({6, 6})));
-  for (size_t i = 0; i < conv.size(); ++i) {
-    std::vector<uint8_t> damaged = conv;
-    damaged[i] ^= uint8_t(0x5A);
-    try {
-      load_onnx_from_bytes(damaged, "damaged.onnx");
-    } catch (const DataError&) {
+  const std::vector<uint8_t> rnn = save_onnx_to_bytes(sequence::last(
+      Recurrence(LSTM(2, {.use_peepholes = true}))(sequence::input_variable(3, {.name = "s"}))));
+  for (const std::vector<uint8_t>& bytes : {conv, rnn}) {
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      std::vector<uint8_t> damaged = bytes;
+      damaged[i] ^= uint8_t(0x5A);
+      try {
+        load_onnx_from_bytes(damaged, "damaged.onnx");
+      } catch (const DataError&) {
+      }
     }
   }
   // A damaged tensor: its data shorter than its shape.

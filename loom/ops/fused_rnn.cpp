@@ -413,4 +413,30 @@ Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& f,
   return make_primitive(kFusedRecurrence, std::move(in), std::move(a), name);
 }
 
+FusedRecurrenceInputs fused_recurrence_inputs(const std::vector<Variable>& in,
+                                              const Dictionary& a) {
+  const Roles r = roles(a);
+  LOOM_CHECK(in.size() == r.count, ArgumentError, kName, " with these attributes takes ", r.count,
+             " inputs, not ", in.size());
+  auto at = [&](size_t i) { return i == kAbsent ? Variable() : in[i]; };
+  return {.cell = a.get<std::string>("cell"),
+          .activation = a.get<std::string>("activation"),
+          .go_backwards = a.get<bool>("go_backwards"),
+          .b = in[r.b],
+          .W = in[r.W],
+          .H = in[r.H],
+          .H1 = at(r.H1),
+          .Ci = at(r.Ci),
+          .Cf = at(r.Cf),
+          .Co = at(r.Co),
+          .P = at(r.P),
+          .alpha_dh = at(r.a_dh),
+          .alpha_dc = at(r.a_dc),
+          .alpha_c = at(r.a_c),
+          .alpha_h = at(r.a_h),
+          .steepness = a.get<double>("steepness"),
+          .h0 = at(r.h0),
+          .c0 = at(r.c0)};
+}
+
 }  // namespace loom

@@ -40,4 +40,9 @@ struct FusedRecurrenceInputs {
 Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& inputs,
                           const std::string& name = "");
 
+// The parts of a FusedRecurrence op from its inputs (x first) and attributes: the inverse of
+// fused_recurrence (ONNX export reads a call this way).
+FusedRecurrenceInputs fused_recurrence_inputs(const std::vector<Variable>& inputs,
+                                              const Dictionary& attributes);
+
 }  // namespace loom

@@ -2,6 +2,8 @@
 // NAME.onnx (ONNX export), NAME.cmf (Loom's model file), NAME.in and NAME.out (a batch of
 // inputs and Loom's outputs for them: raw float32), and a line of DIR/manifest.txt:
 //   NAME input-shape output-shape     (shapes with the batch axis, as 4,28,28)
+// A model over sequences gets its inputs as ONNX takes them, [T, N, sample...] padded with
+// zeros, the lengths in NAME.lens (int32), and its manifest line ends in "sequences".
 // The weights are random (set_fixed_random_seed), batch normalizations get statistics as if
 // trained.
 //
@@ -26,6 +28,11 @@ std::string dims(const NDShape& s) {
 void write_floats(const std::string& path, const std::vector<float>& v) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+}
+
+void write_ints(const std::string& path, const std::vector<int32_t>& v) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(int32_t)));
 }
 
 void set_statistics(const Function& model) {
@@ -53,6 +60,31 @@ void write(const std::string& dir, const std::string& name, const Function& mode
   write_floats(dir + "/" + name + ".in", input);
   write_floats(dir + "/" + name + ".out", out.data().to_vector<float>());
   manifest << name << " " << dims(x.shape().prepend(n)) << " " << dims(out.data().shape()) << "\n";
+}
+
+// A model over sequences of F numbers, on sequences of lengths 5, 1, 3 and 7.
+void write_sequences(const std::string& dir, const std::string& name, const Function& model,
+                     std::ofstream& manifest) {
+  const std::vector<size_t> lengths{5, 1, 3, 7};
+  const size_t F = model.arguments()[0].shape().total_size(), T = 7, N = lengths.size();
+  RandomGenerator random(13);
+  std::vector<std::vector<float>> sequences;
+  std::vector<float> padded(T * N * F, 0.0f);  // [T, N, F]
+  for (size_t i = 0; i < N; ++i) {
+    std::vector<float> s(lengths[i] * F);
+    for (float& v : s) v = float(random.uniform() * 2 - 1);
+    for (size_t t = 0; t < lengths[i]; ++t)
+      std::copy_n(s.begin() + long(t * F), F, padded.begin() + long((t * N + i) * F));
+    sequences.push_back(std::move(s));
+  }
+  const Value out = model.eval(Value::create_sequences(NDShape{F}, sequences));
+  save_model(model, dir + "/" + name + ".onnx", ModelFormat::ONNX);
+  save_model(model, dir + "/" + name + ".cmf");
+  write_floats(dir + "/" + name + ".in", padded);
+  write_ints(dir + "/" + name + ".lens", {lengths.begin(), lengths.end()});
+  write_floats(dir + "/" + name + ".out", out.data().to_vector<float>());
+  manifest << name << " " << dims(NDShape{T, N, F}) << " " << dims(out.data().shape())
+           << " sequences\n";
 }
 
 }  // namespace
@@ -105,6 +137,24 @@ int main(int argc, char** argv) {
   Function k = sigmoid(times(loom::tanh(reshape(h, {6})), parameter({6, 4})));
   write(dir, "ops", plus(k, reduce_sum(relu(x), std::vector<Axis>{Axis(0), Axis(1)}, false)),
         manifest);
+
+  // An LSTM with peepholes over a projection of the steps, its last state classified.
+  Variable steps = sequence::input_variable(6, {.name = "steps"});
+  Function states =
+      Recurrence(LSTM(5, {.use_peepholes = true, .init_bias = uniform(0.5)}))(Dense(8)(steps));
+  write_sequences(dir, "lstm", softmax(Dense(3, {.activation = None})(sequence::last(states))),
+                  manifest);
+
+  // A GRU backwards and an RNNStep (relu, initial state 0.5) over its outputs; the first and
+  // last steps of both (ONNX's final states and gathered steps).
+  Variable words = sequence::input_variable(4, {.name = "words"});
+  Function gru = Recurrence(GRU(5, {.init_bias = uniform(0.5)}), {.go_backwards = true})(words);
+  Function rnn = Recurrence(RNNStep(4, {.activation = relu, .init_bias = uniform(0.5)}),
+                            {.initial_state = {constant(0.5)}})(gru);
+  Function ends =
+      splice({sequence::first(gru), sequence::last(rnn), sequence::last(gru), sequence::first(rnn)},
+             Axis(0));
+  write_sequences(dir, "gru_rnn", Dense(3, {.activation = sigmoid})(ends), manifest);
   std::printf("wrote %s/manifest.txt\n", dir.c_str());
   return 0;
 }

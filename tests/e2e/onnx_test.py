@@ -1,9 +1,11 @@
 """ONNX export checked by independent tools: onnx_models writes an MLP, seed 002's convnet, a
 convnet with batch normalization and average/global pooling, and a model of the elementwise,
-shape and reduction ops, each with a batch of inputs and Loom's outputs. Debian's onnx checker
+shape and reduction ops, an LSTM classifier and a GRU/RNN model over sequences of different
+lengths, each with a batch of inputs and Loom's outputs. Debian's onnx checker
 must accept every file; OpenCV's ONNX importer (python3-opencv) and onnxruntime (npm's
 onnxruntime-node, installed by scripts/setup.sh) must give Loom's outputs within 1e-4.
-OpenCV 4.6 cannot read the ops model (ReduceSum with its axes as an input, opset 13)."""
+OpenCV 4.6 cannot read the ops model (ReduceSum with its axes as an input, opset 13) nor the
+sequence models (sequence_lens); onnxruntime checks those."""
 import os
 import subprocess
 import sys
@@ -28,9 +30,11 @@ os.chdir(work_dir)
 
 models = []
 for line in open("manifest.txt"):
-    name, ins, outs = line.split()
-    models.append((name, [int(d) for d in ins.split(",")], [int(d) for d in outs.split(",")]))
-expect([m[0] for m in models] == ["mlp", "convnet", "bn_convnet", "ops"], "unexpected models")
+    name, ins, outs, *kind = line.split()
+    models.append((name, [int(d) for d in ins.split(",")], [int(d) for d in outs.split(",")],
+                   kind == ["sequences"]))
+expect([m[0] for m in models] == ["mlp", "convnet", "bn_convnet", "ops", "lstm", "gru_rnn"],
+       "unexpected models")
 
 
 def compare(what, name, got, want):
@@ -47,14 +51,14 @@ if not have_ort:
           "(scripts/setup.sh installs it with npm; LOOM_NPM_PREFIX names another prefix)")
 script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnxruntime_eval.js")
 
-for name, in_shape, out_shape in models:
+for name, in_shape, out_shape, sequences in models:
     model = onnx.load(name + ".onnx")
     onnx.checker.check_model(model, full_check=True)  # raises on any violation
     expect(model.opset_import[0].version == 13, f"{name}: opset {model.opset_import[0].version}")
     x = np.fromfile(name + ".in", dtype=np.float32).reshape(in_shape)
     want = np.fromfile(name + ".out", dtype=np.float32).reshape(out_shape)
 
-    if name != "ops":
+    if name != "ops" and not sequences:
         net = cv2.dnn.readNetFromONNX(name + ".onnx")
         # cv2 turns a 3-D array into a 2-D image with channels: a [N, 28, 28] batch goes in as
         # [N, 1, 28, 28], which the model's first node (a Reshape) gives its shape.
@@ -63,7 +67,8 @@ for name, in_shape, out_shape in models:
 
     if have_ort:
         proc = subprocess.run(["node", script, ort_modules, name + ".onnx", name + ".in",
-                               ",".join(map(str, in_shape)), name + ".ort"],
+                               ",".join(map(str, in_shape)), name + ".ort",
+                               *([name + ".lens"] if sequences else [])],
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             fail(f"onnxruntime on {name}: {proc.stderr}")
@@ -74,7 +79,7 @@ subprocess.run([os.path.join(build_dir, "tools", "loom"), "export", "convnet.cmf
                 "cli.onnx"], check=True, capture_output=True, timeout=120)
 onnx.checker.check_model(onnx.load("cli.onnx"), full_check=True)
 net = cv2.dnn.readNetFromONNX("cli.onnx")
-name, in_shape, out_shape = models[1]
+name, in_shape, out_shape, _ = models[1]
 net.setInput(np.fromfile("convnet.in", dtype=np.float32).reshape(in_shape[0], 1, 28, 28))
 compare("OpenCV (loom export)", "convnet", net.forward(),
         np.fromfile("convnet.out", dtype=np.float32).reshape(out_shape))
