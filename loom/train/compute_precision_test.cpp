@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "loom/core/precision.h"
 #include "loom/core/random.h"
@@ -85,6 +86,24 @@ TEST(ComputePrecision, ConvolutionGradientsInBf16AreCloseToFloat32) {
   const Function first = Convolution({3, 3}, 32, {.activation = relu, .pad = true})(x);
   expect_bf16_close(Convolution({3, 3}, 16, {.pad = true})(first.output()), x,
                     Value::create_batch<float>({16, 12, 12}, random_floats(4 * 16 * 144, 2)));
+}
+
+// Function::eval follows the process-wide setting; the difference to float32 is printed.
+TEST(ComputePrecision, EvalInBf16IsCloseToFloat32) {
+  if (!bf16_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  set_fixed_random_seed(9);
+  const Variable x = input_variable({1, 28, 28});
+  const Function conv = Convolution({5, 5}, 32, {.activation = relu, .pad = true})(x);
+  const Function model = Dense(10)(conv.output());
+  const Value data = Value::create_batch<float>({1, 28, 28}, random_floats(8 * 784, 6));
+  const std::vector<float> f32 = model.eval(data).data().to_vector<float>();
+  set_compute_precision(ComputePrecision::BFloat16);
+  const std::vector<float> bf16 = model.eval(data).data().to_vector<float>();
+  set_compute_precision(ComputePrecision::Float32);
+  const double error = relative_error(bf16, f32);
+  std::printf("eval in bf16: relative difference to float32 %.2e\n", error);
+  EXPECT_LT(error, kBf16Tolerance);
+  EXPECT_NE(bf16, f32);
 }
 
 // A trainer's precision is saved with its checkpoint and restored with it.
