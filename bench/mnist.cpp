@@ -17,6 +17,9 @@
 //                                    sides, K runs each with seeds 1..K: the mnist_convnet
 //                                    example and mnist_torch.py --accuracy;
 //                                    prints both test accuracies)
+//   --bf16: also Loom in bf16 mixed precision (set_compute_precision): each speed row once more
+//           in bf16, with its speed-up over Loom's float32; in the accuracy comparison, Loom
+//           in float32 and in bf16 for each seed, and the difference of their means
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,14 +81,16 @@ struct Options {
   bool reference = true;
   int accuracy_epochs = 0;  // > 0: the accuracy comparison instead of the speed rows
   int seeds = 1;            // runs per side in the accuracy comparison
+  bool bf16 = false;        // also (the child: only) Loom in bf16 mixed precision
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& problem) {
-  std::fprintf(stderr,
-               "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]\n"
-               "       %s --row NAME [--seconds S] [--threads N]\n"
-               "       %s --accuracy EPOCHS [--seeds K]\nrows:",
-               problem.c_str(), argv0, argv0, argv0);
+  std::fprintf(
+      stderr,
+      "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference] [--bf16]\n"
+      "       %s --row NAME [--seconds S] [--threads N] [--bf16]\n"
+      "       %s --accuracy EPOCHS [--seeds K] [--bf16]\nrows:",
+      problem.c_str(), argv0, argv0, argv0);
   for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
   std::fprintf(stderr, "\n");
   std::exit(2);
@@ -116,6 +121,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--seeds") {
       o.seeds = std::atoi(value().c_str());
       if (o.seeds < 1) usage(argv[0], "--seeds needs a positive integer");
+    } else if (a == "--bf16") {
+      o.bf16 = true;
     } else if (a == "--no-reference") {
       o.reference = false;
     } else {
@@ -162,7 +169,7 @@ int run_row(const Row& row, double seconds) {
   Variable z = model(x);
   Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
   Trainer trainer(
-      model, criterion,
+      z, criterion,
       {momentum_sgd(model.parameters(), learning_parameter_schedule_per_sample(kLrPerSample),
                     momentum_schedule_per_sample(kMomentumPerSample))});
   Executor inference({z});  // the forward alone, in inference mode (dropout off)
@@ -202,43 +209,59 @@ int run_row(const Row& row, double seconds) {
 // initial weights and dropout masks; the data order is seed 002's fixed shuffle). Loom's side is
 // the mnist_convnet example beside this program. Single runs scatter by about a point, so the
 // means are compared.
-int compare_accuracy(int epochs, int seeds, const std::string& script) {
+int compare_accuracy(int epochs, int seeds, bool bf16, const std::string& script) {
   const auto folder = std::filesystem::canonical("/proc/self/exe").parent_path();
   const std::string n = std::to_string(epochs);
-  std::vector<double> loom, torch;
+  std::vector<double> loom, loom_bf16, torch;
+  auto loom_accuracy = [&](const std::string& seed, bool in_bf16) {
+    std::vector<std::string> command{(folder / "mnist_convnet").string(), n, "--seed", seed};
+    if (in_bf16) command.push_back("--bf16");
+    std::printf("Loom (mnist_convnet %s --seed %s%s):\n", n.c_str(), seed.c_str(),
+                in_bf16 ? " --bf16" : "");
+    const double error = find_value(run_child(command).lines, "Test error: ");
+    return error < 0 ? -1 : 100 - error;
+  };
   for (int seed = 1; seed <= seeds; ++seed) {
     const std::string s = std::to_string(seed);
-    std::printf("Loom (mnist_convnet %s --seed %s):\n", n.c_str(), s.c_str());
-    const double loom_error = find_value(
-        run_child({(folder / "mnist_convnet").string(), n, "--seed", s}).lines, "Test error: ");
+    loom.push_back(loom_accuracy(s, false));
+    if (bf16) loom_bf16.push_back(loom_accuracy(s, true));
     std::printf("PyTorch (mnist_torch.py --accuracy --epochs %s --seed %s):\n", n.c_str(),
                 s.c_str());
-    const double torch_accuracy = find_value(
+    torch.push_back(find_value(
         run_child({"/usr/bin/python3", script, "--accuracy", "--epochs", n, "--seed", s}).lines,
-        "test_accuracy=");
-    if (loom_error < 0 || torch_accuracy < 0) {
-      std::printf("no test accuracy from %s\n", loom_error < 0 ? "Loom" : "PyTorch");
+        "test_accuracy="));
+    if (loom.back() < 0 || torch.back() < 0 || (bf16 && loom_bf16.back() < 0)) {
+      std::printf("no test accuracy from %s\n", torch.back() < 0 ? "PyTorch" : "Loom");
       return 1;
     }
-    loom.push_back(100 - loom_error);
-    torch.push_back(torch_accuracy);
   }
   auto mean = [](const std::vector<double>& v) {
     double s = 0;
     for (double x : v) s += x;
     return s / double(v.size());
   };
-  std::printf("\ntest accuracy after %d epochs, seed by seed (Loom, PyTorch):", epochs);
-  for (size_t i = 0; i < loom.size(); ++i) std::printf(" (%.2f%%, %.2f%%)", loom[i], torch[i]);
+  std::printf("\ntest accuracy after %d epochs, seed by seed (Loom, %sPyTorch):", epochs,
+              bf16 ? "Loom bf16, " : "");
+  for (size_t i = 0; i < loom.size(); ++i) {
+    std::printf(" (%.2f%%, ", loom[i]);
+    if (bf16) std::printf("%.2f%%, ", loom_bf16[i]);
+    std::printf("%.2f%%)", torch[i]);
+  }
   std::printf("\nmean of %d: Loom %.2f%%, PyTorch %.2f%%, difference %+.2f points\n", seeds,
               mean(loom), mean(torch), mean(loom) - mean(torch));
+  if (bf16)
+    std::printf("mean of %d: Loom bf16 %.2f%%, Loom float32 %.2f%%, difference %+.2f points\n",
+                seeds, mean(loom_bf16), mean(loom), mean(loom_bf16) - mean(loom));
   return 0;
 }
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   if (o.threads) set_max_num_cpu_threads(o.threads);
-  if (!o.row.empty()) return run_row(*find_row(o.row), o.seconds);
+  if (!o.row.empty()) {
+    if (o.bf16) set_compute_precision(ComputePrecision::BFloat16);
+    return run_row(*find_row(o.row), o.seconds);
+  }
 
   if (!std::filesystem::exists(kData + "train-images-idx3-ubyte.gz")) {
     std::printf("Fashion-MNIST is not in %s (apt-get install dataset-fashion-mnist)\n",
@@ -249,7 +272,7 @@ int main(int argc, char** argv) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
   const std::string script = reference_script(argv[0], "mnist_torch.py");
-  if (o.accuracy_epochs > 0) return compare_accuracy(o.accuracy_epochs, o.seeds, script);
+  if (o.accuracy_epochs > 0) return compare_accuracy(o.accuracy_epochs, o.seeds, o.bf16, script);
   const int threads = o.threads ? o.threads : get_max_num_cpu_threads();
   const std::string seconds = std::to_string(o.seconds);
   // Each side runs a row under each of its settings and keeps its best, as the issue asks for
@@ -270,14 +293,20 @@ int main(int argc, char** argv) {
     }
   struct Result {
     const Row* row;
-    Best loom, torch;
+    Best loom, torch, loom_bf16;
   };
   std::vector<Result> results;
   for (const std::string& name : o.rows) {
-    Result r{find_row(name), {}, {}};
-    r.loom =
-        run_best(name + ", Loom (" + std::to_string(threads) + " threads)", loom_settings,
-                 {self, "--row", name, "--seconds", seconds, "--threads", std::to_string(threads)});
+    Result r{find_row(name), {}, {}, {}};
+    const std::vector<std::string> loom_row{
+        self, "--row", name, "--seconds", seconds, "--threads", std::to_string(threads)};
+    r.loom = run_best(name + ", Loom (" + std::to_string(threads) + " threads)", loom_settings,
+                      loom_row);
+    if (o.bf16) {
+      std::vector<std::string> bf16_row = loom_row;
+      bf16_row.push_back("--bf16");
+      r.loom_bf16 = run_best(name + ", Loom bf16", loom_settings, bf16_row);
+    }
     if (o.reference && !script.empty()) {
       r.torch = run_best(name + ", PyTorch", torch_settings,
                          {"/usr/bin/python3", script, "--row", name, "--seconds", seconds,
@@ -311,5 +340,15 @@ int main(int argc, char** argv) {
       "GF/s: model FLOPs (2 per multiply-add of convolutions and dense layers, x3 for a "
       "training step) per second; settings: passive = OMP_WAIT_POLICY=PASSIVE, spin = "
       "GOMP_SPINCOUNT=10000, blasN = OPENBLAS_NUM_THREADS=N\n");
+  if (!o.bf16) return 0;
+  std::printf("\n%-15s %12s %12s %9s  %s\n", "row", "float32 smp/s", "bf16 smp/s", "speed-up",
+              "(Loom in bf16 mixed precision against Loom in float32)");
+  for (const Result& r : results) {
+    const Measurement &f32 = r.loom.m, &b16 = r.loom_bf16.m;
+    std::printf("%-15s %12s %12s %9s\n", r.row->name, cell(f32, f32.sps, "%.0f").c_str(),
+                cell(b16, b16.sps, "%.0f").c_str(),
+                f32.ran && b16.ran ? cell(b16, b16.sps / f32.sps, "%.2fx").c_str() : "-");
+    if (!b16.ran) std::printf("  Loom bf16: %s\n", b16.why.c_str());
+  }
   return 0;
 }

@@ -8,6 +8,7 @@
 //   mnist_convnet [epochs (default 2)] [--samples N: train on the first N of the 54,000]
 //                 [--data FOLDER (default /usr/share/datasets/fashion-mnist)]
 //                 [--seed S: the random seed of the initial weights and dropout (default 1)]
+//                 [--bf16: products and convolutions in bf16 mixed precision]
 #include <cstdio>
 #include <string>
 
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
       folder = argv[++i];
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::stoul(argv[++i]);
+    } else if (a == "--bf16") {
+      set_compute_precision(ComputePrecision::BFloat16);
     } else {
       epochs = std::stoul(a);
     }

@@ -3,6 +3,7 @@
 
 #include "loom/core/axis.h"
 #include "loom/core/dictionary.h"
+#include "loom/core/precision.h"
 #include "loom/core/random.h"
 #include "loom/core/threads.h"
 #include "loom/core/value.h"

@@ -161,8 +161,11 @@ ConvPrimitives make_primitives(const ConvShape& s) {
     pad_r.push_back(a.pad_upper);
   }
   const tag act = activation_tag(s.layout, r);
-  const memory::desc src_md(src, memory::data_type::f32, act),
-      dst_md(dst, memory::data_type::f32, act), w_md(w, memory::data_type::f32, tag::any),
+  // What the primitives read (x, w, dy) is bf16 in bf16 mode; what they write is float32.
+  const auto f32 = memory::data_type::f32;
+  const auto in_type = s.bf16 ? memory::data_type::bf16 : f32;
+  const memory::desc src_md(src, in_type, act), dst_md(dst, f32, act), diff_src_md(src, f32, act),
+      diff_dst_md(dst, in_type, act), w_md(w, in_type, tag::any), diff_w_md(w, f32, tag::any),
       b_md = s.bias ? dnn::plain_desc({i(s.out_channels)}) : memory::desc();
   const auto alg = dnnl::algorithm::convolution_direct;
   const auto fwd = dnnl::prop_kind::forward_training;
@@ -174,10 +177,12 @@ ConvPrimitives make_primitives(const ConvShape& s) {
              : Fwd::desc(fwd, alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r),
       eng);
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
-      {alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r}, eng, fwd_pd);
+      {alg, diff_src_md, w_md, diff_dst_md, strides, dilates, pad_l, pad_r}, eng, fwd_pd);
   BwdWeights::primitive_desc bwd_weights_pd(
-      s.bias ? BwdWeights::desc(alg, src_md, w_md, b_md, dst_md, strides, dilates, pad_l, pad_r)
-             : BwdWeights::desc(alg, src_md, w_md, dst_md, strides, dilates, pad_l, pad_r),
+      s.bias
+          ? BwdWeights::desc(alg, src_md, diff_w_md, b_md, diff_dst_md, strides, dilates, pad_l,
+                             pad_r)
+          : BwdWeights::desc(alg, src_md, diff_w_md, diff_dst_md, strides, dilates, pad_l, pad_r),
       eng, fwd_pd);
   // Loom's weights [O, C/G, k...] are goihw's memory when G > 1 (O = G * O/G).
   const tag w_plain =
@@ -195,10 +200,10 @@ ConvPrimitives make_primitives(const ConvShape& s) {
 }
 
 ConvPrimitives& primitives(const ConvShape& s) {
-  memory::dims k{memory::dim(s.batch),          memory::dim(s.in_channels),
-                 memory::dim(s.out_channels),   memory::dim(s.groups),
-                 memory::dim(s.layout),         memory::dim(s.input_blocked),
-                 memory::dim(s.output_blocked), memory::dim(s.bias)};
+  memory::dims k{
+      memory::dim(s.batch),          memory::dim(s.in_channels), memory::dim(s.out_channels),
+      memory::dim(s.groups),         memory::dim(s.layout),      memory::dim(s.input_blocked),
+      memory::dim(s.output_blocked), memory::dim(s.bias),        memory::dim(s.bf16)};
   for (const SpatialAxis& a : s.axes)
     k.insert(k.end(), {memory::dim(a.input), memory::dim(a.kernel), memory::dim(a.output),
                        memory::dim(a.stride), memory::dim(a.dilation), a.pad_lower, a.pad_upper});

@@ -44,6 +44,10 @@ struct ConvShape {
   // channel-blocked layout (see kChannelBlock; only where can_block() says so).
   bool input_blocked = false, output_blocked = false;
   bool bias = false;  // y gets one bias per output channel
+  // float: compute in bf16 mixed precision (ComputePrecision::BFloat16): x, w and dy rounded
+  // to bfloat16 by oneDNN's reorders, results (y, dx, dw, db) float32. Ignored where the
+  // reference loops run.
+  bool bf16 = false;
 
   size_t input_size() const;   // elements of the input, N * C * spatial
   size_t output_size() const;  // N * O * out spatial

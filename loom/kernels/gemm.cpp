@@ -5,11 +5,13 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
 #include "loom/core/error.h"
 #include "loom/kernels/detail.h"
+#include "loom/kernels/onednn.h"
 
 namespace loom::kernels {
 namespace {
@@ -79,6 +81,26 @@ void tile_rows(size_t nc, size_t kc, const double* ap, const double* bp, double*
   }
 }
 
+// oneDNN splits any product over all OpenMP threads; below ~2M multiply-adds per thread the
+// fork/join and cache traffic cost more than they save (a 32x784x10 step took 5 µs on one
+// thread and 9-31 µs on two here), so small products get fewer threads while this lives.
+class ThreadsForProduct {
+ public:
+  explicit ThreadsForProduct(size_t multiply_adds)
+      : max_(omp_get_max_threads()),
+        threads_(int(std::clamp<size_t>(multiply_adds / (size_t{1} << 21), 1, size_t(max_)))) {
+    if (threads_ != max_) omp_set_num_threads(threads_);
+  }
+  ~ThreadsForProduct() {
+    if (threads_ != max_) omp_set_num_threads(max_);
+  }
+  ThreadsForProduct(const ThreadsForProduct&) = delete;
+  ThreadsForProduct& operator=(const ThreadsForProduct&) = delete;
+
+ private:
+  int max_, threads_;
+};
+
 }  // namespace
 
 template <>
@@ -90,18 +112,69 @@ void gemm<float>(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float
   // oneDNN rejects K == 0; BLAS semantics leave C = beta * C then (and when alpha == 0).
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
   const auto d = [](size_t v) { return static_cast<dnnl_dim_t>(v); };
-  // oneDNN splits any product over all OpenMP threads; below ~2M multiply-adds per thread the
-  // fork/join and cache traffic cost more than they save (a 32x784x10 step took 5 µs on one
-  // thread and 9-31 µs on two here), so small products get fewer threads.
-  const int max_threads = omp_get_max_threads();
-  const int threads =
-      int(std::clamp<size_t>(M * N * K / (size_t{1} << 21), 1, size_t(max_threads)));
-  if (threads != max_threads) omp_set_num_threads(threads);
-  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', d(M), d(N),
-                                          d(K), alpha, A, d(lda), B, d(ldb), beta, C, d(ldc));
-  if (threads != max_threads) omp_set_num_threads(max_threads);
+  dnnl_status_t status;
+  {
+    ThreadsForProduct threads(M * N * K);
+    status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', d(M), d(N), d(K), alpha, A,
+                        d(lda), B, d(ldb), beta, C, d(ldc));
+  }
   LOOM_CHECK(status == dnnl_success, Error, "gemm: oneDNN sgemm failed with status ",
              static_cast<int>(status), " for M=", M, " N=", N, " K=", K);
+}
+
+namespace {
+
+struct MatmulBf16 {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  dnnl::memory::desc a, b, c;  // Loom's float32 matrices, strided
+};
+
+MatmulBf16 make_matmul_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                            size_t lda, size_t ldb, float beta, size_t ldc) {
+  using dnnl::memory;
+  const auto d = [](size_t v) { return memory::dim(v); };
+  const auto f32 = memory::data_type::f32, bf16 = memory::data_type::bf16;
+  // op(A) is M x K: A's rows, or A's columns when transposed; likewise op(B), K x N.
+  const memory::desc a({d(M), d(K)}, f32,
+                       trans_a ? memory::dims{1, d(lda)} : memory::dims{d(lda), 1});
+  const memory::desc b({d(K), d(N)}, f32,
+                       trans_b ? memory::dims{1, d(ldb)} : memory::dims{d(ldb), 1});
+  const memory::desc c({d(M), d(N)}, f32, memory::dims{d(ldc), 1});
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(beta);
+    attr.set_post_ops(sum);
+  }
+  const memory::desc a16({d(M), d(K)}, bf16, memory::format_tag::any),
+      b16({d(K), d(N)}, bf16, memory::format_tag::any);
+  dnnl::matmul::primitive_desc pd({a16, b16, c}, attr, onednn::engine());
+  return {pd, dnnl::matmul(pd), a, b, c};
+}
+
+}  // namespace
+
+void gemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+               const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
+               size_t ldc) {
+  namespace dnn = onednn;
+  check_dims(trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
+  const auto i = [](auto v) { return dnn::dims::value_type(v); };
+  const std::string k = dnn::key(
+      "matmul_bf16", {{i(trans_a), i(trans_b), i(M), i(N), i(K), i(lda), i(ldb), i(ldc)},
+                      {i(std::bit_cast<uint32_t>(alpha)), i(std::bit_cast<uint32_t>(beta))}});
+  MatmulBf16& p = dnn::cached<MatmulBf16>(
+      k, [&] { return make_matmul_bf16(trans_a, trans_b, M, N, K, alpha, lda, ldb, beta, ldc); });
+  ThreadsForProduct threads(M * N * K);
+  const dnnl::memory a = dnn::to_layout(p.a, A, p.pd.src_desc(), 0);
+  const dnnl::memory b = dnn::to_layout(p.b, B, p.pd.weights_desc(), 1);
+  dnn::execute(p.prim,
+               {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, dnn::wrap(p.c, C)}},
+               "bf16 matrix product");
 }
 
 template <>

@@ -14,4 +14,11 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, T alpha, const T* A, size_t lda,
           const T* B, size_t ldb, T beta, T* C, size_t ldc);
 
+// gemm<float> in bf16 mixed precision (ComputePrecision::BFloat16): op(A) and op(B) rounded to
+// bfloat16 (oneDNN reorders them), products summed in float32 into the float32 C. oneDNN's
+// matmul primitive, one per shape, cached per thread.
+void gemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+               const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
+               size_t ldc);
+
 }  // namespace loom::kernels

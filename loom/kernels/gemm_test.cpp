@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/core/precision.h"
 #include "loom/kernels/kernels_test_util.h"
 
 namespace loom::kernels {
@@ -13,17 +15,24 @@ namespace {
 
 using namespace loom::testing;
 
-// Checks gemm on matrices stored with `pad` extra columns against a double reference.
+// Checks gemm (gemm_bf16 with bf16) on matrices stored with `pad` extra columns against a
+// double reference.
 template <typename T>
 void check_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, T alpha, T beta, size_t pad,
-                unsigned seed) {
+                unsigned seed, bool bf16 = false) {
   const size_t a_rows = ta ? K : M, a_cols = ta ? M : K;
   const size_t b_rows = tb ? N : K, b_cols = tb ? K : N;
   const size_t lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
   const auto A = random_vector<T>(a_rows * lda, seed);
   const auto B = random_vector<T>(b_rows * ldb, seed + 1);
   GemmOutput<T> C(M * ldc, beta, seed + 2);
-  gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16)
+      gemm_bf16(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
+  }
+  if (!bf16) gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
+  // bf16 rounds each input to 8 significant bits: a product is off by at most 2^-8 of its size.
+  const double tol = bf16 ? 1.0 / 256 : tolerance<T>();
   for (size_t i = 0; i < M; ++i) {
     for (size_t j = 0; j < N; ++j) {
       const GemmReference r = gemm_reference(
@@ -31,7 +40,7 @@ void check_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, T alpha, T beta,
           [&](size_t k) -> double { return tb ? B[j * ldb + k] : B[k * ldb + j]; }, alpha, beta,
           C.initial[i * ldc + j]);
       const double scale = std::abs(double(alpha)) * r.mag + std::abs(double(beta) * r.c0) + 1;
-      ASSERT_NEAR(C.c[i * ldc + j], r.want, tolerance<T>() * scale)
+      ASSERT_NEAR(C.c[i * ldc + j], r.want, tol * scale)
           << "ta " << ta << " tb " << tb << " M " << M << " N " << N << " K " << K << " at " << i
           << "," << j;
     }
@@ -84,6 +93,23 @@ TYPED_TEST(GemmTest, DegenerateSizes) {
   // Empty outputs touch nothing.
   gemm<T>(false, false, 0, 4, 5, T(1), nullptr, 5, nullptr, 4, T(0), nullptr, 4);
   gemm<T>(false, false, 3, 0, 5, T(1), nullptr, 5, nullptr, 1, T(0), nullptr, 1);
+}
+
+// bf16 mixed precision: every transposition, padding, alpha and beta, and a product large
+// enough for threads.
+TEST(GemmBf16Test, AllTranspositionsAndSizes) {
+  if (!bf16_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  unsigned seed = 1;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      for (size_t pad : {size_t{0}, size_t{3}}) {
+        check_gemm<float>(ta, tb, 33, 17, 65, 1.0f, 0.0f, pad, seed++, true);
+        check_gemm<float>(ta, tb, 7, 5, 3, -0.5f, 1.0f, pad, seed++, true);
+        check_gemm<float>(ta, tb, 130, 70, 300, 2.0f, 0.25f, pad, seed++, true);
+      }
+      check_gemm<float>(ta, tb, 257, 530, 260, 1.0f, 0.5f, 1, seed++, true);
+    }
+  check_gemm<float>(false, false, 3, 4, 0, 1.0f, 0.5f, 1, seed++, true);  // C = beta * C
 }
 
 TYPED_TEST(GemmTest, RejectsShortLeadingDimensions) {

@@ -26,23 +26,22 @@ class AdaGradLearner final : public LearnerBase {
     T* a = s.state_block(0);
     if (!need_ave_multiplier_) {
       const T lr = T(s.learning_rate);
-      learners_detail::parallel_for(s.n, [&](size_t i) {
-        const T g = s.g[i];
-        a[i] += g * g;
-        s.p[i] = s.p[i] - lr * (g / std::sqrt(a[i] + floor));
+      learners_detail::parallel_for(s.n, [=, p = s.p, g = s.g](size_t i) {
+        a[i] += g[i] * g[i];
+        p[i] = p[i] - lr * (g[i] / std::sqrt(a[i] + floor));
       });
       return;
     }
     // The mean needs every accumulator first: one pass accumulates, a second steps.
-    const double inverse_sum = learners_detail::ordered_sum(s.n, [&](size_t i) {
-      const T g = s.g[i];
-      a[i] += g * g;
-      return double(T(1) / std::sqrt(a[i] + floor));
+    const double inverse_sum = learners_detail::ordered_sum<T>(s.n, [=, g = s.g](size_t i) {
+      a[i] += g[i] * g[i];
+      return T(1) / std::sqrt(a[i] + floor);
     });
     const T mean = T(inverse_sum / double(s.n));
     const T lr = mean > 0 ? T(s.learning_rate / double(mean)) : T(s.learning_rate);
-    learners_detail::parallel_for(
-        s.n, [&](size_t i) { s.p[i] = s.p[i] - lr * (s.g[i] / std::sqrt(a[i] + floor)); });
+    learners_detail::parallel_for(s.n, [=, p = s.p, g = s.g](size_t i) {
+      p[i] = p[i] - lr * (g[i] / std::sqrt(a[i] + floor));
+    });
   }
 
   bool need_ave_multiplier_;

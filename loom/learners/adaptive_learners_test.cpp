@@ -2,9 +2,11 @@
 // lr 1 per minibatch, momentum time constant 1000, all-ones sum gradients.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "loom/core/error.h"
+#include "loom/core/threads.h"
 #include "loom/learners/adadelta.h"
 #include "loom/learners/adagrad.h"
 #include "loom/learners/adam.h"
@@ -82,6 +84,35 @@ TEST(AdaptiveLearnersTest, CheckpointRoundTrips) {
   });
   testing::expect_checkpoint_round_trip([](auto p) { return fsadagrad(std::move(p), 0.01, 0.9); });
   testing::expect_checkpoint_round_trip([](auto p) { return adadelta(std::move(p)); });
+}
+
+// The rules that need a mean over the tensor (need_ave_multiplier) sum it in a fixed order:
+// the updated parameters are bit-identical at any thread count. The size leaves partial
+// blocks and lanes, and is large enough for the threaded loops.
+TEST(AdaptiveLearnersTest, ResultsDoNotDependOnTheThreadCount) {
+  constexpr size_t kSize = 70001;
+  std::vector<float> g(kSize);
+  for (size_t i = 0; i < kSize; ++i) g[i] = std::sin(float(i) * 0.01f) * 3.0f;
+  auto train = [&](const testing::LearnerFactory& make, int threads) {
+    const int saved = get_max_num_cpu_threads();
+    set_max_num_cpu_threads(threads);
+    Parameter p = testing::make_parameter(std::vector<float>(kSize, 0.25f));
+    auto learner = make({p});
+    std::unordered_map<Variable, NDArrayView> grads{
+        {p, NDArrayView::from_vector<float>({kSize}, g)}};
+    for (int step = 0; step < 3; ++step) learner->update(grads, 16);
+    set_max_num_cpu_threads(saved);
+    return testing::values_of<float>(p);
+  };
+  const std::vector<testing::LearnerFactory> rules = {
+      [](auto p) { return adagrad(std::move(p), 0.01); },
+      [](auto p) { return rmsprop(std::move(p), 0.01, 0.9, 1.2, 0.7, 10, 1e-3); }};
+  for (const auto& make : rules) {
+    const std::vector<float> one = train(make, 1);
+    EXPECT_NE(one, std::vector<float>(kSize, 0.25f));
+    EXPECT_EQ(train(make, 2), one);
+    EXPECT_EQ(train(make, 3), one);
+  }
 }
 
 TEST(AdaptiveLearnersTest, BadOptionsAreArgumentErrors) {

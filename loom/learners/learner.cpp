@@ -269,7 +269,7 @@ void LearnerBase::update_parameter(size_t index, const NDArrayView& gradient, si
       go.truncate = true;
       go.clip = T(limit);
     } else {
-      const double norm = std::sqrt(ordered_sum(s.n, [&](size_t i) {
+      const double norm = std::sqrt(ordered_sum<double>(s.n, [&](size_t i) {
         const double x = go.grad(s.g, s.p, i);  // only the mean is on yet
         return x * x;
       }));

@@ -57,34 +57,34 @@ class RMSPropLearner final : public LearnerBase {
     T* step = s.state_block(2);
     // The first minibatch starts the variance at g^2 and the step at 0.02.
     const bool first = smoothed_count_ <= 1;
-    // Updates element i's state and returns its multiplier step / sqrt(avar).
-    auto advance = [&](size_t i, T g) {
-      if (first) {
-        avar[i] = g * g;
-        sign[i] = 0;
-        step[i] = T(0.02);
-      }
-      avar[i] = gamma * avar[i] + one_minus_gamma * (g * g);
-      const T sgn = T((T(0) < g) - (g < T(0)));
-      step[i] = sign[i] * sgn > 0 ? std::min(step[i] * inc, max) : std::max(step[i] * dec, min);
+    // Updates element i's state and returns its multiplier step / sqrt(avar). Selects rather
+    // than branches (std::min and std::max written out), so that the loops vectorize.
+    auto advance = [=](size_t i, T g) {
+      const T g2 = g * g, a = avar[i], sg = sign[i], st0 = step[i];  // loaded unconditionally
+      const T old_avar = first ? g2 : a, old_sign = first ? T(0) : sg;
+      const T old_step = first ? T(0.02) : st0;
+      const T v = gamma * old_avar + one_minus_gamma * g2;
+      const T sgn = T(T(0) < g) - T(g < T(0));
+      const T up = old_step * inc, down = old_step * dec;
+      const T grown = max < up ? max : up, shrunk = down < min ? min : down;  // both, then pick
+      const T st = old_sign * sgn > 0 ? grown : shrunk;
+      avar[i] = v;
       sign[i] = sgn;
-      return step[i] / std::sqrt(avar[i] + floor);
+      step[i] = st;
+      return st / std::sqrt(v + floor);
     };
     if (!need_ave_multiplier_) {
       const T lr = T(s.learning_rate);
-      learners_detail::parallel_for(s.n, [&](size_t i) {
-        const T g = s.g[i];
-        s.p[i] = s.p[i] - lr * (g * advance(i, g));
-      });
+      learners_detail::parallel_for(
+          s.n, [=, p = s.p, g = s.g](size_t i) { p[i] = p[i] - lr * (g[i] * advance(i, g[i])); });
       return;
     }
     const double sum =
-        learners_detail::ordered_sum(s.n, [&](size_t i) { return double(advance(i, s.g[i])); });
+        learners_detail::ordered_sum<T>(s.n, [=, g = s.g](size_t i) { return advance(i, g[i]); });
     const T mean = T(sum / double(s.n));
     const T lr = T(s.learning_rate / double(mean));
-    learners_detail::parallel_for(s.n, [&](size_t i) {
-      const T a = step[i] / std::sqrt(avar[i] + floor);
-      s.p[i] = s.p[i] - lr * (s.g[i] * a);
+    learners_detail::parallel_for(s.n, [=, p = s.p, g = s.g](size_t i) {
+      p[i] = p[i] - lr * (g[i] * (step[i] / std::sqrt(avar[i] + floor)));
     });
   }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "loom/core/precision.h"
 #include "loom/graph/op.h"
 #include "loom/ops/op_defs.h"
 
@@ -171,8 +172,10 @@ std::vector<size_t> transpose_extents(const char* op, const NDShape& x, const ND
   return out;
 }
 
+// The batch of a call's operand t, and the calling thread's compute precision for float.
 void set_batch(kernels::ConvShape& s, const Tensor& t) {
   s.batch = t.rows();
+  s.bf16 = t.dtype == DataType::Float32 && compute_in_bf16();
 }
 
 // Inputs W, x and, from the Convolution layers, the bias b (one per output channel), which

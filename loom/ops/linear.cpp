@@ -1,5 +1,8 @@
 #include "loom/ops/linear.h"
 
+#include <type_traits>
+
+#include "loom/core/precision.h"
 #include "loom/graph/op.h"
 #include "loom/kernels/gemm.h"
 #include "loom/kernels/sparse.h"
@@ -24,6 +27,18 @@ Dims matrix_dims(const OpCall& call) {
   size_t K = W.size() / (N ? N : 1);
   size_t M = K ? x.size() / K : 0;
   return {M, K, N};
+}
+
+// C = op(A) op(B) + beta C, dense, in the calling thread's compute precision for float
+// (ComputePrecision: bf16 products where set and supported).
+template <typename T>
+void product(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, const T* A, size_t lda,
+             const T* B, size_t ldb, T beta, T* C, size_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (compute_in_bf16())
+      return kernels::gemm_bf16(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  }
+  kernels::gemm<T>(trans_a, trans_b, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
 }
 
 class TimesOp : public OpDef {
@@ -79,8 +94,7 @@ class TimesOp : public OpDef {
         kernels::csr_gemm<T>(d.M, d.N, s.csr_row_offsets().data(), s.csr_col_indices().data(),
                              s.csr_values<T>(), W.ptr<T>(), d.N, T(1), T(0), y, d.N);
       } else {
-        kernels::gemm<T>(false, false, d.M, d.N, d.K, T(1), x.ptr<T>(), d.K, W.ptr<T>(), d.N, T(0),
-                         y, d.N);
+        product<T>(false, false, d.M, d.N, d.K, x.ptr<T>(), d.K, W.ptr<T>(), d.N, T(0), y, d.N);
       }
     });
   }
@@ -93,16 +107,14 @@ class TimesOp : public OpDef {
       const T* dy = call.output_gradient->ptr<T>();
       T beta = accumulate ? T(1) : T(0);
       if (index == 0) {  // dX = dY · Wᵀ
-        kernels::gemm<T>(false, true, d.M, d.K, d.N, T(1), dy, d.N, W.ptr<T>(), d.N, beta,
-                         g.ptr<T>(), d.K);
+        product<T>(false, true, d.M, d.K, d.N, dy, d.N, W.ptr<T>(), d.N, beta, g.ptr<T>(), d.K);
       } else if (x.is_sparse()) {  // dW = Xᵀ · dY
         const NDArrayView& s = *x.sparse;
         kernels::csr_transpose_gemm<T>(d.M, d.K, d.N, s.csr_row_offsets().data(),
                                        s.csr_col_indices().data(), s.csr_values<T>(), dy, d.N, T(1),
                                        beta, g.ptr<T>(), d.N);
       } else {
-        kernels::gemm<T>(true, false, d.K, d.N, d.M, T(1), x.ptr<T>(), d.K, dy, d.N, beta,
-                         g.ptr<T>(), d.N);
+        product<T>(true, false, d.K, d.N, d.M, x.ptr<T>(), d.K, dy, d.N, beta, g.ptr<T>(), d.N);
       }
     });
   }

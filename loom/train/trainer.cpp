@@ -93,7 +93,13 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
   }
 }
 
+void Trainer::set_compute_precision(ComputePrecision p) {
+  detail::note_unsupported_bf16(p, "Trainer::set_compute_precision");
+  precision_ = p;
+}
+
 bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
+  const ComputePrecisionScope precision(compute_precision());
   const bool empty = all_empty(arguments);
   if (empty && !distributed_) return false;
   size_t samples = 0;
@@ -141,6 +147,7 @@ bool Trainer::train_minibatch(const MinibatchMap& minibatch) {
 }
 
 double Trainer::test_minibatch(const ValueMap& arguments, bool distributed) {
+  const ComputePrecisionScope precision(compute_precision());
   if (!evaluator_)
     evaluator_ = std::make_unique<Evaluator>(
         metric_.valid() ? metric_ : loss_, writers_,

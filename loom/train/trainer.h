@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "loom/core/precision.h"
 #include "loom/graph/executor.h"
 #include "loom/io/minibatch_source.h"
 #include "loom/learners/learner.h"
@@ -102,6 +104,15 @@ class Trainer {
   // file.
   static size_t checkpoint_samples(const std::string& path);
 
+  // The precision the trainer's matrix products and convolutions compute in, in
+  // train_minibatch and test_minibatch: its own once set (checkpoints save and restore it),
+  // else the process-wide get_compute_precision(). BFloat16 on a CPU without bf16 support is
+  // kept but computes in float32, with a message (set_compute_precision in precision.h).
+  void set_compute_precision(ComputePrecision p);
+  ComputePrecision compute_precision() const {
+    return precision_.value_or(get_compute_precision());
+  }
+
   size_t total_number_of_samples_seen() const { return total_samples_; }
   double previous_minibatch_loss_average() const;
   double previous_minibatch_evaluation_average() const;
@@ -138,6 +149,7 @@ class Trainer {
   size_t total_samples_ = 0, previous_samples_ = 0;
   size_t synced_samples_ = 0;  // total_samples_ at the last distributed synchronization
   double previous_loss_sum_ = 0, previous_metric_sum_ = 0;
+  std::optional<ComputePrecision> precision_;  // none: the process-wide setting
 };
 
 }  // namespace loom

@@ -86,6 +86,7 @@ void Trainer::save_checkpoint(const std::string& path, const Dictionary& externa
   state["learners"] = std::move(learners);
   state["progress_writers"] = std::move(writers);
   state["external_state"] = external_state;
+  state["compute_precision"] = to_string(compute_precision());
 
   // The model's outputs come first in the training graph (load_model reads them alone).
   size_t model_outputs = 0;
@@ -138,6 +139,7 @@ Dictionary Trainer::restore_from_checkpoint(
   Dictionary external;
   uint64_t total_samples = 0, previous_samples = 0;
   double previous_loss_sum = 0, previous_metric_sum = 0;
+  std::optional<ComputePrecision> precision;  // files before it was saved: none
   const DictionaryVector *learners = nullptr, *writers = nullptr;
   try {
     const int64_t version = state.get<int64_t>("version");
@@ -151,6 +153,13 @@ Dictionary Trainer::restore_from_checkpoint(
     learners = &state.get<DictionaryVector>("learners");
     writers = &state.get<DictionaryVector>("progress_writers");
     external = with_own_tensors(state.get_dictionary("external_state"));
+    if (state.contains("compute_precision")) {
+      const std::string& p = state.get<std::string>("compute_precision");
+      if (p != to_string(ComputePrecision::Float32) && p != to_string(ComputePrecision::BFloat16))
+        fail("compute_precision '" + p + "' is neither 'float32' nor 'bf16'");
+      precision = p == to_string(ComputePrecision::BFloat16) ? ComputePrecision::BFloat16
+                                                             : ComputePrecision::Float32;
+    }
   } catch (const DataError&) {
     throw;
   } catch (const Error& e) {
@@ -205,6 +214,7 @@ Dictionary Trainer::restore_from_checkpoint(
   previous_samples_ = size_t(previous_samples);
   previous_loss_sum_ = previous_loss_sum;
   previous_metric_sum_ = previous_metric_sum;
+  if (precision) set_compute_precision(*precision);
   return external;
 }
 

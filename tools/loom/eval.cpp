@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/precision.h"
 #include "loom/deploy/model_runner.h"
 #include "loom/io/ctf_deserializer.h"
 #include "loom/io/idx_deserializer.h"
@@ -37,6 +38,7 @@ struct EvalOptions {
   std::string output = {};
   std::string format = {};
   size_t minibatch_size = 256;
+  bool bf16 = false;
 };
 
 // "key=value" split at the first '='; UsageError naming the option otherwise.
@@ -127,6 +129,7 @@ void eval(const EvalOptions& opt) {
       !opt.format.empty()                                                           ? opt.format
       : opt.output.size() > 4 && opt.output.substr(opt.output.size() - 4) == ".csv" ? "csv"
                                                                                     : "ctf";
+  if (opt.bf16) set_compute_precision(ComputePrecision::BFloat16);
   ModelRunner runner(opt.model);
   const std::vector<Variable>& args = runner.arguments();
 
@@ -308,6 +311,9 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"ctf", "csv"}));
   cmd->add_option("--minibatch-size", opt->minibatch_size, "Samples per evaluation")
       ->capture_default_str();
+  cmd->add_flag("--bf16", opt->bf16,
+                "Compute products and convolutions in bf16 mixed precision (CPUs with "
+                "AVX512-BF16; float32 elsewhere, with a message)");
   cmd->callback([opt] { eval(*opt); });
 }
 

@@ -1,7 +1,7 @@
 // loom: inspect, evaluate and serve Loom models from the command line.
 //
 //   loom info MODEL
-//   loom eval MODEL --data FILE ... [--map ARG=STREAM] [--labels STREAM] --output FILE
+//   loom eval MODEL --data FILE ... [--map ARG=STREAM] [--labels STREAM] [--bf16] --output FILE
 //   loom serve MODEL --port P [--name NAME] [--max-batch N] [--batch-delay-ms D]
 //   loom export MODEL --onnx OUT.onnx
 //   loom plot MODEL --out graph.svg|png|pdf|dot
