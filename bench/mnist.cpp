@@ -11,8 +11,14 @@
 // momentum_sgd at lr 0.001 and momentum 0.9990239141819757 per sample (seed 002's parameters;
 // the PyTorch side implements the same update).
 //
+// --reading sets how Loom's steps get their minibatch: prefetch (the default: read and packed
+// on the source's background thread while the step computes), sync (read when asked for), none
+// (the first minibatch again every step: no reading at all, the bound for the other two).
+//
 //   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
-//   bench_mnist --row NAME [--seconds S] [--threads N]     (one row, Loom only: the child)
+//               [--reading prefetch|sync|none]
+//   bench_mnist --row NAME [--seconds S] [--threads N] [--reading MODE]   (one row, Loom only:
+//                                                                          the child)
 //   bench_mnist --accuracy EPOCHS [--seeds K]   (seed 002's recipe for EPOCHS epochs on both
 //                                    sides, K runs each with seeds 1..K: the mnist_convnet
 //                                    example and mnist_torch.py --accuracy;
@@ -79,16 +85,18 @@ struct Options {
   double seconds = 5;
   int threads = 0;  // 0: Loom's default
   bool reference = true;
-  int accuracy_epochs = 0;  // > 0: the accuracy comparison instead of the speed rows
-  int seeds = 1;            // runs per side in the accuracy comparison
-  bool bf16 = false;        // also (the child: only) Loom in bf16 mixed precision
+  int accuracy_epochs = 0;           // > 0: the accuracy comparison instead of the speed rows
+  int seeds = 1;                     // runs per side in the accuracy comparison
+  bool bf16 = false;                 // also (the child: only) Loom in bf16 mixed precision
+  std::string reading = "prefetch";  // prefetch, sync or none (see the top)
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& problem) {
   std::fprintf(
       stderr,
       "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference] [--bf16]\n"
-      "       %s --row NAME [--seconds S] [--threads N] [--bf16]\n"
+      "       [--reading prefetch|sync|none]\n"
+      "       %s --row NAME [--seconds S] [--threads N] [--bf16] [--reading MODE]\n"
       "       %s --accuracy EPOCHS [--seeds K] [--bf16]\nrows:",
       problem.c_str(), argv0, argv0, argv0);
   for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
@@ -123,6 +131,10 @@ Options parse(int argc, char** argv) {
       if (o.seeds < 1) usage(argv[0], "--seeds needs a positive integer");
     } else if (a == "--bf16") {
       o.bf16 = true;
+    } else if (a == "--reading") {
+      o.reading = value();
+      if (o.reading != "prefetch" && o.reading != "sync" && o.reading != "none")
+        usage(argv[0], "--reading is prefetch, sync or none");
     } else if (a == "--no-reference") {
       o.reference = false;
     } else {
@@ -153,7 +165,7 @@ Function convnet() {
                      Dropout(0.5), Dense(10, {.activation = None})});
 }
 
-int run_row(const Row& row, double seconds) {
+int run_row(const Row& row, double seconds, const std::string& reading) {
   set_fixed_random_seed(1);
   const NDShape image = row.conv ? NDShape{28, 28} : NDShape{784};
   auto data = std::make_shared<IDXDeserializer>(IDXStreamDefs{
@@ -161,7 +173,7 @@ int run_row(const Row& row, double seconds) {
        {.path = kData + "train-images-idx3-ubyte.gz", .shape = image, .scale = 1.0 / 255}},
       {"labels",
        {.path = kData + "train-labels-idx1-ubyte.gz", .num_classes = 10, .is_sparse = true}}});
-  MinibatchSource source(data, {.randomization_seed = 2});
+  MinibatchSource source(data, {.randomization_seed = 2, .prefetch = reading == "prefetch"});
 
   Variable x = input_variable(image);
   Variable y = input_variable({10}, {.is_sparse = true});
@@ -175,8 +187,9 @@ int run_row(const Row& row, double seconds) {
   Executor inference({z});  // the forward alone, in inference mode (dropout off)
   const std::unordered_map<Variable, StreamInformation> input_map{{x, source["features"]},
                                                                   {y, source["labels"]}};
+  const MinibatchMap first = source.next_minibatch(row.minibatch, input_map);
   auto step = [&] {
-    MinibatchMap mb = source.next_minibatch(row.minibatch, input_map);
+    MinibatchMap mb = reading == "none" ? first : source.next_minibatch(row.minibatch, input_map);
     if (row.train)
       trainer.train_minibatch(mb);
     else
@@ -260,7 +273,7 @@ int main(int argc, char** argv) {
   if (o.threads) set_max_num_cpu_threads(o.threads);
   if (!o.row.empty()) {
     if (o.bf16) set_compute_precision(ComputePrecision::BFloat16);
-    return run_row(*find_row(o.row), o.seconds);
+    return run_row(*find_row(o.row), o.seconds, o.reading);
   }
 
   if (!std::filesystem::exists(kData + "train-images-idx3-ubyte.gz")) {
@@ -299,7 +312,8 @@ int main(int argc, char** argv) {
   for (const std::string& name : o.rows) {
     Result r{find_row(name), {}, {}, {}};
     const std::vector<std::string> loom_row{
-        self, "--row", name, "--seconds", seconds, "--threads", std::to_string(threads)};
+        self,        "--row",  name, "--seconds", seconds, "--threads", std::to_string(threads),
+        "--reading", o.reading};
     r.loom = run_best(name + ", Loom (" + std::to_string(threads) + " threads)", loom_settings,
                       loom_row);
     if (o.bf16) {
@@ -317,7 +331,8 @@ int main(int argc, char** argv) {
     results.push_back(r);
   }
 
-  std::printf("\n%-15s %12s %12s %7s %10s %10s %9s %9s  %s\n", "row", "Loom smp/s", "torch smp/s",
+  std::printf("\nLoom's minibatches: reading %s\n", o.reading.c_str());
+  std::printf("%-15s %12s %12s %7s %10s %10s %9s %9s  %s\n", "row", "Loom smp/s", "torch smp/s",
               "ratio", "Loom RSS", "torch RSS", "Loom GF/s", "torch GF/s",
               "best settings (Loom; PyTorch)");
   for (const Result& best : results) {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -35,24 +36,24 @@ bool is_column_delimiter(char c) {
   return is_value_delimiter(c) || (is_non_printable(c) && c != '\n');
 }
 
-std::string read_file(const std::string& path) {
+// Bytes [begin, end) of the file (up to end of file).
+std::string read_range(const std::string& path, size_t begin, size_t end) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   LOOM_CHECK(f != nullptr, IOError, "Cannot open the input file (", path,
              "): ", std::strerror(errno));
-  std::string text;
-  bool failed = std::fseek(f, 0, SEEK_END) != 0;
-  long size = failed ? -1 : std::ftell(f);
-  failed = size < 0 || std::fseek(f, 0, SEEK_SET) != 0;
+  std::string text(end - begin, '\0');
+  bool failed = fseeko(f, off_t(begin), SEEK_SET) != 0;
   if (!failed) {
-    text.resize(static_cast<size_t>(size));
-    failed = std::fread(text.data(), 1, text.size(), f) != text.size() || std::ferror(f) != 0;
+    text.resize(std::fread(text.data(), 1, text.size(), f));
+    failed = std::ferror(f) != 0;
   }
   std::fclose(f);
-  LOOM_CHECK(!failed, IOError, "Cannot read the input file (", path, ")");
+  LOOM_CHECK(!failed, IOError, "Cannot read the input file (", path, ") at offset ", begin);
   return text;
 }
 
-// A sequence's byte range in the file, as the index finds it before parsing.
+// A sequence's byte range in the file (offsets from the file's start), as the index finds it
+// before parsing.
 struct RawSequence {
   size_t begin, end;
   uint64_t key;
@@ -147,11 +148,14 @@ struct Decimal {
 // error accounting), so that malformed files fail or recover as they did there.
 class Parser {
  public:
-  Parser(const std::string& path, const std::string& text, const std::vector<StreamSpec>& streams,
+  // text holds the file's bytes from offset text_offset on.
+  Parser(const std::string& path, const std::string& text, size_t text_offset,
+         const std::vector<StreamSpec>& streams,
          const std::vector<std::pair<std::string, size_t>>& aliases, const CTFOptions& options,
          ParseLog& log)
       : path_(path),
         base_(text.data()),
+        base_offset_(text_offset),
         streams_(streams),
         aliases_(aliases),
         options_(options),
@@ -163,8 +167,8 @@ class Parser {
 
   // Parses seq and appends it to chunk.
   void parse_sequence(const RawSequence& seq, Chunk& chunk) {
-    pos_ = base_ + seq.begin;
-    end_ = base_ + seq.end;
+    pos_ = base_ + (seq.begin - base_offset_);
+    end_ = base_ + (seq.end - base_offset_);
     chunk_ = &chunk;
     std::fill(counts_.begin(), counts_.end(), 0);
     size_t rows_read = 0, expected = seq.rows;
@@ -224,7 +228,8 @@ class Parser {
 
   std::string where() const { return where(pos_); }
   std::string where(const char* at) const {
-    return concat("at offset ", size_t(at - base_), " in the input file (", path_, ")");
+    return concat("at offset ", base_offset_ + size_t(at - base_), " in the input file (", path_,
+                  ")");
   }
 
   template <typename... Parts>
@@ -535,7 +540,8 @@ class Parser {
   }
 
   const std::string& path_;
-  const char* base_;
+  const char* base_;    // the text
+  size_t base_offset_;  // its offset in the file
   const std::vector<StreamSpec>& streams_;
   const std::vector<std::pair<std::string, size_t>>& aliases_;
   const CTFOptions& options_;
@@ -587,62 +593,208 @@ std::shared_ptr<const Chunk> join(std::span<Chunk> pieces) {
   return chunk;
 }
 
-// Splits the text into sequences: by id column, or one per line. With a stream that defines
-// the minibatch size, only lines naming it count as rows, and sequences without such a line
-// are dropped (as CNTK's index does).
-std::vector<RawSequence> index_sequences(const std::string& path, const std::string& text,
-                                         size_t start, bool skip_ids,
-                                         const std::string& defining_alias) {
-  std::vector<RawSequence> out;
-  auto line_end = [&](size_t b) {
-    size_t e = text.find('\n', b);
-    return e == std::string::npos ? text.size() : e + 1;
-  };
-  std::string pattern = "|" + defining_alias;
-  auto counts = [&](size_t b, size_t e) {
-    if (defining_alias.empty()) return true;
-    for (size_t at = text.find(pattern, b); at != std::string::npos && at + pattern.size() <= e;
-         at = text.find(pattern, at + 1)) {
-      size_t next = at + pattern.size();
+// Splits the file into sequences, reading it a block at a time: by id column, or one per
+// line. With a stream that defines the minibatch size, only lines naming it count as rows, and
+// sequences without such a line are dropped (as CNTK's index does).
+class Indexer {
+ public:
+  Indexer(const std::string& path, bool skip_ids, const std::string& defining_alias)
+      : path_(path),
+        skip_ids_(skip_ids),
+        pattern_(defining_alias.empty() ? "" : "|" + defining_alias) {}
+
+  std::vector<RawSequence> run() {
+    constexpr size_t kBlockBytes = size_t{16} << 20;
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path_.c_str(), "rb"),
+                                                      &std::fclose);
+    LOOM_CHECK(f != nullptr, IOError, "Cannot open the input file (", path_,
+               "): ", std::strerror(errno));
+    std::string block;
+    size_t offset = 0;  // file offset of block[0]
+    bool first = true, last = false;
+    std::vector<RawSequence> out;
+    while (!last) {
+      const size_t kept = block.size();
+      block.resize(kept + kBlockBytes);
+      block.resize(kept + std::fread(block.data() + kept, 1, kBlockBytes, f.get()));
+      LOOM_CHECK(std::ferror(f.get()) == 0, IOError, "Cannot read the input file (", path_, ")");
+      last = block.size() < kept + kBlockBytes;
+      size_t start = 0;
+      if (first) {
+        auto starts_with = [&](const char* bom) {
+          return block.compare(0, std::strlen(bom), bom) == 0;
+        };
+        LOOM_CHECK(!starts_with("\xFF\xFE") && !starts_with("\xFE\xFF"), DataError,
+                   "Found a UTF-16 BOM at offset 0 in the input file (", path_,
+                   "). UTF-16 encoding is not supported; convert the file to UTF-8.");
+        start = starts_with("\xEF\xBB\xBF") ? 3 : 0;
+        LOOM_CHECK(start < block.size(), DataError, "The input file (", path_,
+                   ") is empty: no data at offset ", start, ".");
+        by_line_ = skip_ids_ || block[start] == '|';
+        first = false;
+      }
+      // Only whole lines are indexed until the last block.
+      const size_t limit = last ? block.size() : block.rfind('\n') + 1;
+      const size_t done = by_line_ ? lines(block, start, limit, offset, out)
+                                   : sequences(block, start, limit, offset, last, out);
+      block.erase(0, done);
+      offset += done;
+    }
+    file_size_ = offset + block.size();
+    return out;
+  }
+
+  size_t file_size() const { return file_size_; }
+
+ private:
+  // Whether the line [b, e) of text counts as a row.
+  bool counts(const std::string& text, size_t b, size_t e) const {
+    if (pattern_.empty()) return true;
+    for (size_t at = text.find(pattern_, b); at != std::string::npos && at + pattern_.size() <= e;
+         at = text.find(pattern_, at + 1)) {
+      size_t next = at + pattern_.size();
       if (next == e || is_value_delimiter(text[next]) || text[next] == '|' ||
           is_non_printable(text[next]))
         return true;
     }
     return false;
-  };
-  if (skip_ids || text[start] == '|') {
-    for (size_t b = start, line = 0; b < text.size(); ++line) {
-      size_t e = line_end(b);
-      if (counts(b, e)) out.push_back({b, e, line, 1});
+  }
+  static size_t line_end(const std::string& text, size_t b, size_t limit) {
+    size_t e = text.find('\n', b);
+    return e == std::string::npos || e >= limit ? limit : e + 1;
+  }
+
+  // Every line of [start, limit) is a sequence; returns where indexing stopped.
+  size_t lines(const std::string& text, size_t start, size_t limit, size_t offset,
+               std::vector<RawSequence>& out) {
+    size_t b = start;
+    for (; b < limit; ++line_) {
+      size_t e = line_end(text, b, limit);
+      if (counts(text, b, e)) out.push_back({offset + b, offset + e, line_, 1});
       b = e;
     }
-    return out;
+    return b;
   }
-  for (size_t b = start; b < text.size();) {
-    size_t p = b, e = line_end(b);
-    uint64_t id = 0;
-    for (; p < text.size() && is_digit(text[p]); ++p) {
-      uint64_t digit = uint64_t(text[p] - '0');
-      LOOM_CHECK(id <= (std::numeric_limits<uint64_t>::max() - digit) / 10, DataError,
-                 "Overflow while reading a sequence id at offset ", b, " in the input file (", path,
-                 ").");
-      id = id * 10 + digit;
+
+  // Lines with the same id form a sequence; the last one of a block may go on in the next, so
+  // it is indexed again with that block. Returns where indexing stopped.
+  size_t sequences(const std::string& text, size_t start, size_t limit, size_t offset, bool last,
+                   std::vector<RawSequence>& out) {
+    const size_t first = out.size();
+    for (size_t b = start; b < limit;) {
+      size_t p = b, e = line_end(text, b, limit);
+      uint64_t id = 0;
+      for (; p < limit && is_digit(text[p]); ++p) {
+        uint64_t digit = uint64_t(text[p] - '0');
+        LOOM_CHECK(id <= (std::numeric_limits<uint64_t>::max() - digit) / 10, DataError,
+                   "Overflow while reading a sequence id at offset ", offset + b,
+                   " in the input file (", path_, ").");
+        id = id * 10 + digit;
+      }
+      bool has_id = p > b;
+      LOOM_CHECK(has_id || out.size() > first, DataError, "Expected a sequence id at offset ",
+                 offset + b, " in the input file (", path_, "), none was found.");
+      if (has_id && (out.size() == first || out.back().key != id)) {
+        if (out.size() > first) out.back().end = offset + b;
+        out.push_back({offset + b, offset + limit, id, 0});
+      }
+      out.back().rows += counts(text, b, e);
+      b = e;
     }
-    bool has_id = p > b;
-    LOOM_CHECK(has_id || !out.empty(), DataError, "Expected a sequence id at offset ", b,
-               " in the input file (", path, "), none was found.");
-    if (has_id && (out.empty() || out.back().key != id)) {
-      if (!out.empty()) out.back().end = b;
-      out.push_back({b, text.size(), id, 0});
+    size_t done = std::max(limit, start);
+    if (!last && out.size() > first) {
+      done = out.back().begin - offset;
+      out.pop_back();
     }
-    out.back().rows += counts(b, e);
-    b = e;
+    std::erase_if(out, [](const RawSequence& s) { return s.rows == 0; });
+    return done;
   }
-  std::erase_if(out, [](const RawSequence& s) { return s.rows == 0; });
-  return out;
+
+  const std::string& path_;
+  const bool skip_ids_;
+  const std::string pattern_;
+  bool by_line_ = false;
+  size_t line_ = 0;  // lines indexed so far (by-line keys)
+  size_t file_size_ = 0;
+};
+
+// Replays what parsing reported, in order: prints the lines (when print), spends one unit of
+// errors_left per error, and rethrows what ended parsing early.
+void replay(const std::vector<ParseLog>& logs, size_t& errors_left, bool print,
+            const std::string& path) {
+  for (const ParseLog& log : logs) {
+    for (const ParseLog::Event& e : log.events) {
+      if (!e.counts) {
+        if (print) std::cerr << e.text << "\n";
+        continue;
+      }
+      LOOM_CHECK(errors_left > 0, DataError,
+                 "Reached the maximum number of allowed errors while reading the input file (",
+                 path, ").\nLast error: ", e.text);
+      --errors_left;
+    }
+    if (log.failure) std::rethrow_exception(log.failure);
+  }
 }
 
 }  // namespace
+
+// What the constructor learned about the file, to parse any chunk again later.
+struct CTFDeserializer::Index {
+  std::string path;
+  CTFOptions options;
+  std::vector<StreamSpec> specs;
+  std::vector<std::pair<std::string, size_t>> aliases;  // field -> stream id
+  std::vector<RawSequence> sequences;
+  std::vector<size_t> first_sequence;            // chunk k: sequences [first[k], first[k + 1])
+  std::vector<std::vector<SequenceInfo>> infos;  // by chunk, as parsed
+
+  // The chunks [first, last) parsed: one Chunk per piece of about kPieceBytes of whole
+  // sequences (pieces parse in parallel; chunks alone would leave threads idle on a file of
+  // few chunks), what each piece reported, and the first piece of each chunk (and the end).
+  struct Parsed {
+    std::vector<Chunk> pieces;
+    std::vector<ParseLog> logs;
+    std::vector<size_t> first_piece;
+  };
+  Parsed parse(size_t first, size_t last) const {
+    constexpr size_t kPieceBytes = size_t{1} << 20;
+    const size_t begin = sequences[first_sequence[first]].begin;
+    const std::string text = read_range(path, begin, sequences[first_sequence[last] - 1].end);
+    struct Range {
+      size_t first, last;  // sequences
+    };
+    std::vector<Range> ranges;
+    Parsed out;
+    auto bytes_of = [&](size_t i) { return sequences[i].end - sequences[i].begin; };
+    for (size_t k = first; k < last; ++k) {
+      out.first_piece.push_back(ranges.size());
+      for (size_t i = first_sequence[k]; i < first_sequence[k + 1];) {
+        Range range{i, i};
+        for (size_t bytes = 0;
+             i < first_sequence[k + 1] && (i == range.first || bytes + bytes_of(i) <= kPieceBytes);
+             ++i)
+          bytes += bytes_of(i);
+        range.last = i;
+        ranges.push_back(range);
+      }
+    }
+    out.first_piece.push_back(ranges.size());
+    out.pieces.resize(ranges.size());
+    out.logs.resize(ranges.size());
+    for_each_item(ranges.size(), reader_threads(options.num_threads), [&](size_t p) {
+      out.pieces[p].streams.resize(specs.size());
+      Parser parser(path, text, begin, specs, aliases, options, out.logs[p]);
+      try {
+        for (size_t i = ranges[p].first; i < ranges[p].last; ++i)
+          parser.parse_sequence(sequences[i], out.pieces[p]);
+      } catch (...) {
+        out.logs[p].failure = std::current_exception();
+      }
+    });
+    return out;
+  }
+};
 
 CTFDeserializer::CTFDeserializer(const std::string& path, const StreamDefs& streams,
                                  CTFOptions options) {
@@ -682,19 +834,16 @@ CTFDeserializer::CTFDeserializer(const std::string& path, const StreamDefs& stre
              "Only a single stream is allowed to define the minibatch size, but ", num_defining,
              " found: ", defining, ".");
 
-  std::string text = read_file(path);
-  auto starts_with = [&](const char* bom) { return text.compare(0, std::strlen(bom), bom) == 0; };
-  LOOM_CHECK(!starts_with("\xFF\xFE") && !starts_with("\xFE\xFF"), DataError,
-             "Found a UTF-16 BOM at offset 0 in the input file (", path,
-             "). UTF-16 encoding is not supported; convert the file to UTF-8.");
-  size_t start = starts_with("\xEF\xBB\xBF") ? 3 : 0;
-  LOOM_CHECK(start < text.size(), DataError, "The input file (", path,
-             ") is empty: no data at offset ", start, ".");
-
-  std::vector<RawSequence> sequences =
-      index_sequences(path, text, start, options.skip_sequence_ids, defining_alias);
+  auto index = std::make_unique<Index>();
+  index->path = path;
+  index->options = options;
+  index->specs = std::move(specs);
+  index->aliases = std::move(aliases);
+  Indexer indexer(path, options.skip_sequence_ids, defining_alias);
+  index->sequences = indexer.run();
+  const std::vector<RawSequence>& sequences = index->sequences;
   // A chunk takes whole sequences up to chunk_size_bytes (at least one sequence).
-  std::vector<size_t> first_sequence;
+  std::vector<size_t>& first_sequence = index->first_sequence;
   for (size_t i = 0, bytes = 0; i < sequences.size(); ++i) {
     size_t size = sequences[i].end - sequences[i].begin;
     if (i == 0 || bytes + size > options.chunk_size_bytes) {
@@ -705,81 +854,64 @@ CTFDeserializer::CTFDeserializer(const std::string& path, const StreamDefs& stre
   }
   first_sequence.push_back(sequences.size());
   const size_t num_chunks = first_sequence.size() - 1;
-
-  // Chunks split into pieces of whole sequences, about kPieceBytes each, that parse in
-  // parallel (chunks alone would leave threads idle on a file of few chunks); what each piece
-  // reported is replayed in file order, then each chunk joins its pieces.
-  constexpr size_t kPieceBytes = size_t{1} << 20;
-  struct Piece {
-    size_t chunk, first, last;  // sequences [first, last) of the chunk
-  };
-  std::vector<Piece> pieces;
-  auto bytes_of = [&](size_t i) { return sequences[i].end - sequences[i].begin; };
-  for (size_t k = 0; k < num_chunks; ++k) {
-    for (size_t i = first_sequence[k]; i < first_sequence[k + 1];) {
-      Piece piece{k, i, i};
-      for (size_t bytes = 0;
-           i < first_sequence[k + 1] && (i == piece.first || bytes + bytes_of(i) <= kPieceBytes);
-           ++i)
-        bytes += bytes_of(i);
-      piece.last = i;
-      pieces.push_back(piece);
-    }
-  }
-  const size_t threads = reader_threads(options.num_threads);
-  std::vector<Chunk> parts(pieces.size());
-  std::vector<ParseLog> logs(pieces.size());
-  for_each_item(pieces.size(), threads, [&](size_t p) {
-    parts[p].streams.resize(specs.size());
-    Parser parser(path, text, specs, aliases, options, logs[p]);
-    try {
-      for (size_t i = pieces[p].first; i < pieces[p].last; ++i)
-        parser.parse_sequence(sequences[i], parts[p]);
-    } catch (...) {
-      logs[p].failure = std::current_exception();
-    }
-  });
-  size_t errors_left = options.max_errors;
-  for (const ParseLog& log : logs) {
-    for (const ParseLog::Event& e : log.events) {
-      if (!e.counts) {
-        std::cerr << e.text << "\n";
-        continue;
-      }
-      LOOM_CHECK(errors_left > 0, DataError,
-                 "Reached the maximum number of allowed errors while reading the input file (",
-                 path, ").\nLast error: ", e.text);
-      --errors_left;
-    }
-    if (log.failure) std::rethrow_exception(log.failure);
-  }
-  std::vector<size_t> first_piece(num_chunks + 1, pieces.size());
-  for (size_t p = pieces.size(); p-- > 0;) first_piece[pieces[p].chunk] = p;
-  chunks_.resize(num_chunks);
-  for_each_item(num_chunks, threads, [&](size_t k) {
-    chunks_[k] =
-        join(std::span(parts).subspan(first_piece[k], first_piece[k + 1] - first_piece[k]));
-  });
-  for (const auto& chunk : chunks_) {
-    ChunkInfo info{chunk->sequences.size(), 0};
-    for (const SequenceInfo& s : chunk->sequences) info.num_samples += s.num_samples;
-    chunk_infos_.push_back(info);
-  }
-  LOOM_CHECK(!chunks_.empty(), DataError, "The input file (", path,
+  LOOM_CHECK(num_chunks > 0, DataError, "The input file (", path,
              ") holds no sequence with the stream that defines the minibatch size ('", defining,
-             "'); its data ends at offset ", text.size(), ".");
+             "'); its data ends at offset ", indexer.file_size(), ".");
+
+  // Every chunk is parsed once now, a group of about kGroupBytes at a time, so that every
+  // warning prints and every error surfaces here, in file order, and the lengths are exact;
+  // the data is dropped and parsed again when a chunk is loaded.
+  constexpr size_t kGroupBytes = size_t{64} << 20;
+  size_t errors_left = options.max_errors;
+  for (size_t first = 0; first < num_chunks;) {
+    size_t last = first + 1;
+    while (last < num_chunks &&
+           sequences[first_sequence[last + 1] - 1].end - sequences[first_sequence[first]].begin <=
+               kGroupBytes)
+      ++last;
+    Index::Parsed parsed = index->parse(first, last);
+    replay(parsed.logs, errors_left, true, path);
+    for (size_t k = first; k < last; ++k) {
+      std::vector<SequenceInfo>& infos = index->infos.emplace_back();
+      ChunkInfo info;
+      for (size_t p = parsed.first_piece[k - first]; p < parsed.first_piece[k - first + 1]; ++p)
+        for (const SequenceInfo& s : parsed.pieces[p].sequences) {
+          infos.push_back(s);
+          info.num_samples += s.num_samples;
+        }
+      info.num_sequences = infos.size();
+      chunk_infos_.push_back(info);
+    }
+    first = last;
+  }
+  index_ = std::move(index);
 }
 
+CTFDeserializer::~CTFDeserializer() = default;
+
 std::vector<SequenceInfo> CTFDeserializer::sequence_infos(size_t chunk) const {
-  LOOM_CHECK(chunk < chunks_.size(), ArgumentError, "CTFDeserializer: chunk ", chunk,
-             " does not exist (", chunks_.size(), " chunks)");
-  return chunks_[chunk]->sequences;
+  LOOM_CHECK(chunk < chunk_infos_.size(), ArgumentError, "CTFDeserializer: chunk ", chunk,
+             " does not exist (", chunk_infos_.size(), " chunks)");
+  return index_->infos[chunk];
 }
 
 std::shared_ptr<const Chunk> CTFDeserializer::load_chunk(size_t chunk) {
-  LOOM_CHECK(chunk < chunks_.size(), ArgumentError, "CTFDeserializer: chunk ", chunk,
-             " does not exist (", chunks_.size(), " chunks)");
-  return chunks_[chunk];
+  LOOM_CHECK(chunk < chunk_infos_.size(), ArgumentError, "CTFDeserializer: chunk ", chunk,
+             " does not exist (", chunk_infos_.size(), " chunks)");
+  Index::Parsed parsed = index_->parse(chunk, chunk + 1);
+  // The constructor printed the warnings; errors are counted again, so a file changed since
+  // fails as it would have there.
+  size_t errors_left = index_->options.max_errors;
+  replay(parsed.logs, errors_left, false, index_->path);
+  std::shared_ptr<const Chunk> out = join(parsed.pieces);
+  const std::vector<SequenceInfo>& infos = index_->infos[chunk];
+  for (size_t i = 0; i < infos.size(); ++i)
+    LOOM_CHECK(i < out->sequences.size() && out->sequences[i].num_samples == infos[i].num_samples &&
+                   out->sequences[i].key == infos[i].key,
+               DataError, "The input file (", index_->path,
+               ") changed after it was indexed: sequence (id = ", infos[i].key, ") at offset ",
+               index_->sequences[index_->first_sequence[chunk] + i].begin, " now reads otherwise");
+  return out;
 }
 
 }  // namespace loom

@@ -305,7 +305,8 @@ template <typename T>
 std::vector<T> all_values(Deserializer& d) {
   std::vector<T> out;
   for (size_t k = 0; k < d.chunk_infos().size(); ++k) {
-    const auto& v = d.load_chunk(k)->streams[0].values<T>();
+    const std::shared_ptr<const Chunk> chunk = d.load_chunk(k);
+    const auto& v = chunk->streams[0].values<T>();
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;

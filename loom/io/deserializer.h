@@ -65,10 +65,14 @@ class Deserializer {
   // The sequences of a chunk, in chunk order, without loading its data.
   virtual std::vector<SequenceInfo> sequence_infos(size_t chunk) const = 0;
   virtual std::shared_ptr<const Chunk> load_chunk(size_t chunk) = 0;
-  // The chunk as read in `sweep` (0, 1, ...): a deserializer whose data differs from sweep to
-  // sweep (random image transforms) overrides this; the others deliver load_chunk(chunk).
-  virtual std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep) {
+  // The chunk as read in `sweep` (0, 1, ...) by a source of randomization seed `seed`: a
+  // deserializer whose data differs from sweep to sweep (random image transforms) overrides
+  // this; the others deliver load_chunk(chunk). A MinibatchSource calls it from its reader
+  // threads, several chunks at once: it must be safe to call concurrently.
+  virtual std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep,
+                                                           uint64_t seed) {
     (void)sweep;
+    (void)seed;
     return load_chunk(chunk);
   }
 

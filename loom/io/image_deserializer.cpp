@@ -376,7 +376,7 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
   if (options.max_errors > 0) {
     std::vector<char> decodes(entries_.size());
     for_each_item(entries_.size(), reader_threads(options.num_threads), [&](size_t i) {
-      RandomGenerator rng(options.seed, entries_[i].line);
+      RandomGenerator rng(0, entries_[i].line);
       decodes[i] = !pipeline_->run(read_bytes(entries_[i].path), rng).empty();
     });
     std::vector<Entry> good;
@@ -407,10 +407,11 @@ std::vector<SequenceInfo> ImageDeserializer::sequence_infos(size_t chunk) const 
 }
 
 std::shared_ptr<const Chunk> ImageDeserializer::load_chunk(size_t chunk) {
-  return load_chunk_in_sweep(chunk, 0);
+  return load_chunk_in_sweep(chunk, 0, 0);
 }
 
-std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk, size_t sweep) {
+std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk, size_t sweep,
+                                                                    uint64_t seed) {
   auto out = std::make_shared<Chunk>();
   out->sequences = sequence_infos(chunk);
   const size_t first = chunk * per_chunk_, n = out->sequences.size();
@@ -435,7 +436,7 @@ std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk
     for_each_item(n, reader_threads(options_.num_threads), [&](size_t i) {
       const Entry& e = entries_[first + i];
       // The stream: (sweep, line), so neither the thread nor the chunking changes the draws.
-      RandomGenerator rng(options_.seed, (uint64_t(sweep) << 40) ^ e.line);
+      RandomGenerator rng(seed, (uint64_t(sweep) << 40) ^ e.line);
       cv::Mat image;
       try {
         image = pipeline_->run(read_bytes(e.path), rng);

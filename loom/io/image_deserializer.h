@@ -31,8 +31,6 @@ struct ImageOptions {
   // counted in number_of_skipped(); the next one fails. With max_errors > 0 the constructor
   // decodes every image once to find the undecodable ones.
   size_t max_errors = 0;
-  // Random transforms draw from a generator of (seed, sweep, sequence).
-  uint64_t seed = 0;
   // Threads that decode a chunk's images at once (0: as many as compute uses).
   size_t num_threads = 0;
   ChunkingOptions chunking = {};
@@ -52,12 +50,14 @@ class ImageDeserializer : public Deserializer {
   const std::vector<StreamInformation>& stream_infos() const override { return streams_; }
   const std::vector<ChunkInfo>& chunk_infos() const override { return chunk_infos_; }
   std::vector<SequenceInfo> sequence_infos(size_t chunk) const override;
-  // The chunk as read in sweep 0.
+  // The chunk as read in sweep 0 with seed 0.
   std::shared_ptr<const Chunk> load_chunk(size_t chunk) override;
-  // Decodes and transforms the chunk's images as in `sweep` (the random transforms differ from
-  // sweep to sweep). DataError naming the image and its map file line when one cannot be read
-  // or decoded.
-  std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep) override;
+  // Decodes and transforms the chunk's images as in `sweep`: random transforms draw from a
+  // generator of (seed, sweep, map line), so they differ from sweep to sweep and a source
+  // restored from a checkpoint draws them again alike. DataError naming the image and its map
+  // file line when one cannot be read or decoded.
+  std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep,
+                                                   uint64_t seed) override;
 
   // Map lines and images skipped under max_errors.
   size_t number_of_skipped() const { return skipped_; }

@@ -30,10 +30,10 @@ StreamDefs gray(std::vector<ImageTransform> before = {}, std::vector<ImageTransf
 }
 
 // Every image value of a deserializer, chunk after chunk.
-std::vector<float> all_images(Deserializer& d, size_t sweep = 0) {
+std::vector<float> all_images(Deserializer& d, size_t sweep = 0, uint64_t seed = 5) {
   std::vector<float> out;
   for (size_t k = 0; k < d.chunk_infos().size(); ++k) {
-    auto c = d.load_chunk_in_sweep(k, sweep);
+    auto c = d.load_chunk_in_sweep(k, sweep, seed);
     out.insert(out.end(), c->streams[0].values_f32.begin(), c->streams[0].values_f32.end());
   }
   return out;
@@ -176,15 +176,13 @@ TEST_F(ImageDeserializerTest, RandomTransformsDependOnSeedSweepAndLineOnly) {
                               .aspect_ratio = {0.75, 1.0},
                               .jitter_type = JitterType::uniratio})},
            {transforms::color({.brightness_radius = 0.2, .contrast_radius = 0.2})}, 20);
-  ImageDeserializer one(map, defs, {.seed = 5, .num_threads = 1});
-  ImageDeserializer many(map, defs,
-                         {.seed = 5, .num_threads = 3, .chunking = {.sequences_per_chunk = 7}});
+  ImageDeserializer one(map, defs, {.num_threads = 1});
+  ImageDeserializer many(map, defs, {.num_threads = 3, .chunking = {.sequences_per_chunk = 7}});
   EXPECT_EQ(all_images(one, 0), all_images(many, 0));
   EXPECT_EQ(all_images(one, 3), all_images(many, 3));
   EXPECT_EQ(all_images(one, 3), all_images(one, 3));
   EXPECT_NE(all_images(one, 0), all_images(one, 1));
-  ImageDeserializer other_seed(map, defs, {.seed = 6});
-  EXPECT_NE(all_images(one, 0), all_images(other_seed, 0));
+  EXPECT_NE(all_images(one, 0, 5), all_images(one, 0, 6));
 }
 
 TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
@@ -302,6 +300,38 @@ TEST_F(ImageDeserializerTest, ComposesWithCtfPartitionsAndCheckpoints) {
     EXPECT_EQ(check(b.next_minibatch(7), b), continued[size_t(step)]);
 }
 
+// Through a source, random transforms are drawn anew in every sweep from the source's
+// randomization_seed, and a restored source draws them again alike.
+TEST_F(ImageDeserializerTest, SourcesDrawTransformsPerSweepFromTheirSeed) {
+  const std::string map = write_images("sweeps", data_, ".png");
+  StreamDefs defs = gray({transforms::crop({.crop_type = CropType::randomside,
+                                            .side_ratio = {0.5, 0.9},
+                                            .jitter_type = JitterType::uniratio})},
+                         {}, 20);
+  auto make = [&](uint64_t seed) {
+    return MinibatchSource(std::make_shared<ImageDeserializer>(
+                               map, defs, ImageOptions{.chunking = {.sequences_per_chunk = 8}}),
+                           {.randomize = false, .randomization_seed = seed});
+  };
+  auto sweep_of = [](MinibatchSource& s) {  // 40 images: one sweep
+    return s.next_minibatch(40).at(s["features"]).data.data().to_vector<float>();
+  };
+  MinibatchSource a = make(3);
+  const std::vector<float> first = sweep_of(a);
+  const Dictionary state = a.get_checkpoint_state();
+  const std::vector<float> second = sweep_of(a);
+  ImageDeserializer direct(map, defs, {.chunking = {.sequences_per_chunk = 8}});
+  EXPECT_EQ(first, all_images(direct, 0, 3));
+  EXPECT_EQ(second, all_images(direct, 1, 3));
+  EXPECT_NE(first, second);
+  EXPECT_LE(a.chunk_stats().resident, 5u);  // not every sweep's chunks
+  MinibatchSource other_seed = make(4);
+  EXPECT_NE(sweep_of(other_seed), first);
+  MinibatchSource restored = make(3);
+  restored.restore_from_checkpoint(state);
+  EXPECT_EQ(sweep_of(restored), second);
+}
+
 // Test error of a small CNN trained for one sweep over a training source and evaluated on a
 // test source (each with "features" [1, 28, 28] of pixels 0..255 and "labels").
 double trained_test_error(MinibatchSource train, MinibatchSource test) {
@@ -312,9 +342,9 @@ double trained_test_error(MinibatchSource train, MinibatchSource test) {
                   MaxPooling({2, 2}, {.strides = {2, 2}}), Dense(10, {.activation = None})});
   Variable z = model(x * constant(1.0 / 255));
   Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
-  Trainer trainer(z, criterion,
-                  {momentum_sgd(model.parameters(), learning_parameter_schedule(0.1),
-                                momentum_schedule(0.9))});
+  Trainer trainer(
+      z, criterion,
+      {momentum_sgd(model.parameters(), learning_parameter_schedule(0.1), momentum_schedule(0.9))});
   for (auto mb = train.next_minibatch(25, {{x, train["features"]}, {y, train["labels"]}});
        !mb.empty(); mb = train.next_minibatch(25, {{x, train["features"]}, {y, train["labels"]}}))
     trainer.train_minibatch(mb);

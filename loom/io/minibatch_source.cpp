@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loom/core/random.h"
+#include "loom/io/reader_threads.h"
 
 namespace loom {
 
@@ -39,8 +40,16 @@ MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> dese
   LOOM_CHECK(config.max_samples == INFINITELY_REPEAT || config.max_sweeps == INFINITELY_REPEAT,
              ArgumentError,
              "MinibatchSource: max_samples and max_sweeps are mutually exclusive; set one");
-  LOOM_CHECK(!config.randomize || config.randomization_window_in_chunks > 0, ArgumentError,
-             "MinibatchSource: randomization_window_in_chunks must be positive when randomizing");
+  LOOM_CHECK(
+      config.randomization_window_in_chunks == 0 || config.randomization_window_in_samples == 0,
+      ArgumentError,
+      "MinibatchSource: randomization_window_in_chunks and randomization_window_in_samples "
+      "are mutually exclusive; set randomization_window_in_chunks = 0 to use the other");
+  LOOM_CHECK(!config.randomize || config.randomization_window_in_chunks > 0 ||
+                 config.randomization_window_in_samples > 0,
+             ArgumentError,
+             "MinibatchSource: randomizing needs a positive randomization_window_in_chunks or "
+             "randomization_window_in_samples");
   LOOM_CHECK(!config.frame_mode || config.truncation_length == 0, ArgumentError,
              "MinibatchSource: frame_mode and truncation_length are mutually exclusive");
   LOOM_CHECK(!deserializers.empty(), ArgumentError, "MinibatchSource: no deserializer given");
@@ -79,8 +88,12 @@ MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> dese
                "; combined deserializers must hold equally many");
     corpora_.push_back(std::move(corpus));
   }
-  loaded_.resize(corpora_.size());
-  sweep_size_ = std::accumulate(sequence_length_.begin(), sequence_length_.end(), size_t{0});
+  for (const std::vector<size_t>& sequences : chunk_sequences_) {
+    size_t samples = 0;
+    for (size_t g : sequences) samples += sequence_length_[g];
+    chunk_samples_.push_back(samples);
+  }
+  sweep_size_ = std::accumulate(chunk_samples_.begin(), chunk_samples_.end(), size_t{0});
   LOOM_CHECK(sweep_size_ > 0, DataError, "MinibatchSource: the data holds no samples");
 
   if (config.max_samples != INFINITELY_REPEAT) {
@@ -90,12 +103,36 @@ MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> dese
     if (__builtin_mul_overflow(sweeps, sweep_size_, &end_position_))
       end_position_ = INFINITELY_REPEAT;
   }
-  build_sweep(0);
+  build_order(0);
 }
 
-void MinibatchSource::build_sweep(size_t sweep) {
-  sweep_ = sweep;
-  cursor_ = 0;
+MinibatchSource::MinibatchSource(MinibatchSource&& other)
+    : MinibatchSourceInterface(std::move(other)), config_((other.discard_ahead(), other.config_)) {
+  // The read-ahead task refers to `other`: with it gone, every member moves.
+  corpora_ = std::move(other.corpora_);
+  streams_ = std::move(other.streams_);
+  stream_corpus_ = std::move(other.stream_corpus_);
+  sequence_length_ = std::move(other.sequence_length_);
+  sequence_chunk_ = std::move(other.sequence_chunk_);
+  chunk_sequences_ = std::move(other.chunk_sequences_);
+  chunk_samples_ = std::move(other.chunk_samples_);
+  sweep_size_ = other.sweep_size_;
+  end_position_ = other.end_position_;
+  place_ = std::move(other.place_);
+  order_sweep_ = other.order_sweep_;
+  order_ = std::move(other.order_);
+  last_use_ = std::move(other.last_use_);
+  resident_ = std::move(other.resident_);
+  stats_ = other.stats_;
+  delivered_ = std::move(other.delivered_);
+}
+
+MinibatchSource::~MinibatchSource() {
+  if (ahead_.valid()) ahead_.wait();
+}
+
+void MinibatchSource::build_order(size_t sweep) {
+  order_sweep_ = sweep;
   order_.clear();
   auto add = [&](size_t g, size_t chunk_rank) {
     if (config_.frame_mode) {
@@ -107,37 +144,42 @@ void MinibatchSource::build_sweep(size_t sweep) {
   size_t num_chunks = chunk_sequences_.size();
   if (!config_.randomize) {
     for (size_t g = 0; g < sequence_length_.size(); ++g) add(g, sequence_chunk_[g]);
-    return;
+  } else {
+    // Chunks in random order, cut into windows; the units of each window in random order: a
+    // window is all a reader over data larger than memory needs to hold.
+    RandomGenerator rng(config_.randomization_seed, sweep);
+    std::vector<size_t> chunks(num_chunks);
+    std::iota(chunks.begin(), chunks.end(), size_t{0});
+    shuffle(chunks.begin(), chunks.end(), rng);
+    for (size_t w = 0; w < num_chunks;) {
+      const size_t first = order_.size();
+      size_t k = w, samples = 0;
+      do {
+        for (size_t g : chunk_sequences_[chunks[k]]) add(g, k);
+        samples += chunk_samples_[chunks[k++]];
+      } while (k < num_chunks && (config_.randomization_window_in_chunks > 0
+                                      ? k - w < config_.randomization_window_in_chunks
+                                      : samples < config_.randomization_window_in_samples));
+      shuffle(order_.begin() + first, order_.end(), rng);
+      w = k;
+    }
   }
-  // Chunks in random order, then the units of each window of chunks in random order: a
-  // window is all a reader over data larger than memory needs to hold.
-  RandomGenerator rng(config_.randomization_seed, sweep);
-  std::vector<size_t> chunks(num_chunks);
-  std::iota(chunks.begin(), chunks.end(), size_t{0});
-  shuffle(chunks.begin(), chunks.end(), rng);
-  for (size_t w = 0; w < num_chunks; w += config_.randomization_window_in_chunks) {
-    size_t first = order_.size();
-    size_t last_chunk = std::min(num_chunks, w + config_.randomization_window_in_chunks);
-    for (size_t k = w; k < last_chunk; ++k)
-      for (size_t g : chunk_sequences_[chunks[k]]) add(g, k);
-    shuffle(order_.begin() + first, order_.end(), rng);
+  last_use_.assign(corpora_.size(), {});
+  for (size_t c = 0; c < corpora_.size(); ++c) {
+    std::vector<size_t>& last = last_use_[c];
+    last.assign(corpora_[c].deserializer->chunk_infos().size(), 0);
+    for (size_t i = 0; i < order_.size(); ++i)
+      last[corpora_[c].locations[order_[i].sequence].chunk] = i;
   }
-}
-
-std::shared_ptr<const Chunk> MinibatchSource::chunk(size_t corpus, size_t index) {
-  auto& cache = loaded_[corpus];
-  auto it = cache.find(index);
-  if (it == cache.end())
-    it = cache.emplace(index, corpora_[corpus].deserializer->load_chunk(index)).first;
-  return it->second;
 }
 
 MinibatchSource::Unit MinibatchSource::take_unit(bool& sweep_end) {
-  const Unit u = order_[cursor_];
-  timeline_ += u.length;
-  if (++cursor_ == order_.size()) {
+  const Unit u = order_[place_.cursor];
+  place_.timeline += u.length;
+  if (++place_.cursor == order_.size()) {
     sweep_end = true;
-    build_sweep(sweep_ + 1);
+    place_.cursor = 0;
+    build_order(++place_.sweep);
   }
   return u;
 }
@@ -150,80 +192,168 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   LOOM_CHECK(num_data_partitions > 0 && partition_index < num_data_partitions, ArgumentError,
              "next_minibatch: partition_index ", partition_index,
              " is not below num_data_partitions ", num_data_partitions);
-  if (config_.truncation_length > 0)
-    return next_truncated(minibatch_size_in_samples, num_data_partitions, partition_index);
+  const Request request{minibatch_size_in_samples, num_data_partitions, partition_index};
   Minibatch<StreamInformation> result;
-  if (position_ >= end_position_) return result;
-
-  // With fewer chunks than workers, chunk ownership would leave workers idle; then units are
-  // dealt by their position in the sweep, as without randomization.
-  bool by_chunk = config_.randomize && chunk_sequences_.size() >= num_data_partitions;
-  size_t budget = std::min(minibatch_size_in_samples, end_position_ - position_);
-  std::vector<Piece> mine;
-  bool sweep_end = false;
-  for (size_t taken = 0; taken < budget;) {
-    const Unit& next = order_[cursor_];
-    if (taken > 0 && budget - taken < next.length) break;
-    const bool owned =
-        (by_chunk ? next.chunk_rank : cursor_) % num_data_partitions == partition_index;
-    const Unit u = take_unit(sweep_end);
-    if (owned) mine.push_back({u, u.frame, 1, !config_.frame_mode, true});
-    taken += u.length;
+  if (ahead_.valid() && ahead_request_ == request) {
+    result = ahead_.get();  // rethrows what failed on the background thread
+  } else {
+    discard_ahead();
+    result = read(request);
   }
-  position_ = timeline_;
-  for (size_t s = 0; s < streams_.size(); ++s)
-    result.emplace(streams_[s], pack(s, mine, sweep_end));
+  delivered_ = place_;
+  if (config_.prefetch && !result.empty()) {
+    ahead_request_ = request;
+    ahead_ = std::async(std::launch::async, [this, request] { return read(request); });
+  }
   return result;
 }
 
-Minibatch<StreamInformation> MinibatchSource::next_truncated(size_t minibatch_size,
-                                                             size_t num_data_partitions,
-                                                             size_t partition_index) {
-  const size_t T = config_.truncation_length;
-  const size_t wanted = std::max<size_t>(1, minibatch_size / T);
-  LOOM_CHECK(wanted >= num_data_partitions, ArgumentError, "truncation_length ", T,
-             " with minibatch size ", minibatch_size, " gives ", wanted,
-             " parallel sequences, fewer than the ", num_data_partitions,
-             " workers; use a larger minibatch or a shorter truncation_length");
-  // Slots beyond the wanted ones finish their sequences first; only idle ones at the end go.
-  while (slots_.size() > wanted && slots_.back().unit.sequence == kNoUnit) slots_.pop_back();
-  slots_.resize(std::max(slots_.size(), wanted), Slot{{kNoUnit, 0, 0, 0}, 0});
-  bool sweep_end = false;
-  for (size_t s = 0; s < wanted; ++s)
-    if (slots_[s].unit.sequence == kNoUnit && timeline_ < end_position_)
-      slots_[s] = {take_unit(sweep_end), 0};
-  while (!slots_.empty() && slots_.back().unit.sequence == kNoUnit) slots_.pop_back();
+void MinibatchSource::discard_ahead() {
+  if (!ahead_.valid()) return;
+  ahead_.wait();
+  ahead_ = {};  // its error, if any, belongs to a minibatch nobody asked for
+  place_ = delivered_;
+  if (order_sweep_ != place_.sweep) build_order(place_.sweep);
+}
+
+ChunkStats MinibatchSource::chunk_stats() const {
+  if (ahead_.valid()) ahead_.wait();
+  return stats_;
+}
+
+Minibatch<StreamInformation> MinibatchSource::read(const Request& request) {
   Minibatch<StreamInformation> result;
-  if (slots_.empty()) return result;  // the data have ended
+  bool sweep_end = false;
+  std::vector<Piece> pieces;
+  if (config_.truncation_length > 0) {
+    pieces = take_truncated(request, sweep_end);
+    if (place_.slots.empty()) return result;  // the data have ended
+  } else {
+    if (place_.position >= end_position_) return result;
+    pieces = take_pieces(request, sweep_end);
+  }
+  load_chunks(pieces);
+  for (size_t s = 0; s < streams_.size(); ++s)
+    result.emplace(streams_[s], pack(s, pieces, sweep_end));
+  release_chunks();
+  return result;
+}
+
+std::vector<MinibatchSource::Piece> MinibatchSource::take_pieces(const Request& request,
+                                                                 bool& sweep_end) {
+  std::vector<Piece> mine;
+  // With fewer chunks than workers, chunk ownership would leave workers idle; then units are
+  // dealt by their position in the sweep, as without randomization.
+  const bool by_chunk = config_.randomize && chunk_sequences_.size() >= request.partitions;
+  const size_t budget = std::min(request.size, end_position_ - place_.position);
+  for (size_t taken = 0; taken < budget;) {
+    const Unit& next = order_[place_.cursor];
+    if (taken > 0 && budget - taken < next.length) break;
+    const bool owned =
+        (by_chunk ? next.chunk_rank : place_.cursor) % request.partitions == request.index;
+    const size_t sweep = place_.sweep;
+    const Unit u = take_unit(sweep_end);
+    if (owned) mine.push_back({u, sweep, u.frame, 1, !config_.frame_mode, true});
+    taken += u.length;
+  }
+  place_.position = place_.timeline;
+  return mine;
+}
+
+std::vector<MinibatchSource::Piece> MinibatchSource::take_truncated(const Request& request,
+                                                                    bool& sweep_end) {
+  const size_t T = config_.truncation_length;
+  const size_t wanted = std::max<size_t>(1, request.size / T);
+  LOOM_CHECK(wanted >= request.partitions, ArgumentError, "truncation_length ", T,
+             " with minibatch size ", request.size, " gives ", wanted,
+             " parallel sequences, fewer than the ", request.partitions,
+             " workers; use a larger minibatch or a shorter truncation_length");
+  std::vector<Slot>& slots = place_.slots;
+  const Slot idle{{kNoUnit, 0, 0, 0}, 0, 0};
+  // Slots beyond the wanted ones finish their sequences first; only idle ones at the end go.
+  while (slots.size() > wanted && slots.back().unit.sequence == kNoUnit) slots.pop_back();
+  slots.resize(std::max(slots.size(), wanted), idle);
+  for (size_t s = 0; s < wanted; ++s) {
+    if (slots[s].unit.sequence == kNoUnit && place_.timeline < end_position_) {
+      const size_t sweep = place_.sweep;
+      slots[s] = {take_unit(sweep_end), sweep, 0};
+    }
+  }
+  while (!slots.empty() && slots.back().unit.sequence == kNoUnit) slots.pop_back();
 
   // This worker's slots s = partition_index (mod num_data_partitions), at index s / workers.
   std::vector<Piece> mine;
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    Slot& slot = slots_[s];
+  for (size_t s = 0; s < slots.size(); ++s) {
+    Slot& slot = slots[s];
+    const bool owned = s % request.partitions == request.index;
     if (slot.unit.sequence == kNoUnit) {
-      if (s % num_data_partitions == partition_index) mine.push_back({slot.unit, 0, 0, false});
+      if (owned) mine.push_back({slot.unit, 0, 0, 0, false});
       continue;
     }
     const size_t length = std::min(T, slot.unit.length - slot.read);
-    if (s % num_data_partitions == partition_index)
-      mine.push_back({slot.unit, slot.read, length, false, slot.read == 0});
-    position_ += length;
+    if (owned) mine.push_back({slot.unit, slot.sweep, slot.read, length, false, slot.read == 0});
+    place_.position += length;
     slot.read += length;
-    if (slot.read == slot.unit.length) slot = {{kNoUnit, 0, 0, 0}, 0};
+    if (slot.read == slot.unit.length) slot = idle;
   }
-  for (size_t s = 0; s < streams_.size(); ++s)
-    result.emplace(streams_[s], pack(s, mine, sweep_end));
-  return result;
+  return mine;
+}
+
+void MinibatchSource::load_chunks(const std::vector<Piece>& pieces) {
+  std::vector<Resident> missing;
+  for (const Piece& p : pieces) {
+    if (p.unit.sequence == kNoUnit) continue;
+    for (size_t c = 0; c < corpora_.size(); ++c) {
+      const size_t k = corpora_[c].locations[p.unit.sequence].chunk;
+      auto same = [&](const Resident& r) {
+        return r.sweep == p.sweep && r.corpus == c && r.chunk == k;
+      };
+      if (std::none_of(resident_.begin(), resident_.end(), same) &&
+          std::none_of(missing.begin(), missing.end(), same))
+        missing.push_back({p.sweep, c, k, nullptr});
+    }
+  }
+  for_each_item(missing.size(), reader_threads(config_.num_reader_threads), [&](size_t i) {
+    Resident& r = missing[i];
+    r.data = corpora_[r.corpus].deserializer->load_chunk_in_sweep(r.chunk, r.sweep,
+                                                                  config_.randomization_seed);
+  });
+  resident_.insert(resident_.end(), missing.begin(), missing.end());
+  stats_.loads += missing.size();
+  stats_.resident = resident_.size();
+  stats_.peak_resident = std::max(stats_.peak_resident, stats_.resident);
+}
+
+void MinibatchSource::release_chunks() {
+  // A chunk is passed when its sweep is behind, or the units of its sweep that read it are
+  // all taken and no truncation slot still reads it.
+  auto passed = [&](const Resident& r) {
+    if (r.sweep > place_.sweep) return false;
+    if (r.sweep == place_.sweep && last_use_[r.corpus][r.chunk] >= place_.cursor) return false;
+    return std::none_of(place_.slots.begin(), place_.slots.end(), [&](const Slot& s) {
+      return s.unit.sequence != kNoUnit && s.sweep == r.sweep &&
+             corpora_[r.corpus].locations[s.unit.sequence].chunk == r.chunk;
+    });
+  };
+  std::erase_if(resident_, passed);
+  stats_.resident = resident_.size();
+}
+
+const Chunk& MinibatchSource::chunk(size_t sweep, size_t corpus, size_t index) const {
+  for (const Resident& r : resident_)
+    if (r.sweep == sweep && r.corpus == corpus && r.chunk == index) return *r.data;
+  throw StateError(detail::concat("MinibatchSource: chunk ", index, " of deserializer ", corpus,
+                                  " (sweep ", sweep, ") is not loaded"));
 }
 
 MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pieces,
-                                    bool sweep_end) {
+                                    bool sweep_end) const {
   const StreamInformation& info = streams_[stream];
   const Corpus& corpus = corpora_[stream_corpus_[stream]];
   size_t local = stream - corpus.first_stream, dim = info.sample_shape.total_size();
 
   struct Slice {
-    std::shared_ptr<const Chunk> chunk;
+    const Chunk* chunk;
     size_t first, length;  // samples of the stream in the chunk
   };
   std::vector<Slice> slices;
@@ -234,7 +364,7 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       continue;
     }
     Location loc = corpus.locations[p.unit.sequence];
-    auto c = chunk(stream_corpus_[stream], loc.chunk);
+    const Chunk* c = &chunk(p.sweep, stream_corpus_[stream], loc.chunk);
     const StreamChunkData& d = c->streams[local];
     size_t length = d.length(loc.index);
     if (!p.whole) {
@@ -299,17 +429,19 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
 }
 
 Dictionary MinibatchSource::get_checkpoint_state() const {
+  const Place& at = delivered_;
   Dictionary d;
-  d[kPositionKey] = uint64_t{position_};
+  d[kPositionKey] = uint64_t{at.position};
   if (config_.truncation_length == 0) return d;
-  d[kTimelineKey] = uint64_t{timeline_};
+  d[kTimelineKey] = uint64_t{at.timeline};
   DictionaryVector slots;
-  for (const Slot& slot : slots_) {
+  for (const Slot& slot : at.slots) {
     Dictionary s;
     if (slot.unit.sequence != kNoUnit) {
       s["sequence"] = uint64_t{slot.unit.sequence};
       s["length"] = uint64_t{slot.unit.length};
       s["read"] = uint64_t{slot.read};
+      s["sweep"] = uint64_t{slot.sweep};
     }
     slots.emplace_back(s);
   }
@@ -318,6 +450,12 @@ Dictionary MinibatchSource::get_checkpoint_state() const {
 }
 
 void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
+  discard_ahead();
+  restore(state);
+  delivered_ = place_;
+}
+
+void MinibatchSource::restore(const Dictionary& state) {
   LOOM_CHECK(state.contains(kPositionKey), ArgumentError,
              "MinibatchSource::restore_from_checkpoint: the state has no '", kPositionKey, "'");
   LOOM_CHECK((config_.truncation_length > 0) == state.contains(kSlotsKey), ArgumentError,
@@ -328,16 +466,19 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
   const size_t position = static_cast<size_t>(state.get<uint64_t>(kPositionKey));
   if (config_.truncation_length == 0) {
     move_to(position);
-    position_ = position;
+    place_.position = position;
     return;
   }
+  const size_t timeline = static_cast<size_t>(state.get<uint64_t>(kTimelineKey));
   std::vector<Slot> slots;
   for (const DictionaryValue& v : state.get<DictionaryVector>(kSlotsKey)) {
     const Dictionary s(v.get<DictionaryMap>());
-    Slot slot{{kNoUnit, 0, 0, 0}, 0};
+    Slot slot{{kNoUnit, 0, 0, 0}, 0, 0};
     if (s.contains("sequence")) {
       slot.unit = {size_t(s.get<uint64_t>("sequence")), 0, size_t(s.get<uint64_t>("length")), 0};
       slot.read = size_t(s.get<uint64_t>("read"));
+      // States written before slots kept their sweep: the sweep of the timeline position.
+      slot.sweep = s.contains("sweep") ? size_t(s.get<uint64_t>("sweep")) : timeline / sweep_size_;
       LOOM_CHECK(slot.unit.sequence < sequence_length_.size() &&
                      sequence_length_[slot.unit.sequence] == slot.unit.length &&
                      slot.read < slot.unit.length,
@@ -347,23 +488,25 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
     }
     slots.push_back(slot);
   }
-  move_to(static_cast<size_t>(state.get<uint64_t>(kTimelineKey)));
-  slots_ = std::move(slots);
-  position_ = position;
+  move_to(timeline);
+  place_.slots = std::move(slots);
+  place_.position = position;
 }
 
 void MinibatchSource::move_to(size_t timeline) {
-  // Replays the timeline: sweeps hold whole units, so the position lies on a unit boundary
-  // of its sweep's order.
-  const size_t before = timeline_;
-  build_sweep(timeline / sweep_size_);
-  size_t offset = timeline % sweep_size_, walked = 0;
-  while (walked < offset) walked += order_[cursor_++].length;
-  if (walked != offset) move_to(before);  // back to where this source was
+  // Rebuilds the order of the position's sweep and walks it: sweeps hold whole units, so the
+  // position lies on a unit boundary of that order. No data is read.
+  const size_t sweep = timeline / sweep_size_, offset = timeline % sweep_size_;
+  if (order_sweep_ != sweep) build_order(sweep);
+  size_t cursor = 0, walked = 0;
+  while (walked < offset) walked += order_[cursor++].length;
+  if (walked != offset && order_sweep_ != place_.sweep) build_order(place_.sweep);
   LOOM_CHECK(walked == offset, ArgumentError, "MinibatchSource::restore_from_checkpoint: position ",
              timeline, " is not at a sequence boundary of this data (sweep of ", sweep_size_,
              " samples); was the checkpoint taken with other data or options?");
-  timeline_ = timeline;
+  resident_.clear();
+  stats_.resident = 0;
+  place_ = Place{place_.position, timeline, sweep, cursor, {}};
 }
 
 }  // namespace loom

@@ -1,10 +1,14 @@
 // MinibatchSource: cuts the data of one or more deserializers into minibatches along a
 // deterministic timeline that repeats the corpus sweep after sweep (CNTK-SEMANTICS.md §3.2).
 // Each sweep's order is a function of (randomization_seed, sweep index) only, so a position
-// (a global sample count) is all a checkpoint needs: restoring replays the timeline to it.
+// (a global sample count) is all a checkpoint needs: restoring rebuilds that sweep's order and
+// walks it to the position, loading no data. Only the chunks of the current randomization
+// window are held in memory, and the next minibatch is read on a background thread while the
+// caller computes (prefetch); neither changes what is delivered.
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <limits>
 #include <memory>
 #include <string>
@@ -24,9 +28,16 @@ struct MinibatchSourceConfig {
   // Where the timeline ends, in samples or in sweeps (FULL_DATA_SWEEP: one sweep); exclusive.
   size_t max_samples = INFINITELY_REPEAT;
   size_t max_sweeps = INFINITELY_REPEAT;
+  // Seeds the order of every sweep and the random transforms of image deserializers.
   uint64_t randomization_seed = 0;
-  // Chunks whose sequences are shuffled together (CNTK: 4 GB / 32 MB).
+  // A sweep's chunks, in random order, are cut into windows of this many chunks, and the units
+  // of each window are shuffled together (CNTK: 4 GB / 32 MB); the source holds the chunks of
+  // one window (and those of the minibatch being read). Exclusive with the next; set it to 0
+  // to use that one.
   size_t randomization_window_in_chunks = 128;
+  // Windows of consecutive chunks of the sweep's order holding at least this many samples
+  // (at least one chunk) instead (0: off).
+  size_t randomization_window_in_samples = 0;
   // Split sequences into independent samples (each a sequence of length 1).
   bool frame_mode = false;
   // Truncated back-propagation through time (0: off): sequences are cut into pieces of this
@@ -38,22 +49,42 @@ struct MinibatchSourceConfig {
   // an empty sequence, which keeps the slots after it at their index. Every stream must have
   // the sequence's length. Exclusive with frame_mode.
   size_t truncation_length = 0;
+  // Read and pack the next minibatch on a background thread while the caller computes; it is
+  // read for the same minibatch size and partition as the last call (another call discards it
+  // and reads anew). What is delivered is the same either way.
+  bool prefetch = true;
+  // Threads that load the chunks a minibatch needs at once (0: as many as compute uses); what
+  // is delivered does not depend on it.
+  size_t num_reader_threads = 0;
+};
+
+// Counters of a source's chunk cache, for tests and benchmarks.
+struct ChunkStats {
+  size_t loads = 0;          // chunks loaded from the deserializers so far
+  size_t resident = 0;       // chunks held now
+  size_t peak_resident = 0;  // most chunks held at once
 };
 
 class MinibatchSource : public MinibatchSourceInterface {
  public:
   // With several deserializers, the i-th sequences of all of them form sequence i; they must
   // hold equally many sequences, and chunks (for randomization and partitions) are those of
-  // the first. Stream names must be unique across deserializers.
+  // the first. Stream names must be unique across deserializers. The source calls the
+  // deserializers from its background thread: do not use them elsewhere while it reads.
   MinibatchSource(std::vector<std::shared_ptr<Deserializer>> deserializers,
                   MinibatchSourceConfig config = {});
   MinibatchSource(std::shared_ptr<Deserializer> deserializer, MinibatchSourceConfig config = {});
+  // Waits for the minibatch being read ahead (and drops it, when moving).
+  ~MinibatchSource() override;
+  MinibatchSource(MinibatchSource&& other);
+  MinibatchSource& operator=(MinibatchSource&&) = delete;
 
   // The next minibatch of about minibatch_size_in_samples samples (counted in the longest
   // stream, or the one that defines the minibatch size; at least one whole sequence), for
   // worker partition_index of num_data_partitions. The size is global: all workers walk the
   // same timeline and each gets its share of it (possibly no sequence; then every stream has
-  // number_of_sequences == 0). Empty once max_samples or max_sweeps is reached.
+  // number_of_sequences == 0). Empty once max_samples or max_sweeps is reached. An error met
+  // while reading ahead is thrown here, by the call that would have read that minibatch.
   Minibatch<StreamInformation> next_minibatch(size_t minibatch_size_in_samples,
                                               size_t num_data_partitions = 1,
                                               size_t partition_index = 0) override;
@@ -67,8 +98,11 @@ class MinibatchSource : public MinibatchSourceInterface {
   // hold more samples than size_t counts (CNTK's MinibatchSource.is_infinite()).
   bool is_infinite() const override { return end_position_ == INFINITELY_REPEAT; }
 
-  // Samples of the global timeline read so far (by all workers together).
-  std::optional<size_t> position() const override { return position_; }
+  // Samples of the global timeline delivered so far (to all workers together).
+  std::optional<size_t> position() const override { return delivered_.position; }
+
+  // Waits for the minibatch being read ahead, then counts.
+  ChunkStats chunk_stats() const;
 
   // {"minibatchSourcePosition": global sample position}, and with truncation_length the
   // slots' sequences and how far each has been read.
@@ -87,16 +121,18 @@ class MinibatchSource : public MinibatchSourceInterface {
   struct Location {
     size_t chunk, index;
   };
-  // What a minibatch holds of a unit: all of it (whole), or samples [first, first + length) of
-  // every stream; no unit (an empty sequence) when unit.sequence is kNoUnit.
+  // What a minibatch holds of a unit of `sweep`: all of it (whole), or samples [first, first +
+  // length) of every stream; no unit (an empty sequence) when unit.sequence is kNoUnit.
   struct Piece {
     Unit unit;
+    size_t sweep = 0;
     size_t first = 0, length = 0;
     bool whole = false, begins = true;
   };
-  // A slot of truncated BPTT: the unit it runs through and the samples already read.
+  // A slot of truncated BPTT: the unit it runs through, its sweep and the samples already read.
   struct Slot {
     Unit unit;
+    size_t sweep = 0;
     size_t read = 0;
   };
   static constexpr size_t kNoUnit = static_cast<size_t>(-1);
@@ -105,15 +141,43 @@ class MinibatchSource : public MinibatchSourceInterface {
     std::vector<Location> locations;  // by global sequence index
     size_t first_stream;              // global id of its stream 0
   };
+  // Where on the timeline reading stands.
+  struct Place {
+    size_t position = 0;      // global samples delivered
+    size_t timeline = 0;      // global samples of the units taken (position but with truncation)
+    size_t sweep = 0;         // sweep of the next unit
+    size_t cursor = 0;        // next unit in order_
+    std::vector<Slot> slots;  // truncated BPTT: one per parallel sequence, of all workers
+  };
+  // A loaded chunk: chunk `chunk` of corpus `corpus` as read in `sweep`.
+  struct Resident {
+    size_t sweep, corpus, chunk;
+    std::shared_ptr<const Chunk> data;
+  };
+  // The arguments of next_minibatch.
+  struct Request {
+    size_t size, partitions, index;
+    bool operator==(const Request&) const = default;
+  };
 
-  void build_sweep(size_t sweep);
+  // Makes order_ (and last_use_) the order of `sweep`.
+  void build_order(size_t sweep);
   // The next unit of the timeline; sets sweep_end when it completes a sweep.
   Unit take_unit(bool& sweep_end);
+  // Moves place_ to the unit boundary `timeline` (ArgumentError when it is none).
   void move_to(size_t timeline);
-  Minibatch<StreamInformation> next_truncated(size_t minibatch_size, size_t num_data_partitions,
-                                              size_t partition_index);
-  std::shared_ptr<const Chunk> chunk(size_t corpus, size_t index);
-  MinibatchData pack(size_t stream, const std::vector<Piece>& pieces, bool sweep_end);
+  void restore(const Dictionary& state);
+  // Waits for the minibatch being read ahead and drops it (and its error).
+  void discard_ahead();
+  // Reads the next minibatch at place_: the units, their chunks, the packed streams.
+  Minibatch<StreamInformation> read(const Request& request);
+  std::vector<Piece> take_pieces(const Request& request, bool& sweep_end);
+  std::vector<Piece> take_truncated(const Request& request, bool& sweep_end);
+  // Loads the chunks of the pieces not held yet; drops those no unit ahead needs.
+  void load_chunks(const std::vector<Piece>& pieces);
+  void release_chunks();
+  const Chunk& chunk(size_t sweep, size_t corpus, size_t index) const;
+  MinibatchData pack(size_t stream, const std::vector<Piece>& pieces, bool sweep_end) const;
 
   MinibatchSourceConfig config_;
   std::vector<Corpus> corpora_;
@@ -122,16 +186,23 @@ class MinibatchSource : public MinibatchSourceInterface {
   std::vector<size_t> sequence_length_;  // by global sequence index
   std::vector<size_t> sequence_chunk_;   // chunk (of the first corpus) of each sequence
   std::vector<std::vector<size_t>> chunk_sequences_;  // first corpus: chunk -> sequences
+  std::vector<size_t> chunk_samples_;                 // first corpus: chunk -> samples
   size_t sweep_size_ = 0;                             // samples per sweep
   size_t end_position_ = INFINITELY_REPEAT;           // samples
 
-  size_t position_ = 0;      // global samples delivered
-  size_t timeline_ = 0;      // global samples of the units taken (position_ but with truncation)
-  std::vector<Slot> slots_;  // truncated BPTT: one per parallel sequence, of all workers
-  size_t sweep_ = 0;         // sweep of the next unit
-  size_t cursor_ = 0;        // next unit in order_
-  std::vector<Unit> order_;  // the current sweep's units in timeline order
-  std::vector<std::unordered_map<size_t, std::shared_ptr<const Chunk>>> loaded_;
+  // Owned by the thread that reads (the background thread while ahead_ is pending).
+  Place place_;
+  size_t order_sweep_ = 0;   // the sweep order_ belongs to
+  std::vector<Unit> order_;  // that sweep's units in timeline order
+  // last_use_[corpus][chunk]: the last index in order_ of a unit in the chunk.
+  std::vector<std::vector<size_t>> last_use_;
+  std::vector<Resident> resident_;
+  ChunkStats stats_;
+
+  // Owned by the caller's thread.
+  Place delivered_;  // where the caller stands: place_ when nothing is read ahead
+  Request ahead_request_ = {0, 0, 0};
+  std::future<Minibatch<StreamInformation>> ahead_;  // declared last: waited for first
 };
 
 }  // namespace loom

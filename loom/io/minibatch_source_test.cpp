@@ -311,5 +311,180 @@ TEST(MinibatchSource, CombinesDeserializersSequenceBySequence) {
   EXPECT_THROW(MinibatchSource({xor_data(), xor_data()}), ArgumentError);  // same names
 }
 
+// 200 sequences of 1..3 samples (|k the sequence number on every row) in chunks of about two
+// sequences: many chunks.
+std::shared_ptr<Deserializer> many_chunks() {
+  std::string text;
+  for (int s = 0; s < 200; ++s)
+    for (int t = 0; t < 1 + s % 3; ++t)
+      text += std::to_string(s) + " |k " + std::to_string(s) + " |v " +
+              std::to_string(1000 * s + t) + "\n";
+  static const std::string path = write_temp("many_chunks.ctf", text);
+  return std::make_shared<CTFDeserializer>(
+      path, StreamDefs{{"k", StreamDef{.shape = 1}}, {"v", StreamDef{.shape = 1}}},
+      CTFOptions{.chunk_size_bytes = 40});
+}
+
+// The descriptions of `count` minibatches of the given sizes (cycled) from a new source.
+std::vector<std::string> stream_of(MinibatchSourceConfig config, size_t count,
+                                   std::vector<size_t> sizes = {7}, size_t workers = 1,
+                                   size_t rank = 0, const Dictionary* restore = nullptr) {
+  MinibatchSource source(many_chunks(), config);
+  if (restore) source.restore_from_checkpoint(*restore);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i)
+    out.push_back(describe(source, source.next_minibatch(sizes[i % sizes.size()], workers, rank)));
+  return out;
+}
+
+TEST(MinibatchSource, HoldsOnlyTheChunksOfItsWindow) {
+  auto data = many_chunks();
+  const size_t num_chunks = data->chunk_infos().size();
+  ASSERT_GT(num_chunks, 60u);
+  for (bool prefetch : {false, true}) {
+    for (size_t window : {1, 4, 16}) {
+      MinibatchSource source(data, {.max_sweeps = 3,
+                                    .randomization_seed = 2,
+                                    .randomization_window_in_chunks = window,
+                                    .prefetch = prefetch});
+      const size_t minibatch = 5;  // samples: at most 5 sequences, so at most 5 chunks
+      for (Minibatch<StreamInformation> mb; !(mb = source.next_minibatch(minibatch)).empty();)
+        EXPECT_LE(source.chunk_stats().resident, window) << "window " << window;
+      ChunkStats stats = source.chunk_stats();
+      SCOPED_TRACE(testing::Message() << "window " << window << " prefetch " << prefetch);
+      // Each chunk is loaded once a sweep, and dropped once the timeline has passed it.
+      EXPECT_EQ(stats.loads, 3 * num_chunks);
+      EXPECT_LE(stats.peak_resident, window + minibatch);
+      EXPECT_EQ(stats.resident, 0u);
+    }
+  }
+  // In file order a chunk is dropped once read: one or two chunks at a time.
+  MinibatchSource in_order(data, {.randomize = false, .max_sweeps = 1});
+  while (!in_order.next_minibatch(3).empty()) EXPECT_LE(in_order.chunk_stats().resident, 1u);
+  EXPECT_LE(in_order.chunk_stats().peak_resident, 3u);
+}
+
+TEST(MinibatchSource, WindowInSamplesShufflesWithinWindowsOfThatSize) {
+  auto order = [](MinibatchSourceConfig config) {
+    MinibatchSource source(many_chunks(), config);
+    std::vector<int> out;
+    while (out.size() < 200) {
+      auto mb = source.next_minibatch(1);
+      for (int k : keys(source, mb)) out.push_back(k);
+      EXPECT_LE(source.chunk_stats().resident, 30u);  // chunks hold at least one sample
+    }
+    return out;
+  };
+  MinibatchSourceConfig by_samples{.randomization_seed = 4,
+                                   .randomization_window_in_chunks = 0,
+                                   .randomization_window_in_samples = 30};
+  std::vector<int> a = order(by_samples), sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> all(200);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(sorted, all);
+  EXPECT_EQ(a, order(by_samples));  // deterministic
+  EXPECT_NE(a, order({.randomization_seed = 4}));
+  EXPECT_THROW(MinibatchSource(many_chunks(), {.randomization_window_in_samples = 30}),
+               ArgumentError);  // both windows
+}
+
+// Restoring rebuilds one sweep's order and reads nothing; the data it needs then is loaded.
+TEST(MinibatchSource, RestoringLateLoadsOnlyWhatItReads) {
+  MinibatchSourceConfig config{.randomization_seed = 9, .randomization_window_in_chunks = 4};
+  MinibatchSource original(many_chunks(), config);
+  const size_t sweep = original.samples_per_sweep();
+  while (original.position().value() < 50 * sweep + sweep / 2) original.next_minibatch(50);
+  const size_t loads_so_far = original.chunk_stats().loads;
+  EXPECT_GE(loads_so_far, 50 * many_chunks()->chunk_infos().size());
+  Dictionary state = original.get_checkpoint_state();
+  MinibatchSource restored(many_chunks(), config);
+  restored.restore_from_checkpoint(state);
+  EXPECT_EQ(restored.chunk_stats().loads, 0u);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(describe(restored, restored.next_minibatch(5)),
+              describe(original, original.next_minibatch(5)));
+  // 20 minibatches of at most 5 sequences, and the one read ahead.
+  EXPECT_LE(restored.chunk_stats().loads, 21u * 5);
+}
+
+// Reading ahead on a background thread, with any number of reader threads, delivers exactly
+// what reading on demand delivers: in every mode, for every worker, after a restore, and when
+// the minibatch size changes between calls.
+TEST(MinibatchSource, PrefetchDeliversTheSameStream) {
+  const std::vector<MinibatchSourceConfig> configs{
+      {.randomization_seed = 1, .randomization_window_in_chunks = 3},
+      {.randomize = false, .max_samples = 250},
+      {.randomization_seed = 2, .randomization_window_in_chunks = 5, .frame_mode = true},
+      {.randomization_seed = 3, .randomization_window_in_chunks = 2, .truncation_length = 2},
+  };
+  for (size_t c = 0; c < configs.size(); ++c) {
+    MinibatchSourceConfig plain = configs[c];
+    plain.prefetch = false;
+    plain.num_reader_threads = 1;
+    for (size_t workers : {1, 2}) {
+      for (size_t rank = 0; rank < workers; ++rank) {
+        const std::vector<size_t> sizes{8, 8, 8, 5, 5, 12, 8};
+        const std::vector<std::string> want = stream_of(plain, 150, sizes, workers, rank);
+        for (size_t threads : {1, 3}) {
+          MinibatchSourceConfig ahead = configs[c];
+          ahead.prefetch = true;
+          ahead.num_reader_threads = threads;
+          SCOPED_TRACE(testing::Message() << "config " << c << " workers " << workers << " rank "
+                                          << rank << " threads " << threads);
+          EXPECT_EQ(stream_of(ahead, 150, sizes, workers, rank), want);
+        }
+      }
+    }
+    // A checkpoint taken while a minibatch is read ahead is where the caller stands.
+    MinibatchSourceConfig ahead = configs[c];
+    MinibatchSource source(many_chunks(), ahead);
+    for (int i = 0; i < 37; ++i) source.next_minibatch(8);
+    const Dictionary state = source.get_checkpoint_state();
+    EXPECT_EQ(stream_of(ahead, 60, {8}, 1, 0, &state), stream_of(plain, 60, {8}, 1, 0, &state));
+    std::vector<std::string> rest;
+    for (int i = 0; i < 60; ++i) rest.push_back(describe(source, source.next_minibatch(8)));
+    EXPECT_EQ(rest, stream_of(plain, 60, {8}, 1, 0, &state));
+  }
+}
+
+// An error met while reading ahead is thrown by the call that asks for that minibatch, with
+// the message reading on demand gives; destroying a source while it reads ahead is safe.
+TEST(MinibatchSource, ReadAheadErrorsSurfaceOnTheirCallAndDestructionWaits) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "|x " + std::to_string(i) + ".5\n";
+  const std::string path = write_temp("late_error.ctf", text);
+  const StreamDefs defs{{"x", StreamDef{.shape = 1}}};
+  for (bool prefetch : {false, true}) {
+    std::ofstream(path, std::ios::binary) << text;
+    MinibatchSource source(
+        std::make_shared<CTFDeserializer>(path, defs, CTFOptions{.chunk_size_bytes = 8}),
+        {.randomize = false, .prefetch = prefetch});
+    // The file changes after it was indexed: line 90 now holds a malformed number.
+    std::string changed = text;
+    changed.replace(changed.find("|x 90.5"), 7, "|x 90.x");
+    std::ofstream(path, std::ios::binary) << changed;
+    std::string expected;
+    try {
+      CTFDeserializer(path, defs, {.trace_level = 0});
+    } catch (const DataError& e) {
+      expected = e.what();
+    }
+    ASSERT_NE(expected.find("Reached the maximum number of allowed errors"), std::string::npos);
+    size_t delivered = 0;
+    try {
+      for (;; ++delivered) source.next_minibatch(10);
+    } catch (const DataError& e) {
+      EXPECT_EQ(e.what(), expected);
+    }
+    EXPECT_EQ(delivered, 9u) << "prefetch " << prefetch;  // lines 0..89 (a chunk a line)
+  }
+  std::ofstream(path, std::ios::binary) << text;
+  for (int i = 0; i < 20; ++i) {
+    MinibatchSource source(many_chunks(), {.randomization_window_in_chunks = 2});
+    source.next_minibatch(size_t(1 + i));  // returns while the next is read
+  }
+}
+
 }  // namespace
 }  // namespace loom
