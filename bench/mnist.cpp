@@ -162,7 +162,7 @@ int run_row(const Row& row, double seconds) {
   Variable z = model(x);
   Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
   Trainer trainer(
-      model, criterion,
+      z, criterion,
       {momentum_sgd(model.parameters(), learning_parameter_schedule_per_sample(kLrPerSample),
                     momentum_schedule_per_sample(kMomentumPerSample))});
   Executor inference({z});  // the forward alone, in inference mode (dropout off)
