@@ -90,12 +90,12 @@ void gemm<float>(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float
   // oneDNN rejects K == 0; BLAS semantics leave C = beta * C then (and when alpha == 0).
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
   const auto d = [](size_t v) { return static_cast<dnnl_dim_t>(v); };
-  // oneDNN splits any product over all OpenMP threads; below ~2M multiply-adds per thread the
-  // fork/join and cache traffic cost more than they save (a 32x784x10 step took 5 µs on one
-  // thread and 9-31 µs on two here), so small products get fewer threads.
+  // oneDNN splits any product over all OpenMP threads; below detail::kGrain elements of work
+  // per thread the fork/join and cache traffic cost more than they save (a 32x784x10 step took
+  // 5 µs on one thread and 9-31 µs on two here), so small products get fewer threads.
   const int max_threads = omp_get_max_threads();
-  const int threads =
-      int(std::clamp<size_t>(M * N * K / (size_t{1} << 21), 1, size_t(max_threads)));
+  const size_t work = M * N * K / detail::kMacsPerElement;
+  const int threads = int(std::clamp<size_t>(work / detail::kGrain, 1, size_t(max_threads)));
   if (threads != max_threads) omp_set_num_threads(threads);
   const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', d(M), d(N),
                                           d(K), alpha, A, d(lda), B, d(ldb), beta, C, d(ldc));
