@@ -117,7 +117,8 @@ std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
   return result;
 }
 
-Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
+Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
+                   ExecutorOptions options)
     : outputs_(std::move(outputs)) {
   auto order = schedule(topological_order(outputs_));
   std::unordered_set<const VariableImpl*> wanted;
@@ -182,6 +183,88 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
   for (auto& loop : loops_) plan_loop(loop);
   for (auto& w : wrt) slot_of(w);  // a wrt variable the outputs do not use is an error
   plan_blocked_layouts();
+  plan_buffers(options.share_buffers);
+}
+
+void Executor::plan_buffers(bool share) {
+  // A timeline of one forward and one backward: node k runs forward at time k and backward at
+  // 2K-1-k. A value lives from its forward to its last reader: the forward of each consumer,
+  // and the backward of each consumer (and of its producer) that reads it there
+  // (OpDef::backward_reads_*). A gradient lives from the backward of the first op that writes
+  // it (the last consumer; for an output, which may be the root, from the start of backward)
+  // to its producer's backward. Lifetimes are closed intervals; an op never shares a buffer
+  // with its own inputs or output.
+  const size_t K = nodes_.size(), leaves = leaf_vars_.size(), never = size_t(-1);
+  auto backward_time = [&](size_t k) { return 2 * K - 1 - k; };
+  std::vector<size_t> value_end(slots_.size(), 0), grad_begin(slots_.size(), never);
+  std::vector<bool> pinned(slots_.size(), !share);  // keeps a buffer of its own
+  for (const Variable& o : outputs_) {
+    pinned[slot_of(o)] = true;  // the caller reads outputs after forward and backward
+    grad_begin[slot_of(o)] = K;
+  }
+  for (size_t k = 0; k < K; ++k) {
+    const Node& n = nodes_[k];
+    const OpDef& op = *n.fn->op;
+    const bool backward_runs = slots_[n.output].needs_grad;
+    value_end[n.output] = std::max(value_end[n.output], k);
+    if (backward_runs && op.backward_reads_output()) value_end[n.output] = backward_time(k);
+    // Loops run step by step on views, zero gradients ahead and carry values to the next
+    // minibatch: their values and what they read keep their own buffers.
+    if (n.loop != kNoLoop || n.delay || op.time_shift(n.fn->attributes) != 0) {
+      pinned[n.output] = true;
+      for (size_t in : n.inputs) pinned[in] = true;
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const size_t in = n.inputs[i];
+      value_end[in] = std::max(value_end[in], k);
+      if (backward_runs && op.backward_reads_input(i))
+        value_end[in] = std::max(value_end[in], backward_time(k));
+      if (n.gradient_wanted[i]) grad_begin[in] = std::min(grad_begin[in], backward_time(k));
+    }
+  }
+  // Greedy interval colouring, one pool for values and one for gradients (a value is never
+  // overwritten by a gradient, so backward may run again after one forward): each lifetime, in
+  // order of its start, takes the free buffer used by the largest values so far.
+  struct Buffer {
+    TensorStorage* storage;
+    size_t free_from, sample_bytes;
+  };
+  auto assign = [&](std::vector<Buffer>& pool, size_t begin, size_t end, size_t sample_bytes) {
+    Buffer* best = nullptr;
+    for (Buffer& b : pool)
+      if (b.free_from <= begin && (!best || b.sample_bytes > best->sample_bytes)) best = &b;
+    if (!best) best = &pool.emplace_back(Buffer{&shared_.emplace_back(), 0, 0});
+    best->free_from = end + 1;
+    best->sample_bytes = std::max(best->sample_bytes, sample_bytes);
+    return best->storage;
+  };
+  std::vector<Buffer> values, grads;
+  for (size_t k = 0; k < K; ++k) {
+    Slot& slot = slots_[leaves + k];
+    const size_t bytes =
+        nodes_[k].fn->outputs[0]->shape.total_size() * size_of(nodes_[k].fn->outputs[0]->dtype);
+    slot.value_buffer =
+        pinned[leaves + k] ? &slot.storage : assign(values, k, value_end[leaves + k], bytes);
+  }
+  // Gradients in the order backward writes them.
+  std::vector<size_t> by_begin;
+  for (size_t k = 0; k < K; ++k) {
+    Slot& slot = slots_[leaves + k];
+    slot.grad_buffer = &slot.grad_storage;
+    if (slot.needs_grad && !pinned[leaves + k] && grad_begin[leaves + k] != never)
+      by_begin.push_back(k);
+  }
+  std::sort(by_begin.begin(), by_begin.end(),
+            [&](size_t a, size_t b) { return grad_begin[leaves + a] < grad_begin[leaves + b]; });
+  for (size_t k : by_begin) {
+    const size_t bytes =
+        nodes_[k].fn->outputs[0]->shape.total_size() * size_of(nodes_[k].fn->outputs[0]->dtype);
+    slots_[leaves + k].grad_buffer = assign(grads, grad_begin[leaves + k], backward_time(k), bytes);
+  }
+  for (size_t i = 0; i < leaves; ++i) {
+    slots_[i].value_buffer = &slots_[i].storage;
+    slots_[i].grad_buffer = &slots_[i].grad_storage;
+  }
 }
 
 void Executor::plan_loop(Loop& loop) {
@@ -253,16 +336,16 @@ size_t Executor::slot_of(const Variable& v) const {
   return it->second;
 }
 
-void Executor::bind_sequence_layouts(const ValueMap& arguments) {
+void Executor::bind_sequence_layouts(const ArgumentLookup& argument) {
   sequence_layouts_.clear();
   if (layouts_.size() > 64) layouts_.clear();
   // The first input bound on each axis, which later ones on that axis must match.
   std::unordered_map<std::string, std::pair<const Variable*, const Value*>> first_on_axis;
   for (auto& v : leaf_vars_) {
     if (!v.is_input() || !v.has_sequence_axis()) continue;
-    auto it = arguments.find(v);
-    if (it == arguments.end()) continue;
-    const Value& value = it->second;
+    const Value* found = argument(v);
+    if (!found) continue;
+    const Value& value = *found;
     check_value_form(v, value);
     const std::string& axis = v.dynamic_axes()[1].name();
     auto [first, fresh] = first_on_axis.try_emplace(axis, &v, &value);
@@ -379,6 +462,15 @@ void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void
 }
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
+  forward(
+      [&](const Variable& v) {
+        auto it = arguments.find(v);
+        return it == arguments.end() ? nullptr : &it->second;
+      },
+      is_training);
+}
+
+void Executor::forward(const ArgumentLookup& argument, bool is_training) {
   is_training_ = is_training;
   // The previous minibatch's values are still in place (their layouts too, until bound anew),
   // and its backward is done: keep what continued sequences read of them.
@@ -386,14 +478,14 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     for (auto& node : nodes_)
       if (node.fn->op->time_shift(node.fn->attributes) > 0) carry_over(node);
   forward_done_ = false;  // until this forward completes
-  bind_sequence_layouts(arguments);
+  bind_sequence_layouts(argument);
   for (size_t i = 0; i < leaf_vars_.size(); ++i) {
     const Variable& v = leaf_vars_[i];
     Slot& slot = slots_[i];
     if (v.is_input()) {
-      auto it = arguments.find(v);
-      LOOM_CHECK(it != arguments.end(), ArgumentError, "no value given for input ", v.describe());
-      bind_input(v, slot, it->second);
+      const Value* value = argument(v);
+      LOOM_CHECK(value, ArgumentError, "no value given for input ", v.describe());
+      bind_input(v, slot, *value);
     } else {
       NDArrayView& stored = v.value();  // alive as long as leaf_vars_ holds v
       slot.value.dtype = v.dtype();
@@ -420,7 +512,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
       out.value.shape = spec.shape;
     }
     out.value.sparse = nullptr;
-    out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
+    out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
     OpCall call = whole_call(node, false);
     f.op->forward(call);
   }
@@ -437,7 +529,7 @@ void Executor::forward_loop(const Loop& loop) {
     out.value.layout = &L;
     out.value.shape.assign_prepended(L.rows(), spec.shape);
     out.value.sparse = nullptr;
-    out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
+    out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
     if (out.step_scratch.size() < L.max_length()) out.step_scratch.resize(L.max_length());
   }
   for (size_t k = loop.begin; k < loop.end; ++k)
@@ -575,7 +667,7 @@ Tensor& Executor::gradient_tensor(size_t index) {
   if (index < leaf_vars_.size() && leaf_vars_[index].is_parameter()) {
     g.data = param_grads_.at(leaf_vars_[index]).raw_data();
   } else {
-    g.data = slot.grad_storage.ensure(g.size() * size_of(g.dtype));
+    g.data = slot.grad_buffer->ensure(g.size() * size_of(g.dtype));
   }
   return g;
 }

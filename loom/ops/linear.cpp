@@ -28,6 +28,7 @@ Dims matrix_dims(const OpCall& call) {
 
 class TimesOp : public OpDef {
  public:
+  bool backward_reads_output() const override { return false; }
   const char* name() const override { return "Times"; }
   bool accepts_sparse(size_t index) const override { return index == 0; }
 
