@@ -224,46 +224,88 @@ void Executor::plan_buffers(bool share) {
   }
   // Greedy interval colouring, one pool for values and one for gradients (a value is never
   // overwritten by a gradient, so backward may run again after one forward): each lifetime, in
-  // order of its start, takes the free buffer used by the largest values so far.
+  // order of its start, takes the free buffer used by the largest values so far. An op that
+  // may write over an input (OpDef::writes_over_input: elementwise ops) takes that input's
+  // buffer when the input's life ends at its forward, and in backward writes the input's
+  // gradient over its output's when it is the first and last to write there.
   struct Buffer {
-    TensorStorage* storage;
     size_t free_from, sample_bytes;
   };
   auto assign = [&](std::vector<Buffer>& pool, size_t begin, size_t end, size_t sample_bytes) {
-    Buffer* best = nullptr;
-    for (Buffer& b : pool)
-      if (b.free_from <= begin && (!best || b.sample_bytes > best->sample_bytes)) best = &b;
-    if (!best) best = &pool.emplace_back(Buffer{&shared_.emplace_back(), 0, 0});
-    best->free_from = end + 1;
-    best->sample_bytes = std::max(best->sample_bytes, sample_bytes);
-    return best->storage;
+    size_t best = never;
+    for (size_t b = 0; b < pool.size(); ++b)
+      if (pool[b].free_from <= begin &&
+          (best == never || pool[b].sample_bytes > pool[best].sample_bytes))
+        best = b;
+    if (best == never) {
+      best = pool.size();
+      pool.push_back({0, 0});
+    }
+    pool[best].free_from = end + 1;
+    pool[best].sample_bytes = std::max(pool[best].sample_bytes, sample_bytes);
+    return best;
+  };
+  auto sample_bytes = [&](size_t k) {
+    return nodes_[k].fn->outputs[0]->shape.total_size() * size_of(nodes_[k].fn->outputs[0]->dtype);
+  };
+  // Whether node k's output may live in the buffer of its input i (same size and layout).
+  auto over_input = [&](size_t k, size_t i) {
+    const Node& n = nodes_[k];
+    const size_t in = n.inputs[i];
+    return in >= leaves && !pinned[in] && n.fn->op->writes_over_input(i) &&
+           n.fn->inputs[i].shape() == n.fn->outputs[0]->shape &&
+           n.fn->inputs[i].dtype() == n.fn->outputs[0]->dtype &&
+           n.fn->inputs[i].dynamic_axes() == n.fn->outputs[0]->dynamic_axes &&
+           slots_[in].value.blocked == slots_[n.output].value.blocked;
   };
   std::vector<Buffer> values, grads;
+  std::vector<size_t> value_in(slots_.size(), never), grad_in(slots_.size(), never);
   for (size_t k = 0; k < K; ++k) {
-    Slot& slot = slots_[leaves + k];
-    const size_t bytes =
-        nodes_[k].fn->outputs[0]->shape.total_size() * size_of(nodes_[k].fn->outputs[0]->dtype);
-    slot.value_buffer =
-        pinned[leaves + k] ? &slot.storage : assign(values, k, value_end[leaves + k], bytes);
+    const size_t out = leaves + k;
+    if (pinned[out]) continue;
+    for (size_t i = 0; i < nodes_[k].inputs.size() && value_in[out] == never; ++i)
+      if (over_input(k, i) && value_end[nodes_[k].inputs[i]] == k) {
+        value_in[out] = value_in[nodes_[k].inputs[i]];
+        values[value_in[out]].free_from = value_end[out] + 1;
+      }
+    if (value_in[out] == never) value_in[out] = assign(values, k, value_end[out], sample_bytes(k));
   }
-  // Gradients in the order backward writes them.
-  std::vector<size_t> by_begin;
-  for (size_t k = 0; k < K; ++k) {
-    Slot& slot = slots_[leaves + k];
-    slot.grad_buffer = &slot.grad_storage;
-    if (slot.needs_grad && !pinned[leaves + k] && grad_begin[leaves + k] != never)
+  // Gradients in the order backward writes them; the op that writes first, per slot.
+  std::vector<size_t> by_begin, first_writer(slots_.size(), never);
+  for (size_t k = K; k-- > 0;)
+    for (size_t i = 0; i < nodes_[k].inputs.size(); ++i)
+      if (nodes_[k].gradient_wanted[i] && first_writer[nodes_[k].inputs[i]] == never)
+        first_writer[nodes_[k].inputs[i]] = k;
+  for (size_t k = 0; k < K; ++k)
+    if (slots_[leaves + k].needs_grad && !pinned[leaves + k] && grad_begin[leaves + k] != never)
       by_begin.push_back(k);
-  }
-  std::sort(by_begin.begin(), by_begin.end(),
-            [&](size_t a, size_t b) { return grad_begin[leaves + a] < grad_begin[leaves + b]; });
+  std::stable_sort(by_begin.begin(), by_begin.end(), [&](size_t a, size_t b) {
+    return grad_begin[leaves + a] < grad_begin[leaves + b];
+  });
   for (size_t k : by_begin) {
-    const size_t bytes =
-        nodes_[k].fn->outputs[0]->shape.total_size() * size_of(nodes_[k].fn->outputs[0]->dtype);
-    slots_[leaves + k].grad_buffer = assign(grads, grad_begin[leaves + k], backward_time(k), bytes);
+    const size_t slot = leaves + k, writer = first_writer[slot];
+    // Over the writer's output gradient: the writer's only wanted input, read by nothing else.
+    if (writer != never && grad_in[nodes_[writer].output] != never &&
+        grad_begin[slot] == backward_time(writer)) {
+      const Node& w = nodes_[writer];
+      size_t wanted = 0, index = 0;
+      for (size_t i = 0; i < w.inputs.size(); ++i)
+        if (w.gradient_wanted[i]) ++wanted, index = i;
+      if (wanted == 1 && w.inputs[index] == slot && over_input(writer, index)) {
+        grad_in[slot] = grad_in[w.output];
+        grads[grad_in[slot]].free_from = backward_time(k) + 1;
+      }
+    }
+    if (grad_in[slot] == never)
+      grad_in[slot] = assign(grads, grad_begin[slot], backward_time(k), sample_bytes(k));
   }
-  for (size_t i = 0; i < leaves; ++i) {
-    slots_[i].value_buffer = &slots_[i].storage;
-    slots_[i].grad_buffer = &slots_[i].grad_storage;
+  std::vector<TensorStorage*> value_storage, grad_storage;
+  for (size_t b = 0; b < values.size(); ++b) value_storage.push_back(&shared_.emplace_back());
+  for (size_t b = 0; b < grads.size(); ++b) grad_storage.push_back(&shared_.emplace_back());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    slot.value_buffer = value_in[i] == never ? &slot.storage : value_storage[value_in[i]];
+    slot.grad_buffer = grad_in[i] == never ? &slot.grad_storage : grad_storage[grad_in[i]];
   }
 }
 

@@ -48,6 +48,7 @@ class UnaryElementwiseOp : public OpDef {
     return op_ == UnaryOp::Tanh || op_ == UnaryOp::Sigmoid || op_ == UnaryOp::Exp ||
            op_ == UnaryOp::Sqrt || op_ == UnaryOp::Relu;
   }
+  bool writes_over_input(size_t) const override { return true; }
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
     const Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {
@@ -89,6 +90,7 @@ class BinaryElementwiseOp : public OpDef {
     return op_ != BinaryOp::Plus && op_ != BinaryOp::Minus;
   }
   bool backward_reads_output() const override { return false; }
+  bool writes_over_input(size_t) const override { return true; }
   void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
     const Tensor &a = *call.inputs[0], &b = *call.inputs[1];
     const Tensor& y = *call.output;
