@@ -117,7 +117,8 @@ std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
   return result;
 }
 
-Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
+Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
+                   ExecutorOptions options)
     : outputs_(std::move(outputs)) {
   auto order = schedule(topological_order(outputs_));
   std::unordered_set<const VariableImpl*> wanted;
@@ -182,6 +183,130 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt)
   for (auto& loop : loops_) plan_loop(loop);
   for (auto& w : wrt) slot_of(w);  // a wrt variable the outputs do not use is an error
   plan_blocked_layouts();
+  plan_buffers(options.share_buffers);
+}
+
+void Executor::plan_buffers(bool share) {
+  // A timeline of one forward and one backward: node k runs forward at time k and backward at
+  // 2K-1-k. A value lives from its forward to its last reader: the forward of each consumer,
+  // and the backward of each consumer (and of its producer) that reads it there
+  // (OpDef::backward_reads_*). A gradient lives from the backward of the first op that writes
+  // it (the last consumer; for an output, which may be the root, from the start of backward)
+  // to its producer's backward. Lifetimes are closed intervals; an op never shares a buffer
+  // with its own inputs or output.
+  const size_t K = nodes_.size(), leaves = leaf_vars_.size(), never = size_t(-1);
+  auto backward_time = [&](size_t k) { return 2 * K - 1 - k; };
+  std::vector<size_t> value_end(slots_.size(), 0), grad_begin(slots_.size(), never);
+  std::vector<bool> pinned(slots_.size(), !share);  // keeps a buffer of its own
+  for (const Variable& o : outputs_) {
+    pinned[slot_of(o)] = true;  // the caller reads outputs after forward and backward
+    grad_begin[slot_of(o)] = K;
+  }
+  for (size_t k = 0; k < K; ++k) {
+    const Node& n = nodes_[k];
+    const OpDef& op = *n.fn->op;
+    const bool backward_runs = slots_[n.output].needs_grad;
+    value_end[n.output] = std::max(value_end[n.output], k);
+    if (backward_runs && op.backward_reads_output()) value_end[n.output] = backward_time(k);
+    // Loops run step by step on views, zero gradients ahead and carry values to the next
+    // minibatch: their values and what they read keep their own buffers.
+    if (n.loop != kNoLoop || n.delay || op.time_shift(n.fn->attributes) != 0) {
+      pinned[n.output] = true;
+      for (size_t in : n.inputs) pinned[in] = true;
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const size_t in = n.inputs[i];
+      value_end[in] = std::max(value_end[in], k);
+      if (backward_runs && op.backward_reads_input(i))
+        value_end[in] = std::max(value_end[in], backward_time(k));
+      if (n.gradient_wanted[i]) grad_begin[in] = std::min(grad_begin[in], backward_time(k));
+    }
+  }
+  // Greedy interval colouring, one pool for values and one for gradients (a value is never
+  // overwritten by a gradient, so backward may run again after one forward): each lifetime, in
+  // order of its start, takes the free buffer used by the largest values so far. An op that
+  // may write over an input (OpDef::writes_over_input: elementwise ops) takes that input's
+  // buffer when the input's life ends at its forward, and in backward writes the input's
+  // gradient over its output's when it is the first and last to write there.
+  struct Buffer {
+    size_t free_from, sample_bytes;
+  };
+  auto assign = [&](std::vector<Buffer>& pool, size_t begin, size_t end, size_t sample_bytes) {
+    size_t best = never;
+    for (size_t b = 0; b < pool.size(); ++b)
+      if (pool[b].free_from <= begin &&
+          (best == never || pool[b].sample_bytes > pool[best].sample_bytes))
+        best = b;
+    if (best == never) {
+      best = pool.size();
+      pool.push_back({0, 0});
+    }
+    pool[best].free_from = end + 1;
+    pool[best].sample_bytes = std::max(pool[best].sample_bytes, sample_bytes);
+    return best;
+  };
+  auto sample_bytes = [&](size_t k) {
+    return nodes_[k].fn->outputs[0]->shape.total_size() * size_of(nodes_[k].fn->outputs[0]->dtype);
+  };
+  // Whether node k's output may live in the buffer of its input i (same size and layout).
+  auto over_input = [&](size_t k, size_t i) {
+    const Node& n = nodes_[k];
+    const size_t in = n.inputs[i];
+    return in >= leaves && !pinned[in] && n.fn->op->writes_over_input(i) &&
+           n.fn->inputs[i].shape() == n.fn->outputs[0]->shape &&
+           n.fn->inputs[i].dtype() == n.fn->outputs[0]->dtype &&
+           n.fn->inputs[i].dynamic_axes() == n.fn->outputs[0]->dynamic_axes &&
+           slots_[in].value.blocked == slots_[n.output].value.blocked;
+  };
+  std::vector<Buffer> values, grads;
+  std::vector<size_t> value_in(slots_.size(), never), grad_in(slots_.size(), never);
+  for (size_t k = 0; k < K; ++k) {
+    const size_t out = leaves + k;
+    if (pinned[out]) continue;
+    for (size_t i = 0; i < nodes_[k].inputs.size() && value_in[out] == never; ++i)
+      if (over_input(k, i) && value_end[nodes_[k].inputs[i]] == k) {
+        value_in[out] = value_in[nodes_[k].inputs[i]];
+        values[value_in[out]].free_from = value_end[out] + 1;
+      }
+    if (value_in[out] == never) value_in[out] = assign(values, k, value_end[out], sample_bytes(k));
+  }
+  // Gradients in the order backward writes them; the op that writes first, per slot.
+  std::vector<size_t> by_begin, first_writer(slots_.size(), never);
+  for (size_t k = K; k-- > 0;)
+    for (size_t i = 0; i < nodes_[k].inputs.size(); ++i)
+      if (nodes_[k].gradient_wanted[i] && first_writer[nodes_[k].inputs[i]] == never)
+        first_writer[nodes_[k].inputs[i]] = k;
+  for (size_t k = 0; k < K; ++k)
+    if (slots_[leaves + k].needs_grad && !pinned[leaves + k] && grad_begin[leaves + k] != never)
+      by_begin.push_back(k);
+  std::stable_sort(by_begin.begin(), by_begin.end(), [&](size_t a, size_t b) {
+    return grad_begin[leaves + a] < grad_begin[leaves + b];
+  });
+  for (size_t k : by_begin) {
+    const size_t slot = leaves + k, writer = first_writer[slot];
+    // Over the writer's output gradient: the writer's only wanted input, read by nothing else.
+    if (writer != never && grad_in[nodes_[writer].output] != never &&
+        grad_begin[slot] == backward_time(writer)) {
+      const Node& w = nodes_[writer];
+      size_t wanted = 0, index = 0;
+      for (size_t i = 0; i < w.inputs.size(); ++i)
+        if (w.gradient_wanted[i]) ++wanted, index = i;
+      if (wanted == 1 && w.inputs[index] == slot && over_input(writer, index)) {
+        grad_in[slot] = grad_in[w.output];
+        grads[grad_in[slot]].free_from = backward_time(k) + 1;
+      }
+    }
+    if (grad_in[slot] == never)
+      grad_in[slot] = assign(grads, grad_begin[slot], backward_time(k), sample_bytes(k));
+  }
+  std::vector<TensorStorage*> value_storage, grad_storage;
+  for (size_t b = 0; b < values.size(); ++b) value_storage.push_back(&shared_.emplace_back());
+  for (size_t b = 0; b < grads.size(); ++b) grad_storage.push_back(&shared_.emplace_back());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    slot.value_buffer = value_in[i] == never ? &slot.storage : value_storage[value_in[i]];
+    slot.grad_buffer = grad_in[i] == never ? &slot.grad_storage : grad_storage[grad_in[i]];
+  }
 }
 
 void Executor::plan_loop(Loop& loop) {
@@ -253,16 +378,16 @@ size_t Executor::slot_of(const Variable& v) const {
   return it->second;
 }
 
-void Executor::bind_sequence_layouts(const ValueMap& arguments) {
+void Executor::bind_sequence_layouts(const ArgumentLookup& argument) {
   sequence_layouts_.clear();
   if (layouts_.size() > 64) layouts_.clear();
   // The first input bound on each axis, which later ones on that axis must match.
   std::unordered_map<std::string, std::pair<const Variable*, const Value*>> first_on_axis;
   for (auto& v : leaf_vars_) {
     if (!v.is_input() || !v.has_sequence_axis()) continue;
-    auto it = arguments.find(v);
-    if (it == arguments.end()) continue;
-    const Value& value = it->second;
+    const Value* found = argument(v);
+    if (!found) continue;
+    const Value& value = *found;
     check_value_form(v, value);
     const std::string& axis = v.dynamic_axes()[1].name();
     auto [first, fresh] = first_on_axis.try_emplace(axis, &v, &value);
@@ -379,6 +504,15 @@ void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void
 }
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
+  forward(
+      [&](const Variable& v) {
+        auto it = arguments.find(v);
+        return it == arguments.end() ? nullptr : &it->second;
+      },
+      is_training);
+}
+
+void Executor::forward(const ArgumentLookup& argument, bool is_training) {
   is_training_ = is_training;
   // The previous minibatch's values are still in place (their layouts too, until bound anew),
   // and its backward is done: keep what continued sequences read of them.
@@ -386,14 +520,14 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
     for (auto& node : nodes_)
       if (node.fn->op->time_shift(node.fn->attributes) > 0) carry_over(node);
   forward_done_ = false;  // until this forward completes
-  bind_sequence_layouts(arguments);
+  bind_sequence_layouts(argument);
   for (size_t i = 0; i < leaf_vars_.size(); ++i) {
     const Variable& v = leaf_vars_[i];
     Slot& slot = slots_[i];
     if (v.is_input()) {
-      auto it = arguments.find(v);
-      LOOM_CHECK(it != arguments.end(), ArgumentError, "no value given for input ", v.describe());
-      bind_input(v, slot, it->second);
+      const Value* value = argument(v);
+      LOOM_CHECK(value, ArgumentError, "no value given for input ", v.describe());
+      bind_input(v, slot, *value);
     } else {
       NDArrayView& stored = v.value();  // alive as long as leaf_vars_ holds v
       slot.value.dtype = v.dtype();
@@ -420,7 +554,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
       out.value.shape = spec.shape;
     }
     out.value.sparse = nullptr;
-    out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
+    out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
     OpCall call = whole_call(node, false);
     f.op->forward(call);
   }
@@ -437,7 +571,7 @@ void Executor::forward_loop(const Loop& loop) {
     out.value.layout = &L;
     out.value.shape.assign_prepended(L.rows(), spec.shape);
     out.value.sparse = nullptr;
-    out.value.data = out.storage.ensure(out.value.size() * size_of(spec.dtype));
+    out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
     if (out.step_scratch.size() < L.max_length()) out.step_scratch.resize(L.max_length());
   }
   for (size_t k = loop.begin; k < loop.end; ++k)
@@ -575,7 +709,7 @@ Tensor& Executor::gradient_tensor(size_t index) {
   if (index < leaf_vars_.size() && leaf_vars_[index].is_parameter()) {
     g.data = param_grads_.at(leaf_vars_[index]).raw_data();
   } else {
-    g.data = slot.grad_storage.ensure(g.size() * size_of(g.dtype));
+    g.data = slot.grad_buffer->ensure(g.size() * size_of(g.dtype));
   }
   return g;
 }

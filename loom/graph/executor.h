@@ -3,6 +3,8 @@
 // minibatch, so a steady training loop allocates nothing. See docs/executor.md.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -13,10 +15,17 @@
 
 namespace loom {
 
+struct ExecutorOptions {
+  // Values (and gradients) whose lifetimes do not overlap share one buffer (docs/executor.md,
+  // "Sharing buffers"); off, every variable keeps its own, for tests and debugging.
+  bool share_buffers = true;
+};
+
 class Executor {
  public:
   // outputs: what forward computes; wrt: parameters or inputs whose gradients backward gives.
-  explicit Executor(std::vector<Variable> outputs, std::vector<Variable> wrt = {});
+  explicit Executor(std::vector<Variable> outputs, std::vector<Variable> wrt = {},
+                    ExecutorOptions options = {});
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
@@ -24,12 +33,18 @@ class Executor {
   // ignored) and computes the outputs. is_training selects training behaviour of ops such
   // as dropout and batch normalization.
   void forward(const ValueMap& arguments, bool is_training);
+  // The value of an input, or null when none is given.
+  using ArgumentLookup = std::function<const Value*(const Variable&)>;
+  // The same with the arguments found through a lookup, so a caller holding them in another
+  // map (the Trainer's MinibatchMap) binds them without copying them into a ValueMap.
+  void forward(const ArgumentLookup& argument, bool is_training);
   // Back-propagates from root (one of the outputs), after forward. Without root_gradient
   // that is the gradient of the sum of root over all its elements and samples; with it, the
   // given gradient of root (a Value of root's form and layout).
   void backward(const Variable& root, const Value* root_gradient = nullptr);
 
   // After forward: a variable's packed tensor, and its value unpacked into a Value (copy).
+  // With shared buffers only the outputs' values are sure to be intact.
   const Tensor& tensor(const Variable& v) const;
   Value output_value(const Variable& v) const;
   // Sum of all elements of a computed variable over all samples.
@@ -55,6 +70,10 @@ class Executor {
     bool densify = false;              // a consumer needs this sparse input dense
     TensorStorage scratch;
     std::vector<TensorStorage> step_scratch;  // per step, for the nodes of a loop
+    // Where an op's output and its gradient live: storage/grad_storage, or a buffer of
+    // shared_ that other values use when this one is not alive (plan_buffers).
+    TensorStorage* value_buffer = nullptr;
+    TensorStorage* grad_buffer = nullptr;
   };
   struct Node {
     std::shared_ptr<FunctionImpl> fn;
@@ -104,16 +123,19 @@ class Executor {
   size_t slot_of(const Variable& v) const;
   // Which values stay in oneDNN's blocked layout (Tensor::blocked).
   void plan_blocked_layouts();
+  // Gives the ops' outputs and gradients their buffers, shared where lifetimes do not overlap.
+  void plan_buffers(bool share);
   void bind_input(const Variable& v, Slot& slot, const Value& value);
   // Copies the real samples of a dense Value into packed rows of layout at dst.
   static void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
-  void bind_sequence_layouts(const ValueMap& arguments);
+  void bind_sequence_layouts(const ArgumentLookup& argument);
   Tensor& gradient_tensor(size_t slot);
 
   std::vector<Variable> outputs_;
   std::vector<Node> nodes_;
   std::vector<Loop> loops_;
   std::vector<Slot> slots_;
+  std::deque<TensorStorage> shared_;  // the buffers plan_buffers shares (stable addresses)
   std::unordered_map<const VariableImpl*, size_t> slot_index_;
   std::vector<Variable> leaf_vars_;  // slot i < leaf_vars_.size() holds leaf_vars_[i]
   std::unordered_map<Variable, NDArrayView> param_grads_;

@@ -82,6 +82,15 @@ class OpDef {
   // input_gradient, whose shape equals that input's tensor shape.
   virtual void backward(OpCall& call, size_t index, Tensor& input_gradient,
                         bool accumulate) const = 0;
+  // Whether backward reads the value of input `index`, and the output's value (by default
+  // both). An op that does not lets the executor give that buffer to another value once
+  // forward is done with it (docs/executor.md, "Sharing buffers").
+  virtual bool backward_reads_input(size_t /*index*/) const { return true; }
+  virtual bool backward_reads_output() const { return true; }
+  // Whether the op computes each element from the same element of input `index` (elementwise
+  // ops, where that input has the output's shape), so forward may write its output over that
+  // input, and backward that input's gradient over the output's gradient, in place.
+  virtual bool writes_over_input(size_t /*index*/) const { return false; }
   // Whether the op can produce a gradient for input `index` (false e.g. for labels of a
   // metric, or indices).
   virtual bool differentiable(size_t /*index*/, const Dictionary& /*attributes*/) const {

@@ -24,9 +24,17 @@
 
 namespace loom::kernels::detail {
 
-// Work (elements touched) each thread should get at least: starting a team costs microseconds,
-// more than a small loop takes, so small minibatches stay on the calling thread.
+// The one threshold of the kernels' single-threaded path: the work (elements a simple loop
+// touches) each thread should get at least. Waking a team costs microseconds (more when its
+// threads sleep, and a whole time slice when another process holds the core), about what a
+// loop spends on 16k elements, so below twice this a loop stays on the calling thread.
+// Chosen on the small training steps of bench/README.md (logistic regression, MLP): their
+// elementwise ops, softmax and bias gradients stay on one thread up to minibatch 64. Other
+// kernels state their work in these units (kMacsPerElement for products).
 inline constexpr size_t kGrain = 16384;
+// A multiply-add of a matrix product (oneDNN's sgemm, ~100 GFLOP/s per core here) costs about
+// 1/128 of an element of a simple loop: a product runs on one thread per 2M multiply-adds.
+inline constexpr size_t kMacsPerElement = 128;
 
 // Calls body(begin, end) on contiguous, disjoint pieces of [0, n), one per thread, statically
 // split. Callers make each output depend on one piece only, so results do not depend on timing.

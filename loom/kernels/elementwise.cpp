@@ -1,5 +1,6 @@
 #include "loom/kernels/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "loom/core/error.h"
@@ -87,7 +88,7 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
       case UnaryOp::Relu:
         return map_grad<A>(n, 1, dx, [=](size_t i) {
           const T g = dy[i];
-          return x[i] > 0 ? g : T(0);
+          return y[i] > 0 ? g : T(0);  // relu(x) > 0 exactly where x > 0
         });
       case UnaryOp::Exp:
         return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i] * y[i]; });
@@ -130,6 +131,31 @@ void broadcast_map(const Dims& out_dims, const Dims& a_dims, const T* a, const D
   });
 }
 
+// dx[c] (+)= scale * sum over rows r of dy[r * cols + c], summed in double in row order (as the
+// general reduction does), columns split across threads.
+template <bool Accumulate, typename T>
+void column_sum(size_t rows, size_t cols, const T* dy, T* dx, T scale) {
+  detail::parallel_for(cols, rows * cols, [&](size_t c0, size_t c1) {
+    constexpr size_t kChunk = 256;
+    double acc[kChunk];
+    for (size_t c = c0; c < c1; c += kChunk) {
+      const size_t n = std::min(kChunk, c1 - c);
+      std::fill_n(acc, n, 0.0);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* row = dy + r * cols + c;
+#pragma omp simd
+        for (size_t j = 0; j < n; ++j) acc[j] += row[j];
+      }
+      T* out = dx + c;
+#pragma omp simd
+      for (size_t j = 0; j < n; ++j) {
+        const T v = scale * static_cast<T>(acc[j]);
+        out[j] = Accumulate ? out[j] + v : v;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 template <typename T>
@@ -167,9 +193,17 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
     auto reduce = [&](T scale, auto load) {
       detail::reduce_plan<detail::Combine::Sum, A>(p, target, dx, scale, load);
     };
-    auto dy_only = [&](size_t o, size_t, size_t, size_t i) { return dy[o + i]; };
-    if (op == BinaryOp::Plus) return reduce(T(1), dy_only);
-    if (op == BinaryOp::Minus) return reduce(which == 0 ? T(1) : T(-1), dy_only);
+    if (op == BinaryOp::Plus || op == BinaryOp::Minus) {
+      const T scale = op == BinaryOp::Minus && which == 1 ? T(-1) : T(1);
+      // The two cases of a bias add: the same shape (dx = dy), and a bias [C] broadcast over
+      // rows [N, C], whose gradient is a plain column sum.
+      if (p.rank == 1 && p.stride[target][0] == 1)
+        return map_grad<A>(p.size, 1, dx, [=](size_t i) { return scale * dy[i]; });
+      if (p.rank == 2 && p.stride[target][0] == 0 && p.stride[target][1] == 1 &&
+          p.stride[0][1] == 1)
+        return column_sum<A>(p.dim[0], p.dim[1], dy, dx, scale);
+      return reduce(scale, [&](size_t o, size_t, size_t, size_t i) { return dy[o + i]; });
+    }
     detail::with_inner_strides(p, [&](auto sa, auto sb) {
       constexpr size_t SA = decltype(sa)::value, SB = decltype(sb)::value;
       // The load sees dy, a and b at one point of the output; each case picks the partial.

@@ -21,8 +21,9 @@ template <typename T>
 void unary(UnaryOp op, size_t n, const T* x, T* y);
 
 // dx[i] = dy[i] * op'(x[i]) (accumulate: dx[i] += ...), with the derivative written through the
-// forward output y where that is cheaper: Tanh 1-y², Sigmoid y(1-y), Exp y, Sqrt 0.5/y; through
-// x for Relu (x > 0), Log 1/x, Square 2x, Abs sign(x) (0 at 0); Negate -1 and Copy 1 use
+// forward output y where that is cheaper: Tanh 1-y², Sigmoid y(1-y), Exp y, Sqrt 0.5/y, Relu
+// y > 0 (so the executor may reuse x's buffer); through x for Log 1/x, Square 2x, Abs sign(x)
+// (0 at 0); Negate -1 and Copy 1 use
 // neither. An input the op does not use may be null.
 template <typename T>
 void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T* dx,

@@ -81,14 +81,16 @@ void tile_rows(size_t nc, size_t kc, const double* ap, const double* bp, double*
   }
 }
 
-// oneDNN splits any product over all OpenMP threads; below ~2M multiply-adds per thread the
-// fork/join and cache traffic cost more than they save (a 32x784x10 step took 5 µs on one
-// thread and 9-31 µs on two here), so small products get fewer threads while this lives.
+// oneDNN splits any product over all OpenMP threads; below detail::kGrain elements of work per
+// thread (kMacsPerElement multiply-adds each) the fork/join and cache traffic cost more than
+// they save (a 32x784x10 step took 5 µs on one thread and 9-31 µs on two here), so small
+// products get fewer threads while this lives.
 class ThreadsForProduct {
  public:
   explicit ThreadsForProduct(size_t multiply_adds)
       : max_(omp_get_max_threads()),
-        threads_(int(std::clamp<size_t>(multiply_adds / (size_t{1} << 21), 1, size_t(max_)))) {
+        threads_(int(std::clamp<size_t>(multiply_adds / detail::kMacsPerElement / detail::kGrain, 1,
+                                        size_t(max_)))) {
     if (threads_ != max_) omp_set_num_threads(threads_);
   }
   ~ThreadsForProduct() {

@@ -8,35 +8,17 @@
 #include <type_traits>
 
 #include "loom/kernels/detail.h"
+#include "loom/kernels/fast_math.h"
 #include "loom/kernels/gemm.h"
 
 namespace loom::kernels {
 
 namespace {
 
-// e^x for float in plain arithmetic the compiler vectorizes (with -fno-trapping-math, see
-// CMakeLists.txt): x = k·ln2 + r with |r| <= ln2/2, e^r by its Taylor polynomial of degree 7
-// (error below 1e-8 relative), 2^k through the exponent bits. Inputs are clamped to where the
-// result is a normal float.
-inline float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-  const float k = std::floor(x * 1.44269504f + 0.5f);
-  const float r = (x - k * 0.693145752f) - k * 1.42860677e-6f;  // ln 2 in two parts
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * std::bit_cast<float>((int32_t(k) + 127) << 23);
-}
-
 template <typename T>
 inline T sigm(T v) {
   if constexpr (std::is_same_v<T, float>) {
-    return 1.0f / (1.0f + exp_approx(-v));
+    return 1.0f / (1.0f + fast_exp(-v));
   } else {
     return T(1) / (T(1) + std::exp(-v));
   }
@@ -45,7 +27,7 @@ inline T sigm(T v) {
 template <typename T>
 inline T tanh_of(T v) {
   if constexpr (std::is_same_v<T, float>) {
-    return 2.0f / (1.0f + exp_approx(-2.0f * v)) - 1.0f;
+    return 2.0f / (1.0f + fast_exp(-2.0f * v)) - 1.0f;
   } else {
     return std::tanh(v);
   }

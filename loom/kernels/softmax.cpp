@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "loom/kernels/detail.h"
+#include "loom/kernels/fast_math.h"
 
 namespace loom::kernels {
 namespace {
@@ -26,7 +27,7 @@ template <typename T>
 double sum_exp(size_t n, const T* x, T shift) {
   double s = 0;
 #pragma omp simd reduction(+ : s)
-  for (size_t j = 0; j < n; ++j) s += std::exp(x[j] - shift);
+  for (size_t j = 0; j < n; ++j) s += fast_exp(x[j] - shift);
   return s;
 }
 
@@ -46,7 +47,7 @@ void softmax(size_t rows, size_t cols, const T* x, T* y) {
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t j = 0; j < cols; ++j) {
-      y[o + j] = std::exp(x[o + j] - shift);
+      y[o + j] = fast_exp(x[o + j] - shift);
       s += y[o + j];
     }
     const T inv = static_cast<T>(1.0 / s);
@@ -60,7 +61,7 @@ void log_softmax(size_t rows, size_t cols, const T* x, T* y) {
   for_rows<T>(rows, cols, kExpCost, [&](size_t, size_t o) {
     const T shift = row_shift(cols, x + o);
     // (x - shift) - log(sum) keeps the precision that x - logsumexp loses for large x.
-    const T log_sum = static_cast<T>(std::log(sum_exp(cols, x + o, shift)));
+    const T log_sum = std::log(static_cast<T>(sum_exp(cols, x + o, shift)));
 #pragma omp simd
     for (size_t j = 0; j < cols; ++j) y[o + j] = (x[o + j] - shift) - log_sum;
   });
@@ -96,7 +97,7 @@ void log_softmax_backward(size_t rows, size_t cols, const T* y, const T* dy, T* 
       const T s = static_cast<T>(sum);
 #pragma omp simd
       for (size_t j = 0; j < cols; ++j) {
-        const T v = dy[o + j] - std::exp(y[o + j]) * s;
+        const T v = dy[o + j] - fast_exp(y[o + j]) * s;
         dx[o + j] = A ? dx[o + j] + v : v;
       }
     });
@@ -107,7 +108,7 @@ template <typename T>
 void logsumexp(size_t rows, size_t cols, const T* x, T* out) {
   for_rows<T>(rows, cols, kExpCost, [&](size_t r, size_t o) {
     const T shift = row_shift(cols, x + o);
-    out[r] = shift + static_cast<T>(std::log(sum_exp(cols, x + o, shift)));
+    out[r] = shift + std::log(static_cast<T>(sum_exp(cols, x + o, shift)));
   });
 }
 

@@ -5,11 +5,12 @@
 #include <vector>
 
 #include "loom/core/threads.h"
+#include "loom/kernels/detail.h"
 
 namespace loom::learners_detail {
 
-// Below this many elements a loop runs on the calling thread.
-inline constexpr size_t kParallelThreshold = size_t{1} << 15;
+// Below this many elements a loop runs on the calling thread (the kernels' threshold).
+inline constexpr size_t kParallelThreshold = 2 * kernels::detail::kGrain;
 
 // f(i) for i in [0, n); `elements` is the work it stands for, which decides the threading.
 // Each loop runs a local copy of f: a rule that captures its constants by value then keeps

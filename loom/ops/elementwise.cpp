@@ -39,6 +39,16 @@ class UnaryElementwiseOp : public OpDef {
     });
   }
 
+  // What unary_backward reads: tanh, sigmoid, exp, sqrt and relu (y > 0 where x > 0) the
+  // output; log, square and abs the input.
+  bool backward_reads_input(size_t) const override {
+    return op_ == UnaryOp::Log || op_ == UnaryOp::Square || op_ == UnaryOp::Abs;
+  }
+  bool backward_reads_output() const override {
+    return op_ == UnaryOp::Tanh || op_ == UnaryOp::Sigmoid || op_ == UnaryOp::Exp ||
+           op_ == UnaryOp::Sqrt || op_ == UnaryOp::Relu;
+  }
+  bool writes_over_input(size_t) const override { return true; }
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
     const Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {
@@ -75,6 +85,12 @@ class BinaryElementwiseOp : public OpDef {
     });
   }
 
+  // Sums and differences pass the gradient on; the other ops read both inputs.
+  bool backward_reads_input(size_t) const override {
+    return op_ != BinaryOp::Plus && op_ != BinaryOp::Minus;
+  }
+  bool backward_reads_output() const override { return false; }
+  bool writes_over_input(size_t) const override { return true; }
   void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
     const Tensor &a = *call.inputs[0], &b = *call.inputs[1];
     const Tensor& y = *call.output;

@@ -43,6 +43,7 @@ void product(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, const T* 
 
 class TimesOp : public OpDef {
  public:
+  bool backward_reads_output() const override { return false; }
   const char* name() const override { return "Times"; }
   bool accepts_sparse(size_t index) const override { return index == 0; }
 

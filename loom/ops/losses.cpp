@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "loom/graph/op.h"
+#include "loom/kernels/fast_math.h"
 #include "loom/kernels/softmax.h"
 #include "loom/ops/op_defs.h"
 
@@ -165,9 +166,13 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
         if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
           T mass = 0;
           for_each_in_row<T>(t, r, n, [&](size_t, T v) { mass += v; });
-          for (size_t c = 0; c < n; ++c) {
-            T v = dy[r] * mass * std::exp(lr[c]);
-            dx[c] = add ? dx[c] + v : v;
+          const T scale = dy[r] * mass;
+          if (add) {
+#pragma omp simd
+            for (size_t c = 0; c < n; ++c) dx[c] += scale * kernels::fast_exp(lr[c]);
+          } else {
+#pragma omp simd
+            for (size_t c = 0; c < n; ++c) dx[c] = scale * kernels::fast_exp(lr[c]);
           }
           for_each_in_row<T>(t, r, n, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
         } else {  // dt = dy · (logsumexp(z) − z)

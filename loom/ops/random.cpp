@@ -21,6 +21,9 @@ void check_rate(double rate) {
 // keeps it in call.scratch; backward recomputes the mask from it.
 class DropoutOp : public OpDef {
  public:
+  // Backward needs only the mask's key, kept in scratch.
+  bool backward_reads_input(size_t) const override { return false; }
+  bool backward_reads_output() const override { return false; }
   const char* name() const override { return "Dropout"; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,

@@ -99,13 +99,33 @@ void Trainer::set_compute_precision(ComputePrecision p) {
 }
 
 bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
+  return train(
+      [&](const Variable& v) {
+        auto it = arguments.find(v);
+        return it == arguments.end() ? nullptr : &it->second;
+      },
+      all_empty(arguments), arguments.empty(), is_sweep_end);
+}
+
+bool Trainer::train_minibatch(const MinibatchMap& minibatch) {
+  const bool empty = std::all_of(minibatch.begin(), minibatch.end(),
+                                 [](const auto& a) { return a.second.data.num_sequences() == 0; });
+  return train(
+      [&](const Variable& v) {
+        auto it = minibatch.find(v);
+        return it == minibatch.end() ? nullptr : &it->second.data;
+      },
+      empty, minibatch.empty(), any_sweep_end(minibatch));
+}
+
+bool Trainer::train(const Executor::ArgumentLookup& argument, bool empty, bool no_arguments,
+                    bool is_sweep_end) {
   const ComputePrecisionScope precision(compute_precision());
-  const bool empty = all_empty(arguments);
   if (empty && !distributed_) return false;
   size_t samples = 0;
   double loss_sum = 0, metric_sum = 0;
   if (!empty) {
-    train_exec_->forward(arguments, /*is_training=*/true);
+    train_exec_->forward(argument, /*is_training=*/true);
     train_exec_->backward(loss_);
     samples = train_exec_->sample_count(loss_);
     loss_sum = train_exec_->sum(loss_);
@@ -114,7 +134,7 @@ bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
   bool go_on = false;
   if (distributed_) {
     // A collective: the counts, loss and metric become the sums over all workers.
-    distributed::MinibatchInfo info{arguments.empty(), is_sweep_end, samples, loss_sum, metric_sum};
+    distributed::MinibatchInfo info{no_arguments, is_sweep_end, samples, loss_sum, metric_sum};
     const size_t synchronizations = distributed_->synchronizations();
     go_on = distributed_->update(learner_gradients_[0], info);
     samples = info.number_of_samples;
@@ -140,10 +160,6 @@ bool Trainer::train_minibatch(const ValueMap& arguments, bool is_sweep_end) {
         samples, previous_loss_sum_,
         metric_.valid() ? std::optional<double>(previous_metric_sum_) : std::nullopt);
   return go_on;
-}
-
-bool Trainer::train_minibatch(const MinibatchMap& minibatch) {
-  return train_minibatch(values_of(minibatch), any_sweep_end(minibatch));
 }
 
 double Trainer::test_minibatch(const ValueMap& arguments, bool distributed) {

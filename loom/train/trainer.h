@@ -137,6 +137,10 @@ class Trainer {
  private:
   // The function a checkpoint saves: the model's outputs, the loss and the metric.
   Function training_graph() const;
+  // One training step on the arguments the lookup finds; empty: no input holds a sequence;
+  // no_arguments: no input was given at all.
+  bool train(const Executor::ArgumentLookup& argument, bool empty, bool no_arguments,
+             bool is_sweep_end);
 
   Function model_;
   Variable loss_, metric_;  // metric_ invalid when there is none
