@@ -20,6 +20,68 @@ DataArray data_array(py::handle data) {
   return Value::create(sequences);
 }
 
+// A minibatch as a Python source returned it ({StreamInformation: MinibatchData}; {} or None
+// once it has ended). A dense Value of a stream with sample shape S may be [N, T, S...] without
+// sequence axis, as CNTK's Value(batch=array) is: N sequences of T samples.
+Minibatch<StreamInformation> minibatch_of(py::handle result) {
+  Minibatch<StreamInformation> mb;
+  if (result.is_none()) return mb;
+  if (!py::isinstance<py::dict>(result))
+    throw py::type_error("UserMinibatchSource.next_minibatch returned " +
+                         std::string(py::str(py::type::of(result).attr("__name__"))) +
+                         ": return a dict {StreamInformation: MinibatchData}");
+  for (auto [k, v] : result.cast<py::dict>()) {
+    const auto stream = k.cast<StreamInformation>();
+    auto data = v.cast<MinibatchData>();
+    const NDShape& shape = data.data.data().shape();
+    if (!data.data.is_sequence() && !data.data.is_sparse() &&
+        shape.rank() == stream.sample_shape.rank() + 2 && shape.sub_shape(2) == stream.sample_shape)
+      data.data = Value(data.data.data(), true);
+    mb.emplace(stream, std::move(data));
+  }
+  return mb;
+}
+
+// A UserMinibatchSource subclassed in Python: the loops call its methods with the GIL taken
+// (they run with it released); what they raise propagates to the caller.
+class PyUserMinibatchSource : public UserMinibatchSource {
+ public:
+  std::vector<StreamInformation> stream_infos() const override {
+    py::gil_scoped_acquire gil;
+    return method("stream_infos")().cast<std::vector<StreamInformation>>();
+  }
+  Minibatch<StreamInformation> next_minibatch(size_t num_samples, size_t number_of_workers,
+                                              size_t worker_rank) override {
+    py::gil_scoped_acquire gil;
+    return minibatch_of(method("next_minibatch")(num_samples, number_of_workers, worker_rank,
+                                                 DeviceDescriptor::use_default_device()));
+  }
+  Dictionary get_checkpoint_state() const override {
+    py::gil_scoped_acquire gil;
+    if (py::function f = override_of("get_checkpoint_state")) return f().cast<Dictionary>();
+    return UserMinibatchSource::get_checkpoint_state();
+  }
+  void restore_from_checkpoint(const Dictionary& state) override {
+    py::gil_scoped_acquire gil;
+    if (py::function f = override_of("restore_from_checkpoint"))
+      f(to_python(DictionaryValue(state.map())));
+    else
+      UserMinibatchSource::restore_from_checkpoint(state);
+  }
+
+ private:
+  py::function override_of(const char* name) const {
+    return py::get_override(static_cast<const UserMinibatchSource*>(this), name);
+  }
+  py::function method(const char* name) const {
+    py::function f = override_of(name);
+    if (!f)
+      throw py::type_error(std::string("a UserMinibatchSource subclass must define ") + name +
+                           "()");
+    return f;
+  }
+};
+
 }  // namespace
 
 void add_io(py::module_& m) {
@@ -121,46 +183,24 @@ void add_io(py::module_& m) {
            }),
            py::arg("streams"));
 
-  py::class_<MinibatchSource, std::shared_ptr<MinibatchSource>>(m, "MinibatchSource")
-      .def(
-          py::init([](py::handle deserializers, size_t max_samples, size_t max_sweeps,
-                      size_t randomization_window_in_chunks, uint64_t randomization_seed,
-                      bool frame_mode, bool randomize) {
-            std::vector<std::shared_ptr<Deserializer>> all;
-            if (py::isinstance<py::list>(deserializers) || py::isinstance<py::tuple>(deserializers))
-              all = deserializers.cast<std::vector<std::shared_ptr<Deserializer>>>();
-            else
-              all.push_back(deserializers.cast<std::shared_ptr<Deserializer>>());
-            return std::make_shared<MinibatchSource>(
-                all, MinibatchSourceConfig{
-                         .randomize = randomize,
-                         .max_samples = max_samples,
-                         .max_sweeps = max_sweeps,
-                         .randomization_seed = randomization_seed,
-                         .randomization_window_in_chunks = randomization_window_in_chunks,
-                         .frame_mode = frame_mode});
-          }),
-          py::arg("deserializers"), py::arg("max_samples") = INFINITELY_REPEAT,
-          py::arg("max_sweeps") = INFINITELY_REPEAT,
-          py::arg("randomization_window_in_chunks") = 128, py::arg("randomization_seed") = 0,
-          py::arg("frame_mode") = false, py::arg("randomize") = true)
-      .def("__getitem__", &MinibatchSource::operator[], py::arg("name"))
-      .def("stream_info", &MinibatchSource::operator[], py::arg("name"))
-      .def_property_readonly("stream_infos", &MinibatchSource::stream_infos)
+  // What every source has (Loom's reader and sources written in Python alike).
+  py::class_<MinibatchSourceInterface, std::shared_ptr<MinibatchSourceInterface>>(
+      m, "MinibatchSourceInterface")
+      .def("stream_infos", &MinibatchSourceInterface::stream_infos)
+      .def("__getitem__", &MinibatchSourceInterface::operator[], py::arg("name"))
+      .def("stream_info", &MinibatchSourceInterface::operator[], py::arg("name"))
       .def_property_readonly("streams",
-                             [](const MinibatchSource& s) {
+                             [](const MinibatchSourceInterface& s) {
                                py::dict d;
                                for (const auto& i : s.stream_infos()) d[py::str(i.name)] = i;
                                return py::module_::import("types").attr("SimpleNamespace")(**d);
                              })
-      .def_property_readonly("samples_per_sweep", &MinibatchSource::samples_per_sweep)
-      .def("is_infinite", &MinibatchSource::is_infinite)
-      .def_property_readonly("position", &MinibatchSource::position)
+      .def("is_infinite", &MinibatchSourceInterface::is_infinite)
       // {Variable: MinibatchData} with an input map, {StreamInformation: MinibatchData}
       // without; {} once the source has ended.
       .def(
           "next_minibatch",
-          [](MinibatchSource& s, size_t size, py::handle input_map, py::handle /*device*/,
+          [](MinibatchSourceInterface& s, size_t size, py::handle input_map, py::handle /*device*/,
              std::optional<size_t> num_data_partitions,
              std::optional<size_t> partition_index) -> py::dict {
             const size_t parts = num_data_partitions.value_or(1),
@@ -186,9 +226,43 @@ void add_io(py::module_& m) {
           py::arg("minibatch_size_in_samples"), py::arg("input_map") = py::none(),
           py::arg("device") = py::none(), py::arg("num_data_partitions") = py::none(),
           py::arg("partition_index") = py::none())
-      .def("get_checkpoint_state", &MinibatchSource::get_checkpoint_state)
-      .def("restore_from_checkpoint", &MinibatchSource::restore_from_checkpoint,
+      .def("get_checkpoint_state", &MinibatchSourceInterface::get_checkpoint_state)
+      .def("restore_from_checkpoint", &MinibatchSourceInterface::restore_from_checkpoint,
            py::arg("checkpoint"));
+
+  py::class_<MinibatchSource, MinibatchSourceInterface, std::shared_ptr<MinibatchSource>>(
+      m, "MinibatchSource")
+      .def(
+          py::init([](py::handle deserializers, size_t max_samples, size_t max_sweeps,
+                      size_t randomization_window_in_chunks, uint64_t randomization_seed,
+                      bool frame_mode, bool randomize) {
+            std::vector<std::shared_ptr<Deserializer>> all;
+            if (py::isinstance<py::list>(deserializers) || py::isinstance<py::tuple>(deserializers))
+              all = deserializers.cast<std::vector<std::shared_ptr<Deserializer>>>();
+            else
+              all.push_back(deserializers.cast<std::shared_ptr<Deserializer>>());
+            return std::make_shared<MinibatchSource>(
+                all, MinibatchSourceConfig{
+                         .randomize = randomize,
+                         .max_samples = max_samples,
+                         .max_sweeps = max_sweeps,
+                         .randomization_seed = randomization_seed,
+                         .randomization_window_in_chunks = randomization_window_in_chunks,
+                         .frame_mode = frame_mode});
+          }),
+          py::arg("deserializers"), py::arg("max_samples") = INFINITELY_REPEAT,
+          py::arg("max_sweeps") = INFINITELY_REPEAT,
+          py::arg("randomization_window_in_chunks") = 128, py::arg("randomization_seed") = 0,
+          py::arg("frame_mode") = false, py::arg("randomize") = true)
+      .def_property_readonly("samples_per_sweep", &MinibatchSource::samples_per_sweep)
+      .def_property_readonly("position", &MinibatchSource::position);
+
+  // Subclassed in Python (CNTK's cntk.io.UserMinibatchSource): define stream_infos(),
+  // next_minibatch(num_samples, number_of_workers, worker_rank, device=None) and, for a source
+  // with a position to resume from, get_checkpoint_state() and restore_from_checkpoint(state).
+  py::class_<UserMinibatchSource, MinibatchSourceInterface, PyUserMinibatchSource,
+             std::shared_ptr<UserMinibatchSource>>(m, "UserMinibatchSource")
+      .def(py::init<>());
 
   m.def(
       "MinibatchSourceFromData",

@@ -372,13 +372,13 @@ void add_train(py::module_& m) {
       .def("train", &TrainingSession::train, py::call_guard<py::gil_scoped_release>());
   m.def(
       "training_session",
-      [](std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> mb_source,
+      [](std::shared_ptr<Trainer> trainer, py::handle mb_source,
          const MinibatchSizeSchedule& mb_size, py::handle model_inputs_to_streams,
          std::optional<size_t> max_samples, std::optional<size_t> max_sweeps,
          py::handle progress_frequency, py::handle checkpoint_config, py::handle cv_config,
          py::handle test_config) {
         TrainingSessionConfig c{.trainer = trainer,
-                                .mb_source = mb_source,
+                                .mb_source = minibatch_source(mb_source),
                                 .mb_size = mb_size,
                                 .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
                                 .max_samples = max_samples,

@@ -1,8 +1,10 @@
 """Readers (CNTK's cntk.io): deserializers for CTF text and IDX files, in-memory arrays, and
-MinibatchSource, which cuts their data into minibatches."""
+MinibatchSource, which cuts their data into minibatches; UserMinibatchSource, the base of a
+source written in Python (MinibatchSourceInterface is the base of both)."""
 from loom._loom import (FULL_DATA_SWEEP, INFINITELY_REPEAT, CTFDeserializer,  # noqa: F401
                         IDXDeserializer, IDXStreamDef, MinibatchData, MinibatchSource,
-                        MinibatchSourceFromData, StreamDef, StreamInformation)
+                        MinibatchSourceFromData, MinibatchSourceInterface, StreamDef,
+                        StreamInformation, UserMinibatchSource)
 
 
 class StreamDefs(dict):
