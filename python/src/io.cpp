@@ -20,6 +20,89 @@ DataArray data_array(py::handle data) {
   return Value::create(sequences);
 }
 
+// The enum value named `name` among `names` (CNTK's strings); ValueError listing them otherwise.
+template <typename E, size_t N>
+E choice(const char* function, const char* argument, const std::string& name,
+         const std::pair<const char*, E> (&names)[N]) {
+  std::string known;
+  for (const auto& [n, e] : names) {
+    if (name == n) return e;
+    known += (known.empty() ? "'" : ", '") + std::string(n) + "'";
+  }
+  throw py::value_error(std::string(function) + ": " + argument + " is one of " + known +
+                        ", not '" + name + "'");
+}
+
+// A ratio or a range (min, max) of them.
+RatioRange ratio_range(py::handle r) {
+  if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
+    auto pair = r.cast<std::pair<double, double>>();
+    return {pair.first, pair.second};
+  }
+  return r.cast<double>();
+}
+
+// CNTK's cntk.io.transforms, as Loom's ImageTransform values (checked by the ImageDeserializer).
+// Each alternative is a class of its own, which pybind11's variant conversion needs both ways.
+void add_transforms(py::module_& m) {
+  py::module_ t = m.def_submodule("transforms", "CNTK's cntk.io.transforms");
+  py::class_<transforms::CropOptions>(t, "Crop");
+  py::class_<transforms::Scale>(t, "Scale");
+  py::class_<transforms::Mean>(t, "Mean");
+  py::class_<transforms::ColorOptions>(t, "Color");
+  t.def(
+      "crop",
+      [](const std::string& crop_type, size_t crop_size, py::handle side_ratio,
+         py::handle area_ratio, py::handle aspect_ratio, const std::string& jitter_type) {
+        if (crop_size != 0)
+          throw py::value_error(
+              "transforms.crop: crop_size is not supported; give side_ratio or area_ratio");
+        return transforms::crop(
+            {.crop_type = choice("transforms.crop", "crop_type", crop_type,
+                                 {std::pair{"center", CropType::center},
+                                  std::pair{"randomside", CropType::randomside},
+                                  std::pair{"randomarea", CropType::randomarea}}),
+             .side_ratio = ratio_range(side_ratio),
+             .area_ratio = ratio_range(area_ratio),
+             .aspect_ratio = ratio_range(aspect_ratio),
+             .jitter_type = choice("transforms.crop", "jitter_type", jitter_type,
+                                   {std::pair{"none", JitterType::none},
+                                    std::pair{"uniratio", JitterType::uniratio}})});
+      },
+      py::arg("crop_type") = "center", py::arg("crop_size") = 0, py::arg("side_ratio") = 0.0,
+      py::arg("area_ratio") = 0.0, py::arg("aspect_ratio") = 1.0, py::arg("jitter_type") = "none");
+  t.def(
+      "scale",
+      [](size_t width, size_t height, size_t channels, const std::string& interpolations,
+         const std::string& scale_mode, int pad_value) {
+        return transforms::scale(
+            width, height, channels,
+            {.interpolations = choice("transforms.scale", "interpolations", interpolations,
+                                      {std::pair{"nearest", Interpolation::nearest},
+                                       std::pair{"linear", Interpolation::linear},
+                                       std::pair{"cubic", Interpolation::cubic},
+                                       std::pair{"lanczos", Interpolation::lanczos}}),
+             .scale_mode =
+                 choice("transforms.scale", "scale_mode", scale_mode,
+                        {std::pair{"fill", ScaleMode::fill}, std::pair{"crop", ScaleMode::crop},
+                         std::pair{"pad", ScaleMode::pad}}),
+             .pad_value = pad_value});
+      },
+      py::arg("width"), py::arg("height"), py::arg("channels"),
+      py::arg("interpolations") = "linear", py::arg("scale_mode") = "fill",
+      py::arg("pad_value") = -1);
+  t.def("mean", &transforms::mean, py::arg("filename"));
+  t.def(
+      "color",
+      [](double brightness_radius, double contrast_radius, double saturation_radius) {
+        return transforms::color({.brightness_radius = brightness_radius,
+                                  .contrast_radius = contrast_radius,
+                                  .saturation_radius = saturation_radius});
+      },
+      py::arg("brightness_radius") = 0.0, py::arg("contrast_radius") = 0.0,
+      py::arg("saturation_radius") = 0.0);
+}
+
 // A minibatch as a Python source returned it ({StreamInformation: MinibatchData}; {} or None
 // once it has ended). A dense Value of a stream with sample shape S may be [N, T, S...] without
 // sequence axis, as CNTK's Value(batch=array) is: N sequences of T samples.
@@ -85,21 +168,24 @@ class PyUserMinibatchSource : public UserMinibatchSource {
 }  // namespace
 
 void add_io(py::module_& m) {
+  add_transforms(m);
   m.attr("INFINITELY_REPEAT") = INFINITELY_REPEAT;
   m.attr("FULL_DATA_SWEEP") = FULL_DATA_SWEEP;
 
   py::class_<StreamDef>(m, "StreamDef")
       .def(py::init([](py::handle field, std::optional<size_t> shape, bool is_sparse,
-                       py::handle dtype, bool defines_mb_size) {
+                       std::optional<std::vector<ImageTransform>> transforms, py::handle dtype,
+                       bool defines_mb_size) {
              return StreamDef{.field = field.is_none() ? "" : field.cast<std::string>(),
                               .shape = shape.value_or(0),
                               .is_sparse = is_sparse,
+                              .transforms = transforms.value_or(std::vector<ImageTransform>{}),
                               .dtype = data_type(dtype),
                               .defines_mb_size = defines_mb_size};
            }),
            py::arg("field") = py::none(), py::arg("shape") = py::none(),
-           py::arg("is_sparse") = false, py::arg("dtype") = py::none(),
-           py::arg("defines_mb_size") = false)
+           py::arg("is_sparse") = false, py::arg("transforms") = py::none(),
+           py::arg("dtype") = py::none(), py::arg("defines_mb_size") = false)
       .def_readonly("field", &StreamDef::field)
       .def_readonly("shape", &StreamDef::shape)
       .def_readonly("is_sparse", &StreamDef::is_sparse);
@@ -182,6 +268,17 @@ void add_io(py::module_& m) {
              return std::make_shared<IDXDeserializer>(defs);
            }),
            py::arg("streams"));
+  py::class_<ImageDeserializer, Deserializer, std::shared_ptr<ImageDeserializer>>(
+      m, "ImageDeserializer")
+      .def(py::init([](const std::string& filename, py::dict streams, size_t max_errors) {
+             StreamDefs defs;
+             for (auto [name, def] : streams)
+               defs.emplace_back(name.cast<std::string>(), def.cast<StreamDef>());
+             return std::make_shared<ImageDeserializer>(filename, defs,
+                                                        ImageOptions{.max_errors = max_errors});
+           }),
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0)
+      .def_property_readonly("number_of_skipped", &ImageDeserializer::number_of_skipped);
 
   // What every source has (Loom's reader and sources written in Python alike).
   py::class_<MinibatchSourceInterface, std::shared_ptr<MinibatchSourceInterface>>(
