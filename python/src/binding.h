@@ -57,6 +57,9 @@ py::object value_to_numpy(const Value& value);
 Value value_for(const Variable& argument, py::handle data);
 // {Variable: data} -> ValueMap.
 ValueMap value_map(const py::dict& data);
+// The C++ object of a minibatch source (Loom's reader or a UserMinibatchSource subclassed in
+// Python); the pointer keeps the Python object, and with it the subclass's methods, alive.
+std::shared_ptr<MinibatchSourceInterface> minibatch_source(py::handle source);
 // Data for Function.train/test and the configs: a MinibatchSource, or a tuple of arrays in the
 // order of `arguments` (their dtypes and sequence axes decide the conversion, when given).
 DataSource data_source(py::handle data, const std::vector<Variable>& arguments = {});

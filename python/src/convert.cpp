@@ -161,11 +161,19 @@ ValueMap value_map(const py::dict& data) {
   return values;
 }
 
+std::shared_ptr<MinibatchSourceInterface> minibatch_source(py::handle source) {
+  auto cpp = source.cast<std::shared_ptr<MinibatchSourceInterface>>();
+  // The pointer owns the Python object, which owns the C++ one.
+  MinibatchSourceInterface* raw = cpp.get();
+  return std::shared_ptr<MinibatchSourceInterface>(
+      raw, [python = hold(py::reinterpret_borrow<py::object>(source))](auto*) {});
+}
+
 DataSource data_source(py::handle data, const std::vector<Variable>& arguments) {
-  if (py::isinstance<MinibatchSource>(data)) return data.cast<std::shared_ptr<MinibatchSource>>();
+  if (py::isinstance<MinibatchSourceInterface>(data)) return minibatch_source(data);
   if (!py::isinstance<py::tuple>(data) && !py::isinstance<py::list>(data))
     throw py::type_error(
-        "expected a MinibatchSource or a tuple of arrays in the order of the arguments");
+        "expected a minibatch source or a tuple of arrays in the order of the arguments");
   std::vector<DataArray> arrays;
   size_t i = 0;
   for (py::handle item : data) {

@@ -38,12 +38,19 @@ Function function_from_callable(const py::function& f) {
   return composite;
 }
 
+// A variable's value as numpy, or as the Value. A variable without batch axis (a parameter's or
+// constant's gradient) is an array of its own shape, as in CNTK.
+py::object result(const Variable& v, const Value& value, bool as_numpy) {
+  if (!as_numpy) return py::cast(value);
+  if (!v.has_batch_axis() && value.num_sequences() == 1) return to_numpy(value.data()[0]);
+  return value_to_numpy(value);
+}
+
 // Output values as numpy (or as Values): the one output's, or {output: value} for several.
 py::object results(const ValueMap& values, const std::vector<Variable>& outputs, bool as_numpy) {
-  auto convert = [&](const Value& v) { return as_numpy ? value_to_numpy(v) : py::cast(v); };
-  if (outputs.size() == 1) return convert(values.at(outputs[0]));
+  if (outputs.size() == 1) return result(outputs[0], values.at(outputs[0]), as_numpy);
   py::dict d;
-  for (const Variable& o : outputs) d[py::cast(o)] = convert(values.at(o));
+  for (const Variable& o : outputs) d[py::cast(o)] = result(o, values.at(o), as_numpy);
   return d;
 }
 
@@ -53,7 +60,7 @@ py::dict owned_results(const ValueMap& values, bool as_numpy) {
   py::dict d;
   for (const auto& [v, value] : values) {
     const Value copy(value.data().deep_clone(), value.is_sequence(), value.mask());
-    d[py::cast(v)] = as_numpy ? value_to_numpy(copy) : py::cast(copy);
+    d[py::cast(v)] = result(v, copy, as_numpy);
   }
   return d;
 }
@@ -210,10 +217,12 @@ void add_graph(py::module_& m) {
             return results(gradients, targets, as_numpy);
           },
           py::arg("at"), py::arg("wrt") = py::none(), py::arg("as_numpy") = true)
-      // A forward pass that keeps what backward needs: (state, {output: value}).
+      // A forward pass that keeps what backward needs: (state, {output: value}). Loom keeps
+      // every value the pass computed: keep_for_backward is accepted for CNTK's scripts.
       .def(
           "forward",
-          [](const Function& f, py::handle at, py::handle outputs, bool as_numpy) {
+          [](const Function& f, py::handle at, py::handle outputs, py::handle /*keep_for_backward*/,
+             py::handle /*device*/, bool as_numpy) {
             ValueMap arguments = arguments_of(f, at);
             std::vector<Variable> wanted = outputs.is_none() ? f.outputs() : variables_of(outputs);
             std::pair<BackPropState, ValueMap> r;
@@ -223,7 +232,9 @@ void add_graph(py::module_& m) {
             }
             return py::make_tuple(r.first, owned_results(r.second, as_numpy));
           },
-          py::arg("arguments"), py::arg("outputs") = py::none(), py::arg("as_numpy") = true)
+          py::arg("arguments"), py::arg("outputs") = py::none(),
+          py::arg("keep_for_backward") = py::none(), py::arg("device") = py::none(),
+          py::arg("as_numpy") = true)
       // {variable: gradient} given one output's gradient {output: value}.
       .def(
           "backward",

@@ -20,24 +20,172 @@ DataArray data_array(py::handle data) {
   return Value::create(sequences);
 }
 
+// The enum value named `name` among `names` (CNTK's strings); ValueError listing them otherwise.
+template <typename E, size_t N>
+E choice(const char* function, const char* argument, const std::string& name,
+         const std::pair<const char*, E> (&names)[N]) {
+  std::string known;
+  for (const auto& [n, e] : names) {
+    if (name == n) return e;
+    known += (known.empty() ? "'" : ", '") + std::string(n) + "'";
+  }
+  throw py::value_error(std::string(function) + ": " + argument + " is one of " + known +
+                        ", not '" + name + "'");
+}
+
+// A ratio or a range (min, max) of them.
+RatioRange ratio_range(py::handle r) {
+  if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
+    auto pair = r.cast<std::pair<double, double>>();
+    return {pair.first, pair.second};
+  }
+  return r.cast<double>();
+}
+
+// CNTK's cntk.io.transforms, as Loom's ImageTransform values (checked by the ImageDeserializer).
+// Each alternative is a class of its own, which pybind11's variant conversion needs both ways.
+void add_transforms(py::module_& m) {
+  py::module_ t = m.def_submodule("transforms", "CNTK's cntk.io.transforms");
+  py::class_<transforms::CropOptions>(t, "Crop");
+  py::class_<transforms::Scale>(t, "Scale");
+  py::class_<transforms::Mean>(t, "Mean");
+  py::class_<transforms::ColorOptions>(t, "Color");
+  t.def(
+      "crop",
+      [](const std::string& crop_type, size_t crop_size, py::handle side_ratio,
+         py::handle area_ratio, py::handle aspect_ratio, const std::string& jitter_type) {
+        if (crop_size != 0)
+          throw py::value_error(
+              "transforms.crop: crop_size is not supported; give side_ratio or area_ratio");
+        return transforms::crop(
+            {.crop_type = choice("transforms.crop", "crop_type", crop_type,
+                                 {std::pair{"center", CropType::center},
+                                  std::pair{"randomside", CropType::randomside},
+                                  std::pair{"randomarea", CropType::randomarea}}),
+             .side_ratio = ratio_range(side_ratio),
+             .area_ratio = ratio_range(area_ratio),
+             .aspect_ratio = ratio_range(aspect_ratio),
+             .jitter_type = choice("transforms.crop", "jitter_type", jitter_type,
+                                   {std::pair{"none", JitterType::none},
+                                    std::pair{"uniratio", JitterType::uniratio}})});
+      },
+      py::arg("crop_type") = "center", py::arg("crop_size") = 0, py::arg("side_ratio") = 0.0,
+      py::arg("area_ratio") = 0.0, py::arg("aspect_ratio") = 1.0, py::arg("jitter_type") = "none");
+  t.def(
+      "scale",
+      [](size_t width, size_t height, size_t channels, const std::string& interpolations,
+         const std::string& scale_mode, int pad_value) {
+        return transforms::scale(
+            width, height, channels,
+            {.interpolations = choice("transforms.scale", "interpolations", interpolations,
+                                      {std::pair{"nearest", Interpolation::nearest},
+                                       std::pair{"linear", Interpolation::linear},
+                                       std::pair{"cubic", Interpolation::cubic},
+                                       std::pair{"lanczos", Interpolation::lanczos}}),
+             .scale_mode =
+                 choice("transforms.scale", "scale_mode", scale_mode,
+                        {std::pair{"fill", ScaleMode::fill}, std::pair{"crop", ScaleMode::crop},
+                         std::pair{"pad", ScaleMode::pad}}),
+             .pad_value = pad_value});
+      },
+      py::arg("width"), py::arg("height"), py::arg("channels"),
+      py::arg("interpolations") = "linear", py::arg("scale_mode") = "fill",
+      py::arg("pad_value") = -1);
+  t.def("mean", &transforms::mean, py::arg("filename"));
+  t.def(
+      "color",
+      [](double brightness_radius, double contrast_radius, double saturation_radius) {
+        return transforms::color({.brightness_radius = brightness_radius,
+                                  .contrast_radius = contrast_radius,
+                                  .saturation_radius = saturation_radius});
+      },
+      py::arg("brightness_radius") = 0.0, py::arg("contrast_radius") = 0.0,
+      py::arg("saturation_radius") = 0.0);
+}
+
+// A minibatch as a Python source returned it ({StreamInformation: MinibatchData}; {} or None
+// once it has ended). A dense Value of a stream with sample shape S may be [N, T, S...] without
+// sequence axis, as CNTK's Value(batch=array) is: N sequences of T samples.
+Minibatch<StreamInformation> minibatch_of(py::handle result) {
+  Minibatch<StreamInformation> mb;
+  if (result.is_none()) return mb;
+  if (!py::isinstance<py::dict>(result))
+    throw py::type_error("UserMinibatchSource.next_minibatch returned " +
+                         std::string(py::str(py::type::of(result).attr("__name__"))) +
+                         ": return a dict {StreamInformation: MinibatchData}");
+  for (auto [k, v] : result.cast<py::dict>()) {
+    const auto stream = k.cast<StreamInformation>();
+    auto data = v.cast<MinibatchData>();
+    const NDShape& shape = data.data.data().shape();
+    if (!data.data.is_sequence() && !data.data.is_sparse() &&
+        shape.rank() == stream.sample_shape.rank() + 2 && shape.sub_shape(2) == stream.sample_shape)
+      data.data = Value(data.data.data(), true);
+    mb.emplace(stream, std::move(data));
+  }
+  return mb;
+}
+
+// A UserMinibatchSource subclassed in Python: the loops call its methods with the GIL taken
+// (they run with it released); what they raise propagates to the caller.
+class PyUserMinibatchSource : public UserMinibatchSource {
+ public:
+  std::vector<StreamInformation> stream_infos() const override {
+    py::gil_scoped_acquire gil;
+    return method("stream_infos")().cast<std::vector<StreamInformation>>();
+  }
+  Minibatch<StreamInformation> next_minibatch(size_t num_samples, size_t number_of_workers,
+                                              size_t worker_rank) override {
+    py::gil_scoped_acquire gil;
+    return minibatch_of(method("next_minibatch")(num_samples, number_of_workers, worker_rank,
+                                                 DeviceDescriptor::use_default_device()));
+  }
+  Dictionary get_checkpoint_state() const override {
+    py::gil_scoped_acquire gil;
+    if (py::function f = override_of("get_checkpoint_state")) return f().cast<Dictionary>();
+    return UserMinibatchSource::get_checkpoint_state();
+  }
+  void restore_from_checkpoint(const Dictionary& state) override {
+    py::gil_scoped_acquire gil;
+    if (py::function f = override_of("restore_from_checkpoint"))
+      f(to_python(DictionaryValue(state.map())));
+    else
+      UserMinibatchSource::restore_from_checkpoint(state);
+  }
+
+ private:
+  py::function override_of(const char* name) const {
+    return py::get_override(static_cast<const UserMinibatchSource*>(this), name);
+  }
+  py::function method(const char* name) const {
+    py::function f = override_of(name);
+    if (!f)
+      throw py::type_error(std::string("a UserMinibatchSource subclass must define ") + name +
+                           "()");
+    return f;
+  }
+};
+
 }  // namespace
 
 void add_io(py::module_& m) {
+  add_transforms(m);
   m.attr("INFINITELY_REPEAT") = INFINITELY_REPEAT;
   m.attr("FULL_DATA_SWEEP") = FULL_DATA_SWEEP;
 
   py::class_<StreamDef>(m, "StreamDef")
       .def(py::init([](py::handle field, std::optional<size_t> shape, bool is_sparse,
-                       py::handle dtype, bool defines_mb_size) {
+                       std::optional<std::vector<ImageTransform>> transforms, py::handle dtype,
+                       bool defines_mb_size) {
              return StreamDef{.field = field.is_none() ? "" : field.cast<std::string>(),
                               .shape = shape.value_or(0),
                               .is_sparse = is_sparse,
+                              .transforms = transforms.value_or(std::vector<ImageTransform>{}),
                               .dtype = data_type(dtype),
                               .defines_mb_size = defines_mb_size};
            }),
            py::arg("field") = py::none(), py::arg("shape") = py::none(),
-           py::arg("is_sparse") = false, py::arg("dtype") = py::none(),
-           py::arg("defines_mb_size") = false)
+           py::arg("is_sparse") = false, py::arg("transforms") = py::none(),
+           py::arg("dtype") = py::none(), py::arg("defines_mb_size") = false)
       .def_readonly("field", &StreamDef::field)
       .def_readonly("shape", &StreamDef::shape)
       .def_readonly("is_sparse", &StreamDef::is_sparse);
@@ -120,47 +268,36 @@ void add_io(py::module_& m) {
              return std::make_shared<IDXDeserializer>(defs);
            }),
            py::arg("streams"));
+  py::class_<ImageDeserializer, Deserializer, std::shared_ptr<ImageDeserializer>>(
+      m, "ImageDeserializer")
+      .def(py::init([](const std::string& filename, py::dict streams, size_t max_errors) {
+             StreamDefs defs;
+             for (auto [name, def] : streams)
+               defs.emplace_back(name.cast<std::string>(), def.cast<StreamDef>());
+             return std::make_shared<ImageDeserializer>(filename, defs,
+                                                        ImageOptions{.max_errors = max_errors});
+           }),
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0)
+      .def_property_readonly("number_of_skipped", &ImageDeserializer::number_of_skipped);
 
-  py::class_<MinibatchSource, std::shared_ptr<MinibatchSource>>(m, "MinibatchSource")
-      .def(
-          py::init([](py::handle deserializers, size_t max_samples, size_t max_sweeps,
-                      size_t randomization_window_in_chunks, uint64_t randomization_seed,
-                      bool frame_mode, bool randomize) {
-            std::vector<std::shared_ptr<Deserializer>> all;
-            if (py::isinstance<py::list>(deserializers) || py::isinstance<py::tuple>(deserializers))
-              all = deserializers.cast<std::vector<std::shared_ptr<Deserializer>>>();
-            else
-              all.push_back(deserializers.cast<std::shared_ptr<Deserializer>>());
-            return std::make_shared<MinibatchSource>(
-                all, MinibatchSourceConfig{
-                         .randomize = randomize,
-                         .max_samples = max_samples,
-                         .max_sweeps = max_sweeps,
-                         .randomization_seed = randomization_seed,
-                         .randomization_window_in_chunks = randomization_window_in_chunks,
-                         .frame_mode = frame_mode});
-          }),
-          py::arg("deserializers"), py::arg("max_samples") = INFINITELY_REPEAT,
-          py::arg("max_sweeps") = INFINITELY_REPEAT,
-          py::arg("randomization_window_in_chunks") = 128, py::arg("randomization_seed") = 0,
-          py::arg("frame_mode") = false, py::arg("randomize") = true)
-      .def("__getitem__", &MinibatchSource::operator[], py::arg("name"))
-      .def("stream_info", &MinibatchSource::operator[], py::arg("name"))
-      .def_property_readonly("stream_infos", &MinibatchSource::stream_infos)
+  // What every source has (Loom's reader and sources written in Python alike).
+  py::class_<MinibatchSourceInterface, std::shared_ptr<MinibatchSourceInterface>>(
+      m, "MinibatchSourceInterface")
+      .def("stream_infos", &MinibatchSourceInterface::stream_infos)
+      .def("__getitem__", &MinibatchSourceInterface::operator[], py::arg("name"))
+      .def("stream_info", &MinibatchSourceInterface::operator[], py::arg("name"))
       .def_property_readonly("streams",
-                             [](const MinibatchSource& s) {
+                             [](const MinibatchSourceInterface& s) {
                                py::dict d;
                                for (const auto& i : s.stream_infos()) d[py::str(i.name)] = i;
                                return py::module_::import("types").attr("SimpleNamespace")(**d);
                              })
-      .def_property_readonly("samples_per_sweep", &MinibatchSource::samples_per_sweep)
-      .def("is_infinite", &MinibatchSource::is_infinite)
-      .def_property_readonly("position", &MinibatchSource::position)
+      .def("is_infinite", &MinibatchSourceInterface::is_infinite)
       // {Variable: MinibatchData} with an input map, {StreamInformation: MinibatchData}
       // without; {} once the source has ended.
       .def(
           "next_minibatch",
-          [](MinibatchSource& s, size_t size, py::handle input_map, py::handle /*device*/,
+          [](MinibatchSourceInterface& s, size_t size, py::handle input_map, py::handle /*device*/,
              std::optional<size_t> num_data_partitions,
              std::optional<size_t> partition_index) -> py::dict {
             const size_t parts = num_data_partitions.value_or(1),
@@ -186,9 +323,43 @@ void add_io(py::module_& m) {
           py::arg("minibatch_size_in_samples"), py::arg("input_map") = py::none(),
           py::arg("device") = py::none(), py::arg("num_data_partitions") = py::none(),
           py::arg("partition_index") = py::none())
-      .def("get_checkpoint_state", &MinibatchSource::get_checkpoint_state)
-      .def("restore_from_checkpoint", &MinibatchSource::restore_from_checkpoint,
+      .def("get_checkpoint_state", &MinibatchSourceInterface::get_checkpoint_state)
+      .def("restore_from_checkpoint", &MinibatchSourceInterface::restore_from_checkpoint,
            py::arg("checkpoint"));
+
+  py::class_<MinibatchSource, MinibatchSourceInterface, std::shared_ptr<MinibatchSource>>(
+      m, "MinibatchSource")
+      .def(
+          py::init([](py::handle deserializers, size_t max_samples, size_t max_sweeps,
+                      size_t randomization_window_in_chunks, uint64_t randomization_seed,
+                      bool frame_mode, bool randomize) {
+            std::vector<std::shared_ptr<Deserializer>> all;
+            if (py::isinstance<py::list>(deserializers) || py::isinstance<py::tuple>(deserializers))
+              all = deserializers.cast<std::vector<std::shared_ptr<Deserializer>>>();
+            else
+              all.push_back(deserializers.cast<std::shared_ptr<Deserializer>>());
+            return std::make_shared<MinibatchSource>(
+                all, MinibatchSourceConfig{
+                         .randomize = randomize,
+                         .max_samples = max_samples,
+                         .max_sweeps = max_sweeps,
+                         .randomization_seed = randomization_seed,
+                         .randomization_window_in_chunks = randomization_window_in_chunks,
+                         .frame_mode = frame_mode});
+          }),
+          py::arg("deserializers"), py::arg("max_samples") = INFINITELY_REPEAT,
+          py::arg("max_sweeps") = INFINITELY_REPEAT,
+          py::arg("randomization_window_in_chunks") = 128, py::arg("randomization_seed") = 0,
+          py::arg("frame_mode") = false, py::arg("randomize") = true)
+      .def_property_readonly("samples_per_sweep", &MinibatchSource::samples_per_sweep)
+      .def_property_readonly("position", &MinibatchSource::position);
+
+  // Subclassed in Python (CNTK's cntk.io.UserMinibatchSource): define stream_infos(),
+  // next_minibatch(num_samples, number_of_workers, worker_rank, device=None) and, for a source
+  // with a position to resume from, get_checkpoint_state() and restore_from_checkpoint(state).
+  py::class_<UserMinibatchSource, MinibatchSourceInterface, PyUserMinibatchSource,
+             std::shared_ptr<UserMinibatchSource>>(m, "UserMinibatchSource")
+      .def(py::init<>());
 
   m.def(
       "MinibatchSourceFromData",

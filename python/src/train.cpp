@@ -315,25 +315,46 @@ void add_train(py::module_& m) {
       .def_property_readonly("parameter_learners", &Trainer::parameter_learners)
       .def_property_readonly("progress_writers", &Trainer::progress_writers);
 
+  // monitor() -> number, save_state() -> dict and restore_state(dict): Loom's checkpoint
+  // callables (checkpoint_policy.h), called with the GIL taken.
   py::class_<CheckpointConfig>(m, "CheckpointConfig")
       .def(
           py::init([](const std::string& filename, py::handle frequency, bool restore,
                       bool preserve_all, size_t max_to_keep, size_t keep_best,
-                      const std::string& mode, bool keep_latest) {
+                      const std::string& mode, bool keep_latest, py::handle monitor,
+                      py::handle save_state, py::handle restore_state) {
             if (mode != "min" && mode != "max")
               throw py::value_error("CheckpointConfig: mode is 'min' or 'max', not '" + mode + "'");
-            return CheckpointConfig{.filename = filename,
-                                    .frequency = frequency_of(frequency),
-                                    .restore = restore,
-                                    .preserve_all = preserve_all,
-                                    .max_to_keep = max_to_keep,
-                                    .keep_best = keep_best,
-                                    .mode = mode == "min" ? MonitorMode::min : MonitorMode::max,
-                                    .keep_latest = keep_latest};
+            CheckpointConfig c{.filename = filename,
+                               .frequency = frequency_of(frequency),
+                               .restore = restore,
+                               .preserve_all = preserve_all,
+                               .max_to_keep = max_to_keep,
+                               .keep_best = keep_best,
+                               .mode = mode == "min" ? MonitorMode::min : MonitorMode::max,
+                               .keep_latest = keep_latest};
+            if (!monitor.is_none())
+              c.monitor = [f = hold(py::reinterpret_borrow<py::object>(monitor))] {
+                py::gil_scoped_acquire gil;
+                return (*f)().cast<double>();
+              };
+            if (!save_state.is_none())
+              c.save_state = [f = hold(py::reinterpret_borrow<py::object>(save_state))] {
+                py::gil_scoped_acquire gil;
+                return (*f)().cast<Dictionary>();
+              };
+            if (!restore_state.is_none())
+              c.restore_state = [f = hold(py::reinterpret_borrow<py::object>(restore_state))](
+                                    const Dictionary& state) {
+                py::gil_scoped_acquire gil;
+                (*f)(to_python(DictionaryValue(state.map())));
+              };
+            return c;
           }),
           py::arg("filename"), py::arg("frequency") = py::none(), py::arg("restore") = true,
           py::arg("preserve_all") = false, py::arg("max_to_keep") = 0, py::arg("keep_best") = 0,
-          py::arg("mode") = "min", py::arg("keep_latest") = true)
+          py::arg("mode") = "min", py::arg("keep_latest") = true, py::arg("monitor") = py::none(),
+          py::arg("save_state") = py::none(), py::arg("restore_state") = py::none())
       .def_readonly("filename", &CheckpointConfig::filename);
 
   py::class_<CrossValidationConfig>(m, "CrossValidationConfig")
@@ -372,13 +393,13 @@ void add_train(py::module_& m) {
       .def("train", &TrainingSession::train, py::call_guard<py::gil_scoped_release>());
   m.def(
       "training_session",
-      [](std::shared_ptr<Trainer> trainer, std::shared_ptr<MinibatchSource> mb_source,
+      [](std::shared_ptr<Trainer> trainer, py::handle mb_source,
          const MinibatchSizeSchedule& mb_size, py::handle model_inputs_to_streams,
          std::optional<size_t> max_samples, std::optional<size_t> max_sweeps,
          py::handle progress_frequency, py::handle checkpoint_config, py::handle cv_config,
          py::handle test_config) {
         TrainingSessionConfig c{.trainer = trainer,
-                                .mb_source = mb_source,
+                                .mb_source = minibatch_source(mb_source),
                                 .mb_size = mb_size,
                                 .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
                                 .max_samples = max_samples,

@@ -153,3 +153,26 @@ def test_seed_002_guided_tour(tmp_path):
     assert "Composite(keep: Sequence[tensor]) -> Sequence[tensor]" in text
     assert "Composite(Tensor[28,28]) -> Tensor[10]" in text
     assert re.search(r"^Recognized as: \d$", out, re.M)
+
+
+EPOCH = re.compile(r"Finished Epoch\[(\d+) of 10\]: \[Training\] loss = (\d+\.\d{6}) \* 20, "
+                   r"metric = (\d+\.\d\d)% \* 20 \d+\.\d{3}s \( *\d+\.\d samples/s\);$")
+
+
+def test_seed_001_user_minibatch_sources(tmp_path):
+    out = lines(run("seed001_user_minibatch_source.py", tmp_path))
+    parts = [out.index(f"Part {i}: {name}") for i, name in
+             ((1, "MyDataSource"), (2, "MyMultiWorkerDataSource"), (3, "the built-in CTF reader"))]
+    assert parts == sorted(parts)
+    for begin, end in zip(parts, parts[1:] + [len(out)]):
+        part = out[begin + 1:end]
+        assert part[0] == "Learning rate per sample: 0.5", part
+        epochs = [EPOCH.match(l) for l in part[1:]]
+        assert all(epochs) and [int(m[1]) for m in epochs] == [1, 2, 3, 4], part
+        losses = [float(m[2]) for m in epochs]
+        assert all(a > b for a, b in zip(losses, losses[1:])) and losses[-1] < 0.2, part
+        assert [float(m[3]) for m in epochs[2:]] == [0, 0], part
+    # MyDataSource gives the figures of examples/user_minibatch_source_lstm.cpp (the same seed;
+    # CNTK's notebook printed 1.078, 0.424, 0.082, 0.031 from its own initial weights).
+    losses = [float(EPOCH.match(l)[2]) for l in out[parts[0] + 2:parts[1]]]
+    assert all(abs(a - b) < 1e-3 for a, b in zip(losses, [1.083, 0.457, 0.084, 0.031])), losses

@@ -90,3 +90,49 @@ def test_variables_are_dict_keys_by_identity():
     assert f.arguments[0] == x and hash(f.arguments[0]) == hash(x)
     assert {x: 1}[f.arguments[0]] == 1
     assert C.input_variable(2) != x
+
+
+def test_forward_and_backward_give_the_outputs_and_their_gradients():
+    x = C.input_variable(3, needs_gradient=True)
+    W = C.parameter(init=np.arange(6, dtype=np.float32).reshape(3, 2) / 50)
+    z = C.tanh(x @ W)
+    state, out = z.forward({x: X}, keep_for_backward=set(z.outputs))
+    expected = np.tanh(X @ W.value)
+    np.testing.assert_allclose(out[z.output], expected, rtol=1e-6)
+    root = np.array([[1, 0], [0, 2]], np.float32)
+    grads = z.backward(state, {z.output: root}, [W, x])
+    delta = root * (1 - expected ** 2)
+    np.testing.assert_allclose(grads[W], X.T @ delta, rtol=1e-5)
+    np.testing.assert_allclose(grads[x], delta @ W.value.T, rtol=1e-5)
+    # With a root gradient of ones, backward is grad.
+    state, _ = z.forward({x: X})
+    ones = z.backward(state, {z.output: np.ones((2, 2), np.float32)}, [W])[W]
+    np.testing.assert_allclose(ones, z.grad({x: X}, wrt=[W]), rtol=1e-6)
+
+
+def test_forward_results_are_copies_that_a_later_pass_leaves_alone():
+    x = C.input_variable(3)
+    z = x * 2
+    _, first = z.forward({x: X})
+    state, second = z.forward({x: X + 1})
+    np.testing.assert_array_equal(first[z.output], 2 * X)
+    np.testing.assert_array_equal(second[z.output], 2 * (X + 1))
+
+
+def test_forward_and_backward_on_sequences():
+    x = C.sequence.input_variable(2, needs_gradient=True)
+    z = C.sequence.reduce_sum(x * x)
+    seqs = [np.array([[1, 2], [3, 4]], np.float32), np.array([[5, 6]], np.float32)]
+    state, out = z.forward({x: seqs})
+    np.testing.assert_array_equal(np.asarray(out[z.output]).reshape(2, 2), [[10, 20], [25, 36]])
+    grads = z.backward(state, {z.output: np.ones((2, 2), np.float32)}, [x])
+    assert [g.tolist() for g in grads[x]] == [[[2, 4], [6, 8]], [[10, 12]]]
+
+
+def test_backward_errors_name_what_is_wrong():
+    x = C.input_variable(3)
+    W = C.parameter(init=np.ones((3, 2), np.float32))
+    z = x @ W
+    state, _ = z.forward({x: X})
+    with pytest.raises(ValueError, match=r"\[2\]|\[3\]|shape"):
+        z.backward(state, {z.output: np.ones((2, 3), np.float32)}, [W])

@@ -212,3 +212,60 @@ def test_the_gil_is_released_while_the_core_trains():
             iterations += 1  # only while the training thread is inside the core
     worker.join()
     assert iterations > 1000
+
+
+def test_checkpoint_config_callables_keep_python_state_as_a_dict(tmp_path):
+    """save_state's dict is stored with each checkpoint and given back to restore_state when a
+    session resumes; monitor ranks the checkpoints that keep_best keeps."""
+    model, crit = criterion()
+    x, y = crit.arguments
+    source = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    ckpt = str(tmp_path / "session")
+    saves, monitored, restored = [], [], []
+
+    def save_state():
+        saves.append(len(saves) + 1)
+        return {'calls': saves[-1], 'history': [0.5, -1], 'name': 'mine', 'nested': {'a': 1}}
+
+    def monitor():
+        monitored.append(len(monitored))
+        return [3.0, 1.0, 2.0, 5.0][monitored[-1]] if len(monitored) <= 4 else 9.0
+
+    def session():
+        trainer = C.Trainer(None, crit, [C.sgd(model.parameters, 0.1)])
+        config = C.CheckpointConfig(ckpt, frequency=128, keep_best=1, keep_latest=False,
+                                    monitor=monitor, save_state=save_state,
+                                    restore_state=restored.append)
+        return trainer, C.training_session(
+            trainer=trainer, mb_source=source, mb_size=32,
+            model_inputs_to_streams={x: source['x'], y: source['y']}, max_samples=512,
+            checkpoint_config=config)
+
+    trainer, s = session()
+    s.train()
+    # Four periodic saves (monitored 3, 1, 2, 5) and the final one, to the plain file name;
+    # keep_best=1 without keep_latest keeps the second periodic save (monitor 1.0).
+    assert len(saves) == 5 and len(monitored) == 4 and restored == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session", "session1"]
+    # Without the final checkpoint, a new session resumes from the best one, at 256 samples.
+    os.remove(ckpt)
+    trainer, s = session()
+    s.train()
+    assert restored == [{'calls': 2, 'history': [0.5, -1], 'name': 'mine', 'nested': {'a': 1}}]
+    assert trainer.total_number_of_samples_seen == 512 and len(saves) == 5 + 3
+
+
+def test_errors_in_checkpoint_callables_surface():
+    model, crit = criterion()
+    x, y = crit.arguments
+    source = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    trainer = C.Trainer(None, crit, [C.sgd(model.parameters, 0.1)])
+
+    def failing():
+        raise_in("save_state")
+
+    config = C.CheckpointConfig(os.devnull + "-not-written", frequency=64, save_state=failing)
+    with pytest.raises(KeyError, match="save_state"):
+        C.training_session(trainer=trainer, mb_source=source, mb_size=32,
+                           model_inputs_to_streams={x: source['x'], y: source['y']},
+                           max_samples=128, checkpoint_config=config).train()
