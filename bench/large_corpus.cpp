@@ -120,19 +120,22 @@ int main(int argc, char** argv) {
                  {"words", StreamDef{.shape = 50000, .is_sparse = true}}},
       CTFOptions{.chunk_size_bytes = chunk_mb << 20, .num_threads = threads});
   const double index_seconds = seconds_since(t), index_peak = peak_rss_mib() - rss_before;
-  const size_t chunks = data->chunk_infos().size();
+  const size_t chunks = data->chunk_infos().size(), sequences = data->number_of_sequences();
+  const double rss_index = status_mib("VmRSS:");
   std::printf(
       "indexed and checked %.0f MB, %zu sequences in %zu chunks of %zu MB: %.1f s "
       "(%.0f MB/s), peak RSS +%.0f MiB\n",
-      file_mb, data->number_of_sequences(), chunks, chunk_mb, index_seconds,
-      file_mb / index_seconds, index_peak);
+      file_mb, sequences, chunks, chunk_mb, index_seconds, file_mb / index_seconds, index_peak);
 
   MinibatchSource source(data, {.max_sweeps = 1,
                                 .randomization_window_in_chunks = window,
                                 .prefetch = prefetch,
                                 .num_reader_threads = threads});
-  reset_peak_rss();
   const double rss_sweep = status_mib("VmRSS:");
+  auto per_sequence = [&](double mib) { return mib * 1048576.0 / double(sequences); };
+  std::printf("memory per sequence: index %.1f bytes, source %.1f bytes (resident growth / %zu)\n",
+              per_sequence(rss_index - rss_before), per_sequence(rss_sweep - rss_index), sequences);
+  reset_peak_rss();
   t = std::chrono::steady_clock::now();
   size_t samples = 0;
   for (auto mb = source.next_minibatch(minibatch); !mb.empty();

@@ -52,12 +52,15 @@ std::string read_range(const std::string& path, size_t begin, size_t end) {
   return text;
 }
 
-// A sequence's byte range in the file (offsets from the file's start), as the index finds it
-// before parsing.
+// A sequence as the index finds it before parsing: its byte range in the file, its id and the
+// rows it should hold. 24 bytes: a sequence's bytes and rows are checked to fit 32 bits.
 struct RawSequence {
-  size_t begin, end;
+  uint64_t begin;  // offset from the file's start
   uint64_t key;
-  size_t rows;
+  uint32_t bytes;
+  uint32_t rows;
+
+  size_t end() const { return begin + bytes; }
 };
 
 // The sizes of a stream's chunk data before a sample, to undo the sample.
@@ -168,7 +171,7 @@ class Parser {
   // Parses seq and appends it to chunk.
   void parse_sequence(const RawSequence& seq, Chunk& chunk) {
     pos_ = base_ + (seq.begin - base_offset_);
-    end_ = base_ + (seq.end - base_offset_);
+    end_ = base_ + (seq.end() - base_offset_);
     chunk_ = &chunk;
     std::fill(counts_.begin(), counts_.end(), 0);
     size_t rows_read = 0, expected = seq.rows;
@@ -659,6 +662,13 @@ class Indexer {
     }
     return false;
   }
+  // The sequence of bytes [begin, end) of the file; it holds at most as many rows as bytes.
+  RawSequence sequence(size_t begin, size_t end, uint64_t key, uint32_t rows) const {
+    LOOM_CHECK(end - begin <= std::numeric_limits<uint32_t>::max(), DataError,
+               "The sequence at offset ", begin, " in the input file (", path_, ") holds ",
+               end - begin, " bytes; the index holds at most 2^32 - 1 bytes a sequence.");
+    return {begin, key, uint32_t(end - begin), rows};
+  }
   static size_t line_end(const std::string& text, size_t b, size_t limit) {
     size_t e = text.find('\n', b);
     return e == std::string::npos || e >= limit ? limit : e + 1;
@@ -670,7 +680,7 @@ class Indexer {
     size_t b = start;
     for (; b < limit; ++line_) {
       size_t e = line_end(text, b, limit);
-      if (counts(text, b, e)) out.push_back({offset + b, offset + e, line_, 1});
+      if (counts(text, b, e)) out.push_back(sequence(offset + b, offset + e, line_, 1));
       b = e;
     }
     return b;
@@ -695,8 +705,8 @@ class Indexer {
       LOOM_CHECK(has_id || out.size() > first, DataError, "Expected a sequence id at offset ",
                  offset + b, " in the input file (", path_, "), none was found.");
       if (has_id && (out.size() == first || out.back().key != id)) {
-        if (out.size() > first) out.back().end = offset + b;
-        out.push_back({offset + b, offset + limit, id, 0});
+        if (out.size() > first) out.back().bytes = uint32_t(offset + b - out.back().begin);
+        out.push_back(sequence(offset + b, offset + limit, id, 0));
       }
       out.back().rows += counts(text, b, e);
       b = e;
@@ -739,15 +749,16 @@ void replay(const std::vector<ParseLog>& logs, size_t& errors_left, bool print,
 
 }  // namespace
 
-// What the constructor learned about the file, to parse any chunk again later.
+// What the constructor learned about the file, to parse any chunk again later: 28 bytes a
+// sequence (its RawSequence and its length), the rest per chunk or per stream.
 struct CTFDeserializer::Index {
   std::string path;
   CTFOptions options;
   std::vector<StreamSpec> specs;
   std::vector<std::pair<std::string, size_t>> aliases;  // field -> stream id
   std::vector<RawSequence> sequences;
-  std::vector<size_t> first_sequence;            // chunk k: sequences [first[k], first[k + 1])
-  std::vector<std::vector<SequenceInfo>> infos;  // by chunk, as parsed
+  std::vector<uint32_t> samples;       // by sequence, as parsed (SequenceInfo::num_samples)
+  std::vector<size_t> first_sequence;  // chunk k: sequences [first[k], first[k + 1])
 
   // The chunks [first, last) parsed: one Chunk per piece of about kPieceBytes of whole
   // sequences (pieces parse in parallel; chunks alone would leave threads idle on a file of
@@ -760,13 +771,13 @@ struct CTFDeserializer::Index {
   Parsed parse(size_t first, size_t last) const {
     constexpr size_t kPieceBytes = size_t{1} << 20;
     const size_t begin = sequences[first_sequence[first]].begin;
-    const std::string text = read_range(path, begin, sequences[first_sequence[last] - 1].end);
+    const std::string text = read_range(path, begin, sequences[first_sequence[last] - 1].end());
     struct Range {
       size_t first, last;  // sequences
     };
     std::vector<Range> ranges;
     Parsed out;
-    auto bytes_of = [&](size_t i) { return sequences[i].end - sequences[i].begin; };
+    auto bytes_of = [&](size_t i) { return size_t{sequences[i].bytes}; };
     for (size_t k = first; k < last; ++k) {
       out.first_piece.push_back(ranges.size());
       for (size_t i = first_sequence[k]; i < first_sequence[k + 1];) {
@@ -845,7 +856,7 @@ CTFDeserializer::CTFDeserializer(const std::string& path, const StreamDefs& stre
   // A chunk takes whole sequences up to chunk_size_bytes (at least one sequence).
   std::vector<size_t>& first_sequence = index->first_sequence;
   for (size_t i = 0, bytes = 0; i < sequences.size(); ++i) {
-    size_t size = sequences[i].end - sequences[i].begin;
+    size_t size = sequences[i].bytes;
     if (i == 0 || bytes + size > options.chunk_size_bytes) {
       first_sequence.push_back(i);
       bytes = 0;
@@ -866,20 +877,22 @@ CTFDeserializer::CTFDeserializer(const std::string& path, const StreamDefs& stre
   for (size_t first = 0; first < num_chunks;) {
     size_t last = first + 1;
     while (last < num_chunks &&
-           sequences[first_sequence[last + 1] - 1].end - sequences[first_sequence[first]].begin <=
+           sequences[first_sequence[last + 1] - 1].end() - sequences[first_sequence[first]].begin <=
                kGroupBytes)
       ++last;
     Index::Parsed parsed = index->parse(first, last);
     replay(parsed.logs, errors_left, true, path);
     for (size_t k = first; k < last; ++k) {
-      std::vector<SequenceInfo>& infos = index->infos.emplace_back();
       ChunkInfo info;
       for (size_t p = parsed.first_piece[k - first]; p < parsed.first_piece[k - first + 1]; ++p)
         for (const SequenceInfo& s : parsed.pieces[p].sequences) {
-          infos.push_back(s);
+          LOOM_CHECK(s.num_samples <= std::numeric_limits<uint32_t>::max(), DataError,
+                     "Sequence (id = ", s.key, ") of the input file (", path, ") holds ",
+                     s.num_samples, " samples; the index holds at most 2^32 - 1 a sequence.");
+          index->samples.push_back(uint32_t(s.num_samples));
           info.num_samples += s.num_samples;
+          ++info.num_sequences;
         }
-      info.num_sequences = infos.size();
       chunk_infos_.push_back(info);
     }
     first = last;
@@ -892,7 +905,10 @@ CTFDeserializer::~CTFDeserializer() = default;
 std::vector<SequenceInfo> CTFDeserializer::sequence_infos(size_t chunk) const {
   LOOM_CHECK(chunk < chunk_infos_.size(), ArgumentError, "CTFDeserializer: chunk ", chunk,
              " does not exist (", chunk_infos_.size(), " chunks)");
-  return index_->infos[chunk];
+  std::vector<SequenceInfo> infos;
+  for (size_t i = index_->first_sequence[chunk]; i < index_->first_sequence[chunk + 1]; ++i)
+    infos.push_back({index_->samples[i], index_->sequences[i].key});
+  return infos;
 }
 
 std::shared_ptr<const Chunk> CTFDeserializer::load_chunk(size_t chunk) {
@@ -904,13 +920,16 @@ std::shared_ptr<const Chunk> CTFDeserializer::load_chunk(size_t chunk) {
   size_t errors_left = index_->options.max_errors;
   replay(parsed.logs, errors_left, false, index_->path);
   std::shared_ptr<const Chunk> out = join(parsed.pieces);
-  const std::vector<SequenceInfo>& infos = index_->infos[chunk];
-  for (size_t i = 0; i < infos.size(); ++i)
-    LOOM_CHECK(i < out->sequences.size() && out->sequences[i].num_samples == infos[i].num_samples &&
-                   out->sequences[i].key == infos[i].key,
+  const size_t first = index_->first_sequence[chunk];
+  for (size_t i = 0; i < chunk_infos_[chunk].num_sequences; ++i) {
+    const RawSequence& seq = index_->sequences[first + i];
+    LOOM_CHECK(i < out->sequences.size() &&
+                   out->sequences[i].num_samples == index_->samples[first + i] &&
+                   out->sequences[i].key == seq.key,
                DataError, "The input file (", index_->path,
-               ") changed after it was indexed: sequence (id = ", infos[i].key, ") at offset ",
-               index_->sequences[index_->first_sequence[chunk] + i].begin, " now reads otherwise");
+               ") changed after it was indexed: sequence (id = ", seq.key, ") at offset ",
+               seq.begin, " now reads otherwise");
+  }
   return out;
 }
 
