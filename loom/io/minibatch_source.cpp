@@ -27,6 +27,16 @@ void shuffle(T first, T last, RandomGenerator& rng) {
   }
 }
 
+// The generator of a sweep's shuffles after its first `draws` draws: shuffling n items draws
+// n - 1 uniforms, one Philox block each, so a window's shuffle starts at a computed offset.
+RandomGenerator generator_after(uint64_t seed, size_t sweep, uint64_t draws) {
+  RandomGenerator rng(seed, sweep);
+  Dictionary state = rng.checkpoint();
+  state["offset"] = draws;
+  rng.restore(state);
+  return rng;
+}
+
 }  // namespace
 
 MinibatchSource::MinibatchSource(std::shared_ptr<Deserializer> deserializer,
@@ -69,30 +79,30 @@ MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> dese
     }
     size_t g = 0;
     for (size_t k = 0; k < d->chunk_infos().size(); ++k) {
-      std::vector<SequenceInfo> infos = d->sequence_infos(k);
-      if (c == 0) chunk_sequences_.emplace_back();
-      for (size_t i = 0; i < infos.size(); ++i, ++g) {
-        corpus.locations.push_back({k, i});
-        if (c == 0) {
-          sequence_length_.push_back(infos[i].num_samples);
-          sequence_chunk_.push_back(k);
-          chunk_sequences_.back().push_back(g);
-        } else if (g < sequence_length_.size()) {
-          sequence_length_[g] = std::max(sequence_length_[g], infos[i].num_samples);
-        }
+      corpus.first_sequence.push_back(g);
+      for (const SequenceInfo& info : d->sequence_infos(k)) {
+        LOOM_CHECK(info.num_samples <= std::numeric_limits<uint32_t>::max(), DataError,
+                   "MinibatchSource: sequence (id = ", info.key, ") of deserializer ", c, " holds ",
+                   info.num_samples, " samples; a sequence holds at most 2^32 - 1");
+        const auto length = static_cast<uint32_t>(info.num_samples);
+        if (c == 0)
+          sequence_length_.push_back(length);
+        else if (g < sequence_length_.size())
+          sequence_length_[g] = std::max(sequence_length_[g], length);
+        ++g;
       }
     }
+    corpus.first_sequence.push_back(g);
     if (c == 0) num_sequences = g;
     LOOM_CHECK(g == num_sequences, ArgumentError, "MinibatchSource: deserializer ", c, " holds ", g,
                " sequences, deserializer 0 holds ", num_sequences,
                "; combined deserializers must hold equally many");
     corpora_.push_back(std::move(corpus));
   }
-  for (const std::vector<size_t>& sequences : chunk_sequences_) {
-    size_t samples = 0;
-    for (size_t g : sequences) samples += sequence_length_[g];
-    chunk_samples_.push_back(samples);
-  }
+  const std::vector<size_t>& first = corpora_[0].first_sequence;
+  for (size_t k = 0; k + 1 < first.size(); ++k)
+    chunk_samples_.push_back(std::accumulate(sequence_length_.begin() + first[k],
+                                             sequence_length_.begin() + first[k + 1], size_t{0}));
   sweep_size_ = std::accumulate(chunk_samples_.begin(), chunk_samples_.end(), size_t{0});
   LOOM_CHECK(sweep_size_ > 0, DataError, "MinibatchSource: the data holds no samples");
 
@@ -104,6 +114,7 @@ MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> dese
       end_position_ = INFINITELY_REPEAT;
   }
   build_order(0);
+  build_window(0);
 }
 
 MinibatchSource::MinibatchSource(MinibatchSource&& other)
@@ -113,15 +124,12 @@ MinibatchSource::MinibatchSource(MinibatchSource&& other)
   streams_ = std::move(other.streams_);
   stream_corpus_ = std::move(other.stream_corpus_);
   sequence_length_ = std::move(other.sequence_length_);
-  sequence_chunk_ = std::move(other.sequence_chunk_);
-  chunk_sequences_ = std::move(other.chunk_sequences_);
   chunk_samples_ = std::move(other.chunk_samples_);
   sweep_size_ = other.sweep_size_;
   end_position_ = other.end_position_;
   place_ = std::move(other.place_);
-  order_sweep_ = other.order_sweep_;
   order_ = std::move(other.order_);
-  last_use_ = std::move(other.last_use_);
+  window_ = std::move(other.window_);
   resident_ = std::move(other.resident_);
   stats_ = other.stats_;
   delivered_ = std::move(other.delivered_);
@@ -131,55 +139,107 @@ MinibatchSource::~MinibatchSource() {
   if (ahead_.valid()) ahead_.wait();
 }
 
+MinibatchSource::Location MinibatchSource::Corpus::locate(size_t sequence) const {
+  // The last chunk that begins at or before the sequence (an empty chunk begins where the next
+  // does).
+  const auto after = std::upper_bound(first_sequence.begin(), first_sequence.end(), sequence);
+  const auto k = static_cast<size_t>(after - first_sequence.begin()) - 1;
+  return {k, sequence - first_sequence[k]};
+}
+
 void MinibatchSource::build_order(size_t sweep) {
-  order_sweep_ = sweep;
-  order_.clear();
-  auto add = [&](size_t g, size_t chunk_rank) {
-    if (config_.frame_mode) {
-      for (size_t f = 0; f < sequence_length_[g]; ++f) order_.push_back({g, f, 1, chunk_rank});
-    } else {
-      order_.push_back({g, 0, sequence_length_[g], chunk_rank});
-    }
-  };
-  size_t num_chunks = chunk_sequences_.size();
-  if (!config_.randomize) {
-    for (size_t g = 0; g < sequence_length_.size(); ++g) add(g, sequence_chunk_[g]);
-  } else {
-    // Chunks in random order, cut into windows; the units of each window in random order: a
-    // window is all a reader over data larger than memory needs to hold.
+  if (order_.sweep == sweep) return;
+  SweepOrder& o = order_;
+  o.sweep = sweep;
+  const std::vector<size_t>& first = corpora_[0].first_sequence;
+  const size_t num_chunks = chunk_samples_.size();
+  o.chunks.resize(num_chunks);
+  std::iota(o.chunks.begin(), o.chunks.end(), size_t{0});
+  // Chunks in random order, cut into windows whose units are shuffled together: a window is all
+  // a reader over data larger than memory needs to hold. Without randomization the units stay
+  // in corpus order, one chunk a window.
+  if (config_.randomize) {
     RandomGenerator rng(config_.randomization_seed, sweep);
-    std::vector<size_t> chunks(num_chunks);
-    std::iota(chunks.begin(), chunks.end(), size_t{0});
-    shuffle(chunks.begin(), chunks.end(), rng);
-    for (size_t w = 0; w < num_chunks;) {
-      const size_t first = order_.size();
-      size_t k = w, samples = 0;
-      do {
-        for (size_t g : chunk_sequences_[chunks[k]]) add(g, k);
-        samples += chunk_samples_[chunks[k++]];
-      } while (k < num_chunks && (config_.randomization_window_in_chunks > 0
-                                      ? k - w < config_.randomization_window_in_chunks
-                                      : samples < config_.randomization_window_in_samples));
-      shuffle(order_.begin() + first, order_.end(), rng);
-      w = k;
+    shuffle(o.chunks.begin(), o.chunks.end(), rng);
+  }
+  const size_t window_chunks = config_.randomize ? config_.randomization_window_in_chunks : 1;
+  // A window without units (its chunks are empty) joins the next one, or the last: the units'
+  // order stays the same.
+  o.window_begin.assign(1, 0);
+  o.first_unit.assign(1, 0);
+  size_t begin = 0, samples = 0, units = 0;
+  for (size_t r = 0; r < num_chunks;) {
+    const size_t k = o.chunks[r++];
+    samples += chunk_samples_[k];
+    units += config_.frame_mode ? chunk_samples_[k] : first[k + 1] - first[k];
+    const bool full = window_chunks > 0 ? r - begin >= window_chunks
+                                        : samples >= config_.randomization_window_in_samples;
+    if (!full && r < num_chunks) continue;
+    if (units > 0) {
+      o.window_begin.push_back(r);
+      o.first_unit.push_back(o.first_unit.back() + units);
+    } else if (r == num_chunks) {
+      o.window_begin.back() = r;
+    }
+    begin = r;
+    samples = units = 0;
+  }
+  o.last_window.assign(corpora_.size(), {});
+  for (size_t c = 0; c < corpora_.size(); ++c) {
+    std::vector<size_t>& last = o.last_window[c];
+    last.assign(corpora_[c].first_sequence.size() - 1, 0);
+    for (size_t w = 0; w + 1 < o.window_begin.size(); ++w)
+      for (size_t r = o.window_begin[w]; r < o.window_begin[w + 1]; ++r) {
+        const size_t k = o.chunks[r];
+        if (first[k] == first[k + 1]) continue;
+        const size_t to = corpora_[c].locate(first[k + 1] - 1).chunk;
+        for (size_t kc = corpora_[c].locate(first[k]).chunk; kc <= to; ++kc) last[kc] = w;
+      }
+  }
+}
+
+void MinibatchSource::build_window(size_t window) {
+  if (window_.sweep == order_.sweep && window_.index == window) return;
+  const SweepOrder& o = order_;
+  const std::vector<size_t>& first = corpora_[0].first_sequence;
+  window_.sweep = o.sweep;
+  window_.index = window;
+  std::vector<Unit>& units = window_.units;
+  units.clear();
+  for (size_t r = o.window_begin[window]; r < o.window_begin[window + 1]; ++r) {
+    for (size_t g = first[o.chunks[r]]; g < first[o.chunks[r] + 1]; ++g) {
+      if (config_.frame_mode) {
+        for (size_t f = 0; f < sequence_length_[g]; ++f) units.push_back({g, f, 1, r});
+      } else {
+        units.push_back({g, 0, sequence_length_[g], r});
+      }
     }
   }
-  last_use_.assign(corpora_.size(), {});
+  if (config_.randomize) {
+    // The sweep's draws before: the chunks' shuffle, then each earlier window's.
+    const size_t draws = o.chunks.size() - 1 + o.first_unit[window] - window;
+    RandomGenerator rng = generator_after(config_.randomization_seed, o.sweep, draws);
+    shuffle(units.begin(), units.end(), rng);
+  }
+  window_.last_use.assign(corpora_.size(), {});
   for (size_t c = 0; c < corpora_.size(); ++c) {
-    std::vector<size_t>& last = last_use_[c];
-    last.assign(corpora_[c].deserializer->chunk_infos().size(), 0);
-    for (size_t i = 0; i < order_.size(); ++i)
-      last[corpora_[c].locations[order_[i].sequence].chunk] = i;
+    std::vector<size_t>& last = window_.last_use[c];
+    last.assign(corpora_[c].first_sequence.size() - 1, 0);
+    for (size_t i = 0; i < units.size(); ++i) last[corpora_[c].locate(units[i].sequence).chunk] = i;
   }
 }
 
 MinibatchSource::Unit MinibatchSource::take_unit(bool& sweep_end) {
-  const Unit u = order_[place_.cursor];
+  const Unit u = window_.units[place_.cursor];
   place_.timeline += u.length;
-  if (++place_.cursor == order_.size()) {
-    sweep_end = true;
+  if (++place_.cursor == window_.units.size()) {
     place_.cursor = 0;
-    build_order(++place_.sweep);
+    if (++place_.window + 1 == order_.window_begin.size()) {
+      sweep_end = true;
+      place_.window = 0;
+      build_order(++place_.sweep);
+    }
+    build_window(place_.window);
   }
   return u;
 }
@@ -213,7 +273,8 @@ void MinibatchSource::discard_ahead() {
   ahead_.wait();
   ahead_ = {};  // its error, if any, belongs to a minibatch nobody asked for
   place_ = delivered_;
-  if (order_sweep_ != place_.sweep) build_order(place_.sweep);
+  build_order(place_.sweep);
+  build_window(place_.window);
 }
 
 ChunkStats MinibatchSource::chunk_stats() const {
@@ -244,13 +305,15 @@ std::vector<MinibatchSource::Piece> MinibatchSource::take_pieces(const Request& 
   std::vector<Piece> mine;
   // With fewer chunks than workers, chunk ownership would leave workers idle; then units are
   // dealt by their position in the sweep, as without randomization.
-  const bool by_chunk = config_.randomize && chunk_sequences_.size() >= request.partitions;
+  const bool by_chunk = config_.randomize && chunk_samples_.size() >= request.partitions;
   const size_t budget = std::min(request.size, end_position_ - place_.position);
   for (size_t taken = 0; taken < budget;) {
-    const Unit& next = order_[place_.cursor];
+    const Unit& next = window_.units[place_.cursor];
     if (taken > 0 && budget - taken < next.length) break;
     const bool owned =
-        (by_chunk ? next.chunk_rank : place_.cursor) % request.partitions == request.index;
+        (by_chunk ? next.chunk_rank : order_.first_unit[place_.window] + place_.cursor) %
+            request.partitions ==
+        request.index;
     const size_t sweep = place_.sweep;
     const Unit u = take_unit(sweep_end);
     if (owned) mine.push_back({u, sweep, u.frame, 1, !config_.frame_mode, true});
@@ -304,7 +367,7 @@ void MinibatchSource::load_chunks(const std::vector<Piece>& pieces) {
   for (const Piece& p : pieces) {
     if (p.unit.sequence == kNoUnit) continue;
     for (size_t c = 0; c < corpora_.size(); ++c) {
-      const size_t k = corpora_[c].locations[p.unit.sequence].chunk;
+      const size_t k = corpora_[c].locate(p.unit.sequence).chunk;
       auto same = [&](const Resident& r) {
         return r.sweep == p.sweep && r.corpus == c && r.chunk == k;
       };
@@ -329,10 +392,15 @@ void MinibatchSource::release_chunks() {
   // all taken and no truncation slot still reads it.
   auto passed = [&](const Resident& r) {
     if (r.sweep > place_.sweep) return false;
-    if (r.sweep == place_.sweep && last_use_[r.corpus][r.chunk] >= place_.cursor) return false;
+    if (r.sweep == place_.sweep) {
+      const size_t last = order_.last_window[r.corpus][r.chunk];
+      if (last > place_.window ||
+          (last == place_.window && window_.last_use[r.corpus][r.chunk] >= place_.cursor))
+        return false;
+    }
     return std::none_of(place_.slots.begin(), place_.slots.end(), [&](const Slot& s) {
       return s.unit.sequence != kNoUnit && s.sweep == r.sweep &&
-             corpora_[r.corpus].locations[s.unit.sequence].chunk == r.chunk;
+             corpora_[r.corpus].locate(s.unit.sequence).chunk == r.chunk;
     });
   };
   std::erase_if(resident_, passed);
@@ -363,7 +431,7 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       slices.push_back({nullptr, 0, 0});
       continue;
     }
-    Location loc = corpus.locations[p.unit.sequence];
+    Location loc = corpus.locate(p.unit.sequence);
     const Chunk* c = &chunk(p.sweep, stream_corpus_[stream], loc.chunk);
     const StreamChunkData& d = c->streams[local];
     size_t length = d.length(loc.index);
@@ -494,19 +562,32 @@ void MinibatchSource::restore(const Dictionary& state) {
 }
 
 void MinibatchSource::move_to(size_t timeline) {
-  // Rebuilds the order of the position's sweep and walks it: sweeps hold whole units, so the
-  // position lies on a unit boundary of that order. No data is read.
+  // Rebuilds the chunk order of the position's sweep, passes its windows before the position by
+  // their samples and walks the units of the position's window: sweeps hold whole units, so the
+  // position lies on a unit boundary. No data is read.
   const size_t sweep = timeline / sweep_size_, offset = timeline % sweep_size_;
-  if (order_sweep_ != sweep) build_order(sweep);
-  size_t cursor = 0, walked = 0;
-  while (walked < offset) walked += order_[cursor++].length;
-  if (walked != offset && order_sweep_ != place_.sweep) build_order(place_.sweep);
+  build_order(sweep);
+  size_t window = 0, walked = 0;
+  for (;; ++window) {
+    size_t samples = 0;
+    for (size_t r = order_.window_begin[window]; r < order_.window_begin[window + 1]; ++r)
+      samples += chunk_samples_[order_.chunks[r]];
+    if (walked + samples > offset) break;
+    walked += samples;
+  }
+  build_window(window);
+  size_t cursor = 0;
+  while (walked < offset) walked += window_.units[cursor++].length;
+  if (walked != offset) {
+    build_order(place_.sweep);
+    build_window(place_.window);
+  }
   LOOM_CHECK(walked == offset, ArgumentError, "MinibatchSource::restore_from_checkpoint: position ",
              timeline, " is not at a sequence boundary of this data (sweep of ", sweep_size_,
              " samples); was the checkpoint taken with other data or options?");
   resident_.clear();
   stats_.resident = 0;
-  place_ = Place{place_.position, timeline, sweep, cursor, {}};
+  place_ = Place{place_.position, timeline, sweep, window, cursor, {}};
 }
 
 }  // namespace loom

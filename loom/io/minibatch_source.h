@@ -1,9 +1,10 @@
 // MinibatchSource: cuts the data of one or more deserializers into minibatches along a
 // deterministic timeline that repeats the corpus sweep after sweep (CNTK-SEMANTICS.md §3.2).
 // Each sweep's order is a function of (randomization_seed, sweep index) only, so a position
-// (a global sample count) is all a checkpoint needs: restoring rebuilds that sweep's order and
-// walks it to the position, loading no data. Only the chunks of the current randomization
-// window are held in memory, and the next minibatch is read on a background thread while the
+// (a global sample count) is all a checkpoint needs: restoring rebuilds that sweep's chunk order
+// and the units of the position's window and walks them to the position, loading no data. Only
+// the units and chunks of the current randomization window are held in memory (besides 4 bytes
+// a sequence, its length), and the next minibatch is read on a background thread while the
 // caller computes (prefetch); neither changes what is delivered.
 #pragma once
 
@@ -121,6 +122,25 @@ class MinibatchSource : public MinibatchSourceInterface {
   struct Location {
     size_t chunk, index;
   };
+  // A sweep's chunks (of the first deserializer) in timeline order, cut into randomization
+  // windows (without randomization: one chunk each); all of it per chunk, none per sequence.
+  struct SweepOrder {
+    size_t sweep = static_cast<size_t>(-1);  // none yet
+    std::vector<size_t> chunks;              // the chunk at each rank
+    std::vector<size_t> window_begin;  // window w: ranks [window_begin[w], window_begin[w + 1])
+    std::vector<size_t> first_unit;    // window w: the sweep index of its first unit (and the end)
+    // last_window[corpus][chunk]: the last window with a unit in the chunk.
+    std::vector<std::vector<size_t>> last_window;
+  };
+  // The units of one window of the sweep order, in timeline order (shuffled anew from the seed
+  // whenever the window is reached).
+  struct Window {
+    size_t sweep = static_cast<size_t>(-1), index = 0;  // none yet
+    std::vector<Unit> units;
+    // last_use[corpus][chunk]: the index in units of the last unit in the chunk (for chunks whose
+    // last window is this one).
+    std::vector<std::vector<size_t>> last_use;
+  };
   // What a minibatch holds of a unit of `sweep`: all of it (whole), or samples [first, first +
   // length) of every stream; no unit (an empty sequence) when unit.sequence is kNoUnit.
   struct Piece {
@@ -138,15 +158,18 @@ class MinibatchSource : public MinibatchSourceInterface {
   static constexpr size_t kNoUnit = static_cast<size_t>(-1);
   struct Corpus {
     std::shared_ptr<Deserializer> deserializer;
-    std::vector<Location> locations;  // by global sequence index
-    size_t first_stream;              // global id of its stream 0
+    std::vector<size_t> first_sequence;  // chunk k: global sequences [first[k], first[k + 1])
+    size_t first_stream;                 // global id of its stream 0
+
+    Location locate(size_t sequence) const;
   };
   // Where on the timeline reading stands.
   struct Place {
     size_t position = 0;      // global samples delivered
     size_t timeline = 0;      // global samples of the units taken (position but with truncation)
     size_t sweep = 0;         // sweep of the next unit
-    size_t cursor = 0;        // next unit in order_
+    size_t window = 0;        // its window in the sweep order
+    size_t cursor = 0;        // its index in the window's units
     std::vector<Slot> slots;  // truncated BPTT: one per parallel sequence, of all workers
   };
   // A loaded chunk: chunk `chunk` of corpus `corpus` as read in `sweep`.
@@ -160,8 +183,10 @@ class MinibatchSource : public MinibatchSourceInterface {
     bool operator==(const Request&) const = default;
   };
 
-  // Makes order_ (and last_use_) the order of `sweep`.
+  // Makes order_ the chunk order of `sweep` (when it is another's).
   void build_order(size_t sweep);
+  // Makes window_ window `window` of order_ (when it is another).
+  void build_window(size_t window);
   // The next unit of the timeline; sets sweep_end when it completes a sweep.
   Unit take_unit(bool& sweep_end);
   // Moves place_ to the unit boundary `timeline` (ArgumentError when it is none).
@@ -182,20 +207,16 @@ class MinibatchSource : public MinibatchSourceInterface {
   MinibatchSourceConfig config_;
   std::vector<Corpus> corpora_;
   std::vector<StreamInformation> streams_;
-  std::vector<size_t> stream_corpus_;    // global stream id -> corpus
-  std::vector<size_t> sequence_length_;  // by global sequence index
-  std::vector<size_t> sequence_chunk_;   // chunk (of the first corpus) of each sequence
-  std::vector<std::vector<size_t>> chunk_sequences_;  // first corpus: chunk -> sequences
-  std::vector<size_t> chunk_samples_;                 // first corpus: chunk -> samples
-  size_t sweep_size_ = 0;                             // samples per sweep
-  size_t end_position_ = INFINITELY_REPEAT;           // samples
+  std::vector<size_t> stream_corpus_;        // global stream id -> corpus
+  std::vector<uint32_t> sequence_length_;    // by global sequence index (the longest corpus's)
+  std::vector<size_t> chunk_samples_;        // first corpus: chunk -> samples
+  size_t sweep_size_ = 0;                    // samples per sweep
+  size_t end_position_ = INFINITELY_REPEAT;  // samples
 
   // Owned by the thread that reads (the background thread while ahead_ is pending).
   Place place_;
-  size_t order_sweep_ = 0;   // the sweep order_ belongs to
-  std::vector<Unit> order_;  // that sweep's units in timeline order
-  // last_use_[corpus][chunk]: the last index in order_ of a unit in the chunk.
-  std::vector<std::vector<size_t>> last_use_;
+  SweepOrder order_;  // of place_.sweep
+  Window window_;     // place_.window of it
   std::vector<Resident> resident_;
   ChunkStats stats_;
 
