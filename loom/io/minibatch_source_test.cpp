@@ -408,6 +408,88 @@ TEST(MinibatchSource, RestoringLateLoadsOnlyWhatItReads) {
   EXPECT_LE(restored.chunk_stats().loads, 21u * 5);
 }
 
+// numbered_data with an empty chunk before each of its chunks.
+class WithEmptyChunks : public Deserializer {
+ public:
+  WithEmptyChunks() : data_(numbered_data()) {
+    for (const ChunkInfo& c : data_->chunk_infos()) {
+      chunks_.push_back({});
+      chunks_.push_back(c);
+    }
+  }
+  const std::vector<StreamInformation>& stream_infos() const override {
+    return data_->stream_infos();
+  }
+  const std::vector<ChunkInfo>& chunk_infos() const override { return chunks_; }
+  std::vector<SequenceInfo> sequence_infos(size_t chunk) const override {
+    return chunk % 2 ? data_->sequence_infos(chunk / 2) : std::vector<SequenceInfo>{};
+  }
+  std::shared_ptr<const Chunk> load_chunk(size_t chunk) override {
+    EXPECT_EQ(chunk % 2, 1u) << "no unit lies in an empty chunk";
+    return data_->load_chunk(chunk / 2);
+  }
+
+ private:
+  std::shared_ptr<Deserializer> data_;
+  std::vector<ChunkInfo> chunks_;
+};
+
+// Windows of empty chunks hold no units (the source holds one window's units at a time): every
+// sweep still delivers every sequence once, and a restore in mid-sweep the same rest.
+TEST(MinibatchSource, WindowsOfEmptyChunksHoldNoUnits) {
+  for (size_t window : {1, 2, 3}) {
+    MinibatchSourceConfig config{
+        .max_sweeps = 3, .randomization_seed = 4, .randomization_window_in_chunks = window};
+    MinibatchSource source(std::make_shared<WithEmptyChunks>(), config);
+    std::multiset<int> seen;
+    Dictionary state;
+    for (size_t n = 0;; ++n) {
+      const auto mb = source.next_minibatch(3);
+      if (mb.empty()) break;
+      for (int k : keys(source, mb)) seen.insert(k);
+      if (n == 30) state = source.get_checkpoint_state();
+    }
+    for (int k = 0; k < 40; ++k) EXPECT_EQ(seen.count(k), 3u) << "window " << window;
+
+    MinibatchSource original(std::make_shared<WithEmptyChunks>(), config),
+        restored(std::make_shared<WithEmptyChunks>(), config);
+    for (size_t n = 0; n <= 30; ++n) original.next_minibatch(3);
+    restored.restore_from_checkpoint(state);
+    for (auto mb = original.next_minibatch(3); !mb.empty(); mb = original.next_minibatch(3))
+      ASSERT_EQ(describe(restored, restored.next_minibatch(3)), describe(original, mb));
+    EXPECT_TRUE(restored.next_minibatch(3).empty());
+  }
+}
+
+// xor_data, but its first sequence claims 2^32 samples: more than the source's 32-bit lengths.
+class ClaimsAHugeSequence : public Deserializer {
+ public:
+  const std::vector<StreamInformation>& stream_infos() const override {
+    return data_->stream_infos();
+  }
+  const std::vector<ChunkInfo>& chunk_infos() const override { return data_->chunk_infos(); }
+  std::vector<SequenceInfo> sequence_infos(size_t chunk) const override {
+    std::vector<SequenceInfo> infos = data_->sequence_infos(chunk);
+    infos[0].num_samples = size_t{1} << 32;
+    return infos;
+  }
+  std::shared_ptr<const Chunk> load_chunk(size_t chunk) override {
+    return data_->load_chunk(chunk);
+  }
+
+ private:
+  std::shared_ptr<Deserializer> data_ = xor_data();
+};
+
+TEST(MinibatchSource, ASequenceOf2To32SamplesIsRejected) {
+  try {
+    MinibatchSource source(std::make_shared<ClaimsAHugeSequence>());
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 2^32 - 1"), std::string::npos) << e.what();
+  }
+}
+
 // Reading ahead on a background thread, with any number of reader threads, delivers exactly
 // what reading on demand delivers: in every mode, for every worker, after a restore, and when
 // the minibatch size changes between calls.
