@@ -2,8 +2,9 @@
 // of text (a dense stream of 32 values and a sparse stream of 4 to 12 word indices a line,
 // vocabulary 50000), then reads one randomized sweep through CTFDeserializer + MinibatchSource
 // and prints the peak resident memory of indexing and of the sweep next to the window's size,
-// with MB/s of text. The sweep holds only the window's chunks (and the minibatch read ahead),
-// so its peak does not grow with the file; the index (about 100 bytes a sequence) does.
+// with MB/s of text, and the resident memory the index and the source add per sequence. The
+// sweep holds only the window's chunks (and the minibatch read ahead), so its peak does not
+// grow with the file; the index (about 31 bytes a sequence) and the source (4) do.
 // No peer: this measures memory, bench_ctf_reader compares parsing speed.
 //
 //   bench_large_corpus [--gigabytes G (0.25)] [--chunk-mb M (8)] [--window-chunks W (4)]
