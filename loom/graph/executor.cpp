@@ -208,10 +208,10 @@ void Executor::plan_buffers(bool share) {
     const bool backward_runs = slots_[n.output].needs_grad;
     value_end[n.output] = std::max(value_end[n.output], k);
     if (backward_runs && op.backward_reads_output()) value_end[n.output] = backward_time(k);
-    // Loops run step by step on views, zero gradients ahead and carry values to the next
-    // minibatch: their values and what they read keep their own buffers.
     // A free dimension (NDShape::kFree) leaves the size of a sample unknown when planning.
     if (n.fn->outputs[0]->shape.has_free()) pinned[n.output] = true;
+    // Loops run step by step on views, zero gradients ahead and carry values to the next
+    // minibatch: their values and what they read keep their own buffers.
     if (n.loop != kNoLoop || n.delay || op.time_shift(n.fn->attributes) != 0) {
       pinned[n.output] = true;
       for (size_t in : n.inputs) pinned[in] = true;
