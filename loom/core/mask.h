@@ -25,7 +25,11 @@ class NDMask {
   void invalidate_from(size_t seq, size_t pos);
   // Number of valid positions of a sequence (they are a prefix of its row).
   size_t sequence_length(size_t seq) const;
-  bool begins_sequence(size_t seq) const { return at(seq, 0) == MaskKind::SequenceBegin; }
+  // Whether a sequence starts in this minibatch; true for every sequence of a mask without
+  // positions (a batch of empty sequences).
+  bool begins_sequence(size_t seq) const {
+    return cols_ == 0 || at(seq, 0) == MaskKind::SequenceBegin;
+  }
   const std::vector<MaskKind>& kinds() const { return kinds_; }
 
   bool operator==(const NDMask&) const = default;

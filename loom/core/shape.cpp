@@ -18,6 +18,10 @@ bool NDShape::has_inferred() const {
   return false;
 }
 
+bool NDShape::has_free() const {
+  return std::find(dims_.begin(), dims_.end(), kFree) != dims_.end();
+}
+
 NDShape NDShape::sub_shape(size_t begin, size_t end) const {
   LOOM_CHECK(begin <= end && end <= rank(), ArgumentError, "sub_shape [", begin, ",", end,
              ") is outside shape ", to_string());
@@ -46,7 +50,7 @@ std::string NDShape::to_string() const {
   std::string s = "[";
   for (size_t i = 0; i < dims_.size(); ++i) {
     if (i) s += ",";
-    s += dims_[i] == kInferred ? "-1" : std::to_string(dims_[i]);
+    s += dims_[i] == kInferred ? "-1" : dims_[i] == kFree ? "-3" : std::to_string(dims_[i]);
   }
   return s + "]";
 }

@@ -1,5 +1,6 @@
 // NDShape: the static shape of a tensor, in row-major (numpy) order: the last axis is the
-// contiguous one. A dimension may be unknown until shape inference fixes it (kInferred).
+// contiguous one. A dimension may be unknown until shape inference fixes it (kInferred), or
+// decided anew by each minibatch (kFree).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,10 @@ class NDShape {
  public:
   // A dimension whose size is filled in by shape inference at the first call of a layer.
   static constexpr size_t kInferred = static_cast<size_t>(-1);
+  // CNTK's FreeDimension: a static axis whose size the data give at run time (the steps of
+  // sequence::unpack's result); it stays free through shape inference of the ops downstream,
+  // and the executor learns each minibatch's size from OpDef::output_shape.
+  static constexpr size_t kFree = static_cast<size_t>(-3);
 
   NDShape() = default;
   NDShape(std::initializer_list<size_t> dims) : dims_(dims) {}
@@ -26,9 +31,11 @@ class NDShape {
   const std::vector<size_t>& dims() const { return dims_; }
   bool empty() const { return dims_.empty(); }
 
-  // Number of elements; 1 for a scalar (rank 0). Not meaningful while has_inferred().
+  // Number of elements; 1 for a scalar (rank 0). Not meaningful while has_inferred() or
+  // has_free().
   size_t total_size() const;
   bool has_inferred() const;
+  bool has_free() const;
 
   // Sub-shape of axes [begin, end).
   NDShape sub_shape(size_t begin, size_t end) const;
@@ -40,7 +47,8 @@ class NDShape {
   // enough: the executor does this for every tensor of every minibatch).
   void assign_prepended(size_t first, const NDShape& rest);
 
-  // "[2]", "[28,28]", "[]"; an inferred dimension prints as -1 as in CNTK's Python API.
+  // "[2]", "[28,28]", "[]"; an inferred dimension prints as -1 and a free one as -3, as in
+  // CNTK's Python API.
   std::string to_string() const;
 
   bool operator==(const NDShape&) const = default;

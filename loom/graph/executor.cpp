@@ -208,6 +208,8 @@ void Executor::plan_buffers(bool share) {
     const bool backward_runs = slots_[n.output].needs_grad;
     value_end[n.output] = std::max(value_end[n.output], k);
     if (backward_runs && op.backward_reads_output()) value_end[n.output] = backward_time(k);
+    // A free dimension (NDShape::kFree) leaves the size of a sample unknown when planning.
+    if (n.fn->outputs[0]->shape.has_free()) pinned[n.output] = true;
     // Loops run step by step on views, zero gradients ahead and carry values to the next
     // minibatch: their values and what they read keep their own buffers.
     if (n.loop != kNoLoop || n.delay || op.time_shift(n.fn->attributes) != 0) {
@@ -324,6 +326,10 @@ void Executor::plan_loop(Loop& loop) {
                labels(body),
                " looks along the sequence axis; a loop's ops must compute each step from that "
                "step alone");
+    LOOM_CHECK(!f.outputs[0]->shape.has_free(), StateError, "op ", function_label(f), " (",
+               f.op->name(), ") in the recurrent loop ", labels(body), " gives ",
+               f.outputs[0]->shape.to_string(),
+               ", whose free dimension each minibatch sizes; a loop's values need known shapes");
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Variable& in = f.inputs[i];
       if (n.delay || in.dynamic_axes().empty()) continue;
@@ -548,10 +554,13 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
     const VariableImpl& spec = *f.outputs[0];
     out.value.dtype = spec.dtype;
     out.value.layout = f.op->output_layout(ins, f.attributes, layouts_);
+    const NDShape& sample =
+        spec.shape.has_free() ? (node.free_shape = f.op->output_shape(f.inputs, ins, f.attributes))
+                              : spec.shape;
     if (out.value.layout) {
-      out.value.shape.assign_prepended(out.value.layout->rows(), spec.shape);
+      out.value.shape.assign_prepended(out.value.layout->rows(), sample);
     } else {
-      out.value.shape = spec.shape;
+      out.value.shape = sample;
     }
     out.value.sparse = nullptr;
     out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
@@ -725,11 +734,11 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     const Tensor& value = slots_[r].value;
     const Value& g = *root_gradient;
     bool matches =
-        g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == root.shape() &&
+        g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == value.sample_shape() &&
         (value.dynamic() ? g.sequence_lengths() == value.layout->lengths : g.num_sequences() == 1);
     LOOM_CHECK(matches, ShapeError, "root gradient for ", root.describe(), " of sample shape ",
                g.sample_shape().to_string(), " and ", g.num_sequences(),
-               " sequence(s) does not match the output's shape ", root.shape().to_string(),
+               " sequence(s) does not match the output's shape ", value.sample_shape().to_string(),
                " and layout");
     if (value.dynamic()) {
       pack_dense(g, *value.layout, seed.data);

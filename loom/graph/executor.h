@@ -94,6 +94,7 @@ class Executor {
     SequenceLayout carried_layout = {};
     TensorStorage carried_storage = {};
     TensorStorage state = {};  // OpCall::state
+    NDShape free_shape = {};   // this minibatch's output sample shape, when it has free dims
   };
   // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
   // run one step at a time (docs/executor.md).

@@ -20,6 +20,16 @@ const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs
   return layout;
 }
 
+NDShape OpDef::output_shape(const std::vector<Variable>& inputs,
+                            std::span<const Tensor* const> tensors,
+                            const Dictionary& attributes) const {
+  std::vector<Variable> typed = inputs;
+  for (size_t i = 0; i < typed.size(); ++i)
+    if (typed[i].shape().has_free())
+      typed[i] = placeholder(tensors[i]->sample_shape(), typed[i].dtype(), typed[i].dynamic_axes());
+  return infer(typed, attributes)[0].shape;
+}
+
 void OpDef::forward_step(OpCall&, size_t) const {
   throw StateError(detail::concat(name(), " is not a delay op and has no forward_step"));
 }

@@ -73,6 +73,14 @@ class OpDef {
   virtual const SequenceLayout* output_layout(std::span<const Tensor* const> inputs,
                                               const Dictionary& attributes,
                                               LayoutCache& layouts) const;
+  // The sample shape of the output for this minibatch, when the inferred one has free
+  // dimensions (NDShape::kFree); called by the executor after output_layout. By default, shape
+  // inference again on stand-ins of the inputs with free dimensions, typed with their tensors'
+  // shapes; an op that decides a free dimension from its inputs' data (sequence::unpack)
+  // overrides it.
+  virtual NDShape output_shape(const std::vector<Variable>& inputs,
+                               std::span<const Tensor* const> tensors,
+                               const Dictionary& attributes) const;
   // Whether each output row is computed from the same step of its inputs alone, so the op can
   // run inside a recurrent loop one step at a time. False for ops that look along the
   // sequence axis (sequence::first, slice, is_first, where, gather, ...).

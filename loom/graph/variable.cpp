@@ -120,6 +120,8 @@ void VariableImpl::resolve_shape(const NDShape& full) {
   // An inferred axis may stand for several (a Dense layer over images maps all their axes).
   LOOM_CHECK(full.rank() == shape.rank() || (shape.has_inferred() && full.rank() > shape.rank()),
              ShapeError, describe(*this), " cannot take shape ", full.to_string());
+  LOOM_CHECK(!full.has_free(), ShapeError, describe(*this), " cannot take shape ", full.to_string(),
+             ": a free dimension (-3, sized by each minibatch) cannot be learned");
   for (size_t i = 0; i < full.rank() && full.rank() == shape.rank(); ++i)
     LOOM_CHECK(shape[i] == NDShape::kInferred || shape[i] == full[i], ShapeError, describe(*this),
                " cannot take shape ", full.to_string());

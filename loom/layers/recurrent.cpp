@@ -316,7 +316,21 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   Function z = generator({sequence::past_value(forward, initial_state)});
   Variable state = plus(z.output(), zeros);
   z.replace_placeholders({{forward, state}});
-  return as_block({state}, "UnfoldFrom", o.name, {initial_state, like});
+  if (!o.until_predicate.valid())
+    return as_block({state}, "UnfoldFrom", o.name, {initial_state, like});
+  const Function& until = o.until_predicate;
+  LOOM_CHECK(until.placeholders().size() == 1 && until.outputs().size() == 1, ArgumentError,
+             "UnfoldFrom: until_predicate ", until.to_string(),
+             " must take one argument (the generated step) and give one output; it takes ",
+             until.placeholders().size(), " and gives ", until.outputs().size());
+  // Step t is kept while valid_t = prod_{u<t} (1 - predicate_u) is 1: a loop
+  // valid_t = (1 - predicate_{t-1}) * valid_{t-1}, valid_{-1} = 1.
+  Variable p = until({z.output()});
+  Variable before = minus(constant(1, p.dtype()), sequence::past_value(p, constant(0, p.dtype())));
+  Variable h = placeholder(p.shape(), p.dtype(), p.dynamic_axes(), "valid");
+  Function valid = element_times(before, sequence::past_value(h, constant(1, p.dtype())));
+  valid.replace_placeholders({{h, valid}});
+  return as_block({sequence::gather(state, valid)}, "UnfoldFrom", o.name, {initial_state, like});
 }
 
 Function Delay(int64_t T, const Variable& initial_state, const std::string& name) {

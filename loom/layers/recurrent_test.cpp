@@ -373,6 +373,32 @@ TEST(UnfoldFrom, GeneratesFromEachSequencesInitialState) {
   }
 }
 
+// A counter s_t = s_{t-1} + b that stops at the first step above 2.5 (the predicate is 1
+// from 3 on, and stays 0 or 1 under the finite differences), on sequences that stop early, run
+// their whole length, or stop at once.
+TEST(UnfoldFrom, UntilPredicateEndsEachSequenceAtItsFirstTrueStep) {
+  for (DataType dtype : {kF64, DataType::Float32}) {
+    Parameter b = parameter({1}, constant_initializer(1), dtype, "b");
+    Variable h = placeholder({1}, dtype, default_sequence_axes(), "h");
+    Variable y = placeholder({1}, dtype, default_sequence_axes(), "y");
+    Function above =
+        element_min(element_times(relu(minus(y, constant(2.5, dtype))), constant(10, dtype)),
+                    constant(1, dtype));
+    Variable s0 = input_variable({1}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
+    Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+    Function unfold = UnfoldFrom(plus(h, b), {.until_predicate = above})(s0, like);
+    EXPECT_EQ(unfold.output().dynamic_axes()[1].name().rfind("whereNodeDynamicAxis", 0), 0u);
+    Value init = Value::create_batch<double>({1}, {0, -5, 2});
+    if (dtype == DataType::Float32) init = Value::create_batch<float>({1}, {0, -5, 2});
+    ValueMap args{{s0, init}, {like, random_sequences({1}, {5, 2, 4}, dtype, 3)}};
+    EXPECT_EQ(output_sequences(unfold, args), (std::vector<Vec>{{1, 2, 3}, {-4, -3}, {3}}));
+    if (dtype == kF64) expect_gradients_match(unfold, args, {b, s0});
+  }
+  Variable a = placeholder({1}, kF64, default_sequence_axes(), "a");
+  Variable c = placeholder({1}, kF64, default_sequence_axes(), "c");
+  EXPECT_THROW(UnfoldFrom(relu(a), {.until_predicate = plus(a, c)}), ArgumentError);
+}
+
 TEST(UnfoldFrom, BadGenerators) {
   Variable a = placeholder({1}, kF64, default_sequence_axes(), "a");
   Variable b = placeholder({1}, kF64, default_sequence_axes(), "b");

@@ -68,6 +68,8 @@ const OpDef& broadcast_as_op();
 const OpDef& where_op();
 const OpDef& gather_op();
 const OpDef& scatter_op();
+const OpDef& unpack_op();
+const OpDef& unpack_mask_op();
 // recurrence_ops.cpp
 const OpDef& past_value_op();
 const OpDef& future_value_op();

@@ -69,6 +69,8 @@ const std::vector<Entry>& table() {
       {&sequence::where_op(), 1, 1},
       {&sequence::gather_op(), 2, 2},
       {&sequence::scatter_op(), 2, 2},
+      {&sequence::unpack_op(), 1, 1},
+      {&sequence::unpack_mask_op(), 1, 1},
       // x, b, W, H, then what the attributes ask for (fused_rnn.h)
       {&fused_recurrence_op(), 5, 15},
   };

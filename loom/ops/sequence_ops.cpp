@@ -512,6 +512,78 @@ class ScatterOp : public RowMapOp {
   }
 };
 
+// ---- unpack ----------------------------------------------------------------------------------
+
+// The steps of each sequence as one sample [T, sample...] with no sequence axis, T the longest
+// sequence of the minibatch (NDShape::kFree), the steps past a sequence's end holding the
+// attribute "padding_value"; or (mask) its mask [T]: 1 where the step exists, else 0.
+class UnpackOp : public OpDef {
+ public:
+  constexpr UnpackOp(const char* name, bool mask) : name_(name), mask_(mask) {}
+  const char* name() const override { return name_; }
+  bool runs_step_by_step() const override { return false; }
+  bool differentiable(size_t, const Dictionary&) const override { return !mask_; }
+  bool backward_reads_input(size_t) const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    const Variable& x = in[0];
+    check_sequence(name_, x, "input");
+    const NDShape sample = mask_ ? NDShape{} : x.shape();
+    return {{sample.prepend(NDShape::kFree), x.dtype(), {x.dynamic_axes()[0]}, false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
+                                      LayoutCache& layouts) const override {
+    return layouts.batch(in[0]->layout->num_sequences());
+  }
+
+  NDShape output_shape(const std::vector<Variable>&, std::span<const Tensor* const> in,
+                       const Dictionary&) const override {
+    const NDShape sample = mask_ ? NDShape{} : in[0]->sample_shape();
+    return sample.prepend(in[0]->layout->max_length());
+  }
+
+  void forward(OpCall& call) const override {
+    const Tensor& x = *call.inputs[0];
+    const SequenceLayout& l = *x.layout;
+    const size_t steps = l.max_length(), n = mask_ ? 1 : op_util::sample_size(x);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T pad = mask_ ? T(0) : T(call.attributes.get<double>("padding_value"));
+      for (size_t b = 0; b < l.num_sequences(); ++b)
+        for (size_t t = 0; t < steps; ++t) {
+          T* y = call.output->ptr<T>() + (b * steps + t) * n;
+          if (t >= l.lengths[b]) {
+            std::fill_n(y, n, pad);
+          } else if (mask_) {
+            *y = T(1);
+          } else {
+            std::copy_n(x.ptr<T>() + l.row(b, t) * n, n, y);
+          }
+        }
+    });
+  }
+
+  // Every row of x is one step of one sequence: each gets its step's gradient, none is left.
+  void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
+    LOOM_CHECK(!mask_, StateError, name_, " has no gradient");
+    const SequenceLayout& l = *call.inputs[0]->layout;
+    const size_t steps = l.max_length(), n = op_util::sample_size(dx);
+    dispatch(dx.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      for (size_t b = 0; b < l.num_sequences(); ++b)
+        for (size_t t = 0; t < l.lengths[b]; ++t)
+          op_util::copy_or_add(n, call.output_gradient->ptr<T>() + (b * steps + t) * n,
+                               dx.ptr<T>() + l.row(b, t) * n, accumulate);
+    });
+  }
+
+ private:
+  const char* name_;
+  bool mask_;
+};
+
 const SliceOp kFirst("SequenceFirst", 0, 1);
 const SliceOp kLast("SequenceLast", -1, 0);
 const SliceOp kSlice("SequenceSlice");
@@ -523,6 +595,8 @@ const BroadcastAsOp kBroadcastAs;
 const WhereOp kWhere;
 const GatherOp kGather;
 const ScatterOp kScatter;
+const UnpackOp kUnpack("UnpackSequence", false);
+const UnpackOp kUnpackMask("UnpackSequenceMask", true);
 
 }  // namespace
 
@@ -558,6 +632,12 @@ const OpDef& gather_op() {
 }
 const OpDef& scatter_op() {
   return kScatter;
+}
+const OpDef& unpack_op() {
+  return kUnpack;
+}
+const OpDef& unpack_mask_op() {
+  return kUnpackMask;
 }
 
 Function first(const Variable& x, const std::string& name) {
@@ -613,6 +693,15 @@ Function gather(const Variable& x, const Variable& cond,
 }
 Function scatter(const Variable& x, const Variable& cond, const std::string& name) {
   return make_primitive(kScatter, {x, cond}, {}, name);
+}
+
+Function unpack(const Variable& x, double padding_value, bool no_mask_output,
+                const std::string& name) {
+  Dictionary a;
+  a["padding_value"] = padding_value;
+  Function data = make_primitive(kUnpack, {x}, std::move(a), no_mask_output ? name : "");
+  if (no_mask_output) return data;
+  return combine({data, make_primitive(kUnpackMask, {x}, {}, "")}, name);
 }
 
 }  // namespace loom::sequence

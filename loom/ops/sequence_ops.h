@@ -73,4 +73,15 @@ Function gather(const Variable& x, const Variable& cond,
 // run time otherwise).
 Function scatter(const Variable& x, const Variable& cond, const std::string& name = "");
 
+// Each sequence of x as one padded sample without a sequence axis, CNTK's sequence.unpack: the
+// result's outputs are the data [T, x's sample...] ("UnpackSequence") and the mask [T]
+// ("UnpackSequenceMask": 1 where sequence b has step t, else 0), T the longest sequence of the
+// minibatch; steps past a sequence's end hold padding_value. T is a free dimension (shown as -3,
+// NDShape::kFree) that ops downstream carry (times, elementwise ops, reductions); a parameter
+// cannot take it. no_mask_output gives the data alone. The gradient goes to x's steps, none
+// from the padding; the mask has none. An empty sequence gives T steps of padding and a mask of
+// zeros; a minibatch of empty sequences gives T = 0.
+Function unpack(const Variable& x, double padding_value, bool no_mask_output = false,
+                const std::string& name = "");
+
 }  // namespace loom::sequence

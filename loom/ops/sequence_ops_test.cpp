@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/graph/executor.h"
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/linear.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/ops/reduction.h"
 #include "loom/serialize/model_file.h"
 
 namespace loom {
@@ -573,6 +576,127 @@ TEST(SequenceOps, ModelWithEveryOpSurvivesSaveAndLoad) {
   const std::vector<double> expected = values(f.eval_one({{s, sv}, {c, cv}}));
   EXPECT_EQ(values(loaded.eval_one({{ls, sv}, {lc, cv}})), expected);
   EXPECT_NE(expected, std::vector<double>(expected.size(), 0.0));
+}
+
+// ---- unpack ------------------------------------------------------------------------------------
+
+TEST(SequenceUnpack, PadsEachSequenceAndMasksItsSteps) {
+  Variable s = sequence::input_variable({2}, f64("s"));
+  Function f = sequence::unpack(s, -1, false, "u");
+  ASSERT_EQ(f.outputs().size(), 2u);
+  const Variable data = f.outputs()[0], mask = f.outputs()[1];
+  EXPECT_EQ(data.type_string(), "Tensor[-3,2]");
+  EXPECT_EQ(mask.type_string(), "Tensor[-3]");
+  EXPECT_EQ(data.dynamic_axes(), default_batch_axes());
+  // Lengths {3, 1, 2}: T = 3.
+  const ValueMap out = f.eval({{s, Value::create_sequences<double>({2}, kSequences)}});
+  EXPECT_EQ(out.at(data).data().shape(), (NDShape{3, 3, 2}));
+  EXPECT_EQ(values(out.at(data)),
+            (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, -1, -1, -1, -1, 9, 10, 11, 12, -1, -1}));
+  EXPECT_EQ(out.at(mask).data().shape(), (NDShape{3, 3}));
+  EXPECT_EQ(values(out.at(mask)), (std::vector<double>{1, 1, 1, 1, 0, 0, 1, 1, 0}));
+  // float32, and the data alone.
+  Variable s32 = sequence::input_variable({2});
+  std::vector<std::vector<float>> seqs32;
+  for (auto& seq : kSequences) seqs32.emplace_back(seq.begin(), seq.end());
+  Function d32 = sequence::unpack(s32, 0.5, true);
+  EXPECT_EQ(d32.outputs().size(), 1u);
+  const Value v32 = d32.eval_one({{s32, Value::create_sequences<float>({2}, seqs32)}});
+  EXPECT_EQ(v32.data().dtype(), kF32);
+  EXPECT_EQ(values(v32), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 0.5, 0.5, 0.5, 0.5, 9, 10, 11,
+                                              12, 0.5, 0.5}));
+}
+
+TEST(SequenceUnpack, EmptySequencesArePaddingWithAZeroMask) {
+  Variable s = sequence::input_variable({2}, f64("s"));
+  Function f = sequence::unpack(s, 7);
+  const Variable data = f.outputs()[0], mask = f.outputs()[1];
+  ValueMap out = f.eval({{s, Value::create_sequences<double>({2}, {{1, 2}, {}})}});
+  EXPECT_EQ(values(out.at(data)), (std::vector<double>{1, 2, 7, 7}));
+  EXPECT_EQ(values(out.at(mask)), (std::vector<double>{1, 0}));
+  out = f.eval({{s, Value::create_sequences<double>({2}, {{}, {}})}});
+  EXPECT_EQ(out.at(data).data().shape(), (NDShape{2, 0, 2}));
+  EXPECT_EQ(out.at(mask).data().shape(), (NDShape{2, 0}));
+}
+
+TEST(SequenceUnpack, InputWithoutSequenceAxisIsAShapeError) {
+  expect_shape_error([] { sequence::unpack(input_variable({2}, {.name = "x"}), 0); },
+                     {"UnpackSequence", "x", "Tensor[2]", "no sequence axis"});
+}
+
+// times with a parameter and a reduction along the free axis: the data's T reaches both.
+Function unpacked_model(const Variable& s, const Parameter& W) {
+  Function y = times(sequence::unpack(s, 0.5, true), W);
+  return reduce_sum(element_times(y, y), Axis(0));
+}
+
+TEST(SequenceUnpack, FreeDimensionPropagatesDownstream) {
+  Variable s = sequence::input_variable({2}, f64("s"));
+  Parameter W = parameter(random_array({2, 3}, kF64, 1), "W");
+  Function y = times(sequence::unpack(s, 0.5, true), W);
+  EXPECT_EQ(y.output().shape(), (NDShape{NDShape::kFree, 3}));
+  const Value sv = random_sequences({2}, {4, 1, 2}, kF64, 2);
+  const Value yv = y.eval_one({{s, sv}});
+  EXPECT_EQ(yv.data().shape(), (NDShape{3, 4, 3}));
+  // Row t of sample b is step t of sequence b times W, or the padding [0.5, 0.5] times W.
+  const auto seqs = sv.as_sequences<double>();
+  const auto w = W.value().to_vector<double>();
+  const auto got = values(yv);
+  for (size_t b = 0; b < 3; ++b)
+    for (size_t t = 0; t < 4; ++t)
+      for (size_t j = 0; j < 3; ++j) {
+        const bool step = t < seqs[b].size() / 2;
+        const double x0 = step ? seqs[b][2 * t] : 0.5, x1 = step ? seqs[b][2 * t + 1] : 0.5;
+        EXPECT_NEAR(got[(b * 4 + t) * 3 + j], x0 * w[j] + x1 * w[3 + j], 1e-12);
+      }
+  // The reduction over T gives a known shape again, and T changes from minibatch to minibatch.
+  Function f = unpacked_model(s, W);
+  EXPECT_EQ(f.output().shape(), (NDShape{1, 3}));
+  EXPECT_EQ(f.eval_one({{s, random_sequences({2}, {2, 5}, kF64, 3)}}).data().shape(),
+            (NDShape{2, 1, 3}));
+  EXPECT_EQ(f.eval_one({{s, sv}}).data().shape(), (NDShape{3, 1, 3}));
+  // A root gradient of this minibatch's shape for an output with a free dimension: ones give
+  // the gradient of the sum.
+  Executor ex({y}, {W});
+  ex.forward({{s, sv}}, true);
+  ex.backward(y);
+  const auto of_sum = ex.parameter_gradient(W).to_vector<double>();
+  const Value ones(NDArrayView::from_vector<double>({3, 4, 3}, std::vector<double>(36, 1.0)),
+                   false);
+  ex.backward(y, &ones);
+  EXPECT_EQ(ex.parameter_gradient(W).to_vector<double>(), of_sum);
+  // A parameter cannot learn a free dimension.
+  expect_shape_error(
+      [&] {
+        times(sequence::unpack(s, 0, true),
+              parameter({NDShape::kInferred, 3}, glorot_uniform(), kF64), 1, 0);
+      },
+      {"[-3,2,3]", "free dimension"});
+}
+
+TEST(SequenceUnpack, GradientMatchesFiniteDifferences) {
+  Variable s = sequence::input_variable({2}, f64("s"));
+  Parameter W = parameter(random_array({2, 3}, kF64, 4), "W");
+  expect_gradients_match(unpacked_model(s, W), {{s, random_sequences({2}, {3, 1, 4, 1}, kF64, 5)}},
+                         {s, W});
+}
+
+TEST(SequenceUnpack, Float32MatchesFloat64) {
+  expect_float32_matches_float64([](DataType dtype) {
+    Variable s = sequence::input_variable({2}, {.dtype = dtype});
+    Parameter W = parameter(random_array({2, 3}, dtype, 6), "W");
+    return OpCase{
+        unpacked_model(s, W), {{s, random_sequences({2}, {3, 1, 4, 1}, dtype, 7)}}, {s, W}};
+  });
+}
+
+TEST(SequenceUnpack, SurvivesSaveAndLoad) {
+  Variable s = sequence::input_variable({2}, f64("s"));
+  Function f = unpacked_model(s, parameter(random_array({2, 3}, kF64, 8), "W"));
+  Function loaded = load_model_from_bytes(save_model_to_bytes(f));
+  const Value sv = random_sequences({2}, {3, 1, 2}, kF64, 9);
+  EXPECT_EQ(values(loaded.eval_one({{loaded.arguments().at(0), sv}})),
+            values(f.eval_one({{s, sv}})));
 }
 
 }  // namespace

@@ -165,7 +165,7 @@ void check_shape(const Fields& f, const NDShape& s) {
   if (s.rank() > 64) f.fail("shape of rank ", s.rank(), " exceeds the limit of 64 axes");
   uint64_t n = 1;
   for (size_t d : s.dims()) {
-    if (d == NDShape::kInferred) continue;
+    if (d == NDShape::kInferred || d == NDShape::kFree) continue;
     if (d > kMaxElements || (n *= std::max<uint64_t>(d, 1)) > kMaxElements)
       f.fail("shape ", s.to_string(), " has more than 2^40 elements");
   }

@@ -114,6 +114,9 @@ Model build_model() {
       element_times(sequence::broadcast_as(sequence::reduce_max(qd), q), sequence::is_first(q)),
       sequence::is_last(q));
   Variable sq_new = sequence::slice(plus(sq_sel, sq_marks), 1, 0);
+  // unpack's padded data (free dimension T, through times) and mask.
+  const std::vector<Variable> sq_unpacked = sequence::unpack(q, 0.5).outputs();
+  Variable sq_pad = times(sq_unpacked[0], parameter({3, 2})), sq_mask = sq_unpacked[1];
   Variable d64 = Dense(NDShape{2, 3}, {.dtype = DataType::Float64})(x64);
   Variable t64 = times(x64, parameter(NDShape{3, 2}, he_normal(), DataType::Float64, "W64"));
   // assign writes its ref at every evaluation: the model is saved before it is evaluated.
@@ -129,9 +132,10 @@ Model build_model() {
   Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
 
   Model m;
-  m.f = combine({el,      sp,       red1,   red2,   red3,    sm,     lsm, ce,  err, se, bce,
-                 sq_last, sq_first, sq_sum, sq_rec, sq_lstm, sq_new, d64, t64, asg, ct, gp},
-                "everything");
+  m.f = combine(
+      {el,       sp,     red1,   red2,    red3,   sm,     lsm,     ce,  err, se,  bce, sq_last,
+       sq_first, sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64, t64, asg, ct,  gp},
+      "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
   m.args.emplace(s, Value::one_hot(10, {1, 3, 7, 0}));
