@@ -13,5 +13,6 @@ broadcast_as = _loom.sequence_broadcast_as
 where = _loom.sequence_where
 gather = _loom.sequence_gather
 scatter = _loom.sequence_scatter
+unpack = _loom.sequence_unpack
 past_value = _loom.past_value
 future_value = _loom.future_value

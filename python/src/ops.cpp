@@ -238,6 +238,8 @@ void add_ops(py::module_& m) {
         return sequence::gather(x, cond, n);
       },
       py::arg("seq"), py::arg("condition"), py::arg("name") = "");
+  m.def("sequence_unpack", &sequence::unpack, py::arg("seq"), py::arg("padding_value"),
+        py::arg("no_mask_output") = false, py::arg("name") = "");
   m.def("sequence_scatter", &sequence::scatter, py::arg("seq"), py::arg("condition"),
         py::arg("name") = "");
   auto delay = [&m](const char* name, auto with_state, auto without_state) {

@@ -129,6 +129,21 @@ def test_forward_and_backward_on_sequences():
     assert [g.tolist() for g in grads[x]] == [[[2, 4], [6, 8]], [[10, 12]]]
 
 
+def test_sequence_unpack_pads_to_the_longest_sequence():
+    x = C.sequence.input_variable(2)
+    u = C.sequence.unpack(x, padding_value=-1)
+    data, mask = u.outputs
+    assert data.shape[1:] == (2,)  # [T, 2], T free
+    seqs = [np.array([[1, 2], [3, 4], [5, 6]], np.float32), np.array([[7, 8]], np.float32)]
+    out = u.eval({x: seqs})
+    np.testing.assert_array_equal(np.asarray(out[data]).reshape(2, 3, 2),
+                                  [[[1, 2], [3, 4], [5, 6]], [[7, 8], [-1, -1], [-1, -1]]])
+    np.testing.assert_array_equal(np.asarray(out[mask]).reshape(2, 3), [[1, 1, 1], [1, 0, 0]])
+    # A longer minibatch gives a longer T through the same function.
+    longer = C.sequence.unpack(x, 0, no_mask_output=True).eval({x: [np.ones((5, 2), np.float32)]})
+    assert np.asarray(longer).reshape(-1, 2).shape == (5, 2)
+
+
 def test_backward_errors_name_what_is_wrong():
     x = C.input_variable(3)
     W = C.parameter(init=np.ones((3, 2), np.float32))
