@@ -35,16 +35,20 @@ std::pair<Variable, Variable> criterion_outputs(const Function& criterion) {
 }  // namespace
 
 Trainer::Trainer(const Function& model, const Function& criterion,
-                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers)
-    : Trainer(model, criterion_outputs(criterion), std::move(learners), std::move(writers)) {}
+                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers,
+                 ExecutorOptions executor_options)
+    : Trainer(model, criterion_outputs(criterion), std::move(learners), std::move(writers),
+              executor_options) {}
 
 Trainer::Trainer(const Function& model, const Variable& loss,
-                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers)
+                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers,
+                 ExecutorOptions executor_options)
     : Trainer(model, std::pair<Variable, Variable>{loss, Variable()}, std::move(learners),
-              std::move(writers)) {}
+              std::move(writers), executor_options) {}
 
 Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& loss_and_metric,
-                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers)
+                 std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers,
+                 ExecutorOptions executor_options)
     : model_(model),
       loss_(loss_and_metric.first),
       metric_(loss_and_metric.second),
@@ -84,7 +88,7 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
   }
   std::vector<Variable> outputs{loss_};
   if (metric_.valid()) outputs.push_back(metric_);
-  train_exec_ = std::make_unique<Executor>(outputs, wrt);
+  train_exec_ = std::make_unique<Executor>(outputs, wrt, executor_options);
   for (auto& learner : learners_) {
     std::unordered_map<Variable, NDArrayView> grads;
     for (const Parameter& p : learner->parameters())

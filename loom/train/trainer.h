@@ -59,13 +59,17 @@ class Trainer {
   // criterion: a function whose outputs are (loss) or (loss, metric), e.g. combine({loss, metric}).
   // model: the function checkpoints deploy (load_model reads it out of them), applied to its
   // inputs (z = layer(x), not the layer: ArgumentError for unbound placeholders); or {} for
-  // none, as CNTK's Trainer(None, criterion, ...).
+  // none, as CNTK's Trainer(None, criterion, ...). executor_options: how the training
+  // executor runs (share_buffers off: every value keeps its own buffer, to measure or debug).
   Trainer(const Function& model, const Function& criterion,
-          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
+          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {},
+          ExecutorOptions executor_options = {});
   Trainer(const Function& model, const std::pair<Variable, Variable>& loss_and_metric,
-          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
+          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {},
+          ExecutorOptions executor_options = {});
   Trainer(const Function& model, const Variable& loss,
-          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {});
+          std::vector<std::shared_ptr<Learner>> learners, ProgressWriters progress_writers = {},
+          ExecutorOptions executor_options = {});
 
   // One update from a minibatch. Returns false when training should stop: the minibatch is
   // empty, or every learner's learning rate has reached 0. With a distributed learner (it must

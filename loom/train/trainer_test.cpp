@@ -5,8 +5,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "loom/layers/convolution.h"
 #include "loom/layers/dense.h"
+#include "loom/layers/pooling.h"
 #include "loom/layers/sequential.h"
+#include "loom/learners/momentum_sgd.h"
 #include "loom/learners/sgd.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/losses.h"
@@ -182,6 +185,46 @@ TEST(Trainer, ReportsToProgressWriters) {
   evaluator.summarize_test_progress();
   EXPECT_NE(out.str().find("Finished Evaluation [1]: Minibatch[1-1]: metric = "), std::string::npos)
       << out.str();
+}
+
+// Sharing buffers is the training executor's default; a trainer without it (to measure or debug)
+// learns exactly the same parameters (buffer_sharing_test.cpp compares single steps).
+TEST(Trainer, ExecutorOptionsWithoutSharedBuffersLearnTheSameParameters) {
+  Variable x = input_variable({1, 8, 8}, {.name = "x"});
+  Variable y = input_variable({3}, {.is_sparse = true, .name = "y"});
+  Variable z = Sequential({Convolution2D({3, 3}, 8, {.activation = relu, .pad = true}),
+                           MaxPooling({2, 2}, {.strides = {2, 2}}),
+                           Convolution2D({3, 3}, 8, {.activation = relu}), Dense(3)})(x);
+  Variable loss = cross_entropy_with_softmax(z, y);
+  const std::vector<Parameter> parameters = combine({loss}).parameters();
+  std::vector<NDArrayView> initial;
+  for (const Parameter& p : parameters) initial.push_back(p.value().deep_clone());
+  std::vector<ValueMap> minibatches;
+  for (size_t n : {size_t{6}, size_t{10}, size_t{6}}) {
+    std::vector<float> pixels(64 * n);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = float((i * 37 + n) % 17) / 17.f;
+    std::vector<size_t> labels(n);
+    for (size_t i = 0; i < n; ++i) labels[i] = (i + n) % 3;
+    ValueMap m;
+    m.emplace(x, Value::create_batch<float>({1, 8, 8}, pixels));
+    m.emplace(y, Value::one_hot(3, labels));
+    minibatches.push_back(std::move(m));
+  }
+  auto learned = [&](bool share) {
+    for (size_t i = 0; i < parameters.size(); ++i) parameters[i].set_value(initial[i]);
+    Trainer trainer(z, loss,
+                    {momentum_sgd(parameters, learning_rate_schedule(0.05, UnitType::minibatch),
+                                  momentum_schedule(0.9))},
+                    {}, {.share_buffers = share});
+    for (const ValueMap& m : minibatches) EXPECT_TRUE(trainer.train_minibatch(m));
+    std::vector<std::vector<float>> result;
+    for (const Parameter& p : parameters) result.push_back(values(p));
+    return result;
+  };
+  const auto shared = learned(true);
+  EXPECT_TRUE(shared == learned(false));
+  for (size_t i = 0; i < parameters.size(); ++i)
+    EXPECT_FALSE(shared[i] == initial[i].to_vector<float>()) << parameters[i].describe();
 }
 
 }  // namespace
