@@ -19,20 +19,16 @@
 #include <fstream>
 #include <string>
 
+#include "bench/side_by_side.h"
 #include "loom/core/random.h"
 #include "loom/loom.h"
 
 using namespace loom;
+using bench::status_mib;
 namespace fs = std::filesystem;
 
 namespace {
 
-double status_mib(const char* key) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind(key, 0) == 0) return std::stod(line.substr(std::string(key).size())) / 1024.0;
-  return 0;
-}
 // Peak resident memory (VmHWM) in MiB; resetting it makes the next peak a phase's own.
 double peak_rss_mib() {
   return status_mib("VmHWM:");

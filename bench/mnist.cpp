@@ -11,14 +11,24 @@
 // momentum_sgd at lr 0.001 and momentum 0.9990239141819757 per sample (seed 002's parameters;
 // the PyTorch side implements the same update).
 //
+// The child prints step_rss_mb: its peak RSS less its RSS once the source, the model and the
+// trainer are built and the first minibatch is read, i.e. what the training steps add
+// (activations, gradients, oneDNN workspaces and scratchpads, the learner's state); the
+// whole-process peak also holds the training set (about 188 MB as float32) and the code.
+//
 // --reading sets how Loom's steps get their minibatch: prefetch (the default: read and packed
 // on the source's background thread while the step computes), sync (read when asked for), none
 // (the first minibatch again every step: no reading at all, the bound for the other two).
 //
 //   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
 //               [--reading prefetch|sync|none]
-//   bench_mnist --row NAME [--seconds S] [--threads N] [--reading MODE]   (one row, Loom only:
-//                                                                          the child)
+//   bench_mnist --row NAME [--seconds S] [--threads N] [--reading MODE] [--no-share-buffers]
+//               (one row, Loom only: the child; --no-share-buffers: the trainer's executor
+//               gives every value a buffer of its own, ExecutorOptions::share_buffers)
+//   bench_mnist --memory [--rows a,b,...] [--seconds S] [--threads N]   (issue 17: the
+//               training rows, conv_train_256, conv_train_64 and mlp_train_256 unless given,
+//               Loom only, reading none, with buffer sharing on and off: peak RSS of the whole
+//               process, the step's own (step_rss_mb, below) and samples/s, and the reductions)
 //   bench_mnist --accuracy EPOCHS [--seeds K]   (seed 002's recipe for EPOCHS epochs on both
 //                                    sides, K runs each with seeds 1..K: the mnist_convnet
 //                                    example and mnist_torch.py --accuracy;
@@ -89,6 +99,8 @@ struct Options {
   int seeds = 1;                     // runs per side in the accuracy comparison
   bool bf16 = false;                 // also (the child: only) Loom in bf16 mixed precision
   std::string reading = "prefetch";  // prefetch, sync or none (see the top)
+  bool share_buffers = true;         // the child's trainer: ExecutorOptions::share_buffers
+  bool memory = false;               // the buffer-sharing comparison instead of the speed rows
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& problem) {
@@ -97,8 +109,10 @@ struct Options {
       "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference] [--bf16]\n"
       "       [--reading prefetch|sync|none]\n"
       "       %s --row NAME [--seconds S] [--threads N] [--bf16] [--reading MODE]\n"
+      "           [--no-share-buffers]\n"
+      "       %s --memory [--rows a,b,...] [--seconds S] [--threads N]\n"
       "       %s --accuracy EPOCHS [--seeds K] [--bf16]\nrows:",
-      problem.c_str(), argv0, argv0, argv0);
+      problem.c_str(), argv0, argv0, argv0, argv0);
   for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
   std::fprintf(stderr, "\n");
   std::exit(2);
@@ -137,10 +151,15 @@ Options parse(int argc, char** argv) {
         usage(argv[0], "--reading is prefetch, sync or none");
     } else if (a == "--no-reference") {
       o.reference = false;
+    } else if (a == "--no-share-buffers") {
+      o.share_buffers = false;
+    } else if (a == "--memory") {
+      o.memory = true;
     } else {
       usage(argv[0], "unknown option " + a);
     }
   }
+  if (o.rows.empty() && o.memory) o.rows = {"conv_train_256", "conv_train_64", "mlp_train_256"};
   if (o.rows.empty())
     for (const Row& r : kRows) o.rows.push_back(r.name);
   for (const std::string& name : o.rows)
@@ -165,7 +184,7 @@ Function convnet() {
                      Dropout(0.5), Dense(10, {.activation = None})});
 }
 
-int run_row(const Row& row, double seconds, const std::string& reading) {
+int run_row(const Row& row, double seconds, const std::string& reading, bool share_buffers) {
   set_fixed_random_seed(1);
   const NDShape image = row.conv ? NDShape{28, 28} : NDShape{784};
   auto data = std::make_shared<IDXDeserializer>(IDXStreamDefs{
@@ -183,11 +202,13 @@ int run_row(const Row& row, double seconds, const std::string& reading) {
   Trainer trainer(
       z, criterion,
       {momentum_sgd(model.parameters(), learning_parameter_schedule_per_sample(kLrPerSample),
-                    momentum_schedule_per_sample(kMomentumPerSample))});
+                    momentum_schedule_per_sample(kMomentumPerSample))},
+      {}, {.share_buffers = share_buffers});
   Executor inference({z});  // the forward alone, in inference mode (dropout off)
   const std::unordered_map<Variable, StreamInformation> input_map{{x, source["features"]},
                                                                   {y, source["labels"]}};
   const MinibatchMap first = source.next_minibatch(row.minibatch, input_map);
+  const double rss_before_steps = status_mib("VmRSS:");
   auto step = [&] {
     MinibatchMap mb = reading == "none" ? first : source.next_minibatch(row.minibatch, input_map);
     if (row.train)
@@ -211,8 +232,9 @@ int run_row(const Row& row, double seconds, const std::string& reading) {
     std::printf("last minibatch: loss %.4f, metric %.4f\n",
                 trainer.previous_minibatch_loss_average(),
                 trainer.previous_minibatch_evaluation_average());
-  std::printf("samples_per_second=%.1f\nsteps=%zu\nthreads=%d\n",
-              double(steps * row.minibatch) / elapsed, steps, get_max_num_cpu_threads());
+  std::printf("step_rss_mb=%.1f\nsamples_per_second=%.1f\nsteps=%zu\nthreads=%d\n",
+              status_mib("VmHWM:") - rss_before_steps, double(steps * row.minibatch) / elapsed,
+              steps, get_max_num_cpu_threads());
   return 0;
 }
 
@@ -268,12 +290,64 @@ int compare_accuracy(int epochs, int seeds, bool bf16, const std::string& script
   return 0;
 }
 
+// Issue 17: each row with the trainer's buffer sharing on and off (reading none, so the steps
+// alone allocate), the best of the settings for each; the memory figures do not depend on the
+// machine's load, the speeds do.
+int compare_memory(const std::vector<std::string>& rows, const std::string& self,
+                   const std::string& seconds, int threads, const std::vector<Setting>& settings) {
+  struct Result {
+    std::string row;
+    Best shared, own;
+  };
+  std::vector<Result> results;
+  for (const std::string& name : rows) {
+    const std::vector<std::string> args{
+        self,        "--row", name, "--seconds", seconds, "--threads", std::to_string(threads),
+        "--reading", "none"};
+    std::vector<std::string> own_args = args;
+    own_args.push_back("--no-share-buffers");
+    results.push_back({name, run_best(name + ", shared buffers", settings, args),
+                       run_best(name + ", own buffers", settings, own_args)});
+  }
+  auto reduction = [](double own, double shared) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f%%", 100 * (own - shared) / own);
+    return std::string(buf);
+  };
+  std::printf(
+      "\nLoom's training memory with buffer sharing (shared) and without (own), "
+      "reading none, %d threads\n",
+      threads);
+  std::printf("%-15s %9s %9s %6s %10s %10s %6s %9s %9s %6s\n", "row", "RSS own", "shared", "less",
+              "step own", "shared", "less", "smp/s own", "shared", "ratio");
+  for (const Result& r : results) {
+    const Measurement &own = r.own.m, &shared = r.shared.m;
+    if (!own.ran || !shared.ran) {
+      std::printf("%-15s failed: %s\n", r.row.c_str(), (own.ran ? shared : own).why.c_str());
+      continue;
+    }
+    const double own_rss = double(own.peak_rss_kb) / 1024,
+                 shared_rss = double(shared.peak_rss_kb) / 1024;
+    const double own_step = find_value(own.lines, "step_rss_mb="),
+                 shared_step = find_value(shared.lines, "step_rss_mb=");
+    std::printf("%-15s %6.0f MB %6.0f MB %6s %7.0f MB %7.0f MB %6s %9.0f %9.0f %5.2fx\n",
+                r.row.c_str(), own_rss, shared_rss, reduction(own_rss, shared_rss).c_str(),
+                own_step, shared_step, reduction(own_step, shared_step).c_str(), own.sps,
+                shared.sps, shared.sps / own.sps);
+  }
+  std::printf(
+      "RSS: the whole process's peak (wait4); step: the peak less the RSS before the "
+      "first training step (model, trainer, data and first minibatch built); ratio: "
+      "shared smp/s over own\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   if (o.threads) set_max_num_cpu_threads(o.threads);
   if (!o.row.empty()) {
     if (o.bf16) set_compute_precision(ComputePrecision::BFloat16);
-    return run_row(*find_row(o.row), o.seconds, o.reading);
+    return run_row(*find_row(o.row), o.seconds, o.reading, o.share_buffers);
   }
 
   if (!std::filesystem::exists(kData + "train-images-idx3-ubyte.gz")) {
@@ -304,6 +378,7 @@ int main(int argc, char** argv) {
       s.env.emplace_back("OPENBLAS_NUM_THREADS", std::to_string(blas));
       torch_settings.push_back(s);
     }
+  if (o.memory) return compare_memory(o.rows, self, seconds, threads, loom_settings);
   struct Result {
     const Row* row;
     Best loom, torch, loom_bf16;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,15 @@ inline std::string cell(const Measurement& m, double value, const char* format) 
   char buf[64];
   std::snprintf(buf, sizeof buf, format, value);
   return buf;
+}
+
+// A memory figure of this process from /proc/self/status in MiB, e.g. key "VmRSS:" (resident
+// now) or "VmHWM:" (the peak resident so far).
+inline double status_mib(const char* key) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(std::string(key).size())) / 1024.0;
+  return 0;
 }
 
 // The first "<prefix><number>" among lines, or a negative number.
