@@ -23,9 +23,9 @@ enum class ModelFormat { Loom, ONNX };
 
 // save_model(f, path) and load_model(path) in the given format. ONNX export throws an
 // ArgumentError naming the op (and the function) that has no ONNX mapping, and for inputs
-// on two different sequence axes or unbound placeholders; an IOError when the file cannot be written.
-// ONNX import throws a DataError naming the file and the node for a file that is not ONNX, an
-// op Loom does not import, or attributes Loom cannot express.
+// on two different sequence axes or unbound placeholders; an IOError when the file cannot be
+// written. ONNX import throws a DataError naming the file and the node for a file that is not ONNX,
+// an op Loom does not import, or attributes Loom cannot express.
 void save_model(const Function& f, const std::string& path, ModelFormat format);
 Function load_model(const std::string& path, ModelFormat format);
 

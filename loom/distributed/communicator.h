@@ -115,7 +115,7 @@ class Communicator {
   uint64_t bytes_sent_ = 0;
   std::chrono::nanoseconds communication_time_{0};
   std::chrono::steady_clock::time_point started_;  // of the current collective
-  uint64_t collectives_ = 0;  // how many this worker has started
+  uint64_t collectives_ = 0;                       // how many this worker has started
   bool failed_ = false, finalized_ = false;
 };
 

@@ -79,12 +79,13 @@ void expect_sharing_changes_nothing(const Variable& z, const Variable& loss,
 TEST(BufferSharing, MLPIsBitwiseUnchanged) {
   Variable x = input_variable({12}, {.name = "x"});
   Variable y = input_variable({5}, {.is_sparse = true, .name = "y"});
-  Variable z = Sequential({Dense(20, {.activation = relu}), Dense(20, {.activation = tanh}),
-                           Dense(5)})(x);
+  Variable z =
+      Sequential({Dense(20, {.activation = relu}), Dense(20, {.activation = tanh}), Dense(5)})(x);
   std::vector<ValueMap> minibatches;
   for (size_t n : {size_t{7}, size_t{33}})
-    minibatches.push_back({{x, Value::create_batch<float>({12}, random_floats(12 * n, unsigned(n)))},
-                           {y, Value::one_hot(5, std::vector<size_t>(n, 3))}});
+    minibatches.push_back(
+        {{x, Value::create_batch<float>({12}, random_floats(12 * n, unsigned(n)))},
+         {y, Value::one_hot(5, std::vector<size_t>(n, 3))}});
   expect_sharing_changes_nothing(z, cross_entropy_with_softmax(z, y), minibatches);
 }
 
@@ -93,11 +94,10 @@ TEST(BufferSharing, ConvnetWithBatchNormDropoutAndPoolingIsBitwiseUnchanged) {
   Variable y = input_variable({4}, {.is_sparse = true, .name = "y"});
   // 16 channels: the values between convolution, batch normalization, relu and pooling stay
   // in oneDNN's blocked layout.
-  Variable z = Sequential({Convolution2D({3, 3}, 16, {.activation = relu, .pad = true}),
-                           BatchNormalization({.map_rank = 1}),
-                           MaxPooling({2, 2}, {.strides = {2, 2}}),
-                           Convolution2D({3, 3}, 16, {.activation = relu}), Dropout(0.5),
-                           Dense(4)})(x);
+  Variable z =
+      Sequential({Convolution2D({3, 3}, 16, {.activation = relu, .pad = true}),
+                  BatchNormalization({.map_rank = 1}), MaxPooling({2, 2}, {.strides = {2, 2}}),
+                  Convolution2D({3, 3}, 16, {.activation = relu}), Dropout(0.5), Dense(4)})(x);
   std::vector<ValueMap> minibatches;
   for (size_t n : {size_t{5}, size_t{12}}) {
     std::vector<size_t> labels(n);
