@@ -30,6 +30,53 @@ std::vector<Variable> leaves(const std::vector<Variable>& roots) {
     if (!r.is_output() && seen.insert(r.impl().get()).second) out.push_back(r);
   return out;
 }
+// The functions under roots in topological order, except that a delay op waits for the
+// functions that make its axes (a where, gather or slice whose output is on an axis none of its
+// inputs has) where it can: cloned first, they tell a loop's closing placeholder its axes.
+std::vector<std::shared_ptr<FunctionImpl>> clone_order(const std::vector<Variable>& roots) {
+  std::vector<std::shared_ptr<FunctionImpl>> pending = topological_order(roots), order;
+  std::unordered_map<std::string, const FunctionImpl*> maker;  // axis name -> function
+  for (auto& f : pending)
+    for (auto& o : f->outputs)
+      for (const Axis& a : o->dynamic_axes) {
+        bool inherited = false;
+        for (auto& in : f->inputs)
+          inherited = inherited || std::ranges::count(in.impl()->dynamic_axes, a) > 0;
+        if (!inherited) maker.emplace(a.name(), f.get());
+      }
+  std::unordered_set<const FunctionImpl*> done;
+  auto ready = [&](const FunctionImpl& f) {
+    for (size_t i = is_delay(f) ? 1 : 0; i < f.inputs.size(); ++i) {
+      auto producer = f.inputs[i].impl()->owner.lock();
+      if (producer && !done.count(producer.get())) return false;
+    }
+    if (is_delay(f))
+      for (const Axis& a : f.outputs[0]->dynamic_axes) {
+        auto m = maker.find(a.name());
+        if (m != maker.end() && m->second != &f && !done.count(m->second)) return false;
+      }
+    return true;
+  };
+  while (!pending.empty()) {
+    std::vector<std::shared_ptr<FunctionImpl>> later;
+    for (auto& f : pending) {
+      if (!ready(*f)) {
+        later.push_back(f);
+        continue;
+      }
+      done.insert(f.get());
+      order.push_back(f);
+    }
+    // Nothing ready: the first is a delay whose axis maker depends on it; it goes first.
+    if (later.size() == pending.size()) {
+      done.insert(later.front().get());
+      order.push_back(later.front());
+      later.erase(later.begin());
+    }
+    pending = std::move(later);
+  }
+  return order;
+}
 }  // namespace
 
 bool is_delay(const FunctionImpl& f) {
@@ -90,11 +137,17 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   return order;
 }
 
-Variable forward_declaration(const Variable& v, const Variable& delay_output) {
+Variable forward_declaration(const Variable& v, const Variable& delay_output,
+                             const std::unordered_map<std::string, Axis>& renamed) {
   const Variable& typed = v.has_known_shape() || !delay_output.valid() ? v : delay_output;
-  Variable p = typed.has_known_shape()
-                   ? placeholder(typed.shape(), typed.dtype(), typed.dynamic_axes())
-                   : placeholder();
+  std::vector<Axis> axes;
+  if (typed.has_known_shape())
+    for (const Axis& a : typed.dynamic_axes()) {
+      auto it = renamed.find(a.name());
+      axes.push_back(it == renamed.end() ? a : it->second);
+    }
+  Variable p =
+      typed.has_known_shape() ? placeholder(typed.shape(), typed.dtype(), axes) : placeholder();
   p.impl()->needs_gradient = v.needs_gradient();
   return p;
 }
@@ -354,23 +407,37 @@ Function Function::clone(ParameterCloneMethod method,
     }
     return v;
   };
+  // The clone of a sequence may be on another axis than the original: a where, gather or slice
+  // names its new axis after its (new) uid, and an argument may be on another axis than the
+  // placeholder it replaces. renamed holds each original axis's first other name in the clone.
+  std::unordered_map<std::string, Axis> renamed;
+  auto note_axes = [&](const Variable& from, const Variable& to) {
+    if (!from.has_known_shape() || !to.has_known_shape()) return;
+    const std::vector<Axis>&a = from.dynamic_axes(), &b = to.dynamic_axes();
+    if (a.size() == b.size())
+      for (size_t i = 0; i < a.size(); ++i)
+        if (a[i] != b[i]) renamed.emplace(a[i].name(), b[i]);
+  };
+  for (auto& [from, to] : substitutions) note_axes(from, to);
   auto roots = outputs();
   // A delay op closing a loop is cloned before its operand: it reads a placeholder of the
-  // operand's type until the operand's clone exists.
+  // operand's type (on the clone's axes) until the operand's clone exists.
   std::vector<std::pair<Function, Variable>> loop_edges;  // (delay clone, original operand)
-  for (auto& f : topological_order(roots)) {
+  for (auto& f : clone_order(roots)) {
     const bool closes_loop =
         is_delay(*f) && f->inputs[0].is_output() && !map.count(f->inputs[0].impl().get());
     std::vector<Variable> ins;
     for (auto& in : f->inputs)
       ins.push_back(!closes_loop || !ins.empty()
                         ? mapped(in)
-                        : forward_declaration(in, Variable(f->outputs[0], f)));
+                        : forward_declaration(in, Variable(f->outputs[0], f), renamed));
     Function g = make_primitive(*f->op, std::move(ins), f->attributes, f->name);
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());
-    for (size_t i = 0; i < f->outputs.size(); ++i)
+    for (size_t i = 0; i < f->outputs.size(); ++i) {
       map[f->outputs[i].get()] = handle(g.impl()->outputs[i], g.impl());
+      note_axes(Variable(f->outputs[i], f), map[f->outputs[i].get()]);
+    }
     if (closes_loop) loop_edges.emplace_back(g, f->inputs[0]);
   }
   std::vector<Variable> new_roots;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "loom/core/dictionary.h"
@@ -79,8 +80,10 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
 bool is_delay(const FunctionImpl& f);
 // A placeholder standing for v, the operand of a delay op closing a loop, until v exists (when
 // a graph is copied or loaded): of v's type, or where that is not known yet the delay's output's
-// (the same), with v's needs_gradient.
-Variable forward_declaration(const Variable& v, const Variable& delay_output);
+// (the same), with v's needs_gradient; on the axes renamed names instead (a clone's: the
+// original's axis name -> the clone's axis).
+Variable forward_declaration(const Variable& v, const Variable& delay_output,
+                             const std::unordered_map<std::string, Axis>& renamed = {});
 // How messages name a function: "name (uid)", or the uid alone.
 std::string function_label(const FunctionImpl& f);
 

@@ -1,6 +1,7 @@
 #include "loom/layers/recurrent.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "loom/graph/graph_impl.h"
 #include "loom/layers/sequential.h"
@@ -51,8 +52,34 @@ std::vector<Variable> recurrence(const Function& step, const std::vector<Variabl
   return out.outputs();
 }
 
+// Whether out is computed from v, not counting delay ops' operands (a loop's closing edges).
+bool computed_from(const Variable& out, const Variable& v) {
+  std::vector<Variable> stack{out};
+  std::unordered_set<const VariableImpl*> seen;
+  while (!stack.empty()) {
+    const Variable u = stack.back();
+    stack.pop_back();
+    if (u == v) return true;
+    if (!u.is_output() || !seen.insert(u.impl().get()).second) continue;
+    const FunctionImpl& f = *u.owner().impl();
+    for (size_t i = is_delay(f) ? 1 : 0; i < f.inputs.size(); ++i) stack.push_back(f.inputs[i]);
+  }
+  return false;
+}
+
+// out, holding the loop's states: a loop's closing edge does not own the state it reads, so a
+// state that out is not computed from would be lost with the function that made it.
+// broadcast_as(out, state) passes out through (state is on out's axes) and owns state.
+Variable owning(Variable out, const std::vector<Variable>& states) {
+  for (const Variable& s : states)
+    if (!computed_from(out, s)) out = sequence::broadcast_as(out, s);
+  return out;
+}
+
+// The loop's outputs a layer returns: all with full_state, else the first (owning the others).
 std::vector<Variable> returned(const std::vector<Variable>& outs, bool full_state) {
-  return full_state ? outs : std::vector<Variable>{outs[0]};
+  if (full_state) return outs;
+  return {owning(outs[0], std::vector<Variable>(outs.begin() + 1, outs.end()))};
 }
 
 std::vector<Variable> initial_states(const std::vector<Variable>& states,
@@ -228,9 +255,11 @@ Function Fold(const Function& step, const RecurrenceOptions& o) {
   const std::vector<Variable> states = state_arguments(step);
   Variable x = placeholder("x");
   std::vector<Variable> finals;
-  for (const Variable& s : recurrence(step, states, initial_states(states, o), x, o.go_backwards))
+  for (const Variable& s :
+       returned(recurrence(step, states, initial_states(states, o), x, o.go_backwards),
+                o.return_full_state))
     finals.push_back(o.go_backwards ? sequence::first(s) : sequence::last(s));
-  return as_block(returned(finals, o.return_full_state), "Fold", o.name, {x});
+  return as_block(finals, "Fold", o.name, {x});
 }
 
 Function LSTM(size_t shape, const RecurrentCellOptions& o) {
@@ -298,26 +327,36 @@ Function Stabilizer(double steepness, bool enable, DataType dtype, const std::st
 Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   const std::vector<Variable> args = generator.placeholders();
   const size_t outputs = generator.outputs().size();
-  LOOM_CHECK(args.size() == 1 && outputs == 1, ArgumentError, "UnfoldFrom: generator ",
-             generator.to_string(),
-             " must take one argument (the state) and give the new state (an (output, new state) "
-             "pair is not supported yet); it takes ",
+  LOOM_CHECK(args.size() == 1 && (outputs == 1 || outputs == 2), ArgumentError,
+             "UnfoldFrom: generator ", generator.to_string(),
+             " must take one argument (the state) and give the new state or (output, new state); "
+             "it takes ",
              args.size(), " and gives ", outputs);
+  LOOM_CHECK(o.length_increase > 0, ArgumentError, "UnfoldFrom: length_increase ",
+             o.length_increase, " must be positive");
   const Variable& s = args[0];
   LOOM_CHECK(s.has_known_shape(), ArgumentError, "UnfoldFrom: the state argument ", s.describe(),
              " of generator ", generator.to_string(),
              " has no type; declare it as placeholder(shape, dtype, default_sequence_axes())");
   Variable initial_state =
       placeholder(s.shape(), s.dtype(), {s.dynamic_axes()[0]}, "initial_state");
-  Variable like = placeholder("dynamic_axes_like");
-  // The new state adds a zero of each of like's steps, which gives the loop its steps.
-  Variable zeros = sequence::broadcast_as(constant(0, s.dtype()), like);
-  Variable forward = placeholder(s.shape(), s.dtype(), s.dynamic_axes(), s.name());
+  // Only like's axes matter: the call's own (any shape, type or sequence axis) replace these.
+  Variable like = placeholder(NDShape{}, s.dtype(), default_sequence_axes(), "dynamic_axes_like");
+  // The steps: like's, or CNTK's where(broadcast_as(length_increase, like)), length_increase
+  // steps per step of like with the fractions carried (a new axis, one per call).
+  Variable steps = like;
+  if (o.length_increase != 1)
+    steps = sequence::where(sequence::broadcast_as(o.length_increase, like));
+  // The new state adds a zero of each step, which gives the loop its steps and axis.
+  Variable zeros = sequence::broadcast_as(0.0, steps);
+  Variable forward = placeholder(s.shape(), s.dtype(), zeros.dynamic_axes(), s.name());
   Function z = generator({sequence::past_value(forward, initial_state)});
-  Variable state = plus(z.output(), zeros);
+  Variable state = plus(z.outputs().back(), zeros);
   z.replace_placeholders({{forward, state}});
+  const Variable emitted = z.outputs()[0];
+  const Variable output = outputs == 1 ? state : owning(emitted, {state});
   if (!o.until_predicate.valid())
-    return as_block({state}, "UnfoldFrom", o.name, {initial_state, like});
+    return as_block({output}, "UnfoldFrom", o.name, {initial_state, like});
   const Function& until = o.until_predicate;
   LOOM_CHECK(until.placeholders().size() == 1 && until.outputs().size() == 1, ArgumentError,
              "UnfoldFrom: until_predicate ", until.to_string(),
@@ -325,12 +364,12 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
              until.placeholders().size(), " and gives ", until.outputs().size());
   // Step t is kept while valid_t = prod_{u<t} (1 - predicate_u) is 1: a loop
   // valid_t = (1 - predicate_{t-1}) * valid_{t-1}, valid_{-1} = 1.
-  Variable p = until({z.output()});
+  Variable p = until({emitted});
   Variable before = minus(constant(1, p.dtype()), sequence::past_value(p, constant(0, p.dtype())));
   Variable h = placeholder(p.shape(), p.dtype(), p.dynamic_axes(), "valid");
   Function valid = element_times(before, sequence::past_value(h, constant(1, p.dtype())));
   valid.replace_placeholders({{h, valid}});
-  return as_block({sequence::gather(state, valid)}, "UnfoldFrom", o.name, {initial_state, like});
+  return as_block({sequence::gather(output, valid)}, "UnfoldFrom", o.name, {initial_state, like});
 }
 
 Function Delay(int64_t T, const Variable& initial_state, const std::string& name) {

@@ -39,21 +39,25 @@ Function RecurrenceFrom(const Function& step, const RecurrenceOptions& options =
 // Recurrence's final state: sequence::last of each output (sequence::first if go_backwards).
 Function Fold(const Function& step, const RecurrenceOptions& options = {});
 
-// CNTK's length_increase is not there yet (docs/TODO.md).
 struct UnfoldOptions {
-  // A function of one argument, the generated step, giving one number per step: a sequence
+  // A function of one argument, the generated output, giving one number per step: a sequence
   // ends at the first step where it is 1 (that step included). Unset: no early end.
   Function until_predicate = {};
+  // The most steps per step of dynamic_axes_like (CNTK's where(broadcast_as(length_increase,
+  // like)): 1.5 gives ceil(1.5 * length)), on a new sequence axis unless 1.
+  double length_increase = 1;
   std::string name = {};
 };
 
 // Unfolds generator from an initial state (CNTK's UnfoldFrom): the result takes
-// (initial_state, dynamic_axes_like) and gives a sequence as long as dynamic_axes_like (on the
-// default sequence axis), each step generator(previous state), starting from initial_state (a
-// constant, or per-sequence data with a batch axis). generator takes the state (a placeholder
-// with a known type) and gives the new state, which is also the output. With until_predicate
-// each sequence keeps its steps up to the first where the predicate is 1, on a new sequence
-// axis (sequence::gather's), as CNTK's: the generation itself still runs like's length.
+// (initial_state, dynamic_axes_like) and gives a sequence as long as dynamic_axes_like (on its
+// sequence axis; times length_increase on a new one), each step generator(previous state),
+// starting from initial_state (a constant, or per-sequence data with a batch axis). generator
+// takes the state (a placeholder with a known type) and gives the new state, which is also the
+// output, or (output, new state): a decoder emitting a softmax and feeding back an embedding of
+// it, an LSTM emitting h of its (h, c). With until_predicate each sequence keeps its steps up to
+// the first where the predicate is 1, on a new sequence axis (sequence::gather's), as CNTK's:
+// the generation itself still runs all the steps. Each call of the block has axes of its own.
 Function UnfoldFrom(const Function& generator, const UnfoldOptions& options = {});
 
 // sequence::delay as a layer: x delayed by T steps (T < 0: from the future; 0: x itself),

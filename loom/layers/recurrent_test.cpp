@@ -256,6 +256,47 @@ TEST(RecurrentLayers, Gradients) {
   check(Fold(RNNStep(2, f64_cell())));
 }
 
+// A step (h, c, x) -> (h', c') whose first output reads the previous c but not c', which only
+// the loop reads: h' = tanh(h·W + c), c' = tanh(c·A + x·U).
+struct LaggedStep {
+  Parameter W = parameter(random_array({2, 2}, kF64, 30), "W");
+  Parameter A = parameter(random_array({2, 2}, kF64, 31), "A");
+  Parameter U = parameter(random_array({2, 2}, kF64, 32), "U");
+  Function f;
+  LaggedStep() {
+    Variable h = placeholder({2}, kF64, default_sequence_axes(), "h");
+    Variable c = placeholder({2}, kF64, default_sequence_axes(), "c");
+    Variable x = placeholder("x");
+    f = as_block({tanh(plus(times(h, W), c)), tanh(plus(times(c, A), times(x, U)))}, "Lagged", "",
+                 {h, c, x});
+  }
+  State operator()(const State& s, const Vec& x) const {
+    Vec h = affine(s[0], W, s[1]), c = affine(s[1], A, affine(x, U, zeros(2)));
+    for (double& v : h) v = std::tanh(v);
+    for (double& v : c) v = std::tanh(v);
+    return {h, c};
+  }
+};
+
+TEST(RecurrentLayers, StateOnlyTheLoopReads) {
+  LaggedStep step;
+  Variable x = sequence::input_variable({2}, {.dtype = kF64, .name = "x", .needs_gradient = true});
+  Function r = Recurrence(step.f)(x);
+  const Value xv = random_sequences({2}, {3, 1, 0, 2}, kF64, 33);
+  std::vector<Vec> expected;
+  for (const Vec& seq : xv.as_sequences<double>()) {
+    State s{zeros(2), zeros(2)};
+    Vec out;
+    for (size_t t = 0; t < seq.size() / 2; ++t) {
+      s = step(s, Vec(seq.begin() + int64_t(2 * t), seq.begin() + int64_t(2 * t + 2)));
+      out.insert(out.end(), s[0].begin(), s[0].end());
+    }
+    expected.push_back(out);
+  }
+  expect_sequences_near(r.eval_one({{x, xv}}).as_sequences<double>(), expected);
+  expect_gradients_match(r, {{x, xv}}, {x, step.W, step.A, step.U});
+}
+
 TEST(RecurrentLayers, StabilizerStartsAtOne) {
   Variable x = input_variable({2}, f64("x"));
   Function s = Stabilizer(4, true, kF64)(x);
@@ -403,8 +444,210 @@ TEST(UnfoldFrom, BadGenerators) {
   Variable a = placeholder({1}, kF64, default_sequence_axes(), "a");
   Variable b = placeholder({1}, kF64, default_sequence_axes(), "b");
   EXPECT_THROW(UnfoldFrom(plus(a, b)), ArgumentError);
-  EXPECT_THROW(UnfoldFrom(combine({relu(a), tanh(a)})), ArgumentError);
+  EXPECT_THROW(UnfoldFrom(combine({relu(a), tanh(a), sigmoid(a)})), ArgumentError);
   EXPECT_THROW(UnfoldFrom(Function(relu(placeholder("untyped")))), ArgumentError);
+}
+
+// Runs step (state -> (output, new state)) n times from state: the outputs, one after another.
+Vec unfolded(Vec state, size_t n, const std::function<std::pair<Vec, Vec>(const Vec&)>& step) {
+  Vec out;
+  for (size_t t = 0; t < n; ++t) {
+    auto [y, next] = step(state);
+    out.insert(out.end(), y.begin(), y.end());
+    state = next;
+  }
+  return out;
+}
+
+// The generator h_t = tanh(h_{t-1} · W + b), as a function and as a reference step.
+struct TanhGenerator {
+  Parameter W, b;
+  Function f;
+  explicit TanhGenerator(DataType dtype)
+      : W(parameter({2, 2}, glorot_uniform(1.0, 1, 0, 5), dtype, "W")),
+        b(parameter({2}, uniform(0.5, 6), dtype, "b")) {
+    Variable h = placeholder({2}, dtype, default_sequence_axes(), "h");
+    f = tanh(plus(times(h, W), b));
+  }
+  std::pair<Vec, Vec> operator()(const Vec& h) const {
+    Vec next = affine(h, W, values_of(b));
+    for (double& v : next) v = std::tanh(v);
+    return {next, next};
+  }
+};
+
+// length_increase 1 and 2 multiply each sequence's steps; 1.5 rounds up as CNTK's where does
+// (3 -> 5, 1 -> 2, 2 -> 3); an empty sequence stays empty. A new axis unless 1.
+TEST(UnfoldFrom, LengthIncreaseScalesEachSequencesSteps) {
+  struct Case {
+    double increase;
+    std::vector<size_t> steps;
+  };
+  const std::vector<size_t> lengths{3, 1, 0, 2};
+  for (const Case& c : {Case{1, {3, 1, 0, 2}}, Case{2, {6, 2, 0, 4}}, Case{1.5, {5, 2, 0, 3}}})
+    for (DataType dtype : {kF64, DataType::Float32}) {
+      TanhGenerator gen(dtype);
+      Variable s0 = input_variable({2}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
+      Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+      Function unfold = UnfoldFrom(gen.f, {.length_increase = c.increase})(s0, like);
+      const std::string axis = unfold.output().dynamic_axes()[1].name();
+      EXPECT_EQ(axis.rfind("whereNodeDynamicAxis", 0) == 0, c.increase != 1) << axis;
+      const Value init(random_array({4, 2}, dtype, 8), false);
+      ValueMap args{{s0, init}, {like, random_sequences({1}, lengths, dtype, 3)}};
+      const std::vector<Vec> out = output_sequences(unfold, args);
+      const std::vector<Vec> starts = init.as_sequences<double>();
+      ASSERT_EQ(out.size(), lengths.size());
+      for (size_t b = 0; b < lengths.size(); ++b)
+        expect_all_near(
+            out[b], unfolded(starts[b], c.steps[b], gen), dtype == kF64 ? 1e-12 : 1e-6,
+            "length_increase " + std::to_string(c.increase) + ", sequence " + std::to_string(b));
+      if (dtype == kF64) expect_gradients_match(unfold, args, {gen.W, gen.b, s0});
+    }
+  Variable h = placeholder({1}, kF64, default_sequence_axes(), "h");
+  EXPECT_THROW(UnfoldFrom(relu(h), {.length_increase = 0}), ArgumentError);
+}
+
+// The counter s_t = s_{t-1} + 1 stops at its first step above 2.5 or after 1.5 times like's
+// steps, whichever comes first: 3 steps from -1 (no stop; 2 with length_increase 1), 2 from -5,
+// 1 from 2.
+TEST(UnfoldFrom, LengthIncreaseWithUntilPredicate) {
+  for (DataType dtype : {kF64, DataType::Float32}) {
+    Parameter b = parameter({1}, constant_initializer(1), dtype, "b");
+    Variable h = placeholder({1}, dtype, default_sequence_axes(), "h");
+    Variable y = placeholder({1}, dtype, default_sequence_axes(), "y");
+    Function above =
+        element_min(element_times(relu(minus(y, constant(2.5, dtype))), constant(10, dtype)),
+                    constant(1, dtype));
+    Variable s0 = input_variable({1}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
+    Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+    Function unfold =
+        UnfoldFrom(plus(h, b), {.until_predicate = above, .length_increase = 1.5})(s0, like);
+    Value init = Value::create_batch<double>({1}, {-1, -5, 2});
+    if (dtype == DataType::Float32) init = Value::create_batch<float>({1}, {-1, -5, 2});
+    ValueMap args{{s0, init}, {like, random_sequences({1}, {2, 1, 3}, dtype, 3)}};
+    EXPECT_EQ(output_sequences(unfold, args), (std::vector<Vec>{{0, 1, 2}, {-4, -3}, {3}}));
+    if (dtype == kF64) expect_gradients_match(unfold, args, {b, s0});
+  }
+}
+
+// One UnfoldFrom block called twice in a graph: each call has its own new axis, so sequences of
+// other lengths (here like2 on a named axis) unfold side by side; with length_increase 1 the
+// result is on like's own axis.
+TEST(UnfoldFrom, EachCallHasItsOwnAxis) {
+  TanhGenerator gen(kF64);
+  Variable s0 = input_variable({2}, {.dtype = kF64, .name = "s0", .needs_gradient = true});
+  Variable like1 = sequence::input_variable({1}, f64("like1"));
+  Variable like2 = sequence::input_variable({3}, Axis::dynamic_axis_named("m"), f64("like2"));
+  Function block = UnfoldFrom(gen.f, {.length_increase = 2});
+  Function u1 = block(s0, like1), u2 = block(s0, like2);
+  EXPECT_NE(u1.output().dynamic_axes()[1], u2.output().dynamic_axes()[1]);
+  EXPECT_EQ(UnfoldFrom(gen.f)(s0, like2).output().dynamic_axes()[1].name(), "m");
+  const Value init(random_array({2, 2}, kF64, 8), false);
+  ValueMap args{{s0, init},
+                {like1, random_sequences({1}, {2, 1}, kF64, 3)},
+                {like2, random_sequences({3}, {1, 3}, kF64, 4)}};
+  const std::vector<Vec> starts = init.as_sequences<double>();
+  const std::vector<std::vector<size_t>> steps{{4, 2}, {2, 6}};
+  const std::vector<Function> calls{u1, u2};
+  for (size_t k = 0; k < 2; ++k) {
+    const std::vector<Vec> out = output_sequences(calls[k], args);
+    ASSERT_EQ(out.size(), 2u);
+    for (size_t b = 0; b < 2; ++b)
+      expect_all_near(out[b], unfolded(starts[b], steps[k][b], gen), 1e-12,
+                      "call " + std::to_string(k) + ", sequence " + std::to_string(b));
+  }
+  Function both = plus(sequence::reduce_sum(u1), sequence::reduce_sum(u2));
+  expect_gradients_match(both, args, {gen.W, gen.b, s0});
+}
+
+// A graph holding an UnfoldFrom with length_increase and until_predicate survives a clone (new
+// axes again) and a model file with the same results.
+TEST(UnfoldFrom, ClonesAndModelFilesKeepTheResults) {
+  TanhGenerator gen(kF64);
+  Variable y = placeholder({2}, kF64, default_sequence_axes(), "y");
+  Function above = element_min(
+      element_times(relu(minus(slice(y, Axis(0), 0, 1), constant(0.6, kF64))), constant(1e6, kF64)),
+      constant(1, kF64));
+  Variable s0 = input_variable({2}, f64("s0"));
+  Variable like = sequence::input_variable({1}, f64("like"));
+  Function unfold = UnfoldFrom(gen.f, {.until_predicate = above, .length_increase = 1.5})(s0, like);
+  const Value init(random_array({3, 2}, kF64, 8), false);
+  const Value likes = random_sequences({1}, {3, 1, 2}, kF64, 3);
+  const std::vector<Vec> expected = output_sequences(unfold, {{s0, init}, {like, likes}});
+  Function copy = unfold.clone(ParameterCloneMethod::Clone);
+  EXPECT_NE(copy.output().dynamic_axes()[1], unfold.output().dynamic_axes()[1]);
+  Function loaded = load_model_from_bytes(save_model_to_bytes(unfold));
+  for (const Function& f : {copy, loaded})
+    EXPECT_EQ(output_sequences(f, {{f.argument("s0"), init}, {f.argument("like"), likes}}),
+              expected);
+}
+
+// Generators giving (output, new state): a decoder emitting y = softmax(h·V + c) and feeding
+// back tanh(y·E + h·W) (the new state reads the output), and one emitting sigmoid(h·V + c)
+// beside the new state tanh(h·W) (which only the loop reads), against a step loop written
+// here, with until_predicate and length_increase on the second.
+TEST(UnfoldFrom, OutputAndNewStateGenerators) {
+  for (DataType dtype : {kF64, DataType::Float32}) {
+    Parameter V = parameter({2, 3}, glorot_uniform(1.0, 1, 0, 21), dtype, "V");
+    Parameter c = parameter({3}, uniform(0.5, 22), dtype, "c");
+    Parameter E = parameter({3, 2}, glorot_uniform(1.0, 1, 0, 23), dtype, "E");
+    Parameter W = parameter({2, 2}, glorot_uniform(1.0, 1, 0, 24), dtype, "W");
+    Variable h = placeholder({2}, dtype, default_sequence_axes(), "h");
+    Variable y = softmax(plus(times(h, V), c));
+    Function decoder = combine({y, tanh(plus(times(y, E), times(h, W)))});
+    Function side = combine({sigmoid(plus(times(h, V), c)), tanh(times(h, W))});
+    auto tanh_of = [](Vec v) {
+      for (double& x : v) x = std::tanh(x);
+      return v;
+    };
+    auto decoder_step = [&](const Vec& s) {
+      Vec o = affine(s, V, values_of(c));
+      double total = 0;
+      for (double& x : o) total += (x = std::exp(x));
+      for (double& x : o) x /= total;
+      return std::pair{o, tanh_of(affine(o, E, affine(s, W, zeros(2))))};
+    };
+    auto side_step = [&](const Vec& s) {
+      Vec o = affine(s, V, values_of(c));
+      for (double& x : o) x = sig(x);
+      return std::pair{o, tanh_of(affine(s, W, zeros(2)))};
+    };
+    // 1 where the output's first element is above 0.6 (0 or 1 but within 1e-6 of it).
+    Variable out = placeholder({3}, dtype, default_sequence_axes(), "out");
+    Function stop =
+        element_min(element_times(relu(minus(slice(out, Axis(0), 0, 1), constant(0.6, dtype))),
+                                  constant(1e6, dtype)),
+                    constant(1, dtype));
+    auto until_stop = [](Vec o) {
+      for (size_t t = 0; t < o.size(); t += 3)
+        if (o[t] > 0.6) return Vec(o.begin(), o.begin() + int64_t(t + 3));
+      return o;
+    };
+    Variable s0 = input_variable({2}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
+    Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+    const std::vector<size_t> lengths{3, 1, 0, 2};
+    const Value init(random_array({4, 2}, dtype, 8), false);
+    ValueMap args{{s0, init}, {like, random_sequences({1}, lengths, dtype, 3)}};
+    const std::vector<Vec> starts = init.as_sequences<double>();
+    const double tolerance = dtype == kF64 ? 1e-12 : 1e-6;
+    Function decoded = UnfoldFrom(decoder)(s0, like);
+    Function sided = UnfoldFrom(side, {.until_predicate = stop, .length_increase = 2})(s0, like);
+    const std::vector<Vec> a = output_sequences(decoded, args), b = output_sequences(sided, args);
+    size_t cut = 0;  // sequences the predicate ends early
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      cut += b[k].size() < 2 * lengths[k] * 3;
+      expect_all_near(a[k], unfolded(starts[k], lengths[k], decoder_step), tolerance,
+                      "decoder, sequence " + std::to_string(k));
+      expect_all_near(b[k], until_stop(unfolded(starts[k], 2 * lengths[k], side_step)), tolerance,
+                      "side, sequence " + std::to_string(k));
+    }
+    EXPECT_GE(cut, 1u);
+    EXPECT_LT(cut, 3u);
+    if (dtype == kF64) {
+      expect_gradients_match(decoded, args, {V, c, E, W, s0});
+      expect_gradients_match(sided, args, {V, c, W, s0});
+    }
+  }
 }
 
 // Delay(T) is past_value (T > 0), future_value (T < 0) or x (T = 0), on ragged sequences with
