@@ -252,5 +252,28 @@ TEST(RecurrentLoop, OpsReadingAlongTheSequenceAxisAreRejectedInsideALoop) {
   EXPECT_NE(msg.find("looks along the sequence axis"), std::string::npos) << msg;
 }
 
+// A loop on a new axis (a running sum over the steps gather keeps) called: the call's gather
+// makes another axis (named after its condition, now c), which the call's loop takes (its
+// closing placeholder typed on it). A clone of the call keeps c, so c's axis.
+TEST(RecurrentLoop, CloneOfALoopOnANewAxisRunsOnTheClonesAxis) {
+  Variable x = placeholder({1}, kF64, default_sequence_axes(), "x");
+  Variable keep = placeholder({}, kF64, default_sequence_axes(), "keep");
+  Variable kept = sequence::gather(x, keep);
+  Variable p = placeholder({1}, kF64, kept.dynamic_axes());
+  Function sum = plus(sequence::past_value(p), kept);
+  sum.replace_placeholders({{p, sum}});
+  Function block = as_block({sum}, "RunningSum", "", {x, keep});
+  Variable a = sequence::input_variable({1}, f64("a"));
+  Variable c = sequence::input_variable({}, f64("c"));
+  Function once = block(a, c), twice = once.clone(ParameterCloneMethod::Share);
+  EXPECT_NE(once.output().dynamic_axes()[1], kept.dynamic_axes()[1]);
+  EXPECT_EQ(twice.output().dynamic_axes()[1], once.output().dynamic_axes()[1]);
+  const ValueMap args{{a, Value::create_sequences<double>({1}, {{1, 2, 3, 4}, {5}, {}})},
+                      {c, Value::create_sequences<double>({}, {{1, 0, 1, 1}, {0}, {}})}};
+  const std::vector<std::vector<double>> expected{{1, 4, 8}, {}, {}};
+  EXPECT_EQ(once.eval_one(args).as_sequences<double>(), expected);
+  EXPECT_EQ(twice.eval_one(args).as_sequences<double>(), expected);
+}
+
 }  // namespace
 }  // namespace loom

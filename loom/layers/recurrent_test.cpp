@@ -256,6 +256,49 @@ TEST(RecurrentLayers, Gradients) {
   check(Fold(RNNStep(2, f64_cell())));
 }
 
+// The step loop's multi-state forms on ragged sequences with a length-1 and an empty one:
+// Recurrence with return_full_state (both directions), RecurrenceFrom from per-sequence (h, c)
+// and Fold with return_full_state, all of one LSTM's parameters. Finite differences of every
+// output; h equals the plain (fused) Recurrence's and Fold's states are the last steps.
+TEST(RecurrentLayers, FullStateRecurrenceFromAndFoldGradients) {
+  Variable x = sequence::input_variable({2}, {.dtype = kF64, .name = "x", .needs_gradient = true});
+  Variable h0 = input_variable({2}, {.dtype = kF64, .name = "h0", .needs_gradient = true});
+  Variable c0 = input_variable({3}, {.dtype = kF64, .name = "c0", .needs_gradient = true});
+  const ValueMap args{{x, random_sequences({2}, {3, 1, 0, 2}, kF64, 7)},
+                      {h0, random_batch({2}, 4, kF64, 8)},
+                      {c0, random_batch({3}, 4, kF64, 9)}};
+  Function step = LSTM(2, f64_cell({.cell_shape = 3, .use_peepholes = true}));
+  Function full = Recurrence(step, {.return_full_state = true})(x);
+  Function backwards = Recurrence(step, {.go_backwards = true, .return_full_state = true})(x);
+  Function from = RecurrenceFrom(step, {.return_full_state = true})(h0, c0, x);
+  Function fold = Fold(step, {.return_full_state = true})(x);
+  ASSERT_EQ(full.outputs().size(), 2u);
+  EXPECT_EQ(full.outputs()[1].shape(), NDShape{3});
+  const std::vector<Vec> h = full.eval(args).at(full.outputs()[0]).as_sequences<double>();
+  expect_sequences_near(h, Recurrence(step)(x).eval_one(args).as_sequences<double>());
+  const ValueMap folded = fold.eval(args);
+  for (size_t k = 0; k < 2; ++k) {
+    const std::vector<Vec> seqs = full.eval(args).at(full.outputs()[k]).as_sequences<double>();
+    const Vec last = folded.at(fold.outputs()[k]).data().to_vector<double>();
+    const size_t n = k == 0 ? 2 : 3;
+    for (size_t b = 0; b < seqs.size(); ++b)  // an empty sequence's final state is zeros
+      expect_all_near(Vec(last.begin() + int64_t(n * b), last.begin() + int64_t(n * (b + 1))),
+                      seqs[b].empty() ? zeros(n) : Vec(seqs[b].end() - int64_t(n), seqs[b].end()),
+                      1e-12, "fold output " + std::to_string(k));
+  }
+  std::vector<Variable> wrt{x, h0, c0};
+  for (const Parameter& p : step.parameters()) wrt.push_back(p);
+  for (const Function& f : {full, backwards, from, fold})
+    for (const Variable& out : f.outputs()) {
+      ValueMap used;
+      std::vector<Variable> w;
+      for (const Variable& a : Function(out).arguments()) used.emplace(a, args.at(a));
+      for (const Variable& v : wrt)
+        if (v.is_parameter() || used.count(v)) w.push_back(v);
+      expect_gradients_match(combine({out}), used, w);
+    }
+}
+
 // A step (h, c, x) -> (h', c') whose first output reads the previous c but not c', which only
 // the loop reads: h' = tanh(h·W + c), c' = tanh(c·A + x·U).
 struct LaggedStep {
