@@ -26,7 +26,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -66,62 +65,24 @@ const Row* find_row(const std::string& name) {
   return nullptr;
 }
 
-struct Options {
-  std::vector<std::string> rows;
-  std::string row;  // child mode
-  double seconds = 5;
-  bool reference = true;
-  bool loop = false;        // child: the generic step loop
-  int accuracy_epochs = 0;  // > 0: the accuracy comparison instead of the speed rows
-  int seeds = 1;
+struct Options : bench::RowOptions {
+  bool loop = false;  // child: the generic step loop
 };
 
-[[noreturn]] void usage(const char* argv0, const std::string& problem) {
-  std::fprintf(stderr,
-               "%s\nusage: %s [--rows a,b,...] [--seconds S] [--no-reference]\n"
-               "       %s --row NAME [--seconds S] [--loop]\n"
-               "       %s --accuracy EPOCHS [--seeds K]\nrows:",
-               problem.c_str(), argv0, argv0, argv0);
-  for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
-  std::fprintf(stderr, "\n");
-  std::exit(2);
-}
-
 Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], "missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--rows") {
-      std::stringstream list(value());
-      for (std::string name; std::getline(list, name, ',');) o.rows.push_back(name);
-    } else if (a == "--row") {
-      o.row = value();
-    } else if (a == "--seconds") {
-      o.seconds = std::atof(value().c_str());
-      if (!(o.seconds > 0)) usage(argv[0], "--seconds needs a positive number");
-    } else if (a == "--accuracy") {
-      o.accuracy_epochs = std::atoi(value().c_str());
-      if (o.accuracy_epochs < 1) usage(argv[0], "--accuracy needs a positive number of epochs");
-    } else if (a == "--seeds") {
-      o.seeds = std::atoi(value().c_str());
-      if (o.seeds < 1) usage(argv[0], "--seeds needs a positive integer");
-    } else if (a == "--no-reference") {
-      o.reference = false;
-    } else if (a == "--loop") {
-      o.loop = true;
-    } else {
-      usage(argv[0], "unknown option " + a);
-    }
-  }
-  if (o.rows.empty())
-    for (const Row& r : kRows) o.rows.push_back(r.name);
-  for (const std::string& name : o.rows)
-    if (!find_row(name)) usage(argv[0], "unknown row " + name);
-  if (!o.row.empty() && !find_row(o.row)) usage(argv[0], "unknown row " + o.row);
+  std::vector<std::string> names;
+  for (const Row& r : kRows) names.push_back(r.name);
+  const std::string p = argv[0];
+  Options o = bench::parse_row_options<Options>(
+      argc, argv, names,
+      "usage: " + p + " [--rows a,b,...] [--seconds S] [--no-reference]\n       " + p +
+          " --row NAME [--seconds S] [--loop]\n       " + p + " --accuracy EPOCHS [--seeds K]",
+      [](Options& o, const std::string& flag, auto&) {
+        if (flag != "--loop") return false;
+        o.loop = true;
+        return true;
+      });
+  if (o.rows.empty()) o.rows = names;
   return o;
 }
 

@@ -41,7 +41,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -89,82 +88,50 @@ const Row* find_row(const std::string& name) {
   return nullptr;
 }
 
-struct Options {
-  std::vector<std::string> rows;
-  std::string row;  // child mode
-  double seconds = 5;
-  int threads = 0;  // 0: Loom's default
-  bool reference = true;
-  int accuracy_epochs = 0;           // > 0: the accuracy comparison instead of the speed rows
-  int seeds = 1;                     // runs per side in the accuracy comparison
+struct Options : bench::RowOptions {
+  int threads = 0;                   // 0: Loom's default
   bool bf16 = false;                 // also (the child: only) Loom in bf16 mixed precision
   std::string reading = "prefetch";  // prefetch, sync or none (see the top)
   bool share_buffers = true;         // the child's trainer: ExecutorOptions::share_buffers
   bool memory = false;               // the buffer-sharing comparison instead of the speed rows
 };
 
-[[noreturn]] void usage(const char* argv0, const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: %s [--rows a,b,...] [--seconds S] [--threads N] [--no-reference] [--bf16]\n"
-      "       [--reading prefetch|sync|none]\n"
-      "       %s --row NAME [--seconds S] [--threads N] [--bf16] [--reading MODE]\n"
-      "           [--no-share-buffers]\n"
-      "       %s --memory [--rows a,b,...] [--seconds S] [--threads N]\n"
-      "       %s --accuracy EPOCHS [--seeds K] [--bf16]\nrows:",
-      problem.c_str(), argv0, argv0, argv0, argv0);
-  for (const Row& r : kRows) std::fprintf(stderr, " %s", r.name);
-  std::fprintf(stderr, "\n");
-  std::exit(2);
-}
-
 Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], "missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--rows") {
-      std::stringstream list(value());
-      for (std::string name; std::getline(list, name, ',');) o.rows.push_back(name);
-    } else if (a == "--row") {
-      o.row = value();
-    } else if (a == "--seconds") {
-      o.seconds = std::atof(value().c_str());
-      if (!(o.seconds > 0)) usage(argv[0], "--seconds needs a positive number");
-    } else if (a == "--threads") {
-      o.threads = std::atoi(value().c_str());
-      if (o.threads < 1) usage(argv[0], "--threads needs a positive integer");
-    } else if (a == "--accuracy") {
-      o.accuracy_epochs = std::atoi(value().c_str());
-      if (o.accuracy_epochs < 1) usage(argv[0], "--accuracy needs a positive number of epochs");
-    } else if (a == "--seeds") {
-      o.seeds = std::atoi(value().c_str());
-      if (o.seeds < 1) usage(argv[0], "--seeds needs a positive integer");
-    } else if (a == "--bf16") {
-      o.bf16 = true;
-    } else if (a == "--reading") {
-      o.reading = value();
-      if (o.reading != "prefetch" && o.reading != "sync" && o.reading != "none")
-        usage(argv[0], "--reading is prefetch, sync or none");
-    } else if (a == "--no-reference") {
-      o.reference = false;
-    } else if (a == "--no-share-buffers") {
-      o.share_buffers = false;
-    } else if (a == "--memory") {
-      o.memory = true;
-    } else {
-      usage(argv[0], "unknown option " + a);
-    }
-  }
-  if (o.rows.empty() && o.memory) o.rows = {"conv_train_256", "conv_train_64", "mlp_train_256"};
+  std::vector<std::string> names;
+  for (const Row& r : kRows) names.push_back(r.name);
+  const std::string p = argv[0];
+  const std::string usage =
+      "usage: " + p +
+      " [--rows a,b,...] [--seconds S] [--threads N] [--no-reference] [--bf16]\n"
+      "       [--reading prefetch|sync|none]\n       " +
+      p +
+      " --row NAME [--seconds S] [--threads N] [--bf16] [--reading MODE]\n"
+      "           [--no-share-buffers]\n       " +
+      p + " --memory [--rows a,b,...] [--seconds S] [--threads N]\n       " + p +
+      " --accuracy EPOCHS [--seeds K] [--bf16]";
+  Options o = bench::parse_row_options<Options>(
+      argc, argv, names, usage, [&](Options& o, const std::string& flag, auto& value) {
+        if (flag == "--threads") {
+          o.threads = std::atoi(value().c_str());
+          if (o.threads < 1) bench::row_usage("--threads needs a positive integer", usage, names);
+        } else if (flag == "--bf16") {
+          o.bf16 = true;
+        } else if (flag == "--reading") {
+          o.reading = value();
+          if (o.reading != "prefetch" && o.reading != "sync" && o.reading != "none")
+            bench::row_usage("--reading is prefetch, sync or none", usage, names);
+        } else if (flag == "--no-share-buffers") {
+          o.share_buffers = false;
+        } else if (flag == "--memory") {
+          o.memory = true;
+        } else {
+          return false;
+        }
+        return true;
+      });
   if (o.rows.empty())
-    for (const Row& r : kRows) o.rows.push_back(r.name);
-  for (const std::string& name : o.rows)
-    if (!find_row(name)) usage(argv[0], "unknown row " + name);
-  if (!o.row.empty() && !find_row(o.row)) usage(argv[0], "unknown row " + o.row);
+    o.rows = o.memory ? std::vector<std::string>{"conv_train_256", "conv_train_64", "mlp_train_256"}
+                      : names;
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,74 @@ inline double status_mib(const char* key) {
   for (std::string line; std::getline(status, line);)
     if (line.rfind(key, 0) == 0) return std::stod(line.substr(std::string(key).size())) / 1024.0;
   return 0;
+}
+
+// The options every side-by-side row benchmark takes; a program derives its own from it.
+struct RowOptions {
+  std::vector<std::string> rows;  // the parent's rows (the program's default when none named)
+  std::string row;                // child mode: the one row to run
+  double seconds = 5;
+  bool reference = true;
+  int accuracy_epochs = 0;  // > 0: the accuracy comparison instead of the speed rows
+  int seeds = 1;            // runs per side in the accuracy comparison
+};
+
+// Prints problem, the usage text and the row names, and exits with status 2.
+[[noreturn]] inline void row_usage(const std::string& problem, const std::string& usage,
+                                   const std::vector<std::string>& names) {
+  std::fprintf(stderr, "%s\n%s\nrows:", problem.c_str(), usage.c_str());
+  for (const std::string& n : names) std::fprintf(stderr, " %s", n.c_str());
+  std::fprintf(stderr, "\n");
+  std::exit(2);
+}
+
+// Parses --rows a,b,..., --row NAME, --seconds S, --no-reference, --accuracy EPOCHS and
+// --seeds K into an Options derived from RowOptions; the program's own flags go to
+// extra(options, flag, value) (value() reads the flag's argument), which returns false for an
+// unknown flag. Row names are checked against `names`; rows stay empty when none are named.
+template <class Options, class Extra>
+Options parse_row_options(int argc, char** argv, const std::vector<std::string>& names,
+                          const std::string& usage, Extra extra) {
+  Options o;
+  auto fail = [&](const std::string& problem) { row_usage(problem, usage, names); };
+  auto known = [&](const std::string& name) {
+    for (const std::string& n : names)
+      if (n == name) return true;
+    return false;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) fail("missing value after " + a);
+      return argv[++i];
+    };
+    auto positive = [&](const char* what) {
+      const int v = std::atoi(value().c_str());
+      if (v < 1) fail(a + " needs a positive " + what);
+      return v;
+    };
+    if (a == "--rows") {
+      std::stringstream list(value());
+      for (std::string name; std::getline(list, name, ',');) o.rows.push_back(name);
+    } else if (a == "--row") {
+      o.row = value();
+    } else if (a == "--seconds") {
+      o.seconds = std::atof(value().c_str());
+      if (!(o.seconds > 0)) fail("--seconds needs a positive number");
+    } else if (a == "--accuracy") {
+      o.accuracy_epochs = positive("number of epochs");
+    } else if (a == "--seeds") {
+      o.seeds = positive("integer");
+    } else if (a == "--no-reference") {
+      o.reference = false;
+    } else if (!extra(o, a, value)) {
+      fail("unknown option " + a);
+    }
+  }
+  for (const std::string& name : o.rows)
+    if (!known(name)) fail("unknown row " + name);
+  if (!o.row.empty() && !known(o.row)) fail("unknown row " + o.row);
+  return o;
 }
 
 // The first "<prefix><number>" among lines, or a negative number.

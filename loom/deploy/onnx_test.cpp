@@ -20,6 +20,7 @@
 #include "loom/layers/sequential.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/model_file.h"
+#include "tests/support/trained_statistics.h"
 
 namespace loom {
 namespace {
@@ -57,24 +58,13 @@ Function round_trip(const Function& model, bool positive = false, double toleran
 }
 
 // Sets every batch normalization's statistics as if trained.
-void set_statistics(const Function& model) {
-  RandomGenerator random(7);
-  for (const Constant& c : model.constants()) {
-    std::vector<float> v(c.shape().total_size());
-    for (float& x : v)
-      x = c.name() == "aggregate_count"      ? 100.0f
-          : c.name() == "aggregate_variance" ? float(0.5 + random.uniform())
-                                             : float(random.uniform() - 0.5);
-    c.set_value(NDArrayView::from_vector(c.shape(), v));
-  }
-}
 
 TEST(Onnx, MlpRoundTrip) {
   Variable x = input_variable(6, {.name = "features"});
   Function model = Sequential({Dense(8, {.activation = relu}), Dense(7, {.activation = sigmoid}),
                                Dropout(0.5), Dense(5, {.activation = tanh}), BatchNormalization(),
                                Dense(4, {.activation = None})})(x);
-  set_statistics(model);
+  loom::testing::set_trained_statistics(model);
   const Function loaded = round_trip(softmax(model));
   EXPECT_EQ(loaded.arguments()[0].name(), "features");
   // Parameters keep their paths as names.
@@ -97,14 +87,15 @@ TEST(Onnx, ConvnetRoundTrip) {
       Dropout(0.5),
       Dense(3, {.activation = None}),
   })(x);
-  set_statistics(model);
+  loom::testing::set_trained_statistics(model);
   round_trip(model, false, 1e-4);
   Function global = Sequential({Convolution2D({3, 3}, 6, {.pad = true, .reduction_rank = 0}),
                                 GlobalMaxPooling(), Dense(2)})(x);
   round_trip(global, false, 1e-4);
   Function per_element = Sequential({Convolution2D({3, 3}, 6, {.reduction_rank = 0}),
                                      BatchNormalization(), GlobalAveragePooling(), Dense(2)})(x);
-  set_statistics(per_element);  // statistics [6,12,12]: ONNX's per channel of the flattened
+  loom::testing::set_trained_statistics(
+      per_element);  // statistics [6,12,12]: ONNX's per channel of the flattened
   round_trip(per_element, false, 1e-4);
 }
 

@@ -195,9 +195,10 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
     };
     if (op == BinaryOp::Plus || op == BinaryOp::Minus) {
       const T scale = op == BinaryOp::Minus && which == 1 ? T(-1) : T(1);
-      // The two cases of a bias add: the same shape (dx = dy), and a bias [C] broadcast over
-      // rows [N, C], whose gradient is a plain column sum.
-      if (p.rank == 1 && p.stride[target][0] == 1)
+      // The two cases of a bias add: an operand of the output's shape (dx = dy, whatever the
+      // other operand's shape), and a bias [C] broadcast over rows [N, C], whose gradient is a
+      // plain column sum.
+      if (std::equal(p.stride[target], p.stride[target] + p.rank, p.stride[0]))
         return map_grad<A>(p.size, 1, dx, [=](size_t i) { return scale * dy[i]; });
       if (p.rank == 2 && p.stride[target][0] == 0 && p.stride[target][1] == 1 &&
           p.stride[0][1] == 1)

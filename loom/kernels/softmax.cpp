@@ -1,5 +1,6 @@
 #include "loom/kernels/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -56,8 +57,47 @@ void softmax(size_t rows, size_t cols, const T* x, T* y) {
   });
 }
 
+// Rows narrower than this are worked on kLanes at a time, across rows: a row of a few classes
+// fills a fraction of a vector, and its max and sum would be mostly horizontal reductions.
+constexpr size_t kNarrowRow = 16, kLanes = 8;
+
+// log_softmax of rows [r0, r0 + lanes) of width cols < kNarrowRow, transposed into a
+// [cols][kLanes] block so that every step is one vertical operation over the rows. The same
+// numbers as the row-wise path: the max, the sum of exp in double in column order, log in T.
+template <typename T>
+void log_softmax_block(size_t r0, size_t lanes, size_t cols, const T* x, T* y) {
+  T v[kNarrowRow][kLanes] = {};
+  for (size_t l = 0; l < lanes; ++l)
+    for (size_t j = 0; j < cols; ++j) v[j][l] = x[(r0 + l) * cols + j];
+  T shift[kLanes], log_sum[kLanes];
+  double sum[kLanes] = {};
+  std::fill_n(shift, kLanes, -std::numeric_limits<T>::infinity());
+  for (size_t j = 0; j < cols; ++j)
+#pragma omp simd
+    for (size_t l = 0; l < kLanes; ++l) shift[l] = v[j][l] > shift[l] ? v[j][l] : shift[l];
+  for (size_t l = 0; l < kLanes; ++l)
+    if (!std::isfinite(shift[l])) shift[l] = 0;
+  for (size_t j = 0; j < cols; ++j)
+#pragma omp simd
+    for (size_t l = 0; l < kLanes; ++l) {
+      v[j][l] -= shift[l];
+      sum[l] += fast_exp(v[j][l]);
+    }
+  for (size_t l = 0; l < lanes; ++l) log_sum[l] = std::log(static_cast<T>(sum[l]));
+  for (size_t l = 0; l < lanes; ++l)
+    for (size_t j = 0; j < cols; ++j) y[(r0 + l) * cols + j] = v[j][l] - log_sum[l];
+}
+
 template <typename T>
 void log_softmax(size_t rows, size_t cols, const T* x, T* y) {
+  if (cols < kNarrowRow) {
+    const size_t blocks = (rows + kLanes - 1) / kLanes;
+    detail::parallel_for(blocks, rows * cols * kExpCost, [&](size_t b0, size_t b1) {
+      for (size_t b = b0; b < b1; ++b)
+        log_softmax_block(b * kLanes, std::min(kLanes, rows - b * kLanes), cols, x, y);
+    });
+    return;
+  }
   for_rows<T>(rows, cols, kExpCost, [&](size_t, size_t o) {
     const T shift = row_shift(cols, x + o);
     // (x - shift) - log(sum) keeps the precision that x - logsumexp loses for large x.

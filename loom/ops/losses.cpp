@@ -36,21 +36,40 @@ bool prepare_gradient(Tensor& g, bool accumulate) {
   return true;
 }
 
-// Calls f(column, value) for the entries of row r of a dense or sparse tensor.
-template <typename T, typename F>
-void for_each_in_row(const Tensor& t, size_t r, size_t cols, F&& f) {
-  if (t.is_sparse()) {
-    const auto& off = t.sparse->csr_row_offsets();
-    const auto& col = t.sparse->csr_col_indices();
-    const T* v = t.sparse->csr_values<T>();
-    const size_t row = t.dynamic() ? r : 0;
-    for (int32_t k = off[row]; k < off[row + 1]; ++k) f(size_t(col[k]), v[k]);
-  } else {
-    const T* row = t.ptr<T>() + row_start(t, r, cols);
-    for (size_t c = 0; c < cols; ++c)
-      if (row[c] != T(0)) f(c, row[c]);
+// The entries of the rows of a dense or sparse target, its arrays looked up once per op call.
+template <typename T>
+class TargetRows {
+ public:
+  TargetRows(const Tensor& t, size_t cols) : t_(t), cols_(cols) {
+    if (t.is_sparse()) {
+      offsets_ = t.sparse->csr_row_offsets().data();
+      columns_ = t.sparse->csr_col_indices().data();
+      values_ = t.sparse->csr_values<T>();
+    } else {
+      values_ = t.ptr<T>();
+    }
   }
-}
+  // Calls f(column, value) for the nonzero entries of row r.
+  template <typename F>
+  void for_each(size_t r, F&& f) const {
+    if (offsets_) {
+      const size_t row = t_.dynamic() ? r : 0;
+      for (int32_t k = offsets_[row]; k < offsets_[row + 1]; ++k)
+        f(size_t(columns_[k]), values_[k]);
+    } else {
+      const T* row = values_ + row_start(t_, r, cols_);
+      for (size_t c = 0; c < cols_; ++c)
+        if (row[c] != T(0)) f(c, row[c]);
+    }
+  }
+
+ private:
+  const Tensor& t_;
+  size_t cols_;
+  const int32_t* offsets_ = nullptr;
+  const int32_t* columns_ = nullptr;
+  const T* values_ = nullptr;
+};
 
 // A loss that sums a per-element term f(output, target) over the sample. Formula gives
 // f, ∂f/∂output and ∂f/∂target.
@@ -136,18 +155,24 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   }
   // Forward keeps log_softmax(z) in the scratch area; backward reads it instead of
   // recomputing: softmax(z) = exp(log_softmax(z)) and logsumexp(z) − z = −log_softmax(z).
+  // The scratch area has room for softmax(z) after it, which backward computes in one flat pass.
+  template <typename T>
+  static T* scratch(OpCall& call, const Tensor& z) {
+    return static_cast<T*>(call.scratch->ensure(2 * z.rows() * z.sample_size() * sizeof(T)));
+  }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      T* ls = static_cast<T*>(call.scratch->ensure(z.rows() * n * sizeof(T)));
+      T* ls = scratch<T>(call, z);
       kernels::log_softmax<T>(z.rows(), n, z.ptr<T>(), ls);
       T* y = call.output->ptr<T>();
+      const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
         const T* lr = ls + row_start(z, r, n);
         T loss = 0;
-        for_each_in_row<T>(t, r, n, [&](size_t c, T v) { loss -= v * lr[c]; });
+        targets.for_each(r, [&](size_t c, T v) { loss -= v * lr[c]; });
         y[r] = loss;
       }
     });
@@ -157,24 +182,32 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* ls = static_cast<const T*>(call.scratch->ensure(z.rows() * n * sizeof(T)));
+      T* ls = scratch<T>(call, z);
       const T* dy = call.output_gradient->ptr<T>();
       const bool add = prepare_gradient<T>(g, accumulate);
+      T* softmax = ls + z.rows() * n;
+      const TargetRows<T> targets(t, n);
+      if (index == 0) {
+        const size_t size = z.rows() * n;
+#pragma omp simd
+        for (size_t i = 0; i < size; ++i) softmax[i] = kernels::fast_exp(ls[i]);
+      }
       for (size_t r = 0; r < rows; ++r) {
         const T* lr = ls + row_start(z, r, n);
         T* dx = g.ptr<T>() + row_start(g, r, n);
         if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
+          const T* p = softmax + row_start(z, r, n);
           T mass = 0;
-          for_each_in_row<T>(t, r, n, [&](size_t, T v) { mass += v; });
+          targets.for_each(r, [&](size_t, T v) { mass += v; });
           const T scale = dy[r] * mass;
           if (add) {
 #pragma omp simd
-            for (size_t c = 0; c < n; ++c) dx[c] += scale * kernels::fast_exp(lr[c]);
+            for (size_t c = 0; c < n; ++c) dx[c] += scale * p[c];
           } else {
 #pragma omp simd
-            for (size_t c = 0; c < n; ++c) dx[c] = scale * kernels::fast_exp(lr[c]);
+            for (size_t c = 0; c < n; ++c) dx[c] = scale * p[c];
           }
-          for_each_in_row<T>(t, r, n, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
+          targets.for_each(r, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
         } else {  // dt = dy · (logsumexp(z) − z)
           for (size_t c = 0; c < n; ++c) {
             T v = -dy[r] * lr[c];
@@ -201,10 +234,11 @@ class ClassificationErrorOp : public OpDef {
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
       T* y = call.output->ptr<T>();
+      const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
         size_t label = 0;
         T best = -std::numeric_limits<T>::infinity();
-        for_each_in_row<T>(t, r, n, [&](size_t c, T v) {
+        targets.for_each(r, [&](size_t c, T v) {
           if (v > best) best = v, label = c;
         });
         // Entries ranked before the label: larger scores, and equal ones earlier in the row.

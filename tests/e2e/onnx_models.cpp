@@ -14,6 +14,7 @@
 
 #include "examples/fashion_mnist.h"
 #include "loom/deploy/onnx.h"
+#include "tests/support/trained_statistics.h"
 
 using namespace loom;
 
@@ -33,18 +34,6 @@ void write_floats(const std::string& path, const std::vector<float>& v) {
 void write_ints(const std::string& path, const std::vector<int32_t>& v) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(int32_t)));
-}
-
-void set_statistics(const Function& model) {
-  RandomGenerator random(7);
-  for (const Constant& c : model.constants()) {
-    std::vector<float> v(c.shape().total_size());
-    for (float& x : v)
-      x = c.name() == "aggregate_count"      ? 100.0f
-          : c.name() == "aggregate_variance" ? float(0.5 + random.uniform())
-                                             : float(random.uniform() - 0.5);
-    c.set_value(NDArrayView::from_vector(c.shape(), v));
-  }
 }
 
 void write(const std::string& dir, const std::string& name, const Function& model,
@@ -120,7 +109,7 @@ int main(int argc, char** argv) {
       GlobalAveragePooling(),
       Dense(5),
   })(rgb);
-  set_statistics(bn_net);
+  loom::testing::set_trained_statistics(bn_net);
   write(dir, "bn_convnet", bn_net, manifest);
 
   // The elementwise, shape and reduction ops.
