@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "loom/core/error.h"
 #include "loom/core/random.h"
+#include "loom/core/threads.h"
 
 namespace loom::distributed {
 namespace {
@@ -106,6 +108,26 @@ TEST(QuantizationTest, ResidualMakesTheRunningSumExact) {
     for (size_t k = 0; k < given.size(); ++k)
       EXPECT_NEAR(sent[k] + residual[k], given[k], 1e-9) << bits << " bits";
   }
+}
+
+// Columns are quantized independently, so the bytes and residuals are the same whatever the
+// thread count (workers must agree, and a resumed run must repeat itself). Large enough for
+// the threaded loops.
+TEST(QuantizationTest, ResultsDoNotDependOnTheThreadCount) {
+  constexpr size_t kRows = 200, kCols = 784;
+  const auto values = normal_values(kRows * kCols, 7);
+  auto run = [&](int bits, int threads) {
+    const int saved = get_max_num_cpu_threads();
+    set_max_num_cpu_threads(threads);
+    std::vector<float> residual(values.size(), 0.0f), reconstructed(values.size());
+    std::vector<std::byte> packed(kCols * quantized_column_bytes<float>(kRows, bits));
+    for (int step = 0; step < 2; ++step)  // the second step starts from a residual
+      quantize_columns<float>(values.data(), residual.data(), kRows, kCols, bits, packed.data());
+    unquantize_columns<float>(packed.data(), kRows, kCols, bits, reconstructed.data(), false);
+    set_max_num_cpu_threads(saved);
+    return std::make_tuple(packed, residual, reconstructed);
+  };
+  for (int bits : {1, 3}) EXPECT_TRUE(run(bits, 1) == run(bits, 4)) << bits << " bits";
 }
 
 TEST(QuantizationTest, UnquantizeCanAdd) {
