@@ -8,7 +8,12 @@
 //   mpirun -np 4 mnist_distributed [--learner data_parallel|one_bit|block_momentum]
 //       [--block-size N (block momentum's samples per block; default 16384)] [--convnet]
 //       [--epochs N (default 1)] [--samples N (of the 54,000; default all)]
-//       [--test-samples N (of the 10,000; default all)] [--data FOLDER]
+//       [--test-samples N (of the 10,000; default all)] [--warm-start N (samples every worker
+//       trains on alike before distributing: distributed_after; default 0)] [--no-momentum]
+//       [--data FOLDER]
+//
+// --no-momentum trains with the recipe's momentum at 0 throughout. 1-bit SGD wants it on this
+// MLP: its quantization noise with momentum costs ~4 points of test error (docs/distributed.md).
 #include <cstdio>
 #include <string>
 
@@ -18,18 +23,22 @@ using namespace loom;
 
 int main(int argc, char** argv) {
   std::string algorithm = "data_parallel", folder = examples::kFashionMnistFolder;
-  bool convnet = false;
-  size_t epochs = 1, samples = 54000, test_samples = 10000, block_size = 16384;
+  bool convnet = false, momentum = true;
+  size_t epochs = 1, samples = 54000, test_samples = 10000, block_size = 16384, warm_start = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--convnet") {
       convnet = true;
+    } else if (flag == "--no-momentum") {
+      momentum = false;
     } else if (i + 1 < argc && flag == "--learner") {
       algorithm = argv[++i];
     } else if (i + 1 < argc && flag == "--epochs") {
       epochs = std::stoul(argv[++i]);
     } else if (i + 1 < argc && flag == "--block-size") {
       block_size = std::stoul(argv[++i]);
+    } else if (i + 1 < argc && flag == "--warm-start") {
+      warm_start = std::stoul(argv[++i]);
     } else if (i + 1 < argc && flag == "--samples") {
       samples = std::stoul(argv[++i]);
     } else if (i + 1 < argc && flag == "--test-samples") {
@@ -54,14 +63,16 @@ int main(int argc, char** argv) {
   Function criterion = examples::criterion_mn(model, x, y);
 
   auto recipe = examples::mnist_recipe(epoch_size);
-  auto local = momentum_sgd(model.parameters(), recipe.lrs, recipe.momentums);
+  auto local = momentum_sgd(model.parameters(), recipe.lrs,
+                            momentum ? recipe.momentums : momentum_schedule(0.0));
   std::shared_ptr<distributed::DistributedLearner> learner;
   if (algorithm == "data_parallel") {
-    learner = distributed::data_parallel_distributed_learner(local);
+    learner = distributed::data_parallel_distributed_learner(local, warm_start);
   } else if (algorithm == "one_bit") {
-    learner = distributed::data_parallel_distributed_learner(local, 0, 1);
+    learner = distributed::data_parallel_distributed_learner(local, warm_start, 1);
   } else if (algorithm == "block_momentum") {
-    learner = distributed::block_momentum_distributed_learner(local, block_size);
+    learner = distributed::block_momentum_distributed_learner(local, block_size,
+                                                              {.distributed_after = warm_start});
   } else {
     std::fprintf(stderr, "unknown learner %s\n", algorithm.c_str());
     return 2;

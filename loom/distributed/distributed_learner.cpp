@@ -16,14 +16,24 @@ constexpr int kFloatBits = 32;  // num_quantization_bits that means "no quantiza
 const char* const kDataParallel = "data_parallel_distributed_learner";
 const char* const kBlockMomentum = "block_momentum_distributed_learner";
 
-// A tensor as CNTK's quantizer sees it: columns of `rows` contiguous elements (the last axis).
+// A tensor as the quantizer sees it: columns of `rows` contiguous elements. CNTK's column is
+// the last axis (its first); Loom joins the axes before it while a column holds fewer than
+// kMinColumnRows values, so that a convolution kernel's column is its window times its input
+// channels rather than the kernel width (3 or 5 values beside 8 bytes of range).
+constexpr size_t kMinColumnRows = 64;
 struct Columns {
   size_t rows, cols;
 };
 Columns columns_of(const NDShape& shape) {
-  const size_t rows = shape.rank() ? shape[shape.rank() - 1] : 1;
+  size_t rows = 1;
+  for (size_t axis = shape.rank(); axis > 0 && rows < kMinColumnRows; --axis)
+    rows *= shape[axis - 1];
   return {rows, rows ? shape.total_size() / rows : 0};
 }
+
+// The layout of the residuals in checkpoints: 2 since columns of at least kMinColumnRows (1:
+// the last axis), which moved the stripes' boundaries.
+constexpr int64_t kResidualLayout = 2;
 
 // The columns worker `rank` of n owns (CNTK's GetStripeForNode): an even split, the first
 // cols % n workers one column more.
@@ -218,6 +228,7 @@ class DataParallelDistributedLearner final : public DistributedLearner {
       workers.emplace_back(Dictionary(DictionaryMap{{"value", value}, {"stripe", stripe}}));
     }
     d["residuals"] = std::move(workers);
+    d["residualLayout"] = kResidualLayout;
     return d;
   }
 
@@ -228,6 +239,16 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     // This worker's residuals, checked before anything changes. Saved by another number of
     // workers, the stripes differ: the error feedback then starts again from 0.
     std::vector<NDArrayView> value, stripe;
+    if (quantized()) {
+      const int64_t layout = d.contains("residualLayout") ? d.get<int64_t>("residualLayout") : 1;
+      LOOM_CHECK(layout == kResidualLayout, StateError,
+                 "the checkpoint's quantization residuals are in layout ", layout,
+                 " (columns of a tensor's last axis, written by an older Loom); this learner "
+                 "uses layout ",
+                 kResidualLayout, " (columns of at least ", kMinColumnRows,
+                 " values). Resume with the Loom that wrote it, or start a new run from the "
+                 "saved model");
+    }
     if (quantized() &&
         d.get<DictionaryVector>("residuals").size() == communicator_->num_workers()) {
       const Dictionary own(

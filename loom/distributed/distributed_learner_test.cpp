@@ -100,6 +100,18 @@ TEST(DistributedLearnerTest, CheckpointRoundTripAndRefusals) {
   auto block = block_momentum_distributed_learner(momentum(p), 4);
   EXPECT_THROW(block->restore_from_checkpoint(saved), StateError);
   EXPECT_THROW(learner->restore_from_checkpoint(momentum(p)->create_checkpoint()), StateError);
+
+  // A checkpoint of an older Loom (residuals in columns of the last axis) is refused, saying so.
+  DictionaryMap old_layout = saved.map();
+  old_layout.erase("residualLayout");
+  try {
+    learner->restore_from_checkpoint(Dictionary(old_layout));
+    ADD_FAILURE() << "an old residual layout was accepted";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("residuals are in layout 1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(p.value().to_vector<float>(), continued);  // nothing changed
 }
 
 TEST(DistributedLearnerTest, RefusesBadArguments) {

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "loom/core/error.h"
 #include "loom/core/random.h"
+#include "loom/core/threads.h"
 
 namespace loom::distributed {
 namespace {
@@ -106,6 +109,70 @@ TEST(QuantizationTest, ResidualMakesTheRunningSumExact) {
     for (size_t k = 0; k < given.size(); ++k)
       EXPECT_NEAR(sent[k] + residual[k], given[k], 1e-9) << bits << " bits";
   }
+}
+
+// Columns are quantized independently, so the bytes and residuals are the same whatever the
+// thread count (workers must agree, and a resumed run must repeat itself). Large enough for
+// the threaded loops.
+TEST(QuantizationTest, ResultsDoNotDependOnTheThreadCount) {
+  constexpr size_t kRows = 200, kCols = 784;
+  const auto values = normal_values(kRows * kCols, 7);
+  auto run = [&](int bits, int threads) {
+    const int saved = get_max_num_cpu_threads();
+    set_max_num_cpu_threads(threads);
+    std::vector<float> residual(values.size(), 0.0f), reconstructed(values.size());
+    std::vector<std::byte> packed(kCols * quantized_column_bytes<float>(kRows, bits));
+    for (int step = 0; step < 2; ++step)  // the second step starts from a residual
+      quantize_columns<float>(values.data(), residual.data(), kRows, kCols, bits, packed.data());
+    unquantize_columns<float>(packed.data(), kRows, kCols, bits, reconstructed.data(), false);
+    set_max_num_cpu_threads(saved);
+    return std::make_tuple(packed, residual, reconstructed);
+  };
+  for (int bits : {1, 3}) EXPECT_TRUE(run(bits, 1) == run(bits, 4)) << bits << " bits";
+}
+
+// Why 1-bit SGD and momentum do not mix (docs/distributed.md, "Accuracy"): on a noisy quadratic
+// 1/2 sum_i lambda_i w_i^2 (lambda from 1e-3 to 1, one column of 200), gradient descent with
+// 1-bit error feedback settles where float does without momentum, but with unit-gain momentum
+// 0.78 (the MLP recipe's per minibatch) it diverges at a step (lr lambda_max = 0.5) a quarter of
+// float's limit. 1 bit reconstructs the small values as large ones and error feedback takes
+// them back a step later; momentum delays both, and the loop oscillates.
+TEST(QuantizationTest, OneBitErrorFeedbackWithMomentumHasASmallerStableStep) {
+  constexpr size_t kDims = 200, kSteps = 2000;
+  RandomGenerator random(5);
+  std::vector<double> lambda(kDims);
+  for (auto& l : lambda) l = std::exp(std::log(1e-3) * random.uniform());
+  // The mean loss over the second half of the steps.
+  auto settle = [&](bool one_bit, double momentum) {
+    RandomGenerator noise(6);
+    std::vector<double> w(kDims, 1.0), v(kDims, 0.0), residual(kDims, 0.0), g(kDims);
+    std::vector<std::byte> packed(quantized_column_bytes<double>(kDims, 1));
+    double loss = 0;
+    for (size_t step = 0; step < kSteps; ++step) {
+      for (size_t i = 0; i < kDims; ++i)
+        g[i] = lambda[i] * w[i] + 0.1 * std::sqrt(lambda[i]) * noise.normal();
+      if (one_bit) {
+        quantize_columns<double>(g.data(), residual.data(), kDims, 1, 1, packed.data());
+        unquantize_columns<double>(packed.data(), kDims, 1, 1, g.data(), false);
+      }
+      for (size_t i = 0; i < kDims; ++i) {
+        v[i] = momentum * v[i] + (1 - momentum) * g[i];
+        w[i] -= 0.5 * v[i];
+      }
+      if (step >= kSteps / 2)
+        for (size_t i = 0; i < kDims; ++i) loss += 0.5 * lambda[i] * w[i] * w[i] / (kSteps / 2);
+    }
+    return loss;
+  };
+  const double float_plain = settle(false, 0), float_momentum = settle(false, 0.78);
+  const double one_bit_plain = settle(true, 0), one_bit_momentum = settle(true, 0.78);
+  const std::string losses = "float " + std::to_string(float_plain) + ", with momentum " +
+                             std::to_string(float_momentum) + "; 1 bit " +
+                             std::to_string(one_bit_plain) + ", with momentum " +
+                             std::to_string(one_bit_momentum);
+  EXPECT_LT(float_momentum, float_plain) << losses;           // momentum averages the noise
+  EXPECT_LT(one_bit_plain, 1.5 * float_plain) << losses;      // 1 bit alone costs little
+  EXPECT_GT(one_bit_momentum, 1000 * float_plain) << losses;  // together they diverge
 }
 
 TEST(QuantizationTest, UnquantizeCanAdd) {

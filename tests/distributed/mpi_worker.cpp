@@ -196,7 +196,7 @@ void data_parallel(Communicator& comm) {
         "the local learner counts global samples");
 }
 
-// 1-bit SGD on a regression with a [8 x 16] weight (8 columns of 16): converges, every worker
+// 1-bit SGD on a regression with a [8 x 16] weight (one column of 128): converges, every worker
 // holds the same model, a checkpoint (with the residuals) resumes exactly, and it sends at most
 // 1/16 of the bytes of a float all-reduce for a large tensor. 3 bits converge as well.
 void one_bit(Communicator& comm) {
