@@ -7,6 +7,7 @@
 #include "loom/layers/dense.h"
 #include "loom/learners/sgd.h"
 #include "loom/ops/losses.h"
+#include "loom/ops/sequence_ops.h"
 #include "loom/train/progress_printer.h"
 
 namespace loom {
@@ -74,6 +75,29 @@ TEST(FunctionTraining, EpochSizeMaxSamplesAndProgressFrequency) {
   EXPECT_EQ(m.epoch_summaries[0].samples, 4u);
   EXPECT_EQ(m.epoch_summaries[1].samples, 2u);
   EXPECT_EQ(m.updates.size(), 3u);
+}
+
+// A model that reads sequences and gives one output each: the Trainer counts the loss's samples
+// (sequences, CNTK's label samples), and an epoch of in-memory data is one sweep in that unit.
+TEST(FunctionTraining, AnEpochOfSequencesIsOneSweepInLabelSamples) {
+  Variable x = sequence::input_variable({1}, {.name = "x"});
+  Variable t = input_variable({1}, {.name = "t"});
+  Function layer = Dense(1, {.bias = false});
+  Variable y = layer(sequence::last(x));
+  Function criterion = combine({squared_error(y, t), squared_error(y, t)});
+  // Six sequences of 1 to 6 steps (21 steps in all) and one target each.
+  std::vector<std::vector<float>> sequences;
+  for (size_t n = 1; n <= 6; ++n) sequences.emplace_back(n, 1.0f);
+  const TrainSummary s = criterion.train(
+      {Value::create_sequences<float>({1}, sequences),
+       NDArrayView::from_vector<float>({6, 1}, {0, 0, 0, 0, 0, 0})},
+      {.minibatch_size = 7,
+       .parameter_learners = {sgd(layer.parameters(), learning_parameter_schedule(0.01))},
+       .max_epochs = 2});
+  ASSERT_EQ(s.epoch_summaries.size(), 2u);
+  for (auto& e : s.epoch_summaries) EXPECT_EQ(e.samples, 6u);
+  // Minibatches of at most 7 steps: {1, 2, 3}, {4}, {5}, {6}, once per epoch.
+  EXPECT_EQ(s.updates.size(), 8u);
 }
 
 TEST(FunctionTraining, MinibatchSourceByArgumentNamesOrStreams) {

@@ -66,7 +66,15 @@ BoundSource bind_data(const DataSource& data, const Function& criterion, const I
     // CNTK's MinibatchSourceFromData reads in order.
     auto source = std::make_shared<MinibatchSource>(
         MinibatchSourceFromData(named, {.randomize = false, .max_sweeps = max_sweeps}));
+    // A sweep in the Trainer's samples, the loss's (CNTK's label samples): those of the first
+    // argument on the loss's dynamic axes (the labels), else the source's.
     bound.samples_per_sweep = source->samples_per_sweep();
+    const std::vector<Axis> loss_axes = criterion.outputs()[0].dynamic_axes();
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].dynamic_axes() == loss_axes) {
+        bound.samples_per_sweep = data.arrays()[i].value.number_of_samples();
+        break;
+      }
     bound.source = std::move(source);
     for (size_t i = 0; i < args.size(); ++i)
       bound.input_map.emplace(args[i], (*bound.source)[named[i].first]);

@@ -70,7 +70,8 @@ class DataSource {
 struct BoundSource {
   std::shared_ptr<MinibatchSourceInterface> source;
   InputMap input_map;
-  // In-memory data: the samples of one sweep over them.
+  // In-memory data: the samples of one sweep over them as the Trainer counts them (the loss's;
+  // for a model that reads sequences and outputs one label each, the number of sequences).
   size_t samples_per_sweep = 0;
 };
 

@@ -16,15 +16,38 @@ bool is_graph_object(py::handle x) {
   return py::isinstance<Variable>(x) || py::isinstance<Function>(x);
 }
 
+// The names of f's parameters that a call must give (positional, without a default value); a
+// built-in without a signature to read (one of Loom's ops, e.g. sequence.last) takes one, x.
+std::vector<std::string> required_parameters(const py::function& f) {
+  py::module_ inspect = py::module_::import("inspect");
+  py::object signature;
+  try {
+    signature = inspect.attr("signature")(f);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_ValueError) && !e.matches(PyExc_TypeError)) throw;
+    return {"x"};
+  }
+  py::object empty = inspect.attr("Parameter").attr("empty");
+  py::object positional = inspect.attr("Parameter").attr("POSITIONAL_ONLY");
+  py::object either = inspect.attr("Parameter").attr("POSITIONAL_OR_KEYWORD");
+  std::vector<std::string> names;
+  for (py::handle p : signature.attr("parameters").attr("values")()) {
+    const py::object kind = p.attr("kind");
+    const py::object default_value = p.attr("default");
+    if (default_value.is(empty) && (kind.equal(positional) || kind.equal(either)))
+      names.push_back(p.attr("name").cast<std::string>());
+  }
+  return names;
+}
+
 // A Python function over Variables as a Function (CNTK's @Function): one placeholder per
-// parameter of the Python function, named after it and bound in that order by a later call; a
-// tuple result gives a function of several outputs.
+// required parameter of the Python function, named after it and bound in that order by a later
+// call; a tuple result gives a function of several outputs.
 Function function_from_callable(const py::function& f) {
-  py::object signature = py::module_::import("inspect").attr("signature")(f);
   std::vector<Variable> placeholders;
   py::list args;
-  for (py::handle name : signature.attr("parameters")) {
-    placeholders.push_back(placeholder(name.cast<std::string>()));
+  for (const std::string& name : required_parameters(f)) {
+    placeholders.push_back(placeholder(name));
     args.append(placeholders.back());
   }
   py::object result = f(*args);

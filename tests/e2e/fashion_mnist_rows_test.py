@@ -17,5 +17,5 @@ losses = [float(m.group(2)) for m in epochs]
 expect(losses[1] < losses[0], f"the loss did not fall: {losses}")
 test = matching(lines, r"Test error: ([\d.]+)%")
 expect(len(test) == 1, "no test error")
-expect(float(test[0].group(1)) < 70, f"test error {test[0].group(1)}% is not well below chance")
+expect(float(test[0].group(1)) < 50, f"test error {test[0].group(1)}% is not well below chance")
 print("fashion_mnist_rows: 1 passed, 0 failed")

@@ -41,6 +41,23 @@ def test_function_decorator_binds_arguments_in_signature_order():
     assert str(g) == "Composite(Tensor[1], Tensor[1]) -> Tuple[Tensor[1], Tensor[1]]"
 
 
+def test_callables_take_their_required_parameters_and_ops_one():
+    @C.Function
+    def f(a, b, scale=2.0, name=''):  # parameters with defaults are not arguments
+        return (a + b) * scale
+
+    assert len(f.arguments) == 2
+    # An op has no signature to read (a built-in): in Sequential it takes the one input.
+    x = C.sequence.input_variable(3)
+    C.cntk_py.set_fixed_random_seed(1)
+    m = C.layers.Sequential([C.layers.Recurrence(C.layers.LSTM(4)), C.sequence.last,
+                             C.layers.Dense(2)])
+    z = m(x)
+    assert str(z) == "Composite(Sequence[Tensor[3]]) -> Tensor[2]"
+    data = [np.ones((4, 3), np.float32), np.ones((1, 3), np.float32)]
+    assert z.eval({x: data}).shape == (2, 2)
+
+
 def test_dense_layer_parameters_printing_and_attribute_lookup():
     C.cntk_py.set_fixed_random_seed(1)
     d = C.layers.Dense(2, activation=None)
