@@ -34,10 +34,25 @@ int cv_interpolation(Interpolation i) {
   return cv::INTER_LINEAR;
 }
 
-// A ratio of the range: its minimum, or uniform in it under uniratio jitter.
-double jitter(const RatioRange& r, JitterType type, RandomGenerator& rng) {
+// A ratio of the range: its minimum without jitter, else drawn so that ratio^power is uniform
+// between min^power and max^power (uniratio: power 1).
+double jitter(const RatioRange& r, JitterType type, double power, RandomGenerator& rng) {
   if (type == JitterType::none || r.min == r.max) return r.min;
-  return r.min + (r.max - r.min) * rng.uniform();
+  const double lo = std::pow(r.min, power), hi = std::pow(r.max, power);
+  return std::pow(lo + (hi - lo) * rng.uniform(), 1 / power);
+}
+
+// The power of a crop ratio that `type` draws uniformly. A side ratio is proportional to the
+// crop's side length, an area ratio to its area: unilength draws the side length uniformly,
+// uniarea the area; uniratio the ratio itself.
+double jitter_power(JitterType type, bool area_ratio) {
+  if (type == JitterType::unilength) return area_ratio ? 0.5 : 1.0;
+  if (type == JitterType::uniarea) return area_ratio ? 1.0 : 2.0;
+  return 1.0;
+}
+
+bool random_crop(CropType type) {
+  return type == CropType::randomside || type == CropType::randomarea;
 }
 
 // Uniform in [-radius, radius].
@@ -57,19 +72,25 @@ void check_ratio(const RatioRange& r, bool zero_allowed, const char* name) {
              r.max, "]");
 }
 
-// The crop rectangle of an image of rows x cols (CNTK's CropTransformer): up to ten tries for
-// a crop that fits, else the whole image.
-cv::Rect crop_rect(const transforms::CropOptions& o, int rows, int cols, RandomGenerator& rng) {
+// The crop's size in an image of rows x cols (CNTK's CropTransformer): crop_size, each side at
+// most the image's; else up to ten draws of the ratios for a crop that fits, else the whole
+// image.
+cv::Size crop_size(const transforms::CropOptions& o, int rows, int cols, RandomGenerator& rng) {
+  if (o.crop_size.width > 0)
+    return {static_cast<int>(std::min(o.crop_size.width, size_t(cols))),
+            static_cast<int>(std::min(o.crop_size.height, size_t(rows)))};
   for (int attempt = 0; attempt < 10; ++attempt) {
     int w = cols, h = rows;
     if (o.side_ratio.max > 0) {
-      w = h = static_cast<int>(
-          std::lround(std::min(rows, cols) * jitter(o.side_ratio, o.jitter_type, rng)));
+      const double ratio =
+          jitter(o.side_ratio, o.jitter_type, jitter_power(o.jitter_type, false), rng);
+      w = h = static_cast<int>(std::lround(std::min(rows, cols) * ratio));
     } else if (o.area_ratio.max > 0) {
-      w = h = static_cast<int>(
-          std::lround(std::sqrt(double(rows) * cols * jitter(o.area_ratio, o.jitter_type, rng))));
+      const double ratio =
+          jitter(o.area_ratio, o.jitter_type, jitter_power(o.jitter_type, true), rng);
+      w = h = static_cast<int>(std::lround(std::sqrt(double(rows) * cols * ratio)));
     }
-    const double aspect = jitter(o.aspect_ratio, o.jitter_type, rng);
+    const double aspect = jitter(o.aspect_ratio, o.jitter_type, 1.0, rng);
     if (aspect != 1.0) {
       const double area = double(w) * h;
       const int longer = static_cast<int>(std::sqrt(area / aspect));
@@ -80,11 +101,27 @@ cv::Rect crop_rect(const transforms::CropOptions& o, int rows, int cols, RandomG
     }
     w = std::max(w, 1);
     h = std::max(h, 1);
-    if (w > cols || h > rows) continue;
-    if (o.crop_type == CropType::center) return {(cols - w) / 2, (rows - h) / 2, w, h};
-    return {uniform_int(cols - w, rng), uniform_int(rows - h, rng), w, h};
+    if (w <= cols && h <= rows) return {w, h};
   }
-  return {0, 0, cols, rows};
+  return {cols, rows};
+}
+
+// The crop rectangle: in the middle, anywhere for the random crops, or multiview10's view
+// (0-4 and 5-9: the top-left, top-right, bottom-left and bottom-right corners, the middle).
+cv::Rect crop_rect(const transforms::CropOptions& o, size_t view, int rows, int cols,
+                   RandomGenerator& rng) {
+  const cv::Size size = crop_size(o, rows, cols, rng);
+  const int x_room = cols - size.width, y_room = rows - size.height;
+  int x = x_room / 2, y = y_room / 2;
+  if (random_crop(o.crop_type)) {
+    x = uniform_int(x_room, rng);
+    y = uniform_int(y_room, rng);
+  } else if (o.crop_type == CropType::multiview10 && view % 5 < 4) {
+    const size_t corner = view % 5;
+    x = corner % 2 == 0 ? 0 : x_room;
+    y = corner < 2 ? 0 : y_room;
+  }
+  return {x, y, size.width, size.height};
 }
 
 cv::Mat scaled(const cv::Mat& image, const transforms::Scale& s) {
@@ -121,6 +158,12 @@ cv::Mat as_float(const cv::Mat& image) {
   return out;
 }
 
+// Pixel values kept in [0, 255].
+void clamp_pixels(cv::Mat& image) {
+  cv::min(image, 255.0, image);
+  cv::max(image, 0.0, image);
+}
+
 // CNTK's ColorTransformer on a float image of values 0..255.
 cv::Mat colored(const cv::Mat& input, const transforms::ColorOptions& o, RandomGenerator& rng) {
   cv::Mat image = as_float(input);
@@ -135,8 +178,7 @@ cv::Mat colored(const cv::Mat& input, const transforms::ColorOptions& o, RandomG
     if (o.contrast_radius > 0) alpha = 1 + symmetric(o.contrast_radius, rng);
     cv::Mat out;
     image.convertTo(out, CV_32F, alpha, beta);
-    cv::min(out, 255.0, out);
-    cv::max(out, 0.0, out);
+    clamp_pixels(out);
     image = out;
   }
   if (o.saturation_radius > 0 && image.channels() == 3) {
@@ -151,6 +193,40 @@ cv::Mat colored(const cv::Mat& input, const transforms::ColorOptions& o, RandomG
     cv::cvtColor(hsv, image, cv::COLOR_HSV2BGR);
   }
   return image;
+}
+
+// An intensity file: the eigenvalues and eigenvectors (columns) of the RGB pixel covariance.
+struct Lighting {
+  cv::Vec3d eigenvalues;
+  cv::Matx33d eigenvectors;
+};
+
+// CNTK's IntensityTransformer (AlexNet's lighting noise) on an image of values 0..255.
+cv::Mat lit(const cv::Mat& image, double stdev, const Lighting& l, RandomGenerator& rng) {
+  if (stdev == 0) return image;
+  cv::Vec3d alpha;
+  for (int i = 0; i < 3; ++i) alpha[i] = rng.normal() * stdev * l.eigenvalues[i];
+  const cv::Vec3d rgb = l.eigenvectors * alpha;
+  cv::Mat out;
+  cv::add(as_float(image),
+          image.channels() == 3 ? cv::Scalar(rgb[2], rgb[1], rgb[0]) : cv::Scalar(rgb[0]), out);
+  clamp_pixels(out);
+  return out;
+}
+
+// Reads an OpenCV XML file of `transform` (a mean or intensity file): IOError when it cannot be
+// opened, DataError when it is not OpenCV's.
+template <typename Read>
+void read_opencv_file(const char* transform, const std::string& file, Read&& read) {
+  try {
+    cv::FileStorage fs(file, cv::FileStorage::READ);
+    LOOM_CHECK(fs.isOpened(), IOError, "transforms::", transform, ": cannot open the ", transform,
+               " file (", file, ")");
+    read(fs);
+  } catch (const cv::Exception& e) {
+    throw DataError(detail::concat("transforms::", transform, ": the ", transform, " file (", file,
+                                   ") is not an OpenCV XML file: ", e.what()));
+  }
 }
 
 // Writes an H x W x C image (8-bit or float) as C x H x W values.
@@ -190,23 +266,27 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 }  // namespace
 
-// The image stream's transforms, checked, with their mean images loaded.
+// The image stream's transforms, checked, with their mean images and intensity files loaded.
 struct ImageDeserializer::Pipeline {
   std::vector<ImageTransform> transforms;
   transforms::Scale scale;
-  std::vector<cv::Mat> means;  // one per Mean transform, in order: float, H x W x C
+  std::vector<cv::Mat> means;       // one per Mean transform, in order: float, H x W x C
+  std::vector<Lighting> lightings;  // one per Intensity transform, in order
+  size_t views = 1;                 // sequences per image: 10 with a multiview10 crop
 
-  // The image in `bytes` decoded and transformed; empty when it cannot be decoded.
-  cv::Mat run(const std::vector<uint8_t>& bytes, RandomGenerator& rng) const {
+  // The image in `bytes` decoded and transformed as view `view`; empty when it cannot be
+  // decoded.
+  cv::Mat run(const std::vector<uint8_t>& bytes, size_t view, RandomGenerator& rng) const {
     if (bytes.empty()) return {};
     cv::Mat image =
         cv::imdecode(bytes, scale.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
     if (image.empty()) return image;
-    size_t mean = 0;
+    size_t mean = 0, lighting = 0;
     for (const ImageTransform& t : transforms) {
       if (const auto* crop = std::get_if<transforms::CropOptions>(&t)) {
-        image = image(crop_rect(*crop, image.rows, image.cols, rng));
-        if (crop->crop_type != CropType::center && rng.uniform() < 0.5) {
+        image = image(crop_rect(*crop, view, image.rows, image.cols, rng));
+        const bool mirrored = crop->crop_type == CropType::multiview10 && view >= 5;
+        if ((random_crop(crop->crop_type) && rng.uniform() < 0.5) || mirrored) {
           cv::Mat flipped;
           cv::flip(image, flipped, 1);
           image = flipped;
@@ -215,6 +295,8 @@ struct ImageDeserializer::Pipeline {
         image = scaled(image, scale);
       } else if (std::holds_alternative<transforms::Mean>(t)) {
         image = as_float(image) - means[mean++];
+      } else if (const auto* i = std::get_if<transforms::Intensity>(&t)) {
+        image = lit(image, i->intensity_stdev, lightings[lighting++], rng);
       } else {
         image = colored(image, std::get<transforms::ColorOptions>(t), rng);
       }
@@ -269,12 +351,36 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
           check_ratio(c->aspect_ratio, false, "aspect_ratio");
           LOOM_CHECK(c->side_ratio.max == 0 || c->area_ratio.max == 0, ArgumentError,
                      "transforms::crop: side_ratio and area_ratio cannot both be given");
-          LOOM_CHECK(c->crop_type != CropType::randomside || c->side_ratio.max > 0, ArgumentError,
-                     "transforms::crop: crop_type randomside needs side_ratio");
-          LOOM_CHECK(c->crop_type != CropType::randomarea || c->area_ratio.max > 0, ArgumentError,
-                     "transforms::crop: crop_type randomarea needs area_ratio");
+          const CropSize& size = c->crop_size;
+          const bool sized = size.width > 0 || size.height > 0;
+          LOOM_CHECK(!sized || (size.width > 0 && size.height > 0), ArgumentError,
+                     "transforms::crop: crop_size needs a positive width and height, got ",
+                     size.width, " x ", size.height);
+          LOOM_CHECK(!sized || (c->side_ratio.max == 0 && c->area_ratio.max == 0 &&
+                                c->aspect_ratio.min == 1 && c->aspect_ratio.max == 1 &&
+                                c->jitter_type == JitterType::none),
+                     ArgumentError, "transforms::crop: crop_size (", size.width, " x ", size.height,
+                     ") fixes the crop's size; give no side_ratio, area_ratio, aspect_ratio or "
+                     "jitter_type with it");
+          LOOM_CHECK(c->crop_type != CropType::randomside || c->side_ratio.max > 0 || sized,
+                     ArgumentError,
+                     "transforms::crop: crop_type randomside needs side_ratio or "
+                     "crop_size");
+          LOOM_CHECK(c->crop_type != CropType::randomarea || c->area_ratio.max > 0 || sized,
+                     ArgumentError,
+                     "transforms::crop: crop_type randomarea needs area_ratio or "
+                     "crop_size");
+          LOOM_CHECK(c->crop_type != CropType::multiview10 || c->jitter_type == JitterType::none,
+                     ArgumentError,
+                     "transforms::crop: crop_type multiview10 (the same 10 views "
+                     "of every image, for evaluation) takes no jitter_type");
+          if (c->crop_type == CropType::multiview10) pipeline_->views = 10;
         } else if (std::holds_alternative<transforms::Mean>(t)) {
           mean_before_scale = mean_before_scale || scales == 0;
+        } else if (const auto* i = std::get_if<transforms::Intensity>(&t)) {
+          LOOM_CHECK(i->intensity_stdev >= 0 && std::isfinite(i->intensity_stdev), ArgumentError,
+                     "transforms::intensity: intensity_stdev must be a number >= 0, got ",
+                     i->intensity_stdev);
         } else {
           const auto& c = std::get<transforms::ColorOptions>(t);
           for (double r : {c.brightness_radius, c.contrast_radius, c.saturation_radius})
@@ -297,33 +403,44 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
   image_stream_ = image;
   label_stream_ = label;
 
-  // Mean images, of the scaled size.
+  // Mean images, of the scaled size, and intensity files.
   const transforms::Scale& s = pipeline_->scale;
   for (const ImageTransform& t : pipeline_->transforms) {
-    const auto* m = std::get_if<transforms::Mean>(&t);
-    if (m == nullptr) continue;
-    cv::Mat mean;
-    int channels = 0, rows = 0, cols = 0;
-    try {
-      cv::FileStorage fs(m->filename, cv::FileStorage::READ);
-      LOOM_CHECK(fs.isOpened(), IOError, "transforms::mean: cannot open the mean file (",
-                 m->filename, ")");
-      fs["MeanImg"] >> mean;
-      fs["Channel"] >> channels;
-      fs["Row"] >> rows;
-      fs["Col"] >> cols;
-    } catch (const cv::Exception& e) {
-      throw DataError(detail::concat("transforms::mean: the mean file (", m->filename,
-                                     ") is not an OpenCV XML file: ", e.what()));
+    if (const auto* m = std::get_if<transforms::Mean>(&t)) {
+      cv::Mat mean;
+      int channels = 0, rows = 0, cols = 0;
+      read_opencv_file("mean", m->filename, [&](cv::FileStorage& fs) {
+        fs["MeanImg"] >> mean;
+        fs["Channel"] >> channels;
+        fs["Row"] >> rows;
+        fs["Col"] >> cols;
+      });
+      LOOM_CHECK(!mean.empty() && size_t(channels) == s.channels && size_t(rows) == s.height &&
+                     size_t(cols) == s.width &&
+                     mean.total() * size_t(mean.channels()) == s.channels * s.height * s.width,
+                 DataError, "transforms::mean: the mean file (", m->filename, ") holds a ",
+                 channels, " x ", rows, " x ", cols, " MeanImg of ",
+                 mean.total() * size_t(mean.channels()), " values; the scaled images are ",
+                 s.channels, " x ", s.height, " x ", s.width);
+      cv::Mat shaped = mean.reshape(channels, rows);
+      pipeline_->means.push_back(as_float(shaped).clone());
+    } else if (const auto* i = std::get_if<transforms::Intensity>(&t)) {
+      cv::Mat values, vectors;
+      read_opencv_file("intensity", i->intensity_file, [&](cv::FileStorage& fs) {
+        fs["EigVal"] >> values;
+        fs["EigVec"] >> vectors;
+      });
+      LOOM_CHECK(values.total() == 3 && values.channels() == 1 && vectors.rows == 3 &&
+                     vectors.cols == 3 && vectors.channels() == 1,
+                 DataError, "transforms::intensity: the intensity file (", i->intensity_file,
+                 ") holds an EigVal of ", values.rows, " x ", values.cols, " x ", values.channels(),
+                 " and an EigVec of ", vectors.rows, " x ", vectors.cols, " x ", vectors.channels(),
+                 " values; it needs EigVal 1 x 3 and EigVec 3 x 3 (eigenvectors as columns)");
+      Lighting l;
+      values.reshape(1, 3).convertTo(cv::Mat(3, 1, CV_64F, l.eigenvalues.val), CV_64F);
+      vectors.convertTo(cv::Mat(3, 3, CV_64F, l.eigenvectors.val), CV_64F);
+      pipeline_->lightings.push_back(l);
     }
-    LOOM_CHECK(!mean.empty() && size_t(channels) == s.channels && size_t(rows) == s.height &&
-                   size_t(cols) == s.width &&
-                   mean.total() * size_t(mean.channels()) == s.channels * s.height * s.width,
-               DataError, "transforms::mean: the mean file (", m->filename, ") holds a ", channels,
-               " x ", rows, " x ", cols, " MeanImg of ", mean.total() * size_t(mean.channels()),
-               " values; the scaled images are ", s.channels, " x ", s.height, " x ", s.width);
-    cv::Mat shaped = mean.reshape(channels, rows);
-    pipeline_->means.push_back(as_float(shaped).clone());
   }
 
   // The map file: "path<TAB>label" lines.
@@ -377,7 +494,7 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
     std::vector<char> decodes(entries_.size());
     for_each_item(entries_.size(), reader_threads(options.num_threads), [&](size_t i) {
       RandomGenerator rng(0, entries_[i].line);
-      decodes[i] = !pipeline_->run(read_bytes(entries_[i].path), rng).empty();
+      decodes[i] = !pipeline_->run(read_bytes(entries_[i].path), 0, rng).empty();
     });
     std::vector<Entry> good;
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -391,9 +508,9 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
   LOOM_CHECK(!entries_.empty(), DataError, "ImageDeserializer: the map file (", map_file,
              ") lists no image");
   const size_t image_bytes = s.channels * s.height * s.width * size_of(streams_[image].dtype);
-  per_chunk_ =
-      sequences_per_chunk(options.chunking, entries_.size(), entries_.size() * image_bytes);
-  chunk_infos_ = make_chunks(entries_.size(), per_chunk_);
+  const size_t sequences = entries_.size() * pipeline_->views;
+  per_chunk_ = sequences_per_chunk(options.chunking, sequences, sequences * image_bytes);
+  chunk_infos_ = make_chunks(sequences, per_chunk_);
 }
 
 std::vector<SequenceInfo> ImageDeserializer::sequence_infos(size_t chunk) const {
@@ -402,7 +519,7 @@ std::vector<SequenceInfo> ImageDeserializer::sequence_infos(size_t chunk) const 
   std::vector<SequenceInfo> out;
   const size_t first = chunk * per_chunk_;
   for (size_t i = first; i < first + chunk_infos_[chunk].num_sequences; ++i)
-    out.push_back({1, entries_[i].line});
+    out.push_back({1, entries_[i / pipeline_->views].line});
   return out;
 }
 
@@ -414,14 +531,14 @@ std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk
                                                                     uint64_t seed) {
   auto out = std::make_shared<Chunk>();
   out->sequences = sequence_infos(chunk);
-  const size_t first = chunk * per_chunk_, n = out->sequences.size();
+  const size_t first = chunk * per_chunk_, n = out->sequences.size(), views = pipeline_->views;
   out->streams.resize(streams_.size());
 
   StreamChunkData& labels = out->streams[label_stream_];
   for (size_t i = 0; i < n; ++i) {
     labels.sample_begin.push_back(i + 1);
     labels.nnz_begin.push_back(i + 1);
-    labels.indices.push_back(static_cast<int32_t>(entries_[first + i].label));
+    labels.indices.push_back(static_cast<int32_t>(entries_[(first + i) / views].label));
   }
   dispatch(streams_[label_stream_].dtype,
            [&](auto zero) { values_of<decltype(zero)>(labels).assign(n, decltype(zero){1}); });
@@ -434,12 +551,14 @@ std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk
     std::vector<T>& values = values_of<T>(images);
     values.resize(n * dim);
     for_each_item(n, reader_threads(options_.num_threads), [&](size_t i) {
-      const Entry& e = entries_[first + i];
-      // The stream: (sweep, line), so neither the thread nor the chunking changes the draws.
-      RandomGenerator rng(seed, (uint64_t(sweep) << 40) ^ e.line);
+      const Entry& e = entries_[(first + i) / views];
+      const size_t view = (first + i) % views;
+      // The stream: (sweep, line, view), so neither the thread nor the chunking changes the
+      // draws.
+      RandomGenerator rng(seed, (uint64_t(sweep) << 40) ^ (e.line * views + view));
       cv::Mat image;
       try {
-        image = pipeline_->run(read_bytes(e.path), rng);
+        image = pipeline_->run(read_bytes(e.path), view, rng);
       } catch (const cv::Exception& error) {
         throw DataError(detail::concat("ImageDeserializer: the image '", e.path, "' in line ",
                                        e.line + 1, " of the map file (", map_file_,

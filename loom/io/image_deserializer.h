@@ -12,7 +12,8 @@
 // stream with field "label" delivers the label as a one-hot vector of its shape, always sparse
 // (CSR), as CNTK. JPEG and PNG (and whatever else OpenCV decodes) are read when a chunk loads,
 // on reader threads. Each image is a sequence of one sample; its key is its map file line
-// (0-based).
+// (0-based). With a multiview10 crop each image is 10 sequences in a row, its 10 views, all
+// keyed by its line (CNTK's copies).
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,8 @@ class ImageDeserializer : public Deserializer {
   // IOError when the map file cannot be read; DataError naming the map file and line for a
   // malformed line, a label outside [0, label dimension) or a missing image; ArgumentError for
   // streams other than one "image" and one "label" field, an image stream without exactly one
-  // scale transform (after every crop), a mean before the scale or bad transform options.
+  // scale transform (after every crop), a mean before the scale or bad transform options;
+  // IOError or DataError for a mean or intensity file that cannot be read or does not fit.
   ImageDeserializer(const std::string& map_file, const StreamDefs& streams,
                     ImageOptions options = {});
   ~ImageDeserializer() override;
@@ -53,7 +55,7 @@ class ImageDeserializer : public Deserializer {
   // The chunk as read in sweep 0 with seed 0.
   std::shared_ptr<const Chunk> load_chunk(size_t chunk) override;
   // Decodes and transforms the chunk's images as in `sweep`: random transforms draw from a
-  // generator of (seed, sweep, map line), so they differ from sweep to sweep and a source
+  // generator of (seed, sweep, map line, view), so they differ from sweep to sweep and a source
   // restored from a checkpoint draws them again alike. DataError naming the image and its map
   // file line when one cannot be read or decoded.
   std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep,

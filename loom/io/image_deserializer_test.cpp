@@ -417,5 +417,275 @@ TEST_F(ImageDeserializerTest, Seed002CreateImageReader) {
   EXPECT_EQ(samples, 40u);
 }
 
+// The transforms on synthetic images whose pixels name their place (image_test_util.h): blue is
+// the column, green the row.
+
+// A color stream through `crops`, scaled to width x height by nearest neighbours (a crop no
+// larger than that keeps its first and last columns and rows in the corners), then `after`.
+StreamDefs color_stream(std::vector<ImageTransform> crops, size_t width, size_t height,
+                        std::vector<ImageTransform> after = {}) {
+  crops.push_back(transforms::scale(width, height, 3, {.interpolations = Interpolation::nearest}));
+  crops.insert(crops.end(), after.begin(), after.end());
+  return {{"features", {.field = "image", .transforms = crops}},
+          {"labels", {.field = "label", .shape = 2}}};
+}
+
+// The source columns and rows at the corners of sample i of [3, height, width] images: the
+// crop's first and last column (reversed when flipped) and row.
+struct Corners {
+  float first_column, last_column, first_row, last_row;
+  float width() const { return std::abs(last_column - first_column) + 1; }
+  float height() const { return last_row - first_row + 1; }
+  bool flipped() const { return last_column < first_column; }
+};
+Corners corners(const std::vector<float>& images, size_t i, size_t width, size_t height) {
+  const float* p = images.data() + i * 3 * width * height;
+  const float* green = p + width * height;
+  return {p[0], p[width - 1], green[0], green[(height - 1) * width]};
+}
+
+// Sample i is the crop of a position image at (x, y), flipped or not, pixel by pixel.
+void expect_crop(const std::vector<float>& images, size_t i, size_t width, size_t height, int x,
+                 int y, bool flipped) {
+  const float* p = images.data() + i * 3 * width * height;
+  for (size_t r = 0; r < height; ++r)
+    for (size_t c = 0; c < width; ++c) {
+      const size_t column = flipped ? width - 1 - c : c;
+      ASSERT_EQ(p[r * width + c], float(x + int(column)))
+          << "sample " << i << " at " << r << ", " << c;
+      ASSERT_EQ(p[width * height + r * width + c], float(y + int(r)))
+          << "sample " << i << " at " << r << ", " << c;
+    }
+}
+
+TEST(ImageTransformTest, CropSizeCenterCutsTheMiddlePixels) {
+  const std::string map = write_repeated_image("crop_size", position_image(40, 30), 3);
+  // 20 x 10 of 40 x 30: columns 10..29, rows 10..19, unflipped.
+  std::vector<float> got = all_images(*std::make_shared<ImageDeserializer>(
+      map, color_stream({transforms::crop({.crop_size = {20, 10}})}, 20, 10)));
+  for (size_t i = 0; i < 3; ++i) expect_crop(got, i, 20, 10, 10, 10, false);
+  // One number: a square, 16 x 16 at (12, 7).
+  got = all_images(*std::make_shared<ImageDeserializer>(
+      map, color_stream({transforms::crop({.crop_size = 16})}, 16, 16)));
+  expect_crop(got, 0, 16, 16, 12, 7, false);
+  // Larger than the image: each side at most the image's, as CNTK (50 x 20 -> 40 x 20).
+  got = all_images(*std::make_shared<ImageDeserializer>(
+      map, color_stream({transforms::crop({.crop_size = {50, 20}})}, 40, 20)));
+  expect_crop(got, 0, 40, 20, 0, 5, false);
+}
+
+TEST(ImageTransformTest, RandomCropSizeStaysInsideAndReproducesAfterRestore) {
+  const size_t n = 60;
+  const std::string map = write_repeated_image("random_crop_size", position_image(40, 30), n);
+  for (CropType type : {CropType::randomside, CropType::randomarea}) {
+    const StreamDefs defs =
+        color_stream({transforms::crop({.crop_type = type, .crop_size = {12, 8}})}, 12, 8);
+    ImageDeserializer d(map, defs);
+    const std::vector<float> got = all_images(d, 0, 7);
+    std::set<std::pair<float, float>> places;
+    size_t flipped = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Corners c = corners(got, i, 12, 8);
+      const int x = int(std::min(c.first_column, c.last_column)), y = int(c.first_row);
+      ASSERT_GE(x, 0);
+      ASSERT_LE(x + 11, 39);
+      ASSERT_GE(y, 0);
+      ASSERT_LE(y + 7, 29);
+      expect_crop(got, i, 12, 8, x, y, c.flipped());
+      places.insert({float(x), float(y)});
+      flipped += c.flipped();
+    }
+    EXPECT_GT(places.size(), n / 3);  // 29 x 23 places
+    EXPECT_GT(flipped, n / 4);        // flipped with probability 1/2
+    EXPECT_LT(flipped, 3 * n / 4);
+    // The same seed and sweep: the same crops, also from a new deserializer and other chunks.
+    EXPECT_EQ(all_images(d, 0, 7), got);
+    ImageDeserializer chunked(map, defs,
+                              {.num_threads = 2, .chunking = {.sequences_per_chunk = 7}});
+    EXPECT_EQ(all_images(chunked, 0, 7), got);
+    EXPECT_NE(all_images(d, 1, 7), got);
+    // Through a source: a restored source draws the next sweep's crops again alike.
+    auto make = [&] {
+      return MinibatchSource(std::make_shared<ImageDeserializer>(map, defs),
+                             {.randomize = false, .randomization_seed = 7});
+    };
+    auto sweep_of = [&](MinibatchSource& s) {
+      return s.next_minibatch(n).at(s["features"]).data.data().to_vector<float>();
+    };
+    MinibatchSource a = make();
+    EXPECT_EQ(sweep_of(a), got);
+    const Dictionary state = a.get_checkpoint_state();
+    const std::vector<float> second = sweep_of(a);
+    MinibatchSource restored = make();
+    restored.restore_from_checkpoint(state);
+    EXPECT_EQ(sweep_of(restored), second);
+  }
+}
+
+TEST(ImageTransformTest, Multiview10GivesTheTenViewsInCntkOrder) {
+  const std::string map = write_repeated_image("multiview", position_image(40, 30), 2);
+  const StreamDefs defs = color_stream(
+      {transforms::crop({.crop_type = CropType::multiview10, .crop_size = {20, 10}})}, 20, 10);
+  ImageDeserializer d(map, defs, {.chunking = {.sequences_per_chunk = 7}});
+  // Each image is 10 sequences, all keyed by its map line: CNTK's copies 0-9.
+  EXPECT_EQ(d.number_of_sequences(), 20u);
+  std::vector<uint64_t> keys;
+  for (size_t k = 0; k < d.chunk_infos().size(); ++k)
+    for (const SequenceInfo& s : d.sequence_infos(k)) keys.push_back(s.key);
+  EXPECT_EQ(keys,
+            std::vector<uint64_t>({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  // Top-left, top-right, bottom-left, bottom-right, centre; then the same flipped.
+  const int x[] = {0, 20, 0, 20, 10}, y[] = {0, 0, 20, 20, 10};
+  const std::vector<float> got = all_images(d, 3, 9);
+  for (size_t i = 0; i < 20; ++i) expect_crop(got, i, 20, 10, x[i % 5], y[i % 5], i % 10 >= 5);
+  EXPECT_EQ(all_images(d, 4, 1), got);  // no random draws
+  // Without crop_size the views are the ratio's crop: 15 x 15 of 40 x 30.
+  ImageDeserializer ratio(
+      map, color_stream({transforms::crop({.crop_type = CropType::multiview10, .side_ratio = 0.5})},
+                        15, 15));
+  const std::vector<float> views = all_images(ratio);
+  const int rx[] = {0, 25, 0, 25, 12}, ry[] = {0, 0, 15, 15, 7};
+  for (size_t i = 0; i < 10; ++i) expect_crop(views, i, 15, 15, rx[i % 5], ry[i % 5], i >= 5);
+}
+
+// unilength draws the crop's side uniformly, uniarea its area, from either ratio: on a
+// 250 x 250 image, side_ratio 0.2..1 and area_ratio 0.04..1 both give sides 50..250.
+TEST(ImageTransformTest, UnilengthAndUniareaDrawSidesOrAreasUniformly) {
+  const size_t n = 300;
+  const std::string map = write_repeated_image("jitter", position_image(250, 250), n);
+  struct Case {
+    JitterType jitter;
+    bool side;  // side_ratio, else area_ratio
+  };
+  for (const Case& k : {Case{JitterType::unilength, true}, Case{JitterType::unilength, false},
+                        Case{JitterType::uniarea, true}, Case{JitterType::uniarea, false}}) {
+    transforms::CropOptions crop{.jitter_type = k.jitter};
+    (k.side ? crop.side_ratio : crop.area_ratio) =
+        k.side ? RatioRange(0.2, 1.0) : RatioRange(0.04, 1.0);
+    ImageDeserializer d(map, color_stream({transforms::crop(crop)}, 250, 250));
+    const std::vector<float> got = all_images(d);
+    // The uniform quantity: the side (50..250) or the area (2500..62500).
+    const bool by_area = k.jitter == JitterType::uniarea;
+    const double lo = by_area ? 2500 : 50, hi = by_area ? 62500 : 250;
+    double sum = 0;
+    size_t below_middle = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Corners c = corners(got, i, 250, 250);
+      ASSERT_EQ(c.width(), c.height());
+      ASSERT_GE(c.width(), 50);
+      ASSERT_LE(c.width(), 250);
+      const double q = by_area ? double(c.width()) * c.width() : c.width();
+      sum += q;
+      below_middle += q < (lo + hi) / 2;
+    }
+    SCOPED_TRACE(testing::Message() << "jitter " << int(k.jitter) << (k.side ? " side" : " area"));
+    // Uniform: mean (lo + hi) / 2 within 4 standard errors (uniratio of the other kind is 7-11
+    // away), half of the draws below it.
+    const double standard_error = (hi - lo) / std::sqrt(12.0 * n);
+    EXPECT_NEAR(sum / n, (lo + hi) / 2, 4 * standard_error);
+    EXPECT_NEAR(double(below_middle) / n, 0.5, 0.1);
+  }
+}
+
+// Intensity: with EigVal (1, 0, 0) and the first eigenvector (1, 2, 3), each image draws one
+// a ~ N(0, stdev) and adds a to red, 2a to green and 3a to blue.
+TEST(ImageTransformTest, IntensityAddsEigenvectorsTimesNormalDraws) {
+  const size_t n = 200;
+  const std::string map =
+      write_repeated_image("intensity", cv::Mat(10, 20, CV_8UC3, cv::Scalar(100, 120, 140)), n);
+  const std::string file = test_dir() + "/intensity/eigen.xml";
+  {
+    cv::FileStorage fs(file, cv::FileStorage::WRITE);
+    fs << "EigVal" << cv::Mat(cv::Matx13f(1, 0, 0));
+    fs << "EigVec" << cv::Mat(cv::Matx33f(1, 0, 0, 2, 0, 0, 3, 0, 0));
+  }
+  ImageDeserializer d(map, color_stream({}, 20, 10, {transforms::intensity(4, file)}));
+  const std::vector<float> got = all_images(d);
+  double sum = 0, squares = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float* p = got.data() + i * 600;
+    const double a = p[400] - 140.0;  // red
+    for (size_t k = 0; k < 200; ++k) {
+      ASSERT_NEAR(p[k], 100 + 3 * a, 1e-3);
+      ASSERT_NEAR(p[200 + k], 120 + 2 * a, 1e-3);
+      ASSERT_NEAR(p[400 + k], 140 + a, 1e-3);
+    }
+    sum += a;
+    squares += a * a;
+  }
+  EXPECT_NEAR(sum / n, 0, 4 * 4 / std::sqrt(double(n)));
+  EXPECT_NEAR(std::sqrt(squares / n), 4, 0.8);
+  // A gray image gets the red shift; stdev 0 changes nothing.
+  StreamDefs gray_defs = color_stream({}, 20, 10, {transforms::intensity(4, file)});
+  gray_defs[0].second.transforms[0] = transforms::scale(20, 10, 1);
+  const std::vector<float> gray_got =
+      all_images(*std::make_shared<ImageDeserializer>(map, gray_defs));
+  gray_defs[0].second.transforms.pop_back();
+  const std::vector<float> plain = all_images(*std::make_shared<ImageDeserializer>(map, gray_defs));
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(gray_got[i * 200 + 7] - plain[i * 200 + 7], got[i * 600 + 400] - 140.0f, 1e-3);
+  EXPECT_EQ(all_images(*std::make_shared<ImageDeserializer>(
+                map, color_stream({}, 20, 10, {transforms::intensity(0, file)}))),
+            all_images(*std::make_shared<ImageDeserializer>(map, color_stream({}, 20, 10))));
+}
+
+TEST(ImageTransformTest, BadCropAndIntensityOptionsRaise) {
+  const std::string map = write_repeated_image("bad_options", position_image(40, 30), 1);
+  const std::string dir = test_dir() + "/bad_options";
+  auto error = [&](std::vector<ImageTransform> crops, std::vector<ImageTransform> after = {}) {
+    return error_of([&] { ImageDeserializer(map, color_stream(crops, 8, 8, after)); });
+  };
+  const std::vector<std::pair<std::vector<ImageTransform>, std::string>> crops{
+      {{transforms::crop({.crop_size = {10, 0}})},
+       "crop_size needs a positive width and height, got 10 x 0"},
+      {{transforms::crop({.crop_size = 10, .side_ratio = 0.5})}, "crop_size (10 x 10) fixes"},
+      {{transforms::crop({.crop_size = 10, .area_ratio = 0.5})}, "crop_size (10 x 10) fixes"},
+      {{transforms::crop({.crop_size = 10, .aspect_ratio = 0.5})}, "crop_size (10 x 10) fixes"},
+      {{transforms::crop({.crop_size = 10, .jitter_type = JitterType::uniratio})},
+       "crop_size (10 x 10) fixes"},
+      {{transforms::crop({.crop_type = CropType::multiview10,
+                          .side_ratio = {0.5, 0.8},
+                          .jitter_type = JitterType::unilength})},
+       "multiview10 (the same 10 views of every image, for evaluation) takes no jitter_type"},
+      {{transforms::crop({.crop_type = CropType::randomside, .area_ratio = 0.5})},
+       "randomside needs side_ratio or crop_size"},
+      {{transforms::crop({.crop_type = CropType::randomarea})},
+       "randomarea needs area_ratio or crop_size"},
+      {{transforms::crop({.side_ratio = {0.5, 1.2}, .jitter_type = JitterType::uniarea})},
+       "side_ratio must lie in (0, 1]"},
+      {{transforms::crop({.area_ratio = {0, 0.5}, .jitter_type = JitterType::unilength})},
+       "area_ratio must lie in (0, 1]"},
+  };
+  for (const auto& [transforms, what] : crops) {
+    const std::string msg = error(transforms);
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    EXPECT_THROW(ImageDeserializer(map, color_stream(transforms, 8, 8)), ArgumentError);
+  }
+  // Intensity: a negative stdev, a missing file, a file that is not OpenCV's, wrong sizes.
+  std::string msg = error({}, {transforms::intensity(-1, dir + "/none.xml")});
+  EXPECT_NE(msg.find("intensity_stdev must be a number >= 0, got -1"), std::string::npos) << msg;
+  EXPECT_THROW(
+      ImageDeserializer(map, color_stream({}, 8, 8, {transforms::intensity(1, dir + "/none.xml")})),
+      IOError);
+  msg = error({}, {transforms::intensity(1, dir + "/none.xml")});
+  EXPECT_NE(msg.find("cannot open the intensity file (" + dir + "/none.xml)"), std::string::npos)
+      << msg;
+  std::ofstream(dir + "/text.xml") << "EigVal 1 2 3\n";
+  msg = error({}, {transforms::intensity(1, dir + "/text.xml")});
+  EXPECT_NE(msg.find("text.xml"), std::string::npos) << msg;
+  {
+    cv::FileStorage fs(dir + "/short.xml", cv::FileStorage::WRITE);
+    fs << "EigVal" << cv::Mat(cv::Matx12f(1, 2));
+    fs << "EigVec" << cv::Mat(cv::Matx33f::eye());
+  }
+  EXPECT_THROW(ImageDeserializer(
+                   map, color_stream({}, 8, 8, {transforms::intensity(1, dir + "/short.xml")})),
+               DataError);
+  msg = error({}, {transforms::intensity(1, dir + "/short.xml")});
+  EXPECT_NE(msg.find("short.xml) holds an EigVal of 1 x 2 x 1 and an EigVec of 3 x 3 x 1"),
+            std::string::npos)
+      << msg;
+}
+
 }  // namespace
 }  // namespace loom

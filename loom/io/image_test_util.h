@@ -1,5 +1,6 @@
-// Real images for the image reader's tests: Fashion-MNIST items (Debian's
-// dataset-fashion-mnist) written as PNG or JPEG files with a CNTK map file beside them.
+// Images for the image reader's tests: Fashion-MNIST items (Debian's dataset-fashion-mnist)
+// written as PNG or JPEG files with a CNTK map file beside them, and synthetic images whose
+// pixels name their place, so crops can be checked exactly.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -54,6 +55,27 @@ inline std::string write_images(const std::string& folder_name, const FashionMni
     EXPECT_TRUE(cv::imwrite(folder + "/" + name, image, {cv::IMWRITE_JPEG_QUALITY, 95}));
     map << name << "\t" << data.labels[i] << "\n";
   }
+  return folder + "/map.txt";
+}
+
+// A width x height color image whose pixels name their place: blue is the column, green the
+// row (both below 256), red 128.
+inline cv::Mat position_image(int width, int height) {
+  cv::Mat image(height, width, CV_8UC3);
+  for (int r = 0; r < height; ++r)
+    for (int c = 0; c < width; ++c) image.at<cv::Vec3b>(r, c) = {uint8_t(c), uint8_t(r), 128};
+  return image;
+}
+
+// Writes `image` as <folder>/image.png and <folder>/map.txt listing it `count` times (label 0),
+// each line a sequence with random draws of its own; returns the map file's path.
+inline std::string write_repeated_image(const std::string& folder_name, const cv::Mat& image,
+                                        size_t count) {
+  const std::string folder = test_dir() + "/" + folder_name;
+  std::filesystem::create_directories(folder);
+  EXPECT_TRUE(cv::imwrite(folder + "/image.png", image));
+  std::ofstream map(folder + "/map.txt");
+  for (size_t i = 0; i < count; ++i) map << "image.png\t0\n";
   return folder + "/map.txt";
 }
 

@@ -5,9 +5,9 @@
 //                                                                .side_ratio = 0.8}),
 //                                              transforms::scale(32, 32, 3)}}
 //
-// Random choices (crop size and place, horizontal flip, color changes) come from a generator
-// seeded by (the deserializer's seed, the sweep, the sequence), so they do not depend on the
-// thread that decodes an image, and a restored checkpoint reproduces them.
+// Random choices (crop size and place, horizontal flip, color and intensity changes) come from a
+// generator seeded by (the deserializer's seed, the sweep, the sequence), so they do not depend
+// on the thread that decodes an image, and a restored checkpoint reproduces them.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +17,8 @@
 
 namespace loom {
 
-enum class CropType { center, randomside, randomarea };
-enum class JitterType { none, uniratio };
+enum class CropType { center, randomside, randomarea, multiview10 };
+enum class JitterType { none, uniratio, unilength, uniarea };
 enum class Interpolation { nearest, linear, cubic, lanczos };
 enum class ScaleMode { fill, crop, pad };
 
@@ -30,17 +30,30 @@ struct RatioRange {
   RatioRange(double lo, double hi) : min(lo), max(hi) {}
 };
 
+// A crop of width x height pixels: `224` (square) or `{256, 224}` (CNTK's "256:224"); 0: none.
+struct CropSize {
+  size_t width = 0, height = 0;
+  CropSize() = default;
+  CropSize(size_t side) : width(side), height(side) {}  // NOLINT: a plain number is a square
+  CropSize(size_t w, size_t h) : width(w), height(h) {}
+};
+
 namespace transforms {
 
-// CNTK's crop(crop_type, side_ratio, area_ratio, aspect_ratio, jitter_type) without crop_size
-// and multiview10. The crop is side_ratio of the shorter side, or covers area_ratio of the area
-// (at most one of them; neither: the whole image), then reshaped to aspect_ratio (width/height
-// or height/width, either with probability 1/2) keeping its area. center places it in the
-// middle; randomside (needs side_ratio) and randomarea (needs area_ratio) anywhere, and flip the
-// image horizontally with probability 1/2. jitter_type uniratio draws each ratio uniformly
-// from its range; none takes the range's minimum.
+// CNTK's crop(crop_type, crop_size, side_ratio, area_ratio, aspect_ratio, jitter_type). The crop
+// is crop_size pixels (each side at most the image's; it takes no ratios and no jitter), or
+// side_ratio of the shorter side, or covers area_ratio of the area (at most one of them;
+// neither: the whole image), then reshaped to aspect_ratio (width/height or height/width, either
+// with probability 1/2) keeping its area. center places it in the middle; randomside (needs
+// side_ratio or crop_size) and randomarea (needs area_ratio or crop_size) anywhere, and flip the
+// image horizontally with probability 1/2. multiview10 (evaluation; no jitter) makes each image
+// 10 sequences in a row, its views: the crop at the top-left, top-right, bottom-left and
+// bottom-right corners and in the middle, then the same five flipped horizontally. jitter_type
+// draws each ratio of a range: none takes the minimum; uniratio draws the ratio uniformly;
+// unilength draws the crop's side length uniformly, uniarea its area (aspect_ratio uniformly).
 struct CropOptions {
   CropType crop_type = CropType::center;
+  CropSize crop_size = {};
   RatioRange side_ratio = {};
   RatioRange area_ratio = {};
   RatioRange aspect_ratio = 1.0;
@@ -76,10 +89,19 @@ struct ColorOptions {
   double saturation_radius = 0;
 };
 
+// CNTK's intensity transform (AlexNet's PCA lighting noise): the OpenCV XML file
+// intensity_file holds EigVal (1 x 3) and EigVec (3 x 3, eigenvectors as columns) of the RGB
+// pixel covariance; each image draws a_i ~ N(0, intensity_stdev) * EigVal_i and adds
+// (EigVec * a)[c] to color c (R, G, B; a gray image: R's), kept in [0, 255].
+struct Intensity {
+  double intensity_stdev = 0;
+  std::string intensity_file = {};
+};
+
 }  // namespace transforms
 
 using ImageTransform = std::variant<transforms::CropOptions, transforms::Scale, transforms::Mean,
-                                    transforms::ColorOptions>;
+                                    transforms::ColorOptions, transforms::Intensity>;
 
 namespace transforms {
 inline ImageTransform crop(CropOptions options = {}) {
@@ -94,6 +116,9 @@ inline ImageTransform mean(std::string filename) {
 }
 inline ImageTransform color(ColorOptions options = {}) {
   return options;
+}
+inline ImageTransform intensity(double intensity_stdev, std::string intensity_file) {
+  return Intensity{intensity_stdev, std::move(intensity_file)};
 }
 }  // namespace transforms
 

@@ -42,6 +42,15 @@ RatioRange ratio_range(py::handle r) {
   return r.cast<double>();
 }
 
+// A crop size: a number (a square) or (width, height).
+CropSize crop_size(py::handle size) {
+  if (py::isinstance<py::tuple>(size) || py::isinstance<py::list>(size)) {
+    auto pair = size.cast<std::pair<size_t, size_t>>();
+    return {pair.first, pair.second};
+  }
+  return size.cast<size_t>();
+}
+
 // CNTK's cntk.io.transforms, as Loom's ImageTransform values (checked by the ImageDeserializer).
 // Each alternative is a class of its own, which pybind11's variant conversion needs both ways.
 void add_transforms(py::module_& m) {
@@ -50,24 +59,26 @@ void add_transforms(py::module_& m) {
   py::class_<transforms::Scale>(t, "Scale");
   py::class_<transforms::Mean>(t, "Mean");
   py::class_<transforms::ColorOptions>(t, "Color");
+  py::class_<transforms::Intensity>(t, "Intensity");
   t.def(
       "crop",
-      [](const std::string& crop_type, size_t crop_size, py::handle side_ratio,
+      [](const std::string& crop_type, py::handle size, py::handle side_ratio,
          py::handle area_ratio, py::handle aspect_ratio, const std::string& jitter_type) {
-        if (crop_size != 0)
-          throw py::value_error(
-              "transforms.crop: crop_size is not supported; give side_ratio or area_ratio");
         return transforms::crop(
             {.crop_type = choice("transforms.crop", "crop_type", crop_type,
                                  {std::pair{"center", CropType::center},
                                   std::pair{"randomside", CropType::randomside},
-                                  std::pair{"randomarea", CropType::randomarea}}),
+                                  std::pair{"randomarea", CropType::randomarea},
+                                  std::pair{"multiview10", CropType::multiview10}}),
+             .crop_size = crop_size(size),
              .side_ratio = ratio_range(side_ratio),
              .area_ratio = ratio_range(area_ratio),
              .aspect_ratio = ratio_range(aspect_ratio),
-             .jitter_type = choice("transforms.crop", "jitter_type", jitter_type,
-                                   {std::pair{"none", JitterType::none},
-                                    std::pair{"uniratio", JitterType::uniratio}})});
+             .jitter_type = choice(
+                 "transforms.crop", "jitter_type", jitter_type,
+                 {std::pair{"none", JitterType::none}, std::pair{"uniratio", JitterType::uniratio},
+                  std::pair{"unilength", JitterType::unilength},
+                  std::pair{"uniarea", JitterType::uniarea}})});
       },
       py::arg("crop_type") = "center", py::arg("crop_size") = 0, py::arg("side_ratio") = 0.0,
       py::arg("area_ratio") = 0.0, py::arg("aspect_ratio") = 1.0, py::arg("jitter_type") = "none");
@@ -101,6 +112,7 @@ void add_transforms(py::module_& m) {
       },
       py::arg("brightness_radius") = 0.0, py::arg("contrast_radius") = 0.0,
       py::arg("saturation_radius") = 0.0);
+  t.def("intensity", &transforms::intensity, py::arg("intensity_stdev"), py::arg("intensity_file"));
 }
 
 // A minibatch as a Python source returned it ({StreamInformation: MinibatchData}; {} or None

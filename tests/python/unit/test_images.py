@@ -108,12 +108,13 @@ def test_mean_and_color_transforms(tmp_path):
 
 def test_bad_transform_arguments_are_errors_naming_them(tmp_path):
     with pytest.raises(ValueError, match="crop_type is one of 'center', 'randomside', "
-                                         "'randomarea', not 'multiview10'"):
-        cntk.io.transforms.crop(crop_type='multiview10')
+                                         "'randomarea', 'multiview10', not 'multiview'"):
+        cntk.io.transforms.crop(crop_type='multiview')
+    with pytest.raises(ValueError, match="jitter_type is one of 'none', 'uniratio', "
+                                         "'unilength', 'uniarea', not 'unisize'"):
+        cntk.io.transforms.crop(jitter_type='unisize')
     with pytest.raises(ValueError, match="scale_mode"):
         cntk.io.transforms.scale(8, 8, 3, scale_mode='stretch')
-    with pytest.raises(ValueError, match="crop_size"):
-        cntk.io.transforms.crop(crop_size=10)
     map_file = write_images(tmp_path)
     no_scale = cntk.io.StreamDefs(
         features=cntk.io.StreamDef(field='image', transforms=[cntk.io.transforms.crop()]),
@@ -126,3 +127,83 @@ def test_bad_transform_arguments_are_errors_naming_them(tmp_path):
             features=cntk.io.StreamDef(field='image',
                                        transforms=[cntk.io.transforms.scale(8, 8, 3)]),
             labels=cntk.io.StreamDef(field='label', shape=4)))
+
+
+def position_reader(tmp_path, *transforms, count=1):
+    """A source over `count` lines of one 40 x 30 image whose blue is the column and green the
+    row (red 128), read in order once."""
+    image = np.full((30, 40, 3), 128, np.uint8)
+    image[:, :, 0] = np.arange(40)[None, :]
+    image[:, :, 1] = np.arange(30)[:, None]
+    assert cv2.imwrite(str(tmp_path / "position.png"), image)
+    map_file = tmp_path / "position_map.txt"
+    map_file.write_text("position.png\t0\n" * count)
+    return cntk.io.MinibatchSource(cntk.io.ImageDeserializer(str(map_file), cntk.io.StreamDefs(
+        features=cntk.io.StreamDef(field='image', transforms=list(transforms)),
+        labels=cntk.io.StreamDef(field='label', shape=2))), randomize=False, max_sweeps=1)
+
+
+def images_of(reader, n, width, height):
+    mb = reader.next_minibatch(n)
+    return np.asarray(mb[reader.streams.features].asarray()).reshape(n, 3, height, width)
+
+
+def test_crop_size_multiview10_jitters_and_intensity_take_cntks_keywords(tmp_path):
+    def scale(width, height):
+        return cntk.io.transforms.scale(width=width, height=height, channels=3,
+                                        interpolations='nearest')
+
+    # A 20 x 10 centre crop: columns 10..29, rows 10..19.
+    crop = cntk.io.transforms.crop(crop_type='center', crop_size=(20, 10), side_ratio=0.0,
+                                   area_ratio=0.0, aspect_ratio=1.0, jitter_type='none')
+    image = images_of(position_reader(tmp_path, crop, scale(20, 10)), 1, 20, 10)[0]
+    np.testing.assert_array_equal(image[0], np.tile(np.arange(10, 30), (10, 1)))
+    np.testing.assert_array_equal(image[1], np.tile(np.arange(10, 20)[:, None], (1, 20)))
+    # multiview10 with a square crop_size: each line gives 10 views, corners then centre,
+    # then the same flipped.
+    views = images_of(position_reader(tmp_path, cntk.io.transforms.crop(
+        crop_type='multiview10', crop_size=16), scale(16, 16)), 10, 16, 16)
+    first_columns = [int(v[0, 0, 0]) for v in views]
+    first_rows = [int(v[1, 0, 0]) for v in views]
+    assert first_columns == [0, 24, 0, 24, 12, 15, 39, 15, 39, 27]
+    assert first_rows == [0, 0, 14, 14, 7] * 2
+    # A random crop of crop_size lies inside the image.
+    for v in images_of(position_reader(tmp_path, cntk.io.transforms.crop(
+            crop_type='randomside', crop_size=16), scale(16, 16), count=8), 8, 16, 16):
+        columns = sorted((int(v[0, 0, 0]), int(v[0, 0, -1])))
+        assert columns[1] - columns[0] == 15 and 0 <= columns[0] and columns[1] <= 39
+    # unilength and uniarea jitter the side and the area.
+    for jitter_type in ('unilength', 'uniarea'):
+        for v in images_of(position_reader(tmp_path, cntk.io.transforms.crop(
+                crop_type='randomarea', area_ratio=(0.25, 1.0), jitter_type=jitter_type),
+                scale(40, 30), count=4), 4, 40, 30):
+            side = abs(int(v[0, 0, -1]) - int(v[0, 0, 0])) + 1
+            assert 17 <= side <= 30
+    # intensity: stdev 0 changes nothing; otherwise one shift per color.
+    intensity_file = str(tmp_path / "eigen.xml")
+    fs = cv2.FileStorage(intensity_file, cv2.FILE_STORAGE_WRITE)
+    fs.write("EigVal", np.array([[1, 0, 0]], np.float32))
+    fs.write("EigVec", np.array([[1, 0, 0], [2, 0, 0], [3, 0, 0]], np.float32))
+    fs.release()
+    plain = images_of(position_reader(tmp_path, scale(40, 30)), 1, 40, 30)[0]
+    still = images_of(position_reader(tmp_path, scale(40, 30), cntk.io.transforms.intensity(
+        intensity_stdev=0.0, intensity_file=intensity_file)), 1, 40, 30)[0]
+    np.testing.assert_array_equal(still, plain)
+    lit = images_of(position_reader(tmp_path, scale(40, 30), cntk.io.transforms.intensity(
+        intensity_stdev=2.0, intensity_file=intensity_file)), 1, 40, 30)[0]
+    a = lit[2, 0, 0] - plain[2, 0, 0]  # red gets a, green 2a, blue 3a, kept in [0, 255]
+    assert a != 0
+    for channel, factor in ((0, 3), (1, 2), (2, 1)):
+        np.testing.assert_allclose(lit[channel], np.clip(plain[channel] + factor * a, 0, 255),
+                                   atol=1e-3)
+    # Options that contradict each other, and a missing intensity file, fail when the
+    # deserializer is made.
+    with pytest.raises(cntk.ArgumentError, match="crop_size"):
+        position_reader(tmp_path, cntk.io.transforms.crop(crop_size=10, side_ratio=0.5),
+                        scale(8, 8))
+    with pytest.raises(cntk.ArgumentError, match="multiview10"):
+        position_reader(tmp_path, cntk.io.transforms.crop(
+            crop_type='multiview10', side_ratio=(0.5, 0.8), jitter_type='uniratio'), scale(8, 8))
+    with pytest.raises(cntk.IOError, match="missing.xml"):
+        position_reader(tmp_path, scale(8, 8), cntk.io.transforms.intensity(
+            1.0, str(tmp_path / "missing.xml")))
