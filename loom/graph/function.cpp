@@ -418,7 +418,14 @@ Function Function::clone(ParameterCloneMethod method,
       for (size_t i = 0; i < a.size(); ++i)
         if (a[i] != b[i]) renamed.emplace(a[i].name(), b[i]);
   };
-  for (auto& [from, to] : substitutions) note_axes(from, to);
+  for (auto& [from, to] : substitutions) {
+    note_axes(from, to);
+    // A layer built on an untyped argument whose loops' states are declared on the default
+    // sequence axis (Recurrence, Fold, UnfoldFrom) runs them on its argument's sequence axis.
+    if (!from.has_known_shape() && to.has_known_shape() && to.dynamic_axes().size() == 2 &&
+        to.dynamic_axes()[1] != Axis::default_dynamic_axis())
+      renamed.emplace(Axis::default_dynamic_axis().name(), to.dynamic_axes()[1]);
+  }
   auto roots = outputs();
   // A delay op closing a loop is cloned before its operand: it reads a placeholder of the
   // operand's type (on the clone's axes) until the operand's clone exists.

@@ -256,6 +256,39 @@ TEST(RecurrentLayers, Gradients) {
   check(Fold(RNNStep(2, f64_cell())));
 }
 
+// A layer built once runs on a sequence of any axis: on a named one it gives the outputs it gives
+// on the default axis (the step loop's states follow its argument's axis), and its gradients
+// match finite differences there.
+TEST(RecurrentLayers, LayersRunOnANamedSequenceAxis) {
+  const Axis question = Axis::new_unique_dynamic_axis("question");
+  Variable plain = seq_input();
+  Variable named = sequence::input_variable({kIn}, question, {.dtype = kF64, .name = "q"});
+  const Value data = random_sequences({kIn}, kRagged, kF64, 21);
+  auto same_results = [&](const Function& layer) {
+    Function a = layer(plain), b = layer(named);  // one layer: shared parameters
+    for (const Variable& y : b.outputs()) {
+      if (y.has_sequence_axis()) {
+        EXPECT_EQ(y.dynamic_axes()[1], question);
+      }
+    }
+    const ValueMap ra = a.eval({{plain, data}}), rb = b.eval({{named, data}});
+    for (size_t i = 0; i < a.outputs().size(); ++i)
+      expect_all_near(rb.at(b.outputs()[i]).data().to_vector<double>(),
+                      ra.at(a.outputs()[i]).data().to_vector<double>(), 0, layer.to_string());
+  };
+  same_results(Recurrence(LSTM(4, f64_cell())));
+  same_results(Recurrence(LSTM(4, f64_cell()), {.fused = false}));
+  same_results(Recurrence(GRU(3, f64_cell()), {.go_backwards = true, .fused = false}));
+  same_results(Recurrence(LSTM(2, f64_cell()), {.return_full_state = true}));
+  same_results(Fold(RNNStep(4, f64_cell())));
+  Variable x = sequence::input_variable({2}, question,
+                                        {.dtype = kF64, .name = "x", .needs_gradient = true});
+  Function r = Fold(LSTM(2, f64_cell()))(x);
+  std::vector<Variable> wrt{x};
+  for (const Parameter& p : r.parameters()) wrt.push_back(p);
+  expect_gradients_match(r, {{x, random_sequences({2}, {3, 1, 2}, kF64, 7)}}, wrt);
+}
+
 // The step loop's multi-state forms on ragged sequences with a length-1 and an empty one:
 // Recurrence with return_full_state (both directions), RecurrenceFrom from per-sequence (h, c)
 // and Fold with return_full_state, all of one LSTM's parameters. Finite differences of every

@@ -102,6 +102,7 @@ void add_core(py::module_& m) {
 
   py::class_<Axis>(m, "Axis")
       .def(py::init<int>())
+      .def(py::init(&Axis::dynamic_axis_named))  // CNTK's Axis('question'): a named dynamic axis
       .def_static("default_batch_axis", &Axis::default_batch_axis)
       .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
       .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis)

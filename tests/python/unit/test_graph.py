@@ -161,6 +161,18 @@ def test_sequence_unpack_pads_to_the_longest_sequence():
     assert np.asarray(longer).reshape(-1, 2).shape == (5, 2)
 
 
+def test_recurrent_layers_on_a_named_sequence_axis():
+    question = C.Axis('question')
+    q = C.sequence.input_variable(3, sequence_axis=question)
+    x = C.sequence.input_variable(3)
+    fold = C.layers.Fold(C.layers.LSTM(4))
+    seqs = [np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((5, 3), np.float32)]
+    np.testing.assert_array_equal(fold(q).eval({q: seqs}), fold(x).eval({x: seqs}))
+    r = C.layers.Recurrence(C.layers.GRU(2), go_backwards=True)(q)
+    assert r.output.dynamic_axes[1] == question
+    assert [np.asarray(s).shape for s in r.eval({q: seqs})] == [(2, 2), (5, 2)]
+
+
 def test_backward_errors_name_what_is_wrong():
     x = C.input_variable(3)
     W = C.parameter(init=np.ones((3, 2), np.float32))
