@@ -281,8 +281,8 @@ TEST(RecurrentLayers, LayersRunOnANamedSequenceAxis) {
   same_results(Recurrence(GRU(3, f64_cell()), {.go_backwards = true, .fused = false}));
   same_results(Recurrence(LSTM(2, f64_cell()), {.return_full_state = true}));
   same_results(Fold(RNNStep(4, f64_cell())));
-  Variable x = sequence::input_variable({2}, question,
-                                        {.dtype = kF64, .name = "x", .needs_gradient = true});
+  Variable x =
+      sequence::input_variable({2}, question, {.dtype = kF64, .name = "x", .needs_gradient = true});
   Function r = Fold(LSTM(2, f64_cell()))(x);
   std::vector<Variable> wrt{x};
   for (const Parameter& p : r.parameters()) wrt.push_back(p);
