@@ -157,6 +157,24 @@ TEST(DistributedLearnerTest, OneWorkerBlockMomentum) {
   EXPECT_NO_THROW(learner->restore_from_checkpoint(saved));
 }
 
+// Nesterov's look-ahead (- bm v) is where the next block starts; the block that the end of the
+// data ends has no next block and leaves the model at start - v.
+TEST(DistributedLearnerTest, TheLastBlockEndsWithoutTheLookAhead) {
+  Parameter p = make_parameter({4});
+  auto learner =
+      block_momentum_distributed_learner(sgd({p}, learning_rate_schedule(0.25, UnitType::sample)),
+                                         2, {.block_momentum_as_time_constant = 4});
+  Gradients g{{p, NDArrayView::from_vector<float>({1}, {1.0f})}};
+  const double bm = std::exp(-0.5);
+  learner->update(g, 2);  // a block: local 3.75, v = (1 - bm) 0.25, p = 4 - v - bm v
+  const double v1 = (1 - bm) * 0.25, start = 4 - v1 - bm * v1;
+  EXPECT_FLOAT_EQ(p.value().to_vector<float>()[0], float(start));
+  MinibatchInfo last{.at_end_of_data = true, .number_of_samples = 2};
+  EXPECT_FALSE(learner->update(g, last));  // local start - 0.25; v = bm v + (1 - bm) 0.25
+  const double v2 = bm * v1 + (1 - bm) * 0.25;
+  EXPECT_FLOAT_EQ(p.value().to_vector<float>()[0], float(start - v2));
+}
+
 // A checkpoint right after a block's end leaves the model alone (CNTK would apply the block
 // momentum once more: with no samples bm = 1).
 TEST(DistributedLearnerTest, CheckpointAfterABlockKeepsTheModel) {
