@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loom/core/random.h"
+#include "loom/io/large_allocations.h"
 #include "loom/io/reader_threads.h"
 
 namespace loom {
@@ -47,6 +48,7 @@ MinibatchSource::MinibatchSource(std::shared_ptr<Deserializer> deserializer,
 MinibatchSource::MinibatchSource(std::vector<std::shared_ptr<Deserializer>> deserializers,
                                  MinibatchSourceConfig config)
     : config_(config) {
+  reuse_large_allocations();
   LOOM_CHECK(config.max_samples == INFINITELY_REPEAT || config.max_sweeps == INFINITELY_REPEAT,
              ArgumentError,
              "MinibatchSource: max_samples and max_sweeps are mutually exclusive; set one");

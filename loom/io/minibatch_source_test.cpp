@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <set>
@@ -85,6 +88,21 @@ TEST(MinibatchSource, XorInFileOrder) {
     ASSERT_TRUE(x.data.mask().has_value());
     EXPECT_EQ(x.data.sequence_lengths(), (std::vector<size_t>{1, 1, 1, 1}));
   }
+}
+
+// A source keeps the reader's large buffers in the heap (large_allocations.h): a 40 MB block,
+// like a packed minibatch of 64 images of 224 x 224 x 3 floats, is no longer a fresh mapping.
+TEST(MinibatchSource, LargeBuffersComeFromTheHeap) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer replaces malloc";
+#else
+  MinibatchSource source(xor_data(), {.randomize = false});
+  const size_t mapped = mallinfo2().hblks;
+  void* block = std::malloc(40u << 20);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(mallinfo2().hblks, mapped);
+  std::free(block);
+#endif
 }
 
 TEST(MinibatchSource, MinibatchesCrossSweepsAndFlagTheirEnd) {
