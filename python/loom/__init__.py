@@ -7,8 +7,8 @@ CNTK scripts use (input_variable, sgd, Trainer, training_session, ...).
 from loom import _loom
 from loom._loom import (ArgumentError, Axis, CloneMethod, Constant, DataError, Dictionary,
                         Error, Function, IOError, NDArrayView, Parameter, ShapeError, StateError,
-                        Value, Variable, VariableKind, get_max_num_cpu_threads,
-                        set_max_num_cpu_threads)
+                        Value, Variable, VariableKind, bf16_supported, get_compute_precision,
+                        get_max_num_cpu_threads, set_compute_precision, set_max_num_cpu_threads)
 from loom import (cntk_py, device, distributed, initializer, io, layers, learners, logging, ops,
                   sequence, tests, train)
 from loom.device import use_default_device

@@ -69,6 +69,10 @@ DataSource data_source(py::handle data, const std::vector<Variable>& arguments =
 py::object to_python(const DictionaryValue& value);
 DictionaryValue from_python(py::handle value);
 
+// A compute precision by name: "float32" or "bf16" (loom.set_compute_precision, Trainer's
+// compute_precision).
+ComputePrecision precision_of(const std::string& name);
+
 // A Variable from a Variable, a single-output Function, or a number/array (a constant of
 // like's dtype).
 Variable as_variable(py::handle x, DataType like = DataType::Float32);

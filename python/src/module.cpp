@@ -88,6 +88,12 @@ void add_errors(py::module_& m) {
 
 }  // namespace
 
+ComputePrecision precision_of(const std::string& name) {
+  if (name == "float32") return ComputePrecision::Float32;
+  if (name == "bf16") return ComputePrecision::BFloat16;
+  throw ArgumentError("compute precision '" + name + "': use 'float32' or 'bf16'");
+}
+
 void add_core(py::module_& m) {
   add_errors(m);
 
@@ -215,6 +221,12 @@ void add_core(py::module_& m) {
       });
   py::implicitly_convertible<py::dict, Dictionary>();
 
+  m.def(
+      "set_compute_precision",
+      [](const std::string& precision) { set_compute_precision(precision_of(precision)); },
+      py::arg("precision"));
+  m.def("get_compute_precision", [] { return std::string(to_string(get_compute_precision())); });
+  m.def("bf16_supported", &bf16_supported);
   m.def("set_fixed_random_seed", &set_fixed_random_seed, py::arg("value"));
   m.def("set_max_num_cpu_threads", &set_max_num_cpu_threads, py::arg("num_cpu_threads"));
   m.def("get_max_num_cpu_threads", &get_max_num_cpu_threads);

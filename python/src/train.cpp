@@ -307,6 +307,10 @@ void add_train(py::module_& m) {
                              &Trainer::previous_minibatch_evaluation_average)
       .def_property_readonly("previous_minibatch_sample_count",
                              &Trainer::previous_minibatch_sample_count)
+      .def_property(
+          "compute_precision",
+          [](const Trainer& t) { return std::string(to_string(t.compute_precision())); },
+          [](Trainer& t, const std::string& p) { t.set_compute_precision(precision_of(p)); })
       .def("summarize_training_progress", &Trainer::summarize_training_progress)
       .def("summarize_test_progress", &Trainer::summarize_test_progress)
       .def_property_readonly("model", &Trainer::model)

@@ -269,3 +269,25 @@ def test_errors_in_checkpoint_callables_surface():
         C.training_session(trainer=trainer, mb_source=source, mb_size=32,
                            model_inputs_to_streams={x: source['x'], y: source['y']},
                            max_samples=128, checkpoint_config=config).train()
+
+
+def test_compute_precision_for_the_process_and_per_trainer():
+    assert C.get_compute_precision() == 'float32'
+    assert isinstance(C.bf16_supported(), bool)
+    model, crit = criterion()
+    trainer = C.Trainer(None, crit, C.sgd(model.parameters, 0.1))
+    assert trainer.compute_precision == 'float32'
+    trainer.compute_precision = 'bf16'  # where the CPU lacks bf16: float32, with a message
+    assert trainer.compute_precision == 'bf16'
+    assert C.get_compute_precision() == 'float32'  # the trainer's own
+    trainer.train_minibatch({crit.arguments[0]: X[:16], crit.arguments[1]: Y[:16]})
+    assert np.isfinite(trainer.previous_minibatch_loss_average)
+    C.set_compute_precision('bf16')
+    try:
+        assert C.get_compute_precision() == 'bf16'
+    finally:
+        C.set_compute_precision('float32')
+    with pytest.raises(C.ArgumentError, match="use 'float32' or 'bf16'"):
+        C.set_compute_precision('fp16')
+    with pytest.raises(C.ArgumentError, match="'half'"):
+        trainer.compute_precision = 'half'
