@@ -77,8 +77,9 @@ struct RnnGradients {
   T* Co = nullptr;
   T* P = nullptr;
   T s_dh = 0, s_dc = 0, s_c = 0, s_h = 0;
-  T* h0 = nullptr;  // [sequences, n]; a rank whose first step read h0[rank]
-  T* c0 = nullptr;  // [sequences, c] (LSTM)
+  bool want_s_dh = true;  // false: s_dh's gradient (a pass over all rows) is not computed
+  T* h0 = nullptr;        // [sequences, n]; a rank whose first step read h0[rank]
+  T* c0 = nullptr;        // [sequences, c] (LSTM)
 };
 
 // Elements of T the workspace needs (forward and backward).

@@ -357,6 +357,7 @@ class FusedRecurrenceOp : public OpDef {
     g.P = take(r.P, c * n);
     g.h0 = take(r.h0, N * n);
     g.c0 = take(r.c0, N * c);
+    g.want_s_dh = r.a_dh != kAbsent && wanted[r.a_dh];
     return g;
   }
 
