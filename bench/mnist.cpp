@@ -18,7 +18,9 @@
 //
 // --reading sets how Loom's steps get their minibatch: prefetch (the default: read and packed
 // on the source's background thread while the step computes), sync (read when asked for), none
-// (the first minibatch again every step: no reading at all, the bound for the other two).
+// (the first minibatch again every step: no reading at all, the bound for the other two);
+// interleaved (with --row only) times the three in alternating rounds of one process and prints
+// the median cost of reading.
 //
 //   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
 //               [--reading prefetch|sync|none]
@@ -36,11 +38,13 @@
 //   --bf16: also Loom in bf16 mixed precision (set_compute_precision): each speed row once more
 //           in bf16, with its speed-up over Loom's float32; in the accuracy comparison, Loom
 //           in float32 and in bf16 for each seed, and the difference of their means
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,8 +122,9 @@ Options parse(int argc, char** argv) {
           o.bf16 = true;
         } else if (flag == "--reading") {
           o.reading = value();
-          if (o.reading != "prefetch" && o.reading != "sync" && o.reading != "none")
-            bench::row_usage("--reading is prefetch, sync or none", usage, names);
+          if (o.reading != "prefetch" && o.reading != "sync" && o.reading != "none" &&
+              o.reading != "interleaved")
+            bench::row_usage("--reading is prefetch, sync, none or interleaved", usage, names);
         } else if (flag == "--no-share-buffers") {
           o.share_buffers = false;
         } else if (flag == "--memory") {
@@ -151,6 +156,37 @@ Function convnet() {
                      Dropout(0.5), Dense(10, {.activation = None})});
 }
 
+// --reading interleaved: the three ways of getting minibatches in alternating rounds of one
+// process (one trainer, warm caches), so that the machine's drift, which moves separate runs by
+// 5 %, falls on all three alike. Prints samples/s per round and the median cost of sync and
+// prefetch reading against none.
+template <class Timed>
+int compare_reading(Timed&& timed, double seconds) {
+  constexpr int kRounds = 7;
+  const std::vector<std::string> modes{"none", "sync", "prefetch"};
+  std::vector<std::vector<double>> sps(modes.size());
+  for (int round = 0; round < kRounds; ++round) {
+    std::printf("round %d:", round + 1);
+    for (size_t m = 0; m < modes.size(); ++m) {
+      sps[m].push_back(timed(modes[m], seconds / (kRounds * modes.size())));
+      std::printf(" %s %.0f", modes[m].c_str(), sps[m].back());
+    }
+    std::printf("\n");
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (size_t m = 1; m < modes.size(); ++m) {
+    std::vector<double> cost;
+    for (int r = 0; r < kRounds; ++r) cost.push_back(100 * (1 - sps[m][r] / sps[0][r]));
+    std::printf("%s: median %.0f samples/s, median cost against none %.1f %%\n", modes[m].c_str(),
+                median(sps[m]), median(cost));
+  }
+  std::printf("none: median %.0f samples/s\n", median(sps[0]));
+  return 0;
+}
+
 int run_row(const Row& row, double seconds, const std::string& reading, bool share_buffers) {
   set_fixed_random_seed(1);
   const NDShape image = row.conv ? NDShape{28, 28} : NDShape{784};
@@ -160,6 +196,9 @@ int run_row(const Row& row, double seconds, const std::string& reading, bool sha
       {"labels",
        {.path = kData + "train-labels-idx1-ubyte.gz", .num_classes = 10, .is_sparse = true}}});
   MinibatchSource source(data, {.randomization_seed = 2, .prefetch = reading == "prefetch"});
+  // interleaved: a second source that reads ahead, beside the first reading when asked.
+  std::optional<MinibatchSource> ahead;
+  if (reading == "interleaved") ahead.emplace(data, MinibatchSourceConfig{.randomization_seed = 2});
 
   Variable x = input_variable(image);
   Variable y = input_variable({10}, {.is_sparse = true});
@@ -174,24 +213,42 @@ int run_row(const Row& row, double seconds, const std::string& reading, bool sha
   Executor inference({z});  // the forward alone, in inference mode (dropout off)
   const std::unordered_map<Variable, StreamInformation> input_map{{x, source["features"]},
                                                                   {y, source["labels"]}};
+  std::unordered_map<Variable, StreamInformation> ahead_map;
+  if (ahead) ahead_map = {{x, (*ahead)["features"]}, {y, (*ahead)["labels"]}};
   const MinibatchMap first = source.next_minibatch(row.minibatch, input_map);
   const double rss_before_steps = status_mib("VmRSS:");
-  auto step = [&] {
-    MinibatchMap mb = reading == "none" ? first : source.next_minibatch(row.minibatch, input_map);
+  auto step = [&](const std::string& mode) {
+    MinibatchMap mb = mode == "none" ? first
+                      : mode == "prefetch" && reading == "interleaved"
+                          ? ahead->next_minibatch(row.minibatch, ahead_map)
+                          : source.next_minibatch(row.minibatch, input_map);
     if (row.train)
       trainer.train_minibatch(mb);
     else
       inference.forward(values_of(mb), false);
   };
+  using Clock = std::chrono::steady_clock;
+  // Steps of `mode` for `seconds`: samples/s.
+  auto timed = [&](const std::string& mode, double seconds) {
+    size_t steps = 0;
+    double elapsed = 0;
+    const auto t0 = Clock::now();
+    do {
+      step(mode);
+      ++steps;
+      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (elapsed < seconds);
+    return double(steps * row.minibatch) / elapsed;
+  };
 
   // Warm-up: the first minibatches load (decode) the chunks, oneDNN picks its kernels.
-  for (int i = 0; i < 10; ++i) step();
-  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < 10; ++i) step(reading == "interleaved" ? "sync" : reading);
+  if (reading == "interleaved") return compare_reading(timed, seconds);
   size_t steps = 0;
   double elapsed = 0;
   const auto t0 = Clock::now();
   do {
-    step();
+    step(reading);
     ++steps;
     elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   } while (elapsed < seconds);
