@@ -24,7 +24,8 @@
 //
 //   bench_mnist [--rows a,b,...] [--seconds S] [--threads N] [--no-reference]
 //               [--reading prefetch|sync|none]
-//   bench_mnist --row NAME [--seconds S] [--threads N] [--reading MODE] [--no-share-buffers]
+//   bench_mnist --row NAME [--seconds S] [--threads N] [--reading MODE|interleaved]
+//               [--no-share-buffers]
 //               (one row, Loom only: the child; --no-share-buffers: the trainer's executor
 //               gives every value a buffer of its own, ExecutorOptions::share_buffers)
 //   bench_mnist --memory [--rows a,b,...] [--seconds S] [--threads N]   (issue 17: the
@@ -109,7 +110,7 @@ Options parse(int argc, char** argv) {
       " [--rows a,b,...] [--seconds S] [--threads N] [--no-reference] [--bf16]\n"
       "       [--reading prefetch|sync|none]\n       " +
       p +
-      " --row NAME [--seconds S] [--threads N] [--bf16] [--reading MODE]\n"
+      " --row NAME [--seconds S] [--threads N] [--bf16] [--reading MODE|interleaved]\n"
       "           [--no-share-buffers]\n       " +
       p + " --memory [--rows a,b,...] [--seconds S] [--threads N]\n       " + p +
       " --accuracy EPOCHS [--seeds K] [--bf16]";
@@ -134,6 +135,8 @@ Options parse(int argc, char** argv) {
         }
         return true;
       });
+  if (o.reading == "interleaved" && o.row.empty())
+    bench::row_usage("--reading interleaved times one row: give --row NAME", usage, names);
   if (o.rows.empty())
     o.rows = o.memory ? std::vector<std::string>{"conv_train_256", "conv_train_64", "mlp_train_256"}
                       : names;
