@@ -222,7 +222,7 @@ int run_row(const Row& row, double seconds, const std::string& reading, bool sha
   const double rss_before_steps = status_mib("VmRSS:");
   auto step = [&](const std::string& mode) {
     MinibatchMap mb = mode == "none" ? first
-                      : mode == "prefetch" && reading == "interleaved"
+                      : mode == "prefetch" && ahead
                           ? ahead->next_minibatch(row.minibatch, ahead_map)
                           : source.next_minibatch(row.minibatch, input_map);
     if (row.train)
@@ -231,37 +231,39 @@ int run_row(const Row& row, double seconds, const std::string& reading, bool sha
       inference.forward(values_of(mb), false);
   };
   using Clock = std::chrono::steady_clock;
-  // Steps of `mode` for `seconds`: samples/s.
-  auto timed = [&](const std::string& mode, double seconds) {
+  struct Timing {
     size_t steps = 0;
-    double elapsed = 0;
+    double seconds = 0;
+  };
+  // Steps of `mode` for at least `seconds`.
+  auto run = [&](const std::string& mode, double seconds) {
+    Timing t;
     const auto t0 = Clock::now();
     do {
       step(mode);
-      ++steps;
-      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    } while (elapsed < seconds);
-    return double(steps * row.minibatch) / elapsed;
+      ++t.steps;
+      t.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (t.seconds < seconds);
+    return t;
+  };
+  auto samples_per_second = [&](const Timing& t) {
+    return double(t.steps * row.minibatch) / t.seconds;
   };
 
   // Warm-up: the first minibatches load (decode) the chunks, oneDNN picks its kernels.
   for (int i = 0; i < 10; ++i) step(reading == "interleaved" ? "sync" : reading);
-  if (reading == "interleaved") return compare_reading(timed, seconds);
-  size_t steps = 0;
-  double elapsed = 0;
-  const auto t0 = Clock::now();
-  do {
-    step(reading);
-    ++steps;
-    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  } while (elapsed < seconds);
+  if (reading == "interleaved")
+    return compare_reading([&](const std::string& mode,
+                               double seconds) { return samples_per_second(run(mode, seconds)); },
+                           seconds);
+  const Timing timing = run(reading, seconds);
   if (row.train)
     std::printf("last minibatch: loss %.4f, metric %.4f\n",
                 trainer.previous_minibatch_loss_average(),
                 trainer.previous_minibatch_evaluation_average());
   std::printf("step_rss_mb=%.1f\nsamples_per_second=%.1f\nsteps=%zu\nthreads=%d\n",
-              status_mib("VmHWM:") - rss_before_steps, double(steps * row.minibatch) / elapsed,
-              steps, get_max_num_cpu_threads());
+              status_mib("VmHWM:") - rss_before_steps, samples_per_second(timing), timing.steps,
+              get_max_num_cpu_threads());
   return 0;
 }
 
