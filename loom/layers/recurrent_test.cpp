@@ -490,26 +490,42 @@ TEST(UnfoldFrom, GeneratesFromEachSequencesInitialState) {
   }
 }
 
+// The generator s_t = s_{t-1} + b (b = 1) and the predicate "above 2.5" (1 from 3 on, and 0 or 1
+// under finite differences), with an initial state s0 per sequence and like's steps.
+struct StoppingCounter {
+  Parameter b;
+  Function generator, above;
+  Variable s0, like;
+  DataType dtype;
+
+  explicit StoppingCounter(DataType t) : dtype(t) {
+    b = parameter({1}, constant_initializer(1), dtype, "b");
+    Variable h = placeholder({1}, dtype, default_sequence_axes(), "h");
+    Variable y = placeholder({1}, dtype, default_sequence_axes(), "y");
+    generator = plus(h, b);
+    above = element_min(element_times(relu(minus(y, constant(2.5, dtype))), constant(10, dtype)),
+                        constant(1, dtype));
+    s0 = input_variable({1}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
+    like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+  }
+  Value initial_states(const std::vector<double>& values) const {
+    if (dtype == kF64) return Value::create_batch<double>({1}, values);
+    return Value::create_batch<float>({1}, std::vector<float>(values.begin(), values.end()));
+  }
+};
+
 // A counter s_t = s_{t-1} + b that stops at the first step above 2.5 (the predicate is 1
 // from 3 on, and stays 0 or 1 under the finite differences), on sequences that stop early, run
 // their whole length, or stop at once.
 TEST(UnfoldFrom, UntilPredicateEndsEachSequenceAtItsFirstTrueStep) {
   for (DataType dtype : {kF64, DataType::Float32}) {
-    Parameter b = parameter({1}, constant_initializer(1), dtype, "b");
-    Variable h = placeholder({1}, dtype, default_sequence_axes(), "h");
-    Variable y = placeholder({1}, dtype, default_sequence_axes(), "y");
-    Function above =
-        element_min(element_times(relu(minus(y, constant(2.5, dtype))), constant(10, dtype)),
-                    constant(1, dtype));
-    Variable s0 = input_variable({1}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
-    Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
-    Function unfold = UnfoldFrom(plus(h, b), {.until_predicate = above})(s0, like);
+    const StoppingCounter k(dtype);
+    Function unfold = UnfoldFrom(k.generator, {.until_predicate = k.above})(k.s0, k.like);
     EXPECT_EQ(unfold.output().dynamic_axes()[1].name().rfind("whereNodeDynamicAxis", 0), 0u);
-    Value init = Value::create_batch<double>({1}, {0, -5, 2});
-    if (dtype == DataType::Float32) init = Value::create_batch<float>({1}, {0, -5, 2});
-    ValueMap args{{s0, init}, {like, random_sequences({1}, {5, 2, 4}, dtype, 3)}};
+    ValueMap args{{k.s0, k.initial_states({0, -5, 2})},
+                  {k.like, random_sequences({1}, {5, 2, 4}, dtype, 3)}};
     EXPECT_EQ(output_sequences(unfold, args), (std::vector<Vec>{{1, 2, 3}, {-4, -3}, {3}}));
-    if (dtype == kF64) expect_gradients_match(unfold, args, {b, s0});
+    if (dtype == kF64) expect_gradients_match(unfold, args, {k.b, k.s0});
   }
   Variable a = placeholder({1}, kF64, default_sequence_axes(), "a");
   Variable c = placeholder({1}, kF64, default_sequence_axes(), "c");
@@ -588,21 +604,13 @@ TEST(UnfoldFrom, LengthIncreaseScalesEachSequencesSteps) {
 // 1 from 2.
 TEST(UnfoldFrom, LengthIncreaseWithUntilPredicate) {
   for (DataType dtype : {kF64, DataType::Float32}) {
-    Parameter b = parameter({1}, constant_initializer(1), dtype, "b");
-    Variable h = placeholder({1}, dtype, default_sequence_axes(), "h");
-    Variable y = placeholder({1}, dtype, default_sequence_axes(), "y");
-    Function above =
-        element_min(element_times(relu(minus(y, constant(2.5, dtype))), constant(10, dtype)),
-                    constant(1, dtype));
-    Variable s0 = input_variable({1}, {.dtype = dtype, .name = "s0", .needs_gradient = true});
-    Variable like = sequence::input_variable({1}, {.dtype = dtype, .name = "like"});
+    const StoppingCounter k(dtype);
     Function unfold =
-        UnfoldFrom(plus(h, b), {.until_predicate = above, .length_increase = 1.5})(s0, like);
-    Value init = Value::create_batch<double>({1}, {-1, -5, 2});
-    if (dtype == DataType::Float32) init = Value::create_batch<float>({1}, {-1, -5, 2});
-    ValueMap args{{s0, init}, {like, random_sequences({1}, {2, 1, 3}, dtype, 3)}};
+        UnfoldFrom(k.generator, {.until_predicate = k.above, .length_increase = 1.5})(k.s0, k.like);
+    ValueMap args{{k.s0, k.initial_states({-1, -5, 2})},
+                  {k.like, random_sequences({1}, {2, 1, 3}, dtype, 3)}};
     EXPECT_EQ(output_sequences(unfold, args), (std::vector<Vec>{{0, 1, 2}, {-4, -3}, {3}}));
-    if (dtype == kF64) expect_gradients_match(unfold, args, {b, s0});
+    if (dtype == kF64) expect_gradients_match(unfold, args, {k.b, k.s0});
   }
 }
 
