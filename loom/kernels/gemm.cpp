@@ -1,15 +1,19 @@
 #include "loom/kernels/gemm.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/kernels/cpu_isa.h"
 #include "loom/kernels/detail.h"
 #include "loom/kernels/onednn.h"
 
@@ -103,7 +107,288 @@ class ThreadsForProduct {
   int max_, threads_;
 };
 
+// Narrow float products (N <= 16), AVX-512 only. oneDNN's sgemm runs its vectors along N, so at
+// N = 10 they carry 10 of 16 lanes and each multiply-add waits on a broadcast load: under half
+// the core's peak for the logistic regression's products (bench/README.md). Here the 16 lanes
+// run along K or M:
+//  - op(A) = A: C[i][j] = A_i . column j of op(B), dot products along K of R rows of A with NC <=
+//    8 columns at a time (R x NC vector accumulators), each summed across its lanes at the end.
+//    The columns are B's rows when it is transposed, else B transposed into a buffer first.
+//  - op(A) = Aᵀ: a row of A holds 16 consecutive rows of C: MB such vectors times each of the N
+//    broadcast elements of op(B)'s row, summed over k; the N x 16 blocks are transposed into C.
+// Every element of C is summed by one thread in an order that K alone fixes (per lane along k,
+// then across lanes), so neither the thread count nor the row blocking changes a bit of it.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd,prefer-vector-width=512")
+namespace avx512 {
+
+// Sixteen floats. Arrays of them stay in registers only where GCC sees constant indices: the
+// loops over them are unrolled early (`#pragma GCC unroll`) and the functions that take them are
+// always inlined; otherwise GCC keeps the accumulators in memory and stores them at every step,
+// which halves the speed.
+using V16 = float __attribute__((vector_size(64)));
+
+__mmask16 first_lanes(size_t n) {
+  return __mmask16((1u << std::min<size_t>(n, 16)) - 1);
+}
+V16 load(__mmask16 m, const float* p) {
+  return V16(_mm512_maskz_loadu_ps(m, p));
+}
+void store(float* p, __mmask16 m, V16 v) {
+  _mm512_mask_storeu_ps(p, m, __m512(v));
+}
+
+// c = alpha * s + beta * c in the lanes of m (c not read when beta == 0).
+void write_lanes(float* c, __mmask16 m, V16 s, float alpha, float beta) {
+  V16 out = alpha * s;
+  if (beta != 0.0f) out += beta * load(m, c);
+  store(c, m, out);
+}
+
+// Level L of the 2 x 2 block transposition of rows a and b, in blocks of 2^L lanes: `even` takes
+// the even blocks of a and b in turn, `odd` the odd ones.
+template <int L, size_t... E>
+V16 even(V16 a, V16 b, std::index_sequence<E...>) {
+  return __builtin_shufflevector(a, b, int(E >> L & 1 ? 16 + E - (1 << L) : E)...);
+}
+template <int L, size_t... E>
+V16 odd(V16 a, V16 b, std::index_sequence<E...>) {
+  return __builtin_shufflevector(a, b, int(E >> L & 1 ? 16 + E : E + (1 << L))...);
+}
+constexpr auto kLanes = std::make_index_sequence<16>{};
+
+// The 16 x 16 matrix whose rows are v[0..15] becomes its transpose: at level L, rows i and
+// i + 2^L swap their off-diagonal blocks.
+template <int L = 0>
+[[gnu::always_inline]] inline void transpose(V16 (&v)[16]) {
+  constexpr int s = 1 << L;
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    if (i & s) continue;
+    const V16 a = v[i], b = v[i + s];
+    v[i] = even<L>(a, b, kLanes);
+    v[i + s] = odd<L>(a, b, kLanes);
+  }
+  if constexpr (L < 3) transpose<L + 1>(v);
+}
+
+// Lane j of the result is the sum of v[j]'s lanes, j < N <= 16: the same levels, adding the two
+// halves of each 2 x 2 block transposition, halve the vectors each time.
+template <int N>
+[[gnu::always_inline]] inline V16 lane_sums(const V16 (&v)[N]) {
+  V16 u[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) u[j] = j < N ? v[j] : V16{};
+  const auto level = [&]<int L>(std::integral_constant<int, L>) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8 >> L; ++i)
+      u[i] = even<L>(u[2 * i], u[2 * i + 1], kLanes) + odd<L>(u[2 * i], u[2 * i + 1], kLanes);
+  };
+  level(std::integral_constant<int, 0>{});
+  level(std::integral_constant<int, 1>{});
+  level(std::integral_constant<int, 2>{});
+  level(std::integral_constant<int, 3>{});
+  return u[0];
+}
+
+// op(A) = A. R rows and NC columns of C from R rows of A and the NC rows of bt (op(B)'s
+// columns, leading dimension ldbt): R x NC accumulators, R + NC loads per R x NC multiply-adds,
+// all in the 32 registers. A minibatch comes from memory, in rows too short for the hardware's
+// prefetcher: each step also prefetches a line of each of the next `ahead` (<= R) rows, which
+// the next tile reads.
+template <int NC, int R>
+void dot_tile(size_t K, const float* A, size_t lda, size_t ahead, const float* bt, size_t ldbt,
+              float alpha, float beta, float* C, size_t ldc) {
+  V16 acc[R][NC] = {};
+  for (size_t k = 0; k < K; k += 16) {
+    const __mmask16 m = first_lanes(K - k);
+    V16 a[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      a[r] = load(m, A + r * lda + k);
+      if (size_t(r) < ahead) _mm_prefetch(A + (R + r) * lda + k, _MM_HINT_T0);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NC; ++j) {
+      const V16 b = load(m, bt + j * ldbt + k);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][j] += a[r] * b;
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    write_lanes(C + r * ldc, first_lanes(NC), lane_sums(acc[r]), alpha, beta);
+}
+
+// Rows [i0, i1) of C, NC columns.
+template <int NC>
+void dot_rows(size_t i0, size_t i1, size_t K, const float* A, size_t lda, const float* bt,
+              size_t ldbt, float alpha, float beta, float* C, size_t ldc) {
+  constexpr size_t R = NC <= 4 ? 6 : NC <= 6 ? 4 : 3;
+  size_t i = i0;
+  for (; i + R <= i1; i += R)
+    dot_tile<NC, R>(K, A + i * lda, lda, std::min(R, i1 - i - R), bt, ldbt, alpha, beta,
+                    C + i * ldc, ldc);
+  for (; i < i1; ++i)
+    dot_tile<NC, 1>(K, A + i * lda, lda, i + 1 < i1, bt, ldbt, alpha, beta, C + i * ldc, ldc);
+}
+
+// bt (n x K, leading dimension ldbt) = the transpose of B (K x n, leading dimension ldb), n <= 16,
+// 16 rows of B at a time.
+void pack_columns(size_t n, size_t K, const float* B, size_t ldb, float* bt, size_t ldbt) {
+  for (size_t k = 0; k < K; k += 16) {
+    const size_t rows = std::min<size_t>(16, K - k);
+    V16 v[16];
+#pragma GCC unroll 16
+    for (size_t r = 0; r < 16; ++r)
+      v[r] = r < rows ? load(first_lanes(n), B + (k + r) * ldb) : V16{};
+    transpose(v);
+#pragma GCC unroll 16
+    for (size_t j = 0; j < 16; ++j)
+      if (j < n) store(bt + j * ldbt + k, first_lanes(rows), v[j]);
+  }
+}
+
+// A buffer of n floats whose start is 64-byte aligned, kept by the calling thread.
+float* scratch(size_t n) {
+  thread_local std::vector<float> buffer;
+  buffer.resize(n + 16);
+  const size_t misalignment = reinterpret_cast<uintptr_t>(buffer.data()) % 64 / sizeof(float);
+  return buffer.data() + (misalignment ? 16 - misalignment : 0);
+}
+
+// Function tables over the width I + 1.
+using DotRows = void (*)(size_t, size_t, size_t, const float*, size_t, const float*, size_t, float,
+                         float, float*, size_t);
+template <size_t... I>
+constexpr DotRows dot_rows_for(size_t nc, std::index_sequence<I...>) {
+  constexpr DotRows table[] = {&dot_rows<int(I) + 1>...};
+  return table[nc - 1];
+}
+
+void gemm_rows(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A, size_t lda,
+               const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+  // Blocks of at most 8 columns, about equal (10 = 5 + 5, 16 = 8 + 8), so that a block of op(B)
+  // stays in L1 while all rows of A pass it (both blocks on each tile of rows were no faster).
+  const size_t blocks = (N + 7) / 8;
+  const auto block_start = [&](size_t b) { return N * b / blocks; };
+  const float* bt = B;
+  size_t ldbt = ldb;
+  if (!trans_b) {
+    ldbt = (K + 15) / 16 * 16;
+    float* packed = scratch(N * ldbt);
+    pack_columns(N, K, B, ldb, packed, ldbt);
+    bt = packed;
+  }
+  detail::parallel_for(M, M * N * K / detail::kMacsPerElement, [&](size_t i0, size_t i1) {
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t j0 = block_start(b), nc = block_start(b + 1) - j0;
+      dot_rows_for(nc, std::make_index_sequence<8>{})(i0, i1, K, A, lda, bt + j0 * ldbt, ldbt,
+                                                      alpha, beta, C + j0, ldc);
+    }
+  });
+}
+
+// op(A) = Aᵀ (A is K x M). `rows` <= 16 MB rows of C from as many columns of A: lane l of vector
+// v accumulates row 16 v + l; b is op(B), K x N with leading dimension ldb. A's rows are read
+// 64 MB bytes at a time: each step also prefetches the line of A that vector v of the next tile
+// reads there, for v < ahead.
+template <int N, int MB>
+void outer_tile(size_t rows, size_t K, const float* A, size_t lda, size_t ahead, const float* b,
+                size_t ldb, float alpha, float beta, float* C, size_t ldc) {
+  V16 acc[MB][N] = {};
+  __mmask16 m[MB];
+#pragma GCC unroll 4
+  for (int v = 0; v < MB; ++v) m[v] = first_lanes(rows - std::min(rows, size_t(16 * v)));
+  for (size_t k = 0; k < K; ++k) {
+    V16 a[MB];
+#pragma GCC unroll 4
+    for (int v = 0; v < MB; ++v) {
+      a[v] = load(m[v], A + k * lda + 16 * v);
+      if (size_t(v) < ahead) _mm_prefetch(A + k * lda + 16 * (MB + v), _MM_HINT_T0);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < MB; ++v) acc[v][j] += b[k * ldb + j] * a[v];
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < MB; ++v) {
+    V16 t[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) t[j] = j < N ? acc[v][j] : V16{};
+    transpose(t);
+    const size_t r0 = 16 * size_t(v), n = rows - std::min(rows, r0);
+#pragma GCC unroll 16
+    for (size_t l = 0; l < 16; ++l)
+      if (l < n) write_lanes(C + (r0 + l) * ldc, first_lanes(N), t[l], alpha, beta);
+  }
+}
+
+// Rows [m0, m1) of C. MB vectors of rows at a time: MB + N loads per MB x N multiply-adds.
+template <int N>
+void outer_rows(size_t m0, size_t m1, size_t K, const float* A, size_t lda, const float* b,
+                size_t ldb, float alpha, float beta, float* C, size_t ldc) {
+  constexpr size_t MB = N <= 4 ? 4 : N <= 12 ? 2 : 1;
+  for (size_t m = m0; m < m1; m += 16 * MB) {
+    const size_t rows = std::min(m1 - m, 16 * MB), next = m1 - m - rows;
+    outer_tile<N, MB>(rows, K, A + m, lda, std::min(MB, (next + 15) / 16), b, ldb, alpha, beta,
+                      C + m * ldc, ldc);
+  }
+}
+
+using OuterRows = void (*)(size_t, size_t, size_t, const float*, size_t, const float*, size_t,
+                           float, float, float*, size_t);
+template <size_t... I>
+constexpr OuterRows outer_rows_for(size_t n, std::index_sequence<I...>) {
+  constexpr OuterRows table[] = {&outer_rows<int(I) + 1>...};
+  return table[n - 1];
+}
+
+void gemm_columns(bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
+                  size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+  const float* b = B;
+  if (trans_b) {  // op(B) = Bᵀ, K x N: copied (K x N floats against M x N x K multiply-adds)
+    float* packed = scratch(K * N);
+    for (size_t k = 0; k < K; ++k)
+      for (size_t j = 0; j < N; ++j) packed[k * N + j] = B[j * ldb + k];
+    b = packed;
+    ldb = N;
+  }
+  const OuterRows rows = outer_rows_for(N, std::make_index_sequence<16>{});
+  // Threads take whole vectors of 16 rows.
+  detail::parallel_for(
+      (M + 15) / 16, M * N * K / detail::kMacsPerElement, [&](size_t v0, size_t v1) {
+        rows(16 * v0, std::min(M, 16 * v1), K, A, lda, b, ldb, alpha, beta, C, ldc);
+      });
+}
+
+void narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
+            size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+  if (trans_a)
+    gemm_columns(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else
+    gemm_rows(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace avx512
+#pragma GCC pop_options
+
 }  // namespace
+
+bool gemm_narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
+                 size_t ldc) {
+  if (N > 16 || !use_avx512()) return false;
+  check_dims(trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  if (M == 0 || N == 0) return true;
+  if (K == 0 || alpha == 0.0f) {
+    scale_c(M, N, beta, C, ldc);
+    return true;
+  }
+  avx512::narrow(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return true;
+}
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,

@@ -14,6 +14,13 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, T alpha, const T* A, size_t lda,
           const T* B, size_t ldb, T beta, T* C, size_t ldc);
 
+// gemm<float> for narrow products, N <= 16, on AVX-512 (vectors along K or M, where oneDNN's
+// run along N), whose result does not depend on the thread count. Returns false, touching
+// nothing, where N > 16 or the CPU has no AVX-512 (kernels/cpu_isa.h). Throws as gemm.
+bool gemm_narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
+                 size_t ldc);
+
 // gemm<float> in bf16 mixed precision (ComputePrecision::BFloat16): op(A) and op(B) rounded to
 // bfloat16 (oneDNN reorders them), products summed in float32 into the float32 C. oneDNN's
 // matmul primitive, one per shape, cached per thread.

@@ -15,11 +15,15 @@ namespace {
 
 using namespace loom::testing;
 
-// Checks gemm (gemm_bf16 with bf16) on matrices stored with `pad` extra columns against a
-// double reference.
+// Which float kernel check_gemm runs: gemm, gemm_bf16 or gemm_narrow.
+enum class Kernel { Gemm, Bf16, Narrow };
+
+// Checks gemm (or another kernel) on matrices stored with `pad` extra columns against a double
+// reference.
 template <typename T>
 void check_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, T alpha, T beta, size_t pad,
-                unsigned seed, bool bf16 = false) {
+                unsigned seed, Kernel kernel = Kernel::Gemm) {
+  const bool bf16 = kernel == Kernel::Bf16;
   const size_t a_rows = ta ? K : M, a_cols = ta ? M : K;
   const size_t b_rows = tb ? N : K, b_cols = tb ? K : N;
   const size_t lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
@@ -29,8 +33,13 @@ void check_gemm(bool ta, bool tb, size_t M, size_t N, size_t K, T alpha, T beta,
   if constexpr (std::is_same_v<T, float>) {
     if (bf16)
       gemm_bf16(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
+    if (kernel == Kernel::Narrow) {
+      ASSERT_TRUE(
+          gemm_narrow(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc));
+    }
   }
-  if (!bf16) gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
+  if (kernel == Kernel::Gemm)
+    gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.c.data(), ldc);
   // bf16 rounds each input to 8 significant bits: a product is off by at most 2^-8 of its size.
   const double tol = bf16 ? 1.0 / 256 : tolerance<T>();
   for (size_t i = 0; i < M; ++i) {
@@ -103,13 +112,83 @@ TEST(GemmBf16Test, AllTranspositionsAndSizes) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       for (size_t pad : {size_t{0}, size_t{3}}) {
-        check_gemm<float>(ta, tb, 33, 17, 65, 1.0f, 0.0f, pad, seed++, true);
-        check_gemm<float>(ta, tb, 7, 5, 3, -0.5f, 1.0f, pad, seed++, true);
-        check_gemm<float>(ta, tb, 130, 70, 300, 2.0f, 0.25f, pad, seed++, true);
+        check_gemm<float>(ta, tb, 33, 17, 65, 1.0f, 0.0f, pad, seed++, Kernel::Bf16);
+        check_gemm<float>(ta, tb, 7, 5, 3, -0.5f, 1.0f, pad, seed++, Kernel::Bf16);
+        check_gemm<float>(ta, tb, 130, 70, 300, 2.0f, 0.25f, pad, seed++, Kernel::Bf16);
       }
-      check_gemm<float>(ta, tb, 257, 530, 260, 1.0f, 0.5f, 1, seed++, true);
+      check_gemm<float>(ta, tb, 257, 530, 260, 1.0f, 0.5f, 1, seed++, Kernel::Bf16);
     }
-  check_gemm<float>(false, false, 3, 4, 0, 1.0f, 0.5f, 1, seed++, true);  // C = beta * C
+  check_gemm<float>(false, false, 3, 4, 0, 1.0f, 0.5f, 1, seed++, Kernel::Bf16);  // C = beta * C
+}
+
+// gemm_narrow (N <= 16, AVX-512), called directly, at every width: M and K odd and on both
+// sides of the kernel's blocks (16 lanes, tiles of up to 6 rows or 64 rows of C), K below one
+// vector too, padded leading dimensions, alpha != 1, beta 0 with NaN in C, and beta != 0.
+bool narrow_runs() {
+  float x = 0;
+  return gemm_narrow(false, false, 1, 1, 1, 1.0f, &x, 1, &x, 1, 0.0f, &x, 1);
+}
+
+TEST(GemmNarrow, EveryTranspositionAndWidth) {
+  if (!narrow_runs()) GTEST_SKIP() << "no AVX-512 here, or LOOM_MAX_CPU_ISA=avx2";
+  struct Size {
+    size_t M, K;
+  };
+  const Size sizes[] = {{1, 1}, {5, 7}, {37, 53}, {67, 19}, {23, 129}};
+  unsigned seed = 1;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (size_t n = 1; n <= 16; ++n)
+        for (const Size& s : sizes) {
+          check_gemm<float>(ta, tb, s.M, n, s.K, 1.0f, 0.0f, 0, seed++, Kernel::Narrow);
+          check_gemm<float>(ta, tb, s.M, n, s.K, -0.75f, 0.0f, 3, seed++, Kernel::Narrow);
+          check_gemm<float>(ta, tb, s.M, n, s.K, 1.5f, 0.5f, 3, seed++, Kernel::Narrow);
+        }
+}
+
+TEST(GemmNarrow, DegenerateSizesAndWideProducts) {
+  if (!narrow_runs()) GTEST_SKIP() << "no AVX-512 here, or LOOM_MAX_CPU_ISA=avx2";
+  for (bool ta : {false, true}) {
+    check_gemm<float>(ta, false, 3, 4, 0, 1.0f, 0.5f, 1, 1, Kernel::Narrow);  // C = beta * C
+    check_gemm<float>(ta, true, 3, 4, 5, 0.0f, 0.0f, 0, 2, Kernel::Narrow);   // clears NaN
+  }
+  EXPECT_TRUE(gemm_narrow(false, false, 0, 4, 5, 1.0f, nullptr, 5, nullptr, 4, 0.0f, nullptr, 4));
+  EXPECT_THROW(gemm_narrow(false, false, 3, 4, 4, 1.0f, nullptr, 3, nullptr, 4, 0.0f, nullptr, 4),
+               ArgumentError);
+  // N > 16: not narrow; C untouched. gemm<float> (oneDNN) for N up to 20.
+  std::vector<float> a(17 * 5, 1.0f), b(17 * 5, 1.0f), c(3 * 17, 7.0f);
+  EXPECT_FALSE(
+      gemm_narrow(false, false, 3, 17, 5, 1.0f, a.data(), 5, b.data(), 17, 0.0f, c.data(), 17));
+  EXPECT_EQ(c, std::vector<float>(3 * 17, 7.0f));
+  unsigned seed = 100;
+  for (bool ta : {false, true})
+    for (size_t n = 17; n <= 20; ++n) check_gemm<float>(ta, ta, 37, n, 53, 1.5f, 0.5f, 3, seed++);
+}
+
+// Products large enough for detail::parallel_for to split them: the rows of C go to threads
+// whole, so every element is summed in the same order on 1, 2 or 3 threads.
+TEST(GemmNarrow, ResultDoesNotDependOnThreadCount) {
+  if (!narrow_runs()) GTEST_SKIP() << "no AVX-512 here, or LOOM_MAX_CPU_ISA=avx2";
+  const size_t M = 1001, N = 10, K = 784;
+  const auto x = random_vector<float>(M * K, 1), w = random_vector<float>(K * N, 2),
+             dy = random_vector<float>(M * N, 3);
+  expect_same_for_thread_counts(
+      [&] {
+        // The Times op's forward product and weight gradient (ops/linear.cpp), then the same
+        // with op(B) = Bᵀ: w read as N x K, dy as N x M.
+        std::vector<float> y(M * N), dw(K * N), y_t(M * N), dw_t(K * N);
+        EXPECT_TRUE(
+            gemm_narrow(false, false, M, N, K, 1.0f, x.data(), K, w.data(), N, 0.0f, y.data(), N));
+        EXPECT_TRUE(
+            gemm_narrow(true, false, K, N, M, 1.0f, x.data(), K, dy.data(), N, 0.0f, dw.data(), N));
+        EXPECT_TRUE(
+            gemm_narrow(false, true, M, N, K, 1.0f, x.data(), K, w.data(), K, 0.0f, y_t.data(), N));
+        EXPECT_TRUE(gemm_narrow(true, true, K, N, M, 1.0f, x.data(), K, dy.data(), M, 0.0f,
+                                dw_t.data(), N));
+        for (const auto* v : {&dw, &y_t, &dw_t}) y.insert(y.end(), v->begin(), v->end());
+        return y;
+      },
+      {1, 2, 3});
 }
 
 TYPED_TEST(GemmTest, RejectsShortLeadingDimensions) {

@@ -94,19 +94,20 @@ GemmReference gemm_reference(size_t K, const A& a, const B& b, T alpha, T beta, 
   return {double(alpha) * s + double(beta) * c, mag, c};
 }
 
-// Runs `run`, which returns all its results in one vector, with 1, 3 and again 3 OpenMP
-// threads and expects the same results, to the bit, every time.
+// Runs `run`, which returns all its results in one vector, with each of `threads` OpenMP
+// threads (1, 3 and again 3 unless given) and expects the same results, to the bit, every time.
 template <typename Run>
-void expect_same_for_thread_counts(const Run& run) {
+void expect_same_for_thread_counts(const Run& run, std::vector<int> threads = {1, 3, 3}) {
   const int saved = omp_get_max_threads();
   std::vector<decltype(run())> runs;
-  for (int threads : {1, 3, 3}) {
-    omp_set_num_threads(threads);
+  for (int t : threads) {
+    omp_set_num_threads(t);
     runs.push_back(run());
   }
   omp_set_num_threads(saved);
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[1], runs[2]);
+  for (size_t i = 1; i < runs.size(); ++i)
+    EXPECT_EQ(runs[i - 1], runs[i])
+        << "with " << threads[i - 1] << " and " << threads[i] << " threads";
 }
 
 }  // namespace loom::testing
