@@ -374,6 +374,19 @@ void narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alph
 }  // namespace avx512
 #pragma GCC pop_options
 
+// Where gemm_narrow beats oneDNN's sgemm, on one thread (bench_narrow_gemm --threads 1 --sweep,
+// bench/README.md), by a rule of the shape alone, so that the choice does not depend on the
+// thread count. N >= 2: at N = 1, a matrix-vector product, oneDNN is faster for op(A) = Aᵀ.
+// op(A) = Aᵀ up to N = 16. op(A) = A up to N = 12, with K >= 8 N (below, summing each dot
+// product's lanes costs more than it saves) and, above 8 columns (two blocks), K <= 1024
+// (beyond, a block of op(B) leaves L1). op(A) of at most 4M elements: beyond, both kernels stream
+// it from memory and oneDNN's blocking does better.
+bool narrow_wins(bool trans_a, size_t M, size_t N, size_t K) {
+  if (N < 2 || M * K > (size_t{1} << 22)) return false;
+  if (trans_a) return N <= 16;
+  return N <= 12 && K >= 8 * N && (N <= 8 || K <= 1024);
+}
+
 }  // namespace
 
 bool gemm_narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
@@ -398,6 +411,9 @@ void gemm<float>(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float
   if (M == 0 || N == 0) return;
   // oneDNN rejects K == 0; BLAS semantics leave C = beta * C then (and when alpha == 0).
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
+  if (narrow_wins(trans_a, M, N, K) &&
+      gemm_narrow(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    return;
   const auto d = [](size_t v) { return static_cast<dnnl_dim_t>(v); };
   dnnl_status_t status;
   {

@@ -72,7 +72,10 @@ TYPED_TEST(GemmTest, AllTranspositionsAndSizes) {
   struct Size {
     size_t M, N, K;
   };
-  const Size sizes[] = {{1, 1, 1}, {7, 5, 3}, {4, 9, 1}, {33, 17, 65}, {130, 70, 300}, {5, 600, 7}};
+  // The last two are the logistic regression's products (bench/logistic_regression.cpp), which
+  // gemm<float> gives to gemm_narrow on AVX-512.
+  const Size sizes[] = {{1, 1, 1},      {7, 5, 3},   {4, 9, 1},     {33, 17, 65},
+                        {130, 70, 300}, {5, 600, 7}, {32, 10, 784}, {784, 10, 32}};
   unsigned seed = 1;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
