@@ -124,7 +124,7 @@ double run(const Shape& s, int rounds, bool print = true) {
 
 // For op(A) = A and = Aᵀ and each N, a table of the speedup over M (rows) and K (columns).
 void sweep(int rounds) {
-  const size_t ms[] = {32, 64, 128, 256, 512, 1024, 4096};
+  const size_t ms[] = {8, 16, 32, 64, 128, 256, 512, 1024, 4096};
   const size_t ks[] = {16, 32, 64, 128, 256, 784, 1024, 2048, 4096};
   for (bool ta : {false, true})
     for (size_t n : {1, 2, 4, 8, 10, 12, 16}) {

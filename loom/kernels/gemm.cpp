@@ -376,15 +376,15 @@ void narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alph
 
 // Where gemm_narrow beats oneDNN's sgemm, on one thread (bench_narrow_gemm --threads 1 --sweep,
 // bench/README.md), by a rule of the shape alone, so that the choice does not depend on the
-// thread count. N >= 2: at N = 1, a matrix-vector product, oneDNN is faster for op(A) = Aᵀ.
-// op(A) = Aᵀ up to N = 16. op(A) = A up to N = 12, with K >= 8 N (below, summing each dot
-// product's lanes costs more than it saves) and, above 8 columns (two blocks), K <= 1024
-// (beyond, a block of op(B) leaves L1). op(A) of at most 4M elements: beyond, both kernels stream
-// it from memory and oneDNN's blocking does better.
+// thread count. N from 2 to 12: at N = 1, a matrix-vector product, oneDNN is about as fast
+// (op(A) = A) or faster (Aᵀ); above 12 the kernel gains little (Aᵀ) or loses (A). op(A) = Aᵀ
+// with M >= 32, so that its vectors of 16 rows are mostly full. op(A) = A with K >= 8N
+// (below, summing each dot product's lanes costs more than it saves) and, above 8 columns (two
+// blocks), K <= 1024 (beyond, a block of op(B) leaves L1). op(A) of at most 4M elements: beyond,
+// both kernels stream it from memory and oneDNN's blocking does better.
 bool narrow_wins(bool trans_a, size_t M, size_t N, size_t K) {
-  if (N < 2 || M * K > (size_t{1} << 22)) return false;
-  if (trans_a) return N <= 16;
-  return N <= 12 && K >= 8 * N && (N <= 8 || K <= 1024);
+  if (N < 2 || N > 12 || M * K > (size_t{1} << 22)) return false;
+  return trans_a ? M >= 32 : K >= 8 * N && (N <= 8 || K <= 1024);
 }
 
 }  // namespace
