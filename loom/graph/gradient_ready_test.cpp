@@ -4,23 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 
 #include "loom/graph/executor.h"
+#include "loom/graph/graph_test_util.h"
 #include "loom/layers/dense.h"
 #include "loom/layers/recurrent.h"
 #include "loom/ops/ops.h"
 
 namespace loom {
 namespace {
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
 
 struct Reported {
   std::vector<Variable> order;
