@@ -18,11 +18,16 @@ namespace {
 
 // Tag of the messages by which workers that timed out in a collective find each other.
 constexpr int kLivenessTag = 7001;
-// The bytes of one all-reduce: tensors below it travel packed in buckets of up to this size,
-// larger ones are reduced in place in pieces of this size. Many all-reduces in flight at once
-// progress together: 16 M floats in 1 MiB pieces took 110-150 ms where one MPI_Allreduce took
-// 200-245 ms and one MPI_Iallreduce 330-390 ms (2 workers, CI machine).
+// The largest all-reduce: larger tensors are reduced in place in pieces of this size. Many
+// all-reduces in flight at once progress together: 16 M floats in 1 MiB pieces took 110-150 ms
+// where one MPI_Allreduce took 200-245 ms and one MPI_Iallreduce 330-390 ms (2 workers, CI
+// machine).
 constexpr size_t kPieceBytes = size_t{1} << 20;
+// Tensors below this size travel packed in buckets of up to this size; larger ones are
+// reduced where they are. Small enough that a backward pass fills several buckets, which
+// start while it goes on (seed 002's convnet, 395 KB of gradients: the output layers' travel
+// during the convolutions' backward); large enough that a bucket carries some thousand biases.
+constexpr size_t kBucketBytes = size_t{64} << 10;
 // How long a collective is polled back to back (MPI progresses a non-blocking collective only
 // inside MPI calls, and MPI's blocking calls spin too) before the polls leave pauses.
 constexpr auto kSpinTime = std::chrono::milliseconds(100);
@@ -60,7 +65,9 @@ bool launched_by_mpi() {
 struct Communicator::Mpi {
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<MPI_Request> pending;  // the requests of the collective in progress
-  bool initialized_here = false;     // else the program did, and ends MPI itself
+  // Buffers of an AllReduceSum destroyed in the middle of a round, which MPI may still write.
+  std::vector<std::shared_ptr<void>> abandoned;
+  bool initialized_here = false;  // else the program did, and ends MPI itself
 };
 
 Communicator::Communicator() {
@@ -108,10 +115,27 @@ void Communicator::set_timeout(std::chrono::milliseconds timeout) {
 void Communicator::begin(const char* what) {
   LOOM_CHECK(!finalized_, StateError, "Communicator::", what, ": the communicator was finalized");
   LOOM_CHECK(!failed_, StateError, "Communicator::", what,
-             ": the communicator failed earlier (a worker was lost); restart the job");
+             ": the communicator failed earlier (a worker was lost, or a sum was left "
+             "unfinished); restart the job");
+  LOOM_CHECK(!in_flight_, StateError, "Communicator::", what,
+             ": an AllReduceSum is under way; finish it first (every worker must call the "
+             "collectives in the same order)");
   ++collectives_;
   started_ = std::chrono::steady_clock::now();
   if (mpi_) mpi_->pending.clear();
+}
+
+bool Communicator::test(const char* what) {
+  auto& requests = mpi_->pending;
+  int done = 0;
+  const int code =
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+  if (code != MPI_SUCCESS) {
+    failed_ = true;
+    throw CommunicationError(detail::concat("Communicator::", what, " (collective ", collectives_,
+                                            ") failed: ", mpi_message(code)));
+  }
+  return done != 0;
 }
 
 void Communicator::wait(const char* what) {
@@ -120,15 +144,7 @@ void Communicator::wait(const char* what) {
   auto& requests = mpi_->pending;
   const auto spin_end = Clock::now() + kSpinTime;
   for (;;) {
-    int done = 0;
-    const int code =
-        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
-    if (code != MPI_SUCCESS) {
-      failed_ = true;
-      throw CommunicationError(detail::concat("Communicator::", what, " (collective ", collectives_,
-                                              ") failed: ", mpi_message(code)));
-    }
-    if (done) break;
+    if (test(what)) break;
     const auto now = Clock::now();
     if (now >= deadline) lost(what);
     // A long wait (a slower worker) leaves the core to others.
@@ -209,60 +225,137 @@ void Communicator::barrier() {
   wait("barrier");
 }
 
+void Communicator::start_all_reduce(void* data, size_t count, DataType dtype) {
+  mpi_->pending.emplace_back();
+  const MPI_Datatype type = dtype == DataType::Float32 ? MPI_FLOAT : MPI_DOUBLE;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, as_int(count, "all_reduce_sum"), type, MPI_SUM,
+                           mpi_->comm, &mpi_->pending.back()),
+            "MPI_Iallreduce");
+  const double share = 2.0 * double(workers_ - 1) / double(workers_);
+  bytes_sent_ += uint64_t(share * double(count * size_of(dtype)));
+}
+
 void Communicator::all_reduce_sum(std::span<NDArrayView> tensors) {
-  for (const auto& t : tensors)
+  std::vector<AllReduceSum::Entry> entries;
+  for (const auto& t : tensors) {
+    // Checked before the collective starts: a round left half given fails the communicator.
     LOOM_CHECK(!t.is_sparse(), ArgumentError,
                "Communicator::all_reduce_sum: sparse tensors are not supported; densify first");
-  begin("all_reduce_sum");
-  if (!mpi_) return;
-  const double share = 2.0 * double(workers_ - 1) / double(workers_);
-  // Buckets: per data type, consecutive small tensors packed together.
-  struct Bucket {
-    DataType dtype;
-    std::vector<size_t> members;
-    std::vector<std::byte> data;
-  };
-  std::vector<Bucket> buckets;
-  std::vector<size_t> in_place;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const size_t bytes = tensors[i].size() * size_of(tensors[i].dtype());
-    if (bytes >= kPieceBytes) {
-      in_place.push_back(i);
+    entries.push_back({t.dtype(), t.size()});
+  }
+  // A plan of its own each call: a caller that sums the same tensors every step keeps an
+  // AllReduceSum instead.
+  AllReduceSum sum(*this, std::move(entries));
+  for (size_t i = 0; i < tensors.size(); ++i) sum.ready(i, tensors[i]);
+  sum.finish();
+}
+
+AllReduceSum::AllReduceSum(Communicator& communicator, std::vector<Entry> entries)
+    : communicator_(communicator),
+      entries_(std::move(entries)),
+      bucket_of_(entries_.size()),
+      offset_of_(entries_.size()),
+      buckets_(std::make_shared<std::vector<Bucket>>()),
+      tensors_(entries_.size()) {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    const size_t bytes = e.size * size_of(e.dtype);
+    auto& b = *buckets_;
+    const bool joins = !b.empty() && b.back().packed && bytes < kBucketBytes &&
+                       entries_[b.back().first].dtype == e.dtype &&
+                       b.back().data.size() + bytes <= kBucketBytes;
+    if (joins) {
+      b.back().end = i + 1;
+    } else {
+      b.push_back({i, i + 1, bytes < kBucketBytes, {}});
+    }
+    offset_of_[i] = b.back().data.size();
+    if (b.back().packed) b.back().data.resize(offset_of_[i] + bytes);
+    bucket_of_[i] = b.size() - 1;
+  }
+  for (const auto& b : *buckets_) missing_.push_back(b.end - b.first);
+}
+
+AllReduceSum::~AllReduceSum() {
+  if (given_ == 0) return;
+  communicator_.in_flight_ = false;
+  if (!communicator_.mpi_) return;
+  // A round left unfinished: the workers' collectives no longer match, and requests in flight
+  // cannot be cancelled (MPI forbids it for collectives). Their buffers stay with the
+  // communicator, which no longer runs collectives.
+  communicator_.failed_ = true;
+  communicator_.mpi_->abandoned.push_back(buckets_);
+  for (auto& t : tensors_)
+    if (t) communicator_.mpi_->abandoned.push_back(std::make_shared<NDArrayView>(*t));
+}
+
+void AllReduceSum::ready(size_t i, const NDArrayView& tensor) {
+  LOOM_CHECK(i < entries_.size(), ArgumentError, "AllReduceSum::ready: tensor ", i, " of ",
+             entries_.size());
+  LOOM_CHECK(!tensors_[i], StateError, "AllReduceSum::ready: tensor ", i,
+             " was given already in this round");
+  LOOM_CHECK(!tensor.is_sparse(), ArgumentError,
+             "AllReduceSum::ready: sparse tensors are not supported; densify first");
+  LOOM_CHECK(tensor.dtype() == entries_[i].dtype && tensor.size() == entries_[i].size,
+             ArgumentError, "AllReduceSum::ready: tensor ", i, " is ", to_string(tensor.dtype()),
+             " with ", tensor.size(), " elements; the plan has ", to_string(entries_[i].dtype),
+             " with ", entries_[i].size);
+  const auto start = std::chrono::steady_clock::now();
+  if (given_ == 0) {
+    communicator_.begin("all_reduce_sum");
+    communicator_.in_flight_ = true;
+  }
+  tensors_[i] = tensor;
+  ++given_;
+  if (!communicator_.mpi_) return;  // one worker: the sum is the tensor
+  Bucket& b = (*buckets_)[bucket_of_[i]];
+  if (b.packed)
+    std::memcpy(b.data.data() + offset_of_[i], tensor.raw_data(),
+                tensor.size() * size_of(tensor.dtype()));
+  --missing_[bucket_of_[i]];
+  start_ready_buckets();
+  communicator_.test("all_reduce_sum");
+  communicator_.communication_time_ += std::chrono::steady_clock::now() - start;
+}
+
+void AllReduceSum::start_ready_buckets() {
+  for (; started_ < buckets_->size() && missing_[started_] == 0; ++started_) {
+    Bucket& b = (*buckets_)[started_];
+    const DataType dtype = entries_[b.first].dtype;
+    if (b.packed) {
+      communicator_.start_all_reduce(b.data.data(), b.data.size() / size_of(dtype), dtype);
       continue;
     }
-    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) {
-      return b.dtype == tensors[i].dtype() && b.data.size() + bytes <= kPieceBytes;
-    });
-    if (it == buckets.end()) it = buckets.insert(buckets.end(), Bucket{tensors[i].dtype(), {}, {}});
-    const size_t offset = it->data.size();
-    it->data.resize(offset + bytes);
-    std::memcpy(it->data.data() + offset, tensors[i].raw_data(), bytes);
-    it->members.push_back(i);
+    NDArrayView& t = *tensors_[b.first];
+    const size_t element = size_of(dtype), piece = kPieceBytes / element;
+    auto* data = static_cast<std::byte*>(t.raw_data());
+    for (size_t first = 0; first < t.size(); first += piece)
+      communicator_.start_all_reduce(data + first * element, std::min(piece, t.size() - first),
+                                     dtype);
   }
-  auto start = [&](void* data, size_t count, DataType dtype) {
-    mpi_->pending.emplace_back();
-    const MPI_Datatype type = dtype == DataType::Float32 ? MPI_FLOAT : MPI_DOUBLE;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, as_int(count, "all_reduce_sum"), type, MPI_SUM,
-                             mpi_->comm, &mpi_->pending.back()),
-              "MPI_Iallreduce");
-    bytes_sent_ += uint64_t(share * double(count * size_of(dtype)));
-  };
-  for (auto& b : buckets) start(b.data.data(), b.data.size() / size_of(b.dtype), b.dtype);
-  for (size_t i : in_place) {
-    const size_t element = size_of(tensors[i].dtype()), piece = kPieceBytes / element;
-    auto* data = static_cast<std::byte*>(tensors[i].raw_data());
-    for (size_t first = 0; first < tensors[i].size(); first += piece)
-      start(data + first * element, std::min(piece, tensors[i].size() - first), tensors[i].dtype());
-  }
-  wait("all_reduce_sum");
-  for (auto& b : buckets) {
-    size_t offset = 0;
-    for (size_t i : b.members) {
-      const size_t bytes = tensors[i].size() * size_of(tensors[i].dtype());
-      std::memcpy(tensors[i].raw_data(), b.data.data() + offset, bytes);
-      offset += bytes;
+}
+
+void AllReduceSum::finish() {
+  LOOM_CHECK(given_ == entries_.size(), StateError,
+             "AllReduceSum::finish: ", entries_.size() - given_, " of ", entries_.size(),
+             " tensors are not ready");
+  if (entries_.empty()) communicator_.begin("all_reduce_sum");  // still a collective
+  given_ = 0;
+  if (communicator_.mpi_) {
+    communicator_.started_ = std::chrono::steady_clock::now();
+    communicator_.wait("all_reduce_sum");
+    for (size_t j = 0; j < entries_.size(); ++j) {
+      const Bucket& b = (*buckets_)[bucket_of_[j]];
+      if (b.packed)
+        std::memcpy(tensors_[j]->raw_data(), b.data.data() + offset_of_[j],
+                    entries_[j].size * size_of(entries_[j].dtype));
     }
   }
+  communicator_.in_flight_ = false;
+  started_ = 0;
+  for (size_t k = 0; k < buckets_->size(); ++k)
+    missing_[k] = (*buckets_)[k].end - (*buckets_)[k].first;
+  for (auto& t : tensors_) t.reset();
 }
 
 void Communicator::all_reduce_sum(std::span<double> values) {

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,9 +67,8 @@ class Communicator {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   void barrier();
-  // Sums the tensors over all workers, in place. Small tensors travel packed together in
-  // buckets of the same data type; large ones are reduced where they are, in pieces; all at
-  // once. Every worker must pass tensors of the same data types and sizes in the same order.
+  // Sums the tensors over all workers, in place (an AllReduceSum given them all at once).
+  // Every worker must pass tensors of the same data types and sizes in the same order.
   void all_reduce_sum(std::span<NDArrayView> tensors);
   // Sums the values over all workers, in place.
   void all_reduce_sum(std::span<double> values);
@@ -87,8 +87,9 @@ class Communicator {
   // all-reduce of B bytes 2(N-1)/N B, an all-to-all the blocks for the other workers, an
   // all-gather its own block N-1 times.
   uint64_t bytes_sent() const { return bytes_sent_; }
-  // The time this worker has spent in collectives, from the start of each to its end: the
-  // transfers and the waits for slower workers.
+  // The time this worker has spent in collectives: the transfers and the waits for slower
+  // workers that the worker could not hide behind its own work (an AllReduceSum counts the
+  // time of its calls, not the computation between them).
   std::chrono::nanoseconds communication_time() const { return communication_time_; }
 
   // Ends MPI (MPI_Finalize, when Loom initialized it); later collectives are a StateError. After a
@@ -99,11 +100,18 @@ class Communicator {
 
  private:
   friend std::shared_ptr<Communicator> mpi_communicator();
+  friend class AllReduceSum;
   Communicator();
 
   struct Mpi;
-  // Counts a collective about to start; StateError once the communicator failed or ended.
+  // Counts a collective about to start; StateError once the communicator failed or ended, or
+  // while an AllReduceSum is under way.
   void begin(const char* what);
+  // Starts summing count values of dtype at data over all workers, in place.
+  void start_all_reduce(void* data, size_t count, DataType dtype);
+  // One MPI_Testall of the pending requests (MPI progresses them only inside its calls);
+  // true when all are complete.
+  bool test(const char* what);
   // Waits (MPI_Test polling) for the pending requests of the collective `what` until the time
   // limit, then finds the lost workers and throws WorkerLostError.
   void wait(const char* what);
@@ -117,6 +125,59 @@ class Communicator {
   std::chrono::steady_clock::time_point started_;  // of the current collective
   uint64_t collectives_ = 0;                       // how many this worker has started
   bool failed_ = false, finalized_ = false;
+  bool in_flight_ = false;  // an AllReduceSum has started and not finished
+};
+
+// A sum over all workers, in place, of a fixed list of tensors that become ready one at a
+// time, such as the gradients of a backward pass: the transfers of the first ones overlap with
+// the work that makes the others ready. Consecutive tensors of one data type under 64 KiB
+// travel packed in buckets of up to 64 KiB; larger ones are reduced where they are, in pieces
+// of up to 1 MiB.
+// A bucket starts as soon as its last tensor is ready and every bucket before it has started
+// (MPI needs the same order on every worker). Each round gives every tensor, then finish();
+// an AllReduceSum is used round after round. Every worker must plan the same entries, and
+// call the same collectives before and after each round.
+class AllReduceSum {
+ public:
+  struct Entry {
+    DataType dtype;
+    size_t size;  // elements
+  };
+  // The communicator must outlive the AllReduceSum.
+  AllReduceSum(Communicator& communicator, std::vector<Entry> entries);
+  AllReduceSum(const AllReduceSum&) = delete;
+  AllReduceSum& operator=(const AllReduceSum&) = delete;
+  // A round left unfinished (an exception between ready() and finish()) leaves MPI writing
+  // into the buffers: they are kept, and the communicator fails from then on.
+  ~AllReduceSum();
+
+  // Tensor i of the round is ready (dense, of entry i's data type and size): its bucket may
+  // start. It receives the sum, and must not change or go away until finish(). The first
+  // call of a round starts the collective; every call lets MPI progress.
+  void ready(size_t i, const NDArrayView& tensor);
+  bool is_ready(size_t i) const { return tensors_[i].has_value(); }
+  // Whether the round has started (some tensor is ready).
+  bool started() const { return given_ > 0; }
+  // Waits for the sums (every tensor must be ready) and writes them into the tensors; the
+  // next ready() starts a new round.
+  void finish();
+
+ private:
+  struct Bucket {
+    size_t first, end;  // entries [first, end)
+    bool packed;        // small tensors copied into data; else one tensor reduced in place
+    std::vector<std::byte> data;
+  };
+  // Starts the buckets, in order, whose tensors are all ready.
+  void start_ready_buckets();
+
+  Communicator& communicator_;
+  std::vector<Entry> entries_;
+  std::vector<size_t> bucket_of_, offset_of_;     // per entry: its bucket, its bytes' offset there
+  std::shared_ptr<std::vector<Bucket>> buckets_;  // shared with the communicator if abandoned
+  std::vector<std::optional<NDArrayView>> tensors_;  // this round's
+  std::vector<size_t> missing_;                      // per bucket, tensors not yet ready
+  size_t given_ = 0, started_ = 0;                   // tensors given, buckets started
 };
 
 // The process's communicator over all workers (MPI_COMM_WORLD), made on first use.

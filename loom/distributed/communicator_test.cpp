@@ -49,5 +49,38 @@ TEST(CommunicatorTest, RefusesBadArguments) {
   EXPECT_THROW(comm->all_gather(in, two), ArgumentError);
 }
 
+// An AllReduceSum takes its tensors in any order, round after round; while a round is under
+// way no other collective may start, and a round cannot finish before every tensor is ready.
+TEST(CommunicatorTest, AllReduceSumRoundsAndTheirRules) {
+  auto comm = mpi_communicator();
+  AllReduceSum sum(*comm, {{DataType::Float32, 2}, {DataType::Float64, 1}, {DataType::Float32, 3}});
+  for (int round = 0; round < 2; ++round) {
+    NDArrayView a = NDArrayView::from_vector<float>({2}, {1.0f, 2.0f});
+    NDArrayView b = NDArrayView::from_vector<double>({1}, {3.0});
+    NDArrayView c = NDArrayView::from_vector<float>({3}, {4.0f, 5.0f, 6.0f});
+    EXPECT_FALSE(sum.started());
+    sum.ready(2, c);
+    EXPECT_TRUE(sum.started());
+    EXPECT_TRUE(sum.is_ready(2));
+    EXPECT_FALSE(sum.is_ready(0));
+    EXPECT_THROW(sum.ready(2, c), StateError);     // twice in a round
+    EXPECT_THROW(sum.ready(0, b), ArgumentError);  // another data type
+    EXPECT_THROW(sum.ready(1, NDArrayView::from_vector<double>({2}, {1, 2})), ArgumentError);
+    EXPECT_THROW(sum.ready(3, a), ArgumentError);  // no such tensor
+    EXPECT_THROW(sum.finish(), StateError);        // two are missing
+    EXPECT_THROW(comm->barrier(), StateError);     // the round is under way
+    sum.ready(0, a);
+    sum.ready(1, b);
+    sum.finish();
+    EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{4.0f, 5.0f, 6.0f}));
+    comm->barrier();  // the round is over
+  }
+  {  // a round left unfinished frees the communicator when the sum goes away (one worker)
+    AllReduceSum left(*comm, {{DataType::Float32, 1}});
+    left.ready(0, NDArrayView::from_vector<float>({1}, {1.0f}));
+  }
+  comm->barrier();
+}
+
 }  // namespace
 }  // namespace loom::distributed

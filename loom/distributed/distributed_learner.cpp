@@ -187,6 +187,33 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     if (quantized()) allocate_residuals();
   }
 
+  void set_gradient_order(const std::vector<Variable>& order) override {
+    LOOM_CHECK(!sum_ || !sum_->started(), StateError,
+               "data_parallel_distributed_learner: the gradient order changed in the middle of "
+               "a minibatch");
+    std::vector<Variable> mine(exchange_order().begin(), exchange_order().end()), given = order;
+    const auto by_uid = [](const Variable& a, const Variable& b) { return a.uid() < b.uid(); };
+    std::sort(given.begin(), given.end(), by_uid);
+    LOOM_CHECK(given == mine, ArgumentError,
+               "data_parallel_distributed_learner: the gradient order must list the learner's ",
+               mine.size(), " parameters once each; got ", order.size(), " variables");
+    plan_sum(order);
+  }
+
+  void gradient_ready(const Variable& parameter, const NDArrayView& gradient) override {
+    // Quantized aggregation needs every gradient at once; warm start sums nothing.
+    if (quantized() || sample_count_ < distributed_after_) return;
+    if (!sum_) plan_sum({exchange_order().begin(), exchange_order().end()});
+    // The first collective of a run (before the round's) checks the workers' models.
+    if (!sum_->started()) check_models_agree();
+    auto it = position_.find(parameter);
+    LOOM_CHECK(it != position_.end(), ArgumentError, "distributed learner: ", parameter.describe(),
+               " is not one of the learner's parameters");
+    const NDArrayView g = dense_gradient(parameter, gradient);
+    global_.insert_or_assign(parameter, g);
+    sum_->ready(it->second, g);
+  }
+
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) override {
     // Before distributed_after (warm start) every worker has the same data: nothing to sum.
     const bool exchange = sample_count_ >= distributed_after_;
@@ -294,23 +321,44 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     }
   }
 
+  // The AllReduceSum of the gradients in `order` and then of the loss, metric and count.
+  void plan_sum(const std::vector<Variable>& order) {
+    std::vector<AllReduceSum::Entry> entries;
+    position_.clear();
+    for (const auto& v : order) {
+      position_.emplace(v, entries.size());
+      entries.push_back({v.dtype(), v.shape().total_size()});
+    }
+    entries.push_back({DataType::Float64, 3});
+    order_ = order;
+    sum_ = std::make_unique<AllReduceSum>(*communicator_, std::move(entries));
+  }
+
   // Sums the gradients (into global_), the loss, the metric and the sample count (into info)
-  // over the workers.
+  // over the workers. The float sum completes what gradient_ready started.
   void aggregate(const std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) {
-    check_models_agree();
-    std::vector<NDArrayView> tensors;
-    for (const auto& p : exchange_order()) tensors.push_back(local_gradient(gradients, p, info));
-    for (size_t i = 0; i < tensors.size(); ++i)
-      global_.insert_or_assign(exchange_order()[i], tensors[i]);
     double counts[3] = {info.eval_criterion, info.training_loss, double(info.number_of_samples)};
     if (quantized() && communicator_->num_workers() > 1) {  // one worker: nothing to save
+      check_models_agree();
+      std::vector<NDArrayView> tensors;
+      for (const auto& p : exchange_order()) tensors.push_back(local_gradient(gradients, p, info));
+      for (size_t i = 0; i < tensors.size(); ++i)
+        global_.insert_or_assign(exchange_order()[i], tensors[i]);
       aggregate_quantized(tensors);
       communicator_->all_reduce_sum(counts);
     } else {
+      if (!sum_) plan_sum({exchange_order().begin(), exchange_order().end()});
+      if (!sum_->started()) check_models_agree();
+      for (size_t i = 0; i < order_.size(); ++i) {
+        if (sum_->is_ready(i)) continue;  // given during the backward pass
+        const NDArrayView g = local_gradient(gradients, order_[i], info);
+        global_.insert_or_assign(order_[i], g);
+        sum_->ready(i, g);
+      }
       NDArrayView sums =
           NDArrayView::from_vector<double>(NDShape{3}, std::vector<double>(counts, counts + 3));
-      tensors.push_back(sums);
-      communicator_->all_reduce_sum(tensors);
+      sum_->ready(order_.size(), sums);
+      sum_->finish();
       std::memcpy(counts, sums.data<double>(), sizeof(counts));
     }
     info.eval_criterion = counts[0];
@@ -324,16 +372,20 @@ class DataParallelDistributedLearner final : public DistributedLearner {
   // minibatch (CNTK's PrepaireZeroGradients). The caller's map keeps its tensors: a Trainer
   // hands the same executor-owned tensors every minibatch.
   NDArrayView local_gradient(const std::unordered_map<Variable, NDArrayView>& gradients,
-                             const Parameter& p, const MinibatchInfo& info) const {
+                             const Variable& p, const MinibatchInfo& info) const {
     if (info.is_empty()) return NDArrayView(p.dtype(), p.shape());
     auto it = gradients.find(p);
     LOOM_CHECK(it != gradients.end(), ArgumentError,
                "distributed learner: no gradient for parameter ", p.describe(), "");
-    LOOM_CHECK(it->second.dtype() == p.dtype() && it->second.shape() == p.shape(), ShapeError,
+    return dense_gradient(p, it->second);
+  }
+
+  static NDArrayView dense_gradient(const Variable& p, const NDArrayView& g) {
+    LOOM_CHECK(g.dtype() == p.dtype() && g.shape() == p.shape(), ShapeError,
                "distributed learner: the gradient of parameter ", p.describe(), " is ",
-               to_string(it->second.dtype()), it->second.shape().to_string(), ", the parameter ",
+               to_string(g.dtype()), g.shape().to_string(), ", the parameter ",
                to_string(p.dtype()), p.shape().to_string());
-    return it->second.is_sparse() ? it->second.to_dense() : it->second;
+    return g.is_sparse() ? g.to_dense() : g;
   }
 
   // CNTK's quantized aggregation: each worker quantizes its gradients (value residual) and
@@ -404,8 +456,12 @@ class DataParallelDistributedLearner final : public DistributedLearner {
 
   int bits_;
   std::unordered_map<Variable, NDArrayView> global_;  // the summed gradients, for the learner
-  std::vector<NDArrayView> residuals_;                // per parameter (exchange order), its shape
-  std::vector<NDArrayView> stripe_residuals_;         // per parameter, this worker's stripe
+  // The float sum: the parameters in the order their gradients are ready, then the counts.
+  std::vector<Variable> order_;
+  std::unordered_map<Variable, size_t> position_;  // in order_
+  std::unique_ptr<AllReduceSum> sum_;
+  std::vector<NDArrayView> residuals_;         // per parameter (exchange order), its shape
+  std::vector<NDArrayView> stripe_residuals_;  // per parameter, this worker's stripe
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 // design and how the Trainer and training_session drive them.
 //
 //  - data_parallel_distributed_learner: every minibatch, the gradients, loss, metric and sample
-//    counts are summed over the workers (all-reduce; or 1..8-bit quantized with error feedback,
-//    CNTK's 1-bit SGD) and the local learner steps with the global gradient and sample count,
-//    so every worker takes the same step.
+//    counts are summed over the workers (all-reduce, started for each gradient as the backward
+//    pass finishes it; or 1..8-bit quantized with error feedback, CNTK's 1-bit SGD) and the
+//    local learner steps with the global gradient and sample count, so every worker takes the
+//    same step.
 //  - block_momentum_distributed_learner: every worker steps on its own; after each block of
 //    samples (over all workers) the models are merged through CNTK's block-level momentum
 //    update. Only the sample counts, loss and metric travel every minibatch.
@@ -47,6 +48,17 @@ class DistributedLearner : public Learner {
   // takes part with zero gradients. Returns false when training should stop.
   virtual bool update(std::unordered_map<Variable, NDArrayView>& gradients,
                       MinibatchInfo& info) = 0;
+  // Overlap with the backward pass (the Trainer's calls; a learner that does not overlap
+  // ignores them). set_gradient_order: the order in which the backward pass finishes the
+  // parameters' gradients, the same on every worker (Executor::gradient_order). gradient_ready:
+  // one parameter's gradient of this worker's minibatch is final; the learner may start
+  // summing it over the workers. It must stay unchanged until update(), which gets the same
+  // gradients and completes the step.
+  virtual void set_gradient_order(const std::vector<Variable>& order) { (void)order; }
+  virtual void gradient_ready(const Variable& parameter, const NDArrayView& gradient) {
+    (void)parameter;
+    (void)gradient;
+  }
   // Learner's interface: a minibatch without loss and metric.
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, size_t training_sample_count,
               bool sweep_end = false) final;

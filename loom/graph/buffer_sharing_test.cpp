@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 
 #include "loom/graph/executor.h"
+#include "loom/graph/graph_test_util.h"
 #include "loom/graph/random_state.h"
 #include "loom/layers/convolution.h"
 #include "loom/layers/dense.h"
@@ -19,14 +19,6 @@
 
 namespace loom {
 namespace {
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
 
 std::vector<uint8_t> bytes_of(const Value& v) {
   const NDArrayView& d = v.data();

@@ -182,8 +182,42 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
   }
   for (auto& loop : loops_) plan_loop(loop);
   for (auto& w : wrt) slot_of(w);  // a wrt variable the outputs do not use is an error
+  plan_gradient_order();
   plan_blocked_layouts();
   plan_buffers(options.share_buffers);
+}
+
+void Executor::plan_gradient_order() {
+  // Backward runs the nodes last to first, a loop as one block that ends at its first node:
+  // a parameter's gradient is final at the earliest such position that writes it.
+  std::vector<size_t> final_at(leaf_vars_.size(), nodes_.size());  // nodes_.size(): at the end
+  for (size_t k = nodes_.size(); k-- > 0;) {
+    const Node& n = nodes_[k];
+    const size_t position = n.loop == kNoLoop ? k : loops_[n.loop].begin;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.gradient_wanted[i] && n.inputs[i] < leaf_vars_.size())
+        final_at[n.inputs[i]] = std::min(final_at[n.inputs[i]], position);
+  }
+  final_after_.assign(nodes_.size() + 1, {});
+  for (size_t i = 0; i < leaf_vars_.size(); ++i)
+    if (slots_[i].needs_grad && leaf_vars_[i].is_parameter())
+      final_after_[final_at[i]].push_back(i);
+  gradient_order_.clear();
+  auto add = [&](size_t position) {
+    for (size_t i : final_after_[position]) gradient_order_.push_back(leaf_vars_[i]);
+  };
+  for (size_t position = nodes_.size(); position-- > 0;) add(position);
+  add(nodes_.size());  // no op writes them: zeros at the end
+}
+
+void Executor::finish_gradients(size_t position, const GradientReady& ready) {
+  for (size_t i : final_after_[position]) {
+    if (!slots_[i].grad_written) {  // no gradient reached it
+      param_grads_.at(leaf_vars_[i]).fill(0);
+      slots_[i].grad_written = true;
+    }
+    if (ready) ready(leaf_vars_[i], param_grads_.at(leaf_vars_[i]));
+  }
 }
 
 void Executor::plan_buffers(bool share) {
@@ -723,7 +757,8 @@ Tensor& Executor::gradient_tensor(size_t index) {
   return g;
 }
 
-void Executor::backward(const Variable& root, const Value* root_gradient) {
+void Executor::backward(const Variable& root, const Value* root_gradient,
+                        const GradientReady& ready) {
   LOOM_CHECK(forward_done_, StateError, "backward before forward");
   for (auto& s : slots_) s.grad_written = false;
   size_t r = slot_of(root);
@@ -752,31 +787,29 @@ void Executor::backward(const Variable& root, const Value* root_gradient) {
     });
   }
   slots_[r].grad_written = true;
-  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-    if (it->loop != kNoLoop) {
-      const Loop& loop = loops_[it->loop];
+  for (size_t k = nodes_.size(); k-- > 0;) {
+    Node& node = nodes_[k];
+    if (node.loop != kNoLoop) {
+      const Loop& loop = loops_[node.loop];
       backward_loop(loop);
-      it += std::ptrdiff_t(loop.end - loop.begin - 1);
-      continue;
+      k = loop.begin;
+    } else if (slots_[node.output].grad_written) {
+      const FunctionImpl& f = *node.fn;
+      OpCall call = whole_call(node, true);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        Slot& in = slots_[node.inputs[i]];
+        if (!node.gradient_wanted[i]) continue;
+        LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input ",
+                   leaf_vars_[node.inputs[i]].describe(), " is not supported");
+        bool accumulate = in.grad_written;
+        Tensor& g = accumulate ? in.grad : gradient_tensor(node.inputs[i]);
+        f.op->backward(call, i, g, accumulate);
+        in.grad_written = true;
+      }
     }
-    Slot& out = slots_[it->output];
-    if (!out.grad_written) continue;
-    const FunctionImpl& f = *it->fn;
-    OpCall call = whole_call(*it, true);
-    for (size_t i = 0; i < it->inputs.size(); ++i) {
-      Slot& in = slots_[it->inputs[i]];
-      if (!it->gradient_wanted[i]) continue;
-      LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input ",
-                 leaf_vars_[it->inputs[i]].describe(), " is not supported");
-      bool accumulate = in.grad_written;
-      Tensor& g = accumulate ? in.grad : gradient_tensor(it->inputs[i]);
-      f.op->backward(call, i, g, accumulate);
-      in.grad_written = true;
-    }
+    finish_gradients(k, ready);
   }
-  for (size_t i = 0; i < leaf_vars_.size(); ++i)
-    if (slots_[i].needs_grad && !slots_[i].grad_written && leaf_vars_[i].is_parameter())
-      param_grads_.at(leaf_vars_[i]).fill(0);
+  finish_gradients(nodes_.size(), ready);
 }
 
 const Tensor& Executor::tensor(const Variable& v) const {

@@ -41,7 +41,15 @@ class Executor {
   // Back-propagates from root (one of the outputs), after forward. Without root_gradient
   // that is the gradient of the sum of root over all its elements and samples; with it, the
   // given gradient of root (a Value of root's form and layout).
-  void backward(const Variable& root, const Value* root_gradient = nullptr);
+  // ready, when given, is called with each parameter's gradient as soon as backward has
+  // finished it (no op after that writes it), in the order of gradient_order(): a distributed
+  // learner starts sending gradients while backward goes on.
+  using GradientReady = std::function<void(const Variable& parameter, const NDArrayView& gradient)>;
+  void backward(const Variable& root, const Value* root_gradient = nullptr,
+                const GradientReady& ready = {});
+  // The wrt parameters in the order in which backward finishes their gradients (by the plan:
+  // the same for every minibatch and every process that runs the same graph).
+  const std::vector<Variable>& gradient_order() const { return gradient_order_; }
 
   // After forward: a variable's packed tensor, and its value unpacked into a Value (copy).
   // With shared buffers only the outputs' values are sure to be intact.
@@ -126,6 +134,10 @@ class Executor {
   void plan_blocked_layouts();
   // Gives the ops' outputs and gradients their buffers, shared where lifetimes do not overlap.
   void plan_buffers(bool share);
+  // Where in backward each parameter's gradient is final (final_after_, gradient_order_).
+  void plan_gradient_order();
+  // Zeros the gradients final at position that no op wrote, and reports them to ready.
+  void finish_gradients(size_t position, const GradientReady& ready);
   void bind_input(const Variable& v, Slot& slot, const Value& value);
   // Copies the real samples of a dense Value into packed rows of layout at dst.
   static void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
@@ -140,6 +152,10 @@ class Executor {
   std::unordered_map<const VariableImpl*, size_t> slot_index_;
   std::vector<Variable> leaf_vars_;  // slot i < leaf_vars_.size() holds leaf_vars_[i]
   std::unordered_map<Variable, NDArrayView> param_grads_;
+  // Per backward position (a node's index; a loop's first node; nodes_.size() for the end of
+  // backward), the parameter slots whose gradients are final there.
+  std::vector<std::vector<size_t>> final_after_;
+  std::vector<Variable> gradient_order_;
   LayoutCache layouts_;
   std::unordered_map<std::string, const SequenceLayout*> sequence_layouts_;
   bool forward_done_ = false;

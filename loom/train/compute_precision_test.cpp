@@ -7,6 +7,7 @@
 
 #include "loom/core/precision.h"
 #include "loom/core/random.h"
+#include "loom/graph/graph_test_util.h"
 #include "loom/io/io_test_util.h"
 #include "loom/layers/convolution.h"
 #include "loom/layers/dense.h"
@@ -16,13 +17,6 @@
 
 namespace loom {
 namespace {
-
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-  RandomGenerator g(seed, 0);
-  std::vector<float> v(n);
-  for (float& x : v) x = float(g.uniform() * 2 - 1);
-  return v;
-}
 
 // The gradients of sum(z * z) / 2 for z = model(x), with respect to the model's parameters
 // and x, each flattened, in the calling thread's precision.

@@ -89,6 +89,7 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
   std::vector<Variable> outputs{loss_};
   if (metric_.valid()) outputs.push_back(metric_);
   train_exec_ = std::make_unique<Executor>(outputs, wrt, executor_options);
+  if (distributed_) distributed_->set_gradient_order(train_exec_->gradient_order());
   for (auto& learner : learners_) {
     std::unordered_map<Variable, NDArrayView> grads;
     for (const Parameter& p : learner->parameters())
@@ -130,7 +131,13 @@ bool Trainer::train(const Executor::ArgumentLookup& argument, bool empty, bool n
   double loss_sum = 0, metric_sum = 0;
   if (!empty) {
     train_exec_->forward(argument, /*is_training=*/true);
-    train_exec_->backward(loss_);
+    // A distributed learner starts summing each gradient as soon as backward finishes it.
+    Executor::GradientReady ready;
+    if (distributed_)
+      ready = [this](const Variable& p, const NDArrayView& g) {
+        distributed_->gradient_ready(p, g);
+      };
+    train_exec_->backward(loss_, nullptr, ready);
     samples = train_exec_->sample_count(loss_);
     loss_sum = train_exec_->sum(loss_);
     metric_sum = metric_.valid() ? train_exec_->sum(metric_) : 0;

@@ -68,6 +68,32 @@ void collectives(Communicator& comm) {
         "double bucket sum");
   for (float v : tensors[2].to_vector<float>()) check(v == float(n * (n + 1) / 2), "in-place sum");
 
+  // An AllReduceSum given its tensors one by one, last first (a bucket waits for the ones
+  // before it), round after round: two small floats share a bucket, a double starts another,
+  // the 1.5 MiB one goes in place in two pieces.
+  AllReduceSum overlapped(comm, {{DataType::Float32, 5},
+                                 {DataType::Float32, 3},
+                                 {DataType::Float64, 2},
+                                 {DataType::Float32, 3u << 17}});
+  for (size_t round = 1; round <= 3; ++round) {
+    std::vector<NDArrayView> parts{
+        NDArrayView(DataType::Float32, {5}), NDArrayView(DataType::Float32, {3}),
+        NDArrayView(DataType::Float64, {2}), NDArrayView(DataType::Float32, {3u << 17})};
+    for (size_t i = 0; i < parts.size(); ++i) parts[i].fill(double(round * (i + 1) * (r + 1)));
+    for (size_t i = parts.size(); i-- > 0;) overlapped.ready(i, parts[i]);
+    overlapped.finish();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const double want = double(round * (i + 1)) * double(n * (n + 1) / 2);
+      const auto values = parts[i].dtype() == DataType::Float32
+                              ? [&] {
+                                  const auto f = parts[i].to_vector<float>();
+                                  return std::vector<double>(f.begin(), f.end());
+                                }()
+                              : parts[i].to_vector<double>();
+      for (double v : values) check(v == want, "overlapped sum");
+    }
+  }
+
   // Worker r sends worker j r + j + 1 bytes of value 10 r + j.
   std::vector<std::byte> out, in, expected;
   std::vector<size_t> out_bytes, in_bytes;
@@ -381,9 +407,13 @@ struct SessionData {
 };
 
 struct Net {
-  Variable x = input_variable(SessionData::kInputs, {.name = "x"});
+  explicit Net(size_t inputs = SessionData::kInputs, size_t hidden = 8)
+      : x(input_variable(inputs, {.name = "x"})),
+        model(Sequential({Dense(hidden, {.activation = loom::tanh}), Dense(1)})) {}
+
+  Variable x;
   Variable y = input_variable(1, {.name = "y"});
-  Function model = Sequential({Dense(8, {.activation = loom::tanh}), Dense(1)});
+  Function model;
   Variable z = model(x);
   Function criterion = combine({squared_error(z, y), squared_error(z, y)});
 
@@ -537,6 +567,52 @@ void session_equivalence(Communicator& comm) {
   check_same_on_every_worker(comm, net.parameters(), "one model on every worker");
 }
 
+// The Trainer's data-parallel step sums each gradient over the workers while backward goes on
+// (started from the executor's gradient-ready calls): with a weight of 1.2 MB (reduced where it
+// is, in pieces) and small ones (packed in a bucket), and a worker with an empty minibatch once
+// (it has no backward and sums zeros in update), N workers end with one process's parameters.
+void trainer_overlap(Communicator& comm) {
+  constexpr size_t kInputs = 600, kHidden = 512, kSteps = 6, kMinibatch = 16;
+  const size_t n = comm.num_workers(), r = comm.rank();
+  set_fixed_random_seed(7);
+  Net net(kInputs, kHidden), reference(kInputs, kHidden);
+  reference.copy_parameters(net);
+  RandomGenerator random(11);
+  std::vector<float> xs(kSteps * kMinibatch * kInputs), ys;
+  for (auto& e : xs) e = float(random.normal());
+  for (size_t i = 0; i < kSteps * kMinibatch; ++i) ys.push_back(std::tanh(xs[i * kInputs]));
+  auto learner_of = [](const Net& m) {
+    return momentum_sgd(m.model.parameters(), learning_rate_schedule(0.01, UnitType::sample),
+                        momentum_schedule(0.9));
+  };
+  Trainer trainer(net.z, net.criterion, {data_parallel_distributed_learner(learner_of(net))});
+  Trainer one(reference.z, reference.criterion, {learner_of(reference)});
+  auto rows = [&](const Net& m, size_t first, size_t end) {
+    return ValueMap{
+        {m.x, Value::create_batch<float>({kInputs}, {xs.begin() + long(first * kInputs),
+                                                     xs.begin() + long(end * kInputs)})},
+        {m.y, Value::create_batch<float>({1}, {ys.begin() + long(first), ys.begin() + long(end)})}};
+  };
+  for (size_t step = 0; step < kSteps; ++step) {
+    const size_t base = step * kMinibatch;
+    size_t first = base + kMinibatch * r / n, end = base + kMinibatch * (r + 1) / n;
+    if (step == 2 && r == 0) end = base + kMinibatch * 2 / n;  // worker 0 takes worker 1's share
+    if (step == 2 && r == 1) first = end;
+    trainer.train_minibatch(rows(net, first, end));
+    one.train_minibatch(rows(reference, base, base + kMinibatch));
+    check(trainer.previous_minibatch_sample_count() == kMinibatch,
+          "global sample count in step " + std::to_string(step) + ": " +
+              std::to_string(trainer.previous_minibatch_sample_count()));
+    check(std::abs(trainer.previous_minibatch_loss_average() -
+                   one.previous_minibatch_loss_average()) <= 1e-5,
+          "global loss");
+  }
+  const double d = max_difference(net.parameters(), reference.parameters());
+  std::printf("worker %zu: max |parameters - one process's| %.3g\n", r, d);
+  check(d < 1e-5, "N workers end with one process's parameters");
+  check_same_on_every_worker(comm, net.parameters(), "one model on every worker");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -549,11 +625,13 @@ int main(int argc, char** argv) {
       {"block_momentum", block_momentum},
       {"model_mismatch", model_mismatch},
       {"session_block_momentum", session_block_momentum},
-      {"session_equivalence", session_equivalence}};
+      {"session_equivalence", session_equivalence},
+      {"trainer_overlap", trainer_overlap}};
   if (argc != 2 || !modes.count(argv[1])) {
     std::fprintf(stderr,
                  "usage: mpi_worker collectives|lost_worker|hung_worker|data_parallel|one_bit|"
-                 "block_momentum|model_mismatch|session_block_momentum|session_equivalence\n");
+                 "block_momentum|model_mismatch|session_block_momentum|session_equivalence|"
+                 "trainer_overlap\n");
     return 2;
   }
   // collectives runs in a program that initializes MPI itself: Loom uses that MPI and leaves
