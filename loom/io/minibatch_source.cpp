@@ -265,7 +265,7 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   delivered_ = place_;
   if (config_.prefetch && !result.empty()) {
     ahead_request_ = request;
-    ahead_ = std::async(std::launch::async, [this, request] { return read(request); });
+    ahead_ = reader_.run<Minibatch<StreamInformation>>([this, request] { return read(request); });
   }
   return result;
 }

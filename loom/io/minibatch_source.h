@@ -20,6 +20,7 @@
 #include "loom/core/dictionary.h"
 #include "loom/io/deserializer.h"
 #include "loom/io/minibatch_source_interface.h"
+#include "loom/io/reader_threads.h"
 
 namespace loom {
 
@@ -223,7 +224,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   // Owned by the caller's thread.
   Place delivered_;  // where the caller stands: place_ when nothing is read ahead
   Request ahead_request_ = {0, 0, 0};
-  std::future<Minibatch<StreamInformation>> ahead_;  // declared last: waited for first
+  BackgroundThread reader_;  // reads ahead; the destructor waits for ahead_ first
+  std::future<Minibatch<StreamInformation>> ahead_;
 };
 
 }  // namespace loom

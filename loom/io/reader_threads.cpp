@@ -36,4 +36,40 @@ void for_each_item(size_t n, size_t threads, const std::function<void(size_t)>& 
     if (e) std::rethrow_exception(e);
 }
 
+BackgroundThread::~BackgroundThread() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void BackgroundThread::post(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { loop(); });
+  } else {
+    wake_.notify_one();
+  }
+}
+
+void BackgroundThread::loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, with every job done
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();  // a packaged_task: its exception goes to the future
+  }
+}
+
 }  // namespace loom
