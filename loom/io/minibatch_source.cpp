@@ -370,12 +370,13 @@ void MinibatchSource::load_chunks(const std::vector<Piece>& pieces) {
     if (p.unit.sequence == kNoUnit) continue;
     for (size_t c = 0; c < corpora_.size(); ++c) {
       const size_t k = corpora_[c].locate(p.unit.sequence).chunk;
-      auto same = [&](const Resident& r) {
-        return r.sweep == p.sweep && r.corpus == c && r.chunk == k;
-      };
-      if (std::none_of(resident_.begin(), resident_.end(), same) &&
-          std::none_of(missing.begin(), missing.end(), same))
+      auto same = [&](const Resident& r) { return holds(r, p.sweep, c, k); };
+      auto held = std::find_if(resident_.begin(), resident_.end(), same);
+      if (held != resident_.end()) {
+        held->sweep = std::max(held->sweep, p.sweep);  // kept until that sweep is past it
+      } else if (std::none_of(missing.begin(), missing.end(), same)) {
         missing.push_back({p.sweep, c, k, nullptr});
+      }
     }
   }
   for_each_item(missing.size(), reader_threads(config_.num_reader_threads), [&](size_t i) {
@@ -389,10 +390,19 @@ void MinibatchSource::load_chunks(const std::vector<Piece>& pieces) {
   stats_.peak_resident = std::max(stats_.peak_resident, stats_.resident);
 }
 
+bool MinibatchSource::holds(const Resident& r, size_t sweep, size_t corpus, size_t chunk) const {
+  return r.corpus == corpus && r.chunk == chunk &&
+         (r.sweep == sweep || corpora_[corpus].deserializer->same_in_every_sweep());
+}
+
 void MinibatchSource::release_chunks() {
+  // When one window holds every chunk, the next sweep reads every chunk again: those whose
+  // data are the same in every sweep stay until the data end.
+  const bool one_window = order_.window_begin.size() == 2 && place_.position < end_position_;
   // A chunk is passed when its sweep is behind, or the units of its sweep that read it are
   // all taken and no truncation slot still reads it.
   auto passed = [&](const Resident& r) {
+    if (one_window && corpora_[r.corpus].deserializer->same_in_every_sweep()) return false;
     if (r.sweep > place_.sweep) return false;
     if (r.sweep == place_.sweep) {
       const size_t last = order_.last_window[r.corpus][r.chunk];
@@ -411,7 +421,7 @@ void MinibatchSource::release_chunks() {
 
 const Chunk& MinibatchSource::chunk(size_t sweep, size_t corpus, size_t index) const {
   for (const Resident& r : resident_)
-    if (r.sweep == sweep && r.corpus == corpus && r.chunk == index) return *r.data;
+    if (holds(r, sweep, corpus, index)) return *r.data;
   throw StateError(detail::concat("MinibatchSource: chunk ", index, " of deserializer ", corpus,
                                   " (sweep ", sweep, ") is not loaded"));
 }

@@ -202,6 +202,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   // Loads the chunks of the pieces not held yet; drops those no unit ahead needs.
   void load_chunks(const std::vector<Piece>& pieces);
   void release_chunks();
+  // Whether r holds chunk `chunk` of corpus `corpus` as read in `sweep`.
+  bool holds(const Resident& r, size_t sweep, size_t corpus, size_t chunk) const;
   const Chunk& chunk(size_t sweep, size_t corpus, size_t index) const;
   MinibatchData pack(size_t stream, const std::vector<Piece>& pieces, bool sweep_end) const;
 
