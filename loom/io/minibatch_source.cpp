@@ -138,7 +138,13 @@ MinibatchSource::MinibatchSource(MinibatchSource&& other)
 }
 
 MinibatchSource::~MinibatchSource() {
-  if (ahead_.valid()) ahead_.wait();
+  wait_ahead();
+}
+
+void MinibatchSource::wait_ahead() const {
+  if (!ahead_.valid()) return;
+  reader_.run_waiting_jobs();  // when the reader has not started it
+  ahead_.wait();
 }
 
 MinibatchSource::Location MinibatchSource::Corpus::locate(size_t sequence) const {
@@ -257,6 +263,7 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   const Request request{minibatch_size_in_samples, num_data_partitions, partition_index};
   Minibatch<StreamInformation> result;
   if (ahead_.valid() && ahead_request_ == request) {
+    wait_ahead();
     result = ahead_.get();  // rethrows what failed on the background thread
   } else {
     discard_ahead();
@@ -272,7 +279,7 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
 
 void MinibatchSource::discard_ahead() {
   if (!ahead_.valid()) return;
-  ahead_.wait();
+  wait_ahead();
   ahead_ = {};  // its error, if any, belongs to a minibatch nobody asked for
   place_ = delivered_;
   build_order(place_.sweep);
@@ -280,7 +287,7 @@ void MinibatchSource::discard_ahead() {
 }
 
 ChunkStats MinibatchSource::chunk_stats() const {
-  if (ahead_.valid()) ahead_.wait();
+  wait_ahead();
   return stats_;
 }
 

@@ -195,6 +195,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   void restore(const Dictionary& state);
   // Waits for the minibatch being read ahead and drops it (and its error).
   void discard_ahead();
+  // Waits for the minibatch being read ahead, reading it here if the reader has not started.
+  void wait_ahead() const;
   // Reads the next minibatch at place_: the units, their chunks, the packed streams.
   Minibatch<StreamInformation> read(const Request& request);
   std::vector<Piece> take_pieces(const Request& request, bool& sweep_end);
@@ -226,7 +228,7 @@ class MinibatchSource : public MinibatchSourceInterface {
   // Owned by the caller's thread.
   Place delivered_;  // where the caller stands: place_ when nothing is read ahead
   Request ahead_request_ = {0, 0, 0};
-  BackgroundThread reader_;  // reads ahead; the destructor waits for ahead_ first
+  mutable BackgroundThread reader_;  // reads ahead; the destructor waits for ahead_ first
   std::future<Minibatch<StreamInformation>> ahead_;
 };
 

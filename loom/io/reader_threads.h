@@ -25,7 +25,10 @@ void for_each_item(size_t n, size_t threads, const std::function<void(size_t)>& 
 // One thread that runs jobs in the background, one after another (a MinibatchSource's
 // read-ahead). It starts with the first job and lives as long as its owner, so a job costs no
 // thread start: std::async started a thread per minibatch, a fresh stack's page faults and
-// two system calls each time.
+// two system calls each time. It runs at the lowest priority (nice 19): where the cores
+// compute, it takes the time compute leaves instead of stalling a compute thread (and with it
+// the others at their next barrier); a job it has not started when its result is wanted runs
+// in the caller's thread (run_waiting_jobs).
 class BackgroundThread {
  public:
   BackgroundThread() = default;
@@ -43,6 +46,9 @@ class BackgroundThread {
     post([task] { (*task)(); });
     return result;
   }
+  // Runs the jobs the thread has not started on the calling thread, in order; returns at once
+  // when the thread is running one. Call it before waiting for a job's result.
+  void run_waiting_jobs();
 
  private:
   void post(std::function<void()> job);
@@ -52,6 +58,7 @@ class BackgroundThread {
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  bool running_ = false;  // a job runs (on the thread or the caller's)
   std::thread thread_;
 };
 

@@ -53,5 +53,43 @@ TEST(BackgroundThread, RunsJobsInOrderOnOneThread) {
   EXPECT_EQ(last.get(), 5);
 }
 
+// run_waiting_jobs runs the jobs the thread has not started on the caller's thread, in order,
+// and leaves them alone while the thread runs one.
+TEST(BackgroundThread, WaitingJobsRunInOrderOnEitherThread) {
+  BackgroundThread worker;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> started{false};
+  std::future<int> busy = worker.run<int>([&] {
+    started = true;
+    released.wait();
+    return 1;
+  });
+  while (!started) std::this_thread::yield();
+  std::atomic<int> second_ran{0};
+  std::future<int> second = worker.run<int>([&] { return ++second_ran; });
+  worker.run_waiting_jobs();  // the thread runs the first job: returns without running this one
+  EXPECT_EQ(second_ran.load(), 0);
+  release.set_value();
+  EXPECT_EQ(busy.get(), 1);
+  worker.run_waiting_jobs();
+  EXPECT_EQ(second.get(), 1);
+
+  std::vector<int> order;
+  std::vector<std::future<int>> results;
+  for (int k = 0; k < 200; ++k) {
+    results.push_back(worker.run<int>([&order, k] {
+      order.push_back(k);
+      return k;
+    }));
+    if (k % 2) worker.run_waiting_jobs();
+  }
+  worker.run_waiting_jobs();
+  for (int k = 0; k < 200; ++k) EXPECT_EQ(results[size_t(k)].get(), k);
+  std::vector<int> expected(200);
+  for (int k = 0; k < 200; ++k) expected[size_t(k)] = k;
+  EXPECT_EQ(order, expected);
+}
+
 }  // namespace
 }  // namespace loom
