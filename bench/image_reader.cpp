@@ -9,6 +9,13 @@
 //
 //   bench_image_reader [--images N (2000)] [--threads N (the cores)] [--repeats R (3)]
 //                      [--workers a,b,... (0,1,2,4)] [--no-reference]
+//   bench_image_reader --train EPOCHS
+//
+// --train is the long training run from images: all of Fashion-MNIST (60,000 training and
+// 10,000 test items) written as PNG files, seed 002's convnet and recipe trained for EPOCHS
+// epochs from them through ImageDeserializer + MinibatchSource (randomized, prefetching), and
+// the same from the IDX files with the same chunks and seed. PNG keeps the pixels, so both runs
+// must end with the same test error; each prints it and its samples/s.
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +85,89 @@ double loom_sweep(const std::string& map, size_t threads) {
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Writes the items as PNG files under folder and folder/map.txt; returns the map file.
+std::string write_pngs(const fs::path& folder, const examples::detail::Images& images) {
+  fs::create_directories(folder);
+  std::ofstream map(folder / "map.txt");
+  for (size_t i = 0; i < images.labels.size(); ++i) {
+    cv::Mat gray(28, 28, CV_32F, const_cast<float*>(images.pixels.data() + i * 784)), bytes;
+    gray.convertTo(bytes, CV_8U, 255.0);  // the IDX file's bytes again
+    const std::string name = (folder / (std::to_string(i) + ".png")).string();
+    if (!cv::imwrite(name, bytes)) throw IOError("cannot write " + name);
+    map << name << "\t" << images.labels[i] << "\n";
+  }
+  return (folder / "map.txt").string();
+}
+
+// Trains seed 002's convnet for `epochs` from the training source and returns its test error
+// on the test source; prints the training samples/s.
+double train_convnet(const char* name, MinibatchSource train, MinibatchSource test, size_t epochs) {
+  set_fixed_random_seed(1);
+  Function model = examples::create_model_mn();
+  Variable x = input_variable({1, 28, 28}, {.name = "features"});
+  Variable y = input_variable({10}, {.is_sparse = true, .name = "labels"});
+  // The seed's model reads [28, 28] images in [0, 1]; the streams are [1, 28, 28] bytes.
+  Function criterion =
+      examples::criterion_mn(model, reshape(x, {28, 28}) * constant(1.0f / 255), y);
+  const auto recipe = examples::mnist_recipe(60000);
+  const auto start = std::chrono::steady_clock::now();
+  criterion.train(
+      train,
+      {.minibatch_size = recipe.minibatch_sizes,
+       .parameter_learners = {momentum_sgd(model.parameters(), recipe.lrs, recipe.momentums)},
+       .max_epochs = epochs});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double error = criterion.test(test, {.minibatch_size = 1000}).metric;
+  std::printf("%-4s %zu epochs: %.0f samples/s, test error %.2f %%\n", name, epochs,
+              double(epochs * 60000) / seconds, 100 * error);
+  return error;
+}
+
+int train_from_images(size_t epochs) {
+  const std::string folder = examples::kFashionMnistFolder;
+  const fs::path root =
+      fs::temp_directory_path() / ("loom_bench_train_images_" + std::to_string(getpid()));
+  const auto start = std::chrono::steady_clock::now();
+  const std::string train_map = write_pngs(
+      root / "train", examples::detail::read_idx(folder + "/train-images-idx3-ubyte.gz",
+                                                 folder + "/train-labels-idx1-ubyte.gz"));
+  const std::string test_map =
+      write_pngs(root / "test", examples::detail::read_idx(folder + "/t10k-images-idx3-ubyte.gz",
+                                                           folder + "/t10k-labels-idx1-ubyte.gz"));
+  std::printf("70,000 PNG files written in %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const ChunkingOptions chunks{.sequences_per_chunk = 5000};
+  auto pngs = [&](const std::string& map, bool training) {
+    return MinibatchSource(
+        std::make_shared<ImageDeserializer>(
+            map,
+            StreamDefs{
+                {"features", {.field = "image", .transforms = {transforms::scale(28, 28, 1)}}},
+                {"labels", {.field = "label", .shape = 10}}},
+            ImageOptions{.chunking = chunks}),
+        {.randomize = training, .max_sweeps = training ? INFINITELY_REPEAT : 1});
+  };
+  auto idx = [&](const std::string& set, bool training) {
+    return MinibatchSource(std::make_shared<IDXDeserializer>(
+                               IDXStreamDefs{{"features",
+                                              {.path = folder + "/" + set + "-images-idx3-ubyte.gz",
+                                               .shape = {1, 28, 28}}},
+                                             {"labels",
+                                              {.path = folder + "/" + set + "-labels-idx1-ubyte.gz",
+                                               .num_classes = 10,
+                                               .is_sparse = true}}},
+                               chunks),
+                           {.randomize = training, .max_sweeps = training ? INFINITELY_REPEAT : 1});
+  };
+  const double from_idx = train_convnet("IDX", idx("train", true), idx("t10k", false), epochs);
+  const double from_png =
+      train_convnet("PNG", pngs(train_map, true), pngs(test_map, false), epochs);
+  fs::remove_all(root);
+  std::printf("the two runs %s\n", from_png == from_idx ? "end alike" : "DIFFER");
+  return from_png == from_idx ? 0 : 1;
+}
+
 std::string torch_script(const char* argv0) {
   const fs::path beside = fs::path(__FILE__).parent_path() / "image_reader_torch.py";
   if (fs::exists(beside)) return beside.string();
@@ -106,11 +196,13 @@ int main(int argc, char** argv) {
       workers = argv[++i];
     } else if (a == "--no-reference") {
       reference = false;
+    } else if (a == "--train" && has_value) {
+      return train_from_images(std::stoul(argv[++i]));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--images N] [--threads N] [--repeats R] [--workers a,b,...] "
-                   "[--no-reference]\n",
-                   argv[0]);
+                   "[--no-reference]\n       %s --train EPOCHS\n",
+                   argv[0], argv[0]);
       return 2;
     }
   }

@@ -12,13 +12,15 @@
 // the PyTorch side implements the same update).
 //
 // The child prints step_rss_mb: its peak RSS less its RSS once the source, the model and the
-// trainer are built and the first minibatch is read, i.e. what the training steps add
+// trainer are built and the minibatches of --reading none are read, i.e. what the steps add
 // (activations, gradients, oneDNN workspaces and scratchpads, the learner's state); the
 // whole-process peak also holds the training set (about 188 MB as float32) and the code.
 //
 // --reading sets how Loom's steps get their minibatch: prefetch (the default: read and packed
 // on the source's background thread while the step computes), sync (read when asked for), none
-// (the first minibatch again every step: no reading at all, the bound for the other two);
+// (64 minibatches read before the steps, taken in turn: no reading at all, the bound for the
+// other two; as many as hold 50 MB for the convnet, so that the inputs come from memory, as
+// read ones do, not from a cache that one minibatch used again would stay in);
 // interleaved (with --row only) times the three in alternating rounds of one process and prints
 // the median cost of reading.
 //
@@ -218,10 +220,14 @@ int run_row(const Row& row, double seconds, const std::string& reading, bool sha
                                                                   {y, source["labels"]}};
   std::unordered_map<Variable, StreamInformation> ahead_map;
   if (ahead) ahead_map = {{x, (*ahead)["features"]}, {y, (*ahead)["labels"]}};
-  const MinibatchMap first = source.next_minibatch(row.minibatch, input_map);
+  constexpr size_t kHeld = 64;
+  std::vector<MinibatchMap> held;
+  while (held.size() < (reading == "none" || reading == "interleaved" ? kHeld : 1))
+    held.push_back(source.next_minibatch(row.minibatch, input_map));
+  size_t next_held = 0;
   const double rss_before_steps = status_mib("VmRSS:");
   auto step = [&](const std::string& mode) {
-    MinibatchMap mb = mode == "none" ? first
+    MinibatchMap mb = mode == "none" ? held[next_held++ % held.size()]
                       : mode == "prefetch" && ahead
                           ? ahead->next_minibatch(row.minibatch, ahead_map)
                           : source.next_minibatch(row.minibatch, input_map);

@@ -75,6 +75,10 @@ class Deserializer {
     (void)seed;
     return load_chunk(chunk);
   }
+  // Whether load_chunk_in_sweep delivers the same data in every sweep: a MinibatchSource then
+  // keeps a chunk from one sweep to the next when the next one's window reads it, instead of
+  // loading it again.
+  virtual bool same_in_every_sweep() const { return true; }
 
   size_t number_of_sequences() const {
     size_t n = 0;

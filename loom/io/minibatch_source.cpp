@@ -138,7 +138,13 @@ MinibatchSource::MinibatchSource(MinibatchSource&& other)
 }
 
 MinibatchSource::~MinibatchSource() {
-  if (ahead_.valid()) ahead_.wait();
+  wait_ahead();
+}
+
+void MinibatchSource::wait_ahead() const {
+  if (!ahead_.valid()) return;
+  reader_.run_waiting_jobs();  // when the reader has not started it
+  ahead_.wait();
 }
 
 MinibatchSource::Location MinibatchSource::Corpus::locate(size_t sequence) const {
@@ -257,6 +263,7 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   const Request request{minibatch_size_in_samples, num_data_partitions, partition_index};
   Minibatch<StreamInformation> result;
   if (ahead_.valid() && ahead_request_ == request) {
+    wait_ahead();
     result = ahead_.get();  // rethrows what failed on the background thread
   } else {
     discard_ahead();
@@ -265,14 +272,14 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   delivered_ = place_;
   if (config_.prefetch && !result.empty()) {
     ahead_request_ = request;
-    ahead_ = std::async(std::launch::async, [this, request] { return read(request); });
+    ahead_ = reader_.run<Minibatch<StreamInformation>>([this, request] { return read(request); });
   }
   return result;
 }
 
 void MinibatchSource::discard_ahead() {
   if (!ahead_.valid()) return;
-  ahead_.wait();
+  wait_ahead();
   ahead_ = {};  // its error, if any, belongs to a minibatch nobody asked for
   place_ = delivered_;
   build_order(place_.sweep);
@@ -280,7 +287,7 @@ void MinibatchSource::discard_ahead() {
 }
 
 ChunkStats MinibatchSource::chunk_stats() const {
-  if (ahead_.valid()) ahead_.wait();
+  wait_ahead();
   return stats_;
 }
 
@@ -370,12 +377,13 @@ void MinibatchSource::load_chunks(const std::vector<Piece>& pieces) {
     if (p.unit.sequence == kNoUnit) continue;
     for (size_t c = 0; c < corpora_.size(); ++c) {
       const size_t k = corpora_[c].locate(p.unit.sequence).chunk;
-      auto same = [&](const Resident& r) {
-        return r.sweep == p.sweep && r.corpus == c && r.chunk == k;
-      };
-      if (std::none_of(resident_.begin(), resident_.end(), same) &&
-          std::none_of(missing.begin(), missing.end(), same))
+      auto same = [&](const Resident& r) { return holds(r, p.sweep, c, k); };
+      auto held = std::find_if(resident_.begin(), resident_.end(), same);
+      if (held != resident_.end()) {
+        held->sweep = std::max(held->sweep, p.sweep);  // kept until that sweep is past it
+      } else if (std::none_of(missing.begin(), missing.end(), same)) {
         missing.push_back({p.sweep, c, k, nullptr});
+      }
     }
   }
   for_each_item(missing.size(), reader_threads(config_.num_reader_threads), [&](size_t i) {
@@ -389,10 +397,19 @@ void MinibatchSource::load_chunks(const std::vector<Piece>& pieces) {
   stats_.peak_resident = std::max(stats_.peak_resident, stats_.resident);
 }
 
+bool MinibatchSource::holds(const Resident& r, size_t sweep, size_t corpus, size_t chunk) const {
+  return r.corpus == corpus && r.chunk == chunk &&
+         (r.sweep == sweep || corpora_[corpus].deserializer->same_in_every_sweep());
+}
+
 void MinibatchSource::release_chunks() {
+  // When one window holds every chunk, the next sweep reads every chunk again: those whose
+  // data are the same in every sweep stay until the data end.
+  const bool one_window = order_.window_begin.size() == 2 && place_.position < end_position_;
   // A chunk is passed when its sweep is behind, or the units of its sweep that read it are
   // all taken and no truncation slot still reads it.
   auto passed = [&](const Resident& r) {
+    if (one_window && corpora_[r.corpus].deserializer->same_in_every_sweep()) return false;
     if (r.sweep > place_.sweep) return false;
     if (r.sweep == place_.sweep) {
       const size_t last = order_.last_window[r.corpus][r.chunk];
@@ -411,7 +428,7 @@ void MinibatchSource::release_chunks() {
 
 const Chunk& MinibatchSource::chunk(size_t sweep, size_t corpus, size_t index) const {
   for (const Resident& r : resident_)
-    if (r.sweep == sweep && r.corpus == corpus && r.chunk == index) return *r.data;
+    if (holds(r, sweep, corpus, index)) return *r.data;
   throw StateError(detail::concat("MinibatchSource: chunk ", index, " of deserializer ", corpus,
                                   " (sweep ", sweep, ") is not loaded"));
 }

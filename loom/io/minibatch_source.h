@@ -20,6 +20,7 @@
 #include "loom/core/dictionary.h"
 #include "loom/io/deserializer.h"
 #include "loom/io/minibatch_source_interface.h"
+#include "loom/io/reader_threads.h"
 
 namespace loom {
 
@@ -194,6 +195,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   void restore(const Dictionary& state);
   // Waits for the minibatch being read ahead and drops it (and its error).
   void discard_ahead();
+  // Waits for the minibatch being read ahead, reading it here if the reader has not started.
+  void wait_ahead() const;
   // Reads the next minibatch at place_: the units, their chunks, the packed streams.
   Minibatch<StreamInformation> read(const Request& request);
   std::vector<Piece> take_pieces(const Request& request, bool& sweep_end);
@@ -201,6 +204,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   // Loads the chunks of the pieces not held yet; drops those no unit ahead needs.
   void load_chunks(const std::vector<Piece>& pieces);
   void release_chunks();
+  // Whether r holds chunk `chunk` of corpus `corpus` as read in `sweep`.
+  bool holds(const Resident& r, size_t sweep, size_t corpus, size_t chunk) const;
   const Chunk& chunk(size_t sweep, size_t corpus, size_t index) const;
   MinibatchData pack(size_t stream, const std::vector<Piece>& pieces, bool sweep_end) const;
 
@@ -223,7 +228,8 @@ class MinibatchSource : public MinibatchSourceInterface {
   // Owned by the caller's thread.
   Place delivered_;  // where the caller stands: place_ when nothing is read ahead
   Request ahead_request_ = {0, 0, 0};
-  std::future<Minibatch<StreamInformation>> ahead_;  // declared last: waited for first
+  mutable BackgroundThread reader_;  // reads ahead; the destructor waits for ahead_ first
+  std::future<Minibatch<StreamInformation>> ahead_;
 };
 
 }  // namespace loom

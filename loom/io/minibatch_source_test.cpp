@@ -382,6 +382,43 @@ TEST(MinibatchSource, HoldsOnlyTheChunksOfItsWindow) {
   EXPECT_LE(in_order.chunk_stats().peak_resident, 3u);
 }
 
+// When one window holds every chunk, chunks whose data are the same in every sweep are loaded
+// once, not once a sweep, and the minibatches are those of a source that reloads them.
+TEST(MinibatchSource, OneWindowLoadsEachChunkOnceForAllSweeps) {
+  struct ReloadEverySweep : Deserializer {
+    std::shared_ptr<Deserializer> inner;
+    const std::vector<StreamInformation>& stream_infos() const override {
+      return inner->stream_infos();
+    }
+    const std::vector<ChunkInfo>& chunk_infos() const override { return inner->chunk_infos(); }
+    std::vector<SequenceInfo> sequence_infos(size_t chunk) const override {
+      return inner->sequence_infos(chunk);
+    }
+    std::shared_ptr<const Chunk> load_chunk(size_t chunk) override {
+      return inner->load_chunk(chunk);
+    }
+    bool same_in_every_sweep() const override { return false; }
+  };
+  auto data = many_chunks();
+  auto reloading = std::make_shared<ReloadEverySweep>();
+  reloading->inner = data;
+  const size_t num_chunks = data->chunk_infos().size();
+  for (bool prefetch : {false, true}) {
+    SCOPED_TRACE(prefetch ? "prefetch" : "sync");
+    const MinibatchSourceConfig config{.max_sweeps = 3,
+                                       .randomization_seed = 5,
+                                       .randomization_window_in_chunks = num_chunks,
+                                       .prefetch = prefetch};
+    MinibatchSource kept(data, config), reloaded(reloading, config);
+    for (Minibatch<StreamInformation> mb; !(mb = kept.next_minibatch(7)).empty();)
+      EXPECT_EQ(describe(kept, mb), describe(reloaded, reloaded.next_minibatch(7)));
+    EXPECT_TRUE(reloaded.next_minibatch(7).empty());
+    EXPECT_EQ(kept.chunk_stats().loads, num_chunks);
+    EXPECT_EQ(reloaded.chunk_stats().loads, 3 * num_chunks);
+    EXPECT_EQ(kept.chunk_stats().resident, 0u);
+  }
+}
+
 TEST(MinibatchSource, WindowInSamplesShufflesWithinWindowsOfThatSize) {
   auto order = [](MinibatchSourceConfig config) {
     MinibatchSource source(many_chunks(), config);

@@ -1,5 +1,8 @@
 #include "loom/io/reader_threads.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -34,6 +37,59 @@ void for_each_item(size_t n, size_t threads, const std::function<void(size_t)>& 
   for (std::thread& t : team) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+BackgroundThread::~BackgroundThread() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void BackgroundThread::post(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { loop(); });
+  } else {
+    wake_.notify_one();
+  }
+}
+
+void BackgroundThread::run_waiting_jobs() {
+  std::unique_lock lock(mutex_);
+  while (!running_ && !jobs_.empty()) {
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    running_ = true;
+    lock.unlock();
+    job();  // a packaged_task: its exception goes to the future
+    lock.lock();
+    running_ = false;
+  }
+  if (!jobs_.empty()) wake_.notify_one();
+}
+
+void BackgroundThread::loop() {
+  // Failing (a system that refuses it) leaves the thread at the caller's priority.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || (!running_ && !jobs_.empty()); });
+    if (jobs_.empty()) return;  // stopping, with every job done
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    running_ = true;
+    lock.unlock();
+    job();
+    lock.lock();
+    running_ = false;
+  }
 }
 
 }  // namespace loom
