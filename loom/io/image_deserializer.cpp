@@ -274,6 +274,18 @@ struct ImageDeserializer::Pipeline {
   std::vector<Lighting> lightings;  // one per Intensity transform, in order
   size_t views = 1;                 // sequences per image: 10 with a multiview10 crop
 
+  // Whether run() draws nothing from its generator that changes the image.
+  bool deterministic() const {
+    return std::none_of(transforms.begin(), transforms.end(), [](const ImageTransform& t) {
+      if (const auto* crop = std::get_if<transforms::CropOptions>(&t))
+        return random_crop(crop->crop_type);
+      if (const auto* c = std::get_if<transforms::ColorOptions>(&t))
+        return c->brightness_radius > 0 || c->contrast_radius > 0 || c->saturation_radius > 0;
+      if (const auto* i = std::get_if<transforms::Intensity>(&t)) return i->intensity_stdev > 0;
+      return false;
+    });
+  }
+
   // The image in `bytes` decoded and transformed as view `view`; empty when it cannot be
   // decoded.
   cv::Mat run(const std::vector<uint8_t>& bytes, size_t view, RandomGenerator& rng) const {
@@ -525,6 +537,10 @@ std::vector<SequenceInfo> ImageDeserializer::sequence_infos(size_t chunk) const 
 
 std::shared_ptr<const Chunk> ImageDeserializer::load_chunk(size_t chunk) {
   return load_chunk_in_sweep(chunk, 0, 0);
+}
+
+bool ImageDeserializer::same_in_every_sweep() const {
+  return pipeline_->deterministic();
 }
 
 std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk, size_t sweep,

@@ -60,8 +60,9 @@ class ImageDeserializer : public Deserializer {
   // file line when one cannot be read or decoded.
   std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep,
                                                    uint64_t seed) override;
-  // Decoded images are not kept from sweep to sweep (random transforms differ).
-  bool same_in_every_sweep() const override { return false; }
+  // True when no transform draws at random (no random crop or flip, color or intensity
+  // change): a one-window source then keeps the decoded images from sweep to sweep.
+  bool same_in_every_sweep() const override;
 
   // Map lines and images skipped under max_errors.
   size_t number_of_skipped() const { return skipped_; }

@@ -332,6 +332,30 @@ TEST_F(ImageDeserializerTest, SourcesDrawTransformsPerSweepFromTheirSeed) {
   EXPECT_EQ(sweep_of(restored), second);
 }
 
+// Images whose transforms draw nothing at random are decoded once for all sweeps of a
+// one-window source; with a random crop every sweep decodes them again.
+TEST_F(ImageDeserializerTest, DeterministicImagesStayFromSweepToSweep) {
+  const std::string map = write_images("kept", data_, ".png");
+  for (bool random : {false, true}) {
+    SCOPED_TRACE(random ? "random crop" : "center crop");
+    const StreamDefs defs =
+        gray({transforms::crop({.crop_type = random ? CropType::randomside : CropType::center,
+                                .side_ratio = 0.75})},
+             {}, 20);
+    auto image = std::make_shared<ImageDeserializer>(
+        map, defs, ImageOptions{.chunking = {.sequences_per_chunk = 8}});
+    EXPECT_EQ(image->same_in_every_sweep(), !random);
+    MinibatchSource source(image, {.max_sweeps = 3, .randomization_seed = 2});
+    std::vector<float> seen;
+    for (auto mb = source.next_minibatch(16); !mb.empty(); mb = source.next_minibatch(16))
+      for (float v : mb.at(source["features"]).data.data().to_vector<float>()) seen.push_back(v);
+    EXPECT_EQ(seen.size(), 3u * 40 * 20 * 20);
+    EXPECT_EQ(source.chunk_stats().loads, random ? 15u : 5u);  // 5 chunks of 8
+  }
+  EXPECT_FALSE(ImageDeserializer(map, gray({}, {transforms::color({.contrast_radius = 0.2})}))
+                   .same_in_every_sweep());
+}
+
 // Test error of a small CNN trained for one sweep over a training source and evaluated on a
 // test source (each with "features" [1, 28, 28] of pixels 0..255 and "labels").
 double trained_test_error(MinibatchSource train, MinibatchSource test) {
