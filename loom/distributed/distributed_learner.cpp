@@ -204,14 +204,10 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     // Quantized aggregation needs every gradient at once; warm start sums nothing.
     if (quantized() || sample_count_ < distributed_after_) return;
     if (!sum_) plan_sum({exchange_order().begin(), exchange_order().end()});
-    // The first collective of a run (before the round's) checks the workers' models.
-    if (!sum_->started()) check_models_agree();
     auto it = position_.find(parameter);
     LOOM_CHECK(it != position_.end(), ArgumentError, "distributed learner: ", parameter.describe(),
                " is not one of the learner's parameters");
-    const NDArrayView g = dense_gradient(parameter, gradient);
-    global_.insert_or_assign(parameter, g);
-    sum_->ready(it->second, g);
+    give(it->second, dense_gradient(parameter, gradient));
   }
 
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) override {
@@ -334,6 +330,14 @@ class DataParallelDistributedLearner final : public DistributedLearner {
     sum_ = std::make_unique<AllReduceSum>(*communicator_, std::move(entries));
   }
 
+  // Gives the gradient of order_[i] to the float sum; the round's first is preceded by the
+  // check of the workers' models (a collective of its own, done once per run).
+  void give(size_t i, const NDArrayView& gradient) {
+    if (!sum_->started()) check_models_agree();
+    global_.insert_or_assign(order_[i], gradient);
+    sum_->ready(i, gradient);
+  }
+
   // Sums the gradients (into global_), the loss, the metric and the sample count (into info)
   // over the workers. The float sum completes what gradient_ready started.
   void aggregate(const std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) {
@@ -348,13 +352,8 @@ class DataParallelDistributedLearner final : public DistributedLearner {
       communicator_->all_reduce_sum(counts);
     } else {
       if (!sum_) plan_sum({exchange_order().begin(), exchange_order().end()});
-      if (!sum_->started()) check_models_agree();
-      for (size_t i = 0; i < order_.size(); ++i) {
-        if (sum_->is_ready(i)) continue;  // given during the backward pass
-        const NDArrayView g = local_gradient(gradients, order_[i], info);
-        global_.insert_or_assign(order_[i], g);
-        sum_->ready(i, g);
-      }
+      for (size_t i = 0; i < order_.size(); ++i)  // those not given during the backward pass
+        if (!sum_->is_ready(i)) give(i, local_gradient(gradients, order_[i], info));
       NDArrayView sums =
           NDArrayView::from_vector<double>(NDShape{3}, std::vector<double>(counts, counts + 3));
       sum_->ready(order_.size(), sums);
