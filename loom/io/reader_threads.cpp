@@ -61,17 +61,19 @@ void BackgroundThread::post(std::function<void()> job) {
   }
 }
 
+void BackgroundThread::run_next(std::unique_lock<std::mutex>& lock) {
+  std::function<void()> job = std::move(jobs_.front());
+  jobs_.pop_front();
+  running_ = true;
+  lock.unlock();
+  job();  // a packaged_task: its exception goes to the future
+  lock.lock();
+  running_ = false;
+}
+
 void BackgroundThread::run_waiting_jobs() {
   std::unique_lock lock(mutex_);
-  while (!running_ && !jobs_.empty()) {
-    std::function<void()> job = std::move(jobs_.front());
-    jobs_.pop_front();
-    running_ = true;
-    lock.unlock();
-    job();  // a packaged_task: its exception goes to the future
-    lock.lock();
-    running_ = false;
-  }
+  while (!running_ && !jobs_.empty()) run_next(lock);
   if (!jobs_.empty()) wake_.notify_one();
 }
 
@@ -82,13 +84,7 @@ void BackgroundThread::loop() {
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || (!running_ && !jobs_.empty()); });
     if (jobs_.empty()) return;  // stopping, with every job done
-    std::function<void()> job = std::move(jobs_.front());
-    jobs_.pop_front();
-    running_ = true;
-    lock.unlock();
-    job();
-    lock.lock();
-    running_ = false;
+    run_next(lock);
   }
 }
 

@@ -53,6 +53,8 @@ class BackgroundThread {
  private:
   void post(std::function<void()> job);
   void loop();
+  // Runs the first waiting job with the lock released; called with it held.
+  void run_next(std::unique_lock<std::mutex>& lock);
 
   std::mutex mutex_;
   std::condition_variable wake_;
