@@ -5,8 +5,11 @@
 
 #include <cmath>
 
+#include "loom/graph/executor.h"
+#include "loom/layers/dense.h"
 #include "loom/learners/momentum_sgd.h"
 #include "loom/learners/sgd.h"
+#include "loom/ops/ops.h"
 
 namespace loom::distributed {
 namespace {
@@ -45,6 +48,46 @@ TEST(DistributedLearnerTest, OneWorkerDataParallelIsTheLocalLearner) {
     EXPECT_EQ(learner->total_number_of_minibatches_seen(), 4u);
     EXPECT_EQ(learner->minibatch_size_scale_factor(), 1u);
   }
+}
+
+// Float data-parallel starts its sum during the backward pass: once backward has reported the
+// gradients, the round is under way (another collective is refused until update() ends it),
+// and the step equals the local learner's.
+TEST(DistributedLearnerTest, DataParallelStartsItsSumDuringBackward) {
+  Variable x = input_variable({3}), y = input_variable({2});
+  Function model = Dense(2);
+  Variable loss = squared_error(model(x).output(), y);
+  std::vector<Parameter> parameters = model.parameters();
+  std::vector<Variable> wrt(parameters.begin(), parameters.end());
+  std::vector<NDArrayView> start;
+  for (const Parameter& p : parameters) start.push_back(p.value().deep_clone());
+  const ValueMap data{{x, Value::create_batch<float>({3}, {1, 2, 3, -1, 0, 2})},
+                      {y, Value::create_batch<float>({2}, {1, 0, 0, 1})}};
+  auto comm = mpi_communicator();
+  auto learner = data_parallel_distributed_learner(sgd(parameters, 0.1));
+  Executor exec({loss}, wrt);
+  learner->set_gradient_order(exec.gradient_order());
+  exec.forward(data, true);
+  exec.backward(loss, nullptr,
+                [&](const Variable& p, const NDArrayView& g) { learner->gradient_ready(p, g); });
+  EXPECT_THROW(comm->barrier(), StateError);  // the sum's round is under way
+  MinibatchInfo info{.number_of_samples = 2};
+  EXPECT_TRUE(learner->update(exec.parameter_gradients(), info));
+  comm->barrier();  // update() finished the round
+  std::vector<float> distributed;
+  for (const Parameter& p : parameters)
+    for (float v : p.value().to_vector<float>()) distributed.push_back(v);
+
+  for (size_t i = 0; i < parameters.size(); ++i) parameters[i].value().copy_from(start[i]);
+  auto local = sgd(parameters, 0.1);
+  exec.forward(data, true);
+  exec.backward(loss);
+  EXPECT_TRUE(local->update(exec.parameter_gradients(), 2));
+  std::vector<float> alone;
+  for (const Parameter& p : parameters)
+    for (float v : p.value().to_vector<float>()) alone.push_back(v);
+  EXPECT_EQ(distributed, alone);
+  EXPECT_THROW(learner->set_gradient_order({wrt[0]}), ArgumentError);  // not every parameter
 }
 
 // An empty minibatch takes part with zero gradients and reports that it did not update.
