@@ -8,11 +8,11 @@
 
 namespace loom {
 
-Buffer::Buffer(size_t bytes) : bytes_(bytes) {
+Buffer::Buffer(size_t bytes, bool zeroed) : bytes_(bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   data_ = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!data_) throw std::bad_alloc();
-  std::memset(data_, 0, rounded ? rounded : 64);
+  if (zeroed) std::memset(data_, 0, rounded ? rounded : 64);
 }
 
 Buffer::Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
@@ -20,6 +20,12 @@ Buffer::Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
 
 Buffer::~Buffer() {
   if (!owner_) std::free(data_);
+}
+
+NDArrayView NDArrayView::uninitialized(DataType dtype, const NDShape& shape) {
+  LOOM_CHECK(!shape.has_inferred(), ShapeError, "cannot allocate a tensor of shape ",
+             shape.to_string(), " whose dimensions are not all known");
+  return over(dtype, shape, std::make_shared<Buffer>(shape.total_size() * size_of(dtype), false));
 }
 
 NDArrayView NDArrayView::over(DataType dtype, const NDShape& shape,

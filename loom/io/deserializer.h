@@ -5,8 +5,11 @@
 // loading them, and loads a chunk on request.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -35,11 +38,32 @@ struct StreamChunkData {
   // Dense streams: sample s holds values [s * dim, (s + 1) * dim).
   std::vector<size_t> nnz_begin{0};
   std::vector<int32_t> indices;
-  // The values, in the stream's dtype: exactly one of the two is used.
+  // The values, in the stream's dtype: exactly one of the three is used. A dense stream whose
+  // values are bytes times a scale (IDX images) may keep the bytes, a quarter of the floats'
+  // memory and of the bytes a minibatch gathers: value = T(double(byte) * byte_scale).
   std::vector<float> values_f32;
   std::vector<double> values_f64;
+  std::vector<uint8_t> values_u8;
+  double byte_scale = 1;
 
   size_t length(size_t seq) const { return sample_begin[seq + 1] - sample_begin[seq]; }
+  // Dense streams: values [first, first + n) as T, whichever way they are kept.
+  template <typename T>
+  void copy_values(size_t first, size_t n, T* to) const {
+    if (values_u8.empty()) {
+      std::copy_n(values<T>().begin() + first, n, to);
+      return;
+    }
+    const uint8_t* from = values_u8.data() + first;
+    const double scale = byte_scale;
+    for (size_t i = 0; i < n; ++i) to[i] = T(double(from[i]) * scale);  // vectorizes
+  }
+  // Dense streams: the memory that holds values [first, first + n).
+  template <typename T>
+  std::span<const std::byte> value_bytes(size_t first, size_t n) const {
+    if (values_u8.empty()) return std::as_bytes(std::span(values<T>()).subspan(first, n));
+    return std::as_bytes(std::span(values_u8).subspan(first, n));
+  }
   template <typename T>
   const std::vector<T>& values() const {
     if constexpr (std::is_same_v<T, float>)

@@ -234,17 +234,17 @@ std::shared_ptr<const Chunk> IDXDeserializer::load_chunk(size_t chunk) {
     const IDXStreamDef& def = defs_[id];
     StreamChunkData& d = out->streams.emplace_back();
     for (size_t s = 1; s <= count; ++s) d.sample_begin.push_back(s);
+    const uint8_t* items = f.bytes.data() + first * f.item_values * f.value_bytes;
+    if (def.num_classes == 0 && f.type == 0x08) {  // unsigned bytes (images): kept as bytes
+      d.values_u8.assign(items, items + count * f.item_values);
+      d.byte_scale = def.scale;
+      continue;
+    }
     dispatch(def.dtype, [&](auto zero) {
       using T = decltype(zero);
       std::vector<T>& values = values_of<T>(d);
-      const uint8_t* items = f.bytes.data() + first * f.item_values * f.value_bytes;
       if (def.num_classes == 0) {
         values.resize(count * f.item_values);
-        if (f.type == 0x08) {  // unsigned bytes (images): a loop that vectorizes
-          const double scale = def.scale;
-          for (size_t i = 0; i < values.size(); ++i) values[i] = T(double(items[i]) * scale);
-          return;
-        }
         for (size_t i = 0; i < values.size(); ++i)
           values[i] = T(decode(f.type, items + i * f.value_bytes) * def.scale);
         return;

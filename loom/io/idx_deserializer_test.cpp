@@ -90,9 +90,18 @@ TEST(IDXDeserializer, ShapeScaleDenseOneHotAndFloat64) {
   EXPECT_EQ(d.stream_infos()[1].dtype, DataType::Float64);
   ASSERT_EQ(d.chunk_infos().size(), 1u);  // 5 small items fit one 32 MB chunk
   auto chunk = d.load_chunk(0);
-  std::vector<float> expected;
+  // Byte images stay bytes in the chunk (a quarter of the floats' memory) and become floats
+  // as they are copied out.
+  EXPECT_TRUE(chunk->streams[0].values_f32.empty());
+  EXPECT_EQ(chunk->streams[0].values_u8, pixels(5, 2, 3));
+  EXPECT_EQ(chunk->streams[0].byte_scale, 0.5);
+  std::vector<float> expected, got(28);
   for (uint8_t p : pixels(5, 2, 3)) expected.push_back(float(p) * 0.5f);
-  EXPECT_EQ(chunk->streams[0].values_f32, expected);
+  chunk->streams[0].copy_values(2, 28, got.data());
+  EXPECT_EQ(got, std::vector<float>(expected.begin() + 2, expected.begin() + 30));
+  EXPECT_EQ(chunk->streams[0].value_bytes<float>(6, 12).data(),
+            reinterpret_cast<const std::byte*>(chunk->streams[0].values_u8.data() + 6));
+  EXPECT_EQ(chunk->streams[0].value_bytes<float>(6, 12).size(), 12u);
   const std::vector<double>& y = chunk->streams[1].values_f64;
   ASSERT_EQ(y.size(), 30u);
   EXPECT_EQ(std::vector<double>(y.begin() + 6, y.begin() + 12),

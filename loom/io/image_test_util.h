@@ -34,9 +34,9 @@ inline FashionMnist read_fashion_mnist(size_t count, bool test_set = false) {
   for (size_t k = 0; k < d.chunk_infos().size() && out.labels.size() < count; ++k) {
     auto chunk = d.load_chunk(k);
     for (size_t i = 0; i < chunk->sequences.size() && out.labels.size() < count; ++i) {
-      for (size_t p = 0; p < 784; ++p)
-        out.pixels.push_back(uint8_t(chunk->streams[0].values_f32[i * 784 + p]));
-      out.labels.push_back(size_t(chunk->streams[1].values_f32[i]));
+      const std::vector<uint8_t>& pixels = chunk->streams[0].values_u8;  // bytes, scale 1
+      out.pixels.insert(out.pixels.end(), pixels.begin() + i * 784, pixels.begin() + (i + 1) * 784);
+      out.labels.push_back(chunk->streams[1].values_u8[i]);
     }
   }
   return out;

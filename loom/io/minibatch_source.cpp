@@ -38,6 +38,13 @@ RandomGenerator generator_after(uint64_t seed, size_t sweep, uint64_t draws) {
   return rng;
 }
 
+// Starts loading `bytes` from `p` into the caches.
+void prefetch(const void* p, size_t bytes) {
+  const auto* c = static_cast<const char*>(p);
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o);
+  if (bytes > 0) __builtin_prefetch(c + bytes - 1);
+}
+
 }  // namespace
 
 MinibatchSource::MinibatchSource(std::shared_ptr<Deserializer> deserializer,
@@ -439,68 +446,99 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
   const Corpus& corpus = corpora_[stream_corpus_[stream]];
   size_t local = stream - corpus.first_stream, dim = info.sample_shape.total_size();
 
+  // Randomized pieces lie anywhere in the chunks and miss every cache, and each level of a
+  // piece's data (its offsets, then its values) needs the one before. Each level's loads are
+  // started for all pieces before any is used, so their latencies overlap instead of adding up
+  // (one at a time they took most of a minibatch's reading).
   struct Slice {
-    const Chunk* chunk;
-    size_t first, length;  // samples of the stream in the chunk
+    const Chunk* chunk = nullptr;
+    size_t index = 0;              // the sequence in the chunk
+    size_t first = 0, length = 0;  // samples of the stream in the chunk
   };
-  std::vector<Slice> slices;
+  const size_t batch = pieces.size();
+  std::vector<Slice> slices(batch);
+  for (size_t b = 0; b < batch; ++b) {
+    const Piece& p = pieces[b];
+    if (p.unit.sequence == kNoUnit) continue;
+    const Location loc = corpus.locate(p.unit.sequence);
+    slices[b].chunk = &chunk(p.sweep, stream_corpus_[stream], loc.chunk);
+    slices[b].index = loc.index;
+    prefetch(&slices[b].chunk->streams[local].sample_begin[loc.index], 2 * sizeof(size_t));
+  }
   size_t max_length = 0, samples = 0;
-  for (const Piece& p : pieces) {
-    if (p.unit.sequence == kNoUnit) {
-      slices.push_back({nullptr, 0, 0});
-      continue;
-    }
-    Location loc = corpus.locate(p.unit.sequence);
-    const Chunk* c = &chunk(p.sweep, stream_corpus_[stream], loc.chunk);
-    const StreamChunkData& d = c->streams[local];
-    size_t length = d.length(loc.index);
+  for (size_t b = 0; b < batch; ++b) {
+    Slice& slice = slices[b];
+    const Piece& p = pieces[b];
+    if (slice.chunk == nullptr) continue;
+    const StreamChunkData& d = slice.chunk->streams[local];
+    size_t length = d.length(slice.index);
     if (!p.whole) {
       LOOM_CHECK(length == sequence_length_[p.unit.sequence], DataError,
                  config_.frame_mode ? "frame_mode" : "truncation_length", ": stream '", info.name,
-                 "' has ", length, " samples in sequence (id = ", c->sequences[loc.index].key,
+                 "' has ", length,
+                 " samples in sequence (id = ", slice.chunk->sequences[slice.index].key,
                  "), which has ", sequence_length_[p.unit.sequence], "; ",
                  config_.frame_mode ? "frame mode" : "truncated BPTT",
                  " needs every stream at full length");
       length = p.length;
     }
-    slices.push_back({c, d.sample_begin[loc.index] + p.first, length});
+    slice.first = d.sample_begin[slice.index] + p.first;
+    slice.length = length;
     max_length = std::max(max_length, length);
     samples += length;
+    if (info.is_sparse()) prefetch(&d.nnz_begin[slice.first], (length + 1) * sizeof(size_t));
   }
 
-  size_t batch = pieces.size();
   // Dense samples keep their shape ([1,28,28] images); CSR needs one row per sample.
   NDShape shape = info.is_sparse() ? NDShape{batch, max_length, dim}
                                    : NDShape{batch, max_length}.append(info.sample_shape);
   NDArrayView data = dispatch(info.dtype, [&](auto zero) {
     using T = decltype(zero);
     if (!info.is_sparse()) {
-      NDArrayView view(info.dtype, shape);
+      for (const Slice& slice : slices) {
+        if (slice.length == 0) continue;
+        const auto bytes =
+            slice.chunk->streams[local].value_bytes<T>(slice.first * dim, slice.length * dim);
+        prefetch(bytes.data(), bytes.size());
+      }
+      NDArrayView view = NDArrayView::uninitialized(info.dtype, shape);
       T* out = view.data<T>();
       for (size_t b = 0; b < batch; ++b) {
-        if (slices[b].length == 0) continue;
-        const std::vector<T>& values = slices[b].chunk->streams[local].values<T>();
-        std::copy_n(values.begin() + slices[b].first * dim, slices[b].length * dim,
-                    out + b * max_length * dim);
+        const Slice& slice = slices[b];
+        T* to = out + b * max_length * dim;
+        if (slice.length > 0)
+          slice.chunk->streams[local].copy_values(slice.first * dim, slice.length * dim, to);
+        std::fill(to + slice.length * dim, to + max_length * dim, T(0));  // padding
       }
       return view;
     }
+    size_t nnz = 0;
+    for (const Slice& slice : slices) {
+      if (slice.length == 0) continue;
+      const StreamChunkData& d = slice.chunk->streams[local];
+      const size_t begin = d.nnz_begin[slice.first], end = d.nnz_begin[slice.first + slice.length];
+      prefetch(d.indices.data() + begin, (end - begin) * sizeof(int32_t));
+      prefetch(d.values<T>().data() + begin, (end - begin) * sizeof(T));
+      nnz += end - begin;
+    }
+    LOOM_CHECK(nnz <= size_t(std::numeric_limits<int32_t>::max()), DataError, "stream '", info.name,
+               "': a minibatch of more than 2^31 non-zero values");
     // One CSR row per (sequence, position); padding rows stay empty.
     std::vector<int32_t> offsets(batch * max_length + 1, 0), columns;
     std::vector<T> values;
+    columns.reserve(nnz);
+    values.reserve(nnz);
     size_t row = 0;
-    for (size_t b = 0; b < batch; ++b) {
+    for (const Slice& slice : slices) {
       for (size_t t = 0; t < max_length; ++t, ++row) {
-        if (t < slices[b].length) {
-          const StreamChunkData& d = slices[b].chunk->streams[local];
-          size_t s = slices[b].first + t;
+        if (t < slice.length) {
+          const StreamChunkData& d = slice.chunk->streams[local];
+          const size_t s = slice.first + t;
           columns.insert(columns.end(), d.indices.begin() + d.nnz_begin[s],
                          d.indices.begin() + d.nnz_begin[s + 1]);
           values.insert(values.end(), d.values<T>().begin() + d.nnz_begin[s],
                         d.values<T>().begin() + d.nnz_begin[s + 1]);
         }
-        LOOM_CHECK(columns.size() <= size_t(std::numeric_limits<int32_t>::max()), DataError,
-                   "stream '", info.name, "': a minibatch of more than 2^31 non-zero values");
         offsets[row + 1] = static_cast<int32_t>(columns.size());
       }
     }
