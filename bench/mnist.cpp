@@ -14,7 +14,8 @@
 // The child prints step_rss_mb: its peak RSS less its RSS once the source, the model and the
 // trainer are built and the minibatches of --reading none are read, i.e. what the steps add
 // (activations, gradients, oneDNN workspaces and scratchpads, the learner's state); the
-// whole-process peak also holds the training set (about 188 MB as float32) and the code.
+// whole-process peak also holds the training set (47 MB of bytes, and the decompressed file
+// beside it) and the code.
 //
 // --reading sets how Loom's steps get their minibatch: prefetch (the default: read and packed
 // on the source's background thread while the step computes), sync (read when asked for), none
