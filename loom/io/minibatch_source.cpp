@@ -10,6 +10,7 @@
 #include "loom/core/random.h"
 #include "loom/io/large_allocations.h"
 #include "loom/io/reader_threads.h"
+#include "loom/kernels/detail.h"
 
 namespace loom {
 
@@ -506,13 +507,21 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       }
       NDArrayView view = NDArrayView::uninitialized(info.dtype, shape);
       T* out = view.data<T>();
-      for (size_t b = 0; b < batch; ++b) {
-        const Slice& slice = slices[b];
-        T* to = out + b * max_length * dim;
-        if (slice.length > 0)
-          slice.chunk->streams[local].copy_values(slice.first * dim, slice.length * dim, to);
-        std::fill(to + slice.length * dim, to + max_length * dim, T(0));  // padding
-      }
+      auto copy = [&](size_t begin, size_t end) {
+        for (size_t b = begin; b < end; ++b) {
+          const Slice& slice = slices[b];
+          T* to = out + b * max_length * dim;
+          if (slice.length > 0)
+            slice.chunk->streams[local].copy_values(slice.first * dim, slice.length * dim, to);
+          std::fill(to + slice.length * dim, to + max_length * dim, T(0));  // padding
+        }
+      };
+      // Read in the caller's thread (sync, or a read-ahead not yet started), the copy runs on
+      // compute's threads, which would wait for it anyway.
+      if (on_background_thread())
+        copy(0, batch);
+      else
+        kernels::detail::parallel_for(batch, batch * max_length * dim, copy);
       return view;
     }
     size_t nnz = 0;

@@ -77,7 +77,16 @@ void BackgroundThread::run_waiting_jobs() {
   if (!jobs_.empty()) wake_.notify_one();
 }
 
+namespace {
+thread_local bool background = false;
+}  // namespace
+
+bool on_background_thread() {
+  return background;
+}
+
 void BackgroundThread::loop() {
+  background = true;
   // Failing (a system that refuses it) leaves the thread at the caller's priority.
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
   std::unique_lock lock(mutex_);

@@ -22,6 +22,10 @@ size_t reader_threads(size_t requested);
 // is rethrown, so the error a caller sees is the first in item order.
 void for_each_item(size_t n, size_t threads, const std::function<void(size_t)>& body);
 
+// Whether the caller is a BackgroundThread's thread. Work there stays on that one thread: an
+// OpenMP team started from it would be a second team competing with compute's.
+bool on_background_thread();
+
 // One thread that runs jobs in the background, one after another (a MinibatchSource's
 // read-ahead). It starts with the first job and lives as long as its owner, so a job costs no
 // thread start: std::async started a thread per minibatch, a fresh stack's page faults and

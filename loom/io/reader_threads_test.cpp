@@ -53,6 +53,23 @@ TEST(BackgroundThread, RunsJobsInOrderOnOneThread) {
   EXPECT_EQ(last.get(), 5);
 }
 
+// A job knows whether it runs on the background thread (where it must not start an OpenMP
+// team) or on the caller's (run_waiting_jobs).
+TEST(BackgroundThread, JobsKnowWhichThreadRunsThem) {
+  EXPECT_FALSE(on_background_thread());
+  BackgroundThread worker;
+  EXPECT_TRUE(worker.run<bool>([] { return on_background_thread(); }).get());
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::future<bool>> agree;
+  for (int k = 0; k < 200; ++k) {
+    agree.push_back(worker.run<bool>(
+        [caller] { return on_background_thread() == (std::this_thread::get_id() != caller); }));
+    worker.run_waiting_jobs();
+  }
+  for (std::future<bool>& a : agree) EXPECT_TRUE(a.get());
+  EXPECT_FALSE(on_background_thread());
+}
+
 // run_waiting_jobs runs the jobs the thread has not started on the caller's thread, in order,
 // and leaves them alone while the thread runs one.
 TEST(BackgroundThread, WaitingJobsRunInOrderOnEitherThread) {
