@@ -42,7 +42,7 @@ RandomGenerator generator_after(uint64_t seed, size_t sweep, uint64_t draws) {
 // Starts loading the first `bytes` (at most 1 KB) from `p` into the caches: the hardware's
 // prefetcher follows a longer run once it has begun, and a minibatch of images (38.5 MB) would
 // only evict its own first lines.
-void prefetch(const void* p, size_t bytes) {
+void prefetch_to_cache(const void* p, size_t bytes) {
   const auto* c = static_cast<const char*>(p);
   bytes = std::min<size_t>(bytes, 1024);
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o);
@@ -467,7 +467,7 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
     const Location loc = corpus.locate(p.unit.sequence);
     slices[b].chunk = &chunk(p.sweep, stream_corpus_[stream], loc.chunk);
     slices[b].index = loc.index;
-    prefetch(&slices[b].chunk->streams[local].sample_begin[loc.index], 2 * sizeof(size_t));
+    prefetch_to_cache(&slices[b].chunk->streams[local].sample_begin[loc.index], 2 * sizeof(size_t));
   }
   size_t max_length = 0, samples = 0;
   for (size_t b = 0; b < batch; ++b) {
@@ -490,7 +490,8 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
     slice.length = length;
     max_length = std::max(max_length, length);
     samples += length;
-    if (info.is_sparse()) prefetch(&d.nnz_begin[slice.first], (length + 1) * sizeof(size_t));
+    if (info.is_sparse())
+      prefetch_to_cache(&d.nnz_begin[slice.first], (length + 1) * sizeof(size_t));
   }
 
   // Dense samples keep their shape ([1,28,28] images); CSR needs one row per sample.
@@ -503,7 +504,7 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
         if (slice.length == 0) continue;
         const auto bytes =
             slice.chunk->streams[local].value_bytes<T>(slice.first * dim, slice.length * dim);
-        prefetch(bytes.data(), bytes.size());
+        prefetch_to_cache(bytes.data(), bytes.size());
       }
       NDArrayView view = NDArrayView::uninitialized(info.dtype, shape);
       T* out = view.data<T>();
@@ -529,8 +530,8 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       if (slice.length == 0) continue;
       const StreamChunkData& d = slice.chunk->streams[local];
       const size_t begin = d.nnz_begin[slice.first], end = d.nnz_begin[slice.first + slice.length];
-      prefetch(d.indices.data() + begin, (end - begin) * sizeof(int32_t));
-      prefetch(d.values<T>().data() + begin, (end - begin) * sizeof(T));
+      prefetch_to_cache(d.indices.data() + begin, (end - begin) * sizeof(int32_t));
+      prefetch_to_cache(d.values<T>().data() + begin, (end - begin) * sizeof(T));
       nnz += end - begin;
     }
     LOOM_CHECK(nnz <= size_t(std::numeric_limits<int32_t>::max()), DataError, "stream '", info.name,
