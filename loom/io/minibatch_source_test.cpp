@@ -176,6 +176,10 @@ TEST(MinibatchSource, SequencesArePaddedWithAMaskAndSparseStaysCsr) {
   EXPECT_EQ(v.data.sequence_lengths(), (std::vector<size_t>{1, 2, 3}));
   EXPECT_EQ(v.data.as_sequences<double>(),
             (std::vector<std::vector<double>>{{0}, {100, 101}, {200, 201, 202}}));
+  // The packed tensor is allocated uninitialized: its padding must still read as zeros.
+  const double* raw = v.data.data().data<double>();
+  EXPECT_EQ(std::vector<double>(raw, raw + 9),
+            (std::vector<double>{0, 0, 0, 100, 101, 0, 200, 201, 202}));
   const MinibatchData& k = mb.at(source["k"]);
   EXPECT_EQ(k.number_of_samples, 3u);  // one sample per sequence
   EXPECT_EQ(k.data.data().shape(), (NDShape{3, 1, 1}));
