@@ -9,8 +9,12 @@
 // --repeats, each the mean of enough calls for ~0.2 s) and GFLOP/s (2 FLOP per MAC).
 // --cpu-time measures the process's CPU time instead of wall time: on a loaded machine, with
 // --threads 1, it still compares layouts fairly (it excludes time the process waits for a core).
+// Variants of conv1 with 3 to 16 input channels show where bf16 starts to pay. --bf16 runs the
+// convolutions in bf16 mixed precision (ConvShape::bf16: bf16 operands, float32 results; AMX
+// where the CPU has it, in NHWC, which is what the auto layout gives bf16), float32 below
+// kernels::kMinBf16Channels input channels (conv1).
 //
-//   bench_convolution [--batch N] [--threads N] [--repeats N] [--cpu-time]
+//   bench_convolution [--batch N] [--threads N] [--repeats N] [--cpu-time] [--bf16]
 #include <time.h>
 
 #include <chrono>
@@ -87,33 +91,44 @@ double reorder_ms(size_t n, size_t c, size_t h, size_t w, dnnl::memory::format_t
 int main(int argc, char** argv) {
   size_t batch = 256;
   int threads = 2;
+  bool bf16 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--cpu-time") {
       cpu_time = true;
+    } else if (a == "--bf16") {
+      bf16 = true;
     } else if (i + 1 < argc && (a == "--batch" || a == "--threads" || a == "--repeats")) {
       const int v = std::atoi(argv[++i]);
       if (a == "--batch") batch = size_t(v);
       if (a == "--threads") threads = v;
       if (a == "--repeats") repeats = v;
     } else {
-      std::fprintf(stderr, "usage: %s [--batch N] [--threads N] [--repeats N] [--cpu-time]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--batch N] [--threads N] [--repeats N] [--cpu-time] [--bf16]\n",
                    argv[0]);
       return 2;
     }
   }
   set_max_num_cpu_threads(threads);
-  std::printf("seed 002 convnet layers, minibatch %zu, %d thread(s), best of %d, %s time\n", batch,
-              threads, repeats, cpu_time ? "CPU" : "wall");
+  std::printf("seed 002 convnet layers, minibatch %zu, %d thread(s), best of %d, %s time%s\n",
+              batch, threads, repeats, cpu_time ? "CPU" : "wall",
+              bf16 ? ", convolutions in bf16 mixed precision" : "");
 
   struct Conv {
     const char* name;
     ConvShape s;
+    bool variant = false;  // not in seed 002's net: timed in the auto layout only, not summed
   };
   const std::vector<Conv> convs = {
       {"conv1 5x5 1->32 28x28 pad2", {batch, 1, 32, 1, {axis(28, 5, 1, 2), axis(28, 5, 1, 2)}}},
       {"conv2 3x3 32->48 13->11", {batch, 32, 48, 1, {axis(13, 3, 1, 0), axis(13, 3, 1, 0)}}},
       {"conv3 3x3 48->64 5->3", {batch, 48, 64, 1, {axis(5, 3, 1, 0), axis(5, 3, 1, 0)}}},
+      // conv1 with more input channels: where bf16 starts to pay (kernels::kMinBf16Channels)
+      {"conv1 variant 3->32", {batch, 3, 32, 1, {axis(28, 5, 1, 2), axis(28, 5, 1, 2)}}, true},
+      {"conv1 variant 4->32", {batch, 4, 32, 1, {axis(28, 5, 1, 2), axis(28, 5, 1, 2)}}, true},
+      {"conv1 variant 8->32", {batch, 8, 32, 1, {axis(28, 5, 1, 2), axis(28, 5, 1, 2)}}, true},
+      {"conv1 variant 16->32", {batch, 16, 32, 1, {axis(28, 5, 1, 2), axis(28, 5, 1, 2)}}, true},
   };
   struct Pool {
     const char* name;
@@ -137,8 +152,10 @@ int main(int argc, char** argv) {
     std::vector<float> x(c.s.input_size(), 0.5f), w(c.s.weight_size(), 0.1f), y(c.s.output_size()),
         dy(c.s.output_size(), 0.2f), dx(c.s.input_size()), dw(c.s.weight_size());
     for (size_t li = 0; li < kLayouts; ++li) {
+      if ((bf16 || c.variant) && layouts[li] != ConvLayout::Auto) continue;  // bf16: NHWC
       ConvShape s = c.s;
       s.layout = layouts[li];
+      s.bf16 = bf16;
       const double f =
           time_ms([&] { convolution_forward<float>(s, x.data(), w.data(), nullptr, y.data()); });
       const double bd = time_ms(
@@ -146,7 +163,7 @@ int main(int argc, char** argv) {
       const double bw = time_ms([&] {
         convolution_backward_weights<float>(s, x.data(), dy.data(), dw.data(), nullptr, false);
       });
-      total[li] += f + bd + bw;
+      if (!c.variant) total[li] += f + bd + bw;
       std::printf("%-28s %-8s %9.3f %9.3f %9.3f   %6.1f / %6.1f / %6.1f\n", c.name,
                   layout_name(layouts[li]), f, bd, bw, gflop / f * 1e3, gflop / bd * 1e3,
                   gflop / bw * 1e3);

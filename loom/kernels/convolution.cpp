@@ -135,11 +135,13 @@ tag activation_tag(ConvLayout layout, size_t spatial_rank) {
   return dnn::plain_tag(spatial_rank + 2);
 }
 
-// s with ConvLayout::Auto replaced by the layout the primitive runs in (see ConvLayout).
-ConvShape resolve_layout(ConvShape s, bool backward_data) {
+// s as the primitive runs it: ConvLayout::Auto replaced by a layout (see ConvLayout), and bf16
+// kept only where it pays (see ConvShape::bf16).
+ConvShape resolve(ConvShape s, bool backward_data) {
   if (s.layout == ConvLayout::Auto)
     s.layout =
         backward_data && s.in_channels / s.groups < 16 ? ConvLayout::Plain : ConvLayout::Blocked;
+  s.bf16 = s.bf16 && s.in_channels / s.groups >= kMinBf16Channels;
   return s;
 }
 
@@ -278,7 +280,7 @@ template <>
 void convolution_forward<float>(const ConvShape& s, const float* x, const float* w, const float* b,
                                 float* y, bool accumulate) {
   if (use_reference(s)) return ref_forward(s, x, w, s.bias ? b : nullptr, y, accumulate);
-  ConvPrimitives& p = primitives(resolve_layout(s, false));
+  ConvPrimitives& p = primitives(resolve(s, false));
   memory src = dnn::to_layout(p.src, x, p.fwd_pd.src_desc(), 0);
   memory wei = dnn::to_layout(p.weights, w, p.fwd_pd.weights_desc(), 1);
   dnn::Output dst(p.fwd_pd.dst_desc(), p.dst, y, accumulate, 2);
@@ -293,7 +295,7 @@ template <>
 void convolution_backward_data<float>(const ConvShape& s, const float* dy, const float* w,
                                       float* dx, bool accumulate) {
   if (use_reference(s)) return ref_backward_data(s, dy, w, dx, accumulate);
-  ConvPrimitives& p = primitives(resolve_layout(s, true));
+  ConvPrimitives& p = primitives(resolve(s, true));
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_data_pd.diff_dst_desc(), 0);
   memory wei = dnn::to_layout(p.weights, w, p.bwd_data_pd.weights_desc(), 1);
   dnn::Output diff_src(p.bwd_data_pd.diff_src_desc(), p.src, dx, accumulate, 2);
@@ -312,7 +314,7 @@ void convolution_backward_weights<float>(const ConvShape& s, const float* x, con
     if (s.bias) ref_backward_bias(s, dy, db, accumulate);
     return;
   }
-  ConvPrimitives& p = primitives(resolve_layout(s, false));
+  ConvPrimitives& p = primitives(resolve(s, false));
   memory src = dnn::to_layout(p.src, x, p.bwd_weights_pd.src_desc(), 0);
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_weights_pd.diff_dst_desc(), 1);
   dnn::Output diff_w(p.bwd_weights_pd.diff_weights_desc(), p.weights, dw, accumulate, 2);

@@ -36,6 +36,12 @@ struct SpatialAxis {
   long pad_lower = 0, pad_upper = 0;
 };
 
+// With fewer input channels per group than this, a convolution computes in float32 even in bf16
+// mode: bf16's kernels (AMX on a Xeon with it) took 1.3x to 2.9x float32's time for seed 002's
+// 5x5 first layer with 1 or 3 input channels, and less than float32 (forward and gradients
+// together) from 4 up (bench_convolution --bf16, bench/README.md).
+constexpr size_t kMinBf16Channels = 4;
+
 struct ConvShape {
   size_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
   std::vector<SpatialAxis> axes;  // 1 to 3
@@ -46,7 +52,7 @@ struct ConvShape {
   bool bias = false;  // y gets one bias per output channel
   // float: compute in bf16 mixed precision (ComputePrecision::BFloat16): x, w and dy rounded
   // to bfloat16 by oneDNN's reorders, results (y, dx, dw, db) float32. Ignored where the
-  // reference loops run.
+  // reference loops run, and with fewer than kMinBf16Channels input channels per group.
   bool bf16 = false;
 
   size_t input_size() const;   // elements of the input, N * C * spatial

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <string>
 
 #include "loom/core/error.h"
+#include "loom/core/precision.h"
 #include "loom/kernels/kernels_test_util.h"
 
 namespace loom::kernels {
@@ -119,6 +121,46 @@ TEST(Convolution, FloatMatchesDoubleInEveryLayout) {
         convolution_backward_weights<float>(s, xf.data(), dyf.data(), dwf.data(), nullptr,
                                             accumulate);
         expect_near(dwf, dw, accumulate ? "backward weights, accumulating" : "backward weights");
+      }
+    }
+  }
+}
+
+// bf16 computes a convolution with at least kMinBf16Channels input channels per group; below
+// that the float32 kernels run (the results are float32's exactly).
+TEST(Convolution, Bf16FromMinBf16ChannelsOn) {
+  if (!bf16_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  for (size_t channels : {size_t(1), kMinBf16Channels - 1, kMinBf16Channels, size_t(16)}) {
+    SCOPED_TRACE(std::to_string(channels) + " input channels");
+    ConvShape s{8, channels, 16, 1, {axis(12, 5, 1, 1, 2, 2), axis(12, 5, 1, 1, 2, 2)}};
+    const auto x = random_vector<float>(s.input_size(), 7),
+               w = random_vector<float>(s.weight_size(), 8),
+               dy = random_vector<float>(s.output_size(), 9);
+    // Forward, gradient of the input, gradient of the kernel, in float32 and then in bf16.
+    std::vector<float> out[2][3];
+    for (bool bf16 : {false, true}) {
+      s.bf16 = bf16;
+      auto& o = out[bf16];
+      o[0].resize(s.output_size());
+      o[1].resize(s.input_size());
+      o[2].resize(s.weight_size());
+      convolution_forward<float>(s, x.data(), w.data(), nullptr, o[0].data());
+      convolution_backward_data<float>(s, dy.data(), w.data(), o[1].data(), false);
+      convolution_backward_weights<float>(s, x.data(), dy.data(), o[2].data(), nullptr, false);
+    }
+    for (int k = 0; k < 3; ++k) {
+      SCOPED_TRACE("result " + std::to_string(k));
+      if (channels < kMinBf16Channels) {
+        EXPECT_EQ(out[1][k], out[0][k]);
+      } else {
+        EXPECT_NE(out[1][k], out[0][k]) << "not computed in bf16";
+        // 8 significant bits per operand: sums of 25 to 400 products are within 2 %.
+        double d = 0, n = 0;
+        for (size_t i = 0; i < out[0][k].size(); ++i) {
+          d += std::pow(double(out[1][k][i]) - out[0][k][i], 2);
+          n += std::pow(double(out[0][k][i]), 2);
+        }
+        EXPECT_LT(std::sqrt(d / n), 2e-2);
       }
     }
   }
