@@ -22,6 +22,12 @@ bool gemm_narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float
                  const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
                  size_t ldc);
 
+// Products of fewer multiply-adds (M N K) than this compute in float32 even in bf16 mode (the
+// callers check): converting the operands to bf16 costs more than AMX saves. On a Xeon with
+// AMX, the MLP's and the convnet's dense products of 2.6 M to 14 M multiply-adds took 0.85x to
+// 1.44x float32's time in bf16, those of 40 M 0.76x to 0.84x, and 512^3 0.41x (bench/README.md).
+constexpr size_t kMinBf16Product = size_t(1) << 25;
+
 // gemm<float> in bf16 mixed precision (ComputePrecision::BFloat16): op(A) and op(B) rounded to
 // bfloat16 (oneDNN reorders them), products summed in float32 into the float32 C. oneDNN's
 // matmul primitive, one per shape, cached per thread.

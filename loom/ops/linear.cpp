@@ -30,12 +30,12 @@ Dims matrix_dims(const OpCall& call) {
 }
 
 // C = op(A) op(B) + beta C, dense, in the calling thread's compute precision for float
-// (ComputePrecision: bf16 products where set and supported).
+// (ComputePrecision: bf16 products where set and supported, and large enough to pay).
 template <typename T>
 void product(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, const T* A, size_t lda,
              const T* B, size_t ldb, T beta, T* C, size_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    if (compute_in_bf16())
+    if (compute_in_bf16() && M * N * K >= kernels::kMinBf16Product)
       return kernels::gemm_bf16(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   }
   kernels::gemm<T>(trans_a, trans_b, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);

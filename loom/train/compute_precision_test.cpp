@@ -66,10 +66,32 @@ void expect_bf16_close(const Function& model, const Variable& x, const Value& da
 TEST(ComputePrecision, DenseGradientsInBf16AreCloseToFloat32) {
   if (!bf16_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   set_fixed_random_seed(3);
+  // Each product is 256 x 512 x 512 or 256 x 512 x 256 multiply-adds: at least
+  // kernels::kMinBf16Product, the smallest that computes in bf16.
+  const Variable x = input_variable({512}, {.needs_gradient = true});
+  const Function model = Dense(512, {.activation = tanh})(x);
+  expect_bf16_close(Dense(256)(model.output()), x,
+                    Value::create_batch<float>({512}, random_floats(256 * 512, 1)));
+}
+
+// Products below kernels::kMinBf16Product stay float32 in bf16 mode (the same numbers); one of
+// that size computes in bf16.
+TEST(ComputePrecision, Bf16FromMinBf16Product) {
+  if (!bf16_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  set_fixed_random_seed(4);
   const Variable x = input_variable({64}, {.needs_gradient = true});
-  const Function model = Dense(48, {.activation = tanh})(x);
-  expect_bf16_close(Dense(32)(model.output()), x,
-                    Value::create_batch<float>({64}, random_floats(20 * 64, 1)));
+  const Function model = Dense(10)(Dense(48, {.activation = tanh})(x).output());
+  const Value data = Value::create_batch<float>({64}, random_floats(20 * 64, 1));
+  const auto f32 = gradients(model, x, data);
+  const ComputePrecisionScope scope(ComputePrecision::BFloat16);
+  EXPECT_EQ(gradients(model, x, data), f32);
+  // A product of exactly kMinBf16Product multiply-adds (256 x 512 x 256) computes in bf16.
+  const Variable x2 = input_variable({512});
+  const Function dense = Dense(256)(x2);
+  const Value data2 = Value::create_batch<float>({512}, random_floats(256 * 512, 2));
+  const std::vector<float> bf16 = dense.eval(data2).data().to_vector<float>();
+  const ComputePrecisionScope float32(ComputePrecision::Float32);
+  EXPECT_NE(dense.eval(data2).data().to_vector<float>(), bf16);
 }
 
 TEST(ComputePrecision, ConvolutionGradientsInBf16AreCloseToFloat32) {
@@ -86,10 +108,11 @@ TEST(ComputePrecision, ConvolutionGradientsInBf16AreCloseToFloat32) {
 TEST(ComputePrecision, EvalInBf16IsCloseToFloat32) {
   if (!bf16_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   set_fixed_random_seed(9);
-  const Variable x = input_variable({1, 28, 28});
+  // 16 input channels: the convolution computes in bf16 (kernels::kMinBf16Channels).
+  const Variable x = input_variable({16, 14, 14});
   const Function conv = Convolution({5, 5}, 32, {.activation = relu, .pad = true})(x);
   const Function model = Dense(10)(conv.output());
-  const Value data = Value::create_batch<float>({1, 28, 28}, random_floats(8 * 784, 6));
+  const Value data = Value::create_batch<float>({16, 14, 14}, random_floats(8 * 16 * 196, 6));
   const std::vector<float> f32 = model.eval(data).data().to_vector<float>();
   set_compute_precision(ComputePrecision::BFloat16);
   const std::vector<float> bf16 = model.eval(data).data().to_vector<float>();
