@@ -1,8 +1,14 @@
 #include "loom/kernels/pooling.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include "loom/core/error.h"
 #include "loom/kernels/detail.h"
@@ -82,6 +88,187 @@ void ref_backward(const PoolShape& s, PoolKind kind, const T* dy, const void* wo
       detail::for_each_tap(a, [&](size_t o, size_t i, size_t) {
         dxp[i] += dyp[o] / T(kind == PoolKind::AverageIncludePad ? window : count[o]);
       });
+    }
+  });
+}
+
+// ---- Max pooling in the blocked layout (float) ----
+// oneDNN's max pooling ran 4x below the memory's speed here (seed 002's first pooling: 2.3 ms
+// forward, 2.9 backward, at minibatch 256; bench/README.md), so Loom pools blocked activations
+// itself in training (its inference primitive keeps up with the memory). Each block of
+// kChannelBlock channels of a sample is a [spatial..., 16] array; the forward takes each
+// output's 16 maxima with one vector per tap, and the workspace keeps per output element the
+// window's tap where its maximum came from. The backward gathers: each input element sums the
+// gradients of the outputs whose windows cover it and chose it, in output order (the
+// reference's order), writing dx once. Shapes with a window entirely in the padding never come
+// here (see has_empty_window).
+
+using Tap = uint8_t;  // windows of at most 256 taps
+constexpr size_t kLanes = kChannelBlock;
+// A block's 16 lanes as two halves of 8, each a GCC/Clang vector of 32 bytes: one AVX2
+// register with -march=x86-64-v3 (a 64-byte vector would be taken apart lane by lane there).
+constexpr size_t kHalf = kLanes / 2;
+using Floats = float __attribute__((vector_size(kHalf * sizeof(float))));
+using Ints = int32_t __attribute__((vector_size(kHalf * sizeof(int32_t))));
+using Taps = Tap __attribute__((vector_size(kHalf * sizeof(Tap))));
+
+// (Through references: a vector passed by value has no fixed ABI across instruction sets.)
+template <typename V, typename T>
+void load(V& v, const T* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+// Half a block's taps widened to 32-bit lanes (GCC 12 widens a vector of bytes lane by lane,
+// so AVX2's instruction where the build has it).
+void widen(Ints& v, const Tap* p) {
+#ifdef __AVX2__
+  v = Ints(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#else
+  for (size_t l = 0; l < kHalf; ++l) v[l] = p[l];
+#endif
+}
+
+template <typename V, typename T>
+void store(T* p, const V& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// Whether max pooling in training runs Loom's kernel: activations held blocked, small windows.
+bool pools_blocked(const PoolShape& s, PoolKind kind) {
+  return kind == PoolKind::Max && s.input_blocked && s.output_blocked &&
+         (s.layout == ConvLayout::Auto || s.layout == ConvLayout::Blocked) &&
+         detail::spatial(s.axes, &SpatialAxis::kernel) <=
+             size_t(std::numeric_limits<Tap>::max()) + 1;
+}
+
+// The taps [first, last) of output o's window along one axis that fall inside the input.
+struct TapRange {
+  size_t first, last;
+};
+TapRange taps_of(const SpatialAxis& a, size_t o) {
+  const long start = long(o * a.stride) - a.pad_lower;  // input position of tap 0
+  const long first = std::max(0L, -start), last = std::min(long(a.kernel), long(a.input) - start);
+  return {size_t(first), size_t(std::max(first, last))};
+}
+
+void blocked_max_forward(const PoolShape& s, const float* x, float* y, Tap* workspace) {
+  const auto a = detail::axes3(s.axes);
+  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
+               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
+               window = detail::spatial(s.axes, &SpatialAxis::kernel);
+  const size_t blocks = s.batch * s.channels / kLanes;
+  detail::parallel_for(blocks, s.output_size() * window, [&](size_t b, size_t e) {
+    for (size_t blk = b; blk < e; ++blk) {
+      const float* xb = x + blk * in_sp * kLanes;
+      float* yb = y + blk * out_sp * kLanes;
+      Tap* wb = workspace + blk * out_sp * kLanes;
+      size_t o = 0;
+      for (size_t od = 0; od < a[0].output; ++od) {
+        const TapRange td = taps_of(a[0], od);
+        for (size_t oh = 0; oh < a[1].output; ++oh) {
+          const TapRange th = taps_of(a[1], oh);
+          for (size_t ow = 0; ow < a[2].output; ++ow, ++o) {
+            const TapRange tw = taps_of(a[2], ow);
+            // Start from the window's first tap inside the input; later ones replace it only
+            // where larger (the first of equal maxima wins, as in the reference).
+            const auto at_input = [&](size_t kd, size_t kh, size_t kw) {
+              return xb + (((od * a[0].stride + kd - size_t(a[0].pad_lower)) * a[1].input +
+                            oh * a[1].stride + kh - size_t(a[1].pad_lower)) *
+                               a[2].input +
+                           ow * a[2].stride + kw - size_t(a[2].pad_lower)) *
+                              kLanes;
+            };
+            const float* first = at_input(td.first, th.first, tw.first);
+            const int32_t first_tap =
+                int32_t((td.first * a[1].kernel + th.first) * a[2].kernel + tw.first);
+            Floats m[2];
+            Ints at[2];
+            for (size_t h = 0; h < 2; ++h) {
+              load(m[h], first + h * kHalf);
+              at[h] = Ints{} + first_tap;
+            }
+            for (size_t kd = td.first; kd < td.last; ++kd)
+              for (size_t kh = th.first; kh < th.last; ++kh) {
+                const float* row = at_input(kd, kh, tw.first);
+                int32_t tap = int32_t((kd * a[1].kernel + kh) * a[2].kernel + tw.first);
+                for (size_t kw = tw.first; kw < tw.last; ++kw, ++tap, row += kLanes)
+                  for (size_t h = 0; h < 2; ++h) {
+                    Floats x;
+                    load(x, row + h * kHalf);
+                    const Ints take = x > m[h];
+                    m[h] = take ? x : m[h];
+                    at[h] = take ? Ints{} + tap : at[h];
+                  }
+              }
+            for (size_t h = 0; h < 2; ++h) {
+              store(yb + o * kLanes + h * kHalf, m[h]);
+              const Taps taps = __builtin_convertvector(at[h], Taps);
+              store(wb + o * kLanes + h * kHalf, taps);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// The outputs along one axis whose windows cover input position i: [first, last), and the
+// tap of i in the window of output first is i + pad_lower - first * stride.
+struct Covering {
+  size_t first, last;
+};
+Covering covering(const SpatialAxis& a, size_t i) {
+  const long shifted = long(i) + a.pad_lower;  // i's position in the padded input
+  const long lo = shifted - long(a.kernel) + 1, stride = long(a.stride);
+  const long first = lo <= 0 ? 0 : (lo + stride - 1) / stride;
+  const long last = std::min(shifted < 0 ? -1 : shifted / stride, long(a.output) - 1) + 1;
+  return {size_t(first), size_t(std::max(first, last))};
+}
+
+void blocked_max_backward(const PoolShape& s, const float* dy, const Tap* workspace, float* dx,
+                          bool accumulate) {
+  const auto a = detail::axes3(s.axes);
+  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
+               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
+               window = detail::spatial(s.axes, &SpatialAxis::kernel);
+  std::array<std::vector<Covering>, 3> cover;
+  for (size_t k = 0; k < 3; ++k)
+    for (size_t i = 0; i < a[k].input; ++i) cover[k].push_back(covering(a[k], i));
+  const size_t blocks = s.batch * s.channels / kLanes;
+  detail::parallel_for(blocks, s.output_size() * window, [&](size_t b, size_t e) {
+    for (size_t blk = b; blk < e; ++blk) {
+      const float* dyb = dy + blk * out_sp * kLanes;
+      const Tap* wb = workspace + blk * out_sp * kLanes;
+      float* dxb = dx + blk * in_sp * kLanes;
+      size_t i = 0;
+      for (size_t id = 0; id < a[0].input; ++id) {
+        const Covering cd = cover[0][id];
+        for (size_t ih = 0; ih < a[1].input; ++ih) {
+          const Covering ch = cover[1][ih];
+          for (size_t iw = 0; iw < a[2].input; ++iw, ++i) {
+            const Covering cw = cover[2][iw];
+            Floats sum[2] = {};
+            if (accumulate)
+              for (size_t h = 0; h < 2; ++h) load(sum[h], dxb + i * kLanes + h * kHalf);
+            for (size_t od = cd.first; od < cd.last; ++od)
+              for (size_t oh = ch.first; oh < ch.last; ++oh)
+                for (size_t ow = cw.first; ow < cw.last; ++ow) {
+                  const size_t o = (od * a[1].output + oh) * a[2].output + ow;
+                  const size_t kd = id + a[0].pad_lower - od * a[0].stride,
+                               kh = ih + a[1].pad_lower - oh * a[1].stride,
+                               kw = iw + a[2].pad_lower - ow * a[2].stride;
+                  const int32_t tap = int32_t((kd * a[1].kernel + kh) * a[2].kernel + kw);
+                  for (size_t h = 0; h < 2; ++h) {
+                    Ints t;
+                    Floats g;
+                    widen(t, wb + o * kLanes + h * kHalf);
+                    load(g, dyb + o * kLanes + h * kHalf);
+                    sum[h] += t == tap ? g : Floats{};
+                  }
+                }
+            for (size_t h = 0; h < 2; ++h) store(dxb + i * kLanes + h * kHalf, sum[h]);
+          }
+        }
+      }
     }
   });
 }
@@ -183,13 +370,22 @@ void check_pool_shape(const PoolShape& s, const char* what) {
              ": more than 2^32 - 1 elements per channel");
 }
 
+// Whether some window lies entirely in the padding. Its maximum is 0 in Loom (the reference
+// loops), where oneDNN gives -FLT_MAX, so such shapes run the reference loops.
+static bool has_empty_window(const PoolShape& s) {
+  return std::any_of(s.axes.begin(), s.axes.end(), [](const SpatialAxis& a) {
+    return a.pad_lower >= long(a.kernel) ||
+           long((a.output - 1) * a.stride) - a.pad_lower >= long(a.input);
+  });
+}
+
 bool can_block(const PoolShape& s) {
-  return detail::onednn_runs(s.axes) && s.channels % kChannelBlock == 0;
+  return detail::onednn_runs(s.axes) && !has_empty_window(s) && s.channels % kChannelBlock == 0;
 }
 
 // The float kernels run the reference loops where oneDNN cannot, on row-major data only.
 static bool use_reference(const PoolShape& s) {
-  if (detail::onednn_runs(s.axes)) return false;
+  if (detail::onednn_runs(s.axes) && !has_empty_window(s)) return false;
   LOOM_CHECK(!s.input_blocked && !s.output_blocked, ArgumentError,
              "pooling: blocked activations for a shape oneDNN does not run (see can_block)");
   return true;
@@ -203,6 +399,7 @@ template <>
 size_t pooling_workspace_bytes<float>(const PoolShape& s, PoolKind kind) {
   if (kind != PoolKind::Max) return 0;
   if (use_reference(s)) return s.output_size() * sizeof(ArgMax);
+  if (pools_blocked(s, kind)) return s.output_size() * sizeof(Tap);
   return primitives(s, kind).train_pd.workspace_desc().get_size();
 }
 
@@ -221,6 +418,9 @@ template <>
 void pooling_forward<float>(const PoolShape& s, PoolKind kind, const float* x, float* y,
                             void* workspace) {
   if (use_reference(s)) return ref_forward(s, kind, x, y, workspace);
+  // Inference (no workspace) runs oneDNN's primitive, which keeps up with the memory.
+  if (workspace && pools_blocked(s, kind))
+    return blocked_max_forward(s, x, y, static_cast<Tap*>(workspace));
   PoolPrimitives& p = primitives(s, kind);
   // Average pooling keeps nothing for backward, so it always runs the inference primitive.
   const bool train = workspace && kind == PoolKind::Max;
@@ -237,6 +437,8 @@ template <>
 void pooling_backward<float>(const PoolShape& s, PoolKind kind, const float* dy,
                              const void* workspace, float* dx, bool accumulate) {
   if (use_reference(s)) return ref_backward(s, kind, dy, workspace, dx, accumulate);
+  if (pools_blocked(s, kind))
+    return blocked_max_backward(s, dy, static_cast<const Tap*>(workspace), dx, accumulate);
   PoolPrimitives& p = primitives(s, kind);
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_pd.diff_dst_desc(), 0);
   dnn::Output diff_src(p.bwd_pd.diff_src_desc(), p.src, dx, accumulate, 1);

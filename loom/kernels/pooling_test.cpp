@@ -31,6 +31,8 @@ std::vector<Case> cases() {
       {"3d", {1, 2, {axis(4, 2, 1, 1, 0), axis(5, 3, 2, 1, 1), axis(3, 2)}}},
       {"global", {2, 3, {axis(5, 5), axis(4, 4)}}},
       {"negative_pad", {2, 2, {axis(8, 1, 4, -1, 0), axis(5, 3, 2, 1, 1)}}},
+      // The first row of windows lies entirely in the padding: maximum and average 0.
+      {"window_in_padding", {1, 16, {axis(3, 2, 1, 2, 0), axis(4, 3, 1, 1, 1)}}},
   };
 }
 
@@ -109,6 +111,75 @@ TEST(Pooling, FloatMatchesDoubleInEveryLayout) {
         }
         for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(yf[i], y[i], 1e-6) << "forward at " << i;
       }
+  // A shape with a window entirely in the padding is never held blocked (its maxima come from
+  // the reference loops, see window_in_padding above).
+  EXPECT_TRUE(can_block(PoolShape{1, 16, {axis(4, 2, 1, 1, 0)}}));
+  EXPECT_FALSE(can_block(PoolShape{1, 16, {axis(4, 2, 1, 2, 0)}}));
+  EXPECT_FALSE(can_block(PoolShape{1, 16, {axis(4, 2, 2, 0, 3)}}));
+}
+
+// [N, C, spatial] <-> the blocked layout [N, C / 16, spatial, 16] (kChannelBlock).
+std::vector<float> to_blocked(const std::vector<double>& v, size_t n, size_t c, size_t sp) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < n * c; ++i)
+    for (size_t j = 0; j < sp; ++j)
+      out[((i / kChannelBlock) * sp + j) * kChannelBlock + i % kChannelBlock] =
+          float(v[i * sp + j]);
+  return out;
+}
+std::vector<float> from_blocked(const std::vector<float>& v, size_t n, size_t c, size_t sp) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < n * c; ++i)
+    for (size_t j = 0; j < sp; ++j)
+      out[i * sp + j] = v[((i / kChannelBlock) * sp + j) * kChannelBlock + i % kChannelBlock];
+  return out;
+}
+
+// Max pooling of activations held blocked (Loom's own kernel in training, oneDNN's in
+// inference): the reference's maxima, the first of equal maxima, and the gradients.
+TEST(Pooling, BlockedMaxMatchesTheReference) {
+  const std::vector<Case> blocked = {
+      {"2d_overlapping", {2, 32, {axis(7, 3, 2), axis(6, 3, 2)}}},
+      {"2d_padded", {1, 16, {axis(6, 3, 2, 1, 1), axis(5, 2, 1, 0, 1)}}},
+      {"1d", {2, 16, {axis(9, 4, 3, 2, 2)}}},
+      {"3d", {1, 16, {axis(4, 2, 1, 1, 0), axis(5, 3, 2, 1, 1), axis(3, 2)}}},
+      {"global", {2, 16, {axis(5, 5), axis(4, 4)}}},
+  };
+  for (const Case& c : blocked)
+    for (bool ties : {false, true}) {
+      PoolShape s = c.shape;
+      s.input_blocked = s.output_blocked = true;
+      SCOPED_TRACE(c.name + (ties ? " with ties" : ""));
+      const size_t in_sp = s.input_size() / (s.batch * s.channels),
+                   out_sp = s.output_size() / (s.batch * s.channels);
+      // Values in float's precision, so the double reference sees the same ones.
+      auto x = random_vector<double>(s.input_size(), 3),
+           dy = random_vector<double>(s.output_size(), 4);
+      for (double& v : x) v = ties ? 1.0 : double(float(v));
+      for (double& v : dy) v = double(float(v));
+      std::vector<double> y(s.output_size()), dx(s.input_size(), 0.5);
+      std::vector<uint8_t> ws(pooling_workspace_bytes<double>(s, PoolKind::Max));
+      pooling_forward<double>(s, PoolKind::Max, x.data(), y.data(), ws.data());
+      const std::vector<float> xb = to_blocked(x, s.batch, s.channels, in_sp),
+                               dyb = to_blocked(dy, s.batch, s.channels, out_sp);
+      std::vector<float> yb(s.output_size()), yb_inference(s.output_size());
+      std::vector<float> dxb = to_blocked(dx, s.batch, s.channels, in_sp);
+      std::vector<uint8_t> wsb(pooling_workspace_bytes<float>(s, PoolKind::Max));
+      EXPECT_EQ(wsb.size(), s.output_size());  // one tap per output element
+      pooling_forward<float>(s, PoolKind::Max, xb.data(), yb.data(), wsb.data());
+      pooling_forward<float>(s, PoolKind::Max, xb.data(), yb_inference.data(), nullptr);
+      EXPECT_EQ(yb, yb_inference);
+      const std::vector<float> yf = from_blocked(yb, s.batch, s.channels, out_sp);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(yf[i], float(y[i])) << "forward at " << i;
+      for (bool accumulate : {true, false}) {
+        pooling_backward<double>(s, PoolKind::Max, dy.data(), ws.data(), dx.data(), accumulate);
+        pooling_backward<float>(s, PoolKind::Max, dyb.data(), wsb.data(), dxb.data(), accumulate);
+        const std::vector<float> dxf = from_blocked(dxb, s.batch, s.channels, in_sp);
+        for (size_t i = 0; i < dx.size(); ++i)
+          ASSERT_NEAR(dxf[i], dx[i], 1e-5)
+              << "backward at " << i << (accumulate ? ", accumulating" : "");
+      }
+    }
 }
 
 TEST(Pooling, RejectsInconsistentShapes) {
