@@ -93,8 +93,8 @@ void ref_backward(const PoolShape& s, PoolKind kind, const T* dy, const void* wo
 }
 
 // ---- Max pooling in the blocked layout (float) ----
-// oneDNN's max pooling ran 4x below the memory's speed here (seed 002's first pooling: 2.3 ms
-// forward, 2.9 backward, at minibatch 256; bench/README.md), so Loom pools blocked activations
+// oneDNN's max pooling in training ran 4x below the memory's speed (seed 002's first pooling at
+// minibatch 256: 2.1 ms forward, 2.3 backward; bench/README.md), so Loom pools blocked activations
 // itself in training (its inference primitive keeps up with the memory). Each block of
 // kChannelBlock channels of a sample is a [spatial..., 16] array; the forward takes each
 // output's 16 maxima with one vector per tap, and the workspace keeps per output element the

@@ -1,6 +1,8 @@
 // Max and average pooling over dense row-major tensors [N, C, spatial...] (1 to 3 spatial
 // axes, each channel on its own), windows placed as SpatialAxis says (kernel = window,
-// dilation 1). float runs oneDNN primitives; double runs plain loops.
+// dilation 1). float runs oneDNN primitives, except max pooling in training of activations
+// held blocked (Loom's own kernel) and shapes with a window entirely in the padding (the plain
+// loops); double runs plain loops.
 #pragma once
 
 #include <cstddef>
