@@ -140,11 +140,13 @@ bool pools_blocked(const PoolShape& s, PoolKind kind) {
              size_t(std::numeric_limits<Tap>::max()) + 1;
 }
 
-// The taps [first, last) of output o's window along one axis that fall inside the input.
-struct TapRange {
+// [first, last): along one axis, a window's taps or an input position's outputs.
+struct Range {
   size_t first, last;
 };
-TapRange taps_of(const SpatialAxis& a, size_t o) {
+
+// The taps of output o's window along one axis that fall inside the input.
+Range taps_of(const SpatialAxis& a, size_t o) {
   const long start = long(o * a.stride) - a.pad_lower;  // input position of tap 0
   const long first = std::max(0L, -start), last = std::min(long(a.kernel), long(a.input) - start);
   return {size_t(first), size_t(std::max(first, last))};
@@ -163,11 +165,11 @@ void blocked_max_forward(const PoolShape& s, const float* x, float* y, Tap* work
       Tap* wb = workspace + blk * out_sp * kLanes;
       size_t o = 0;
       for (size_t od = 0; od < a[0].output; ++od) {
-        const TapRange td = taps_of(a[0], od);
+        const Range td = taps_of(a[0], od);
         for (size_t oh = 0; oh < a[1].output; ++oh) {
-          const TapRange th = taps_of(a[1], oh);
+          const Range th = taps_of(a[1], oh);
           for (size_t ow = 0; ow < a[2].output; ++ow, ++o) {
-            const TapRange tw = taps_of(a[2], ow);
+            const Range tw = taps_of(a[2], ow);
             // Start from the window's first tap inside the input; later ones replace it only
             // where larger (the first of equal maxima wins, as in the reference).
             const auto at_input = [&](size_t kd, size_t kh, size_t kw) {
@@ -211,12 +213,9 @@ void blocked_max_forward(const PoolShape& s, const float* x, float* y, Tap* work
   });
 }
 
-// The outputs along one axis whose windows cover input position i: [first, last), and the
-// tap of i in the window of output first is i + pad_lower - first * stride.
-struct Covering {
-  size_t first, last;
-};
-Covering covering(const SpatialAxis& a, size_t i) {
+// The outputs along one axis whose windows cover input position i (the tap of i in output o's
+// window is i + pad_lower - o * stride).
+Range covering(const SpatialAxis& a, size_t i) {
   const long shifted = long(i) + a.pad_lower;  // i's position in the padded input
   const long lo = shifted - long(a.kernel) + 1, stride = long(a.stride);
   const long first = lo <= 0 ? 0 : (lo + stride - 1) / stride;
@@ -230,7 +229,7 @@ void blocked_max_backward(const PoolShape& s, const float* dy, const Tap* worksp
   const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
                out_sp = detail::spatial(s.axes, &SpatialAxis::output),
                window = detail::spatial(s.axes, &SpatialAxis::kernel);
-  std::array<std::vector<Covering>, 3> cover;
+  std::array<std::vector<Range>, 3> cover;
   for (size_t k = 0; k < 3; ++k)
     for (size_t i = 0; i < a[k].input; ++i) cover[k].push_back(covering(a[k], i));
   const size_t blocks = s.batch * s.channels / kLanes;
@@ -241,11 +240,11 @@ void blocked_max_backward(const PoolShape& s, const float* dy, const Tap* worksp
       float* dxb = dx + blk * in_sp * kLanes;
       size_t i = 0;
       for (size_t id = 0; id < a[0].input; ++id) {
-        const Covering cd = cover[0][id];
+        const Range cd = cover[0][id];
         for (size_t ih = 0; ih < a[1].input; ++ih) {
-          const Covering ch = cover[1][ih];
+          const Range ch = cover[1][ih];
           for (size_t iw = 0; iw < a[2].input; ++iw, ++i) {
-            const Covering cw = cover[2][iw];
+            const Range cw = cover[2][iw];
             Floats sum[2] = {};
             if (accumulate)
               for (size_t h = 0; h < 2; ++h) load(sum[h], dxb + i * kLanes + h * kHalf);
