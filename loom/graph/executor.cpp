@@ -39,6 +39,46 @@ void step_view(const Tensor& full, const SequenceLayout& loop, size_t t, const S
   view.blocked = false;
 }
 
+// Max pooling of a relu becomes relu of the max pooling (OpDef::selects_max, moves_behind_max;
+// docs/executor.md) where the relu reads a value nothing else reads, its output is read by the
+// pooling alone and is not an output, and neither function is in a recurrent loop: the pooling
+// reads the relu's operand into a new variable and the relu writes the pooling's output from
+// it. (With another reader of the operand, the pooling's backward would add its windows one by
+// one to that reader's gradient, where the relu adds their sum: a different rounding.) The two
+// take the pair's places in the order; they are the executor's copies, and the user's graph
+// stays as it was.
+void move_relu_behind_max(std::vector<std::shared_ptr<FunctionImpl>>& order,
+                          const std::vector<Variable>& outputs, const std::vector<bool>& in_loop) {
+  std::unordered_map<const VariableImpl*, size_t> readers, position;
+  for (const Variable& o : outputs) ++readers[o.impl().get()];
+  for (size_t k = 0; k < order.size(); ++k) {
+    for (const Variable& in : order[k]->inputs) ++readers[in.impl().get()];
+    position[order[k]->outputs[0].get()] = k;
+  }
+  for (size_t j = 0; j < order.size(); ++j) {
+    const FunctionImpl& pool = *order[j];
+    if (in_loop[j] || pool.inputs.size() != 1 || !pool.op->selects_max(pool.attributes)) continue;
+    const auto found = position.find(pool.inputs[0].impl().get());
+    if (found == position.end() || readers[found->first] != 1) continue;
+    const size_t i = found->second;
+    const FunctionImpl& relu = *order[i];
+    if (in_loop[i] || relu.inputs.size() != 1 || !relu.op->moves_behind_max() ||
+        readers[relu.inputs[0].impl().get()] != 1)
+      continue;
+    auto pooled = std::make_shared<VariableImpl>(*pool.outputs[0]);
+    pooled->uid = new_uid(pooled->uid + "_before_relu");
+    auto new_pool = std::make_shared<FunctionImpl>(pool);
+    new_pool->inputs = relu.inputs;
+    new_pool->outputs = {pooled};
+    pooled->owner = new_pool;
+    auto new_relu = std::make_shared<FunctionImpl>(relu);
+    new_relu->inputs = {Variable(pooled)};
+    new_relu->outputs = {pool.outputs[0]};
+    order[i] = std::move(new_pool);
+    order[j] = std::move(new_relu);
+  }
+}
+
 std::string labels(const std::vector<std::shared_ptr<FunctionImpl>>& fns) {
   std::string s;
   for (auto& f : fns) s += (s.empty() ? "" : ", ") + function_label(*f);
@@ -121,6 +161,10 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
                    ExecutorOptions options)
     : outputs_(std::move(outputs)) {
   auto order = schedule(topological_order(outputs_));
+  std::vector<bool> in_loop(order.size(), false);
+  for (const Loop& loop : loops_)
+    std::fill(in_loop.begin() + loop.begin, in_loop.begin() + loop.end, true);
+  move_relu_behind_max(order, outputs_, in_loop);
   std::unordered_set<const VariableImpl*> wanted;
   for (auto& w : wrt) wanted.insert(w.impl().get());
   auto add_leaf = [&](const Variable& v) {
@@ -414,7 +458,8 @@ void Executor::plan_blocked_layouts() {
 size_t Executor::slot_of(const Variable& v) const {
   auto it = slot_index_.find(v.impl().get());
   LOOM_CHECK(it != slot_index_.end(), ArgumentError, v.describe(),
-             " is not part of the graph being computed");
+             " is not part of the graph being computed (a relu that feeds max pooling alone runs "
+             "after it and keeps no value of its own: ask for it as an output to see it)");
   return it->second;
 }
 

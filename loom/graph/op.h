@@ -99,6 +99,14 @@ class OpDef {
   // ops, where that input has the output's shape), so forward may write its output over that
   // input, and backward that input's gradient over the output's gradient, in place.
   virtual bool writes_over_input(size_t /*index*/) const { return false; }
+  // The executor runs max pooling of a relu as relu of the max pooling, on the smaller output,
+  // where nothing else reads the relu (docs/executor.md, "Relu after max pooling"): the values
+  // and gradients are the same. selects_max: each output element is the largest of some
+  // elements of the op's only input, and backward sends its gradient to that element (max
+  // pooling). moves_behind_max: an elementwise op f with f(max(a, b)) = max(f(a), f(b)) that
+  // adds no ties except where its gradient is zero (relu).
+  virtual bool selects_max(const Dictionary& /*attributes*/) const { return false; }
+  virtual bool moves_behind_max() const { return false; }
   // Whether the op can produce a gradient for input `index` (false e.g. for labels of a
   // metric, or indices).
   virtual bool differentiable(size_t /*index*/, const Dictionary& /*attributes*/) const {

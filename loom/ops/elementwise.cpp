@@ -39,6 +39,10 @@ class UnaryElementwiseOp : public OpDef {
     });
   }
 
+  // relu(x) = x > 0 ? x : 0 keeps the order of positive values and maps all others to 0, where
+  // its gradient is 0.
+  bool moves_behind_max() const override { return op_ == UnaryOp::Relu; }
+
   // What unary_backward reads: tanh, sigmoid, exp, sqrt and relu (y > 0 where x > 0) the
   // output; log, square and abs the input.
   bool backward_reads_input(size_t) const override {

@@ -68,6 +68,12 @@ class PoolingOp : public OpDef {
     return inputs_blocked[0];
   }
 
+  // Max pooling: padding never wins, and a window entirely in the padding gives 0 before and
+  // after relu alike.
+  bool selects_max(const Dictionary& a) const override {
+    return kind_of(a) == kernels::PoolKind::Max;
+  }
+
   kernels::PoolShape shape_of(const OpCall& call) const {
     const Tensor& x = *call.inputs[0];
     kernels::PoolShape s = geometry(x.sample_shape(), call.attributes);
