@@ -1,6 +1,6 @@
 // Which of the instruction sets that kernels are compiled for this CPU runs. The build targets
 // x86-64-v3 (AVX2, FMA); kernels that gain from AVX-512 carry a second copy compiled for it
-// (rnn.cpp) and pick one per call.
+// (rnn.cpp, pooling.cpp) and pick one per call.
 #pragma once
 
 namespace loom::kernels {

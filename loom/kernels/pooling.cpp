@@ -6,11 +6,10 @@
 #include <cstring>
 #include <limits>
 
-#ifdef __AVX2__
 #include <immintrin.h>
-#endif
 
 #include "loom/core/error.h"
+#include "loom/kernels/cpu_isa.h"
 #include "loom/kernels/detail.h"
 #include "loom/kernels/onednn.h"
 #include "loom/kernels/window.h"
@@ -105,32 +104,6 @@ void ref_backward(const PoolShape& s, PoolKind kind, const T* dy, const void* wo
 
 using Tap = uint8_t;  // windows of at most 256 taps
 constexpr size_t kLanes = kChannelBlock;
-// A block's 16 lanes as two halves of 8, each a GCC/Clang vector of 32 bytes: one AVX2
-// register with -march=x86-64-v3 (a 64-byte vector would be taken apart lane by lane there).
-constexpr size_t kHalf = kLanes / 2;
-using Floats = float __attribute__((vector_size(kHalf * sizeof(float))));
-using Ints = int32_t __attribute__((vector_size(kHalf * sizeof(int32_t))));
-using Taps = Tap __attribute__((vector_size(kHalf * sizeof(Tap))));
-
-// (Through references: a vector passed by value has no fixed ABI across instruction sets.)
-template <typename V, typename T>
-void load(V& v, const T* p) {
-  std::memcpy(&v, p, sizeof v);
-}
-// Half a block's taps widened to 32-bit lanes (GCC 12 widens a vector of bytes lane by lane,
-// so AVX2's instruction where the build has it).
-void widen(Ints& v, const Tap* p) {
-#ifdef __AVX2__
-  v = Ints(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-#else
-  for (size_t l = 0; l < kHalf; ++l) v[l] = p[l];
-#endif
-}
-
-template <typename V, typename T>
-void store(T* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 // Whether max pooling in training runs Loom's kernel: activations held blocked, small windows.
 bool pools_blocked(const PoolShape& s, PoolKind kind) {
@@ -152,67 +125,6 @@ Range taps_of(const SpatialAxis& a, size_t o) {
   return {size_t(first), size_t(std::max(first, last))};
 }
 
-void blocked_max_forward(const PoolShape& s, const float* x, float* y, Tap* workspace) {
-  const auto a = detail::axes3(s.axes);
-  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
-               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
-               window = detail::spatial(s.axes, &SpatialAxis::kernel);
-  const size_t blocks = s.batch * s.channels / kLanes;
-  detail::parallel_for(blocks, s.output_size() * window, [&](size_t b, size_t e) {
-    for (size_t blk = b; blk < e; ++blk) {
-      const float* xb = x + blk * in_sp * kLanes;
-      float* yb = y + blk * out_sp * kLanes;
-      Tap* wb = workspace + blk * out_sp * kLanes;
-      size_t o = 0;
-      for (size_t od = 0; od < a[0].output; ++od) {
-        const Range td = taps_of(a[0], od);
-        for (size_t oh = 0; oh < a[1].output; ++oh) {
-          const Range th = taps_of(a[1], oh);
-          for (size_t ow = 0; ow < a[2].output; ++ow, ++o) {
-            const Range tw = taps_of(a[2], ow);
-            // Start from the window's first tap inside the input; later ones replace it only
-            // where larger (the first of equal maxima wins, as in the reference).
-            const auto at_input = [&](size_t kd, size_t kh, size_t kw) {
-              return xb + (((od * a[0].stride + kd - size_t(a[0].pad_lower)) * a[1].input +
-                            oh * a[1].stride + kh - size_t(a[1].pad_lower)) *
-                               a[2].input +
-                           ow * a[2].stride + kw - size_t(a[2].pad_lower)) *
-                              kLanes;
-            };
-            const float* first = at_input(td.first, th.first, tw.first);
-            const int32_t first_tap =
-                int32_t((td.first * a[1].kernel + th.first) * a[2].kernel + tw.first);
-            Floats m[2];
-            Ints at[2];
-            for (size_t h = 0; h < 2; ++h) {
-              load(m[h], first + h * kHalf);
-              at[h] = Ints{} + first_tap;
-            }
-            for (size_t kd = td.first; kd < td.last; ++kd)
-              for (size_t kh = th.first; kh < th.last; ++kh) {
-                const float* row = at_input(kd, kh, tw.first);
-                int32_t tap = int32_t((kd * a[1].kernel + kh) * a[2].kernel + tw.first);
-                for (size_t kw = tw.first; kw < tw.last; ++kw, ++tap, row += kLanes)
-                  for (size_t h = 0; h < 2; ++h) {
-                    Floats x;
-                    load(x, row + h * kHalf);
-                    const Ints take = x > m[h];
-                    m[h] = take ? x : m[h];
-                    at[h] = take ? Ints{} + tap : at[h];
-                  }
-              }
-            for (size_t h = 0; h < 2; ++h) {
-              store(yb + o * kLanes + h * kHalf, m[h]);
-              const Taps taps = __builtin_convertvector(at[h], Taps);
-              store(wb + o * kLanes + h * kHalf, taps);
-            }
-          }
-        }
-      }
-    }
-  });
-}
-
 // The outputs along one axis whose windows cover input position i (the tap of i in output o's
 // window is i + pad_lower - o * stride).
 Range covering(const SpatialAxis& a, size_t i) {
@@ -223,54 +135,36 @@ Range covering(const SpatialAxis& a, size_t i) {
   return {size_t(first), size_t(std::max(first, last))};
 }
 
-void blocked_max_backward(const PoolShape& s, const float* dy, const Tap* workspace, float* dx,
-                          bool accumulate) {
-  const auto a = detail::axes3(s.axes);
-  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
-               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
-               window = detail::spatial(s.axes, &SpatialAxis::kernel);
-  std::array<std::vector<Range>, 3> cover;
-  for (size_t k = 0; k < 3; ++k)
-    for (size_t i = 0; i < a[k].input; ++i) cover[k].push_back(covering(a[k], i));
-  const size_t blocks = s.batch * s.channels / kLanes;
-  detail::parallel_for(blocks, s.output_size() * window, [&](size_t b, size_t e) {
-    for (size_t blk = b; blk < e; ++blk) {
-      const float* dyb = dy + blk * out_sp * kLanes;
-      const Tap* wb = workspace + blk * out_sp * kLanes;
-      float* dxb = dx + blk * in_sp * kLanes;
-      size_t i = 0;
-      for (size_t id = 0; id < a[0].input; ++id) {
-        const Range cd = cover[0][id];
-        for (size_t ih = 0; ih < a[1].input; ++ih) {
-          const Range ch = cover[1][ih];
-          for (size_t iw = 0; iw < a[2].input; ++iw, ++i) {
-            const Range cw = cover[2][iw];
-            Floats sum[2] = {};
-            if (accumulate)
-              for (size_t h = 0; h < 2; ++h) load(sum[h], dxb + i * kLanes + h * kHalf);
-            for (size_t od = cd.first; od < cd.last; ++od)
-              for (size_t oh = ch.first; oh < ch.last; ++oh)
-                for (size_t ow = cw.first; ow < cw.last; ++ow) {
-                  const size_t o = (od * a[1].output + oh) * a[2].output + ow;
-                  const size_t kd = id + a[0].pad_lower - od * a[0].stride,
-                               kh = ih + a[1].pad_lower - oh * a[1].stride,
-                               kw = iw + a[2].pad_lower - ow * a[2].stride;
-                  const int32_t tap = int32_t((kd * a[1].kernel + kh) * a[2].kernel + kw);
-                  for (size_t h = 0; h < 2; ++h) {
-                    Ints t;
-                    Floats g;
-                    widen(t, wb + o * kLanes + h * kHalf);
-                    load(g, dyb + o * kLanes + h * kHalf);
-                    sum[h] += t == tap ? g : Floats{};
-                  }
-                }
-            for (size_t h = 0; h < 2; ++h) store(dxb + i * kLanes + h * kHalf, sum[h]);
-          }
-        }
-      }
-    }
-  });
+// The two kernels are compiled twice (pooling_blocked.inc): for the build's instruction set,
+// a block's 16 lanes in two vectors of 8 (one AVX2 register each with -march=x86-64-v3; a
+// 64-byte vector would be taken apart lane by lane there), and for AVX-512, in one vector of 16,
+// which made seed 002's convnet train 5-10 % faster (bench/README.md). Each copy widens a
+// vector's taps to 32-bit lanes with its own instruction (GCC 12 widens a vector of bytes lane
+// by lane).
+namespace baseline {
+constexpr size_t kVector = 8;
+#include "loom/kernels/pooling_blocked.inc"
+void widen(Ints& v, const Tap* p) {
+#ifdef __AVX2__
+  v = Ints(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#else
+  for (size_t l = 0; l < kVector; ++l) v[l] = p[l];
+#endif
 }
+}  // namespace baseline
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd")
+namespace avx512 {
+constexpr size_t kVector = 16;
+#include "loom/kernels/pooling_blocked.inc"
+// (The masked form: GCC 12 warns that the plain one's undefined source may be uninitialized.)
+void widen(Ints& v, const Tap* p) {
+  v = Ints(
+      _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+}  // namespace avx512
+#pragma GCC pop_options
 
 // ---- oneDNN (float) ----
 
@@ -419,7 +313,8 @@ void pooling_forward<float>(const PoolShape& s, PoolKind kind, const float* x, f
   if (use_reference(s)) return ref_forward(s, kind, x, y, workspace);
   // Inference (no workspace) runs oneDNN's primitive, which keeps up with the memory.
   if (workspace && pools_blocked(s, kind))
-    return blocked_max_forward(s, x, y, static_cast<Tap*>(workspace));
+    return use_avx512() ? avx512::blocked_max_forward(s, x, y, static_cast<Tap*>(workspace))
+                        : baseline::blocked_max_forward(s, x, y, static_cast<Tap*>(workspace));
   PoolPrimitives& p = primitives(s, kind);
   // Average pooling keeps nothing for backward, so it always runs the inference primitive.
   const bool train = workspace && kind == PoolKind::Max;
@@ -437,7 +332,10 @@ void pooling_backward<float>(const PoolShape& s, PoolKind kind, const float* dy,
                              const void* workspace, float* dx, bool accumulate) {
   if (use_reference(s)) return ref_backward(s, kind, dy, workspace, dx, accumulate);
   if (pools_blocked(s, kind))
-    return blocked_max_backward(s, dy, static_cast<const Tap*>(workspace), dx, accumulate);
+    return use_avx512() ? avx512::blocked_max_backward(s, dy, static_cast<const Tap*>(workspace),
+                                                       dx, accumulate)
+                        : baseline::blocked_max_backward(s, dy, static_cast<const Tap*>(workspace),
+                                                         dx, accumulate);
   PoolPrimitives& p = primitives(s, kind);
   memory diff_dst = dnn::to_layout(p.dst, dy, p.bwd_pd.diff_dst_desc(), 0);
   dnn::Output diff_src(p.bwd_pd.diff_src_desc(), p.src, dx, accumulate, 1);
