@@ -118,15 +118,7 @@ class ThreadsForProduct {
 //    broadcast elements of op(B)'s row, summed over k; the N x 16 blocks are transposed into C.
 // Every element of C is summed by one thread in an order that K alone fixes (per lane along k,
 // then across lanes), so neither the thread count nor the row blocking changes a bit of it.
-// (Clang, which builds the fuzz targets, takes the target through an attribute on every
-// function of the region.)
-#if defined(__clang__)
-#pragma clang attribute push( \
-    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd,prefer-vector-width=512")
-#endif
+LOOM_AVX512_BEGIN
 namespace avx512 {
 
 // Sixteen floats. Arrays of them stay in registers only where GCC sees constant indices: the
@@ -379,11 +371,7 @@ void narrow(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alph
 }
 
 }  // namespace avx512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+LOOM_AVX512_END
 
 // Where gemm_narrow beats oneDNN's sgemm, on one thread (bench_narrow_gemm --threads 1 --sweep,
 // bench/README.md), by a rule of the shape alone, so that the choice does not depend on the

@@ -153,13 +153,7 @@ void widen(Ints& v, const Tap* p) {
 }
 }  // namespace baseline
 
-#if defined(__clang__)
-#pragma clang attribute push( \
-    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd")
-#endif
+LOOM_AVX512_BEGIN
 namespace avx512 {
 constexpr size_t kVector = 16;
 #include "loom/kernels/pooling_blocked.inc"
@@ -169,11 +163,7 @@ void widen(Ints& v, const Tap* p) {
       _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 }  // namespace avx512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+LOOM_AVX512_END
 
 // ---- oneDNN (float) ----
 

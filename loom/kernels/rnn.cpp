@@ -22,12 +22,11 @@ namespace baseline {
 
 // The gate passes are a third of an LSTM's time and vectorize twice as wide, with twice the
 // registers, on AVX-512 (bench/README.md, lstm).
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512cd,prefer-vector-width=512")
+LOOM_AVX512_BEGIN
 namespace avx512 {
 #include "loom/kernels/rnn_impl.inc"
 }  // namespace avx512
-#pragma GCC pop_options
+LOOM_AVX512_END
 
 }  // namespace
 
