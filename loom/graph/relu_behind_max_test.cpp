@@ -18,15 +18,6 @@
 namespace loom {
 namespace {
 
-std::vector<double> numbers_of(const NDArrayView& d) {
-  std::vector<double> r(d.size());
-  dispatch(d.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    for (size_t i = 0; i < d.size(); ++i) r[i] = double(d.data<T>()[i]);
-  });
-  return r;
-}
-
 // Inputs on a coarse grid (multiples of 1/4 in [-1, 1]): many windows tie for their maximum,
 // many hold only values <= 0, and the relus' outputs have runs of zeros.
 std::vector<double> coarse_numbers(size_t n, uint64_t seed) {
@@ -84,14 +75,15 @@ struct Convnet {
                              {y, batch({3}, labels)}};
     Executor training(outputs, wrt);
     training.forward(arguments, true);
-    std::vector<std::vector<double>> r{numbers_of(training.output_value(loss).data()),
-                                       numbers_of(training.output_value(z).data())};
+    std::vector<std::vector<double>> r{training.output_value(loss).data().to_vector<double>(),
+                                       training.output_value(z).data().to_vector<double>()};
     training.backward(loss);
-    for (const Parameter& p : parameters) r.push_back(numbers_of(training.parameter_gradient(p)));
-    r.push_back(numbers_of(training.gradient_value(x).data()));
+    for (const Parameter& p : parameters)
+      r.push_back(training.parameter_gradient(p).to_vector<double>());
+    r.push_back(training.gradient_value(x).data().to_vector<double>());
     Executor inference(std::vector<Variable>{z}, {});
     inference.forward(arguments, false);
-    r.push_back(numbers_of(inference.output_value(z).data()));
+    r.push_back(inference.output_value(z).data().to_vector<double>());
     return r;
   }
 

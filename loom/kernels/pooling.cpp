@@ -138,7 +138,7 @@ Range covering(const SpatialAxis& a, size_t i) {
 // The two kernels are compiled twice (pooling_blocked.inc): for the build's instruction set,
 // a block's 16 lanes in two vectors of 8 (one AVX2 register each with -march=x86-64-v3; a
 // 64-byte vector would be taken apart lane by lane there), and for AVX-512, in one vector of 16,
-// which made seed 002's convnet train 5-10 % faster (bench/README.md). Each copy widens a
+// which made seed 002's convnet train 5-13 % faster (bench/README.md). Each copy widens a
 // vector's taps to 32-bit lanes with its own instruction (GCC 12 widens a vector of bytes lane
 // by lane).
 namespace baseline {
