@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
 
 #include "loom/core/error.h"
 #include "loom/kernels/detail.h"
+#include "loom/kernels/fast_math.h"
 
 namespace loom::kernels {
 namespace {
@@ -45,9 +49,38 @@ T sigmoid(T v) {
 
 }  // namespace
 
+namespace {
+
+// CNTK's clamps (CommonMatrix.h): log of inputs below 1e-37 is log 1e-37, taken as -85.1.
 template <typename T>
-void unary(UnaryOp op, size_t n, const T* x, T* y) {
+constexpr T kEpsInLog = T(1e-37f);
+template <typename T>
+constexpr T kLogOfEpsInLog = T(-85.1f);
+
+// log(1 + e^z) without overflow.
+template <typename T>
+T softplus(T z) {
+  return (z > 0 ? z : T(0)) + std::log1p(fast_exp(-std::abs(z)));
+}
+
+// CNTK's safepow_: x^0 = 1, 0^y = 0, a negative base with a non-integer exponent NaN.
+template <typename T>
+T safe_pow(T base, T exponent) {
+  if (exponent == 0) return T(1);
+  if (base == 0) return T(0);
+  if (base > 0) return std::pow(base, exponent);
+  const T whole = std::trunc(exponent);
+  if (whole != exponent) return std::numeric_limits<T>::quiet_NaN();
+  const T magnitude = std::pow(-base, exponent);
+  return std::fmod(whole, T(2)) != 0 ? -magnitude : magnitude;
+}
+
+}  // namespace
+
+template <typename T>
+void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params) {
   const size_t tc = kTranscendentalCost;
+  const T alpha = T(params.alpha), beta = T(params.beta);
   switch (op) {
     case UnaryOp::Negate:
       return map(n, 1, x, y, [](T v) { return -v; });
@@ -60,51 +93,181 @@ void unary(UnaryOp op, size_t n, const T* x, T* y) {
     case UnaryOp::Exp:
       return map(n, tc, x, y, [](T v) { return std::exp(v); });
     case UnaryOp::Log:
-      return map(n, tc, x, y, [](T v) { return std::log(v); });
+      return map(n, tc, x, y,
+                 [](T v) { return v < kEpsInLog<T> ? kLogOfEpsInLog<T> : std::log(v); });
     case UnaryOp::Sqrt:
-      return map(n, 1, x, y, [](T v) { return std::sqrt(v); });
+      return map(n, 1, x, y, [](T v) { return std::sqrt(v > 0 ? v : T(0)); });
     case UnaryOp::Square:
       return map(n, 1, x, y, [](T v) { return v * v; });
     case UnaryOp::Abs:
       return map(n, 1, x, y, [](T v) { return std::abs(v); });
     case UnaryOp::Copy:
+    case UnaryOp::StopGradient:
       return map(n, 1, x, y, [](T v) { return v; });
+    case UnaryOp::Floor:
+      return map(n, 1, x, y, [](T v) { return std::floor(v); });
+    case UnaryOp::Ceil:
+      return map(n, 1, x, y, [](T v) { return std::ceil(v); });
+    case UnaryOp::Round:
+      return map(n, 1, x, y, [](T v) { return std::floor(v + T(0.5)); });
+    case UnaryOp::Reciprocal:
+      return map(n, 1, x, y, [](T v) { return v == 0 ? T(0) : T(1) / v; });
+    case UnaryOp::Sin:
+      return map(n, tc, x, y, [](T v) { return std::sin(v); });
+    case UnaryOp::Cos:
+      return map(n, tc, x, y, [](T v) { return std::cos(v); });
+    case UnaryOp::Tan:
+      return map(n, tc, x, y, [](T v) { return std::tan(v); });
+    case UnaryOp::Asin:
+      return map(n, tc, x, y, [](T v) { return std::asin(v); });
+    case UnaryOp::Acos:
+      return map(n, tc, x, y, [](T v) { return std::acos(v); });
+    case UnaryOp::Atan:
+      return map(n, tc, x, y, [](T v) { return std::atan(v); });
+    case UnaryOp::Sinh:
+      return map(n, tc, x, y, [](T v) { return std::sinh(v); });
+    case UnaryOp::Cosh:
+      return map(n, tc, x, y, [](T v) { return std::cosh(v); });
+    case UnaryOp::Asinh:
+      return map(n, tc, x, y, [](T v) { return std::asinh(v); });
+    case UnaryOp::Atanh:
+      return map(n, tc, x, y, [](T v) { return std::atanh(v); });
+    case UnaryOp::Elu:
+      return map(n, tc, x, y,
+                 [=](T v) { return v >= 0 ? v : alpha * (fast_exp(v < 0 ? v : T(0)) - T(1)); });
+    case UnaryOp::Selu:
+      return map(n, tc, x, y, [=](T v) {
+        return beta * (v >= 0 ? v : alpha * (fast_exp(v < 0 ? v : T(0)) - T(1)));
+      });
+    case UnaryOp::LeakyRelu:
+      return map(n, 1, x, y, [=](T v) { return v >= 0 ? v : alpha * v; });
+    case UnaryOp::Softplus:
+      return map(n, tc, x, y, [=](T v) { return softplus(alpha * v) / alpha; });
+    case UnaryOp::Softsign:
+      return map(n, 1, x, y, [](T v) { return v / (T(1) + std::abs(v)); });
+    case UnaryOp::HardSigmoid:
+      return map(n, 1, x, y, [=](T v) {
+        const T z = alpha * v + beta;
+        return z < 0 ? T(0) : (z > 1 ? T(1) : z);
+      });
+    case UnaryOp::StraightThrough:
+      return map(n, 1, x, y, [](T v) { return v > 0 ? T(1) : T(-1); });
+    case UnaryOp::Not:
+      return map(n, 1, x, y, [](T v) { return v > 0 ? T(0) : T(1); });
   }
   throw ArgumentError("unary: unknown op");
 }
 
+UnaryReads unary_backward_reads(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Exp:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Relu:  // y > 0 exactly where x > 0
+    case UnaryOp::Log:   // CNTK's dy·e^-y
+    case UnaryOp::Reciprocal:
+    case UnaryOp::Tan:
+      return {.output = true};
+    case UnaryOp::Elu:
+    case UnaryOp::Selu:
+      return {.input = true, .output = true};
+    case UnaryOp::Negate:
+    case UnaryOp::Copy:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::StopGradient:
+    case UnaryOp::Not:
+      return {};
+    default:
+      return {.input = true};
+  }
+}
+
 template <typename T>
 void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T* dx,
-                    bool accumulate) {
+                    bool accumulate, const UnaryParams& params) {
+  const T alpha = T(params.alpha), beta = T(params.beta);
   detail::with_accumulate(accumulate, [&](auto acc) {
     constexpr bool A = decltype(acc)::value;
+    auto grad = [&](auto g) { map_grad<A>(n, 1, dx, g); };
     switch (op) {
       case UnaryOp::Negate:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return -dy[i]; });
+        return grad([=](size_t i) { return -dy[i]; });
       case UnaryOp::Tanh:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i] * (T(1) - y[i] * y[i]); });
+        return grad([=](size_t i) { return dy[i] * (T(1) - y[i] * y[i]); });
       case UnaryOp::Sigmoid:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i] * y[i] * (T(1) - y[i]); });
+        return grad([=](size_t i) { return dy[i] * y[i] * (T(1) - y[i]); });
       case UnaryOp::Relu:
-        return map_grad<A>(n, 1, dx, [=](size_t i) {
+        return grad([=](size_t i) {
           const T g = dy[i];
-          return y[i] > 0 ? g : T(0);  // relu(x) > 0 exactly where x > 0
+          return y[i] > 0 ? g : T(0);
         });
       case UnaryOp::Exp:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i] * y[i]; });
+        return grad([=](size_t i) { return dy[i] * y[i]; });
       case UnaryOp::Log:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i] / x[i]; });
+        return grad([=](size_t i) { return dy[i] * std::exp(-y[i]); });
       case UnaryOp::Sqrt:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i] * T(0.5) / y[i]; });
+        return grad([=](size_t i) { return dy[i] * T(0.5) / y[i]; });
       case UnaryOp::Square:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return T(2) * x[i] * dy[i]; });
+        return grad([=](size_t i) { return T(2) * x[i] * dy[i]; });
       case UnaryOp::Abs:
-        return map_grad<A>(n, 1, dx, [=](size_t i) {
+        return grad([=](size_t i) {
           const T g = dy[i], v = x[i];
           return v > 0 ? g : (v < 0 ? -g : T(0));
         });
       case UnaryOp::Copy:
-        return map_grad<A>(n, 1, dx, [=](size_t i) { return dy[i]; });
+        return grad([=](size_t i) { return dy[i]; });
+      case UnaryOp::Floor:
+      case UnaryOp::Ceil:
+      case UnaryOp::Round:
+      case UnaryOp::StopGradient:
+      case UnaryOp::Not:
+        return grad([](size_t) { return T(0); });
+      case UnaryOp::Reciprocal:
+        return grad([=](size_t i) { return -dy[i] * y[i] * y[i]; });
+      case UnaryOp::Sin:
+        return grad([=](size_t i) { return dy[i] * std::cos(x[i]); });
+      case UnaryOp::Cos:
+        return grad([=](size_t i) { return -dy[i] * std::sin(x[i]); });
+      case UnaryOp::Tan:
+        return grad([=](size_t i) { return dy[i] * (T(1) + y[i] * y[i]); });
+      case UnaryOp::Asin:
+        return grad([=](size_t i) { return dy[i] / std::sqrt(T(1) - x[i] * x[i]); });
+      case UnaryOp::Acos:
+        return grad([=](size_t i) { return -dy[i] / std::sqrt(T(1) - x[i] * x[i]); });
+      case UnaryOp::Atan:
+        return grad([=](size_t i) { return dy[i] / (T(1) + x[i] * x[i]); });
+      case UnaryOp::Sinh:
+        return grad([=](size_t i) { return dy[i] * std::cosh(x[i]); });
+      case UnaryOp::Cosh:
+        return grad([=](size_t i) { return dy[i] * std::sinh(x[i]); });
+      case UnaryOp::Asinh:
+        return grad([=](size_t i) { return dy[i] / std::sqrt(T(1) + x[i] * x[i]); });
+      case UnaryOp::Atanh:
+        return grad([=](size_t i) { return dy[i] / (T(1) - x[i] * x[i]); });
+      case UnaryOp::Elu:  // alpha e^x = y + alpha below 0
+        return grad([=](size_t i) { return x[i] >= 0 ? dy[i] : dy[i] * (y[i] + alpha); });
+      case UnaryOp::Selu:
+        return grad(
+            [=](size_t i) { return x[i] >= 0 ? beta * dy[i] : dy[i] * (y[i] + beta * alpha); });
+      case UnaryOp::LeakyRelu:
+        return grad([=](size_t i) { return x[i] >= 0 ? dy[i] : alpha * dy[i]; });
+      case UnaryOp::Softplus:
+        return grad([=](size_t i) { return dy[i] * sigmoid(alpha * x[i]); });
+      case UnaryOp::Softsign:
+        return grad([=](size_t i) {
+          const T d = T(1) + std::abs(x[i]);
+          return dy[i] / (d * d);
+        });
+      case UnaryOp::HardSigmoid:
+        return grad([=](size_t i) {
+          const T z = alpha * x[i] + beta;
+          return z > 0 && z < 1 ? alpha * dy[i] : T(0);
+        });
+      case UnaryOp::StraightThrough:
+        return grad([=](size_t i) { return std::abs(x[i]) <= 1 ? dy[i] : T(0); });
     }
     throw ArgumentError("unary_backward: unknown op");
   });
@@ -175,8 +338,54 @@ void binary(BinaryOp op, const Dims& out_dims, const Dims& a_dims, const T* a, c
       return run([](T u, T v) { return u >= v ? u : v; });
     case BinaryOp::Min:
       return run([](T u, T v) { return u <= v ? u : v; });
+    case BinaryOp::Pow:
+      return run([](T u, T v) { return safe_pow(u, v); });
+    case BinaryOp::LogPlus:
+      return run([](T u, T v) {
+        const T hi = u >= v ? u : v, lo = u >= v ? v : u;
+        return hi + std::log1p(fast_exp(lo - hi));
+      });
+    case BinaryOp::Equal:
+      return run([](T u, T v) { return T(u == v); });
+    case BinaryOp::NotEqual:
+      return run([](T u, T v) { return T(u != v); });
+    case BinaryOp::Less:
+      return run([](T u, T v) { return T(u < v); });
+    case BinaryOp::LessEqual:
+      return run([](T u, T v) { return T(u <= v); });
+    case BinaryOp::Greater:
+      return run([](T u, T v) { return T(u > v); });
+    case BinaryOp::GreaterEqual:
+      return run([](T u, T v) { return T(u >= v); });
+    case BinaryOp::And:
+      return run([](T u, T v) { return T(u > 0 && v > 0); });
+    case BinaryOp::Or:
+      return run([](T u, T v) { return T(u > 0 || v > 0); });
+    case BinaryOp::Xor:
+      return run([](T u, T v) { return T((u > 0) != (v > 0)); });
+    case BinaryOp::PRelu:
+      return run([](T u, T v) { return v >= 0 ? v : u * v; });
   }
   throw ArgumentError("binary: unknown op");
+}
+
+bool binary_backward_reads_inputs(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Plus:
+    case BinaryOp::Minus:
+    case BinaryOp::Equal:
+    case BinaryOp::NotEqual:
+    case BinaryOp::Less:
+    case BinaryOp::LessEqual:
+    case BinaryOp::Greater:
+    case BinaryOp::GreaterEqual:
+    case BinaryOp::And:
+    case BinaryOp::Or:
+    case BinaryOp::Xor:
+      return false;
+    default:
+      return true;
+  }
 }
 
 template <typename T>
@@ -205,6 +414,12 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
         return column_sum<A>(p.dim[0], p.dim[1], dy, dx, scale);
       return reduce(scale, [&](size_t o, size_t, size_t, size_t i) { return dy[o + i]; });
     }
+    if (!binary_backward_reads_inputs(op)) {  // comparisons and logic: a zero gradient
+      const Dims& dims = which == 0 ? a_dims : b_dims;
+      const size_t n = std::accumulate(dims.begin(), dims.end(), size_t{1}, std::multiplies<>());
+      if (!A) std::fill_n(dx, n, T(0));
+      return;
+    }
     detail::with_inner_strides(p, [&](auto sa, auto sb) {
       constexpr size_t SA = decltype(sa)::value, SB = decltype(sb)::value;
       // The load sees dy, a and b at one point of the output; each case picks the partial.
@@ -227,8 +442,20 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
         case BinaryOp::Min:
           if (to_a) return grad([&](T g, size_t i, size_t j) { return a[i] <= b[j] ? g : T(0); });
           return grad([&](T g, size_t i, size_t j) { return b[j] < a[i] ? g : T(0); });
-        case BinaryOp::Plus:
-        case BinaryOp::Minus:
+        case BinaryOp::Pow:
+          if (to_a)
+            return grad(
+                [&](T g, size_t i, size_t j) { return g * b[j] * safe_pow(a[i], b[j] - 1); });
+          return grad([&](T g, size_t i, size_t j) {
+            return a[i] <= 0 ? T(0) : g * safe_pow(a[i], b[j]) * std::log(a[i]);
+          });
+        case BinaryOp::LogPlus:
+          if (to_a) return grad([&](T g, size_t i, size_t j) { return g * sigmoid(a[i] - b[j]); });
+          return grad([&](T g, size_t i, size_t j) { return g * sigmoid(b[j] - a[i]); });
+        case BinaryOp::PRelu:
+          if (to_a) return grad([&](T g, size_t, size_t j) { return b[j] >= 0 ? T(0) : g * b[j]; });
+          return grad([&](T g, size_t i, size_t j) { return b[j] >= 0 ? g : g * a[i]; });
+        default:
           break;
       }
       throw ArgumentError("binary_backward: unknown op");
@@ -236,9 +463,62 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
   });
 }
 
+template <typename T>
+void ternary(TernaryOp op, const Dims& out_dims, const Dims& c_dims, const T* c, const Dims& a_dims,
+             const T* a, const Dims& b_dims, const T* b, T* y) {
+  // Two passes of two operands each: y = the broadcast first operand, then y = f(y, u, v).
+  const bool select = op == TernaryOp::Select;
+  const Dims& first_dims = select ? a_dims : c_dims;
+  const T* first = select ? a : c;
+  broadcast_map(out_dims, first_dims, first, first_dims, first, y, [](T u, T) { return u; });
+  auto update = [&](const Dims& u_dims, const T* u, const Dims& v_dims, const T* v, auto f) {
+    const detail::Plan p = detail::make_plan(out_dims, {&out_dims, &u_dims, &v_dims}, "ternary");
+    if (p.size == 0) return;
+    detail::parallel_for(p.size, p.size, [&](size_t begin, size_t end) {
+      detail::walk(p, begin, end, [&](size_t oy, size_t ou, size_t ov, size_t len) {
+        for (size_t i = 0; i < len; ++i)
+          y[oy + i] = f(y[oy + i], u[ou + p.stride[1][p.rank - 1] * i],
+                        v[ov + p.stride[2][p.rank - 1] * i]);
+      });
+    });
+  };
+  if (select)
+    update(c_dims, c, b_dims, b, [](T t, T cond, T f) { return cond != 0 ? t : f; });
+  else
+    update(a_dims, a, b_dims, b, [](T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); });
+}
+
+template <typename T>
+void ternary_backward(TernaryOp op, int which, const Dims& out_dims, const Dims& cond_dims,
+                      const T* cond, const T* y, const Dims& x_dims, const T* dy, T* dx,
+                      bool accumulate) {
+  const bool valid = op == TernaryOp::Select ? which == 1 || which == 2 : which == 0;
+  LOOM_CHECK(valid, ArgumentError, "ternary_backward: no gradient for input ", which);
+  const detail::Plan p =
+      detail::make_plan(out_dims, {&out_dims, &cond_dims, &x_dims}, "ternary_backward");
+  const size_t sc = p.stride[1][p.rank - 1];
+  detail::with_accumulate(accumulate, [&](auto acc) {
+    constexpr bool A = decltype(acc)::value;
+    auto reduce = [&](auto keep) {
+      detail::reduce_plan<detail::Combine::Sum, A>(
+          p, 2, dx, T(1), [&](size_t o, size_t oc, size_t, size_t i) {
+            return keep(o + i, oc + sc * i) ? dy[o + i] : T(0);
+          });
+    };
+    if (op == TernaryOp::Clip) return reduce([&](size_t o, size_t k) { return y[o] == cond[k]; });
+    if (which == 1) return reduce([&](size_t, size_t k) { return cond[k] != 0; });
+    reduce([&](size_t, size_t k) { return cond[k] == 0; });
+  });
+}
+
 #define LOOM_INSTANTIATE(T)                                                                        \
-  template void unary<T>(UnaryOp, size_t, const T*, T*);                                           \
-  template void unary_backward<T>(UnaryOp, size_t, const T*, const T*, const T*, T*, bool);        \
+  template void unary<T>(UnaryOp, size_t, const T*, T*, const UnaryParams&);                       \
+  template void unary_backward<T>(UnaryOp, size_t, const T*, const T*, const T*, T*, bool,         \
+                                  const UnaryParams&);                                             \
+  template void ternary<T>(TernaryOp, const Dims&, const Dims&, const T*, const Dims&, const T*,   \
+                           const Dims&, const T*, T*);                                             \
+  template void ternary_backward<T>(TernaryOp, int, const Dims&, const Dims&, const T*, const T*,  \
+                                    const Dims&, const T*, T*, bool);                              \
   template void binary<T>(BinaryOp, const Dims&, const Dims&, const T*, const Dims&, const T*,     \
                           T*);                                                                     \
   template void binary_backward<T>(BinaryOp, int, const Dims&, const Dims&, const T*, const Dims&, \
