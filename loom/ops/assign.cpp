@@ -1,4 +1,5 @@
 #include "loom/ops/assign.h"
+#include "loom/ops/op_schema.h"
 
 #include <cstring>
 
@@ -64,8 +65,8 @@ const AssignOp kAssign;
 
 }  // namespace
 
-const OpDef& assign_op() {
-  return kAssign;
+std::vector<OpSchema> assign_schemas() {
+  return {{&kAssign, 2, 2}};
 }
 
 Function assign(const Variable& ref, const Variable& input, const std::string& name) {

@@ -35,7 +35,4 @@ namespace loom {
 // types differ or either has dynamic axes.
 Function assign(const Variable& ref, const Variable& input, const std::string& name = "");
 
-// The op singleton ("Assign"), for the op registry.
-const OpDef& assign_op();
-
 }  // namespace loom

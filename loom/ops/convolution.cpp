@@ -4,7 +4,7 @@
 
 #include "loom/core/precision.h"
 #include "loom/graph/op.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 
 namespace loom {
 
@@ -378,11 +378,9 @@ Dictionary window_attributes(const std::vector<size_t>& strides, const std::vect
 
 }  // namespace
 
-const OpDef& convolution_op() {
-  return kConvolution;
-}
-const OpDef& convolution_transpose_op() {
-  return kConvolutionTranspose;
+std::vector<OpSchema> convolution_schemas() {
+  return {{&kConvolution, 2, 3},  // W, x and, from the layers, the bias
+          {&kConvolutionTranspose, 2, 2}};
 }
 
 Function convolution(const Variable& convolution_map, const Variable& operand,

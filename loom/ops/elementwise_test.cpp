@@ -6,6 +6,7 @@
 
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/ops/reduction.h"
 
 namespace loom {
 namespace {
@@ -376,6 +377,84 @@ TEST(Operators, MapToTheElementwiseOps) {
   // (1+3)*1 - 3/(-1) = 7; (2-4)*2 - (-4)/(-2) = -6
   gradient_check_detail::expect_all_near(values(f.eval_one(args)), {7, -6}, 1e-15, "output");
   expect_gradients_match(f, args, {a, b});
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+// f applied to a batch of one sample holding `in`, in float32 (CNTK's default type).
+std::vector<double> apply_f32(const std::function<Function(const Variable&)>& f,
+                              const std::vector<float>& in) {
+  Variable x = input_variable({in.size()});
+  return values(f(x).eval_one({{x, Value::create_batch<float>({in.size()}, in)}}));
+}
+
+TEST(CntkArithmetic, ClampsAndRoundingAsCntk) {
+  EXPECT_EQ(apply_f32([](const Variable& x) { return log(x); }, {0, -1, 1e-38f, 1}),
+            (std::vector<double>{-85.1f, -85.1f, -85.1f, 0}));
+  EXPECT_EQ(apply_f32([](const Variable& x) { return sqrt(x); }, {-1, 0, 4}),
+            (std::vector<double>{0, 0, 2}));
+  EXPECT_EQ(apply_f32([](const Variable& x) { return reciprocal(x); }, {0, 2, -4}),
+            (std::vector<double>{0, 0.5, -0.25}));
+  EXPECT_EQ(apply_f32([](const Variable& x) { return round(x); }, {-2.5f, -1.5f, 0.5f, 2.5f, 0.4f}),
+            (std::vector<double>{-2, -1, 1, 3, 0}));
+  EXPECT_EQ(apply_f32([](const Variable& x) { return ceil(x); }, {-2.5f, 0.5f, 2}),
+            (std::vector<double>{-2, 1, 2}));
+  EXPECT_EQ(apply_f32([](const Variable& x) { return element_not(x); }, {-1, 0, 2}),
+            (std::vector<double>{1, 1, 0}));
+  EXPECT_EQ(apply_f32([](const Variable& x) { return straight_through(x); }, {-0.5f, 0, 3}),
+            (std::vector<double>{-1, -1, 1}));
+  // CNTK's documented softplus values, at steepness 1 and 4.
+  expect_all_near(apply_f32([](const Variable& x) { return softplus(x); }, {-1, -0.5f, 0, 1, 2}),
+                  {0.313262, 0.474077, 0.693147, 1.313262, 2.126928}, 1e-6, "softplus");
+  expect_all_near(apply_f32([](const Variable& x) { return softplus(x, {.steepness = 4}); },
+                            {-1, -0.5f, 0, 1, 2}),
+                  {0.004537, 0.031732, 0.173287, 1.004537, 2.000084}, 1e-6, "softplus steepness 4");
+  EXPECT_THROW(softplus(input_variable({2}), {.steepness = 0}), ArgumentError);
+}
+
+TEST(CntkArithmetic, SafePower) {
+  auto pow_of = [](float base, float exponent) {
+    Variable b = input_variable({1});
+    return values(
+        pow(b, constant(exponent)).eval_one({{b, Value::create_batch<float>({1}, {base})}}))[0];
+  };
+  EXPECT_EQ(pow_of(-2, 3), -8);
+  EXPECT_EQ(pow_of(-2, 2), 4);
+  EXPECT_EQ(pow_of(0, 0), 1);
+  EXPECT_EQ(pow_of(0, -1), 0);
+  EXPECT_EQ(pow_of(4, 0.5f), 2);
+  EXPECT_TRUE(std::isnan(pow_of(-2, 0.5f)));
+}
+
+TEST(CntkArithmetic, ComparisonsLogicSelectAndClip) {
+  Variable a = input_variable({4}), b = input_variable({4});
+  const ValueMap args{{a, Value::create_batch<float>({4}, {1, 2, 3, -1})},
+                      {b, Value::create_batch<float>({4}, {1, 3, 2, 0})}};
+  auto eval = [&](const Function& f) { return values(f.eval_one(args)); };
+  EXPECT_EQ(eval(equal(a, b)), (std::vector<double>{1, 0, 0, 0}));
+  EXPECT_EQ(eval(less(a, b)), (std::vector<double>{0, 1, 0, 1}));
+  EXPECT_EQ(eval(greater_equal(a, b)), (std::vector<double>{1, 0, 1, 0}));
+  EXPECT_EQ(eval(element_and(a, b)), (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(eval(element_or(a, b)), (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(eval(element_xor(a, b)), (std::vector<double>{0, 0, 0, 0}));
+  EXPECT_EQ(eval(element_select(less(a, b), a, b)), (std::vector<double>{1, 2, 2, -1}));
+  EXPECT_EQ(eval(clip(a, constant(0.0), constant(2.5))), (std::vector<double>{1, 2, 2.5, 0}));
+}
+
+// stop_gradient passes no gradient, straight_through passes it where |x| <= 1: gradients that
+// are by design not the forward's derivative (the conformance harness skips their finite
+// differences).
+TEST(CntkArithmetic, GradientsByDesign) {
+  Variable x = input_variable({4}, {.needs_gradient = true});
+  const ValueMap args{{x, Value::create_batch<float>({4}, {-2, -0.5f, 0.5f, 1.5f})}};
+  EXPECT_EQ(values(reduce_sum(straight_through(x)).grad(args, {x}).at(x)),
+            (std::vector<double>{0, 1, 1, 0}));
+  EXPECT_EQ(values((stop_gradient(x) * x).grad(args, {x}).at(x)),
+            (std::vector<double>{-2, -0.5f, 0.5f, 1.5f}));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/rnn.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -385,8 +385,8 @@ const FusedRecurrenceOp kFusedRecurrence;
 
 }  // namespace
 
-const OpDef& fused_recurrence_op() {
-  return kFusedRecurrence;
+std::vector<OpSchema> fused_rnn_schemas() {
+  return {{&kFusedRecurrence, 5, 15}};  // x, b, W, H, then what the attributes ask for
 }
 
 Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& f,

@@ -6,7 +6,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/gemm.h"
 #include "loom/kernels/sparse.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 
 namespace loom {
 
@@ -125,8 +125,9 @@ const TimesOp kTimes;
 
 }  // namespace
 
-const OpDef& times_op() {
-  return kTimes;
+std::vector<OpSchema> linear_schemas() {
+  const Dictionary a({{"output_rank", int64_t{1}}, {"infer_input_rank_to_map", int64_t{-1}}});
+  return {hand_bound(kTimes, 2, 2, {{{{NDShape{3}}, {NDShape{3, 2}, false}}, a}})};
 }
 
 Function times(const Variable& x, const Variable& W, size_t output_rank,

@@ -7,7 +7,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/fast_math.h"
 #include "loom/kernels/softmax.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 
 namespace loom {
 
@@ -262,17 +262,14 @@ const ClassificationErrorOp kClassificationError;
 
 }  // namespace
 
-const OpDef& squared_error_op() {
-  return kSquaredError;
-}
-const OpDef& cross_entropy_with_softmax_op() {
-  return kCrossEntropyWithSoftmax;
-}
-const OpDef& binary_cross_entropy_op() {
-  return kBinaryCrossEntropy;
-}
-const OpDef& classification_error_op() {
-  return kClassificationError;
+std::vector<OpSchema> losses_schemas() {
+  const ConformanceInput z{NDShape{4}}, t{NDShape{4}, true, 0, 1};
+  return {
+      hand_bound(kSquaredError, 2, 2, {{{z, z}}}),
+      hand_bound(kCrossEntropyWithSoftmax, 2, 2, {{{z, t}}}),
+      hand_bound(kBinaryCrossEntropy, 2, 2, {{{{NDShape{4}, true, 0.1, 0.9}, t}}}),
+      hand_bound(kClassificationError, 2, 2, {{{z, t}, Dictionary({{"top_n", int64_t{1}}})}}),
+  };
 }
 
 Function squared_error(const Variable& output, const Variable& target, const std::string& name) {

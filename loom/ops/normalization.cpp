@@ -7,7 +7,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/batch_norm.h"
 #include "loom/kernels/convolution.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -245,11 +245,8 @@ const LayerNormalizationOp kLayerNormalization;
 
 }  // namespace
 
-const OpDef& batch_normalization_op() {
-  return kBatchNormalization;
-}
-const OpDef& layer_normalization_op() {
-  return kLayerNormalization;
+std::vector<OpSchema> normalization_schemas() {
+  return {{&kBatchNormalization, 6, 6}, {&kLayerNormalization, 3, 3}};
 }
 
 Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,

@@ -3,7 +3,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/pooling.h"
 #include "loom/ops/convolution.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 
 namespace loom {
 
@@ -130,8 +130,8 @@ Function make_pooling(const Variable& operand, PoolingType type, const NDShape& 
 
 }  // namespace
 
-const OpDef& pooling_op() {
-  return kPooling;
+std::vector<OpSchema> pooling_schemas() {
+  return {{&kPooling, 1, 1}};
 }
 
 Function pooling(const Variable& operand, PoolingType type, const NDShape& pooling_window_shape,

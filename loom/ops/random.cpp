@@ -4,7 +4,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/dropout.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -75,8 +75,8 @@ const DropoutOp kDropout;
 
 }  // namespace
 
-const OpDef& dropout_op() {
-  return kDropout;
+std::vector<OpSchema> random_schemas() {
+  return {{&kDropout, 1, 1}};
 }
 
 Function dropout(const Variable& x, double dropout_rate, std::optional<uint64_t> seed,

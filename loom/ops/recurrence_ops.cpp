@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "loom/graph/op.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom::sequence {
@@ -202,13 +202,6 @@ Function make_delay(const DelayOp& op, const Variable& x, const Variable& s, siz
 
 }  // namespace
 
-const OpDef& past_value_op() {
-  return kPastValue;
-}
-const OpDef& future_value_op() {
-  return kFutureValue;
-}
-
 Function past_value(const Variable& x, const Variable& initial_state, size_t time_step,
                     const std::string& name) {
   return make_delay(kPastValue, x, initial_state, time_step, name);
@@ -232,3 +225,14 @@ Function delay(const Variable& x, const Variable& initial_state, int64_t time_st
 }
 
 }  // namespace loom::sequence
+
+namespace loom {
+
+std::vector<OpSchema> recurrence_schemas() {
+  using namespace sequence;
+  const std::vector<ConformanceCase> cases = {
+      {{{NDShape{3}}, {NDShape{3}, false}}, Dictionary({{"offset", int64_t{1}}}), false},
+      {{{NDShape{3}}, {NDShape{3}, false}}, Dictionary({{"offset", int64_t{2}}}), false}};
+  return {hand_bound(kPastValue, 2, 2, cases), hand_bound(kFutureValue, 2, 2, cases)};
+}
+}  // namespace loom

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "loom/graph/op.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -108,14 +108,12 @@ Function reduce(const ReduceStaticOp& op, const Variable& x, const std::vector<A
 
 }  // namespace
 
-const OpDef& reduce_sum_op() {
-  return kReduceSum;
-}
-const OpDef& reduce_mean_op() {
-  return kReduceMean;
-}
-const OpDef& reduce_max_op() {
-  return kReduceMax;
+std::vector<OpSchema> reduction_schemas() {
+  const Dictionary a(
+      {{"axes", DictionaryVector{int64_t{1}}}, {"all_static_axes", false}, {"keep_dims", true}});
+  const std::vector<ConformanceCase> cases = {{{{NDShape{3, 4}}}, a}};
+  return {hand_bound(kReduceSum, 1, 1, cases), hand_bound(kReduceMean, 1, 1, cases),
+          hand_bound(kReduceMax, 1, 1, cases)};
 }
 
 Function reduce_sum(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {

@@ -1,6 +1,6 @@
-// The op registry: every op of loom/ops by its name ("Plus", "Times", ...), for loading
-// models. The table in registry.cpp names each op explicitly, so a program that only loads
-// models still links every op from the static library.
+// The op registry: every op of the op table (op_schema.h) by its name ("Plus", "Times", ...),
+// for loading models. registry.cpp collects the table from each op family explicitly, so a
+// program that only loads models still links every op from the static library.
 #pragma once
 
 #include <string_view>

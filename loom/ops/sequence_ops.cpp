@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "loom/graph/op.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom::sequence {
@@ -600,46 +600,6 @@ const UnpackOp kUnpackMask("UnpackSequenceMask", true);
 
 }  // namespace
 
-const OpDef& first_op() {
-  return kFirst;
-}
-const OpDef& last_op() {
-  return kLast;
-}
-const OpDef& slice_op() {
-  return kSlice;
-}
-const OpDef& reduce_sum_op() {
-  return kReduceSum;
-}
-const OpDef& reduce_max_op() {
-  return kReduceMax;
-}
-const OpDef& is_first_op() {
-  return kIsFirst;
-}
-const OpDef& is_last_op() {
-  return kIsLast;
-}
-const OpDef& broadcast_as_op() {
-  return kBroadcastAs;
-}
-const OpDef& where_op() {
-  return kWhere;
-}
-const OpDef& gather_op() {
-  return kGather;
-}
-const OpDef& scatter_op() {
-  return kScatter;
-}
-const OpDef& unpack_op() {
-  return kUnpack;
-}
-const OpDef& unpack_mask_op() {
-  return kUnpackMask;
-}
-
 Function first(const Variable& x, const std::string& name) {
   return make_primitive(kFirst, {x}, {}, name);
 }
@@ -705,3 +665,29 @@ Function unpack(const Variable& x, double padding_value, bool no_mask_output,
 }
 
 }  // namespace loom::sequence
+
+namespace loom {
+
+std::vector<OpSchema> sequence_schemas() {
+  using namespace sequence;
+  const std::vector<ConformanceCase> steps = {{{{NDShape{3}}}, {}, false}};
+  return {
+      hand_bound(kFirst, 1, 1, steps),
+      hand_bound(kLast, 1, 1, steps),
+      hand_bound(kSlice, 1, 1,
+                 {{{{NDShape{3}}},
+                   Dictionary({{"begin_index", int64_t{0}}, {"end_index", int64_t{1}}}),
+                   false}}),
+      hand_bound(kReduceSum, 1, 1, steps),
+      hand_bound(kReduceMax, 1, 1, steps),
+      hand_bound(kIsFirst, 1, 1, steps),
+      hand_bound(kIsLast, 1, 1, steps),
+      {&kBroadcastAs, 2, 2},
+      {&kWhere, 1, 1},
+      {&kGather, 2, 2},
+      {&kScatter, 2, 2},
+      {&kUnpack, 1, 1},
+      {&kUnpackMask, 1, 1},
+  };
+}
+}  // namespace loom

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "loom/graph/op.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -296,17 +296,18 @@ const TransposeOp kTranspose;
 
 }  // namespace
 
-const OpDef& reshape_op() {
-  return kReshape;
-}
-const OpDef& slice_op() {
-  return kSlice;
-}
-const OpDef& splice_op() {
-  return kSplice;
-}
-const OpDef& transpose_op() {
-  return kTranspose;
+std::vector<OpSchema> shape_schemas() {
+  const ConformanceInput x{NDShape{3, 4}};
+  return {
+      hand_bound(kReshape, 1, 1, {{{x}, Dictionary({{"shape", NDShape{4, 3}}})}}),
+      hand_bound(
+          kSlice, 1, 1,
+          {{{x}, Dictionary({{"axis", int64_t{1}}, {"begin", int64_t{1}}, {"end", int64_t{3}}})}}),
+      hand_bound(kSplice, 1, SIZE_MAX,
+                 {{{x, {NDShape{3, 2}}}, Dictionary({{"axis", int64_t{-1}}})}}),
+      hand_bound(kTranspose, 1, 1,
+                 {{{x}, Dictionary({{"perm", DictionaryVector{int64_t{1}, int64_t{0}}}})}}),
+  };
 }
 
 Function reshape(const Variable& x, const NDShape& shape, const std::string& name) {

@@ -2,7 +2,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/softmax.h"
-#include "loom/ops/op_defs.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
 namespace loom {
@@ -143,11 +143,11 @@ Function make(const SoftmaxOp& op, const Variable& x, const Axis& axis, const st
 
 }  // namespace
 
-const OpDef& softmax_op() {
-  return kSoftmax;
-}
-const OpDef& log_softmax_op() {
-  return kLogSoftmax;
+std::vector<OpSchema> softmax_schemas() {
+  const std::vector<ConformanceCase> cases = {
+      {{{NDShape{3, 4}}}, Dictionary({{"axis", int64_t{-1}}, {"all_static_axes", false}})},
+      {{{NDShape{3, 4}}}, Dictionary({{"axis", int64_t{0}}, {"all_static_axes", true}})}};
+  return {hand_bound(kSoftmax, 1, 1, cases), hand_bound(kLogSoftmax, 1, 1, cases)};
 }
 
 Function softmax(const Variable& x, const Axis& axis, const std::string& name) {

@@ -1,0 +1,254 @@
+// The conformance harness: every op of the op table (op_schema.h), on every case its entry
+// gives, in every mode: gradients against finite differences in float64, float32 against
+// float64, ragged sequences packed against one at a time, save and load, and the ONNX round trip
+// where the table maps the op. An op without cases fails unless it is listed below with the
+// test that covers it instead.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "loom/deploy/onnx.h"
+#include "loom/ops/gradient_check.h"
+#include "loom/ops/op_schema.h"
+#include "loom/serialize/model_file.h"
+
+namespace loom {
+namespace {
+
+// Ops whose inputs the cases cannot draw yet (data-dependent layouts, several dynamic axes,
+// state, randomness, layers' own weights), each with the tests that cover it meanwhile.
+const std::map<std::string, std::string> kCoveredElsewhere = {
+    {"SequenceBroadcastAs", "sequence_ops_test.cpp (a non-sequence operand)"},
+    {"SequenceWhere", "sequence_ops_test.cpp (new dynamic axis)"},
+    {"SequenceGather", "sequence_ops_test.cpp (new dynamic axis)"},
+    {"SequenceScatter", "sequence_ops_test.cpp"},
+    {"UnpackSequence", "sequence_ops_test.cpp"},
+    {"UnpackSequenceMask", "sequence_ops_test.cpp"},
+    {"Assign", "assign_test.cpp (state)"},
+    {"Convolution", "convolution_test.cpp"},
+    {"ConvolutionTranspose", "convolution_test.cpp"},
+    {"Pooling", "pooling_test.cpp"},
+    {"Dropout", "random_test.cpp (random)"},
+    {"BatchNormalization", "normalization_test.cpp (running statistics)"},
+    {"LayerNormalization", "normalization_test.cpp"},
+    {"FusedRecurrence", "fused_rnn_test.cpp"},
+};
+
+enum class Mode { Batch, Sequences };
+
+// One case of one op built in one data type, with values for its per-sample inputs.
+struct Built {
+  Function f;
+  ValueMap arguments;
+  std::vector<Variable> wrt;  // the inputs and parameters the op differentiates
+  std::vector<Variable> per_sample;
+};
+
+Built build(const OpSchema& s, const ConformanceCase& c, DataType dtype, Mode mode) {
+  Built b;
+  std::vector<Variable> inputs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const ConformanceInput& in = c.inputs[i];
+    const uint64_t seed = 100 + i;
+    if (in.per_sample) {
+      const InputOptions options{
+          .dtype = dtype, .name = "x" + std::to_string(i), .needs_gradient = true};
+      const Variable x = mode == Mode::Sequences ? sequence::input_variable(in.shape, options)
+                                                 : input_variable(in.shape, options);
+      b.arguments.emplace(x,
+                          mode == Mode::Sequences
+                              ? random_sequences(in.shape, {3, 1, 2}, dtype, seed, in.low, in.high)
+                              : random_batch(in.shape, 3, dtype, seed, in.low, in.high));
+      b.per_sample.push_back(x);
+      inputs.push_back(x);
+    } else {
+      inputs.push_back(
+          parameter(random_array(in.shape, dtype, seed, in.low, in.high), "p" + std::to_string(i)));
+    }
+  }
+  b.f = s.apply(inputs, c.attributes);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (s.op->differentiable(i, b.f.attributes())) b.wrt.push_back(inputs[i]);
+  return b;
+}
+
+std::vector<Mode> modes(const ConformanceCase& c) {
+  std::vector<Mode> m;
+  if (c.batch) m.push_back(Mode::Batch);
+  if (c.sequences) m.push_back(Mode::Sequences);
+  return m;
+}
+
+std::string case_label(const OpSchema& s, size_t k, Mode mode) {
+  return std::string(s.op->name()) + " case " + std::to_string(k) +
+         (mode == Mode::Sequences ? " over sequences" : " over a batch");
+}
+
+std::vector<double> output_of(const Built& b) {
+  return b.f.eval_one(b.arguments).data().to_vector<double>();
+}
+
+// The loaded function's arguments, bound to b's values by name.
+ValueMap rebind(const Function& loaded, const Built& b) {
+  ValueMap args;
+  for (const Variable& a : loaded.arguments())
+    for (const auto& [v, value] : b.arguments)
+      if (v.name() == a.name()) args.emplace(a, value);
+  return args;
+}
+
+class Conformance : public ::testing::TestWithParam<size_t> {
+ protected:
+  const OpSchema& schema() const { return op_table()[GetParam()]; }
+};
+
+TEST_P(Conformance, GradientsMatchFiniteDifferences) {
+  const OpSchema& s = schema();
+  for (size_t k = 0; k < s.conformance.size(); ++k)
+    for (Mode mode : modes(s.conformance[k])) {
+      SCOPED_TRACE(case_label(s, k, mode));
+      if (!s.conformance[k].finite_differences) continue;
+      const Built b = build(s, s.conformance[k], DataType::Float64, mode);
+      if (!b.wrt.empty()) expect_gradients_match(b.f, b.arguments, b.wrt);
+    }
+}
+
+TEST_P(Conformance, Float32MatchesFloat64) {
+  const OpSchema& s = schema();
+  for (size_t k = 0; k < s.conformance.size(); ++k)
+    for (Mode mode : modes(s.conformance[k])) {
+      SCOPED_TRACE(case_label(s, k, mode));
+      const Built b32 = build(s, s.conformance[k], DataType::Float32, mode);
+      const Built b64 = build(s, s.conformance[k], DataType::Float64, mode);
+      ASSERT_EQ(b32.f.output().dtype(), DataType::Float32);
+      ASSERT_EQ(b64.f.output().dtype(), DataType::Float64);
+      gradient_check_detail::expect_all_near(output_of(b32), output_of(b64), 1e-5,
+                                             "float32 output");
+      if (b32.wrt.empty()) continue;
+      const ValueMap g32 = weighted_output(b32.f).grad(b32.arguments, b32.wrt);
+      const ValueMap g64 = weighted_output(b64.f).grad(b64.arguments, b64.wrt);
+      for (size_t i = 0; i < b32.wrt.size(); ++i)
+        gradient_check_detail::expect_all_near(g32.at(b32.wrt[i]).data().to_vector<double>(),
+                                               g64.at(b64.wrt[i]).data().to_vector<double>(), 1e-5,
+                                               "float32 gradient " + std::to_string(i));
+    }
+}
+
+// Packed sequences give what each sequence gives alone (cases with one per-sample input).
+TEST_P(Conformance, PackedSequencesMatchOneAtATime) {
+  const OpSchema& s = schema();
+  for (size_t k = 0; k < s.conformance.size(); ++k) {
+    const ConformanceCase& c = s.conformance[k];
+    SCOPED_TRACE(case_label(s, k, Mode::Sequences));
+    if (!c.sequences) continue;
+    const Built b = build(s, c, DataType::Float64, Mode::Sequences);
+    if (b.per_sample.size() != 1) continue;
+    const Variable x = b.per_sample[0];
+    expect_sequences_match_individually(b.f, x, b.arguments.at(x), 1e-12, !b.wrt.empty());
+  }
+}
+
+TEST_P(Conformance, SaveAndLoadGiveTheSameOutputs) {
+  const OpSchema& s = schema();
+  for (size_t k = 0; k < s.conformance.size(); ++k)
+    for (Mode mode : modes(s.conformance[k])) {
+      SCOPED_TRACE(case_label(s, k, mode));
+      const Built b = build(s, s.conformance[k], DataType::Float32, mode);
+      const Function loaded = load_model_from_bytes(save_model_to_bytes(b.f));
+      EXPECT_EQ(loaded.op().name(), std::string(s.op->name()));
+      EXPECT_EQ(loaded.eval_one(rebind(loaded, b)).data().to_vector<double>(), output_of(b));
+    }
+}
+
+TEST_P(Conformance, OnnxRoundTripGivesTheSameOutputs) {
+  const OpSchema& s = schema();
+  if (!s.onnx.generic) return;
+  for (size_t k = 0; k < s.conformance.size(); ++k) {
+    if (!s.conformance[k].batch) continue;
+    SCOPED_TRACE(case_label(s, k, Mode::Batch));
+    const Built b = build(s, s.conformance[k], DataType::Float32, Mode::Batch);
+    const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(b.f));
+    gradient_check_detail::expect_all_near(
+        loaded.eval_one(rebind(loaded, b)).data().to_vector<double>(), output_of(b), 1e-6,
+        "ONNX round trip");
+  }
+}
+
+std::string op_name(const ::testing::TestParamInfo<size_t>& info) {
+  return op_table()[info.param].op->name();
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryOp, Conformance, ::testing::Range(size_t{0}, op_table().size()),
+                         op_name);
+
+TEST(OpTable, EveryOpHasConformanceCasesOrNamesTheTestsThatCoverIt) {
+  std::set<std::string> uncovered;
+  for (const OpSchema& s : op_table()) {
+    const std::string name = s.op->name();
+    if (s.conformance.empty()) {
+      uncovered.insert(name);
+      EXPECT_TRUE(kCoveredElsewhere.count(name)) << name << " has no conformance cases";
+    } else {
+      EXPECT_FALSE(kCoveredElsewhere.count(name))
+          << name << " has conformance cases: take it off kCoveredElsewhere";
+    }
+    for (const ConformanceCase& c : s.conformance) {
+      EXPECT_TRUE(c.batch || c.sequences) << name << ": a case that runs in no mode";
+      EXPECT_GE(c.inputs.size(), s.min_inputs) << name;
+      EXPECT_LE(c.inputs.size(), s.max_inputs) << name;
+    }
+  }
+  for (const auto& [name, test] : kCoveredElsewhere)
+    EXPECT_TRUE(uncovered.count(name)) << name << " is not in the op table";
+}
+
+TEST(OpTable, EveryOpSaysWhatItIsInOnnx) {
+  for (const OpSchema& s : op_table()) {
+    if (!s.python) continue;  // the hand-bound ops' mappings live in loom/deploy's own code
+    EXPECT_TRUE(s.onnx.op_type || s.onnx.none_because)
+        << s.op->name() << ": give an ONNX op type or say why there is none";
+    EXPECT_FALSE(s.onnx.generic && !s.onnx.op_type) << s.op->name();
+  }
+}
+
+TEST(OpTable, PythonParametersAreWellFormed) {
+  std::set<std::string> names;
+  for (const OpSchema& s : op_table()) {
+    if (!s.python) continue;
+    EXPECT_TRUE(names.insert(std::string(s.module) + "." + s.python).second)
+        << "two ops are " << s.module << "." << s.python;
+    size_t tensors = 0;
+    bool varargs = false;
+    for (const OpParam& p : s.params) {
+      tensors += p.type == ParamType::Tensor;
+      varargs |= p.type == ParamType::Tensors;
+    }
+    EXPECT_EQ(tensors, s.min_inputs) << s.python;
+    if (!varargs) {
+      EXPECT_EQ(tensors, s.max_inputs) << s.python;
+    }
+  }
+}
+
+TEST(OpTable, ApplyFillsDefaultsAndNamesMissingAttributes) {
+  const Variable x = input_variable({3});
+  const Function elu = find_schema("ELU")->apply({x}, {});
+  EXPECT_EQ(elu.attributes().get<double>("alpha"), 1.0);
+  EXPECT_EQ(find_schema("ELU")
+                ->apply({x}, Dictionary({{"alpha", 0.5}}))
+                .attributes()
+                .get<double>("alpha"),
+            0.5);
+  try {
+    find_schema("HardSigmoid")->apply({x}, Dictionary({{"alpha", 0.2}}));
+    FAIL();
+  } catch (const ArgumentError& e) {
+    EXPECT_STREQ(e.what(), "hard_sigmoid: argument 'beta' is required");
+  }
+  EXPECT_THROW(find_schema("Plus")->apply({x}, {}), ArgumentError);
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,119 @@
+// The op table: one OpSchema per op says everything about the op that is not its kernels: its
+// name, inputs and attributes with CNTK's Python parameter names and defaults (from which the
+// Python binding is generated), its ONNX counterpart, and the inputs the conformance harness
+// (conformance_test.cpp) checks it on. Each op family's file defines its OpDefs and their
+// schemas side by side; op_table.cpp collects them. loom/ops/README.md says how to add an op.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "loom/core/dictionary.h"
+#include "loom/graph/function.h"
+#include "loom/graph/op.h"
+
+namespace loom {
+
+// How a builder's argument is given: tensors become the op's inputs (Python also takes numbers
+// and arrays, made Constants of the other inputs' dtype), the rest its attributes.
+enum class ParamType {
+  Tensor,
+  Tensors,  // any number of inputs (Python varargs)
+  Double,
+};
+
+// One parameter of an op's builder, in CNTK's Python order. An attribute's key is its name.
+struct OpParam {
+  const char* name;
+  ParamType type = ParamType::Tensor;
+  // An attribute's default (CNTK's); none when the caller must give it.
+  DictionaryValue default_value = {};
+};
+
+// An op's ONNX counterpart. With `generic`, loom/deploy exports and imports the op from this
+// entry alone: the same inputs in the same order, the attributes renamed; otherwise the
+// exporter and importer have code of their own for it, or there is none and none_because says
+// why.
+struct OnnxAttribute {
+  const char* key;      // Loom's attribute (a double)
+  const char* onnx;     // ONNX's float attribute
+  double onnx_default;  // ONNX's value when a node leaves it out
+};
+struct OnnxMapping {
+  const char* op_type = nullptr;
+  bool generic = false;
+  std::vector<OnnxAttribute> attributes = {};
+  const char* none_because = nullptr;
+};
+
+// One input of a conformance case.
+struct ConformanceInput {
+  NDShape shape;  // the sample shape
+  // With the batch (or sequence) axes of the case; else a parameter that every sample shares.
+  bool per_sample = true;
+  double low = -1, high = 1;  // values drawn uniformly (never within 0.05 of 0 across 0)
+};
+
+// Inputs the conformance harness evaluates an op on, in every mode it has: gradients against
+// finite differences in float64, float32 against float64, ragged sequences packed against one
+// at a time, save and load, and the ONNX round trip where the op is mapped.
+struct ConformanceCase {
+  std::vector<ConformanceInput> inputs;
+  Dictionary attributes = {};  // beyond the defaults
+  bool batch = true;           // run over a batch of samples
+  bool sequences = true;       // run over ragged sequences
+  // False where the gradient is by design not the forward's derivative (stop_gradient,
+  // straight_through): the op's own tests check it instead.
+  bool finite_differences = true;
+};
+
+struct OpSchema {
+  const OpDef* op;
+  size_t min_inputs, max_inputs;  // max SIZE_MAX: any number
+  // The Python function (at loom.<module>.<python>, and loom.<python> for module "ops"), made
+  // from params; null where the binding is written by hand in python/src (or the op is internal).
+  const char* python = nullptr;
+  const char* module = "ops";
+  std::vector<OpParam> params = {};  // without name='', which every builder takes last
+  // Python's binary ops that take 2 or more operands (CNTK's associative_multi_arg).
+  bool associative = false;
+  const char* doc = "";
+  OnnxMapping onnx = {};
+  std::vector<ConformanceCase> conformance = {};
+
+  // The op applied to inputs with the attributes given and the defaults of the rest; an
+  // ArgumentError names the op and a missing attribute or a wrong input count.
+  Function apply(std::vector<Variable> inputs, const Dictionary& attributes,
+                 const std::string& name = "") const;
+};
+
+// The schema of an op whose Python binding is written by hand in python/src (or that Python
+// does not call), with its arity and conformance cases.
+OpSchema hand_bound(const OpDef& op, size_t min_inputs, size_t max_inputs,
+                    std::vector<ConformanceCase> conformance);
+
+// Every op, in the order of their families.
+const std::vector<OpSchema>& op_table();
+// The schema of the op named `name` (its OpDef's name), or null.
+const OpSchema* find_schema(std::string_view name);
+// The schema of op; an ArgumentError when op is in no schema.
+const OpSchema& schema_of(const OpDef& op);
+
+// The schemas of each op family, defined beside its OpDefs.
+std::vector<OpSchema> elementwise_schemas();
+std::vector<OpSchema> linear_schemas();
+std::vector<OpSchema> losses_schemas();
+std::vector<OpSchema> reduction_schemas();
+std::vector<OpSchema> shape_schemas();
+std::vector<OpSchema> softmax_schemas();
+std::vector<OpSchema> sequence_schemas();
+std::vector<OpSchema> recurrence_schemas();
+std::vector<OpSchema> assign_schemas();
+std::vector<OpSchema> convolution_schemas();
+std::vector<OpSchema> pooling_schemas();
+std::vector<OpSchema> random_schemas();
+std::vector<OpSchema> normalization_schemas();
+std::vector<OpSchema> fused_rnn_schemas();
+
+}  // namespace loom
