@@ -12,6 +12,7 @@
 #include "loom/graph/graph_impl.h"
 #include "loom/ops/convolution.h"
 #include "loom/ops/fused_rnn.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 #include "loom/ops/pooling.h"
 #include "loom/serialize/model_file.h"
@@ -213,29 +214,13 @@ class Exporter {
 
   void export_function(const FunctionImpl& f) {
     static const std::map<std::string, Exporting> ops = {
-        {"Plus", binary("Add")},
-        {"Minus", binary("Sub")},
-        {"ElementTimes", binary("Mul")},
-        {"ElementDivide", binary("Div")},
-        {"ElementMax", binary("Max")},
-        {"ElementMin", binary("Min")},
-        {"Negate", unary("Neg")},
-        {"Tanh", unary("Tanh")},
-        {"Sigmoid", unary("Sigmoid")},
-        {"ReLU", unary("Relu")},
-        {"Exp", unary("Exp")},
-        {"Log", unary("Log")},
-        {"Sqrt", unary("Sqrt")},
-        {"Abs", unary("Abs")},
         {"Square", &Exporter::square},
         {"Times", &Exporter::times},
         {"Convolution", &Exporter::convolution},
         {"Pooling", &Exporter::pooling},
         {"BatchNormalization", &Exporter::batch_normalization},
-        {"Dropout",
-         [](Exporter& e, const FunctionImpl& f, const Val&) {
-           return e.value(f.inputs[0]);  // the identity at inference
-         }},
+        {"Dropout", identity},  // at inference
+        {"StopGradient", identity},
         {"Softmax", softmax("Softmax")},
         {"LogSoftmax", softmax("LogSoftmax")},
         {"Reshape",
@@ -253,11 +238,15 @@ class Exporter {
         {"SequenceFirst", &Exporter::sequence_end},
     };
     const std::string op = f.op->name();
+    const VariableImpl& o = *f.outputs[0];
+    Val out{"", o.dynamic_axes.size(), o.shape, o.dtype};
+    if (const OpSchema* s = find_schema(op); s && s->onnx.generic) {
+      values_[&o] = generic(*s, f, out);
+      return;
+    }
     auto it = ops.find(op);
     LOOM_CHECK(it != ops.end(), ArgumentError, "ONNX export: the op ", op, " of ",
                function_label(f), " has no ONNX mapping (docs/onnx.md lists the ops Loom exports)");
-    const VariableImpl& o = *f.outputs[0];
-    Val out{"", o.dynamic_axes.size(), o.shape, o.dtype};
     values_[&o] = it->second(*this, f, out);
   }
 
@@ -275,6 +264,17 @@ class Exporter {
     const std::string name = output_name(f);
     node(op, inputs, name);
     return named(out, name);
+  }
+  // An op the table maps to one ONNX node of the same inputs (OnnxMapping::generic).
+  Val generic(const OpSchema& s, const FunctionImpl& f, const Val& out) {
+    const Val v = (f.inputs.size() == 1 ? unary : binary)(s.onnx.op_type)(*this, f, out);
+    pb::NodeProto& n = *graph_.mutable_node(graph_.node_size() - 1);
+    for (const OnnxAttribute& a : s.onnx.attributes)
+      set_float(n, a.onnx, float(f.attributes.get<double>(a.key)));
+    return v;
+  }
+  static Val identity(Exporter& e, const FunctionImpl& f, const Val&) {
+    return e.value(f.inputs[0]);
   }
   static Exporting unary(const char* op);
   static Exporting binary(const char* op);

@@ -14,6 +14,7 @@
 #include "loom/deploy/onnx.pb.h"
 #include "loom/deploy/onnx_common.h"
 #include "loom/ops/fused_rnn.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/container.h"
 #include "loom/serialize/model_file.h"
@@ -306,20 +307,6 @@ class Importer {
 
   void import_node() {
     static const std::map<std::string, Importing> ops = {
-        {"Add", binary(plus)},
-        {"Sub", binary(minus)},
-        {"Mul", binary(element_times)},
-        {"Div", binary(element_divide)},
-        {"Max", binary(element_max)},
-        {"Min", binary(element_min)},
-        {"Neg", unary(negate)},
-        {"Tanh", unary(tanh)},
-        {"Sigmoid", unary(sigmoid)},
-        {"Relu", unary(relu)},
-        {"Exp", unary(exp)},
-        {"Log", unary(log)},
-        {"Sqrt", unary(sqrt)},
-        {"Abs", unary(abs)},
         {"Identity", [](Importer& m) { return m.in(0); }},
         {"Dropout", [](Importer& m) { return m.in(0); }},  // the identity at inference
         {"MatMul", &Importer::matmul},
@@ -358,21 +345,43 @@ class Importer {
       return;
     }
     auto it = ops.find(n.op_type());
-    if (it == ops.end()) fail("Loom has no import of the ONNX op ", n.op_type());
+    const OpSchema* generic_op = it == ops.end() ? generic_schema(n.op_type()) : nullptr;
+    if (it == ops.end() && !generic_op) fail("Loom has no import of the ONNX op ", n.op_type());
     if (n.output_size() < 1) fail("the node has no output");
-    values_[n.output(0)] = it->second(*this);
+    values_[n.output(0)] = generic_op ? generic(*generic_op) : it->second(*this);
   }
 
-  using Unary = Function (*)(const Variable&, const std::string&);
-  using Binary = Function (*)(const Variable&, const Variable&, const std::string&);
   using ReduceFn = Function (*)(const Variable&, const std::vector<Axis>&, bool,
                                 const std::string&);
 
-  static Importing unary(Unary op) {
-    return [op](Importer& m) {
-      const Val x = m.in(0);
-      return Val{op(x.var, m.out_name()), x.dynamic};
-    };
+  // The op of the table mapped to ONNX's op_type node for node (OnnxMapping::generic), or null.
+  static const OpSchema* generic_schema(const std::string& op_type) {
+    for (const OpSchema& s : op_table())
+      if (s.onnx.generic && op_type == s.onnx.op_type) return &s;
+    return nullptr;
+  }
+
+  // A node of one op of the table with the same inputs; several broadcast as ONNX does.
+  Val generic(const OpSchema& s) {
+    if (inputs() < s.min_inputs || inputs() > s.max_inputs)
+      fail("Loom imports this op with ", s.min_inputs, " to ", s.max_inputs, " inputs, not ",
+           inputs());
+    std::vector<Val> args;
+    size_t rank = 0, dynamic = 0;
+    for (size_t i = 0; i < inputs(); ++i) {
+      args.push_back(in(i));
+      if (args.back().dynamic && dynamic && args.back().dynamic != dynamic)
+        fail("an operand over sequences meets one over samples");
+      rank = std::max(rank, args.back().rank());
+      dynamic = std::max(dynamic, args.back().dynamic);
+    }
+    std::vector<Variable> vars;
+    for (const Val& v : args)
+      vars.push_back(args.size() == 1 ? v.var : broadcast(v, rank, dynamic).var);
+    Dictionary attributes;
+    for (const OnnxAttribute& a : s.onnx.attributes)
+      attributes[a.key] = double(float_attribute(*node_, a.onnx, float(a.onnx_default)));
+    return Val{s.apply(std::move(vars), attributes, out_name()), dynamic};
   }
 
   // ONNX right-aligns whole tensors, Loom the samples behind the dynamic axes: values with
@@ -389,18 +398,6 @@ class Importer {
         fail("an operand of shape ", v.var.shape().to_string(),
              " would broadcast along a dynamic axis");
     return reshaped(v, v.var.shape().sub_shape(dynamic));
-  }
-  static Importing binary(Binary op) {
-    return [op](Importer& m) {
-      if (m.inputs() != 2) fail("Loom imports this op with two inputs, not ", m.inputs());
-      Val a = m.in(0), b = m.in(1);
-      if (a.dynamic && b.dynamic && a.dynamic != b.dynamic)
-        fail("an operand over sequences meets one over samples");
-      const size_t rank = std::max(a.rank(), b.rank()), dynamic = std::max(a.dynamic, b.dynamic);
-      a = m.broadcast(a, rank, dynamic);
-      b = m.broadcast(b, rank, dynamic);
-      return Val{op(a.var, b.var, m.out_name()), dynamic};
-    };
   }
 
   // A [.., K] times B [K, O]: Loom's times contracts the last axis of A.

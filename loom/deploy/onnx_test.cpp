@@ -245,8 +245,8 @@ TEST(Onnx, ImportRejectsBadFiles) {
   Variable x = input_variable(3, {.name = "x"});
   const std::vector<uint8_t> good = save_onnx_to_bytes(relu(Dense(2)(x)));
   // An op Loom lacks (the same length as Relu, so the protocol buffer stays well formed).
-  expect_error<DataError>([&] { load_onnx_from_bytes(replaced(good, "Relu", "Selu"), "m.onnx"); },
-                          {"m.onnx", "node", "no import of the ONNX op Selu"});
+  expect_error<DataError>([&] { load_onnx_from_bytes(replaced(good, "Relu", "Celu"), "m.onnx"); },
+                          {"m.onnx", "node", "no import of the ONNX op Celu"});
   // Every truncation is a DataError, never a crash.
   for (size_t n = 0; n < good.size(); n += 7)
     EXPECT_THROW(load_onnx_from_bytes({good.data(), n}, "cut.onnx"), DataError) << n << " bytes";
