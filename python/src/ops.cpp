@@ -1,24 +1,99 @@
 // The ops, and the Python operators of Variables and Functions. Operands may be numbers or
 // numpy arrays wherever a Variable is expected: they become constants of the other operand's
-// dtype.
+// dtype. The ops of the op table that have a Python function (loom/ops/op_schema.h) are reached
+// through _op_table and _apply_op, from which python/loom/ops/_table.py makes the functions; the
+// rest are bound here by hand.
+#include <algorithm>
+
+#include "loom/ops/op_schema.h"
 #include "python/src/binding.h"
 
 namespace loom::python {
 
 namespace {
 
-using Unary = Function (*)(const Variable&, const std::string&);
 using Binary = Function (*)(const Variable&, const Variable&, const std::string&);
 
-// The two operands of a binary op, numbers taking the dtype of the Variable among them.
-std::pair<Variable, Variable> operands(py::handle a, py::handle b) {
-  const bool a_graph = py::isinstance<Variable>(a) || py::isinstance<Function>(a);
-  if (a_graph) {
-    Variable x = as_variable(a);
-    return {x, as_variable(b, x.dtype())};
+// An op's operands, numbers and arrays taking the dtype of the first Variable or Function among
+// them (float32 when there is none).
+std::vector<Variable> operands(const py::sequence& xs) {
+  DataType like = DataType::Float32;
+  for (py::handle x : xs) {
+    if (py::isinstance<Variable>(x) || py::isinstance<Function>(x)) {
+      like = as_variable(x).dtype();
+      break;
+    }
   }
-  Variable y = as_variable(b);
-  return {as_variable(a, y.dtype()), y};
+  std::vector<Variable> vs;
+  for (py::handle x : xs) vs.push_back(as_variable(x, like));
+  return vs;
+}
+
+std::pair<Variable, Variable> operands(py::handle a, py::handle b) {
+  std::vector<Variable> vs = operands(py::make_tuple(a, b));
+  return {vs[0], vs[1]};
+}
+
+const char* type_name(ParamType type) {
+  switch (type) {
+    case ParamType::Tensor:
+      return "tensor";
+    case ParamType::Tensors:
+      return "tensors";
+    case ParamType::Double:
+      return "double";
+  }
+  return "";
+}
+
+// The table's entries that Python generates its functions from (python/loom/ops/_table.py).
+// A parameter the caller must give has the default inspect.Parameter.empty, which the
+// generated signatures take as is.
+py::list op_table_entries() {
+  const py::object required = py::module_::import("inspect").attr("Parameter").attr("empty");
+  py::list entries;
+  for (const OpSchema& s : op_table()) {
+    if (!s.python) continue;
+    py::list params;
+    for (const OpParam& p : s.params)
+      params.append(
+          py::make_tuple(p.name, type_name(p.type),
+                         p.default_value.has_value() ? to_python(p.default_value) : required));
+    py::dict entry;
+    entry["op"] = s.op->name();
+    entry["python"] = s.python;
+    entry["module"] = s.module;
+    entry["associative"] = s.associative;
+    entry["doc"] = s.doc;
+    entry["params"] = params;
+    entries.append(entry);
+  }
+  return entries;
+}
+
+// The op named op_name applied to inputs (numbers and arrays among them become constants) and
+// to attributes given by their parameters' names.
+Function apply_op(const std::string& op_name, const py::sequence& inputs,
+                  const py::dict& attributes, const std::string& name) {
+  const OpSchema* schema = find_schema(op_name);
+  if (!schema) throw ArgumentError("no op named '" + op_name + "' is in the op table");
+  Dictionary values;
+  for (auto [key, value] : attributes) {
+    const std::string k = key.cast<std::string>();
+    const auto p = std::find_if(schema->params.begin(), schema->params.end(),
+                                [&k](const OpParam& q) { return k == q.name; });
+    if (p == schema->params.end() || p->type != ParamType::Double)
+      throw ArgumentError(op_name + " has no attribute '" + k + "'");
+    // pybind11's double takes Python and numpy numbers (strings are no numbers).
+    try {
+      values[k] = value.cast<double>();
+    } catch (const py::cast_error&) {
+      throw py::type_error(std::string(schema->python ? schema->python : op_name) + ": '" + k +
+                           "' must be a number, not " +
+                           py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+    }
+  }
+  return schema->apply(operands(inputs), values, name);
 }
 
 Axis axis_of(py::handle axis) {
@@ -102,20 +177,11 @@ void add_ops(py::module_& m) {
   add_operators(variable);
   add_operators(function);
 
-  auto unary = [&m](const char* name, Unary op) {
-    m.def(
-        name, [op](py::handle x, const std::string& n) { return op(as_variable(x), n); },
-        py::arg("x"), py::arg("name") = "");
-  };
-  unary("negate", &loom::negate);
-  unary("tanh", &loom::tanh);
-  unary("sigmoid", &loom::sigmoid);
-  unary("relu", &loom::relu);
-  unary("exp", &loom::exp);
-  unary("log", &loom::log);
-  unary("sqrt", &loom::sqrt);
-  unary("square", &loom::square);
-  unary("abs", &loom::abs);
+  // The ops of the op table with a Python function: python/loom/ops/_table.py makes the
+  // functions from _op_table() and calls them through _apply_op.
+  m.def("_op_table", &op_table_entries);
+  m.def("_apply_op", &apply_op, py::arg("op"), py::arg("inputs"), py::arg("attributes"),
+        py::arg("name") = "");
   auto binary = [&m](const char* name, Binary op, const char* a, const char* b) {
     m.def(
         name,
@@ -125,12 +191,6 @@ void add_ops(py::module_& m) {
         },
         py::arg(a), py::arg(b), py::arg("name") = "");
   };
-  binary("plus", &plus, "left", "right");
-  binary("minus", &minus, "left", "right");
-  binary("element_times", &element_times, "left", "right");
-  binary("element_divide", &element_divide, "left", "right");
-  binary("element_max", &element_max, "left", "right");
-  binary("element_min", &element_min, "left", "right");
   binary("squared_error", &squared_error, "output", "target");
   binary("cross_entropy_with_softmax", &cross_entropy_with_softmax, "output_vector",
          "target_vector");
