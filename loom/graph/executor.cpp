@@ -39,7 +39,7 @@ void step_view(const Tensor& full, const SequenceLayout& loop, size_t t, const S
   view.blocked = false;
 }
 
-// Max pooling of a relu becomes relu of the max pooling (OpDef::selects_max, moves_behind_max;
+// Max pooling of a relu becomes relu of the max pooling (OpTraits::selects_max, moves_behind_max;
 // docs/executor.md) where the relu reads a value nothing else reads, its output is read by the
 // pooling alone and is not an output, and neither function is in a recurrent loop: the pooling
 // reads the relu's operand into a new variable and the relu writes the pooling's output from
@@ -57,12 +57,14 @@ void move_relu_behind_max(std::vector<std::shared_ptr<FunctionImpl>>& order,
   }
   for (size_t j = 0; j < order.size(); ++j) {
     const FunctionImpl& pool = *order[j];
-    if (in_loop[j] || pool.inputs.size() != 1 || !pool.op->selects_max(pool.attributes)) continue;
+    if (in_loop[j] || pool.inputs.size() != 1 || !pool.op->traits(pool.attributes).selects_max)
+      continue;
     const auto found = position.find(pool.inputs[0].impl().get());
     if (found == position.end() || readers[found->first] != 1) continue;
     const size_t i = found->second;
     const FunctionImpl& relu = *order[i];
-    if (in_loop[i] || relu.inputs.size() != 1 || !relu.op->moves_behind_max() ||
+    if (in_loop[i] || relu.inputs.size() != 1 ||
+        !relu.op->traits(relu.attributes).moves_behind_max ||
         readers[relu.inputs[0].impl().get()] != 1)
       continue;
     auto pooled = std::make_shared<VariableImpl>(*pool.outputs[0]);
@@ -142,7 +144,7 @@ std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
         for (size_t c : component) body.push_back(order[c]);
         int64_t direction = 0;
         for (auto& f : body) {
-          const int64_t shift = f->op->time_shift(f->attributes);
+          const int64_t shift = f->op->traits(f->attributes).time_shift;
           if (shift == 0) continue;
           LOOM_CHECK(direction == 0 || (direction > 0) == (shift > 0), ArgumentError,
                      "a recurrent loop mixes past_value and future_value: ", labels(body),
@@ -206,7 +208,8 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
       n.inputs.push_back(slot_of(f.inputs[i]));
       n.input_values.push_back(&slots_[n.inputs.back()].value);
       // A loop's steps are views of rows, which sparse data cannot give.
-      if (!f.op->accepts_sparse(i) || n.loop != kNoLoop) slots_[n.inputs.back()].densify = true;
+      if (!f.op->traits(f.attributes).accepts_sparse.contains(i) || n.loop != kNoLoop)
+        slots_[n.inputs.back()].densify = true;
     }
     n.gradient_wanted.assign(n.inputs.size(), false);
   }
@@ -215,9 +218,9 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
     changed = false;
     for (auto& n : nodes_) {
       bool needs = false;
+      const InputSet differentiable = n.fn->op->traits(n.fn->attributes).differentiable;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
-        n.gradient_wanted[i] =
-            slots_[n.inputs[i]].needs_grad && n.fn->op->differentiable(i, n.fn->attributes);
+        n.gradient_wanted[i] = slots_[n.inputs[i]].needs_grad && differentiable.contains(i);
         needs = needs || n.gradient_wanted[i];
       }
       changed = changed || needs != slots_[n.output].needs_grad;
@@ -268,7 +271,7 @@ void Executor::plan_buffers(bool share) {
   // A timeline of one forward and one backward: node k runs forward at time k and backward at
   // 2K-1-k. A value lives from its forward to its last reader: the forward of each consumer,
   // and the backward of each consumer (and of its producer) that reads it there
-  // (OpDef::backward_reads_*). A gradient lives from the backward of the first op that writes
+  // (OpTraits::backward_reads_*). A gradient lives from the backward of the first op that writes
   // it (the last consumer; for an output, which may be the root, from the start of backward)
   // to its producer's backward. Lifetimes are closed intervals; an op never shares a buffer
   // with its own inputs or output.
@@ -282,22 +285,22 @@ void Executor::plan_buffers(bool share) {
   }
   for (size_t k = 0; k < K; ++k) {
     const Node& n = nodes_[k];
-    const OpDef& op = *n.fn->op;
+    const OpTraits traits = n.fn->op->traits(n.fn->attributes);
     const bool backward_runs = slots_[n.output].needs_grad;
     value_end[n.output] = std::max(value_end[n.output], k);
-    if (backward_runs && op.backward_reads_output()) value_end[n.output] = backward_time(k);
+    if (backward_runs && traits.backward_reads_output) value_end[n.output] = backward_time(k);
     // A free dimension (NDShape::kFree) leaves the size of a sample unknown when planning.
     if (n.fn->outputs[0]->shape.has_free()) pinned[n.output] = true;
     // Loops run step by step on views, zero gradients ahead and carry values to the next
     // minibatch: their values and what they read keep their own buffers.
-    if (n.loop != kNoLoop || n.delay || op.time_shift(n.fn->attributes) != 0) {
+    if (n.loop != kNoLoop || n.delay || traits.time_shift != 0) {
       pinned[n.output] = true;
       for (size_t in : n.inputs) pinned[in] = true;
     }
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const size_t in = n.inputs[i];
       value_end[in] = std::max(value_end[in], k);
-      if (backward_runs && op.backward_reads_input(i))
+      if (backward_runs && traits.backward_reads_inputs.contains(i))
         value_end[in] = std::max(value_end[in], backward_time(k));
       if (n.gradient_wanted[i]) grad_begin[in] = std::min(grad_begin[in], backward_time(k));
     }
@@ -305,7 +308,7 @@ void Executor::plan_buffers(bool share) {
   // Greedy interval colouring, one pool for values and one for gradients (a value is never
   // overwritten by a gradient, so backward may run again after one forward): each lifetime, in
   // order of its start, takes the free buffer used by the largest values so far. An op that
-  // may write over an input (OpDef::writes_over_input: elementwise ops) takes that input's
+  // may write over an input (OpTraits::writes_over_inputs: elementwise ops) takes that input's
   // buffer when the input's life ends at its forward, and in backward writes the input's
   // gradient over its output's when it is the first and last to write there.
   struct Buffer {
@@ -332,7 +335,8 @@ void Executor::plan_buffers(bool share) {
   auto over_input = [&](size_t k, size_t i) {
     const Node& n = nodes_[k];
     const size_t in = n.inputs[i];
-    return in >= leaves && !pinned[in] && n.fn->op->writes_over_input(i) &&
+    return in >= leaves && !pinned[in] &&
+           n.fn->op->traits(n.fn->attributes).writes_over_inputs.contains(i) &&
            n.fn->inputs[i].shape() == n.fn->outputs[0]->shape &&
            n.fn->inputs[i].dtype() == n.fn->outputs[0]->dtype &&
            n.fn->inputs[i].dynamic_axes() == n.fn->outputs[0]->dynamic_axes &&
@@ -399,7 +403,8 @@ void Executor::plan_loop(Loop& loop) {
     const FunctionImpl& f = *n.fn;
     // Every value of the loop is a sequence, computed one step at a time; ops that look along
     // the sequence axis (sequence::first, last, is_first, slice, ...) cannot run inside a loop.
-    LOOM_CHECK((n.delay || f.op->runs_step_by_step()) && f.outputs[0]->dynamic_axes.size() == 2,
+    LOOM_CHECK((n.delay || f.op->traits(f.attributes).runs_step_by_step) &&
+                   f.outputs[0]->dynamic_axes.size() == 2,
                StateError, "op ", function_label(f), " (", f.op->name(), ") in the recurrent loop ",
                labels(body),
                " looks along the sequence axis; a loop's ops must compute each step from that "
@@ -603,7 +608,7 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
   // and its backward is done: keep what continued sequences read of them.
   if (forward_done_)
     for (auto& node : nodes_)
-      if (node.fn->op->time_shift(node.fn->attributes) > 0) carry_over(node);
+      if (node.fn->op->traits(node.fn->attributes).time_shift > 0) carry_over(node);
   forward_done_ = false;  // until this forward completes
   bind_sequence_layouts(argument);
   for (size_t i = 0; i < leaf_vars_.size(); ++i) {
@@ -714,7 +719,7 @@ OpCall Executor::whole_call(Node& node, bool with_gradient) {
 void Executor::carry_over(Node& node) {
   const Tensor& x = *node.input_values[0];
   const SequenceLayout& l = *x.layout;
-  const size_t k = size_t(node.fn->op->time_shift(node.fn->attributes));
+  const size_t k = size_t(node.fn->op->traits(node.fn->attributes).time_shift);
   std::vector<size_t> kept(l.num_sequences());
   for (size_t b = 0; b < kept.size(); ++b) kept[b] = std::min(l.lengths[b], k);
   node.carried_layout = SequenceLayout::from_lengths(std::move(kept));

@@ -80,7 +80,7 @@ std::vector<std::shared_ptr<FunctionImpl>> clone_order(const std::vector<Variabl
 }  // namespace
 
 bool is_delay(const FunctionImpl& f) {
-  return f.op && f.op->time_shift(f.attributes) != 0;
+  return f.op && f.op->traits(f.attributes).time_shift != 0;
 }
 
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots) {
@@ -346,7 +346,7 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
   } else {
     specs.resize(1);  // bound later, when the placeholders are replaced
   }
-  if (op.is_random()) {
+  if (op.traits(f->attributes).is_random) {
     const bool seeded = f->attributes.contains("seed");
     f->random =
         seeded ? RandomGenerator(f->attributes.get<uint64_t>("seed")) : next_default_generator();

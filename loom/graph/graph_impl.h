@@ -60,7 +60,7 @@ class FunctionImpl {
   // Composites: placeholders in the order a call binds them (as_block's arguments), ahead of the
   // others; empty: the order of first use.
   std::vector<Variable> signature;
-  // Random ops (OpDef::is_random): the generator their draws come from. Its state is part of
+  // Random ops (OpTraits::is_random): the generator their draws come from. Its state is part of
   // the model file and of checkpoints (loom/graph/random_state.h).
   std::optional<RandomGenerator> random;
 };
@@ -76,7 +76,7 @@ std::string new_uid(const std::string& prefix);
 // (past_value/future_value), which may come after it: that edge is how a recurrent loop closes.
 // A cycle that does not go through a delay op's operand is a StateError naming its functions.
 std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots);
-// Whether f is a delay op (OpDef::time_shift), whose operand may close a recurrent loop.
+// Whether f is a delay op (OpTraits::time_shift), whose operand may close a recurrent loop.
 bool is_delay(const FunctionImpl& f);
 // A placeholder standing for v, the operand of a delay op closing a loop, until v exists (when
 // a graph is copied or loaded): of v's type, or where that is not known yet the delay's output's

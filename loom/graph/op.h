@@ -2,6 +2,7 @@
 // this interface; the graph layer calls it for shape inference, the executor for compute.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ struct OpCall {
   // softmax of cross_entropy_with_softmax); sized by the op, reused across minibatches.
   TensorStorage* scratch = nullptr;
   bool is_training = false;
-  // The function's generator for random ops (OpDef::is_random), else null.
+  // The function's generator for random ops (OpTraits::is_random), else null.
   RandomGenerator* random = nullptr;
   // In backward: which inputs get a gradient in this pass. The executor asks for them in
   // increasing index order, so an op may compute a later input's gradient along with an
@@ -54,6 +55,60 @@ enum class BlockedInput {
   Yes,
   // An elementwise op, indifferent to the layout: the input may be blocked when the output is.
   LikeOutput,
+};
+
+// A set of an op's inputs: the first 63 by index, the rest together (Splice takes any number).
+class InputSet {
+ public:
+  static constexpr InputSet all() { return InputSet(~uint64_t{0}); }
+  static constexpr InputSet none() { return InputSet(0); }
+  static constexpr InputSet only(size_t index) { return InputSet(uint64_t{1} << index); }
+  static constexpr InputSet all_but(size_t index) { return InputSet(~(uint64_t{1} << index)); }
+  constexpr bool contains(size_t index) const { return bits_ >> (index < 63 ? index : 63) & 1; }
+  constexpr InputSet operator|(InputSet other) const { return InputSet(bits_ | other.bits_); }
+
+ private:
+  constexpr explicit InputSet(uint64_t bits) : bits_(bits) {}
+  uint64_t bits_;
+};
+
+// The properties of an op the executor plans with, one value per op (and attributes): what the
+// gradient needs, which buffers may be shared or overwritten, which inputs may stay sparse, how
+// the op may be reordered or run step by step. The defaults are the safe answers.
+struct OpTraits {
+  // The inputs the op can produce a gradient for (not e.g. a metric's labels or indices).
+  InputSet differentiable = InputSet::all();
+  // The inputs forward takes in sparse CSR form; the executor densifies sparse data for others.
+  InputSet accepts_sparse = InputSet::none();
+  // Whether backward reads the values of the inputs, and the output's value. An op that does
+  // not lets the executor give that buffer to another value once forward is done with it
+  // (docs/executor.md, "Sharing buffers").
+  InputSet backward_reads_inputs = InputSet::all();
+  bool backward_reads_output = true;
+  // The inputs each output element is computed from the same element of (elementwise ops, where
+  // the input has the output's shape): forward may write its output over such an input, and
+  // backward that input's gradient over the output's gradient, in place.
+  InputSet writes_over_inputs = InputSet::none();
+  // Whether each output row is computed from the same step of its inputs alone, so the op can
+  // run inside a recurrent loop one step at a time. False for ops that look along the sequence
+  // axis (sequence::first, slice, is_first, where, gather, ...).
+  bool runs_step_by_step = true;
+  // The executor runs max pooling of a relu as relu of the max pooling, on the smaller output,
+  // where nothing else reads the relu (docs/executor.md, "Relu after max pooling"): the values
+  // and gradients are the same. selects_max: each output element is the largest of some
+  // elements of the op's only input, and backward sends its gradient to that element (max
+  // pooling). moves_behind_max: an elementwise op f with f(max(a, b)) = max(f(a), f(b)) that
+  // adds no ties except where its gradient is zero (relu).
+  bool selects_max = false;
+  bool moves_behind_max = false;
+  // Whether the op draws random numbers (dropout). make_primitive then gives its function a
+  // generator: RandomGenerator(seed) when the attributes hold a uint64 "seed", else
+  // next_default_generator().
+  bool is_random = false;
+  // Delay ops (past_value, future_value): output step t of a sequence is input 0's step t - k
+  // (k > 0, past) or t + |k| (k < 0, future); 0 for every other op. A graph may have cycles
+  // through input 0 of a delay op: the executor runs such recurrent loops one step at a time.
+  int64_t time_shift = 0;
 };
 
 class OpDef {
@@ -81,43 +136,17 @@ class OpDef {
   virtual NDShape output_shape(const std::vector<Variable>& inputs,
                                std::span<const Tensor* const> tensors,
                                const Dictionary& attributes) const;
-  // Whether each output row is computed from the same step of its inputs alone, so the op can
-  // run inside a recurrent loop one step at a time. False for ops that look along the
-  // sequence axis (sequence::first, slice, is_first, where, gather, ...).
-  virtual bool runs_step_by_step() const { return true; }
   virtual void forward(OpCall& call) const = 0;
   // Writes (accumulate=false) or adds (accumulate=true) the gradient for input `index` into
   // input_gradient, whose shape equals that input's tensor shape.
   virtual void backward(OpCall& call, size_t index, Tensor& input_gradient,
                         bool accumulate) const = 0;
-  // Whether backward reads the value of input `index`, and the output's value (by default
-  // both). An op that does not lets the executor give that buffer to another value once
-  // forward is done with it (docs/executor.md, "Sharing buffers").
-  virtual bool backward_reads_input(size_t /*index*/) const { return true; }
-  virtual bool backward_reads_output() const { return true; }
-  // Whether the op computes each element from the same element of input `index` (elementwise
-  // ops, where that input has the output's shape), so forward may write its output over that
-  // input, and backward that input's gradient over the output's gradient, in place.
-  virtual bool writes_over_input(size_t /*index*/) const { return false; }
-  // The executor runs max pooling of a relu as relu of the max pooling, on the smaller output,
-  // where nothing else reads the relu (docs/executor.md, "Relu after max pooling"): the values
-  // and gradients are the same. selects_max: each output element is the largest of some
-  // elements of the op's only input, and backward sends its gradient to that element (max
-  // pooling). moves_behind_max: an elementwise op f with f(max(a, b)) = max(f(a), f(b)) that
-  // adds no ties except where its gradient is zero (relu).
-  virtual bool selects_max(const Dictionary& /*attributes*/) const { return false; }
-  virtual bool moves_behind_max() const { return false; }
-  // Whether the op can produce a gradient for input `index` (false e.g. for labels of a
-  // metric, or indices).
-  virtual bool differentiable(size_t /*index*/, const Dictionary& /*attributes*/) const {
-    return true;
-  }
-  // Whether forward takes input `index` in sparse CSR form; the executor densifies sparse
-  // data for every other input.
-  virtual bool accepts_sparse(size_t /*index*/) const { return false; }
+  // What the executor may assume of one application of the op (its attributes).
+  virtual OpTraits traits(const Dictionary& /*attributes*/) const { return {}; }
   // Whether forward takes input `index` in oneDNN's blocked layout (Tensor::blocked), and
-  // whether it can write its output so, given which inputs are blocked. The executor keeps a
-  // value blocked when its producer can write it so and every consumer takes it so
+  // whether it can write its output so, given which inputs are blocked (functions, not traits:
+  // the answer depends on the inputs' shapes and on the layouts of the other inputs). The executor
+  // keeps a value blocked when its producer can write it so and every consumer takes it so
   // (docs/executor.md); backward then sees the gradients in the same layouts.
   virtual BlockedInput blocked_input(size_t /*index*/, const std::vector<Variable>& /*inputs*/,
                                      const Dictionary& /*attributes*/) const {
@@ -128,15 +157,6 @@ class OpDef {
                               const std::vector<bool>& /*inputs_blocked*/) const {
     return false;
   }
-  // Whether the op draws random numbers (dropout). make_primitive then gives its function a
-  // generator: RandomGenerator(seed) when the attributes hold a uint64 "seed", else
-  // next_default_generator().
-  virtual bool is_random() const { return false; }
-
-  // Delay ops (past_value, future_value): output step t of a sequence is input 0's step t - k
-  // (k > 0, past) or t + |k| (k < 0, future); 0 for every other op. A graph may have cycles
-  // through input 0 of a delay op: the executor runs such recurrent loops one step at a time.
-  virtual int64_t time_shift(const Dictionary& /*attributes*/) const { return 0; }
   // Delay ops only: forward of the output rows of step t alone, and backward of them, which adds
   // into input_gradient. The call holds the whole packed tensors (input 0's earlier or later
   // rows are what step t reads).

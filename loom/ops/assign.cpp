@@ -58,7 +58,9 @@ class AssignOp : public OpDef {
   }
 
   // The new value does not depend on ref's old value.
-  bool differentiable(size_t index, const Dictionary&) const override { return index == 1; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::only(1)};
+  }
 };
 
 const AssignOp kAssign;

@@ -125,8 +125,8 @@ TEST(AssignTest, DifferentiableWithRespectToInputOnly) {
   Function h = assign(ref, tanh(w * x));
   ValueMap args{{x, Value(random_array({1, 3}, DataType::Float64, 2), false)}};
   expect_gradients_match(h, args, {w, x});
-  EXPECT_FALSE(find_op("Assign").differentiable(0, {}));
-  EXPECT_TRUE(find_op("Assign").differentiable(1, {}));
+  EXPECT_FALSE(find_op("Assign").traits({}).differentiable.contains(0));
+  EXPECT_TRUE(find_op("Assign").traits({}).differentiable.contains(1));
 }
 
 // In a Trainer's criterion: the assign runs once per minibatch (forward and backward are one

@@ -69,8 +69,9 @@ Built build(const OpSchema& s, const ConformanceCase& c, DataType dtype, Mode mo
     }
   }
   b.f = s.apply(inputs, c.attributes);
+  const InputSet differentiable = s.op->traits(b.f.attributes()).differentiable;
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (s.op->differentiable(i, b.f.attributes())) b.wrt.push_back(inputs[i]);
+    if (differentiable.contains(i)) b.wrt.push_back(inputs[i]);
   return b;
 }
 

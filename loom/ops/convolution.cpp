@@ -182,7 +182,7 @@ void set_batch(kernels::ConvShape& s, const Tensor& t) {
 // oneDNN adds in the convolution and whose gradient it takes in the weights' pass.
 class ConvolutionOp : public OpDef {
  public:
-  bool backward_reads_output() const override { return false; }
+  OpTraits traits(const Dictionary&) const override { return {.backward_reads_output = false}; }
   const char* name() const override { return "Convolution"; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,

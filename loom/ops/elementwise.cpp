@@ -52,15 +52,15 @@ class UnaryElementwiseOp : public OpDef {
     });
   }
 
-  // relu(x) = x > 0 ? x : 0 keeps the order of positive values and maps all others to 0, where
-  // its gradient is 0.
-  bool moves_behind_max() const override { return op_ == UnaryOp::Relu; }
-
-  bool backward_reads_input(size_t) const override {
-    return kernels::unary_backward_reads(op_).input;
+  OpTraits traits(const Dictionary&) const override {
+    const kernels::UnaryReads reads = kernels::unary_backward_reads(op_);
+    return {.backward_reads_inputs = reads.input ? InputSet::all() : InputSet::none(),
+            .backward_reads_output = reads.output,
+            .writes_over_inputs = InputSet::all(),
+            // relu(x) = x > 0 ? x : 0 keeps the order of positive values and maps all others to
+            // 0, where its gradient is 0.
+            .moves_behind_max = op_ == UnaryOp::Relu};
   }
-  bool backward_reads_output() const override { return kernels::unary_backward_reads(op_).output; }
-  bool writes_over_input(size_t) const override { return true; }
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
     const Tensor& y = *call.output;
     const kernels::UnaryParams p = params(call.attributes);
@@ -106,11 +106,12 @@ class BinaryElementwiseOp : public OpDef {
     });
   }
 
-  bool backward_reads_input(size_t) const override {
-    return kernels::binary_backward_reads_inputs(op_);
+  OpTraits traits(const Dictionary&) const override {
+    return {.backward_reads_inputs =
+                kernels::binary_backward_reads_inputs(op_) ? InputSet::all() : InputSet::none(),
+            .backward_reads_output = false,
+            .writes_over_inputs = InputSet::all()};
   }
-  bool backward_reads_output() const override { return false; }
-  bool writes_over_input(size_t) const override { return true; }
   void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
     const Tensor &a = *call.inputs[0], &b = *call.inputs[1];
     const Tensor& y = *call.output;
@@ -154,11 +155,11 @@ class TernaryElementwiseOp : public OpDef {
     });
   }
 
-  bool differentiable(size_t index, const Dictionary&) const override {
-    return op_ == TernaryOp::Select ? index != 0 : index == 0;
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = op_ == TernaryOp::Select ? InputSet::all_but(0) : InputSet::only(0),
+            .backward_reads_inputs = InputSet::only(0),
+            .backward_reads_output = op_ == TernaryOp::Clip};
   }
-  bool backward_reads_input(size_t index) const override { return index == 0; }
-  bool backward_reads_output() const override { return op_ == TernaryOp::Clip; }
   void backward(OpCall& call, size_t index, Tensor& dx, bool accumulate) const override {
     const Tensor& c = *call.inputs[0];
     const Tensor& y = *call.output;

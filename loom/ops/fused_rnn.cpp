@@ -111,7 +111,7 @@ Sizes sizes(const std::vector<Variable>& in, const Roles& r) {
 class FusedRecurrenceOp : public OpDef {
  public:
   const char* name() const override { return kName; }
-  bool runs_step_by_step() const override { return false; }
+  OpTraits traits(const Dictionary&) const override { return {.runs_step_by_step = false}; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {

@@ -43,9 +43,10 @@ void product(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, const T* 
 
 class TimesOp : public OpDef {
  public:
-  bool backward_reads_output() const override { return false; }
   const char* name() const override { return "Times"; }
-  bool accepts_sparse(size_t index) const override { return index == 0; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.accepts_sparse = InputSet::only(0), .backward_reads_output = false};
+  }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {

@@ -149,7 +149,9 @@ struct BinaryCrossEntropyFormula {
 class CrossEntropyWithSoftmaxOp : public OpDef {
  public:
   const char* name() const override { return "CrossEntropyWithSoftmax"; }
-  bool accepts_sparse(size_t index) const override { return index == 1; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.accepts_sparse = InputSet::only(1)};
+  }
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
@@ -222,11 +224,12 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
 class ClassificationErrorOp : public OpDef {
  public:
   const char* name() const override { return "ClassificationError"; }
-  bool accepts_sparse(size_t index) const override { return index == 1; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::none(), .accepts_sparse = InputSet::only(1)};
+  }
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
-  bool differentiable(size_t, const Dictionary&) const override { return false; }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
     size_t rows = call.output->rows(), n = z.sample_size();

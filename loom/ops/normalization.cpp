@@ -164,7 +164,10 @@ class BatchNormalizationOp : public OpDef {
     });
   }
 
-  bool differentiable(size_t index, const Dictionary&) const override { return index <= kBias; }
+  // Not the running statistics.
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::only(kX) | InputSet::only(kScale) | InputSet::only(kBias)};
+  }
 
  private:
   // mean, var, dscale, dbias (C each) and the flag. Forward sizes it, so backward's

@@ -70,8 +70,8 @@ class PoolingOp : public OpDef {
 
   // Max pooling: padding never wins, and a window entirely in the padding gives 0 before and
   // after relu alike.
-  bool selects_max(const Dictionary& a) const override {
-    return kind_of(a) == kernels::PoolKind::Max;
+  OpTraits traits(const Dictionary& a) const override {
+    return {.selects_max = kind_of(a) == kernels::PoolKind::Max};
   }
 
   kernels::PoolShape shape_of(const OpCall& call) const {

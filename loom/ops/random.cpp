@@ -22,8 +22,11 @@ void check_rate(double rate) {
 class DropoutOp : public OpDef {
  public:
   // Backward needs only the mask's key, kept in scratch.
-  bool backward_reads_input(size_t) const override { return false; }
-  bool backward_reads_output() const override { return false; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.backward_reads_inputs = InputSet::none(),
+            .backward_reads_output = false,
+            .is_random = true};
+  }
   const char* name() const override { return "Dropout"; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
@@ -63,8 +66,6 @@ class DropoutOp : public OpDef {
       kernels::dropout(dy.size(), dy.ptr<T>(), dx.ptr<T>(), key, rate, accumulate);
     });
   }
-
-  bool is_random() const override { return true; }
 
  private:
   // Whether this pass masks (and draws) at all.

@@ -31,9 +31,8 @@ class DelayOp : public OpDef {
  public:
   constexpr DelayOp(const char* name, int64_t direction) : name_(name), direction_(direction) {}
   const char* name() const override { return name_; }
-  int64_t time_shift(const Dictionary& a) const override {
-    return direction_ * a.get<int64_t>("offset");
-  }
+  int64_t time_shift(const Dictionary& a) const { return direction_ * a.get<int64_t>("offset"); }
+  OpTraits traits(const Dictionary& a) const override { return {.time_shift = time_shift(a)}; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {

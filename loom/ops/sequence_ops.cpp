@@ -64,11 +64,12 @@ void scatter_rows(std::span<const size_t> map, size_t n, const T* src, T* dst, s
 // space, backward moves the gradient rows the other way with it. Only input 0 has a gradient.
 class RowMapOp : public OpDef {
  public:
-  bool runs_step_by_step() const override { return false; }
   enum class Direction { Gather, Scatter };
   constexpr explicit RowMapOp(Direction d) : direction_(d) {}
 
-  bool differentiable(size_t index, const Dictionary&) const override { return index == 0; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::only(0), .runs_step_by_step = false};
+  }
 
   void forward(OpCall& call) const override {
     const std::span<size_t> map = row_map(call);
@@ -216,7 +217,7 @@ enum class Reduce { Sum, Max };
 
 class SequenceReduceOp : public OpDef {
  public:
-  bool runs_step_by_step() const override { return false; }
+  OpTraits traits(const Dictionary&) const override { return {.runs_step_by_step = false}; }
   constexpr SequenceReduceOp(const char* name, Reduce reduce) : name_(name), reduce_(reduce) {}
   const char* name() const override { return name_; }
 
@@ -294,10 +295,11 @@ class SequenceReduceOp : public OpDef {
 
 class IsWithinOp : public OpDef {
  public:
-  bool runs_step_by_step() const override { return false; }
   constexpr IsWithinOp(const char* name, bool first) : name_(name), first_(first) {}
   const char* name() const override { return name_; }
-  bool differentiable(size_t, const Dictionary&) const override { return false; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::none(), .runs_step_by_step = false};
+  }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     check_sequence(name_, in[0], "input");
@@ -398,9 +400,10 @@ Axis where_axis(const Variable& cond) {
 
 class WhereOp : public OpDef {
  public:
-  bool runs_step_by_step() const override { return false; }
   const char* name() const override { return "SequenceWhere"; }
-  bool differentiable(size_t, const Dictionary&) const override { return false; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::none(), .runs_step_by_step = false};
+  }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     const Variable& cond = in[0];
@@ -521,10 +524,12 @@ class UnpackOp : public OpDef {
  public:
   constexpr UnpackOp(const char* name, bool mask) : name_(name), mask_(mask) {}
   const char* name() const override { return name_; }
-  bool runs_step_by_step() const override { return false; }
-  bool differentiable(size_t, const Dictionary&) const override { return !mask_; }
-  bool backward_reads_input(size_t) const override { return false; }
-  bool backward_reads_output() const override { return false; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = mask_ ? InputSet::none() : InputSet::all(),
+            .backward_reads_inputs = InputSet::none(),
+            .backward_reads_output = false,
+            .runs_step_by_step = false};
+  }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     const Variable& x = in[0];

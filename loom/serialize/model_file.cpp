@@ -427,7 +427,7 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   };
   auto is_delay_op = [](const std::string& op, const DictionaryMap& attributes) {
     try {
-      return find_op(op).time_shift(Dictionary(attributes)) != 0;
+      return find_op(op).traits(Dictionary(attributes)).time_shift != 0;
     } catch (const Error&) {
       return false;  // reported when the function is re-created
     }
