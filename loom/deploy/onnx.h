@@ -29,8 +29,21 @@ enum class ModelFormat { Loom, ONNX };
 void save_model(const Function& f, const std::string& path, ModelFormat format);
 Function load_model(const std::string& path, ModelFormat format);
 
+// How an ONNX file is imported.
+struct OnnxImportOptions {
+  // Axis 0 of a graph input whose size the file fixes: Loom's batch axis (true: a file exported
+  // with a batch of 1 takes any batch), or a static axis of that size (false: the file's tensors
+  // as they are, so that ops along axis 0 import; the input then takes exactly that tensor). An
+  // axis 0 of no fixed size is always the batch axis (or, with axis 1, the sequence axis).
+  bool fixed_axis0_is_batch = true;
+};
+
 // The same in memory; name stands for the file in messages.
 std::vector<uint8_t> save_onnx_to_bytes(const Function& f);
-Function load_onnx_from_bytes(std::span<const uint8_t> bytes, const std::string& name = "<memory>");
+Function load_onnx_from_bytes(std::span<const uint8_t> bytes, const std::string& name = "<memory>",
+                              const OnnxImportOptions& options = {});
+
+// The ONNX op types (of the default domain) the importer reads, sorted.
+std::vector<std::string> onnx_imported_op_types();
 
 }  // namespace loom

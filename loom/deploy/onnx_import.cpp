@@ -1,11 +1,13 @@
 // ONNX import: each node becomes Loom ops (docs/onnx.md). Axis 0 of a graph input is the batch
-// axis, or axes 0 and 1 (both without a fixed size) the sequence and batch axes of a batch of
-// sequences; initializers become parameters (batch normalization's statistics constants).
+// axis (or, where OnnxImportOptions say so and its size is fixed, a static axis), or axes 0 and
+// 1 (both without a fixed size) the sequence and batch axes of a batch of sequences;
+// initializers become parameters (batch normalization's statistics constants).
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -93,7 +95,8 @@ Axis static_axis(const Val& v, int64_t axis) {
   const size_t a = onnx_axis(axis, v.rank());
   if (a < v.dynamic)
     fail("the op works along axis ", a, ", a ", v.dynamic == 2 && a == 0 ? "sequence" : "batch",
-         " axis, which Loom cannot");
+         " axis, which Loom cannot (OnnxImportOptions::fixed_axis0_is_batch false reads an axis ",
+         "0 of fixed size as a static axis)");
   return Axis(int(a - v.dynamic));
 }
 
@@ -108,7 +111,9 @@ std::vector<size_t> to_sizes(const std::vector<int64_t>& v, const char* what) {
 
 class Importer {
  public:
-  Importer(std::span<const uint8_t> bytes, const std::string& name) : file_(name) {
+  Importer(std::span<const uint8_t> bytes, const std::string& name,
+           const OnnxImportOptions& options)
+      : file_(name), options_(options) {
     if (bytes.size() > size_t(INT32_MAX) || !model_.ParseFromArray(bytes.data(), int(bytes.size())))
       throw DataError(file_ + ": not an ONNX model (the bytes are not an ONNX ModelProto)");
     if (!model_.has_graph() || model_.graph().output_size() == 0)
@@ -133,16 +138,31 @@ class Importer {
     std::vector<Variable> outputs;
     for (const pb::ValueInfoProto& o : g.output()) {
       auto it = values_.find(o.name());
-      if (it == values_.end())
+      if (it != values_.end())
+        outputs.push_back(it->second.var);
+      else if (constants_.count(o.name()))  // an initializer or a Constant node's output
+        outputs.push_back(constant_output(o.name()));
+      else
         throw DataError(file_ + ": the graph output '" + o.name() + "' is computed by no node");
-      outputs.push_back(it->second.var);
     }
     return outputs.size() == 1 ? Function(outputs[0]) : combine(outputs);
+  }
+
+  // Every op type import_node reads (onnx_imported_op_types), sorted.
+  static std::vector<std::string> op_types() {
+    std::set<std::string> types;
+    for (const auto& entry : importings()) types.insert(entry.first);
+    for (const auto& entry : recordings()) types.insert(entry.first);
+    for (const OpSchema& s : op_table())
+      if (s.onnx.generic) types.insert(s.onnx.op_type);
+    return {types.begin(), types.end()};
   }
 
  private:
   // How one op is imported: the Loom value of the node's first output.
   using Importing = std::function<Val(Importer&)>;
+  using ReduceFn = Function (*)(const Variable&, const std::vector<Axis>&, bool,
+                                const std::string&);
 
   void check_opset() {
     bool found = false;
@@ -160,24 +180,30 @@ class Importer {
     const std::string where = file_ + ": graph input '" + in.name() + "'";
     if (!in.type().has_tensor_type()) throw DataError(where + " is not a tensor");
     const pb::TypeProto::Tensor& t = in.type().tensor_type();
-    if (!t.has_shape() || t.shape().dim_size() == 0)
+    // A scalar has no axis 0 to be the batch axis: it is read as static ones are.
+    if (!t.has_shape() || (t.shape().dim_size() == 0 && options_.fixed_axis0_is_batch))
       throw DataError(where + " has no shape; Loom needs [batch, sample axes...]");
-    // A vector of int32: the sequences' lengths for the recurrent ops, which Loom's sequences
-    // carry themselves.
-    if (t.elem_type() == pb::TensorProto::INT32 && t.shape().dim_size() == 1) {
-      lengths_.insert(in.name());
-      return;
-    }
-    const DataType dtype = data_type(t.elem_type(), where);
     auto fixed = [&](int k) {
       const pb::TensorShapeProto::Dimension& d = t.shape().dim(k);
       return d.has_dim_value() && d.dim_value() > 0 && d.dim_value() <= kMaxDim;
     };
-    // [T, N, sample...]: a batch of sequences (ONNX's recurrent ops take them so).
-    const int dynamic = t.shape().dim_size() >= 2 && !fixed(0) && !fixed(1) ? 2 : 1;
+    // A vector of int32 over the batch: the sequences' lengths for the recurrent ops, which
+    // Loom's sequences carry themselves.
+    if (t.elem_type() == pb::TensorProto::INT32 && t.shape().dim_size() == 1 &&
+        (options_.fixed_axis0_is_batch || !fixed(0))) {
+      lengths_.insert(in.name());
+      return;
+    }
+    const DataType dtype = data_type(t.elem_type(), where);
+    // [T, N, sample...]: a batch of sequences (ONNX's recurrent ops take them so); a fixed
+    // axis 0 is the batch axis, or a static one (OnnxImportOptions).
+    const int rank = t.shape().dim_size();
+    const int dynamic = rank >= 2 && !fixed(0) && !fixed(1)                         ? 2
+                        : (rank == 0 || fixed(0)) && !options_.fixed_axis0_is_batch ? 0
+                                                                                    : 1;
     std::vector<size_t> dims;
     uint64_t total = 1;
-    for (int k = dynamic; k < t.shape().dim_size(); ++k) {
+    for (int k = dynamic; k < rank; ++k) {
       if (!fixed(k))
         throw DataError(detail::concat(where, ": axis ", k, " has no fixed size; Loom needs ",
                                        "the sample shape (every axis but the batch axis 0, or ",
@@ -186,7 +212,8 @@ class Importer {
       total *= uint64_t(dims.back());
       if (total > kMaxElements) throw DataError(where + " has too many elements per sample");
     }
-    const InputOptions options{.dtype = dtype, .name = in.name()};
+    InputOptions options{.dtype = dtype, .name = in.name()};
+    if (dynamic == 0) options.dynamic_axes = {};
     values_[in.name()] = {dynamic == 2 ? sequence::input_variable(NDShape(dims), options)
                                        : input_variable(NDShape(dims), options),
                           size_t(dynamic)};
@@ -267,6 +294,15 @@ class Importer {
     return leaves_[key] = v;
   }
 
+  // A graph output that is a constant tensor, as a Loom constant.
+  Variable constant_output(const std::string& name) {
+    try {
+      return leaf(name, true);
+    } catch (const NodeError& e) {
+      throw DataError(file_ + ": graph output '" + name + "': " + e.what());
+    }
+  }
+
   // ---- values ----
 
   size_t inputs() const { return size_t(node_->input_size()); }
@@ -282,14 +318,10 @@ class Importer {
     if (recurrences_.count(name))
       fail("input '", name, "' is a recurrent op's output with its direction axis; Loom imports ",
            "it through a Squeeze of that axis only");
+    if (lengths_.count(name))
+      fail("input '", name, "' is an int32 vector, which Loom reads as the sequences' lengths ",
+           "for the recurrent ops only");
     fail("input '", name, "' is computed by no earlier node and is not an initializer");
-  }
-  Val batched(size_t i) {
-    Val v = in(i);
-    if (v.dynamic != 1)
-      fail("input ", i, " must have the batch axis and no sequence axis (",
-           v.dynamic ? "it is a sequence" : "it is a constant", ")");
-    return v;
   }
   // v with another shape (Loom's: behind the batch axis); initializers get the shape directly.
   Val reshaped(const Val& v, const NDShape& shape) {
@@ -305,10 +337,12 @@ class Importer {
   }
   std::string out_name() const { return node_->output_size() ? node_->output(0) : ""; }
 
-  void import_node() {
+  // The ops imported by code of their own, each making the value of the node's first output.
+  // (The table's ops mapped with `generic` import from the table: generic_schema.)
+  static const std::map<std::string, Importing>& importings() {
     static const std::map<std::string, Importing> ops = {
         {"Identity", [](Importer& m) { return m.in(0); }},
-        {"Dropout", [](Importer& m) { return m.in(0); }},  // the identity at inference
+        {"Dropout", &Importer::dropout},
         {"MatMul", &Importer::matmul},
         {"Gemm", &Importer::gemm},
         {"Conv", &Importer::conv},
@@ -330,29 +364,46 @@ class Importer {
         {"ReduceMean", reduce(static_cast<ReduceFn>(reduce_mean))},
         {"ReduceMax", reduce(static_cast<ReduceFn>(reduce_max))},
     };
+    return ops;
+  }
+  // Nodes that make no value: a Constant's tensor joins the constants, and a recurrent op's
+  // outputs are read through the Squeeze that follows it (squeezed).
+  static const std::map<std::string, void (Importer::*)()>& recordings() {
+    static const std::map<std::string, void (Importer::*)()> ops = {
+        {"Constant", &Importer::constant_node},
+        {"LSTM", &Importer::recurrent},
+        {"GRU", &Importer::recurrent},
+        {"RNN", &Importer::recurrent},
+    };
+    return ops;
+  }
+
+  void import_node() {
     const pb::NodeProto& n = *node_;
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail("ops of domain '", n.domain(), "' are not imported");
-    if (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN") {
-      recurrent();
+    if (auto r = recordings().find(n.op_type()); r != recordings().end()) {
+      (this->*r->second)();
       return;
     }
-    if (n.op_type() == "Constant") {
-      const pb::AttributeProto* value = find_attribute(n, "value");
-      if (!value || !value->has_t() || n.output_size() != 1)
-        fail("only a Constant with a tensor 'value' is imported");
-      constants_[n.output(0)] = &value->t();
-      return;
-    }
-    auto it = ops.find(n.op_type());
-    const OpSchema* generic_op = it == ops.end() ? generic_schema(n.op_type()) : nullptr;
-    if (it == ops.end() && !generic_op) fail("Loom has no import of the ONNX op ", n.op_type());
+    auto it = importings().find(n.op_type());
+    const OpSchema* generic_op = it == importings().end() ? generic_schema(n.op_type()) : nullptr;
+    if (it == importings().end() && !generic_op)
+      fail("Loom has no import of the ONNX op ", n.op_type());
     if (n.output_size() < 1) fail("the node has no output");
+    // Dropout's mask, MaxPool's indices, batch normalization's training statistics.
+    for (int i = 1; i < n.output_size(); ++i)
+      if (!n.output(i).empty())
+        fail("output ", i, " '", n.output(i), "' is not imported (Loom makes the first only)");
     values_[n.output(0)] = generic_op ? generic(*generic_op) : it->second(*this);
   }
 
-  using ReduceFn = Function (*)(const Variable&, const std::vector<Axis>&, bool,
-                                const std::string&);
+  void constant_node() {
+    const pb::AttributeProto* value = find_attribute(*node_, "value");
+    if (!value || !value->has_t() || node_->output_size() != 1)
+      fail("only a Constant with a tensor 'value' is imported");
+    constants_[node_->output(0)] = &value->t();
+  }
 
   // The op of the table mapped to ONNX's op_type node for node (OnnxMapping::generic), or null.
   static const OpSchema* generic_schema(const std::string& op_type) {
@@ -363,8 +414,12 @@ class Importer {
 
   // A node of one op of the table with the same inputs; several broadcast as ONNX does.
   Val generic(const OpSchema& s) {
-    if (inputs() < s.min_inputs || inputs() > s.max_inputs)
-      fail("Loom imports this op with ", s.min_inputs, " to ", s.max_inputs, " inputs, not ",
+    // ONNX's Max and Min take any number of inputs: Loom's binary op (associative) folds them.
+    const size_t least = s.associative ? 1 : s.min_inputs;
+    const size_t most = s.associative ? SIZE_MAX : s.max_inputs;
+    if (inputs() < least || inputs() > most)
+      fail("Loom imports this op with ", least,
+           most == SIZE_MAX ? " or more" : " to " + std::to_string(most), " inputs, not ",
            inputs());
     std::vector<Val> args;
     size_t rank = 0, dynamic = 0;
@@ -381,7 +436,12 @@ class Importer {
     Dictionary attributes;
     for (const OnnxAttribute& a : s.onnx.attributes)
       attributes[a.key] = double(float_attribute(*node_, a.onnx, float(a.onnx_default)));
-    return Val{s.apply(std::move(vars), attributes, out_name()), dynamic};
+    if (!s.associative || vars.size() == 2)
+      return Val{s.apply(std::move(vars), attributes, out_name()), dynamic};
+    Variable y = vars[0];
+    for (size_t i = 1; i < vars.size(); ++i)
+      y = s.apply({y, vars[i]}, attributes, i + 1 == vars.size() ? out_name() : "");
+    return {y, dynamic};
   }
 
   // ONNX right-aligns whole tensors, Loom the samples behind the dynamic axes: values with
@@ -400,6 +460,19 @@ class Importer {
     return reshaped(v, v.var.shape().sub_shape(dynamic));
   }
 
+  // The identity at inference; training mode (a training_mode input that is not a constant
+  // false) is refused rather than read as inference.
+  Val dropout() {
+    if (has_input(2)) {
+      auto it = constants_.find(node_->input(2));
+      const pb::TensorProto* t = it == constants_.end() ? nullptr : it->second;
+      if (!t || t->data_type() != pb::TensorProto::BOOL || tensor_shape(*t).total_size() != 1 ||
+          elements<uint8_t>(*t, t->int32_data()) != std::vector<uint8_t>{0})
+        fail("training_mode must be a constant false (Loom imports Dropout at inference)");
+    }
+    return in(0);
+  }
+
   // A [.., K] times B [K, O]: Loom's times contracts the last axis of A.
   Val matmul() {
     const Val a = in(0), b = in(1);
@@ -408,30 +481,61 @@ class Importer {
     return {times(a.var, b.var, 1, -1, out_name()), a.dynamic};
   }
 
+  // alpha A B + beta C, A and B transposed first where transA and transB say.
   Val gemm() {
-    if (float_attribute(*node_, "alpha", 1) != 1 || float_attribute(*node_, "beta", 1) != 1 ||
-        int_attribute(*node_, "transA", 0) != 0)
-      fail("Loom imports Gemm with alpha 1, beta 1 and transA 0");
     const Val a = in(0), b = in(1);
-    if (b.dynamic || b.rank() != 2) fail("Loom imports Gemm with a constant 2-D B");
-    if (a.dynamic != 1 || a.var.shape().rank() != 1) fail("A must be [batch, K]");
+    if (b.dynamic || b.rank() != 2) fail("Loom imports Gemm with a 2-D B without a batch axis");
+    if (a.dynamic > 1 || a.rank() != 2) fail("A must be a matrix [M, K] or a batch [batch, K]");
+    const bool trans_a = int_attribute(*node_, "transA", 0) != 0;
+    if (trans_a && a.dynamic) fail("transA would move the batch axis");
+    const double alpha = float_attribute(*node_, "alpha", 1),
+                 beta = float_attribute(*node_, "beta", 1);
+    const bool scaled = alpha != 1, biased = has_input(2);
+    const DataType dtype = a.var.dtype();
     const Variable w = int_attribute(*node_, "transB", 0) ? Variable(transpose(b.var)) : b.var;
-    Val y{times(a.var, w, 1, -1, has_input(2) ? "" : out_name()), 1};
-    if (!has_input(2)) return y;
-    const Val c = broadcast(in(2), 2, 1);
-    return {plus(y.var, c.var, out_name()), 1};
+    Variable y = times(trans_a ? Variable(transpose(a.var)) : a.var, w, 1, -1,
+                       scaled || biased ? "" : out_name());
+    if (scaled) y = element_times(y, constant(alpha, dtype), biased ? "" : out_name());
+    if (!biased) return {y, a.dynamic};
+    Variable c = broadcast(in(2), 2, a.dynamic).var;
+    if (beta != 1) c = element_times(c, constant(beta, dtype));
+    return {plus(y, c, out_name()), a.dynamic};
   }
 
-  // The spatial rank of a window op over x [batch, C, spatial...].
-  size_t spatial_rank(const Val& x) {
+  // A window op (convolution, pooling) over input 0, [N, C, spatial...]: op applied to the
+  // samples [C, spatial...]. N is the batch axis, or a static axis of 1 (a tensor imported
+  // without a batch axis: OnnxImportOptions), which the result gets back.
+  Val windows(const std::function<Variable(const Variable& samples)>& op) {
+    const Val x = in(0);
     if (x.rank() < 3 || x.rank() > 5) fail("Loom imports windows over [N, C, 1 to 3 axes]");
-    return x.rank() - 2;
+    if (x.dynamic == 1) return {op(x.var), 1};
+    if (x.dynamic == 2 || x.var.shape()[0] != 1)
+      fail("input 0 must have the batch axis (and no sequence axis), or be one sample [1, C, ...]");
+    const Variable y = op(reshape(x.var, x.var.shape().sub_shape(1)));
+    return {reshape(y, y.shape().prepend(1), out_name()), 0};
   }
-  std::vector<int64_t> pads(size_t rank) {
+  // The pads [before..., after...] of a window op over samples [C, spatial...]: the attribute,
+  // or auto_pad's (SAME_UPPER and SAME_LOWER: ceil(input / stride) outputs, an odd pad's extra
+  // element after or before; VALID: none).
+  std::vector<int64_t> pads(const NDShape& samples, const std::vector<size_t>& kernel,
+                            const std::vector<size_t>& strides,
+                            const std::vector<size_t>& dilations) {
+    const size_t rank = kernel.size();
     const std::string auto_pad = string_attribute(*node_, "auto_pad", "NOTSET");
-    if (auto_pad != "NOTSET" && auto_pad != "VALID")
-      fail("auto_pad ", auto_pad, " is not imported (give explicit pads)");
-    const auto p = ints_attribute(*node_, "pads", std::vector<int64_t>(2 * rank, 0));
+    std::vector<int64_t> p(2 * rank, 0);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      for (size_t i = 0; i < rank; ++i) {
+        const int64_t in = int64_t(samples[1 + i]), s = int64_t(strides[i]),
+                      k = int64_t((kernel[i] - 1) * dilations[i] + 1);
+        const int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + k - in, 0);
+        p[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        p[rank + i] = total - p[i];
+      }
+      return p;
+    }
+    if (auto_pad == "VALID") return p;
+    if (auto_pad != "NOTSET") fail("auto_pad ", auto_pad, " is not one of ONNX's");
+    p = ints_attribute(*node_, "pads", p);
     if (p.size() != 2 * rank) fail("pads ", list(p), " must have ", 2 * rank, " values");
     return p;
   }
@@ -442,78 +546,100 @@ class Importer {
   }
 
   Val conv() {
-    const Val x = batched(0), w = in(1);
-    const size_t rank = spatial_rank(x);
-    if (w.dynamic || w.rank() != rank + 2) fail("W must be a constant [O, C / group, kernel...]");
-    const auto p = to_sizes(pads(rank), "pads");
-    ConvolutionOptions o{.strides = per_axis("strides", rank),
-                         .auto_padding = {false},
-                         .lower_pad = std::vector<size_t>(p.begin(), p.begin() + long(rank)),
-                         .upper_pad = std::vector<size_t>(p.begin() + long(rank), p.end()),
-                         .dilation = per_axis("dilations", rank),
-                         .groups = size_t(int_attribute(*node_, "group", 1)),
-                         .name = out_name()};
-    if (has_input(2)) o.bias = in(2).var;
-    return {convolution(w.var, x.var, o), 1};
+    const Val w = in(1);
+    return windows([&](const Variable& x) {
+      const size_t rank = x.shape().rank() - 1;
+      if (w.dynamic || w.rank() != rank + 2)
+        fail("W must be [O, C / group, kernel...] without a batch axis");
+      const std::vector<size_t> kernel = w.var.shape().sub_shape(2).dims();
+      ConvolutionOptions o{.strides = per_axis("strides", rank),
+                           .auto_padding = {false},
+                           .dilation = per_axis("dilations", rank),
+                           .groups = size_t(int_attribute(*node_, "group", 1)),
+                           .name = out_name()};
+      const auto p = to_sizes(pads(x.shape(), kernel, o.strides, o.dilation), "pads");
+      o.lower_pad.assign(p.begin(), p.begin() + long(rank));
+      o.upper_pad.assign(p.begin() + long(rank), p.end());
+      if (has_input(2)) o.bias = in(2).var;
+      return Variable(convolution(w.var, x, o));
+    });
   }
 
-  // Loom pools without padding or with CNTK's automatic padding: the pads must be one of them.
+  // Loom pools without padding or with CNTK's automatic padding: the windows ONNX places from
+  // the pads (and ceil_mode) must be those of one of them. Windows that reach past the input
+  // are cut at its end in both; average pooling counts the padding where count_include_pad.
   static Importing pool(PoolingType type) {
     return [type](Importer& m) {
-      const Val x = m.batched(0);
-      const size_t rank = m.spatial_rank(x);
-      const pb::NodeProto& n = *m.node_;
-      if (int_attribute(n, "ceil_mode", 0) != 0 || int_attribute(n, "storage_order", 0) != 0)
-        fail("ceil_mode and storage_order must be 0");
-      if (m.per_axis("dilations", rank) != std::vector<size_t>(rank, 1))
-        fail("dilated pooling is not imported");
-      const auto kernel = to_sizes(ints_attribute(n, "kernel_shape", {}), "kernel_shape");
-      if (kernel.size() != rank) fail("kernel_shape must have ", rank, " values");
-      const auto strides = m.per_axis("strides", rank);
-      const auto p = m.pads(rank);
-      std::vector<bool> auto_pad;
-      for (size_t i = 0; i < rank; ++i) {
-        const size_t input = x.var.shape()[1 + i];
-        const OnnxWindowAxis a = onnx_window_axis(input, kernel[i], strides[i], 1, true, 0, 0);
-        const int64_t extent = int64_t(input) + p[i] + p[rank + i] - int64_t(kernel[i]);
-        const bool none = p[i] == 0 && p[rank + i] == 0;
-        if (!none &&
-            (p[i] != a.before || extent < 0 || size_t(extent) / strides[i] + 1 != a.output))
-          fail("pads ", list(p), " along spatial axis ", i, ": Loom pools unpadded or padded as ",
-               "CNTK's auto padding does (", a.before, " before, ", a.output, " outputs)");
-        auto_pad.push_back(!none);
-      }
-      return Val{pooling(x.var, type, NDShape(kernel),
-                         {.strides = strides,
-                          .auto_padding = auto_pad,
-                          .include_pad = int_attribute(n, "count_include_pad", 0) != 0,
-                          .name = m.out_name()}),
-                 1};
+      return m.windows([&](const Variable& x) {
+        const size_t rank = x.shape().rank() - 1;
+        const pb::NodeProto& n = *m.node_;
+        if (int_attribute(n, "storage_order", 0) != 0) fail("storage_order must be 0");
+        const bool ceil_mode = int_attribute(n, "ceil_mode", 0) != 0;
+        const auto dilations = m.per_axis("dilations", rank);
+        if (dilations != std::vector<size_t>(rank, 1)) fail("dilated pooling is not imported");
+        const auto kernel = to_sizes(ints_attribute(n, "kernel_shape", {}), "kernel_shape");
+        if (kernel.size() != rank) fail("kernel_shape must have ", rank, " values");
+        const auto strides = m.per_axis("strides", rank);
+        const auto p = m.pads(x.shape(), kernel, strides, dilations);
+        std::vector<bool> auto_pad;
+        for (size_t i = 0; i < rank; ++i) {
+          const int64_t in = int64_t(x.shape()[1 + i]), k = int64_t(kernel[i]),
+                        s = int64_t(strides[i]), span = in + p[i] + p[rank + i] - k;
+          if (span < 0) fail("the window of axis ", i, " is larger than the padded input");
+          const int64_t outputs = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+          const OnnxWindowAxis a =
+              onnx_window_axis(size_t(in), kernel[i], strides[i], 1, true, 0, 0);
+          const bool unpadded = p[i] == 0 && in >= k && outputs == (in - k) / s + 1;
+          if (!unpadded && (p[i] != a.before || outputs != int64_t(a.output)))
+            fail("pads ", list(p), ceil_mode ? " with ceil_mode" : "", " give ", outputs,
+                 " windows from ", -p[i], " along spatial axis ", i, ": Loom pools unpadded or ",
+                 "padded as CNTK's auto padding does (", a.output, " windows from ", -a.before,
+                 ")");
+          auto_pad.push_back(!unpadded);
+        }
+        return Variable(pooling(x, type, NDShape(kernel),
+                                {.strides = strides,
+                                 .auto_padding = auto_pad,
+                                 .include_pad = int_attribute(n, "count_include_pad", 0) != 0,
+                                 .name = m.out_name()}));
+      });
     };
   }
   static Importing global_pool(PoolingType type) {
     return [type](Importer& m) {
-      const Val x = m.batched(0);
-      m.spatial_rank(x);
-      return Val{global_pooling(x.var, type, m.out_name()), 1};
+      return m.windows(
+          [&](const Variable& x) { return Variable(global_pooling(x, type, m.out_name())); });
     };
   }
 
   Val batch_norm() {
-    if (int_attribute(*node_, "training_mode", 0) != 0 || node_->output_size() > 1)
-      fail("Loom imports batch normalization in inference form (one output)");
-    const Val x = batched(0);
-    if (x.rank() < 2) fail("X must be [N, C, ...]");
-    const NDShape stats{x.var.shape()[0]};
-    auto stat = [&](size_t i, bool is_constant) {
+    if (int_attribute(*node_, "training_mode", 0) != 0)
+      fail("Loom imports batch normalization in inference form (training_mode 0)");
+    const Val x = in(0);
+    if (x.dynamic > 1 || x.rank() < 2) fail("X must be [N, C, ...] without a sequence axis");
+    const NDShape stats{x.var.shape()[1 - x.dynamic]};
+    // Of shape [C], or [C, 1...] to broadcast over a tensor without a batch axis.
+    auto stat_of = [&](size_t i, bool is_constant, const NDShape& shape) {
       if (!has_input(i) || tensor_shape(constant_tensor(node_->input(int(i)))) != stats)
         fail("input ", i, " must be an initializer of shape ", stats.to_string());
-      return leaf(node_->input(int(i)), is_constant);
+      return leaf(node_->input(int(i)), is_constant, shape);
     };
+    const float epsilon = float_attribute(*node_, "epsilon", 1e-5f);
+    if (!x.dynamic) {
+      // Loom's batch normalization needs a batch axis; at inference it is this arithmetic.
+      std::vector<size_t> per_channel(x.rank() - 1, 1);
+      per_channel[0] = stats[0];
+      const NDShape c(per_channel);
+      const Variable scale = element_divide(
+          stat_of(1, false, c), sqrt(plus(stat_of(4, true, c), constant(epsilon, x.var.dtype()))));
+      return {plus(element_times(minus(x.var, stat_of(3, true, c)), scale), stat_of(2, false, c),
+                   out_name()),
+              0};
+    }
+    auto stat = [&](size_t i, bool is_constant) { return stat_of(i, is_constant, stats); };
     const Variable count = constant(1.0, x.var.dtype(), out_name() + ".count");
     return {batch_normalization(x.var, stat(1, false), stat(2, false), stat(3, true), stat(4, true),
-                                count, x.var.shape().rank() > 1, 5000, 0,
-                                float_attribute(*node_, "epsilon", 1e-5f), out_name()),
+                                count, x.var.shape().rank() > 1, 5000, 0, epsilon, out_name()),
             1};
   }
 
@@ -555,7 +681,9 @@ class Importer {
   }
   Val flatten() {
     const Val x = in(0);
-    const size_t axis = onnx_axis(int_attribute(*node_, "axis", 1), x.rank() + 1);
+    // Axis r (the rank) flattens to [all, 1]; a negative axis counts from r.
+    const int64_t given = int_attribute(*node_, "axis", 1);
+    const size_t axis = given < 0 ? onnx_axis(given, x.rank()) : onnx_axis(given, x.rank() + 1);
     if (x.dynamic > 1) fail("Flatten would merge the sequence and batch axes");
     if (x.dynamic && axis != 1) fail("Loom flattens behind the batch axis only (axis 1)");
     const NDShape& s = x.var.shape();
@@ -810,6 +938,7 @@ class Importer {
   }
 
   const std::string file_;
+  const OnnxImportOptions options_;
   pb::ModelProto model_;
   const pb::NodeProto* node_ = nullptr;
   std::unordered_map<std::string, const pb::TensorProto*> constants_;
@@ -821,8 +950,13 @@ class Importer {
 
 }  // namespace
 
-Function load_onnx_from_bytes(std::span<const uint8_t> bytes, const std::string& name) {
-  return Importer(bytes, name).import();
+Function load_onnx_from_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                              const OnnxImportOptions& options) {
+  return Importer(bytes, name, options).import();
+}
+
+std::vector<std::string> onnx_imported_op_types() {
+  return Importer::op_types();
 }
 
 Function load_model(const std::string& path, ModelFormat format) {

@@ -10,6 +10,7 @@
 
 #include "loom/core/random.h"
 #include "loom/deploy/onnx.h"
+#include "loom/deploy/onnx.pb.h"
 #include "loom/layers/convolution.h"
 #include "loom/layers/default_options.h"
 #include "loom/layers/dense.h"
@@ -277,6 +278,193 @@ TEST(Onnx, ImportRejectsBadFiles) {
       },
       {"t.onnx", "bias", "bytes of data for 4 elements"});
   EXPECT_THROW(load_model("/nonexistent/model.onnx", ModelFormat::ONNX), IOError);
+}
+
+// ---- files written by other tools: graphs of ONNX nodes built here ----
+
+namespace pb = onnx_proto;
+
+// An opset 13 model over float inputs of fixed shapes (ONNX's node tests' form), its nodes and
+// initializers added by the test.
+class OnnxGraph {
+ public:
+  OnnxGraph(const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+            const std::vector<std::string>& outputs) {
+    model_.set_ir_version(8);
+    model_.add_opset_import()->set_version(13);
+    for (const auto& [name, dims] : inputs) {
+      pb::ValueInfoProto* v = graph().add_input();
+      v->set_name(name);
+      pb::TypeProto::Tensor* t = v->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(pb::TensorProto::FLOAT);
+      for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const std::string& o : outputs) graph().add_output()->set_name(o);
+  }
+  pb::GraphProto& graph() { return *model_.mutable_graph(); }
+  pb::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs) {
+    pb::NodeProto* n = graph().add_node();
+    n->set_op_type(op);
+    for (const std::string& i : inputs) n->add_input(i);
+    for (const std::string& o : outputs) n->add_output(o);
+    return *n;
+  }
+  void initializer(const std::string& name, const std::vector<int64_t>& dims,
+                   const std::vector<float>& values) {
+    pb::TensorProto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(pb::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+  }
+  Function load(bool fixed_axis0_is_batch = false) const {
+    const std::string bytes = model_.SerializeAsString();
+    return load_onnx_from_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
+                                "g.onnx", {.fixed_axis0_is_batch = fixed_axis0_is_batch});
+  }
+
+ private:
+  pb::ModelProto model_;
+};
+
+void set(pb::NodeProto& n, const std::string& name, int64_t i) {
+  pb::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::INT);
+  a->set_i(i);
+}
+void set(pb::NodeProto& n, const std::string& name, float f) {
+  pb::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::FLOAT);
+  a->set_f(f);
+}
+void set(pb::NodeProto& n, const std::string& name, const std::vector<int64_t>& ints) {
+  pb::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::INTS);
+  for (int64_t i : ints) a->add_ints(i);
+}
+void set(pb::NodeProto& n, const std::string& name, const std::string& s) {
+  pb::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::STRING);
+  a->set_s(s);
+}
+
+// The single output of f on the named float tensors.
+std::vector<float> evaluate(const Function& f,
+                            const std::vector<std::pair<std::string, NDArrayView>>& data) {
+  Function::NamedData named;
+  for (const auto& [name, array] : data) named.emplace_back(name, array);
+  return f.eval(named).data().to_vector<float>();
+}
+NDArrayView tensor(const NDShape& shape, const std::vector<float>& v) {
+  return NDArrayView::from_vector(shape, v);
+}
+
+// With fixed_axis0_is_batch false, an input whose axis 0 has a fixed size is that tensor, so
+// that ops along axis 0 import; by default axis 0 stays the batch axis.
+TEST(OnnxImport, FixedAxis0IsStaticOnRequest) {
+  OnnxGraph g({{"x", {2, 3}}, {"y", {3}}}, {"z"});
+  g.node("Add", {"x", "y"}, {"s"});
+  set(g.node("Softmax", {"s"}, {"z"}), "axis", int64_t{0});
+  OnnxGraph batched({{"x", {2, 3}}}, {"z"});
+  set(batched.node("Softmax", {"x"}, {"z"}), "axis", int64_t{0});
+  expect_error<DataError>([&] { batched.load(true); },
+                          {"g.onnx", "Softmax", "axis 0, a batch axis"});
+  const Function f = g.load();
+  EXPECT_FALSE(f.arguments()[0].has_batch_axis());
+  EXPECT_EQ(f.output().shape(), (NDShape{2, 3}));
+  // Columns (x + y) of [0, 1], [1, 1], [2, 1]: softmax along axis 0.
+  const std::vector<float> z =
+      evaluate(f, {{"x", tensor({2, 3}, {0, 1, 2, 1, 1, 1})}, {"y", tensor({3}, {5, 5, 5})}});
+  const float a = 1 / (1 + std::exp(1.f)), b = 1 / (1 + std::exp(-1.f));
+  const std::vector<float> want = {a, 0.5f, b, b, 0.5f, a};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(z[i], want[i], 1e-6) << i;
+}
+
+// Flatten's negative axis counts from the rank (ONNX's -1 of [2, 3, 4] is axis 2).
+TEST(OnnxImport, FlattensAtANegativeAxis) {
+  OnnxGraph g({{"x", {2, 3, 4}}}, {"y"});
+  set(g.node("Flatten", {"x"}, {"y"}), "axis", int64_t{-1});
+  EXPECT_EQ(g.load().output().shape(), (NDShape{6, 4}));
+  OnnxGraph batched({{"x", {2, 3, 4}}}, {"y"});
+  set(batched.node("Flatten", {"x"}, {"y"}), "axis", int64_t{-2});  // [N, 3 * 4]
+  EXPECT_EQ(batched.load(true).output().shape(), (NDShape{12}));
+}
+
+// Gemm with alpha, beta and a transposed A; Max of three inputs.
+TEST(OnnxImport, GemmAttributesAndMaxOfMany) {
+  OnnxGraph g({{"a", {2, 2}}, {"c", {2}}}, {"y"});
+  g.initializer("b", {2, 2}, {1, 2, 3, 4});
+  pb::NodeProto& gemm = g.node("Gemm", {"a", "b", "c"}, {"y"});
+  set(gemm, "alpha", 0.5f);
+  set(gemm, "beta", 2.f);
+  set(gemm, "transA", int64_t{1});
+  // A = [[1, 0], [1, 1]] given transposed: A B = [[1, 2], [4, 6]].
+  EXPECT_EQ(evaluate(g.load(), {{"a", tensor({2, 2}, {1, 1, 0, 1})}, {"c", tensor({2}, {1, -1})}}),
+            (std::vector<float>{2.5f, -1, 4, 1}));
+  OnnxGraph m({{"x", {3}}, {"y", {3}}, {"z", {3}}}, {"w"});
+  m.node("Max", {"x", "y", "z"}, {"w"});
+  EXPECT_EQ(evaluate(m.load(), {{"x", tensor({3}, {1, 0, 0})},
+                                {"y", tensor({3}, {0, 2, 0})},
+                                {"z", tensor({3}, {0, 0, 3})}}),
+            (std::vector<float>{1, 2, 3}));
+}
+
+// Convolution and pooling over one sample [1, C, H, W] without a batch axis, auto_pad
+// SAME_UPPER, and ceil_mode where it places CNTK's windows; batch normalization of a tensor.
+TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
+  const std::vector<float> image = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // [1, 1, 3, 3]
+  OnnxGraph conv({{"x", {1, 1, 3, 3}}, {"w", {1, 1, 2, 2}}}, {"y"});
+  set(conv.node("Conv", {"x", "w"}, {"y"}), "auto_pad", std::string("SAME_UPPER"));
+  const Function c = conv.load();
+  EXPECT_EQ(c.output().shape(), (NDShape{1, 1, 3, 3}));
+  EXPECT_EQ(
+      evaluate(c, {{"x", tensor({1, 1, 3, 3}, image)}, {"w", tensor({1, 1, 2, 2}, {1, 1, 1, 1})}}),
+      (std::vector<float>{12, 16, 9, 24, 28, 15, 15, 17, 9}));
+  OnnxGraph pool({{"x", {1, 1, 3, 3}}}, {"y"});
+  pb::NodeProto& p = pool.node("MaxPool", {"x"}, {"y"});
+  set(p, "kernel_shape", std::vector<int64_t>{2, 2});
+  set(p, "strides", std::vector<int64_t>{2, 2});
+  set(p, "ceil_mode", int64_t{1});  // 2 windows from 0 per axis, as CNTK's auto padding
+  EXPECT_EQ(evaluate(pool.load(), {{"x", tensor({1, 1, 3, 3}, image)}}),
+            (std::vector<float>{5, 6, 8, 9}));
+  OnnxGraph bn({{"x", {2, 2, 1}}}, {"y"});
+  bn.initializer("scale", {2}, {1, 2});
+  bn.initializer("bias", {2}, {0, 1});
+  bn.initializer("mean", {2}, {1, 0});
+  bn.initializer("var", {2}, {4, 1});
+  set(bn.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}), "epsilon", 0.f);
+  EXPECT_EQ(evaluate(bn.load(), {{"x", tensor({2, 2, 1}, {3, 1, 5, -1})}}),
+            (std::vector<float>{1, 3, 2, -1}));
+}
+
+// What import reads beyond nodes' values: a Constant as a graph output; what it refuses rather
+// than get wrong: a Dropout in training mode, a node's second output.
+TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
+  OnnxGraph k({}, {"c"});
+  pb::NodeProto& constant_node = k.node("Constant", {}, {"c"});
+  pb::AttributeProto* value = constant_node.add_attribute();
+  value->set_name("value");
+  value->set_type(pb::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(pb::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(2);
+  value->mutable_t()->add_float_data(1.5f);
+  value->mutable_t()->add_float_data(-2);
+  EXPECT_EQ(k.load().eval_one({}).data().to_vector<float>(), (std::vector<float>{1.5f, -2}));
+  OnnxGraph d({{"x", {2}}}, {"y"});
+  pb::TensorProto* train = d.graph().add_initializer();
+  train->set_name("train");
+  train->set_data_type(pb::TensorProto::BOOL);
+  train->add_int32_data(1);
+  d.node("Dropout", {"x", "", "train"}, {"y"});
+  expect_error<DataError>([&] { d.load(); }, {"Dropout", "training_mode must be a constant false"});
+  OnnxGraph m({{"x", {2}}}, {"y", "mask"});
+  m.node("Dropout", {"x"}, {"y", "mask"});
+  expect_error<DataError>([&] { m.load(); }, {"Dropout", "output 1 'mask' is not imported"});
 }
 
 }  // namespace

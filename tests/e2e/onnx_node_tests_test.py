@@ -1,0 +1,99 @@
+"""ONNX's backend node tests against Loom's importer: writes the node tests of Debian's
+python3-onnx (which ships their generator, not their data) into a temporary folder, then runs
+deploy_test's OnnxNodeTests (loom/deploy/onnx_node_tests_test.cpp) on them, which loads each
+test of ops Loom imports, evaluates it and compares with ONNX's outputs. docs/onnx.md, "ONNX's
+node tests", has the counts."""
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+import tempfile
+import warnings
+
+# python3-onnx is Debian's: run under Debian's interpreter.
+try:
+    import onnx
+except ImportError:
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
+    raise
+import onnx.backend.test.case.node as node_tests
+from onnx import numpy_helper
+
+from example import fail
+
+LOOM_OPSET = 13  # the oldest opset Loom reads (loom/deploy/onnx_common.h)
+
+
+def collect():
+    """ONNX's node test cases. Each module's tests are made as it is imported; onnx 1.12's
+    bernoulli and castlike use numpy aliases that numpy 1.24 removed, so their modules stop
+    early (ops Loom does not import) and the rest are still collected."""
+    broken = []
+    warnings.simplefilter("ignore")  # the generators' numpy deprecations
+    for module in pkgutil.iter_modules(node_tests.__path__):
+        try:
+            importlib.import_module(f"{node_tests.__name__}.{module.name}")
+        except Exception as e:  # a module of ONNX's that numpy broke (see above)
+            broken.append(f"{module.name} ({type(e).__name__})")
+    if broken:
+        print("node test modules that did not finish:", ", ".join(broken))
+    return node_tests._NodeTestCases
+
+
+def older_but_same_at_loom_opset(model):
+    """Whether the model is at an opset below Loom's and every node has the definition it would
+    have at Loom's opset (its op unchanged since), so that it may be read at that opset."""
+    version = min([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")],
+                  default=LOOM_OPSET)
+    if version >= LOOM_OPSET:
+        return False
+    try:
+        return all(onnx.defs.get_schema(n.op_type, LOOM_OPSET, n.domain).since_version <= version
+                   for n in model.graph.node)
+    except onnx.defs.SchemaError:
+        return False
+
+
+def write(case, folder):
+    """As onnx/backend/test/cmd_tools.py generate-data writes a node test (a later test of the
+    same name replaces an earlier one, as there), plus model_at_opset13.onnx where the test is
+    at an older opset that means the same at 13."""
+    data = os.path.join(folder, case.name, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    model = case.model
+    with open(os.path.join(folder, case.name, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    at13 = os.path.join(folder, case.name, "model_at_opset13.onnx")
+    if os.path.exists(at13):
+        os.remove(at13)
+    if older_but_same_at_loom_opset(model):
+        newer = onnx.ModelProto()
+        newer.CopyFrom(model)
+        for o in newer.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                o.version = LOOM_OPSET
+        with open(at13, "wb") as f:
+            f.write(newer.SerializeToString())
+    inputs, outputs = case.data_sets[0]
+    for kind, values, infos in (("input", inputs, model.graph.input),
+                                ("output", outputs, model.graph.output)):
+        for j, (value, info) in enumerate(zip(values, infos)):
+            if info.type.HasField("tensor_type"):  # Loom reads tensors only
+                with open(os.path.join(data, f"{kind}_{j}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(value, info.name).SerializeToString())
+
+
+build_dir = os.path.abspath(sys.argv[1])
+with tempfile.TemporaryDirectory(prefix="onnx_node_tests_") as folder:
+    cases = collect()
+    for case in cases:
+        write(case, folder)
+    print(f"{len(cases)} node tests of onnx {onnx.__version__} written "
+          f"({len(os.listdir(folder))} names)")
+    proc = subprocess.run([os.path.join(build_dir, "deploy_test"),
+                           "--gtest_filter=OnnxNodeTests.*"],
+                          env={**os.environ, "LOOM_ONNX_NODE_TESTS": folder}, timeout=300)
+    if proc.returncode != 0:
+        fail(f"deploy_test's OnnxNodeTests exited with {proc.returncode}")
