@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/axis.h"
 #include "loom/core/dictionary.h"
 #include "loom/graph/function.h"
 #include "loom/graph/op.h"
@@ -21,7 +22,17 @@ enum class ParamType {
   Tensor,
   Tensors,  // any number of inputs (Python varargs)
   Double,
+  Int,
+  Bool,
+  // An Axis, held as axis_attribute() writes it; Python takes an int (a static axis in Python
+  // order, negative from the end), an Axis, or None (all static axes).
+  Axis,
 };
+
+// An Axis as an attribute: a static axis as its (int64) index, any other by its name.
+DictionaryValue axis_attribute(const Axis& axis);
+// The Axis an attribute holds; an ArgumentError for a value of another type.
+Axis attribute_axis(const DictionaryValue& value);
 
 // One parameter of an op's builder, in CNTK's Python order. An attribute's key is its name.
 struct OpParam {

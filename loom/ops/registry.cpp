@@ -6,6 +6,21 @@
 
 namespace loom {
 
+DictionaryValue axis_attribute(const Axis& axis) {
+  if (axis.is_static()) return int64_t{axis.static_index()};
+  return axis.name();
+}
+
+Axis attribute_axis(const DictionaryValue& value) {
+  if (value.is<int64_t>()) return Axis(int(value.get<int64_t>()));
+  LOOM_CHECK(value.is<std::string>(), ArgumentError, "an axis attribute holds ", value.type_name(),
+             ", not an axis index or name");
+  const std::string& name = value.get<std::string>();
+  if (name == Axis::all_static_axes().name()) return Axis::all_static_axes();
+  if (name == Axis::all_axes().name()) return Axis::all_axes();
+  return Axis::dynamic_axis_named(name);
+}
+
 OpSchema hand_bound(const OpDef& op, size_t min_inputs, size_t max_inputs,
                     std::vector<ConformanceCase> conformance) {
   OpSchema s{&op, min_inputs, max_inputs};

@@ -42,8 +42,56 @@ const char* type_name(ParamType type) {
       return "tensors";
     case ParamType::Double:
       return "double";
+    case ParamType::Int:
+      return "int";
+    case ParamType::Bool:
+      return "bool";
+    case ParamType::Axis:
+      return "axis";
   }
   return "";
+}
+
+// An attribute's default as Python shows it: an axis as its int, an Axis object, or None for all
+// static axes (CNTK's axis=None).
+py::object python_default(const OpParam& p) {
+  if (p.type != ParamType::Axis) return to_python(p.default_value);
+  const Axis axis = attribute_axis(p.default_value);
+  if (axis.is_all_static()) return py::none();
+  if (axis.is_static()) return py::int_(axis.static_index());
+  return py::cast(axis);
+}
+
+// A Python argument as the attribute of a parameter of type `type`; a TypeError names the op and
+// the parameter.
+DictionaryValue attribute_of(const char* op, const std::string& key, ParamType type,
+                             py::handle value) {
+  try {
+    switch (type) {
+      case ParamType::Double:  // pybind11's double takes Python and numpy numbers, no strings
+        return value.cast<double>();
+      case ParamType::Int:
+        if (!py::isinstance<py::bool_>(value)) return value.cast<int64_t>();
+        break;
+      case ParamType::Bool:
+        return value.cast<bool>();
+      case ParamType::Axis:
+        if (value.is_none()) return axis_attribute(Axis::all_static_axes());
+        if (py::isinstance<Axis>(value)) return axis_attribute(value.cast<Axis>());
+        if (!py::isinstance<py::bool_>(value)) return axis_attribute(Axis(value.cast<int>()));
+        break;
+      case ParamType::Tensor:
+      case ParamType::Tensors:
+        break;
+    }
+  } catch (const py::cast_error&) {
+  }
+  throw py::type_error(std::string(op) + ": '" + key + "' must be " +
+                       (type == ParamType::Axis     ? "an axis (int, Axis or None)"
+                        : type == ParamType::Double ? "a number"
+                                                    : std::string("a ") + type_name(type)) +
+                       ", not " +
+                       py::str(py::type::of(value).attr("__name__")).cast<std::string>());
 }
 
 // The table's entries that Python generates its functions from (python/loom/ops/_table.py).
@@ -56,9 +104,8 @@ py::list op_table_entries() {
     if (!s.python) continue;
     py::list params;
     for (const OpParam& p : s.params)
-      params.append(
-          py::make_tuple(p.name, type_name(p.type),
-                         p.default_value.has_value() ? to_python(p.default_value) : required));
+      params.append(py::make_tuple(p.name, type_name(p.type),
+                                   p.default_value.has_value() ? python_default(p) : required));
     py::dict entry;
     entry["op"] = s.op->name();
     entry["python"] = s.python;
@@ -82,16 +129,9 @@ Function apply_op(const std::string& op_name, const py::sequence& inputs,
     const std::string k = key.cast<std::string>();
     const auto p = std::find_if(schema->params.begin(), schema->params.end(),
                                 [&k](const OpParam& q) { return k == q.name; });
-    if (p == schema->params.end() || p->type != ParamType::Double)
+    if (p == schema->params.end() || p->type == ParamType::Tensor || p->type == ParamType::Tensors)
       throw ArgumentError(op_name + " has no attribute '" + k + "'");
-    // pybind11's double takes Python and numpy numbers (strings are no numbers).
-    try {
-      values[k] = value.cast<double>();
-    } catch (const py::cast_error&) {
-      throw py::type_error(std::string(schema->python ? schema->python : op_name) + ": '" + k +
-                           "' must be a number, not " +
-                           py::str(py::type::of(value).attr("__name__")).cast<std::string>());
-    }
+    values[k] = attribute_of(schema->python ? schema->python : op_name.c_str(), k, p->type, value);
   }
   return schema->apply(operands(inputs), values, name);
 }

@@ -27,8 +27,8 @@ def _signature(params):
 def _function(entry):
     op, params, associative = entry['op'], entry['params'], entry['associative']
     signature = _signature(params)
-    tensors = [(name, kind) for name, kind, _ in params if kind != 'double']
-    attributes = [name for name, kind, _ in params if kind == 'double']
+    tensors = [(name, kind) for name, kind, _ in params if kind in ('tensor', 'tensors')]
+    attributes = [name for name, kind, _ in params if kind not in ('tensor', 'tensors')]
 
     def function(*args, **kwargs):
         if associative and len(args) > 2:
