@@ -154,6 +154,10 @@ void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params) {
       return map(n, 1, x, y, [](T v) { return v > 0 ? T(1) : T(-1); });
     case UnaryOp::Not:
       return map(n, 1, x, y, [](T v) { return v > 0 ? T(0) : T(1); });
+    case UnaryOp::ZerosLike:
+      return map(n, 1, x, y, [](T) { return T(0); });
+    case UnaryOp::OnesLike:
+      return map(n, 1, x, y, [](T) { return T(1); });
   }
   throw ArgumentError("unary: unknown op");
 }
@@ -179,6 +183,8 @@ UnaryReads unary_backward_reads(UnaryOp op) {
     case UnaryOp::Round:
     case UnaryOp::StopGradient:
     case UnaryOp::Not:
+    case UnaryOp::ZerosLike:
+    case UnaryOp::OnesLike:
       return {};
     default:
       return {.input = true};
@@ -224,6 +230,8 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
       case UnaryOp::Round:
       case UnaryOp::StopGradient:
       case UnaryOp::Not:
+      case UnaryOp::ZerosLike:
+      case UnaryOp::OnesLike:
         return grad([](size_t) { return T(0); });
       case UnaryOp::Reciprocal:
         return grad([=](size_t i) { return -dy[i] * y[i] * y[i]; });

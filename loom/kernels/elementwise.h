@@ -52,6 +52,8 @@ enum class UnaryOp {
   StraightThrough,  // x > 0 ? 1 : -1, gradient dy where |x| <= 1
   StopGradient,     // x, gradient 0
   Not,              // x > 0 ? 0 : 1
+  ZerosLike,        // 0, gradient 0
+  OnesLike,         // 1, gradient 0
 };
 enum class BinaryOp {
   Plus,

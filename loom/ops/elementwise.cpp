@@ -229,6 +229,9 @@ const UnaryElementwiseOp kHardSigmoid("HardSigmoid", UnaryOp::HardSigmoid, {"alp
 const UnaryElementwiseOp kStraightThrough("StraightThrough", UnaryOp::StraightThrough);
 const UnaryElementwiseOp kStopGradient("StopGradient", UnaryOp::StopGradient);
 const UnaryElementwiseOp kNot("Not", UnaryOp::Not);
+const UnaryElementwiseOp kZerosLike("ZerosLike", UnaryOp::ZerosLike);
+const UnaryElementwiseOp kOnesLike("OnesLike", UnaryOp::OnesLike);
+const UnaryElementwiseOp kPass("Pass", UnaryOp::Copy);
 
 const TernaryElementwiseOp kSelect("Select", TernaryOp::Select);
 const TernaryElementwiseOp kClip("Clip", TernaryOp::Clip);
@@ -352,6 +355,12 @@ std::vector<OpSchema> elementwise_schemas() {
           no_onnx("ONNX has no straight-through op (an inference graph would be Sign)")),
       unary_by_design(kStopGradient, "stop_gradient", "input, with no gradient",
                       {.op_type = "Identity"}, "input"),
+      unary(kZerosLike, "zeros_like", "zeros of x's shape and dynamic axes",
+            no_onnx("an inference graph would hold a constant (not written yet)")),
+      unary(kOnesLike, "ones_like", "ones of x's shape and dynamic axes",
+            no_onnx("an inference graph would hold a constant (not written yet)")),
+      unary(kPass, "alias", "x under another name: a distinct node of the graph",
+            {.op_type = "Identity", .generic = true}),
       unary(kNot, "element_not", "1 where x <= 0, else 0 (CNTK takes x > 0 as true)",
             no_onnx(kBooleanInOnnx)),
       {&kElu,
@@ -560,6 +569,27 @@ Function straight_through(const Variable& x, const std::string& name) {
 }
 Function stop_gradient(const Variable& x, const std::string& name) {
   return make_primitive(kStopGradient, {x}, {}, name);
+}
+Function zeros_like(const Variable& x, const std::string& name) {
+  return make_primitive(kZerosLike, {x}, {}, name);
+}
+Function ones_like(const Variable& x, const std::string& name) {
+  return make_primitive(kOnesLike, {x}, {}, name);
+}
+Function alias(const Variable& x, const std::string& name) {
+  return make_primitive(kPass, {x}, {}, name);
+}
+Function sum(const std::vector<Variable>& operands, const std::string& name) {
+  LOOM_CHECK(!operands.empty(), ArgumentError, "sum: no operands");
+  if (operands.size() == 1) return alias(operands[0], name);
+  Variable total = operands[0];
+  for (size_t i = 1; i + 1 < operands.size(); ++i) total = plus(total, operands[i]);
+  return plus(total, operands.back(), name);
+}
+Function mean(const std::vector<Variable>& operands, const std::string& name) {
+  LOOM_CHECK(!operands.empty(), ArgumentError, "mean: no operands");
+  return element_times(sum(operands), constant(1.0 / double(operands.size()), operands[0].dtype()),
+                       name);
 }
 Function element_not(const Variable& x, const std::string& name) {
   return make_primitive(kNot, {x}, {}, name);

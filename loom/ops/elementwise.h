@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "loom/graph/function.h"
 
@@ -82,6 +83,15 @@ Function hard_sigmoid(const Variable& x, double alpha, double beta, const std::s
 Function straight_through(const Variable& x, const std::string& name = "");
 // x; no gradient flows back through it.
 Function stop_gradient(const Variable& x, const std::string& name = "");
+// Zeros / ones with x's shape, type and dynamic axes; no gradient.
+Function zeros_like(const Variable& x, const std::string& name = "");
+Function ones_like(const Variable& x, const std::string& name = "");
+// x under another name: a node of its own (CNTK's alias), the gradient passed through.
+Function alias(const Variable& x, const std::string& name = "");
+// The elementwise sum and mean of one or more operands, broadcasting (CNTK builds them from
+// plus and a division: so does Loom).
+Function sum(const std::vector<Variable>& operands, const std::string& name = "");
+Function mean(const std::vector<Variable>& operands, const std::string& name = "");
 
 // CNTK's safe power: x^0 = 1, 0^y = 0, a negative base needs an integer exponent (else NaN);
 // the exponent's gradient is 0 where the base is <= 0.

@@ -20,7 +20,6 @@ namespace loom {
 // and arrays, made Constants of the other inputs' dtype), the rest its attributes.
 enum class ParamType {
   Tensor,
-  Tensors,  // any number of inputs (Python varargs)
   Double,
   Int,
   Bool,

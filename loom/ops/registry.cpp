@@ -60,8 +60,7 @@ Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attribu
   check_op_input_count(*op, inputs.size());
   Dictionary all = attributes;
   for (const OpParam& p : params) {
-    if (p.type == ParamType::Tensor || p.type == ParamType::Tensors || all.contains(p.name))
-      continue;
+    if (p.type == ParamType::Tensor || all.contains(p.name)) continue;
     LOOM_CHECK(p.default_value.has_value(), ArgumentError, python ? python : op->name(),
                ": argument '", p.name, "' is required");
     all[p.name] = p.default_value;

@@ -1,5 +1,8 @@
 #include "loom/ops/softmax.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "loom/graph/op.h"
 #include "loom/kernels/softmax.h"
 #include "loom/ops/op_schema.h"
@@ -128,7 +131,38 @@ class SoftmaxOp : public OpDef {
   Kind kind_;
 };
 
+// 1 at the first largest element of each sample (all its static axes together), 0 elsewhere;
+// a gradient of 0, as the derivative of a step is.
+class HardmaxOp : public OpDef {
+ public:
+  const char* name() const override { return "Hardmax"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return {{in[0].shape(), in[0].dtype(), in[0].dynamic_axes(), false}};
+  }
+  OpTraits traits(const Dictionary&) const override {
+    return {.backward_reads_inputs = InputSet::none(), .backward_reads_output = false};
+  }
+  void forward(OpCall& call) const override {
+    const Tensor& x = *call.inputs[0];
+    const size_t n = op_util::sample_size(x), rows = n ? x.size() / n : 0;
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = x.ptr<T>();
+      T* y = call.output->ptr<T>();
+      std::fill_n(y, x.size(), T(0));
+      for (size_t r = 0; r < rows; ++r) {
+        const T* row = in + r * n;
+        y[r * n + size_t(std::max_element(row, row + n) - row)] = T(1);
+      }
+    });
+  }
+  void backward(OpCall&, size_t, Tensor& dx, bool accumulate) const override {
+    if (!accumulate) std::memset(dx.data, 0, dx.size() * size_of(dx.dtype));
+  }
+};
+
 const SoftmaxOp kSoftmax("Softmax", Kind::Softmax);
+const HardmaxOp kHardmax;
 const SoftmaxOp kLogSoftmax("LogSoftmax", Kind::LogSoftmax);
 
 Function make(const SoftmaxOp& op, const Variable& x, const Axis& axis, const std::string& name) {
@@ -147,7 +181,19 @@ std::vector<OpSchema> softmax_schemas() {
   const std::vector<ConformanceCase> cases = {
       {{{NDShape{3, 4}}}, Dictionary({{"axis", int64_t{-1}}, {"all_static_axes", false}})},
       {{{NDShape{3, 4}}}, Dictionary({{"axis", int64_t{0}}, {"all_static_axes", true}})}};
-  return {hand_bound(kSoftmax, 1, 1, cases), hand_bound(kLogSoftmax, 1, 1, cases)};
+  return {
+      hand_bound(kSoftmax, 1, 1, cases),
+      hand_bound(kLogSoftmax, 1, 1, cases),
+      {&kHardmax,
+       1,
+       1,
+       "hardmax",
+       "ops",
+       {{"x"}},
+       false,
+       "1 at the first largest element of each sample (all static axes), 0 elsewhere",
+       {.none_because = "ONNX's Hardmax works along one axis (a flattening is not written yet)"},
+       {{{{NDShape{3, 4}}}}}}};
 }
 
 Function softmax(const Variable& x, const Axis& axis, const std::string& name) {
@@ -156,6 +202,10 @@ Function softmax(const Variable& x, const Axis& axis, const std::string& name) {
 
 Function log_softmax(const Variable& x, const Axis& axis, const std::string& name) {
   return make(kLogSoftmax, x, axis, name);
+}
+
+Function hardmax(const Variable& x, const std::string& name) {
+  return make_primitive(kHardmax, {x}, {}, name);
 }
 
 }  // namespace loom
