@@ -15,6 +15,7 @@
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 #include "loom/ops/pooling.h"
+#include "loom/ops/reduction.h"
 #include "loom/serialize/model_file.h"
 
 namespace loom {
@@ -233,6 +234,12 @@ class Exporter {
         {"ReduceSum", reduce("ReduceSum")},
         {"ReduceMean", reduce("ReduceMean")},
         {"ReduceMax", reduce("ReduceMax")},
+        {"ReduceMin", reduce("ReduceMin")},
+        {"ReduceProd", reduce("ReduceProd")},
+        {"ReduceLogSumExp", reduce("ReduceLogSumExp")},
+        {"ReduceL1", reduce("ReduceL1")},
+        {"ReduceL2", reduce("ReduceL2")},
+        {"ReduceSumSquare", reduce("ReduceSumSquare")},
         {"FusedRecurrence", &Exporter::fused_recurrence},
         {"SequenceLast", &Exporter::sequence_end},
         {"SequenceFirst", &Exporter::sequence_end},
@@ -681,20 +688,15 @@ Exporter::Exporting Exporter::reduce(const char* op) {
   return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
     const Val x = e.value(f.inputs[0]);
     std::vector<int64_t> axes;
-    if (f.attributes.get<bool>("all_static_axes")) {
-      for (size_t i = 0; i < x.shape.rank(); ++i) axes.push_back(int64_t(i + x.dynamic));
-    } else {
-      for (const DictionaryValue& a : f.attributes.get<DictionaryVector>("axes"))
-        axes.push_back(
-            int64_t(op_util::static_axis_index(a.get<int64_t>(), x.shape.rank()) + x.dynamic));
-    }
+    for (size_t a : reduced_static_axes(f.attributes, x.shape.rank()))
+      axes.push_back(int64_t(a + x.dynamic));
     const bool axes_input = std::string(op) == "ReduceSum";  // an attribute in the others
     std::vector<std::string> inputs{e.use(x)};
     if (axes_input) inputs.push_back(e.ints(axes));
     const std::string name = e.output_name(f);
     pb::NodeProto& n = e.node(op, inputs, name);
     if (!axes_input) set_ints(n, "axes", axes);
-    set_int(n, "keepdims", f.attributes.get<bool>("keep_dims"));
+    set_int(n, "keepdims", reduction_keeps_dims(f.attributes));
     return named(out, name);
   };
 }

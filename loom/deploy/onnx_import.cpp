@@ -363,6 +363,12 @@ class Importer {
         {"ReduceSum", reduce(static_cast<ReduceFn>(reduce_sum))},
         {"ReduceMean", reduce(static_cast<ReduceFn>(reduce_mean))},
         {"ReduceMax", reduce(static_cast<ReduceFn>(reduce_max))},
+        {"ReduceMin", reduce(static_cast<ReduceFn>(reduce_min))},
+        {"ReduceProd", reduce(static_cast<ReduceFn>(reduce_prod))},
+        {"ReduceLogSumExp", reduce(static_cast<ReduceFn>(reduce_log_sum_exp))},
+        {"ReduceL1", reduce(static_cast<ReduceFn>(reduce_l1))},
+        {"ReduceL2", reduce(static_cast<ReduceFn>(reduce_l2))},
+        {"ReduceSumSquare", reduce(static_cast<ReduceFn>(reduce_sum_square))},
     };
     return ops;
   }

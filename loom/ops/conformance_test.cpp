@@ -165,7 +165,7 @@ TEST_P(Conformance, SaveAndLoadGiveTheSameOutputs) {
 
 TEST_P(Conformance, OnnxRoundTripGivesTheSameOutputs) {
   const OpSchema& s = schema();
-  if (!s.onnx.generic) return;
+  if (!s.onnx.op_type || s.onnx.none_because) return;  // not exported
   for (size_t k = 0; k < s.conformance.size(); ++k) {
     if (!s.conformance[k].batch) continue;
     SCOPED_TRACE(case_label(s, k, Mode::Batch));

@@ -24,7 +24,8 @@ enum class ParamType {
   Int,
   Bool,
   // An Axis, held as axis_attribute() writes it; Python takes an int (a static axis in Python
-  // order, negative from the end), an Axis, or None (all static axes).
+  // order, negative from the end), an Axis, or None (all static axes), or a list of them, held
+  // as a DictionaryVector (an op that takes one axis refuses a list).
   Axis,
 };
 

@@ -1,6 +1,7 @@
 #include "loom/ops/reduction.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "loom/graph/op.h"
 #include "loom/ops/op_schema.h"
@@ -12,8 +13,47 @@ namespace {
 
 using kernels::ReduceOp;
 
-// Attributes: "axes" (static axis indices as given, possibly negative; all static axes when
-// "all_static_axes") and "keep_dims".
+// A reduction's attributes come in two forms:
+// - CNTK's parameters, as the op table writes them (the Python functions, the conformance
+//   harness) and the C++ builders of the ops added with the table: "axis", an axis attribute
+//   (axis_attribute(): a static index, or the name of all static axes) or a list of them, and
+//   "keepdims" (absent for Argmax and Argmin, which keep the axis);
+// - the keys ReduceSum, ReduceMean and ReduceMax have in model files from before the op table:
+//   "axes" (static indices), "all_static_axes" and "keep_dims". Their C++ builders still write
+//   these (loom/deploy's ONNX exporter reads them), so old files load without a conversion.
+constexpr const char* kAllStaticAxes = "all_static_axes";  // the key of the second form
+
+// Calls visit(v) for each axis attribute v that the attributes name; null for the second form's
+// all static axes.
+template <class Visit>
+void for_each_axis(const Dictionary& a, Visit&& visit) {
+  if (a.contains(kAllStaticAxes)) {
+    if (a.get<bool>(kAllStaticAxes)) return visit(nullptr);
+    for (const DictionaryValue& v : a.get<DictionaryVector>("axes")) visit(&v);
+    return;
+  }
+  const DictionaryValue& axis = a.at("axis");
+  if (!axis.is<DictionaryVector>()) return visit(&axis);
+  for (const DictionaryValue& v : axis.get<DictionaryVector>()) visit(&v);
+}
+
+// Calls f(i) for each static axis i, of a sample of rank `rank`, that the attributes reduce, once
+// shape inference has checked them; allocates nothing (forward and backward call it).
+template <class F>
+void for_each_reduced_axis(const Dictionary& a, size_t rank, F&& f) {
+  for_each_axis(a, [&](const DictionaryValue* v) {
+    if (v && v->is<int64_t>()) return f(op_util::static_axis_index(v->get<int64_t>(), rank));
+    for (size_t i = 0; i < rank; ++i) f(i);  // all static axes, the only other axis infer allows
+  });
+}
+
+void check_supported(const char* op, const Axis& axis) {
+  LOOM_CHECK(axis.is_static() || axis.is_all_static(), ArgumentError, op, ": reducing over axis ",
+             axis.to_string(), " is not supported yet; ", op,
+             " reduces static axes of each sample (sequence.reduce_sum and sequence.reduce_max "
+             "reduce a sequence)");
+}
+
 class ReduceStaticOp : public OpDef {
  public:
   constexpr ReduceStaticOp(const char* name, ReduceOp op) : name_(name), op_(op) {}
@@ -22,19 +62,25 @@ class ReduceStaticOp : public OpDef {
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {
     const Variable& x = in[0];
-    const bool all = a.get<bool>("all_static_axes");
-    std::vector<bool> reduced(x.shape().rank(), all);
-    for (const DictionaryValue& v : all ? DictionaryVector{} : a.get<DictionaryVector>("axes")) {
-      size_t i = op_util::static_axis_index(name_, Axis(int(v.get<int64_t>())), x);
-      LOOM_CHECK(!reduced[i], ShapeError, name_, ": static axis ", v.get<int64_t>(), " of input ",
+    std::vector<bool> reduced(x.shape().rank(), false);
+    auto mark = [&](size_t i, int64_t given) {
+      LOOM_CHECK(!reduced[i], ShapeError, name_, ": static axis ", given, " of input ",
                  x.type_string(), " is named twice");
       reduced[i] = true;
-    }
+    };
+    for_each_axis(a, [&](const DictionaryValue* v) {
+      if (v && v->is<int64_t>()) {
+        const int64_t given = v->get<int64_t>();
+        return mark(op_util::static_axis_index(name_, Axis(int(given)), x), given);
+      }
+      if (v) check_supported(name_, attribute_axis(*v));
+      for (size_t i = 0; i < reduced.size(); ++i) mark(i, int64_t(i));
+    });
     std::vector<size_t> dims;
     for (size_t i = 0; i < reduced.size(); ++i) {
       if (!reduced[i]) {
         dims.push_back(x.shape()[i]);
-      } else if (a.get<bool>("keep_dims")) {
+      } else if (reduction_keeps_dims(a)) {
         dims.push_back(1);
       }
     }
@@ -48,6 +94,29 @@ class ReduceStaticOp : public OpDef {
       using T = decltype(zero);
       kernels::reduce(op_, x.shape.dims(), x.ptr<T>(), reduced_dims(call), y.ptr<T>(), false);
     });
+  }
+
+  OpTraits traits(const Dictionary&) const override {
+    switch (op_) {
+      case ReduceOp::Sum:
+      case ReduceOp::Mean:
+        return {.backward_reads_inputs = InputSet::none(), .backward_reads_output = false};
+      case ReduceOp::SumSquare:
+      case ReduceOp::L1:
+      case ReduceOp::Prod:
+        return {.backward_reads_output = false};
+      case ReduceOp::ArgMax:
+      case ReduceOp::ArgMin:
+        return {.differentiable = InputSet::none(),
+                .backward_reads_inputs = InputSet::none(),
+                .backward_reads_output = false};
+      case ReduceOp::Max:
+      case ReduceOp::Min:
+      case ReduceOp::L2:
+      case ReduceOp::LogSumExp:
+        break;
+    }
+    return {};
   }
 
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
@@ -68,12 +137,7 @@ class ReduceStaticOp : public OpDef {
     const size_t first = x.dynamic() ? 1 : 0, rank = op_util::sample_rank(x);
     kernels::Dims& d = op_util::dims_buffer(0);
     d = x.shape.dims();
-    if (call.attributes.get<bool>("all_static_axes")) {
-      std::fill(d.begin() + first, d.end(), 1);
-      return d;
-    }
-    for (const DictionaryValue& v : call.attributes.get<DictionaryVector>("axes"))
-      d[first + op_util::static_axis_index(v.get<int64_t>(), rank)] = 1;
+    for_each_reduced_axis(call.attributes, rank, [&](size_t i) { d[first + i] = 1; });
     return d;
   }
 
@@ -84,58 +148,214 @@ class ReduceStaticOp : public OpDef {
 const ReduceStaticOp kReduceSum("ReduceSum", ReduceOp::Sum);
 const ReduceStaticOp kReduceMean("ReduceMean", ReduceOp::Mean);
 const ReduceStaticOp kReduceMax("ReduceMax", ReduceOp::Max);
+const ReduceStaticOp kReduceMin("ReduceMin", ReduceOp::Min);
+const ReduceStaticOp kReduceProd("ReduceProd", ReduceOp::Prod);
+const ReduceStaticOp kReduceLogSumExp("ReduceLogSumExp", ReduceOp::LogSumExp);
+const ReduceStaticOp kReduceL1("ReduceL1", ReduceOp::L1);
+const ReduceStaticOp kReduceL2("ReduceL2", ReduceOp::L2);
+const ReduceStaticOp kReduceSumSquare("ReduceSumSquare", ReduceOp::SumSquare);
+const ReduceStaticOp kArgmax("Argmax", ReduceOp::ArgMax);
+const ReduceStaticOp kArgmin("Argmin", ReduceOp::ArgMin);
 
-Function reduce(const ReduceStaticOp& op, const Variable& x, const std::vector<Axis>& axes,
-                bool keep_dims, const std::string& name) {
-  Dictionary a;
+// ReduceSum, ReduceMean and ReduceMax with the attribute keys of their model files.
+Function reduce_with_file_keys(const ReduceStaticOp& op, const Variable& x,
+                               const std::vector<Axis>& axes, bool keep_dims,
+                               const std::string& name) {
   DictionaryVector indices;
   bool all = false;
   for (const Axis& axis : axes) {
-    LOOM_CHECK(axis.is_static() || axis.is_all_static(), ShapeError, op.name(), ": axis ",
-               axis.to_string(), " is not a static axis; ", op.name(),
-               " reduces static axes of each sample (sequence::reduce_sum reduces a sequence)");
+    check_supported(op.name(), axis);
     if (axis.is_all_static()) {
       all = true;
     } else {
       indices.emplace_back(int64_t{axis.static_index()});
     }
   }
-  a["axes"] = std::move(indices);
-  a["all_static_axes"] = all;
-  a["keep_dims"] = keep_dims;
+  return make_primitive(
+      op, {x},
+      Dictionary({{"axes", std::move(indices)}, {kAllStaticAxes, all}, {"keep_dims", keep_dims}}),
+      name);
+}
+
+// The ops added with the op table, with its attributes; Argmax and Argmin take no keepdims.
+Function reduce_with_table_keys(const ReduceStaticOp& op, const Variable& x,
+                                const std::vector<Axis>& axes, std::optional<bool> keepdims,
+                                const std::string& name) {
+  Dictionary a;
+  if (axes.size() == 1) {
+    a["axis"] = axis_attribute(axes[0]);
+  } else {
+    DictionaryVector list;
+    for (const Axis& axis : axes) list.push_back(axis_attribute(axis));
+    a["axis"] = std::move(list);
+  }
+  if (keepdims) a["keepdims"] = *keepdims;
   return make_primitive(op, {x}, std::move(a), name);
+}
+
+// Conformance inputs: samples [3, 4] reduced over all static axes, the last (dropping it) and
+// the first (the kernels' two layouts), and a parameter [3, 4] that no sample has.
+std::vector<ConformanceCase> reduction_cases(bool keepdims_param) {
+  auto attributes = [keepdims_param](int64_t axis, bool keepdims) {
+    Dictionary a({{"axis", axis}});
+    if (keepdims_param) a["keepdims"] = keepdims;
+    return a;
+  };
+  const ConformanceInput sample{NDShape{3, 4}}, shared{NDShape{3, 4}, false};
+  ConformanceCase parameter{{shared}, attributes(0, true)};
+  parameter.sequences = false;  // the same graph as over a batch
+  return {
+      {{sample}}, {{sample}, attributes(-1, false)}, {{sample}, attributes(0, true)}, parameter};
+}
+
+OpSchema reduction(const ReduceStaticOp& op, const char* python, const char* doc,
+                   OnnxMapping onnx) {
+  return {&op,
+          1,
+          1,
+          python,
+          "ops",
+          {{"x"},
+           {"axis", ParamType::Axis, axis_attribute(Axis::all_static_axes())},
+           {"keepdims", ParamType::Bool, true}},
+          false,
+          doc,
+          std::move(onnx),
+          reduction_cases(true)};
+}
+
+OpSchema arg_reduction(const ReduceStaticOp& op, const char* python, const char* onnx_type,
+                       const char* doc) {
+  return {&op,
+          1,
+          1,
+          python,
+          "ops",
+          {{"x"}, {"axis", ParamType::Axis, axis_attribute(Axis::all_static_axes())}},
+          false,
+          doc,
+          {.op_type = onnx_type,
+           .none_because = "ONNX's ArgMax and ArgMin give int64 positions (a Cast back to the "
+                           "input's type is not written yet)"},
+          reduction_cases(false)};
 }
 
 }  // namespace
 
+std::vector<size_t> reduced_static_axes(const Dictionary& attributes, size_t rank) {
+  std::vector<bool> reduced(rank, false);
+  for_each_reduced_axis(attributes, rank, [&](size_t i) { reduced[i] = true; });
+  std::vector<size_t> axes;
+  for (size_t i = 0; i < rank; ++i)
+    if (reduced[i]) axes.push_back(i);
+  return axes;
+}
+
+bool reduction_keeps_dims(const Dictionary& attributes) {
+  if (attributes.contains(kAllStaticAxes)) return attributes.get<bool>("keep_dims");
+  return !attributes.contains("keepdims") || attributes.get<bool>("keepdims");
+}
+
 std::vector<OpSchema> reduction_schemas() {
-  const Dictionary a(
-      {{"axes", DictionaryVector{int64_t{1}}}, {"all_static_axes", false}, {"keep_dims", true}});
-  const std::vector<ConformanceCase> cases = {{{{NDShape{3, 4}}}, a}};
-  return {hand_bound(kReduceSum, 1, 1, cases), hand_bound(kReduceMean, 1, 1, cases),
-          hand_bound(kReduceMax, 1, 1, cases)};
+  return {
+      reduction(kReduceSum, "reduce_sum", "the sum over axis (None: all static axes)",
+                {"ReduceSum", false}),
+      reduction(kReduceMean, "reduce_mean", "the mean over axis (None: all static axes)",
+                {"ReduceMean", false}),
+      reduction(kReduceMax, "reduce_max", "the max over axis (None: all static axes)",
+                {"ReduceMax", false}),
+      reduction(kReduceMin, "reduce_min", "the min over axis (None: all static axes)",
+                {"ReduceMin", false}),
+      reduction(kReduceProd, "reduce_prod", "the product over axis (None: all static axes)",
+                {"ReduceProd", false}),
+      reduction(kReduceLogSumExp, "reduce_log_sum_exp",
+                "log(sum(exp(x))) over axis (None: all static axes), computed stably",
+                {"ReduceLogSumExp", false}),
+      reduction(kReduceL1, "reduce_l1", "sum(|x|) over axis (None: all static axes)",
+                {"ReduceL1", false}),
+      reduction(kReduceL2, "reduce_l2", "sqrt(sum(x^2)) over axis (None: all static axes)",
+                {"ReduceL2", false}),
+      reduction(kReduceSumSquare, "reduce_sum_square", "sum(x^2) over axis (None: all static axes)",
+                {"ReduceSumSquare", false}),
+      arg_reduction(kArgmax, "argmax", "ArgMax",
+                    "the position of the first max along axis, kept as extent 1 (None: the flat "
+                    "position in the sample)"),
+      arg_reduction(kArgmin, "argmin", "ArgMin",
+                    "the position of the first min along axis, kept as extent 1 (None: the flat "
+                    "position in the sample)"),
+  };
 }
 
 Function reduce_sum(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce(kReduceSum, x, {axis}, keep_dims, name);
+  return reduce_with_file_keys(kReduceSum, x, {axis}, keep_dims, name);
 }
 Function reduce_sum(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                     const std::string& name) {
-  return reduce(kReduceSum, x, axes, keep_dims, name);
+  return reduce_with_file_keys(kReduceSum, x, axes, keep_dims, name);
 }
 Function reduce_mean(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce(kReduceMean, x, {axis}, keep_dims, name);
+  return reduce_with_file_keys(kReduceMean, x, {axis}, keep_dims, name);
 }
 Function reduce_mean(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                      const std::string& name) {
-  return reduce(kReduceMean, x, axes, keep_dims, name);
+  return reduce_with_file_keys(kReduceMean, x, axes, keep_dims, name);
 }
 Function reduce_max(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce(kReduceMax, x, {axis}, keep_dims, name);
+  return reduce_with_file_keys(kReduceMax, x, {axis}, keep_dims, name);
 }
 Function reduce_max(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                     const std::string& name) {
-  return reduce(kReduceMax, x, axes, keep_dims, name);
+  return reduce_with_file_keys(kReduceMax, x, axes, keep_dims, name);
+}
+Function reduce_min(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
+  return reduce_with_table_keys(kReduceMin, x, {axis}, keep_dims, name);
+}
+Function reduce_min(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
+                    const std::string& name) {
+  return reduce_with_table_keys(kReduceMin, x, axes, keep_dims, name);
+}
+Function reduce_prod(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
+  return reduce_with_table_keys(kReduceProd, x, {axis}, keep_dims, name);
+}
+Function reduce_prod(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
+                     const std::string& name) {
+  return reduce_with_table_keys(kReduceProd, x, axes, keep_dims, name);
+}
+Function reduce_log_sum_exp(const Variable& x, const Axis& axis, bool keep_dims,
+                            const std::string& name) {
+  return reduce_with_table_keys(kReduceLogSumExp, x, {axis}, keep_dims, name);
+}
+Function reduce_log_sum_exp(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
+                            const std::string& name) {
+  return reduce_with_table_keys(kReduceLogSumExp, x, axes, keep_dims, name);
+}
+Function reduce_l1(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
+  return reduce_with_table_keys(kReduceL1, x, {axis}, keep_dims, name);
+}
+Function reduce_l1(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
+                   const std::string& name) {
+  return reduce_with_table_keys(kReduceL1, x, axes, keep_dims, name);
+}
+Function reduce_l2(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
+  return reduce_with_table_keys(kReduceL2, x, {axis}, keep_dims, name);
+}
+Function reduce_l2(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
+                   const std::string& name) {
+  return reduce_with_table_keys(kReduceL2, x, axes, keep_dims, name);
+}
+Function reduce_sum_square(const Variable& x, const Axis& axis, bool keep_dims,
+                           const std::string& name) {
+  return reduce_with_table_keys(kReduceSumSquare, x, {axis}, keep_dims, name);
+}
+Function reduce_sum_square(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
+                           const std::string& name) {
+  return reduce_with_table_keys(kReduceSumSquare, x, axes, keep_dims, name);
+}
+Function argmax(const Variable& x, const Axis& axis, const std::string& name) {
+  return reduce_with_table_keys(kArgmax, x, {axis}, std::nullopt, name);
+}
+Function argmin(const Variable& x, const Axis& axis, const std::string& name) {
+  return reduce_with_table_keys(kArgmin, x, {axis}, std::nullopt, name);
 }
 
 }  // namespace loom
