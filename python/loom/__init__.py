@@ -9,8 +9,8 @@ from loom._loom import (ArgumentError, Axis, CloneMethod, Constant, DataError, D
                         Error, Function, IOError, NDArrayView, Parameter, ShapeError, StateError,
                         Value, Variable, VariableKind, bf16_supported, get_compute_precision,
                         get_max_num_cpu_threads, set_compute_precision, set_max_num_cpu_threads)
-from loom import (cntk_py, device, distributed, initializer, io, layers, learners, logging, ops,
-                  sequence, tests, train)
+from loom import (cntk_py, device, distributed, initializer, io, layers, learners, logging,
+                  losses, metrics, ops, sequence, tests, train)
 from loom.device import use_default_device
 from loom.learners import (UnitType, UserLearner, adadelta, adagrad, adam, fsadagrad,
                            learning_parameter_schedule, learning_parameter_schedule_per_sample,
@@ -18,6 +18,8 @@ from loom.learners import (UnitType, UserLearner, adadelta, adagrad, adam, fsada
                            momentum_schedule, momentum_schedule_per_sample, momentum_sgd,
                            nesterov, rmsprop, sgd, universal)
 from loom.ops import *  # noqa: F401,F403 (CNTK re-exports every op at the top level)
+from loom.losses import *  # noqa: F401,F403 (and every loss and metric)
+from loom.metrics import *  # noqa: F401,F403
 from loom.ops.functions import load_model
 from loom.train import (CheckpointConfig, CrossValidationConfig, Evaluator, TestConfig, Trainer,
                         training_session)

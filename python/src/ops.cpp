@@ -38,8 +38,6 @@ const char* type_name(ParamType type) {
   switch (type) {
     case ParamType::Tensor:
       return "tensor";
-    case ParamType::Tensors:
-      return "tensors";
     case ParamType::Double:
       return "double";
     case ParamType::Int:
@@ -77,11 +75,15 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
         return value.cast<bool>();
       case ParamType::Axis:
         if (value.is_none()) return axis_attribute(Axis::all_static_axes());
+        if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+          DictionaryVector axes;  // several axes at once (the reductions)
+          for (py::handle a : value) axes.push_back(attribute_of(op, key, type, a));
+          return axes;
+        }
         if (py::isinstance<Axis>(value)) return axis_attribute(value.cast<Axis>());
         if (!py::isinstance<py::bool_>(value)) return axis_attribute(Axis(value.cast<int>()));
         break;
       case ParamType::Tensor:
-      case ParamType::Tensors:
         break;
     }
   } catch (const py::cast_error&) {
@@ -129,7 +131,7 @@ Function apply_op(const std::string& op_name, const py::sequence& inputs,
     const std::string k = key.cast<std::string>();
     const auto p = std::find_if(schema->params.begin(), schema->params.end(),
                                 [&k](const OpParam& q) { return k == q.name; });
-    if (p == schema->params.end() || p->type == ParamType::Tensor || p->type == ParamType::Tensors)
+    if (p == schema->params.end() || p->type == ParamType::Tensor)
       throw ArgumentError(op_name + " has no attribute '" + k + "'");
     values[k] = attribute_of(schema->python ? schema->python : op_name.c_str(), k, p->type, value);
   }
@@ -140,15 +142,6 @@ Axis axis_of(py::handle axis) {
   if (axis.is_none()) return Axis::all_static_axes();
   if (py::isinstance<Axis>(axis)) return axis.cast<Axis>();
   return Axis(axis.cast<int>());
-}
-
-std::vector<Axis> axes_of(py::handle axis) {
-  if (py::isinstance<py::tuple>(axis) || py::isinstance<py::list>(axis)) {
-    std::vector<Axis> axes;
-    for (py::handle a : axis) axes.push_back(axis_of(a));
-    return axes;
-  }
-  return {axis_of(axis)};
 }
 
 // x[i], x[a:b], x[i, a:b, ...] as slices along the static axes (an index keeps its axis).
@@ -222,6 +215,13 @@ void add_ops(py::module_& m) {
   m.def("_op_table", &op_table_entries);
   m.def("_apply_op", &apply_op, py::arg("op"), py::arg("inputs"), py::arg("attributes"),
         py::arg("name") = "");
+  // CNTK's sum(*operands) and mean(*operands); loom/ops/__init__.py takes the varargs.
+  m.def(
+      "_sum", [](const py::sequence& xs, const std::string& n) { return sum(operands(xs), n); },
+      py::arg("operands"), py::arg("name") = "");
+  m.def(
+      "_mean", [](const py::sequence& xs, const std::string& n) { return mean(operands(xs), n); },
+      py::arg("operands"), py::arg("name") = "");
   auto binary = [&m](const char* name, Binary op, const char* a, const char* b) {
     m.def(
         name,
@@ -255,7 +255,7 @@ void add_ops(py::module_& m) {
   m.def(
       "softmax",
       [](py::handle x, py::handle axis, const std::string& n) {
-        return softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);
+        return softmax(as_variable(x), axis_of(axis), n);  // None: all static axes (CNTK's)
       },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
   m.def(
@@ -264,19 +264,6 @@ void add_ops(py::module_& m) {
         return log_softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);
       },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
-  using Reduce = Function (*)(const Variable&, const std::vector<Axis>&, bool, const std::string&);
-  auto reduction = [&m](const char* name, Reduce op) {
-    m.def(
-        name,
-        [op](py::handle x, py::handle axis, bool keepdims, const std::string& n) {
-          return op(as_variable(x), axes_of(axis), keepdims, n);
-        },
-        py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = true,
-        py::arg("name") = "");
-  };
-  reduction("reduce_sum", &reduce_sum);
-  reduction("reduce_mean", &reduce_mean);
-  reduction("reduce_max", &reduce_max);
   m.def(
       "reshape",
       [](py::handle x, py::handle shape, const std::string& n) {

@@ -1,10 +1,11 @@
 """Ops: functions that build graphs (CNTK's cntk.ops). Numbers and numpy arrays may stand for
 any operand; they become constants of the other operand's dtype."""
-from loom._loom import (assign, binary_cross_entropy, classification_error, combine, constant,
+from loom import _loom
+from loom._loom import (assign, binary_cross_entropy, classification_error, constant,
                         cross_entropy_with_softmax, dropout, input_variable, log_softmax,
-                        parameter, placeholder, reduce_max, reduce_mean, reduce_sum, reshape,
-                        slice, softmax, splice, squared_error, times, transpose)
-from loom.ops import functions  # noqa: F401
+                        parameter, placeholder, reshape, slice, softmax, splice, squared_error,
+                        times, transpose)
+from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 from loom.ops.functions import Function, load_model  # noqa: F401
 
@@ -12,3 +13,25 @@ from loom.ops.functions import Function, load_model  # noqa: F401
 # the names of Python built-ins (abs, pow, round), as in CNTK's cntk.ops; they replace the
 # built-ins only in loom.ops and loom (`from loom.ops import *`), which call none of them.
 globals().update(_op_functions('ops'))
+
+
+def _operands(operands):
+    """CNTK's (*operands): the operands as arguments, or one list or tuple of them."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        return list(operands[0])
+    return list(operands)
+
+
+def combine(*operands, name=''):
+    """A Function with all outputs of the operands (CNTK's cntk.combine: varargs or a list)."""
+    return _loom.combine(_operands(operands), name)
+
+
+def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
+    """The elementwise sum of the operands, broadcasting (varargs or a list)."""
+    return _loom._sum(_operands(operands), name)
+
+
+def mean(*operands, name=''):
+    """The elementwise mean of the operands, broadcasting (varargs or a list)."""
+    return _loom._mean(_operands(operands), name)

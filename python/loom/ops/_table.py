@@ -10,16 +10,9 @@ _Parameter = inspect.Parameter
 
 def _signature(params):
     """CNTK's parameters in their order, then name=''. A parameter the caller must give has the
-    default inspect.Parameter.empty (_loom._op_table gives it so); the parameters after a
-    'tensors' one (Python's *args) can only be given by keyword."""
-    parameters = []
+    default inspect.Parameter.empty (_loom._op_table gives it so)."""
     kind = _Parameter.POSITIONAL_OR_KEYWORD
-    for name, kind_of_value, default in params:
-        if kind_of_value == 'tensors':
-            parameters.append(_Parameter(name, _Parameter.VAR_POSITIONAL))
-            kind = _Parameter.KEYWORD_ONLY
-        else:
-            parameters.append(_Parameter(name, kind, default=default))
+    parameters = [_Parameter(name, kind, default=default) for name, _, default in params]
     parameters.append(_Parameter('name', kind, default=''))
     return inspect.Signature(parameters)
 
@@ -27,8 +20,8 @@ def _signature(params):
 def _function(entry):
     op, params, associative = entry['op'], entry['params'], entry['associative']
     signature = _signature(params)
-    tensors = [(name, kind) for name, kind, _ in params if kind in ('tensor', 'tensors')]
-    attributes = [name for name, kind, _ in params if kind not in ('tensor', 'tensors')]
+    tensors = [name for name, kind, _ in params if kind == 'tensor']
+    attributes = [name for name, kind, _ in params if kind != 'tensor']
 
     def function(*args, **kwargs):
         if associative and len(args) > 2:
@@ -40,9 +33,7 @@ def _function(entry):
         if not isinstance(given['name'], str):  # an operand too many, as in minus(a, b, c)
             raise TypeError(f"{entry['python']}(): name must be a str, not "
                             f"{type(given['name']).__name__}")
-        inputs = []
-        for name, kind in tensors:
-            inputs.extend(given[name] if kind == 'tensors' else [given[name]])
+        inputs = [given[name] for name in tensors]
         return _loom._apply_op(op, inputs, {name: given[name] for name in attributes},
                                given['name'])
 

@@ -21,6 +21,14 @@ def _elu(x, alpha=1.0):
 
 # name: (numpy oracle, the domain of each input, attributes). The oracles compute in float64
 # from the inputs, the domains keep away from where an op departs from IEEE (tested below).
+def _hardmax(x):
+    """1 at the first largest element of each sample [3, 4] (all its axes), 0 elsewhere."""
+    flat = x.reshape(len(x), -1)
+    out = np.zeros_like(flat)
+    out[np.arange(len(flat)), flat.argmax(axis=1)] = 1
+    return out.reshape(x.shape)
+
+
 ORACLES = {
     'negate': (np.negative, [U]),
     'tanh': (np.tanh, [U]),
@@ -54,6 +62,10 @@ ORACLES = {
                      {'alpha': 0.2, 'beta': 0.5}),
     'straight_through_impl': (lambda x: np.where(x > 0, 1, -1), [U]),
     'stop_gradient': (lambda x: x, [U]),
+    'alias': (lambda x: x, [U]),
+    'zeros_like': (np.zeros_like, [U]),
+    'ones_like': (np.ones_like, [U]),
+    'hardmax': (_hardmax, [INT]),
     'element_not': (lambda x: x <= 0, [INT]),
     'plus': (np.add, [U, U]),
     'minus': (np.subtract, [U, U]),
@@ -76,6 +88,49 @@ ORACLES = {
     'element_select': (lambda flag, t, f: np.where(flag != 0, t, f), [INT, U, U]),
     'clip': (np.clip, [(-2, 2), (-1, -0.2), (0.2, 1)]),
 }
+
+
+# Reductions (loom/ops/reduction.cpp): by default over all static axes of each sample, which stay
+# as extent 1; the batch axis stays apart.
+def _each_sample(reduce):
+    """reduce(x, axis) over all static axes of each sample of a batch [N, ...], as [N, 1, ..]."""
+    return lambda x: reduce(x.reshape(len(x), -1), axis=1).reshape((len(x),) + (1,) * (x.ndim - 1))
+
+
+def _log_sum_exp(x, axis, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    return (m if keepdims else np.squeeze(m, axis)) + np.log(
+        np.sum(np.exp(x - m), axis=axis, keepdims=keepdims))
+
+
+def _l1(x, axis, keepdims=False):
+    return np.sum(np.abs(x), axis=axis, keepdims=keepdims)
+
+
+def _l2(x, axis, keepdims=False):
+    return np.sqrt(np.sum(np.square(x), axis=axis, keepdims=keepdims))
+
+
+def _sum_square(x, axis, keepdims=False):
+    return np.sum(np.square(x), axis=axis, keepdims=keepdims)
+
+
+# Python name: its numpy counterpart, called as f(x, axis=..., keepdims=...).
+REDUCTIONS = {
+    'reduce_sum': np.sum,
+    'reduce_mean': np.mean,
+    'reduce_max': np.max,
+    'reduce_min': np.min,
+    'reduce_prod': np.prod,
+    'reduce_log_sum_exp': _log_sum_exp,
+    'reduce_l1': _l1,
+    'reduce_l2': _l2,
+    'reduce_sum_square': _sum_square,
+}
+ORACLES.update({name: (_each_sample(f), [U]) for name, f in REDUCTIONS.items()})
+ORACLES.update({'argmax': (_each_sample(np.argmax), [INT]),  # ties: the first
+                'argmin': (_each_sample(np.argmin), [INT])})
+
 TOLERANCE = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
 SAMPLE = (3, 4)
 BATCH = 5
@@ -235,3 +290,119 @@ def test_no_gradient_flows_through_stop_gradient():
     np.testing.assert_allclose((x * C.stop_gradient(x)).grad({x: X}, wrt=[x]), X)
     np.testing.assert_array_equal(C.stop_gradient(C.square(x)).grad({x: X}, wrt=[x]),
                                   np.zeros_like(X))
+
+
+def test_sum_mean_and_combine_take_varargs_or_a_list():
+    x = C.input_variable(2)
+    data = {x: np.array([[1, 2]], np.float32)}
+    np.testing.assert_array_equal(C.sum(x, x, 1).eval(data), [[3, 5]])
+    np.testing.assert_array_equal(C.sum([x, x, 1]).eval(data), [[3, 5]])
+    np.testing.assert_allclose(C.mean(x, 3).eval(data), [[2, 2.5]])
+    np.testing.assert_array_equal(C.ops.sum(x).eval(data), [[1, 2]])
+    assert len(C.combine(x + 1, x * 2).outputs) == 2
+    assert len(C.combine([x + 1, x * 2]).outputs) == 2
+    assert C.mean(x, x, name='m').name == 'm'
+
+
+def test_softmax_without_axis_normalizes_all_static_axes():
+    x = C.input_variable((2, 2))
+    data = np.array([[[1, 1], [3, 5]]], np.float32)
+    out = C.softmax(x).eval({x: data})
+    np.testing.assert_allclose(out, np.exp(data) / np.exp(data).sum(), rtol=1e-6)
+    # CNTK's documented examples
+    np.testing.assert_allclose(_eval(C.softmax(np.array([[1, 1, 2, 3]], np.float32))),
+                               [[0.082595, 0.082595, 0.224515, 0.610296]], atol=1e-6)
+    np.testing.assert_allclose(_eval(C.softmax(data, axis=-1)),
+                               [[[0.5, 0.5], [0.119203, 0.880797]]], atol=1e-6)
+    np.testing.assert_allclose(_eval(C.softmax(data, axis=1)),
+                               [[[0.119203, 0.017986], [0.880797, 0.982014]]], atol=1e-6)
+
+
+def test_hardmax_examples():
+    np.testing.assert_array_equal(_eval(C.hardmax(np.array([1., 1., 2., 3.], np.float32))),
+                                  [0, 0, 0, 1])
+    np.testing.assert_array_equal(_eval(C.hardmax(np.array([1., 3., 2., 3.], np.float32))),
+                                  [0, 1, 0, 0])
+
+
+# Reductions: CNTK's axis and keepdims, argmax and argmin, CNTK's documented values.
+def test_reductions_take_cntks_axis_and_keepdims():
+    assert str(inspect.signature(C.reduce_sum)) == "(x, axis=None, keepdims=True, name='')"
+    assert str(inspect.signature(C.reduce_l2)) == "(x, axis=None, keepdims=True, name='')"
+    assert str(inspect.signature(C.argmax)) == "(x, axis=None, name='')"
+    x = C.input_variable((2, 3, 4), dtype=np.float64)
+    X = np.random.default_rng(7).uniform(-1, 1, (BATCH, 2, 3, 4))
+    # Loom's axis (None and Axis.all_static_axes(): every static axis; an int counts the static
+    # axes, negative from the end) and numpy's on the batch.
+    axes = [(None, (1, 2, 3)), (C.Axis.all_static_axes(), (1, 2, 3)), (0, 1), (2, 3), (-1, 3),
+            (-3, 1), (C.Axis(1), 2)]
+    for name, reduce in REDUCTIONS.items():
+        for axis, np_axis in axes:
+            for keepdims in (True, False):
+                out = getattr(C, name)(x, axis=axis, keepdims=keepdims).eval({x: X})
+                want = reduce(X, axis=np_axis, keepdims=keepdims)
+                assert out.shape == want.shape, (name, axis, keepdims)
+                np.testing.assert_allclose(out, want, rtol=1e-12,
+                                           err_msg=f'{name} axis={axis} keepdims={keepdims}')
+        assert getattr(C, name)(x, None, False).eval({x: X}).shape == (BATCH,)
+
+
+def test_argmax_and_argmin_give_the_first_position_along_an_axis():
+    x = C.input_variable((3, 4))
+    X = np.random.default_rng(8).integers(-2, 3, (BATCH, 3, 4)).astype(np.float32)  # ties
+    for name, position in (('argmax', np.argmax), ('argmin', np.argmin)):
+        for axis, np_axis in ((0, 1), (1, 2), (-1, 2), (-2, 1)):
+            np.testing.assert_array_equal(getattr(C, name)(x, axis).eval({x: X}),
+                                          np.expand_dims(position(X, axis=np_axis), np_axis))
+        # None: the position in the flattened sample
+        np.testing.assert_array_equal(getattr(C, name)(x).eval({x: X}),
+                                      position(X.reshape(BATCH, -1), axis=1).reshape(BATCH, 1, 1))
+
+
+def _expect(f, expected, decimals=None):
+    """f's value has CNTK's documented shape and values (rounded as CNTK's docs print them)."""
+    out = _eval(f)
+    assert out.shape == np.shape(expected)
+    np.testing.assert_array_equal(out if decimals is None else out.round(decimals),
+                                  np.asarray(expected, out.dtype))
+
+
+def test_reduction_cntk_examples():
+    data = np.array([[[5, 1], [20, 2]], [[30, 1], [40, 2]], [[55, 1], [60, 2]]], np.float32)
+    _expect(C.reduce_sum(data, 0), [[[90, 3], [120, 6]]])
+    _expect(C.reduce_sum(data, 1), [[[25, 3]], [[70, 3]], [[115, 3]]])
+    _expect(C.reduce_log_sum_exp(data, axis=0), [[[55, 2.0986], [60, 3.0986]]], 4)
+    _expect(C.reduce_mean(data, 0), [[[30, 1], [40, 2]]])
+    _expect(C.reduce_mean(data, 1), [[[12.5, 1.5]], [[35, 1.5]], [[57.5, 1.5]]])
+    _expect(C.reduce_max(data, 0), [[[55, 1], [60, 2]]])
+    _expect(C.reduce_max(data, 1), [[[20, 2]], [[40, 2]], [[60, 2]]])
+    _expect(C.reduce_min(data, 0), [[[5, 1], [20, 2]]])
+    _expect(C.reduce_min(data, 1), [[[5, 1]], [[30, 1]], [[55, 1]]])
+    _expect(C.reduce_prod(data, 0), [[[8250, 1], [48000, 8]]])
+    _expect(C.reduce_prod(data, 1), [[[100, 2]], [[1200, 2]], [[3300, 2]]])
+    _expect(C.reduce_l1([[[1, 2], [3, 4]], [[5, 6], [7, 8]], [[9, 10], [11, 12]]], 2, False),
+            [[3, 7], [11, 15], [19, 23]])
+    _expect(C.reduce_l2([[[1, 2], [3, 4]]], 2), [[[2.236068], [5]]], 6)
+    _expect(C.reduce_sum_square([[[1, 2], [3, 4]]], 2), [[[5], [25]]])
+    _expect(C.argmax([[10, 20], [30, 40], [50, 60]], 0), [[2, 2]])
+    _expect(C.argmax([[10, 20], [30, 40], [50, 60]], 1), [[1], [1], [1]])
+    _expect(C.argmin([[10, 30], [40, 20], [60, 50]], 0), [[0, 1]])
+    _expect(C.argmin([[10, 30], [40, 20], [60, 50]], 1), [[0], [1], [1]])
+
+
+def test_reductions_over_the_batch_axis_are_not_supported_yet():
+    x = C.input_variable(3)
+    for axis in (C.Axis.default_batch_axis(), C.Axis.all_axes()):
+        with pytest.raises(ValueError, match='ReduceSum.*not supported yet'):
+            C.reduce_sum(x, axis)
+        with pytest.raises(ValueError, match='Argmax.*not supported yet'):
+            C.argmax(x, axis)
+
+
+def test_reductions_take_a_tuple_of_axes():
+    x = C.input_variable((2, 3, 4))
+    data = np.arange(48, dtype=np.float32).reshape(2, 2, 3, 4)
+    np.testing.assert_array_equal(C.reduce_sum(x, (0, 2)).eval({x: data}),
+                                  data.sum(axis=(1, 3), keepdims=True))
+    np.testing.assert_array_equal(C.reduce_max(x, [0, -1], keepdims=False).eval({x: data}),
+                                  data.max(axis=(1, 3)))
