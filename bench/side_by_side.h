@@ -32,8 +32,10 @@ struct Measurement {
   std::vector<std::string> lines;  // everything the child printed
 };
 
-// Runs argv as a child, echoes its output indented, and reads samples_per_second= from it.
-inline Measurement run_child(const std::vector<std::string>& args) {
+// Runs argv as a child, echoes its output indented, and reads the number after `key` from it
+// into sps: the child ran when it printed that line.
+inline Measurement run_child(const std::vector<std::string>& args,
+                             const std::string& key = "samples_per_second=") {
   Measurement m;
   int out[2];
   if (pipe(out) != 0) {
@@ -63,8 +65,8 @@ inline Measurement run_child(const std::vector<std::string>& args) {
   std::string last;
   while (std::fgets(line, sizeof line, in)) {
     std::printf("    %s", line);
-    double v = 0;
-    if (std::sscanf(line, "samples_per_second=%lf", &v) == 1) m.sps = v, m.ran = true;
+    if (std::strncmp(line, key.c_str(), key.size()) == 0)
+      m.sps = std::atof(line + key.size()), m.ran = true;
     last.assign(line, std::strcspn(line, "\n"));
     m.lines.push_back(last);
   }
