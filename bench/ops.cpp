@@ -67,10 +67,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "%s\nusage: bench_ops [--ops NAME,NAME,...] [--quick] [--threads N] [--no-reference] "
-               "[--list]\n",
-               problem.c_str());
+  std::fprintf(
+      stderr,
+      "%s\nusage: bench_ops [--ops NAME,NAME,...] [--quick] [--threads N] [--no-reference] "
+      "[--list]\n",
+      problem.c_str());
   std::exit(2);
 }
 
@@ -124,8 +125,8 @@ double per_call(const std::function<void()>& fn, const Protocol& p) {
   size_t calls = 1;
   double t = run(calls);
   while (t < p.run_seconds) {
-    calls = std::max(2 * calls, size_t(std::ceil(double(calls) * 1.2 * p.run_seconds /
-                                                 std::max(t, 1e-9))));
+    calls = std::max(2 * calls,
+                     size_t(std::ceil(double(calls) * 1.2 * p.run_seconds / std::max(t, 1e-9))));
     t = run(calls);
   }
   std::vector<double> seconds{t / double(calls)};
@@ -163,8 +164,8 @@ struct Widening {
     for (const ConformanceInput& in : c.inputs) {
       if (!in.per_sample) continue;
       if (extents.empty())
-        k = std::max<size_t>(1, (kSampleFloats + in.shape.total_size() / 2) /
-                                    in.shape.total_size());
+        k = std::max<size_t>(1,
+                             (kSampleFloats + in.shape.total_size() / 2) / in.shape.total_size());
       extents.insert(in.shape[in.shape.rank() - 1]);
     }
   }
@@ -212,7 +213,7 @@ struct Bench {
   Function f = {};
   Variable out = {};
   ValueMap arguments = {};
-  std::vector<Variable> wrt = {};              // the differentiable inputs
+  std::vector<Variable> wrt = {};             // the differentiable inputs
   std::vector<ConformanceInput> inputs = {};  // with the grown shapes
   size_t rows = 0;  // of each per-sample input: samples, or the sequences' steps
 };
@@ -268,8 +269,7 @@ Traffic traffic(const Bench& b) {
   double backward = out + (t.backward_reads_output ? out : 0);
   for (size_t i = 0; i < b.inputs.size(); ++i) {
     const ConformanceInput& in = b.inputs[i];
-    const double n =
-        double(in.shape.total_size() * (in.per_sample ? b.rows : 1) * sizeof(float));
+    const double n = double(in.shape.total_size() * (in.per_sample ? b.rows : 1) * sizeof(float));
     bytes.forward += n;
     if (t.backward_reads_inputs.contains(i)) backward += n;
     if (t.differentiable.contains(i)) backward += n;
@@ -406,19 +406,19 @@ Reference run_torch(const char* argv0, const std::vector<Row>& rows, const Proto
     ref.why = "ops_torch.py not found beside the bench sources";
     return ref;
   }
-  const std::filesystem::path spec = std::filesystem::temp_directory_path() /
-                                     ("bench_ops_" + std::to_string(getpid()) + ".jsonl");
+  const std::filesystem::path spec =
+      std::filesystem::temp_directory_path() / ("bench_ops_" + std::to_string(getpid()) + ".jsonl");
   {
     std::ofstream out(spec);
     for (const Row& r : rows) out << r.spec << '\n';
   }
   char run_seconds[32];
   std::snprintf(run_seconds, sizeof run_seconds, "%g", p.run_seconds);
-  const bench::Measurement m = bench::run_child(
-      {"/usr/bin/python3", script, "--spec", spec.string(), "--threads",
-       std::to_string(get_max_num_cpu_threads()), "--run-seconds", run_seconds, "--runs",
-       std::to_string(p.runs)},
-      "rows_timed=");
+  const bench::Measurement m =
+      bench::run_child({"/usr/bin/python3", script, "--spec", spec.string(), "--threads",
+                        std::to_string(get_max_num_cpu_threads()), "--run-seconds", run_seconds,
+                        "--runs", std::to_string(p.runs)},
+                       "rows_timed=");
   std::filesystem::remove(spec);
   ref.ran = m.ran;
   ref.why = m.why;
@@ -489,9 +489,10 @@ int run(int argc, char** argv) {
   for (const OpSchema& s : elementwise_schemas()) elementwise.insert(s.op->name());
 
   const double bandwidth = memory_bandwidth(p);
-  std::printf("Loom ops, %d thread(s), minibatch %zu (about 1 MiB a per-sample input) and %zu "
-              "ragged sequences; runs of >= %g ms, median of %d\n",
-              threads, kBatch, kSequences, p.run_seconds * 1e3, p.runs);
+  std::printf(
+      "Loom ops, %d thread(s), minibatch %zu (about 1 MiB a per-sample input) and %zu "
+      "ragged sequences; runs of >= %g ms, median of %d\n",
+      threads, kBatch, kSequences, p.run_seconds * 1e3, p.runs);
   std::printf("memory bandwidth (memcpy of %zu MiB on %d thread(s), read + written): %.1f GB/s\n",
               kBandwidthBytes >> 20, threads, bandwidth / 1e9);
 
@@ -502,10 +503,9 @@ int run(int argc, char** argv) {
     for (Mode mode : {Mode::Batch, Mode::Sequences}) {
       if (!(mode == Mode::Batch ? c.batch : c.sequences)) continue;
       const Bench b = build(*s, mode);
-      const Row& r = rows.emplace_back(
-          Row{s->op->name(), mode, spec_line(b),
-              elementwise.contains(s->op->name()) ? traffic(b) : Traffic{NAN, NAN},
-              time_loom(b, p)});
+      const Row& r = rows.emplace_back(Row{
+          s->op->name(), mode, spec_line(b),
+          elementwise.contains(s->op->name()) ? traffic(b) : Traffic{NAN, NAN}, time_loom(b, p)});
       std::printf("  %-24s %-5s forward %10.1f us, forward+backward %10s us\n", r.op.c_str(),
                   mode_name(mode), r.loom.forward_us,
                   figure(r.loom.forward_backward_us, "%.1f").c_str());
@@ -525,8 +525,8 @@ int run(int argc, char** argv) {
       "(a batch's inputs fit in\nthe caches, so more than 100 %% is possible)\n\n",
       bandwidth / 1e9);
   const char* format = "%-24s %-5s | %9s %9s %6s %5s | %9s %9s %6s %5s\n";
-  std::printf(format, "op", "case", "fwd Loom", "fwd torch", "ratio", "bw", "f+b Loom",
-              "f+b torch", "ratio", "bw");
+  std::printf(format, "op", "case", "fwd Loom", "fwd torch", "ratio", "bw", "f+b Loom", "f+b torch",
+              "ratio", "bw");
   Ratios forward, backward;
   for (const Row& r : rows) {
     const std::string row = r.op + " " + mode_name(r.mode);
@@ -537,7 +537,7 @@ int run(int argc, char** argv) {
     auto bw = [&](double moved, double us) {
       return figure(100 * moved / (us * 1e-6) / bandwidth, "%.0f%%");
     };
-    const char* none = !torch.ran                                       ? "-"
+    const char* none = !torch.ran                                            ? "-"
                        : torch.failed.contains(key(r.op, mode_name(r.mode))) ? "failed"
                                                                              : "no ref";
     forward.add(row, t.forward_us / l.forward_us);
