@@ -283,10 +283,10 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
 
 namespace {
 
-template <typename T, typename F>
-void broadcast_map(const Dims& out_dims, const Dims& a_dims, const T* a, const Dims& b_dims,
-                   const T* b, T* y, F f) {
-  const detail::Plan p = detail::make_plan(out_dims, {&out_dims, &a_dims, &b_dims}, "binary");
+// y[o] (+)= f(o, a at o, b at o) at each point o of p's space, operands 1 and 2 (a and b)
+// broadcast along the axes where their stride is 0; y has the space's layout (operand 0).
+template <bool Accumulate, typename T, typename F>
+void broadcast_apply(const detail::Plan& p, const T* a, const T* b, T* y, F f) {
   if (p.size == 0) return;
   detail::with_inner_strides(p, [&](auto sa, auto sb) {
     constexpr size_t SA = decltype(sa)::value, SB = decltype(sb)::value;
@@ -296,7 +296,10 @@ void broadcast_map(const Dims& out_dims, const Dims& a_dims, const T* a, const D
         const T* aa = a + oa;
         const T* bb = b + ob;
 #pragma omp simd
-        for (size_t i = 0; i < len; ++i) yy[i] = f(aa[SA * i], bb[SB * i]);
+        for (size_t i = 0; i < len; ++i) {
+          const T v = f(oy + i, aa[SA * i], bb[SB * i]);
+          yy[i] = Accumulate ? yy[i] + v : v;
+        }
       });
     });
   });
@@ -327,12 +330,40 @@ void column_sum(size_t rows, size_t cols, const T* dy, T* dx, T scale) {
   });
 }
 
+// dx (+)= scale * src summed over the axes along which operand `target` of p (1 or 2) is
+// broadcast; src has the layout of p's space (operand 0), dx that operand's.
+template <bool Accumulate, typename T>
+void reduce_to_operand(const detail::Plan& p, size_t target, const T* src, T scale, T* dx) {
+  if (std::equal(p.stride[target], p.stride[target] + p.rank, p.stride[0]))
+    return map_grad<Accumulate>(p.size, 1, dx, [=](size_t i) { return scale * src[i]; });
+  // A bias [C] broadcast over rows [N, C]: a plain column sum.
+  if (p.rank == 2 && p.stride[target][0] == 0 && p.stride[target][1] == 1 && p.stride[0][1] == 1)
+    return column_sum<Accumulate>(p.dim[0], p.dim[1], src, dx, scale);
+  detail::reduce_plan<detail::Combine::Sum, Accumulate>(
+      p, target, dx, scale, [=](size_t o, size_t, size_t, size_t i) { return src[o + i]; });
+}
+
+// dx (+)= the sum over the axes operand `target` of p is broadcast along of
+// f(o, a at o, b at o) (o a point of p's space): f written straight into dx where the operand
+// has the space's shape, else into a buffer of the space's size that is then summed.
+template <bool Accumulate, typename T, typename F>
+void gradient_apply(const detail::Plan& p, size_t target, const T* a, const T* b, T* dx, F f) {
+  if (std::equal(p.stride[target], p.stride[target] + p.rank, p.stride[0]))
+    return broadcast_apply<Accumulate>(p, a, b, dx, f);
+  std::vector<T> full(p.size);
+  broadcast_apply<false>(p, a, b, full.data(), f);
+  reduce_to_operand<Accumulate>(p, target, full.data(), T(1), dx);
+}
+
 }  // namespace
 
 template <typename T>
 void binary(BinaryOp op, const Dims& out_dims, const Dims& a_dims, const T* a, const Dims& b_dims,
             const T* b, T* y) {
-  auto run = [&](auto f) { broadcast_map(out_dims, a_dims, a, b_dims, b, y, f); };
+  const detail::Plan p = detail::make_plan(out_dims, {&out_dims, &a_dims, &b_dims}, "binary");
+  auto run = [&](auto f) {
+    broadcast_apply<false>(p, a, b, y, [f](size_t, T u, T v) { return f(u, v); });
+  };
   switch (op) {
     case BinaryOp::Plus:
       return run([](T u, T v) { return u + v; });
@@ -407,20 +438,9 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
   const size_t target = static_cast<size_t>(which) + 1;
   detail::with_accumulate(accumulate, [&](auto acc) {
     constexpr bool A = decltype(acc)::value;
-    auto reduce = [&](T scale, auto load) {
-      detail::reduce_plan<detail::Combine::Sum, A>(p, target, dx, scale, load);
-    };
     if (op == BinaryOp::Plus || op == BinaryOp::Minus) {
       const T scale = op == BinaryOp::Minus && which == 1 ? T(-1) : T(1);
-      // The two cases of a bias add: an operand of the output's shape (dx = dy, whatever the
-      // other operand's shape), and a bias [C] broadcast over rows [N, C], whose gradient is a
-      // plain column sum.
-      if (std::equal(p.stride[target], p.stride[target] + p.rank, p.stride[0]))
-        return map_grad<A>(p.size, 1, dx, [=](size_t i) { return scale * dy[i]; });
-      if (p.rank == 2 && p.stride[target][0] == 0 && p.stride[target][1] == 1 &&
-          p.stride[0][1] == 1)
-        return column_sum<A>(p.dim[0], p.dim[1], dy, dx, scale);
-      return reduce(scale, [&](size_t o, size_t, size_t, size_t i) { return dy[o + i]; });
+      return reduce_to_operand<A>(p, target, dy, scale, dx);
     }
     if (!binary_backward_reads_inputs(op)) {  // comparisons and logic: a zero gradient
       const Dims& dims = which == 0 ? a_dims : b_dims;
@@ -428,46 +448,38 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
       if (!A) std::fill_n(dx, n, T(0));
       return;
     }
-    detail::with_inner_strides(p, [&](auto sa, auto sb) {
-      constexpr size_t SA = decltype(sa)::value, SB = decltype(sb)::value;
-      // The load sees dy, a and b at one point of the output; each case picks the partial.
-      auto grad = [&](auto partial) {
-        reduce(T(1), [&](size_t o, size_t oa, size_t ob, size_t i) {
-          return partial(dy[o + i], oa + SA * i, ob + SB * i);
-        });
-      };
-      const bool to_a = which == 0;
-      switch (op) {
-        case BinaryOp::Times:
-          if (to_a) return grad([&](T g, size_t, size_t j) { return g * b[j]; });
-          return grad([&](T g, size_t i, size_t) { return g * a[i]; });
-        case BinaryOp::Divide:
-          if (to_a) return grad([&](T g, size_t, size_t j) { return g / b[j]; });
-          return grad([&](T g, size_t i, size_t j) { return -g * a[i] / (b[j] * b[j]); });
-        case BinaryOp::Max:
-          if (to_a) return grad([&](T g, size_t i, size_t j) { return a[i] >= b[j] ? g : T(0); });
-          return grad([&](T g, size_t i, size_t j) { return b[j] > a[i] ? g : T(0); });
-        case BinaryOp::Min:
-          if (to_a) return grad([&](T g, size_t i, size_t j) { return a[i] <= b[j] ? g : T(0); });
-          return grad([&](T g, size_t i, size_t j) { return b[j] < a[i] ? g : T(0); });
-        case BinaryOp::Pow:
-          if (to_a)
-            return grad(
-                [&](T g, size_t i, size_t j) { return g * b[j] * safe_pow(a[i], b[j] - 1); });
-          return grad([&](T g, size_t i, size_t j) {
-            return a[i] <= 0 ? T(0) : g * safe_pow(a[i], b[j]) * std::log(a[i]);
-          });
-        case BinaryOp::LogPlus:
-          if (to_a) return grad([&](T g, size_t i, size_t j) { return g * sigmoid(a[i] - b[j]); });
-          return grad([&](T g, size_t i, size_t j) { return g * sigmoid(b[j] - a[i]); });
-        case BinaryOp::PRelu:
-          if (to_a) return grad([&](T g, size_t, size_t j) { return b[j] >= 0 ? T(0) : g * b[j]; });
-          return grad([&](T g, size_t i, size_t j) { return b[j] >= 0 ? g : g * a[i]; });
-        default:
-          break;
-      }
-      throw ArgumentError("binary_backward: unknown op");
-    });
+    // partial(dy, a, b) at one point of the output.
+    auto grad = [&](auto partial) {
+      gradient_apply<A>(p, target, a, b, dx,
+                        [=](size_t o, T u, T v) { return partial(dy[o], u, v); });
+    };
+    const bool to_a = which == 0;
+    switch (op) {
+      case BinaryOp::Times:
+        if (to_a) return grad([](T g, T, T v) { return g * v; });
+        return grad([](T g, T u, T) { return g * u; });
+      case BinaryOp::Divide:
+        if (to_a) return grad([](T g, T, T v) { return g / v; });
+        return grad([](T g, T u, T v) { return -g * u / (v * v); });
+      case BinaryOp::Max:
+        if (to_a) return grad([](T g, T u, T v) { return u >= v ? g : T(0); });
+        return grad([](T g, T u, T v) { return v > u ? g : T(0); });
+      case BinaryOp::Min:
+        if (to_a) return grad([](T g, T u, T v) { return u <= v ? g : T(0); });
+        return grad([](T g, T u, T v) { return v < u ? g : T(0); });
+      case BinaryOp::Pow:
+        if (to_a) return grad([](T g, T u, T v) { return g * v * safe_pow(u, v - 1); });
+        return grad([](T g, T u, T v) { return u <= 0 ? T(0) : g * safe_pow(u, v) * std::log(u); });
+      case BinaryOp::LogPlus:
+        if (to_a) return grad([](T g, T u, T v) { return g * sigmoid(u - v); });
+        return grad([](T g, T u, T v) { return g * sigmoid(v - u); });
+      case BinaryOp::PRelu:
+        if (to_a) return grad([](T g, T, T v) { return v >= 0 ? T(0) : g * v; });
+        return grad([](T g, T u, T v) { return v >= 0 ? g : g * u; });
+      default:
+        break;
+    }
+    throw ArgumentError("binary_backward: unknown op");
   });
 }
 
@@ -478,17 +490,12 @@ void ternary(TernaryOp op, const Dims& out_dims, const Dims& c_dims, const T* c,
   const bool select = op == TernaryOp::Select;
   const Dims& first_dims = select ? a_dims : c_dims;
   const T* first = select ? a : c;
-  broadcast_map(out_dims, first_dims, first, first_dims, first, y, [](T u, T) { return u; });
+  const detail::Plan copy =
+      detail::make_plan(out_dims, {&out_dims, &first_dims, &first_dims}, "ternary");
+  broadcast_apply<false>(copy, first, first, y, [](size_t, T u, T) { return u; });
   auto update = [&](const Dims& u_dims, const T* u, const Dims& v_dims, const T* v, auto f) {
     const detail::Plan p = detail::make_plan(out_dims, {&out_dims, &u_dims, &v_dims}, "ternary");
-    if (p.size == 0) return;
-    detail::parallel_for(p.size, p.size, [&](size_t begin, size_t end) {
-      detail::walk(p, begin, end, [&](size_t oy, size_t ou, size_t ov, size_t len) {
-        for (size_t i = 0; i < len; ++i)
-          y[oy + i] = f(y[oy + i], u[ou + p.stride[1][p.rank - 1] * i],
-                        v[ov + p.stride[2][p.rank - 1] * i]);
-      });
-    });
+    broadcast_apply<false>(p, u, v, y, [=](size_t o, T uu, T vv) { return f(y[o], uu, vv); });
   };
   if (select)
     update(c_dims, c, b_dims, b, [](T t, T cond, T f) { return cond != 0 ? t : f; });
@@ -502,20 +509,24 @@ void ternary_backward(TernaryOp op, int which, const Dims& out_dims, const Dims&
                       bool accumulate) {
   const bool valid = op == TernaryOp::Select ? which == 1 || which == 2 : which == 0;
   LOOM_CHECK(valid, ArgumentError, "ternary_backward: no gradient for input ", which);
+  // dy where keep(o, cond at o), else 0, over the output (operands: the output, cond, dy), then
+  // summed into x's shape.
   const detail::Plan p =
-      detail::make_plan(out_dims, {&out_dims, &cond_dims, &x_dims}, "ternary_backward");
-  const size_t sc = p.stride[1][p.rank - 1];
+      detail::make_plan(out_dims, {&out_dims, &cond_dims, &out_dims}, "ternary_backward");
+  const detail::Plan to_x =
+      detail::make_plan(out_dims, {&out_dims, &x_dims, &x_dims}, "ternary_backward");
   detail::with_accumulate(accumulate, [&](auto acc) {
     constexpr bool A = decltype(acc)::value;
-    auto reduce = [&](auto keep) {
-      detail::reduce_plan<detail::Combine::Sum, A>(
-          p, 2, dx, T(1), [&](size_t o, size_t oc, size_t, size_t i) {
-            return keep(o + i, oc + sc * i) ? dy[o + i] : T(0);
-          });
+    auto masked = [&](auto keep) {
+      auto f = [=](size_t o, T k, T g) { return keep(o, k) ? g : T(0); };
+      if (x_dims == out_dims) return broadcast_apply<A>(p, cond, dy, dx, f);
+      std::vector<T> full(p.size);
+      broadcast_apply<false>(p, cond, dy, full.data(), f);
+      reduce_to_operand<A>(to_x, 1, full.data(), T(1), dx);
     };
-    if (op == TernaryOp::Clip) return reduce([&](size_t o, size_t k) { return y[o] == cond[k]; });
-    if (which == 1) return reduce([&](size_t, size_t k) { return cond[k] != 0; });
-    reduce([&](size_t, size_t k) { return cond[k] == 0; });
+    if (op == TernaryOp::Clip) return masked([=](size_t o, T k) { return y[o] == k; });
+    if (which == 1) return masked([](size_t, T k) { return k != 0; });
+    masked([](size_t, T k) { return k == 0; });
   });
 }
 
