@@ -16,11 +16,14 @@ namespace {
 // Transcendental functions cost about this many simple ops; it lowers the threading threshold.
 constexpr size_t kTranscendentalCost = 8;
 
+// Not inlined into unary(): that function holds every op's loop, and there g++ ran out of
+// inlining budget and called fast_exp once per element instead of vectorizing it.
 template <typename T, typename F>
-void map(size_t n, size_t cost, const T* x, T* y, F f) {
+[[gnu::noinline]] void map(size_t n, size_t cost, const T* x, T* y, F f) {
   detail::parallel_for(n, n * cost, [&](size_t begin, size_t end) {
+    const F g = f;  // as in map_grad: f's constants stay in registers, and the loop vectorizes
 #pragma omp simd
-    for (size_t i = begin; i < end; ++i) y[i] = f(x[i]);
+    for (size_t i = begin; i < end; ++i) y[i] = g(x[i]);
   });
 }
 
@@ -28,7 +31,7 @@ void map(size_t n, size_t cost, const T* x, T* y, F f) {
 // (selects, not branches): the local copy then keeps them in registers and the loop vectorizes,
 // where loads through captured references or behind a branch left it scalar and mispredicted.
 template <bool Accumulate, typename T, typename G>
-void map_grad(size_t n, size_t cost, T* dx, G g) {
+[[gnu::noinline]] void map_grad(size_t n, size_t cost, T* dx, G g) {
   detail::parallel_for(n, n * cost, [&](size_t begin, size_t end) {
     const G f = g;
 #pragma omp simd
@@ -42,7 +45,7 @@ void map_grad(size_t n, size_t cost, T* dx, G g) {
 // exp(-|v|) never overflows, so large negative inputs give 0 rather than 1/inf rounding issues.
 template <typename T>
 T sigmoid(T v) {
-  const T e = std::exp(-std::abs(v));
+  const T e = fast_exp(-std::abs(v));
   const T r = T(1) / (T(1) + e);
   return v >= 0 ? r : e * r;
 }
@@ -60,7 +63,7 @@ constexpr T kLogOfEpsInLog = T(-85.1f);
 // log(1 + e^z) without overflow.
 template <typename T>
 T softplus(T z) {
-  return (z > 0 ? z : T(0)) + std::log1p(fast_exp(-std::abs(z)));
+  return (z > 0 ? z : T(0)) + fast_log1p(fast_exp(-std::abs(z)));
 }
 
 // CNTK's safepow_: x^0 = 1, 0^y = 0, a negative base with a non-integer exponent NaN.
@@ -85,16 +88,16 @@ void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params) {
     case UnaryOp::Negate:
       return map(n, 1, x, y, [](T v) { return -v; });
     case UnaryOp::Tanh:
-      return map(n, tc, x, y, [](T v) { return std::tanh(v); });
+      return map(n, tc, x, y, [](T v) { return fast_tanh(v); });
     case UnaryOp::Sigmoid:
       return map(n, tc, x, y, [](T v) { return sigmoid(v); });
     case UnaryOp::Relu:
       return map(n, 1, x, y, [](T v) { return v > 0 ? v : T(0); });
     case UnaryOp::Exp:
-      return map(n, tc, x, y, [](T v) { return std::exp(v); });
+      return map(n, tc, x, y, [](T v) { return fast_exp(v); });
     case UnaryOp::Log:
       return map(n, tc, x, y,
-                 [](T v) { return v < kEpsInLog<T> ? kLogOfEpsInLog<T> : std::log(v); });
+                 [](T v) { return v < kEpsInLog<T> ? kLogOfEpsInLog<T> : fast_log(v); });
     case UnaryOp::Sqrt:
       return map(n, 1, x, y, [](T v) { return std::sqrt(v > 0 ? v : T(0)); });
     case UnaryOp::Square:
@@ -213,7 +216,7 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
       case UnaryOp::Exp:
         return grad([=](size_t i) { return dy[i] * y[i]; });
       case UnaryOp::Log:
-        return grad([=](size_t i) { return dy[i] * std::exp(-y[i]); });
+        return grad([=](size_t i) { return dy[i] * fast_exp(-y[i]); });
       case UnaryOp::Sqrt:
         return grad([=](size_t i) { return dy[i] * T(0.5) / y[i]; });
       case UnaryOp::Square:
@@ -382,7 +385,7 @@ void binary(BinaryOp op, const Dims& out_dims, const Dims& a_dims, const T* a, c
     case BinaryOp::LogPlus:
       return run([](T u, T v) {
         const T hi = u >= v ? u : v, lo = u >= v ? v : u;
-        return hi + std::log1p(fast_exp(lo - hi));
+        return hi + fast_log1p(fast_exp(lo - hi));
       });
     case BinaryOp::Equal:
       return run([](T u, T v) { return T(u == v); });
