@@ -4,6 +4,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "loom/core/threads.h"
+
 namespace loom {
 
 namespace {
@@ -583,14 +585,30 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
 
 #undef LOOM_VAR
 
+namespace {
+// Copies every step of every sequence of l from a padded buffer [sequence, T, sample] into l's
+// packed rows (samples of `bytes`) when from_padded, else from the rows into the padded buffer.
+// The sequences split across threads when the copy is large (a minibatch of long sequences is
+// tens of MB, where one thread's memcpy leaves bandwidth unused); each row is written once.
+void copy_steps(const SequenceLayout& l, size_t T, size_t bytes, const void* from, void* to,
+                bool from_padded) {
+  const char* src = static_cast<const char*>(from);
+  char* dst = static_cast<char*>(to);
+  const size_t n = l.num_sequences();
+  for_each_piece(n, std::min(n, byte_pieces(n * T * bytes)), [&](size_t, size_t begin, size_t end) {
+    for (size_t b = begin; b < end; ++b)
+      for (size_t step = 0; step < l.lengths[b]; ++step) {
+        const size_t padded = (b * T + step) * bytes, row = l.row(b, step) * bytes;
+        std::memcpy(dst + (from_padded ? row : padded), src + (from_padded ? padded : row), bytes);
+      }
+  });
+}
+}  // namespace
+
 void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
   size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
   size_t T = value.max_sequence_length();
-  const char* src = static_cast<const char*>(value.data().raw_data());
-  char* out = static_cast<char*>(dst);
-  for (size_t b = 0; b < layout.num_sequences(); ++b)
-    for (size_t step = 0; step < layout.lengths[b]; ++step)
-      std::memcpy(out + layout.row(b, step) * bytes, src + (b * T + step) * bytes, bytes);
+  copy_steps(layout, T, bytes, value.data().raw_data(), dst, true);
 }
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
@@ -881,11 +899,7 @@ Value unpack(const Tensor& t, bool as_sequence) {
   size_t T = as_sequence ? l.max_length() : 1;
   NDArrayView out(t.dtype, as_sequence ? sample.prepend(T).prepend(l.num_sequences())
                                        : sample.prepend(l.num_sequences()));
-  char* dst = static_cast<char*>(out.raw_data());
-  const char* src = static_cast<const char*>(t.data);
-  for (size_t b = 0; b < l.num_sequences(); ++b)
-    for (size_t step = 0; step < l.lengths[b]; ++step)
-      std::memcpy(dst + (b * T + step) * bytes, src + l.row(b, step) * bytes, bytes);
+  copy_steps(l, T, bytes, t.data, out.raw_data(), false);
   if (!as_sequence) return Value(out, false);
   NDMask mask(l.num_sequences(), T);
   for (size_t b = 0; b < l.num_sequences(); ++b) {

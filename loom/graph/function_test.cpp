@@ -133,6 +133,26 @@ TEST(Eval, SequenceArgument) {
             (std::vector<size_t>{1, 1}));
 }
 
+TEST(Eval, LargeRaggedBatchIsPackedIntact) {
+  // 48 sequences of lengths 1..48 of 2,048 floats, 19 MB padded: over the size from which the
+  // padded rows are packed on several threads. Each step holds its own sequence and step number.
+  constexpr size_t kDim = 2048, kSequences = 48;
+  std::vector<std::vector<float>> sequences(kSequences);
+  for (size_t b = 0; b < kSequences; ++b)
+    for (size_t t = 0; t <= b; ++t)
+      sequences[b].insert(sequences[b].end(), kDim, float(b * 100 + t));
+  Variable s = sequence::input_variable(kDim);
+  Function doubled = s + s;
+  const auto result =
+      doubled(Value::create_sequences<float>({kDim}, sequences)).as_sequences<float>();
+  ASSERT_EQ(result.size(), kSequences);
+  for (size_t b = 0; b < kSequences; ++b) {
+    ASSERT_EQ(result[b].size(), (b + 1) * kDim) << b;
+    for (size_t i = 0; i < result[b].size(); ++i)
+      ASSERT_EQ(result[b][i], 2 * sequences[b][i]) << "sequence " << b << ", element " << i;
+  }
+}
+
 TEST(Eval, OneSampleOfTheArgumentsShape) {
   Affine a;
   Value scores = a.model(NDArrayView::from_vector<float>(2, {2, 1}));
