@@ -27,12 +27,30 @@ enum class ParamType {
   // order, negative from the end), an Axis, or None (all static axes), or a list of them, held
   // as a DictionaryVector (an op that takes one axis refuses a list).
   Axis,
+  // A list of ints, held as a DictionaryVector of int64 (int_list_attribute, attribute_ints);
+  // Python takes an int, or a list or tuple of ints or of pairs of ints, flattened in order:
+  // pad's pattern [(1, 1), (2, 2)] is held as 1, 1, 2, 2.
+  Ints,
+  // A shape in Python's order, held as an NDShape; Python takes an int (a rank-1 shape) or a
+  // tuple or list of ints, -1 for the one dimension to infer (NDShape::kInferred).
+  Shape,
+  // A data type, held as its name (dtype_attribute, attribute_dtype: "float32", "float64");
+  // Python takes numpy's dtypes (np.float32, np.float64, np.dtype('float64'), 'float32').
+  DataType,
 };
 
 // An Axis as an attribute: a static axis as its (int64) index, any other by its name.
 DictionaryValue axis_attribute(const Axis& axis);
 // The Axis an attribute holds; an ArgumentError for a value of another type.
 Axis attribute_axis(const DictionaryValue& value);
+// A list of ints as an attribute (ParamType::Ints), and the ints an attribute holds (an
+// ArgumentError for a value that is not a list of ints).
+DictionaryValue int_list_attribute(const std::vector<int64_t>& ints);
+std::vector<int64_t> attribute_ints(const DictionaryValue& value);
+// A data type as an attribute (ParamType::DataType), and the data type an attribute holds (an
+// ArgumentError for another value).
+DictionaryValue dtype_attribute(DataType dtype);
+DataType attribute_dtype(const DictionaryValue& value);
 
 // One parameter of an op's builder, in CNTK's Python order. An attribute's key is its name.
 struct OpParam {

@@ -1,5 +1,7 @@
 #include "loom/ops/op_util.h"
 
+#include "loom/ops/op_schema.h"
+
 namespace loom::op_util {
 
 kernels::Dims& dims_buffer(size_t slot) {
@@ -29,3 +31,43 @@ size_t static_axis_index(const char* op, const Axis& axis, const Variable& input
 }
 
 }  // namespace loom::op_util
+
+namespace loom {
+
+// The attribute helpers of op_schema.h's parameter types (axis_attribute is in registry.cpp).
+DictionaryValue int_list_attribute(const std::vector<int64_t>& ints) {
+  DictionaryVector v;
+  v.reserve(ints.size());
+  for (int64_t i : ints) v.emplace_back(i);
+  return v;
+}
+
+std::vector<int64_t> attribute_ints(const DictionaryValue& value) {
+  LOOM_CHECK(value.is<DictionaryVector>(), ArgumentError, "a list-of-ints attribute holds ",
+             value.type_name(), ", not a list");
+  std::vector<int64_t> ints;
+  for (const DictionaryValue& v : value.get<DictionaryVector>()) {
+    LOOM_CHECK(v.is<int64_t>() || v.is<uint64_t>(), ArgumentError,
+               "a list-of-ints attribute holds ", v.type_name(), ", not an int");
+    ints.push_back(v.is<int64_t>() ? v.get<int64_t>() : int64_t(v.get<uint64_t>()));
+  }
+  return ints;
+}
+
+DictionaryValue dtype_attribute(DataType dtype) {
+  return to_string(dtype);
+}
+
+DataType attribute_dtype(const DictionaryValue& value) {
+  if (value.is<std::string>()) {
+    const std::string& name = value.get<std::string>();
+    if (name == to_string(DataType::Float32)) return DataType::Float32;
+    if (name == to_string(DataType::Float64)) return DataType::Float64;
+  }
+  throw ArgumentError(detail::concat(
+      "a data type attribute holds ",
+      value.is<std::string>() ? value.get<std::string>() : std::string(value.type_name()),
+      ", not 'float32' or 'float64'"));
+}
+
+}  // namespace loom

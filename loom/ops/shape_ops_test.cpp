@@ -4,6 +4,7 @@
 
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/serialize/model_file.h"
 
 namespace loom {
 namespace {
@@ -219,6 +220,234 @@ TEST(Transpose, GradientsFloat32AndPacking) {
   check_op({2, 3}, [](const Variable& v) { return transpose(v); });
   check_op({2, 3, 4}, [](const Variable& v) { return transpose(v, {2, 0, 1}); });
   check_op({2, 3, 4}, [](const Variable& v) { return transpose(v, {0, 2, 1}); });
+}
+
+std::vector<double> iota(size_t n) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = double(i);
+  return v;
+}
+
+// ---- reshape with begin_axis and end_axis ----------------------------------------------------
+
+TEST(ReshapeAxes, ReplacesTheAxesBetweenBeginAndEnd) {
+  Variable x = input_variable({2, 3, 4}, f64());
+  EXPECT_EQ(reshape(x, {6}, ReshapeOptions{.begin_axis = 0, .end_axis = 2}).output().shape(),
+            (NDShape{6, 4}));
+  EXPECT_EQ(reshape(x, {12}, ReshapeOptions{.begin_axis = -2}).output().shape(), (NDShape{2, 12}));
+  EXPECT_EQ(reshape(x, {1}, ReshapeOptions{.begin_axis = 3, .end_axis = 3}).output().shape(),
+            (NDShape{2, 3, 4, 1}));
+  EXPECT_EQ(reshape(x, {2, NDShape::kInferred}, ReshapeOptions{.begin_axis = 2}).output().shape(),
+            (NDShape{2, 3, 2, 2}));
+  EXPECT_EQ(reshape(x, {4, 6}, ReshapeOptions{}).output().shape(), (NDShape{4, 6}));
+  expect_argument_error([&] { reshape(x, {6}, ReshapeOptions{.begin_axis = 2, .end_axis = 1}); },
+                        {"reshape", "begin_axis", "comes after end_axis", "Tensor[2,3,4]"});
+  expect_argument_error([&] { reshape(x, {6}, ReshapeOptions{.end_axis = 4}); },
+                        {"reshape", "end_axis 4 is out of range", "-3 to 3"});
+  expect_shape_error([&] { reshape(x, {5}, ReshapeOptions{.begin_axis = 1}); },
+                     {"Reshape", "12 elements in the static axes replaced", "[5]"});
+  check_op({2, 3, 4},
+           [](const Variable& v) { return reshape(v, {6}, ReshapeOptions{.end_axis = -1}); });
+}
+
+// ---- squeeze, expand_dims, swapaxes, flatten -------------------------------------------------
+
+TEST(Squeeze, RemovesAxesOfExtentOne) {
+  Variable x = input_variable({1, 3, 1, 4}, f64());
+  EXPECT_EQ(squeeze(x, std::nullopt, "s").output().shape(), (NDShape{3, 4}));
+  EXPECT_EQ(squeeze(x).name(), "");
+  EXPECT_EQ(squeeze(x, std::vector<int>{-2}).output().shape(), (NDShape{1, 3, 4}));
+  EXPECT_EQ(squeeze(input_variable({1, 1})).output().shape(), NDShape{});
+  expect_argument_error([&] { squeeze(x, std::vector<int>{1}); },
+                        {"squeeze", "static axis 1", "extent 3, not 1"});
+  expect_argument_error([&] { squeeze(x, std::vector<int>{4}); },
+                        {"squeeze", "axis 4 is out of range", "-4 to 3"});
+  expect_argument_error([&] { squeeze(x, std::vector<int>{0, -4}); }, {"squeeze", "named twice"});
+  check_op({1, 3, 1}, [](const Variable& v) { return squeeze(v); });
+}
+
+TEST(ExpandDims, AddsAnAxisBehindTheOneNamedAsCntkDoes) {
+  Variable x = input_variable({2, 3}, f64());
+  EXPECT_EQ(expand_dims(x, 0).output().shape(), (NDShape{2, 1, 3}));  // CNTK's example
+  EXPECT_EQ(expand_dims(x, 1).output().shape(), (NDShape{2, 3, 1}));
+  EXPECT_EQ(expand_dims(x, -1).output().shape(), (NDShape{2, 3, 1}));
+  EXPECT_EQ(expand_dims(x, -2).output().shape(), (NDShape{2, 1, 3}));
+  EXPECT_EQ(expand_dims(x, -3).output().shape(), (NDShape{1, 2, 3}));
+  expect_argument_error([&] { expand_dims(x, 2); },
+                        {"expand_dims", "axis 2 is out of range", "-3 to 1"});
+  expect_argument_error([&] { expand_dims(x, -4); }, {"expand_dims", "axis -4"});
+  check_op({2, 3}, [](const Variable& v) { return expand_dims(v, -3); });
+}
+
+TEST(SwapAxes, ExchangesTwoAxes) {
+  Variable x = input_variable({2, 3, 4}, f64());
+  Function f = swapaxes(x);
+  EXPECT_EQ(f.op_name(), "TransposeAxes");
+  EXPECT_EQ(f.output().shape(), (NDShape{3, 2, 4}));
+  EXPECT_EQ(swapaxes(x, {.axis1 = -1, .axis2 = 0}).output().shape(), (NDShape{4, 3, 2}));
+  Variable y = input_variable({2, 3}, f64());
+  EXPECT_EQ(
+      values(swapaxes(y).eval_one({{y, Value::create_batch<double>({2, 3}, {0, 1, 2, 3, 4, 5})}})),
+      (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  expect_argument_error([&] { swapaxes(x, {.axis2 = 3}); },
+                        {"swapaxes", "axis2 3 is out of range", "Tensor[2,3,4]"});
+  check_op({2, 3, 4}, [](const Variable& v) { return swapaxes(v, {.axis1 = 2, .axis2 = 0}); });
+}
+
+TEST(Flatten, MakesAMatrixAtTheAxis) {
+  Variable x = input_variable({2, 3, 4}, f64());
+  EXPECT_EQ(flatten(x).output().shape(), (NDShape{1, 24}));
+  EXPECT_EQ(flatten(x, {.axis = 1}).output().shape(), (NDShape{2, 12}));
+  EXPECT_EQ(flatten(x, {.axis = -1}).output().shape(), (NDShape{6, 4}));
+  EXPECT_EQ(flatten(x, {.axis = 3}).output().shape(), (NDShape{24, 1}));
+  expect_argument_error([&] { flatten(x, {.axis = 4}); },
+                        {"flatten", "axis 4 is out of range", "-3 to 3"});
+  check_op({2, 3, 4}, [](const Variable& v) { return flatten(v, {.axis = 2}); });
+}
+
+// ---- pad -------------------------------------------------------------------------------------
+
+TEST(Pad, CntkExamples) {
+  const Constant x = constant(NDArrayView::from_vector<double>({2, 3}, iota(6)));
+  auto eval = [&](const PadOptions& o) { return values(pad(x, {{1, 1}, {2, 2}}, o).eval_one({})); };
+  EXPECT_EQ(eval({.mode = kConstantPad, .constant_value = 1}),
+            (std::vector<double>{1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 2, 1, 1,
+                                 1, 1, 3, 4, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(eval({.mode = kReflectPad}),
+            (std::vector<double>{5, 4, 3, 4, 5, 4, 3, 2, 1, 0, 1, 2, 1, 0,
+                                 5, 4, 3, 4, 5, 4, 3, 2, 1, 0, 1, 2, 1, 0}));
+  EXPECT_EQ(eval({.mode = kSymmetricPad}),
+            (std::vector<double>{1, 0, 0, 1, 2, 2, 1, 1, 0, 0, 1, 2, 2, 1,
+                                 4, 3, 3, 4, 5, 5, 4, 4, 3, 3, 4, 5, 5, 4}));
+}
+
+TEST(Pad, BatchRowsStayApartAndGradientsMatch) {
+  Variable x = input_variable({3}, f64());
+  EXPECT_EQ(values(pad(x, {{1, 2}}, {.mode = kReflectPad})
+                       .eval_one({{x, Value::create_batch<double>({3}, {1, 2, 3, 4, 5, 6})}})),
+            (std::vector<double>{2, 1, 2, 3, 2, 1, 5, 4, 5, 6, 5, 4}));
+  for (int mode : {kConstantPad, kReflectPad, kSymmetricPad})
+    check_op({3, 4}, [mode](const Variable& v) {
+      return pad(v, {{2, 1}, {0, 3}}, {.mode = mode, .constant_value = -0.5});
+    });
+}
+
+TEST(Pad, BadPatternsAndModesAreArgumentErrors) {
+  Variable x = input_variable({3, 4});
+  expect_argument_error(
+      [&] {
+        pad(x, {{1, 1}});
+      },
+      {"pad", "2 numbers", "Tensor[3,4]", "rank 2", "2 pairs"});
+  expect_argument_error(
+      [&] {
+        pad(x, {{1, 1}, {1, 1}}, {.mode = 3});
+      },
+      {"pad", "mode 3", "CONSTANT_PAD"});
+  expect_argument_error(
+      [&] {
+        pad(x, {{3, 0}, {0, 0}}, {.mode = kReflectPad});
+      },
+      {"pad", "(3, 0)", "static axis 0", "exceeds 2", "REFLECT_PAD"});
+  expect_argument_error(
+      [&] {
+        pad(x, {{0, 0}, {0, 5}}, {.mode = kSymmetricPad});
+      },
+      {"pad", "(0, 5)", "static axis 1", "exceeds 4", "SYMMETRIC_PAD"});
+  EXPECT_EQ(pad(x, {{0, 9}, {0, 0}}).output().shape(), (NDShape{12, 4}));  // constant: any
+}
+
+// ---- depth_to_space, space_to_depth ----------------------------------------------------------
+
+TEST(DepthToSpace, MovesChannelsIntoBlocksAsCntk) {
+  Variable x = input_variable({8, 1, 1}, f64());
+  Function f = depth_to_space(x, 2, "d");
+  EXPECT_EQ(f.name(), "d");
+  EXPECT_EQ(f.output().shape(), (NDShape{2, 2, 2}));
+  // channel (i * 2 + j) * 2 + c goes to position (i, j) of channel c
+  EXPECT_EQ(values(f.eval_one({{x, Value::create_batch<double>({8, 1, 1}, iota(8))}})),
+            (std::vector<double>{0, 2, 4, 6, 1, 3, 5, 7}));
+  check_op({8, 2, 3}, [](const Variable& v) { return depth_to_space(v, 2); });
+  expect_argument_error(
+      [&] {
+        depth_to_space(input_variable({6, 2, 2}), 2);
+      },
+      {"depth_to_space", "6 channels", "Tensor[6,2,2]", "= 4"});
+  expect_argument_error(
+      [&] {
+        depth_to_space(input_variable({4, 2}), 2);
+      },
+      {"depth_to_space", "rank 2", "[C, H, W]"});
+}
+
+TEST(SpaceToDepth, InvertsDepthToSpace) {
+  Variable x = input_variable({2, 4, 6}, f64());
+  Function f = space_to_depth(x, 2);
+  EXPECT_EQ(f.output().shape(), (NDShape{8, 2, 3}));
+  const ValueMap args{{x, random_batch({2, 4, 6}, 3, kF64, 5)}};
+  EXPECT_EQ(values(depth_to_space(f, 2).eval_one(args)), values(args.at(x)));
+  check_op({2, 4, 6}, [](const Variable& v) { return space_to_depth(v, 2); });
+  expect_argument_error(
+      [&] {
+        space_to_depth(input_variable({1, 3, 4}), 2);
+      },
+      {"space_to_depth", "3 x 4", "block_size 2"});
+}
+
+// ---- eye_like, cast, times_transpose ---------------------------------------------------------
+
+TEST(EyeLike, OnesOnTheDiagonalOfTheBatchMatrix) {
+  Variable x = input_variable({4}, f64());
+  Function f = eye_like(x);
+  EXPECT_EQ(f.op_name(), "EyeLikeOp");
+  EXPECT_EQ(values(f.eval_one({{x, Value::create_batch<double>({4}, iota(12))}})),
+            (std::vector<double>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0}));
+  const Constant c = constant(NDArrayView::from_vector<double>({3, 2}, iota(6)));
+  EXPECT_EQ(values(eye_like(c).eval_one({})), (std::vector<double>{1, 0, 0, 1, 0, 0}));
+  expect_argument_error([&] { eye_like(x, true); }, {"eye_like", "sparse"});
+  expect_argument_error([&] { eye_like(input_variable({2, 2})); }, {"eye_like", "3 axes"});
+  expect_argument_error([&] { eye_like(sequence::input_variable({2})); },
+                        {"eye_like", "sequence axis"});
+}
+
+TEST(Cast, ConvertsValuesAndCastsTheGradientBack) {
+  Variable x = input_variable({3}, {.name = "x", .needs_gradient = true});
+  Function f = cast(x, kF64);
+  EXPECT_EQ(f.output().dtype(), kF64);
+  const ValueMap args{{x, Value::create_batch<float>({3}, {0.1f, -2.5f, 3})}};
+  EXPECT_EQ(values(f.eval_one(args)), (std::vector<double>{double(0.1f), -2.5, 3}));
+  const Function back = cast(Variable(element_times(f, f)), kF32);
+  EXPECT_EQ(back.output().dtype(), kF32);
+  const ValueMap g = back.grad(args, {x});
+  EXPECT_EQ(g.at(x).data().dtype(), kF32);
+  expect_all_near(values(g.at(x)), {2 * double(0.1f), -5, 6}, 1e-7, "gradient of x^2");
+  // What the conformance harness cannot check (its cases keep the input's data type).
+  const Function loaded = load_model_from_bytes(save_model_to_bytes(f));
+  EXPECT_EQ(loaded.op_name(), "Cast");
+  EXPECT_EQ(loaded.output().dtype(), kF64);
+  EXPECT_EQ(values(loaded.eval_one({{loaded.arguments()[0], args.at(x)}})),
+            values(f.eval_one(args)));
+  Variable s = sequence::input_variable({2}, {.name = "s"});
+  const ValueMap sargs{{s, random_sequences({2}, kLengths, kF32, 8)}};
+  expect_sequences_match_individually(cast(s, kF64), s, sargs.at(s), 0, false);
+}
+
+TEST(TimesTranspose, IsLeftTimesRightTransposed) {
+  const Constant a = constant(NDArrayView::from_vector<double>({2, 2}, {1, 2, 3, 4}));
+  const Constant b = constant(NDArrayView::from_vector<double>({2}, {2, -1}));
+  EXPECT_EQ(values(times_transpose(a, a).eval_one({})), (std::vector<double>{5, 11, 11, 25}));
+  EXPECT_EQ(times_transpose(a, b).output().shape(), (NDShape{2, 1}));
+  EXPECT_EQ(values(times_transpose(a, b).eval_one({})), (std::vector<double>{0, 2}));
+  EXPECT_EQ(values(times_transpose(b, b).eval_one({})), (std::vector<double>{5}));
+  expect_argument_error(
+      [&] {
+        times_transpose(a, input_variable({2, 2, 2}));
+      },
+      {"times_transpose", "rank 3"});
+  Variable x = input_variable({3}, f64());
+  Parameter w = parameter(random_array({4, 3}, kF64, 6), "w");
+  const ValueMap args{{x, random_batch({3}, 3, kF64, 7)}};
+  expect_gradients_match(times_transpose(x, w), args, {x, w});
 }
 
 }  // namespace
