@@ -4,6 +4,7 @@
 #include "loom/ops/assign.h"
 #include "loom/ops/convolution.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/indexing.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/losses.h"
 #include "loom/ops/normalization.h"

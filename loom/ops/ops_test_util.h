@@ -1,12 +1,13 @@
 // Shorthands the ops' unit tests share (included by tests only; needs GoogleTest): the data
 // types, the sequence lengths the tests pack, a Value's data as doubles, float64 input options,
-// and the check of a ShapeError's message. Includes gradient_check.h.
+// and the checks of an error's type and message. Includes gradient_check.h.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "loom/core/error.h"
@@ -30,17 +31,27 @@ inline InputOptions f64(const std::string& name = "") {
   return {.dtype = kF64, .name = name};
 }
 
-// Expects f to throw a ShapeError whose message contains every one of parts.
-inline void expect_shape_error(const std::function<void()>& f,
-                               const std::vector<std::string>& parts) {
+// Expects f to throw an E whose message contains every one of parts.
+template <class E>
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
   try {
     f();
-    ADD_FAILURE() << "expected ShapeError";
-  } catch (const ShapeError& e) {
+    ADD_FAILURE() << "expected " << typeid(E).name();
+  } catch (const E& e) {
     for (const std::string& p : parts)
       EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
           << "'" << p << "' missing in: " << e.what();
   }
+}
+
+inline void expect_shape_error(const std::function<void()>& f,
+                               const std::vector<std::string>& parts) {
+  expect_error<ShapeError>(f, parts);
+}
+
+inline void expect_argument_error(const std::function<void()>& f,
+                                  const std::vector<std::string>& parts) {
+  expect_error<ArgumentError>(f, parts);
 }
 
 }  // namespace loom
