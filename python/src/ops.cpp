@@ -4,6 +4,7 @@
 // through _op_table and _apply_op, from which python/loom/ops/_table.py makes the functions; the
 // rest are bound here by hand.
 #include <algorithm>
+#include <cmath>
 
 #include "loom/ops/op_schema.h"
 #include "python/src/binding.h"
@@ -46,13 +47,78 @@ const char* type_name(ParamType type) {
       return "bool";
     case ParamType::Axis:
       return "axis";
+    case ParamType::Ints:
+      return "ints";
+    case ParamType::Shape:
+      return "shape";
+    case ParamType::DataType:
+      return "dtype";
   }
   return "";
+}
+
+// What a parameter of type `type` takes, for errors.
+std::string expected(ParamType type) {
+  switch (type) {
+    case ParamType::Axis:
+      return "an axis (int, Axis or None)";
+    case ParamType::Double:
+      return "a number";
+    case ParamType::Int:
+      return "an int";
+    case ParamType::Ints:
+      return "an int, or a list of ints or of pairs of ints";
+    case ParamType::Shape:
+      return "a shape (an int or a tuple of ints, -1 for one dimension to infer)";
+    case ParamType::DataType:
+      return "a data type (np.float32 or np.float64)";
+    default:
+      return std::string("a ") + type_name(type);
+  }
+}
+
+// Whether value is a Python or numpy integer (not a bool).
+bool is_integer(py::handle value) {
+  static const py::handle numpy_integer =
+      py::object(py::module_::import("numpy").attr("integer")).release();  // never released
+  return !py::isinstance<py::bool_>(value) &&
+         (py::isinstance<py::int_>(value) || py::isinstance(value, numpy_integer));
+}
+bool is_list(py::handle value) {
+  return py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value);
+}
+
+// The ints of a Python int, or of a list or tuple of ints or of pairs of ints (ParamType::Ints),
+// flattened in order; false for anything else.
+bool append_ints(py::handle value, DictionaryVector& ints, bool in_list = false) {
+  if (is_integer(value)) {
+    ints.emplace_back(value.cast<int64_t>());
+    return true;
+  }
+  if (!is_list(value) || (in_list && py::len(value) != 2)) return false;
+  for (py::handle v : value)
+    if (in_list ? !is_integer(v) : !append_ints(v, ints, true)) return false;
+  if (in_list)
+    for (py::handle v : value) ints.emplace_back(v.cast<int64_t>());
+  return true;
 }
 
 // An attribute's default as Python shows it: an axis as its int, an Axis object, or None for all
 // static axes (CNTK's axis=None).
 py::object python_default(const OpParam& p) {
+  if (p.type == ParamType::Ints) {
+    py::list ints;
+    for (int64_t i : attribute_ints(p.default_value)) ints.append(i);
+    return py::tuple(ints);
+  }
+  if (p.type == ParamType::Shape) {
+    py::list dims;
+    for (size_t d : p.default_value.get<NDShape>().dims())
+      dims.append(d == NDShape::kInferred ? py::int_(-1) : py::int_(d));
+    return py::tuple(dims);
+  }
+  if (p.type == ParamType::DataType)
+    return numpy_dtype(attribute_dtype(p.default_value)).attr("type");
   if (p.type != ParamType::Axis) return to_python(p.default_value);
   const Axis axis = attribute_axis(p.default_value);
   if (axis.is_all_static()) return py::none();
@@ -83,16 +149,40 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
         if (py::isinstance<Axis>(value)) return axis_attribute(value.cast<Axis>());
         if (!py::isinstance<py::bool_>(value)) return axis_attribute(Axis(value.cast<int>()));
         break;
+      case ParamType::Ints: {
+        DictionaryVector ints;
+        if (append_ints(value, ints)) return ints;
+        break;
+      }
+      case ParamType::Shape: {
+        if (!is_integer(value) && !is_list(value)) break;
+        std::vector<size_t> shape;
+        for (py::handle d :
+             is_list(value) ? py::tuple(value.cast<py::sequence>()) : py::make_tuple(value)) {
+          if (!is_integer(d)) throw py::cast_error();
+          const int64_t n = d.cast<int64_t>();
+          if (n < -1)
+            throw ArgumentError(std::string(op) + ": '" + key + "' has dimension " +
+                                std::to_string(n) + "; dimensions are >= 0, or -1 to infer one");
+          shape.push_back(n == -1 ? NDShape::kInferred : size_t(n));
+        }
+        return NDShape(std::move(shape));
+      }
+      case ParamType::DataType:
+        // numpy's dtype() takes None as float64, which CNTK does not
+        if (value.is_none() || py::isinstance<py::bool_>(value) || is_integer(value)) break;
+        try {
+          return dtype_attribute(data_type(value));
+        } catch (const py::error_already_set&) {  // not a dtype at all
+        } catch (const py::type_error&) {         // a dtype other than float32 and float64
+        }
+        break;
       case ParamType::Tensor:
         break;
     }
   } catch (const py::cast_error&) {
   }
-  throw py::type_error(std::string(op) + ": '" + key + "' must be " +
-                       (type == ParamType::Axis     ? "an axis (int, Axis or None)"
-                        : type == ParamType::Double ? "a number"
-                                                    : std::string("a ") + type_name(type)) +
-                       ", not " +
+  throw py::type_error(std::string(op) + ": '" + key + "' must be " + expected(type) + ", not " +
                        py::str(py::type::of(value).attr("__name__")).cast<std::string>());
 }
 
@@ -259,21 +349,17 @@ void add_ops(py::module_& m) {
       },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
   m.def(
+      "_top_k",  // loom/ops/__init__.py's top_k
+      [](py::handle x, size_t k, py::handle axis, const std::string& n) {
+        return top_k(as_variable(x), k, axis_of(axis), n);  // outputs: the values, the positions
+      },
+      py::arg("x"), py::arg("k"), py::arg("axis") = -1, py::arg("name") = "");
+  m.def(
       "log_softmax",
       [](py::handle x, py::handle axis, const std::string& n) {
         return log_softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);
       },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
-  m.def(
-      "reshape",
-      [](py::handle x, py::handle shape, const std::string& n) {
-        std::vector<size_t> dims;
-        for (py::handle d :
-             (py::isinstance<py::int_>(shape) ? py::make_tuple(shape) : shape.cast<py::tuple>()))
-          dims.push_back(d.cast<long>() < 0 ? NDShape::kInferred : d.cast<size_t>());
-        return reshape(as_variable(x), NDShape(dims), n);
-      },
-      py::arg("x"), py::arg("shape"), py::arg("name") = "");
   m.def(
       "slice",
       [](py::handle x, py::handle axis, int begin, int end, const std::string& n) {
@@ -289,12 +375,40 @@ void add_ops(py::module_& m) {
         return splice(vs, axis.is_none() ? Axis(-1) : axis_of(axis), n);
       },
       py::arg("axis") = py::none(), py::arg("name") = "");
+  binary("times_transpose", &times_transpose, "left", "right");
+  // block_size: an int, or a float of an int's value (CNTK's check).
+  auto block = [](const char* op, py::handle b) {
+    double v = 0;
+    try {
+      v = b.cast<double>();
+    } catch (const py::cast_error&) {
+      throw py::type_error(std::string(op) + ": block_size must be an int, not " +
+                           py::str(py::type::of(b).attr("__name__")).cast<std::string>());
+    }
+    if (py::isinstance<py::bool_>(b) || v != std::floor(v) || v < 1)
+      throw ArgumentError(std::string(op) + ": block_size must be an integer of at least 1, not " +
+                          py::repr(b).cast<std::string>());
+    return size_t(v);
+  };
   m.def(
-      "transpose",
-      [](py::handle x, std::vector<int> perm, const std::string& n) {
-        return transpose(as_variable(x), perm, n);
+      "depth_to_space",
+      [block](py::handle x, py::handle block_size, const std::string& n) {
+        return depth_to_space(as_variable(x), block("depth_to_space", block_size), n);
       },
-      py::arg("x"), py::arg("perm") = std::vector<int>{}, py::arg("name") = "");
+      py::arg("operand"), py::arg("block_size"), py::arg("name") = "");
+  m.def(
+      "space_to_depth",
+      [block](py::handle x, py::handle block_size, const std::string& n) {
+        return space_to_depth(as_variable(x), block("space_to_depth", block_size), n);
+      },
+      py::arg("operand"), py::arg("block_size"), py::arg("name") = "");
+  // CNTK's default is a sparse identity, which Loom does not make yet: the default here is dense.
+  m.def(
+      "eye_like",
+      [](py::handle x, bool sparse_output, const std::string& n) {
+        return eye_like(as_variable(x), sparse_output, n);
+      },
+      py::arg("x"), py::arg("sparse_output") = false, py::arg("name") = "");
   m.def(
       "dropout",
       [](py::handle x, double rate, std::optional<uint64_t> seed, const std::string& n) {

@@ -2,9 +2,9 @@
 any operand; they become constants of the other operand's dtype."""
 from loom import _loom
 from loom._loom import (assign, binary_cross_entropy, classification_error, constant,
-                        cross_entropy_with_softmax, dropout, input_variable, log_softmax,
-                        parameter, placeholder, reshape, slice, softmax, splice, squared_error,
-                        times, transpose)
+                        cross_entropy_with_softmax, depth_to_space, dropout, eye_like,
+                        input_variable, log_softmax, parameter, placeholder, slice, softmax,
+                        space_to_depth, splice, squared_error, times, times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 from loom.ops.functions import Function, load_model  # noqa: F401
@@ -13,6 +13,11 @@ from loom.ops.functions import Function, load_model  # noqa: F401
 # the names of Python built-ins (abs, pow, round), as in CNTK's cntk.ops; they replace the
 # built-ins only in loom.ops and loom (`from loom.ops import *`), which call none of them.
 globals().update(_op_functions('ops'))
+
+# pad's modes (CNTK's values).
+CONSTANT_PAD = 0
+REFLECT_PAD = 1
+SYMMETRIC_PAD = 2
 
 
 def _operands(operands):
@@ -35,3 +40,9 @@ def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
 def mean(*operands, name=''):
     """The elementwise mean of the operands, broadcasting (varargs or a list)."""
     return _loom._mean(_operands(operands), name)
+
+
+def top_k(x, k, axis=-1, name=''):
+    """The k largest values of x along axis in decreasing order (outputs[0]) and their positions
+    along axis (outputs[1]); ties go to the lower position."""
+    return _loom._top_k(x, k, axis, name)

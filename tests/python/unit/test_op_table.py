@@ -131,6 +131,29 @@ ORACLES.update({name: (_each_sample(f), [U]) for name, f in REDUCTIONS.items()})
 ORACLES.update({'argmax': (_each_sample(np.argmax), [INT]),  # ties: the first
                 'argmin': (_each_sample(np.argmin), [INT])})
 
+# Shape ops (loom/ops/shape_ops.cpp) on samples [3, 4]; test_shape_ops_* below test CNTK's
+# examples, the other parameters and the errors.
+ORACLES.update({
+    'reshape': (lambda x: x.reshape(len(x), 4, 3), [U], {'shape': (4, 3)}),
+    'squeeze': (lambda x: x, [U]),  # no axis of extent 1 here
+    'expand_dims': (lambda x: np.expand_dims(x, 2), [U], {'axis': 0}),  # behind axis 0 (CNTK's)
+    'swapaxes': (lambda x: np.swapaxes(x, 1, 2), [U]),
+    'transpose': (lambda x: np.transpose(x, (0, 2, 1)), [U], {'perm': (1, 0)}),
+    'flatten': (lambda x: x.reshape(len(x), 1, 12), [U]),
+    'pad': (lambda x: np.pad(x, [(0, 0), (1, 2), (3, 0)], mode='reflect'), [U],
+            {'pattern': [(1, 2), (3, 0)], 'mode': 1}),
+})
+
+# Indexing (loom/ops/indexing.cpp): indices drawn in [0, 3), truncated as CNTK casts them;
+# gather's reference and indices are each a variable [3, 4] or a shared [4]; top_k gives
+# CNTK's outputs[0] (test_indexing_ops.py tests the rest).
+ORACLES.update({
+    'one_hot': (lambda x: np.eye(3)[x.astype(int)], [(0, 2.99)], {'num_classes': 3}),
+    'gather': (lambda r, i: r[i.astype(int)] if r.ndim == 1 else r[:, i.astype(int)]
+               if i.ndim == 1 else np.stack([a[b] for a, b in zip(r, i.astype(int))]),
+               [U, (0, 2.99)]),
+})
+
 TOLERANCE = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
 SAMPLE = (3, 4)
 BATCH = 5
@@ -159,8 +182,13 @@ def _table_names(module='ops'):
     return [e['python'] for e in _loom._op_table() if e['module'] == module]
 
 
+# Functions whose result is not of their inputs' type, which the oracle tests assume: each has
+# a test of its own below.
+OWN_TESTS = {'cast'}
+
+
 def test_every_function_of_the_table_has_an_oracle():
-    assert sorted(_table_names()) == sorted(ORACLES)
+    assert sorted(set(_table_names()) - OWN_TESTS) == sorted(ORACLES)
 
 
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
@@ -406,3 +434,257 @@ def test_reductions_take_a_tuple_of_axes():
                                   data.sum(axis=(1, 3), keepdims=True))
     np.testing.assert_array_equal(C.reduce_max(x, [0, -1], keepdims=False).eval({x: data}),
                                   data.max(axis=(1, 3)))
+
+
+# Shape ops: CNTK's signatures, documented examples, the parameters against numpy, and errors.
+def test_shape_ops_signatures_are_cntks():
+    assert str(inspect.signature(C.reshape)) == "(x, shape, begin_axis=None, end_axis=None, name='')"
+    assert str(inspect.signature(C.squeeze)) == "(x, axes=None, name='')"
+    assert str(inspect.signature(C.expand_dims)) == "(x, axis, name='')"
+    assert str(inspect.signature(C.swapaxes)) == "(x, axis1=0, axis2=1, name='')"
+    assert str(inspect.signature(C.transpose)) == "(x, perm, name='')"
+    assert str(inspect.signature(C.flatten)) == "(x, axis=None, name='')"
+    assert str(inspect.signature(C.pad)) == "(x, pattern, mode=0, constant_value=0.0, name='')"
+    assert (C.CONSTANT_PAD, C.REFLECT_PAD, C.SYMMETRIC_PAD) == (0, 1, 2)
+    assert (C.ops.CONSTANT_PAD, C.ops.REFLECT_PAD, C.ops.SYMMETRIC_PAD) == (0, 1, 2)
+
+
+def test_transpose_cntk_example_and_bad_permutations():
+    assert str(inspect.signature(C.transpose)) == "(x, perm, name='')"
+    a = np.arange(24).reshape(2, 3, 4).astype('f')
+    np.testing.assert_array_equal(_eval(C.transpose(a, perm=(2, 0, 1))), np.transpose(a, (2, 0, 1)))
+    np.testing.assert_array_equal(_eval(C.transpose(a, [-1, 1, 0])), np.transpose(a, (2, 1, 0)))
+    with pytest.raises(TypeError, match="transpose: 'perm' must be an int, or a list"):
+        C.transpose(a, C.Axis(1))
+    with pytest.raises(C.ShapeError, match='Transpose: permutation of 2 axes'):
+        C.transpose(a, (1, 0))
+    with pytest.raises(C.ShapeError, match='Transpose: axis 1 appears twice'):
+        C.transpose(a, (1, 1, 0))
+
+
+def test_reshape_cntk_example_and_axes():
+    i1 = C.input_variable((3, 2))
+    _expect_values(C.reshape(i1, (2, 3)).eval({i1: np.arange(6, dtype=np.float32).reshape(1, 3, 2)}),
+                   [[[0, 1, 2], [3, 4, 5]]])
+    x = C.input_variable((2, 3, 4), dtype=np.float64)
+    X = np.random.default_rng(9).uniform(-1, 1, (BATCH, 2, 3, 4))
+    for args, shape in [(((6, 4),), (6, 4)), (((6,), 0, 2), (6, 4)), (((6,), None, -1), (6, 4)),
+                        (((12,), 1), (2, 12)), (((2, -1), 2), (2, 3, 2, 2)),
+                        (((1,), 1, 1), (2, 1, 3, 4)), (((1,), 3, None), (2, 3, 4, 1)),
+                        (((3, 1), -2, -1), (2, 3, 1, 4)), ((-1, 0, 2), (6, 4))]:
+        out = C.reshape(x, *args).eval({x: X})
+        np.testing.assert_array_equal(out, X.reshape((BATCH,) + shape), err_msg=str(args))
+    out = C.reshape(x, (4, 3), begin_axis=C.Axis(1), end_axis=None).eval({x: X})
+    np.testing.assert_array_equal(out, X.reshape(BATCH, 2, 4, 3))
+    with pytest.raises(C.ArgumentError, match='reshape: begin_axis.*comes after end_axis'):
+        C.reshape(x, (6,), 2, 1)
+    with pytest.raises(C.ArgumentError, match='reshape: end_axis 4 is out of range'):
+        C.reshape(x, (6,), 2, 4)
+    with pytest.raises(C.ArgumentError, match="reshape: 'shape' has dimension -2"):
+        C.reshape(x, (-2, 12))
+    with pytest.raises(TypeError, match="reshape: 'shape' must be a shape"):
+        C.reshape(x, 'ab')
+    with pytest.raises(C.ShapeError, match='Reshape.*do not fit'):
+        C.reshape(x, (5, 5))
+
+
+def _expect_values(out, expected):
+    assert out.shape == np.shape(expected)
+    np.testing.assert_array_equal(out, np.asarray(expected, out.dtype))
+
+
+def test_squeeze_expand_dims_swapaxes_flatten_cntk_examples():
+    x0 = np.arange(12).reshape((2, 2, 1, 3)).astype('f')
+    x = C.input_variable((2, 1, 3))
+    _expect_values(C.squeeze(x).eval({x: x0}), x0.reshape(2, 2, 3))
+    x0 = np.arange(12).reshape((2, 2, 3)).astype('f')
+    x = C.input_variable((2, 3))
+    _expect_values(C.expand_dims(x, 0).eval({x: x0}), x0.reshape(2, 2, 1, 3))
+    _expect_values(_eval(C.swapaxes([[[0, 1], [2, 3], [4, 5]]], 1, 2)), [[[0, 2, 4], [1, 3, 5]]])
+    data = np.reshape(np.arange(24, dtype=np.float32), (2, 3, 4))
+    _expect_values(_eval(C.flatten(data, 1)), data.reshape(2, 12))
+
+
+def test_squeeze_expand_dims_swapaxes_flatten_axes_against_numpy():
+    x = C.input_variable((1, 3, 1, 4), dtype=np.float64)
+    X = np.random.default_rng(10).uniform(-1, 1, (BATCH, 1, 3, 1, 4))
+    for axes, np_axes in [(None, (1, 3)), (0, 1), (2, 3), (-2, 3), ([0, 2], (1, 3)),
+                          ((-4,), 1), (C.Axis(2), 3)]:
+        np.testing.assert_array_equal(C.squeeze(x, axes).eval({x: X}), np.squeeze(X, np_axes))
+    # expand_dims places the axis behind static axis `axis`, as CNTK's Python does; -(rank + 1)
+    # puts it first.
+    for axis, position in [(0, 2), (3, 5), (-1, 5), (-4, 2), (-5, 1)]:
+        np.testing.assert_array_equal(C.expand_dims(x, axis).eval({x: X}),
+                                      np.expand_dims(X, position), err_msg=str(axis))
+    for a1, a2 in [(0, 1), (1, 3), (-1, 0), (2, 2), (C.Axis(1), -2)]:
+        n1, n2 = (a.static_axis_index if isinstance(a, C.Axis) else a for a in (a1, a2))
+        np.testing.assert_array_equal(C.swapaxes(x, a1, a2).eval({x: X}),
+                                      np.swapaxes(X, n1 % 4 + 1, n2 % 4 + 1))
+    for axis, shape in [(None, (1, 12)), (0, (1, 12)), (1, (1, 12)), (2, (3, 4)), (-1, (3, 4)),
+                        (4, (12, 1)), (-4, (1, 12))]:
+        np.testing.assert_array_equal(C.flatten(x, axis).eval({x: X}),
+                                      X.reshape((BATCH,) + shape), err_msg=str(axis))
+
+
+def test_pad_cntk_examples():
+    x = C.constant(value=np.arange(6, dtype=np.float32).reshape((2, 3)))
+    _expect_values(_eval(C.pad(x, pattern=[(1, 1), (2, 2)], mode=C.ops.CONSTANT_PAD,
+                               constant_value=1)),
+                   [[1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 2, 1, 1], [1, 1, 3, 4, 5, 1, 1],
+                    [1, 1, 1, 1, 1, 1, 1]])
+    _expect_values(_eval(C.pad(x, pattern=[(1, 1), (2, 2)], mode=C.ops.REFLECT_PAD)),
+                   [[5, 4, 3, 4, 5, 4, 3], [2, 1, 0, 1, 2, 1, 0], [5, 4, 3, 4, 5, 4, 3],
+                    [2, 1, 0, 1, 2, 1, 0]])
+    _expect_values(_eval(C.pad(x, pattern=[(1, 1), (2, 2)], mode=C.ops.SYMMETRIC_PAD)),
+                   [[1, 0, 0, 1, 2, 2, 1], [1, 0, 0, 1, 2, 2, 1], [4, 3, 3, 4, 5, 5, 4],
+                    [4, 3, 3, 4, 5, 5, 4]])
+
+
+def test_pad_modes_and_gradient_against_numpy():
+    x = C.input_variable((3, 4), dtype=np.float64, needs_gradient=True)
+    X = np.random.default_rng(11).uniform(-1, 1, (BATCH, 3, 4))
+    for mode, np_mode, pattern in [(C.CONSTANT_PAD, 'constant', [(0, 3), (2, 1)]),
+                                   (C.REFLECT_PAD, 'reflect', [(2, 2), (3, 1)]),
+                                   (C.SYMMETRIC_PAD, 'symmetric', [(3, 1), (4, 4)])]:
+        f = C.pad(x, pattern, mode)
+        np.testing.assert_array_equal(f.eval({x: X}), np.pad(X, [(0, 0)] + pattern, np_mode))
+        # d sum(pad(x) * w) / dx: each element gets the weights of the places it was copied to
+        w = np.random.default_rng(12).uniform(-1, 1, f.output.shape)
+        extra = {'constant_values': -1} if np_mode == 'constant' else {}
+        index = np.pad(np.arange(12).reshape(3, 4), pattern, np_mode, **extra)
+        want = np.zeros(12)
+        np.add.at(want, index[index >= 0], w[index >= 0])
+        g = (f * w).grad({x: X}, wrt=[x])
+        np.testing.assert_allclose(g, np.broadcast_to(want.reshape(3, 4), X.shape), rtol=1e-12)
+    np.testing.assert_array_equal(C.pad(x, [1, 1, 0, 0], constant_value=-2).eval({x: X}),
+                                  np.pad(X, [(0, 0), (1, 1), (0, 0)], constant_values=-2))
+
+
+def test_depth_to_space_and_space_to_depth_cntk_examples():
+    x = np.tile(np.arange(8, dtype=np.float32).reshape(8, 1, 1), (1, 2, 3))
+    a = C.input_variable((8, 2, 3))
+    _expect_values(C.depth_to_space(a, block_size=2).eval({a: x}),
+                   [[[[0, 2, 0, 2, 0, 2], [4, 6, 4, 6, 4, 6], [0, 2, 0, 2, 0, 2],
+                      [4, 6, 4, 6, 4, 6]],
+                     [[1, 3, 1, 3, 1, 3], [5, 7, 5, 7, 5, 7], [1, 3, 1, 3, 1, 3],
+                      [5, 7, 5, 7, 5, 7]]]])
+    np.random.seed(3)
+    x = np.random.randint(low=0, high=100, size=(1, 4, 6)).astype(np.float32)
+    a = C.input_variable((1, 4, 6))
+    _expect_values(C.space_to_depth(a, block_size=2).eval({a: x}),
+                   [[[[24, 56, 0], [96, 44, 39]], [[3, 72, 21], [20, 93, 14]],
+                     [[19, 41, 21], [26, 90, 66]], [[74, 10, 38], [81, 22, 2]]]])
+
+
+def test_depth_to_space_inverts_space_to_depth():
+    a = C.input_variable((2, 6, 9), dtype=np.float64)
+    X = np.random.default_rng(13).uniform(-1, 1, (BATCH, 2, 6, 9))
+    s2d = C.space_to_depth(a, 3)
+    assert s2d.output.shape == (18, 2, 3)
+    d2s = C.depth_to_space(s2d, 3.0, name='d2s')  # CNTK takes a float of an int's value
+    assert d2s.name == 'd2s'
+    np.testing.assert_array_equal(d2s.eval({a: X}), X)
+    # numpy's form of it: channel (i * b + j) * C + c holds x[c, h * b + i, w * b + j]
+    want = X.reshape(BATCH, 2, 2, 3, 3, 3).transpose(0, 3, 5, 1, 2, 4).reshape(BATCH, 18, 2, 3)
+    np.testing.assert_array_equal(s2d.eval({a: X}), want)
+
+
+def test_eye_like_cntk_example_and_parameters():
+    x0 = np.arange(12).reshape((3, 4)).astype('f')
+    x = C.input_variable(4)
+    _expect_values(C.eye_like(x).eval({x: x0}), np.eye(3, 4))
+    _expect_values(_eval(C.eye_like(np.ones((4, 2), np.float32))), np.eye(4, 2))
+    with pytest.raises(C.ArgumentError, match='eye_like: sparse output is not supported'):
+        C.eye_like(x, sparse_output=True)
+    with pytest.raises(C.ArgumentError, match='eye_like: input.*has 3 axes'):
+        C.eye_like(C.input_variable((3, 4)))
+    with pytest.raises(C.ArgumentError, match='eye_like: input.*has a sequence axis'):
+        C.eye_like(C.sequence.input_variable(4))
+
+
+def test_times_transpose_cntk_examples():
+    a = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    b = np.array([2, -1], dtype=np.float32)
+    c = np.array([[2, -1]], dtype=np.float32)
+    d = np.reshape(np.arange(24, dtype=np.float32), (4, 3, 2))
+    _expect_values(_eval(C.times_transpose(a, a)), [[5, 11], [11, 25]])
+    _expect_values(_eval(C.times_transpose(a, b)), [[0], [2]])
+    _expect_values(_eval(C.times_transpose(a, c)), [[0], [2]])
+    _expect_values(_eval(C.times_transpose(b, a)), [0, 2])
+    _expect_values(_eval(C.times_transpose(b, b)), [5])
+    _expect_values(_eval(C.times_transpose(b, c)), [5])
+    _expect_values(_eval(C.times_transpose(c, a)), [[0, 2]])
+    _expect_values(_eval(C.times_transpose(c, b)), [[5]])
+    _expect_values(_eval(C.times_transpose(c, c)), [[5]])
+    _expect_values(_eval(C.times_transpose(d, a)), np.dot(d, a.T))
+    x = C.input_variable((3, 2))
+    assert C.times_transpose(x, a, name='tt').name == 'tt'
+    np.testing.assert_allclose(C.times_transpose(x, a).eval({x: d}), np.dot(d, a.T))
+    with pytest.raises(C.ArgumentError, match='times_transpose: right.*has rank 3'):
+        C.times_transpose(a, d)
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda x: C.squeeze(x, 0), r'squeeze: static axis 0 of input .* has extent 3, not 1'),
+    (lambda x: C.squeeze(x, 2), r'squeeze: axis 2 is out of range .*give -2 to 1'),
+    (lambda x: C.squeeze(C.expand_dims(x, 0), [1, -2]), 'squeeze: static axis -2 .* named twice'),
+    (lambda x: C.expand_dims(x, 2), r'expand_dims: axis 2 is out of range .*give -3 to 1'),
+    (lambda x: C.expand_dims(x, None), "expand_dims: 'axis' must be one static axis"),
+    (lambda x: C.expand_dims(x, [0, 1]), "expand_dims: 'axis' must be one static axis"),
+    (lambda x: C.swapaxes(x, 0, 5), 'swapaxes: axis2 5 is out of range'),
+    (lambda x: C.swapaxes(x, C.Axis.default_batch_axis()),
+     "swapaxes: 'axis1' must be one static axis"),
+    (lambda x: C.flatten(x, 3), r'flatten: axis 3 is out of range .*give -2 to 2'),
+    (lambda x: C.pad(x, [(1, 1)]), r'pad: the pattern has 2 numbers for input .* of rank 2; '
+     r'give one \(before, after\) pair per static axis'),
+    (lambda x: C.pad(x, [(1, 1), (1, 1)], mode=3), 'pad: mode 3 is none of CONSTANT_PAD'),
+    (lambda x: C.pad(x, [(-1, 0), (0, 0)]), 'pad: the pattern .* is negative'),
+    (lambda x: C.pad(x, [(3, 0), (0, 0)], C.REFLECT_PAD), 'pad: .* exceeds 2, the most REFLECT'),
+    (lambda x: C.pad(x, [(0, 0), (0, 5)], C.SYMMETRIC_PAD),
+     'pad: .* exceeds 4, the most SYMMETRIC'),
+    (lambda x: C.depth_to_space(C.reshape(x, (3, 2, 2)), 2),
+     r'depth_to_space: the 3 channels .* not divisible by block_size \* block_size = 4'),
+    (lambda x: C.depth_to_space(x, 2), r'depth_to_space: input .* has rank 2; .*\[C, H, W\]'),
+    (lambda x: C.space_to_depth(C.reshape(x, (1, 3, 4)), 2),
+     'space_to_depth: the spatial extents 3 x 4 .* not divisible by block_size 2'),
+    (lambda x: C.space_to_depth(C.reshape(x, (1, 3, 4)), 0),
+     'space_to_depth: block_size must be an integer of at least 1, not 0'),
+    (lambda x: C.depth_to_space(C.reshape(x, (12, 1, 1)), 1.5),
+     'depth_to_space: block_size must be an integer of at least 1, not 1.5'),
+])
+def test_shape_ops_refuse_bad_arguments_naming_the_op(make, message):
+    with pytest.raises(C.ArgumentError, match=message):
+        make(C.input_variable((3, 4)))
+
+
+def test_shape_op_parameters_refuse_other_types():
+    x = C.input_variable((3, 4))
+    with pytest.raises(TypeError, match="pad: 'pattern' must be an int, or a list of ints or "
+                                        "of pairs of ints, not list"):
+        C.pad(x, [(1, 2, 3), (0, 0, 0)])
+    with pytest.raises(TypeError, match="pad: 'pattern' must be"):
+        C.pad(x, 'ab')
+    with pytest.raises(TypeError, match="pad: 'mode' must be an int"):
+        C.pad(x, [(1, 1), (1, 1)], mode='reflect')
+    with pytest.raises(TypeError, match="reshape: 'shape' must be a shape"):
+        C.reshape(x, [1.5, 8])
+    with pytest.raises(TypeError, match='depth_to_space: block_size must be an int, not str'):
+        C.depth_to_space(C.reshape(x, (12, 1, 1)), '2')
+
+
+def test_cast_converts_and_casts_the_gradient_back():
+    assert str(inspect.signature(C.cast)) == "(node_input, dtype, name='')"
+    x = C.input_variable(3, needs_gradient=True)
+    X = np.array([[0.1, -2.5, 3]], np.float32)
+    for dtype in (np.float64, np.dtype('float64'), 'float64'):
+        out = C.cast(x, dtype).eval({x: X})
+        assert out.dtype == np.float64
+        np.testing.assert_array_equal(out, X.astype(np.float64))
+    y = C.cast(C.cast(x, np.float64) * 2, np.float32)
+    assert y.output.dtype == np.float32
+    np.testing.assert_array_equal(y.grad({x: X}, wrt=[x]), np.full((1, 3), 2, np.float32))
+    with pytest.raises(TypeError, match=r"cast: 'dtype' must be a data type \(np.float32 or "
+                                        r"np.float64\), not type"):
+        C.cast(x, np.int32)
+    with pytest.raises(TypeError, match="cast: 'dtype' must be a data type"):
+        C.cast(x, None)
