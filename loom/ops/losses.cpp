@@ -3,11 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
 
+#include "loom/core/random.h"
+#include "loom/graph/initializer.h"
 #include "loom/graph/op.h"
 #include "loom/kernels/fast_math.h"
 #include "loom/kernels/softmax.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/linear.h"
 #include "loom/ops/op_schema.h"
+#include "loom/ops/reduction.h"
+#include "loom/ops/shape_ops.h"
+#include "loom/ops/softmax.h"
 
 namespace loom {
 
@@ -258,20 +268,831 @@ class ClassificationErrorOp : public OpDef {
   }
 };
 
+// ---- cosine distance ---------------------------------------------------------------------------
+
+// 1 / |v|, with CNTK's floor on the norm (EPS_IN_INVERSE).
+inline double inverse_norm(double squared) {
+  const double norm = std::sqrt(squared);
+  return norm < 1e-30 ? 1e30 : 1 / norm;
+}
+
+template <typename T>
+double dot(const T* a, const T* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+// Both operands of the cosine ops have the same sample shape.
+void check_same_shapes(const char* fn, const Variable& a, const Variable& b) {
+  LOOM_CHECK(a.shape() == b.shape(), ShapeError, fn, ": operand shapes ", a.shape().to_string(),
+             " and ", b.shape().to_string(), " differ");
+}
+
+class CosDistanceOp : public OpDef {
+ public:
+  const char* name() const override { return "CosDistance"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    check_same_shapes("cosine_distance", in[0], in[1]);
+    return {{NDShape{}, common_dtype("cosine_distance", in),
+             common_dynamic_axes("cosine_distance", in), false}};
+  }
+  void forward(OpCall& call) const override {
+    const Tensor &x = *call.inputs[0], &y = *call.inputs[1];
+    const size_t rows = call.output->rows(), n = x.sample_size();
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* out = call.output->ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        const T *a = x.ptr<T>() + row_start(x, r, n), *b = y.ptr<T>() + row_start(y, r, n);
+        out[r] = T(dot(a, b, n) * inverse_norm(dot(a, a, n)) * inverse_norm(dot(b, b, n)));
+      }
+    });
+  }
+  // d cos / dx = y / (|x| |y|) − cos · x / |x|² (and the same with x and y swapped).
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &x = *call.inputs[index], &y = *call.inputs[1 - index];
+    const size_t rows = call.output->rows(), n = x.sample_size();
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      const bool add = prepare_gradient<T>(g, accumulate);
+      for (size_t r = 0; r < rows; ++r) {
+        const T *a = x.ptr<T>() + row_start(x, r, n), *b = y.ptr<T>() + row_start(y, r, n);
+        const double ia = inverse_norm(dot(a, a, n)), ib = inverse_norm(dot(b, b, n));
+        const double cos = dot(a, b, n) * ia * ib, d = double(dy[r]);
+        T* dx = g.ptr<T>() + row_start(g, r, n);
+        for (size_t i = 0; i < n; ++i) {
+          const T v = T(d * (b[i] * ia * ib - cos * a[i] * ia * ia));
+          dx[i] = add ? dx[i] + v : v;
+        }
+      }
+    });
+  }
+};
+
+// Output row j, entry m: the cosine of x_j with y_{partner(j, m)}.
+size_t negative_partner(size_t j, size_t m, size_t shift, size_t rows) {
+  return m == 0 ? j : (j + shift + m - 1) % rows;
+}
+
+class CosDistanceWithNegativeSamplesOp : public OpDef {
+ public:
+  const char* name() const override { return "CosDistanceWithNegativeSamples"; }
+  OpTraits traits(const Dictionary&) const override { return {.runs_step_by_step = false}; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const char* fn = "cosine_distance_with_negative_samples";
+    check_same_shapes(fn, in[0], in[1]);
+    LOOM_CHECK(!in[0].dynamic_axes().empty() && !in[1].dynamic_axes().empty(), ShapeError, fn,
+               ": both operands need dynamic axes (the negatives are other samples of y), not ",
+               in[0].type_string(), " and ", in[1].type_string());
+    const int64_t shift = a.get<int64_t>("shift"), k = a.get<int64_t>("num_negative_samples");
+    LOOM_CHECK(shift >= 1, ArgumentError, fn, ": shift must be at least 1, not ", shift);
+    LOOM_CHECK(k >= 1, ArgumentError, fn, ": num_negative_samples must be at least 1, not ", k);
+    return {{NDShape{size_t(k) + 1}, common_dtype(fn, in), common_dynamic_axes(fn, in), false}};
+  }
+  void forward(OpCall& call) const override {
+    const Tensor &x = *call.inputs[0], &y = *call.inputs[1];
+    const size_t rows = x.rows(), n = x.sample_size(), m_count = call.output->sample_size();
+    const size_t shift = size_t(call.attributes.get<int64_t>("shift"));
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* out = call.output->ptr<T>();
+      std::vector<double> ib(rows);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* b = y.ptr<T>() + r * n;
+        ib[r] = inverse_norm(dot(b, b, n));
+      }
+      for (size_t j = 0; j < rows; ++j) {
+        const T* a = x.ptr<T>() + j * n;
+        const double ia = inverse_norm(dot(a, a, n));
+        for (size_t m = 0; m < m_count; ++m) {
+          const size_t p = negative_partner(j, m, shift, rows);
+          out[j * m_count + m] = T(dot(a, y.ptr<T>() + p * n, n) * ia * ib[p]);
+        }
+      }
+    });
+  }
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &x = *call.inputs[0], &y = *call.inputs[1];
+    const size_t rows = x.rows(), n = x.sample_size(), m_count = call.output->sample_size();
+    const size_t shift = size_t(call.attributes.get<int64_t>("shift"));
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      std::vector<double> ia(rows), ib(rows), grad(rows * n, 0.0);
+      for (size_t r = 0; r < rows; ++r) {
+        const T *a = x.ptr<T>() + r * n, *b = y.ptr<T>() + r * n;
+        ia[r] = inverse_norm(dot(a, a, n));
+        ib[r] = inverse_norm(dot(b, b, n));
+      }
+      for (size_t j = 0; j < rows; ++j) {
+        const T* a = x.ptr<T>() + j * n;
+        for (size_t m = 0; m < m_count; ++m) {
+          const size_t p = negative_partner(j, m, shift, rows);
+          const T* b = y.ptr<T>() + p * n;
+          const double d = dy[j * m_count + m];
+          const double cos = dot(a, b, n) * ia[j] * ib[p];
+          if (index == 0) {  // into x_j
+            double* gx = grad.data() + j * n;
+            for (size_t i = 0; i < n; ++i)
+              gx[i] += d * (b[i] * ia[j] * ib[p] - cos * a[i] * ia[j] * ia[j]);
+          } else {  // into y_p
+            double* gy = grad.data() + p * n;
+            for (size_t i = 0; i < n; ++i)
+              gy[i] += d * (a[i] * ia[j] * ib[p] - cos * b[i] * ib[p] * ib[p]);
+          }
+        }
+      }
+      T* dx = g.ptr<T>();
+      for (size_t i = 0; i < rows * n; ++i) dx[i] = accumulate ? dx[i] + T(grad[i]) : T(grad[i]);
+    });
+  }
+};
+
+// ---- weighted binary cross entropy (CNTK's Logistic with weights) ------------------------------
+
+class WeightedLogisticOp : public OpDef {
+ public:
+  const char* name() const override { return "Logistic"; }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    const char* fn = "weighted_binary_cross_entropy";
+    check_same_shapes(fn, in[0], in[1]);
+    check_same_shapes(fn, in[0], in[2]);
+    return {{NDShape{1}, common_dtype(fn, in), common_dynamic_axes(fn, in), false}};
+  }
+  // ℓ = −w log r, r = t p + (1 − t)(1 − p): ∂ℓ/∂p = −w (2t − 1) / r, ∂ℓ/∂t = −w (2p − 1) / r,
+  // ∂ℓ/∂w = −log r.
+  void forward(OpCall& call) const override {
+    const Tensor &p = *call.inputs[0], &t = *call.inputs[1], &w = *call.inputs[2];
+    const size_t rows = call.output->rows(), n = p.sample_size();
+    dispatch(p.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* out = call.output->ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        const T* pr = p.ptr<T>() + row_start(p, r, n);
+        const T* tr = t.ptr<T>() + row_start(t, r, n);
+        const T* wr = w.ptr<T>() + row_start(w, r, n);
+        T s = 0;
+        for (size_t i = 0; i < n; ++i)
+          s -= wr[i] * std::log(tr[i] * pr[i] + (1 - tr[i]) * (1 - pr[i]));
+        out[r] = s;
+      }
+    });
+  }
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    const Tensor &p = *call.inputs[0], &t = *call.inputs[1], &w = *call.inputs[2];
+    const size_t rows = call.output->rows(), n = p.sample_size();
+    dispatch(p.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = call.output_gradient->ptr<T>();
+      const bool add = prepare_gradient<T>(g, accumulate);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* pr = p.ptr<T>() + row_start(p, r, n);
+        const T* tr = t.ptr<T>() + row_start(t, r, n);
+        const T* wr = w.ptr<T>() + row_start(w, r, n);
+        T* dx = g.ptr<T>() + row_start(g, r, n);
+        for (size_t i = 0; i < n; ++i) {
+          const T q = tr[i] * pr[i] + (1 - tr[i]) * (1 - pr[i]);
+          const T d = index == 0   ? -wr[i] * (2 * tr[i] - 1) / q
+                      : index == 1 ? -wr[i] * (2 * pr[i] - 1) / q
+                                   : -std::log(q);
+          dx[i] = add ? dx[i] + dy[r] * d : dy[r] * d;
+        }
+      }
+    });
+  }
+};
+
+// ---- the minibatch-level criteria: ranking and edit distance -----------------------------------
+
+// The rows of a minibatch in its logical order: sequences one after another, each in step order
+// (a batch: its samples in order).
+std::vector<size_t> rows_in_order(const Tensor& t) {
+  const SequenceLayout& l = *t.layout;
+  std::vector<size_t> rows;
+  rows.reserve(l.rows());
+  for (size_t b = 0; b < l.num_sequences(); ++b)
+    for (size_t s = 0; s < l.lengths[b]; ++s) rows.push_back(l.row(b, s));
+  return rows;
+}
+
+// The three operands of lambda_rank and ndcg_at_1: one number per sample, with dynamic axes.
+std::vector<OutputSpec> infer_ranking(const char* fn, const std::vector<Variable>& in) {
+  const char* roles[] = {"output", "gain", "group"};
+  for (size_t i = 0; i < 3; ++i) {
+    LOOM_CHECK(in[i].shape().total_size() == 1, ShapeError, fn, ": ", roles[i], " ",
+               in[i].type_string(), " must hold one number per sample");
+    LOOM_CHECK(!in[i].dynamic_axes().empty(), ShapeError, fn, ": ", roles[i], " ",
+               in[i].type_string(), " needs dynamic axes (the samples to rank)");
+  }
+  return {{NDShape{1}, common_dtype(fn, in), common_dynamic_axes(fn, in), false}};
+}
+
+// One sample of a group to rank.
+struct RankedSample {
+  size_t row;
+  double score, gain;
+  size_t rank = 0;  // by score within its group
+};
+
+// The groups of the minibatch (runs of equal group id, in the logical order), each ranked.
+std::vector<std::vector<RankedSample>> ranked_groups(const OpCall& call) {
+  const Tensor &s = *call.inputs[0], &gain = *call.inputs[1], &group = *call.inputs[2];
+  std::vector<std::vector<RankedSample>> groups;
+  dispatch(s.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    int64_t previous = 0;
+    for (size_t r : rows_in_order(s)) {
+      const int64_t id = int64_t(group.ptr<T>()[r]);  // CNTK casts the id to an int
+      if (groups.empty() || id != previous) groups.emplace_back();
+      previous = id;
+      groups.back().push_back({r, double(s.ptr<T>()[r]), double(gain.ptr<T>()[r])});
+    }
+  });
+  for (auto& g : groups) {
+    std::vector<size_t> order(g.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    // CNTK's Url ordering: the larger score first; equal scores (or NaN): the smaller gain.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const double sa = g[a].score, sb = g[b].score;
+      if (sa == sb || std::isnan(sa) || std::isnan(sb)) return g[a].gain < g[b].gain;
+      return sa > sb;
+    });
+    for (size_t k = 0; k < order.size(); ++k) g[order[k]].rank = k;
+  }
+  return groups;
+}
+
+// Σ gain / ln(2 + position), in the listed order (ideal) and by rank.
+std::pair<double, double> dcg(const std::vector<RankedSample>& g) {
+  double ideal = 0, actual = 0;
+  for (size_t k = 0; k < g.size(); ++k) {
+    ideal += g[k].gain / std::log(2.0 + double(k));
+    actual += g[k].gain / std::log(2.0 + double(g[k].rank));
+  }
+  return {ideal, actual};
+}
+
+template <typename T>
+void fill_all(Tensor& out, double v) {
+  std::fill_n(out.ptr<T>(), out.size(), T(v));
+}
+
+class LambdaRankOp : public OpDef {
+ public:
+  const char* name() const override { return "LambdaRank"; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::only(0),
+            .backward_reads_output = false,
+            .runs_step_by_step = false};
+  }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return infer_ranking("lambda_rank", in);
+  }
+  void forward(OpCall& call) const override {
+    const auto groups = ranked_groups(call);
+    double sum = 0;
+    for (const auto& g : groups) {
+      const auto [ideal, actual] = dcg(g);
+      if (ideal != 0) sum += actual / ideal;
+    }
+    const double per_sample = groups.empty() ? 0 : (1 - sum / double(groups.size())) * 100;
+    dispatch(call.output->dtype,
+             [&](auto zero) { fill_all<decltype(zero)>(*call.output, per_sample); });
+  }
+  void backward(OpCall& call, size_t, Tensor& g, bool accumulate) const override {
+    const auto groups = ranked_groups(call);
+    dispatch(g.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const size_t rows = g.rows();
+      const T* dy = call.output_gradient->ptr<T>();
+      double scale = 0;  // each row's value is the minibatch's / rows
+      for (size_t r = 0; r < rows; ++r) scale += dy[r];
+      scale /= double(std::max<size_t>(rows, 1));
+      std::vector<double> lambda(rows, 0.0);
+      for (const auto& grp : groups) {
+        const double ideal = dcg(grp).first;
+        const double least = grp.back().gain;  // CNTK takes the last listed as the least
+        for (size_t i = 0; i < grp.size(); ++i) {
+          if (!(grp[i].gain > least)) continue;
+          const double di = std::log(2.0 + double(grp[i].rank));
+          for (size_t j = i + 1; j < grp.size(); ++j) {
+            if (std::abs(grp[i].gain - grp[j].gain) < 1e-7) continue;
+            const double dj = std::log(2.0 + double(grp[j].rank));
+            const double delta = (grp[i].gain - grp[j].gain) * (di - dj) / (di * dj);
+            const double size = ideal == 0 ? 0 : std::abs(delta / ideal);
+            const double l = -size / (1 + std::exp(grp[i].score - grp[j].score));
+            lambda[grp[i].row] += l;
+            lambda[grp[j].row] -= l;
+          }
+        }
+      }
+      T* dx = g.ptr<T>();
+      for (size_t r = 0; r < rows; ++r) {
+        const T v = T(scale * lambda[r]);
+        dx[r] = accumulate ? dx[r] + v : v;
+      }
+    });
+  }
+};
+
+class NdcgAt1Op : public OpDef {
+ public:
+  const char* name() const override { return "NDCG"; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::none(), .runs_step_by_step = false};
+  }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
+    return infer_ranking("ndcg_at_1", in);
+  }
+  void forward(OpCall& call) const override {
+    const auto groups = ranked_groups(call);
+    double sum = 0;
+    for (const auto& g : groups) {
+      if (g.front().gain == 0) continue;
+      for (const RankedSample& s : g)
+        if (s.rank == 0) sum += s.gain / g.front().gain;
+    }
+    const double per_sample = groups.empty() ? 0 : sum / double(groups.size()) * 100;
+    dispatch(call.output->dtype,
+             [&](auto zero) { fill_all<decltype(zero)>(*call.output, per_sample); });
+  }
+  void backward(OpCall&, size_t, Tensor&, bool) const override {
+    throw StateError("ndcg_at_1 has no gradient");
+  }
+};
+
+// The label sequence of each sequence of t (each step's first largest entry), squashed and
+// filtered as CNTK's ExtractSampleSequence: runs of a label merge first, then the ignored labels
+// drop out.
+template <typename T>
+std::vector<std::vector<size_t>> label_sequences(const Tensor& t, bool squash,
+                                                 const std::vector<size_t>& ignore) {
+  const SequenceLayout& l = *t.layout;
+  const size_t n = t.sample_size();
+  std::vector<std::vector<size_t>> out(l.num_sequences());
+  for (size_t b = 0; b < l.num_sequences(); ++b) {
+    size_t last = 0;
+    for (size_t s = 0; s < l.lengths[b]; ++s) {
+      const T* row = t.ptr<T>() + l.row(b, s) * n;
+      const size_t label = size_t(std::max_element(row, row + n) - row);
+      const bool repeat = squash && s > 0 && label == last;
+      last = label;
+      if (repeat || std::find(ignore.begin(), ignore.end(), label) != ignore.end()) continue;
+      out[b].push_back(label);
+    }
+  }
+  return out;
+}
+
+// CNTK's count of errors between a and b: the path of least penalized cost (ties: substitution,
+// then deletion unless insertion is strictly cheaper), its edits counted one each.
+size_t edit_errors(const std::vector<size_t>& a, const std::vector<size_t>& b, double sub,
+                   double del, double ins) {
+  struct Cell {
+    double cost;
+    size_t edits;
+  };
+  const size_t m = a.size(), n = b.size();
+  std::vector<Cell> grid((m + 1) * (n + 1));
+  auto at = [&](size_t i, size_t j) -> Cell& { return grid[i * (n + 1) + j]; };
+  for (size_t i = 0; i <= m; ++i) at(i, 0) = {double(i) * del, i};
+  for (size_t j = 0; j <= n; ++j) at(0, j) = {double(j) * ins, j};
+  for (size_t i = 1; i <= m; ++i)
+    for (size_t j = 1; j <= n; ++j) {
+      if (a[i - 1] == b[j - 1]) {
+        at(i, j) = at(i - 1, j - 1);
+        continue;
+      }
+      const double d = at(i - 1, j).cost + del, in = at(i, j - 1).cost + ins,
+                   s = at(i - 1, j - 1).cost + sub;
+      if (s <= d && s <= in) {
+        at(i, j) = {s, at(i - 1, j - 1).edits + 1};
+      } else if (d < in) {
+        at(i, j) = {d, at(i - 1, j).edits + 1};
+      } else {
+        at(i, j) = {in, at(i, j - 1).edits + 1};
+      }
+    }
+  return at(m, n).edits;
+}
+
+// The labels to ignore: a list of label indices. The table's Python parameter (of type Axis, for
+// want of a list type) gives None, held as the all-static-axes name, for CNTK's default [].
+std::vector<size_t> tokens_to_ignore(const Dictionary& a) {
+  const DictionaryValue& v = a.at("tokensToIgnore");
+  std::vector<size_t> tokens;
+  if (v.is<std::string>() && v.get<std::string>() == Axis::all_static_axes().name()) return tokens;
+  LOOM_CHECK(v.is<DictionaryVector>(), ArgumentError,
+             "edit_distance_error: tokensToIgnore must be a list of label indices, not ",
+             v.type_name());
+  for (const DictionaryValue& t : v.get<DictionaryVector>()) {
+    LOOM_CHECK(t.is<int64_t>() && t.get<int64_t>() >= 0, ArgumentError,
+               "edit_distance_error: tokensToIgnore must hold label indices (ints >= 0)");
+    tokens.push_back(size_t(t.get<int64_t>()));
+  }
+  return tokens;
+}
+
+class EditDistanceErrorOp : public OpDef {
+ public:
+  const char* name() const override { return "EditDistanceError"; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::none(), .runs_step_by_step = false};
+  }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const char* fn = "edit_distance_error";
+    check_same_shapes(fn, in[0], in[1]);
+    for (const Variable& v : in)
+      LOOM_CHECK(!v.dynamic_axes().empty(), ShapeError, fn, ": operand ", v.type_string(),
+                 " needs dynamic axes (the sequences to compare)");
+    tokens_to_ignore(a);  // an ArgumentError for anything but label indices
+    for (const char* pen : {"subPen", "delPen", "insPen"})
+      LOOM_CHECK(a.get<double>(pen) >= 0, ArgumentError, fn, ": ", pen,
+                 " must not be negative, not ", a.get<double>(pen));
+    return {{NDShape{1}, common_dtype(fn, in), common_dynamic_axes(fn, in), false}};
+  }
+  void forward(OpCall& call) const override {
+    const Tensor &x = *call.inputs[0], &y = *call.inputs[1];
+    const Dictionary& a = call.attributes;
+    const bool squash = a.get<bool>("squashInputs");
+    const std::vector<size_t> ignore = tokens_to_ignore(a);
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const auto as = label_sequences<T>(x, squash, ignore);
+      const auto bs = label_sequences<T>(y, squash, ignore);
+      size_t errors = 0, reference = 0;
+      for (size_t b = 0; b < as.size(); ++b) {
+        if (x.layout->lengths[b] == 0) continue;
+        errors += edit_errors(as[b], bs[b], a.get<double>("subPen"), a.get<double>("delPen"),
+                              a.get<double>("insPen"));
+        reference += bs[b].size();
+      }
+      // Each step's share of CNTK's errors · #steps / reference (a reference of no labels at
+      // all counts as one).
+      fill_all<T>(*call.output, double(errors) / double(std::max<size_t>(reference, 1)));
+    });
+  }
+  void backward(OpCall&, size_t, Tensor&, bool) const override {
+    throw StateError("edit_distance_error has no gradient");
+  }
+};
+
+// ---- nce_loss ----------------------------------------------------------------------------------
+
+// CNTK's NCE block (Function.cpp, NCELoss) as one op. With q the normalized noise distribution,
+// k = num_samples and log P_c = log(k q_c): k classes s_i drawn from q (shared by the
+// minibatch's samples; without duplicates by rejection, as CNTK's RandomSample), importance
+// weights w_c = q_c / (expected count of c in the draw: k q_c, or without duplicates
+// 1 − (1 − q_c)^T with T the mean number of draws of 10 trial samplings, as CNTK's
+// RandomSampleInclusionFrequency), and H = Σ_c k q_c log(k q_c). For a sample x with label y
+// (one-hot or soft), z_c = W_c·x + b_c and z+ = Σ_c y_c z_c:
+//   loss = logaddexp(z+, Σ_c y_c log P_c) − z+ + k Σ_i w_{s_i} logaddexp(z_{s_i}, log P_{s_i}) − H.
+// Inputs: weights [classes, dim], biases [classes, 1], inputs [dim], labels [classes],
+// noise_distribution [classes] (weights >= 0, not all 0). Attributes: num_samples,
+// allow_duplicates, random_seed (>= 0: the n-th forward of the function draws from stream n of
+// that seed, so a seed repeats the same sequence of draws; else the function's generator, from
+// the global seed sequence).
+class NceOp : public OpDef {
+ public:
+  const char* name() const override { return "NCE"; }
+  OpTraits traits(const Dictionary&) const override {
+    return {.differentiable = InputSet::only(0) | InputSet::only(1) | InputSet::only(2),
+            .accepts_sparse = InputSet::only(3),
+            .runs_step_by_step = false,
+            .is_random = true};
+  }
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const char* fn = "nce_loss";
+    const Variable &W = in[0], &b = in[1], &x = in[2], &y = in[3], &q = in[4];
+    LOOM_CHECK(q.shape().rank() == 1 && q.dynamic_axes().empty(), ShapeError, fn,
+               ": noise_distribution must be a vector without dynamic axes, not ", q.type_string());
+    const size_t classes = q.shape()[0];
+    LOOM_CHECK(x.shape().rank() == 1 && !x.dynamic_axes().empty(), ShapeError, fn,
+               ": inputs must be a vector per sample, not ", x.type_string());
+    LOOM_CHECK(y.shape() == NDShape{classes}, ShapeError, fn, ": labels ", y.type_string(),
+               " must have the noise distribution's ", classes, " classes");
+    LOOM_CHECK(W.dynamic_axes().empty() && b.dynamic_axes().empty(), ShapeError, fn,
+               ": weights and biases must not have dynamic axes");
+    LOOM_CHECK(W.shape().rank() == 2 && W.shape()[0] == classes, ShapeError, fn, ": weights ",
+               W.shape().to_string(), " must be [", classes, ", input dimension]");
+    if (W.shape()[1] == NDShape::kInferred) {
+      LOOM_CHECK(W.is_parameter(), ShapeError, fn, ": only a parameter can have inferred axes");
+      resolve_parameter_shape(W, NDShape{classes, x.shape()[0]});
+    }
+    LOOM_CHECK(W.shape()[1] == x.shape()[0], ShapeError, fn, ": weights ", W.shape().to_string(),
+               " do not match inputs of dimension ", x.shape()[0]);
+    LOOM_CHECK(b.shape() == (NDShape{classes, 1}), ShapeError, fn, ": biases ",
+               b.shape().to_string(), " must be [", classes, ", 1]");
+    const int64_t k = a.get<int64_t>("num_samples");
+    LOOM_CHECK(k >= 1, ArgumentError, fn, ": num_samples must be at least 1, not ", k);
+    LOOM_CHECK(a.get<bool>("allow_duplicates") || size_t(k) <= classes, ArgumentError, fn,
+               ": cannot draw ", k, " distinct classes of ", classes);
+    return {{NDShape{1}, common_dtype(fn, in), x.dynamic_axes(), false}};
+  }
+
+  void forward(OpCall& call) const override {
+    dispatch(call.output->dtype,
+             [&](auto zero) { run<decltype(zero)>(call, true, 0, nullptr, false); });
+  }
+  void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
+    dispatch(g.dtype, [&](auto zero) { run<decltype(zero)>(call, false, index, &g, accumulate); });
+  }
+
+ private:
+  // The normalized noise, log P, the entropy term and the prefix sums of the weights.
+  struct Noise {
+    std::vector<double> q, log_p, prefix;
+    double entropy = 0;
+    size_t nonzero = 0;
+  };
+  template <typename T>
+  static Noise noise(const Tensor& t, size_t k) {
+    Noise n;
+    const T* w = t.ptr<T>();
+    const size_t classes = t.size();
+    double total = 0;
+    for (size_t c = 0; c < classes; ++c) {
+      LOOM_CHECK(w[c] >= 0, ArgumentError, "nce_loss: noise_distribution has a negative weight");
+      total += double(w[c]);
+      n.prefix.push_back(total);
+      n.nonzero += w[c] > 0;
+    }
+    LOOM_CHECK(total > 0, ArgumentError, "nce_loss: noise_distribution is all zeros");
+    for (size_t c = 0; c < classes; ++c) {
+      n.q.push_back(double(w[c]) / total);
+      const double u = double(k) * n.q[c];
+      n.log_p.push_back(u > 0 ? std::log(u) : -std::numeric_limits<double>::infinity());
+      if (u > 0) n.entropy += u * std::log(u);
+    }
+    return n;
+  }
+  // k classes drawn from the noise; tries: the draws it took.
+  static std::vector<size_t> draw(const Noise& n, size_t k, bool duplicates, RandomGenerator& rng,
+                                  size_t* tries) {
+    std::vector<size_t> out;
+    std::vector<bool> taken(n.q.size(), false);
+    *tries = 0;
+    while (out.size() < k) {
+      const double u = rng.uniform() * n.prefix.back();
+      size_t c = size_t(std::upper_bound(n.prefix.begin(), n.prefix.end(), u) - n.prefix.begin());
+      c = std::min(c, n.q.size() - 1);
+      ++*tries;
+      if (!duplicates) {
+        if (taken[c]) continue;
+        taken[c] = true;
+      }
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  static double logaddexp(double a, double b) {
+    if (a == -std::numeric_limits<double>::infinity()) return b;
+    if (b == -std::numeric_limits<double>::infinity()) return a;
+    const double m = std::max(a, b);
+    return m + std::log1p(std::exp(-std::abs(a - b)));
+  }
+  static double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+
+  // Forward draws the classes and keeps them with their importance weights in the scratch area;
+  // backward reads them.
+  template <typename T>
+  void run(OpCall& call, bool forward, size_t index, Tensor* g, bool accumulate) const {
+    const Tensor &W = *call.inputs[0], &b = *call.inputs[1], &x = *call.inputs[2],
+                 &y = *call.inputs[3];
+    const Dictionary& a = call.attributes;
+    const size_t k = size_t(a.get<int64_t>("num_samples")), classes = W.shape[0],
+                 dim = x.sample_size(), rows = x.rows();
+    const Noise n = noise<T>(*call.inputs[4], k);
+    auto* kept = static_cast<double*>(call.scratch->ensure(2 * k * sizeof(double)));
+    if (forward) {
+      const bool duplicates = a.get<bool>("allow_duplicates");
+      LOOM_CHECK(duplicates || k <= n.nonzero, ArgumentError, "nce_loss: cannot draw ", k,
+                 " distinct classes from a noise distribution of ", n.nonzero, " nonzero weights");
+      const int64_t seed = a.get<int64_t>("random_seed");
+      RandomGenerator seeded;
+      if (seed >= 0) {
+        // The seed's stream number n for the function's n-th draw: the function's own generator
+        // (which persists, and checkpoints, with it) counts the draws.
+        seeded = RandomGenerator(uint64_t(seed), call.random->offset());
+        call.random->next_u32();
+      }
+      RandomGenerator& rng = seed >= 0 ? seeded : *call.random;
+      size_t tries = 0;
+      const std::vector<size_t> s = draw(n, k, duplicates, rng, &tries);
+      double mean_tries = double(k);
+      if (!duplicates) {
+        double sum = 0;
+        for (int e = 0; e < 10; ++e) {
+          size_t t = 0;
+          draw(n, k, false, rng, &t);
+          sum += double(t);
+        }
+        mean_tries = sum / 10;
+      }
+      for (size_t i = 0; i < k; ++i) {
+        const double p = n.q[s[i]];
+        const double expected =
+            duplicates ? p * double(k) : -std::expm1(mean_tries * std::log1p(-p));
+        kept[i] = double(s[i]);
+        kept[k + i] = p / expected;
+      }
+    }
+    const TargetRows<T> labels(y, classes);
+    const T *w = W.ptr<T>(), *bias = b.ptr<T>();
+    T* out = forward ? call.output->ptr<T>() : nullptr;
+    const T* dy = forward ? nullptr : call.output_gradient->ptr<T>();
+    if (!forward && !(g->dynamic()) && !accumulate) std::fill_n(g->ptr<T>(), g->size(), T(0));
+    std::vector<double> wy(dim);
+    for (size_t r = 0; r < rows; ++r) {
+      const T* xr = x.ptr<T>() + r * dim;
+      auto logit = [&](size_t c) {
+        double z = double(bias[c]);
+        for (size_t d = 0; d < dim; ++d) z += double(w[c * dim + d]) * double(xr[d]);
+        return z;
+      };
+      double z_pos = 0, log_p_pos = 0;
+      std::fill(wy.begin(), wy.end(), 0.0);
+      labels.for_each(r, [&](size_t c, T v) {
+        z_pos += double(v) * logit(c);
+        log_p_pos += double(v) * n.log_p[c];
+        for (size_t d = 0; d < dim; ++d) wy[d] += double(v) * double(w[c * dim + d]);
+      });
+      if (forward) {
+        double loss = logaddexp(z_pos, log_p_pos) - z_pos - n.entropy;
+        for (size_t i = 0; i < k; ++i) {
+          const size_t c = size_t(kept[i]);
+          loss += double(k) * kept[k + i] * logaddexp(logit(c), n.log_p[c]);
+        }
+        out[r] = T(loss);
+        continue;
+      }
+      // d loss / d z+ = σ(z+ − log P+) − 1; d loss / d z_{s_i} = k w_i σ(z_{s_i} − log P_{s_i}).
+      const double g_pos = double(dy[r]) * (sigmoid(z_pos - log_p_pos) - 1);
+      T* gr = g->ptr<T>() + (g->dynamic() ? r * dim : 0);
+      if (index == 2 && !accumulate) std::fill_n(gr, dim, T(0));
+      if (index == 2)
+        for (size_t d = 0; d < dim; ++d) gr[d] += T(g_pos * wy[d]);
+      labels.for_each(r, [&](size_t c, T v) {
+        if (index == 0)
+          for (size_t d = 0; d < dim; ++d) g->ptr<T>()[c * dim + d] += T(g_pos * double(v) * xr[d]);
+        if (index == 1) g->ptr<T>()[c] += T(g_pos * double(v));
+      });
+      for (size_t i = 0; i < k; ++i) {
+        const size_t c = size_t(kept[i]);
+        const double g_neg =
+            double(dy[r]) * double(k) * kept[k + i] * sigmoid(logit(c) - n.log_p[c]);
+        if (index == 0)
+          for (size_t d = 0; d < dim; ++d) g->ptr<T>()[c * dim + d] += T(g_neg * xr[d]);
+        if (index == 1) g->ptr<T>()[c] += T(g_neg);
+        if (index == 2)
+          for (size_t d = 0; d < dim; ++d) gr[d] += T(g_neg * w[c * dim + d]);
+      }
+    }
+  }
+};
+
 const ElementSumLossOp<SquaredErrorFormula> kSquaredError;
 const CrossEntropyWithSoftmaxOp kCrossEntropyWithSoftmax;
 const ElementSumLossOp<BinaryCrossEntropyFormula> kBinaryCrossEntropy;
 const ClassificationErrorOp kClassificationError;
+const CosDistanceOp kCosDistance;
+const CosDistanceWithNegativeSamplesOp kCosDistanceWithNegativeSamples;
+const WeightedLogisticOp kWeightedLogistic;
+const LambdaRankOp kLambdaRank;
+const NdcgAt1Op kNdcgAt1;
+const EditDistanceErrorOp kEditDistanceError;
+const NceOp kNce;
+
+}  // namespace
+
+namespace {
+
+Dictionary edit_distance_attributes(const EditDistanceOptions& o) {
+  DictionaryVector tokens;
+  for (size_t token : o.tokens_to_ignore) tokens.push_back(int64_t(token));
+  return Dictionary({{"subPen", o.sub_pen},
+                     {"delPen", o.del_pen},
+                     {"insPen", o.ins_pen},
+                     {"squashInputs", o.squash_inputs},
+                     {"tokensToIgnore", tokens}});
+}
+
+Dictionary negatives(size_t shift, size_t count) {
+  return Dictionary({{"shift", int64_t(shift)}, {"num_negative_samples", int64_t(count)}});
+}
 
 }  // namespace
 
 std::vector<OpSchema> losses_schemas() {
   const ConformanceInput z{NDShape{4}}, t{NDShape{4}, true, 0, 1};
+  const ConformanceInput probability{NDShape{4}, true, 0.1, 0.9}, weight{NDShape{4}, true, 0.1, 2};
+  // Ranking: one score, gain and group (its integer part: 0, 1 or 2) per sample.
+  const ConformanceInput score{NDShape{1}, true, -3, 3}, gain{NDShape{1}, true, 0.1, 3},
+      group{NDShape{1}, true, 0.1, 2.9};
   return {
       hand_bound(kSquaredError, 2, 2, {{{z, z}}}),
       hand_bound(kCrossEntropyWithSoftmax, 2, 2, {{{z, t}}}),
       hand_bound(kBinaryCrossEntropy, 2, 2, {{{{NDShape{4}, true, 0.1, 0.9}, t}}}),
       hand_bound(kClassificationError, 2, 2, {{{z, t}, Dictionary({{"top_n", int64_t{1}}})}}),
+      {&kCosDistance,
+       2,
+       2,
+       "cosine_distance",
+       "losses",
+       {{"x"}, {"y"}},
+       false,
+       "the cosine of the angle between x and y per sample",
+       {.none_because = "ONNX has no cosine similarity node"},
+       {{{z, z}}, {{z, {NDShape{4}, false}}}, {{{NDShape{2, 3}}, {NDShape{2, 3}}}}}},
+      {&kCosDistanceWithNegativeSamples,
+       2,
+       2,
+       "cosine_distance_with_negative_samples",
+       "losses",
+       {{"x"}, {"y"}, {"shift", ParamType::Int}, {"num_negative_samples", ParamType::Int}},
+       false,
+       "the cosine distance of x with y and with num_negative_samples other samples of y",
+       {.none_because = "ONNX has no node that mixes the samples of a minibatch"},
+       {{{z, z}, negatives(1, 2)}, {{z, z}, negatives(2, 1)}}},
+      {&kWeightedLogistic,
+       3,
+       3,
+       "weighted_binary_cross_entropy",
+       "losses",
+       {{"output"}, {"target"}, {"weight"}},
+       false,
+       "binary cross entropy with a weight per element",
+       {.none_because = "ONNX has no binary cross entropy node"},
+       {{{probability, t, weight}}, {{probability, t, {NDShape{4}, false, 0.1, 2}}}}},
+      {&kLambdaRank,
+       3,
+       3,
+       "lambda_rank",
+       "losses",
+       {{"output"}, {"gain"}, {"group"}},
+       false,
+       "LambdaRank's criterion over the groups of the minibatch, 100 x (1 - mean NDCG) a sample",
+       {.none_because = "ONNX has no ranking criteria"},
+       // LambdaRank's gradient is by design not the derivative of its (piecewise constant) value.
+       {{{score, gain, group}, {}, true, true, false}}},
+      {&kNdcgAt1,
+       3,
+       3,
+       "ndcg_at_1",
+       "metrics",
+       {{"output"}, {"gain"}, {"group"}},
+       false,
+       "NDCG at 1 over the groups of the minibatch, as a percentage a sample",
+       {.none_because = "ONNX has no ranking metrics"},
+       {{{score, gain, group}}}},
+      {&kEditDistanceError,
+       2,
+       2,
+       "edit_distance_error",
+       "metrics",
+       {{"input_a"},
+        {"input_b"},
+        {"subPen", ParamType::Double, EditDistanceOptions{}.sub_pen},
+        {"delPen", ParamType::Double, EditDistanceOptions{}.del_pen},
+        {"insPen", ParamType::Double, EditDistanceOptions{}.ins_pen},
+        {"squashInputs", ParamType::Bool, EditDistanceOptions{}.squash_inputs},
+        // A list of label indices, which the table takes as an Axis list of ints for want of a
+        // list type; its default None stands for CNTK's [], which python/loom/metrics.py shows.
+        {"tokensToIgnore", ParamType::Axis, axis_attribute(Axis::all_static_axes())}},
+       false,
+       "the edit distance between the label sequences (argmax per step) of input_a and input_b",
+       {.none_because = "ONNX has no edit distance node"},
+       {{{z, z}, edit_distance_attributes(EditDistanceOptions{})},
+        {{z, z},
+         edit_distance_attributes({.sub_pen = 2,
+                                   .del_pen = 1,
+                                   .ins_pen = 0.5,
+                                   .squash_inputs = true,
+                                   .tokens_to_ignore = {1}})}}},
+      {&kNce,
+       5,
+       5,
+       // python/loom/losses.py's nce_loss (CNTK's signature, seed) calls this one.
+       "_nce_loss",
+       "losses",
+       {{"weights"},
+        {"biases"},
+        {"inputs"},
+        {"labels"},
+        {"noise_distribution"},
+        {"num_samples", ParamType::Int, int64_t(NceOptions{}.num_samples)},
+        {"allow_duplicates", ParamType::Bool, NceOptions{}.allow_duplicates},
+        {"random_seed", ParamType::Int, int64_t{-1}}},
+       false,
+       "noise contrastive estimation loss (CNTK's NCE)",
+       {.none_because = "ONNX has no sampled loss"},
+       {}},
   };
 }
 
@@ -295,6 +1116,168 @@ Function classification_error(const Variable& z, const Variable& target, size_t 
   Dictionary a;
   a["top_n"] = int64_t(top_n);
   return make_primitive(kClassificationError, {z, target}, std::move(a), name);
+}
+
+Function cosine_distance(const Variable& x, const Variable& y, const std::string& name) {
+  return make_primitive(kCosDistance, {x, y}, {}, name);
+}
+
+Function cosine_distance_with_negative_samples(const Variable& x, const Variable& y, size_t shift,
+                                               size_t num_negative_samples,
+                                               const std::string& name) {
+  return make_primitive(kCosDistanceWithNegativeSamples, {x, y},
+                        negatives(shift, num_negative_samples), name);
+}
+
+Function weighted_binary_cross_entropy(const Variable& output, const Variable& target,
+                                       const Variable& weight, const std::string& name) {
+  return make_primitive(kWeightedLogistic, {output, target, weight}, {}, name);
+}
+
+Function lambda_rank(const Variable& output, const Variable& gain, const Variable& group,
+                     const std::string& name) {
+  return make_primitive(kLambdaRank, {output, gain, group}, {}, name);
+}
+
+Function ndcg_at_1(const Variable& output, const Variable& gain, const Variable& group,
+                   const std::string& name) {
+  return make_primitive(kNdcgAt1, {output, gain, group}, {}, name);
+}
+
+Function edit_distance_error(const Variable& a, const Variable& b,
+                             const EditDistanceOptions& options, const std::string& name) {
+  return make_primitive(kEditDistanceError, {a, b}, edit_distance_attributes(options), name);
+}
+
+Function fmeasure(const Variable& output, const Variable& target, const FMeasureOptions& options,
+                  const std::string& name) {
+  const char* fn = "fmeasure";
+  LOOM_CHECK(output.shape().rank() == target.shape().rank(), ShapeError, fn, ": output ",
+             output.type_string(), " and target ", target.type_string(), " differ in rank");
+  LOOM_CHECK(std::isfinite(options.beta), ArgumentError, fn, ": beta must be finite, not ",
+             options.beta);
+  // CNTK: a rank-3 sample sums over its last two axes (the first is the class axis).
+  const bool per_class = output.shape().rank() == 3;
+  auto sum = [per_class](const Variable& v) {
+    return per_class ? reduce_sum(v, std::vector<Axis>{Axis(1), Axis(2)}) : reduce_sum(v);
+  };
+  const DataType dtype = output.dtype();
+  const double b2 = options.beta * options.beta;
+  const Function correct = sum(element_times(output, target));
+  const Function precision = element_divide(correct, sum(output));
+  const Function recall = element_divide(correct, sum(target));
+  const Function f =
+      element_divide(element_times(constant(1 + b2, dtype), element_times(precision, recall)),
+                     plus(element_times(constant(b2, dtype), precision), recall));
+  return minus(constant(1.0, dtype), f, name);
+}
+
+Function nce_loss(const Variable& weights, const Variable& biases, const Variable& inputs,
+                  const Variable& labels, const Variable& noise_distribution,
+                  const NceOptions& options, const std::string& name) {
+  LOOM_CHECK(options.num_samples >= 1, ArgumentError, "nce_loss: num_samples must be at least 1");
+  Dictionary a;
+  a["num_samples"] = int64_t(options.num_samples);
+  a["allow_duplicates"] = options.allow_duplicates;
+  a["random_seed"] =
+      options.seed ? int64_t(*options.seed & ((uint64_t{1} << 62) - 1)) : int64_t{-1};
+  return make_primitive(kNce, {weights, biases, inputs, labels, noise_distribution}, std::move(a),
+                        name);
+}
+
+namespace {
+
+// The static axis `axis` of z's sample as an index from the front; an ArgumentError naming fn
+// for a dynamic axis or one out of range.
+size_t sample_axis(const char* fn, const Variable& z, const Axis& axis) {
+  const int rank = int(z.shape().rank());
+  LOOM_CHECK(axis.is_static(), ArgumentError, fn, ": axis ", axis.to_string(),
+             " is not a static axis; only an axis of the sample is supported");
+  const int i = axis.static_index();
+  LOOM_CHECK(i >= -rank && i < rank, ArgumentError, fn, ": axis ", i,
+             " is out of range for a sample of shape ", z.shape().to_string());
+  return size_t(i < 0 ? i + rank : i);
+}
+
+}  // namespace
+
+Function cross_entropy_with_softmax(const Variable& z, const Variable& target, const Axis& axis,
+                                    const std::string& name) {
+  const char* fn = "cross_entropy_with_softmax";
+  const size_t i = sample_axis(fn, z, axis);
+  if (z.shape().rank() == 1) return cross_entropy_with_softmax(z, target, name);
+  check_same_shapes(fn, z, target);
+  const Axis a{int(i)};
+  return minus(reduce_log_sum_exp(z, a), reduce_sum(element_times(target, z), a), name);
+}
+
+Function classification_error(const Variable& z, const Variable& target, size_t top_n,
+                              const Axis& axis, const std::string& name) {
+  const char* fn = "classification_error";
+  const size_t i = sample_axis(fn, z, axis);
+  if (z.shape().rank() == 1) return classification_error(z, target, top_n, name);
+  LOOM_CHECK(top_n == 1, ArgumentError, fn,
+             ": top_n is not supported along an axis of a sample of rank ", z.shape().rank(),
+             " (CNTK neither)");
+  check_same_shapes(fn, z, target);
+  const Axis a{int(i)};
+  const Function predicted = equal(z, reduce_max(z, a));
+  const Function wrong = reduce_sum(not_equal(target, predicted), a);
+  return reduce_mean(greater_equal(wrong, constant(1.0, z.dtype())), Axis::all_static_axes(), true,
+                     name);
+}
+
+HierarchicalSoftmax hierarchical_softmax_layer(const Variable& input, const Variable& label_index,
+                                               size_t label_dim, size_t label_classes) {
+  const char* fn = "hierarchical_softmax_layer";
+  LOOM_CHECK(input.shape().rank() == 1, ShapeError, fn, ": input must be a vector, not ",
+             input.type_string());
+  LOOM_CHECK(label_index.shape().total_size() == 1, ShapeError, fn,
+             ": label_index must hold one index per sample, not ", label_index.type_string());
+  LOOM_CHECK(label_dim >= 1, ArgumentError, fn, ": label_dim must be at least 1");
+  if (label_classes == 0) label_classes = size_t(std::ceil(std::sqrt(double(label_dim))));
+  const size_t d = input.shape()[0], c = label_classes, n = (label_dim + c - 1) / c;
+  const DataType dtype = input.dtype();
+  auto scalar = [dtype](double v) { return constant(v, dtype); };
+  // A one-hot vector [size] of an index held as a number.
+  auto one_hot = [dtype](const Variable& index, size_t size) {
+    std::vector<double> range(size);
+    std::iota(range.begin(), range.end(), 0.0);
+    return dispatch(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      return equal(index, constant(NDArrayView::from_vector<T>(
+                              {size}, std::vector<T>(range.begin(), range.end()))));
+    });
+  };
+  const Variable label = reshape(label_index, NDShape{1});
+  const Function target_class = floor(element_divide(plus(label, scalar(0.5)), scalar(double(n))));
+  const Function target_in_class =
+      round(minus(label, element_times(target_class, scalar(double(n)))));
+
+  const Parameter w1 = parameter({d, c}, glorot_normal(), dtype, "hsoftmax_w1");
+  const Parameter b1 = parameter({c}, glorot_normal(), dtype, "hsoftmax_b1");
+  const Parameter w2s = parameter({c, d, n}, glorot_normal(), dtype, "hsoftmax_w2s");
+  const Parameter b2s = parameter({c, n}, glorot_normal(), dtype, "hsoftmax_b2s");
+
+  HierarchicalSoftmax h;
+  h.class_probs = softmax(plus(b1, times(input, w1)));
+  // Every class's in-class scores at once, [c, n], then a softmax within each class.
+  const Function scores = reduce_sum(element_times(reshape(input, {1, d, 1}), w2s), Axis(1));
+  const Function in_classes = softmax(plus(reshape(scores, {c, n}), b2s), Axis(-1));
+  const Function class_one_hot = one_hot(target_class, c);
+  const Function in_class =
+      reduce_sum(element_times(reshape(class_one_hot, {c, 1}), in_classes), Axis(0));
+  const Function prob_in_class =
+      reduce_sum(element_times(reshape(in_class, {n}), one_hot(target_in_class, n)));
+  h.output_prob =
+      element_times(prob_in_class, reduce_sum(element_times(class_one_hot, h.class_probs)));
+  for (size_t i = 0; i < c; ++i) {
+    const Function ci = one_hot(scalar(double(i)), c);
+    const Function row = reduce_sum(element_times(reshape(ci, {c, 1}), in_classes), Axis(0));
+    h.all_probs.push_back(
+        element_times(reshape(row, {n}), reduce_sum(element_times(ci, h.class_probs))));
+  }
+  return h;
 }
 
 }  // namespace loom

@@ -1,6 +1,72 @@
 """Evaluation metrics (CNTK's cntk.metrics): one value per sample. Also at loom.X, as CNTK
-re-exports them."""
-from loom._loom import classification_error  # noqa: F401
+re-exports them.
+
+ndcg_at_1 and edit_distance_error are CNTK's primitives from the op table
+(loom/ops/losses.cpp); classification_error along an axis of a sample of rank 2 or more is
+CNTK's composite, built here from other ops.
+"""
+import numpy as np
+
+from loom import _loom
+from loom._loom import ArgumentError
+from loom.losses import _operands, _same_shapes, _static_axis
 from loom.ops._table import op_functions as _op_functions
 
 globals().update(_op_functions('metrics'))
+_edit_distance_error = edit_distance_error  # noqa: F821 (the table's function, made above)
+
+
+def classification_error(output_vector, target_vector, axis=-1, topN=1, name=''):
+    """1 where target_vector's class (its largest entry) is not among the topN largest entries of
+    output_vector, else 0; not differentiable.
+
+    A vector sample is Loom's ClassificationError primitive (among equal scores the earlier
+    entry ranks first). Along an axis of a sample of rank 2 or more it is CNTK's composite: each
+    slice along the axis is wrong where the target differs from (output == its max), and the
+    value is the mean over the slices; topN must then be 1, as in CNTK."""
+    z, t = _operands(output_vector, target_vector)
+    shape = tuple(z.shape)
+    if len(shape) == 0:
+        raise _loom.ShapeError('classification_error: output_vector has no axis to classify '
+                               'along')
+    index = _static_axis('classification_error', axis, shape)
+    if isinstance(topN, bool) or not isinstance(topN, (int, np.integer)) or topN < 1:
+        raise ArgumentError(f'classification_error: topN must be an int of at least 1, not '
+                            f'{topN!r}')
+    if len(shape) == 1:
+        return _loom.classification_error(z, t, int(topN), name)
+    if topN != 1:
+        raise ArgumentError('classification_error: topN is not supported along an axis of a '
+                            f'sample of rank {len(shape)} (CNTK neither)')
+    _same_shapes('classification_error', z, t, ('output_vector', 'target_vector'))
+    from loom import ops
+    predicted = ops.equal(z, ops.reduce_max(z, axis=index))
+    wrong = ops.reduce_sum(ops.not_equal(t, predicted), axis=index)
+    return ops.reduce_mean(ops.greater_equal(wrong, 1), axis=None, name=name)
+
+
+def edit_distance_error(input_a, input_b, subPen=1, delPen=1, insPen=1, squashInputs=False,
+                        tokensToIgnore=[], name=''):  # noqa: B006 (CNTK's signature)
+    """The edit distance between the label sequences (argmax per step) of input_a and input_b,
+    as CNTK's EditDistanceError counts it: the edits of the path of least penalized cost
+    (subPen, delPen, insPen), after squashing runs of a label (squashInputs) and dropping the
+    labels tokensToIgnore lists. The minibatch's total is errors * #steps / (total length of
+    input_b's label sequences), as CNTK's; each step carries its share. No gradient."""
+    if tokensToIgnore is None:
+        tokensToIgnore = []
+    if isinstance(tokensToIgnore, (int, np.integer)) or not all(
+            isinstance(t, (int, np.integer)) and not isinstance(t, bool) and t >= 0
+            for t in tokensToIgnore):
+        raise ArgumentError('edit_distance_error: tokensToIgnore must be a list of label '
+                            f'indices (ints >= 0), not {tokensToIgnore!r}')
+    a, b = _operands(input_a, input_b)
+    return _edit_distance_error(a, b, subPen, delPen, insPen, squashInputs,
+                                [int(t) for t in tokensToIgnore], name)
+
+
+edit_distance_error.__module__ = 'loom.metrics'
+
+__all__ = sorted(name for name, value in globals().items()
+                 if callable(value) and not name.startswith('_')
+                 and getattr(value, '__module__', '').startswith('loom')
+                 and name != 'ArgumentError')
