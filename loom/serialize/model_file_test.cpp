@@ -119,6 +119,11 @@ Model build_model() {
   Variable sq_pad = times(sq_unpacked[0], parameter({3, 2})), sq_mask = sq_unpacked[1];
   Variable d64 = Dense(NDShape{2, 3}, {.dtype = DataType::Float64})(x64);
   Variable t64 = times(x64, parameter(NDShape{3, 2}, he_normal(), DataType::Float64, "W64"));
+  Variable c32 = cast(t64, DataType::Float32);
+  // NCE with a seed: the loaded model draws the same noise classes.
+  Variable nce = nce_loss(parameter(NDShape{5, 6}, glorot_uniform()), parameter(NDShape{5, 1}), z6,
+                          y, constant(NDArrayView::from_vector<float>({5}, {1, 2, 3, 4, 5})),
+                          {.num_samples = 3, .seed = 7});
   // assign writes its ref at every evaluation: the model is saved before it is evaluated.
   Parameter acc = parameter(NDArrayView::from_vector<float>({2}, {1, 2}), "acc");
   Variable asg = assign(acc, plus(acc, constant(NDArrayView::from_vector<float>({2}, {3, 4}))));
@@ -133,8 +138,8 @@ Model build_model() {
 
   Model m;
   m.f = combine(
-      {el,       sp,     red1,   red2,    red3,   sm,     lsm,     ce,  err, se,  bce, sq_last,
-       sq_first, sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64, t64, asg, ct,  gp},
+      {el,     sp,     red1,    red2,   red3,   sm,      lsm, ce,  err, se, bce, sq_last, sq_first,
+       sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64, t64, asg, ct, gp,  c32,     nce},
       "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));

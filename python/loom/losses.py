@@ -68,12 +68,13 @@ def cross_entropy_with_softmax(output_vector, target_vector, axis=-1, name=''):
     kept as 1."""
     z, t = _operands(output_vector, target_vector)
     shape = tuple(z.shape)
-    if len(shape) == 0:
-        raise ShapeError('cross_entropy_with_softmax: output_vector has no axis to take the '
-                         'softmax along')
-    index = _static_axis('cross_entropy_with_softmax', axis, shape)
-    if len(shape) == 1:
+    if len(shape) <= 1:
+        # A vector, or a placeholder's shape not known yet (a criterion made with
+        # @Function): the primitive, which checks the shapes when they are known.
+        if shape:
+            _static_axis('cross_entropy_with_softmax', axis, shape)
         return _loom.cross_entropy_with_softmax(z, t, name)
+    index = _static_axis('cross_entropy_with_softmax', axis, shape)
     _same_shapes('cross_entropy_with_softmax', z, t, ('output_vector', 'target_vector'))
     from loom import ops
     return ops.minus(ops.reduce_log_sum_exp(z, axis=index),

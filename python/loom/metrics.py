@@ -26,15 +26,15 @@ def classification_error(output_vector, target_vector, axis=-1, topN=1, name='')
     value is the mean over the slices; topN must then be 1, as in CNTK."""
     z, t = _operands(output_vector, target_vector)
     shape = tuple(z.shape)
-    if len(shape) == 0:
-        raise _loom.ShapeError('classification_error: output_vector has no axis to classify '
-                               'along')
-    index = _static_axis('classification_error', axis, shape)
     if isinstance(topN, bool) or not isinstance(topN, (int, np.integer)) or topN < 1:
         raise ArgumentError(f'classification_error: topN must be an int of at least 1, not '
                             f'{topN!r}')
-    if len(shape) == 1:
+    if len(shape) <= 1:
+        # A vector, or a placeholder's shape not known yet: the primitive checks it later.
+        if shape:
+            _static_axis('classification_error', axis, shape)
         return _loom.classification_error(z, t, int(topN), name)
+    index = _static_axis('classification_error', axis, shape)
     if topN != 1:
         raise ArgumentError('classification_error: topN is not supported along an axis of a '
                             f'sample of rank {len(shape)} (CNTK neither)')
