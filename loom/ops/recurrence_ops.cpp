@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "loom/graph/op.h"
+#include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
@@ -218,9 +219,13 @@ Function future_value(const Variable& x, size_t time_step, const std::string& na
 
 Function delay(const Variable& x, const Variable& initial_state, int64_t time_step,
                const std::string& name) {
-  if (time_step == 0) return Function(x);
+  if (time_step == 0) return name.empty() ? Function(x) : alias(x, name);
   return time_step > 0 ? past_value(x, initial_state, size_t(time_step), name)
                        : future_value(x, initial_state, size_t(-time_step), name);
+}
+
+Function delay(const Variable& x, int64_t time_step, const std::string& name) {
+  return delay(x, constant(0.0, x.dtype()), time_step, name);
 }
 
 }  // namespace loom::sequence

@@ -43,6 +43,12 @@ TEST(RecurrenceOps, ShapeInference) {
   EXPECT_EQ(f.output().shape(), (NDShape{2, 3}));
   EXPECT_EQ(sequence::delay(x, constant(0, kF64), -1).op_name(), "FutureValue");
   EXPECT_EQ(sequence::delay(x, constant(0, kF64), 0).output(), x);
+  // Without an initial state (0), and named at time step 0: an alias of x, as CNTK's delay.
+  EXPECT_EQ(sequence::delay(x, 3).op_name(), "PastValue");
+  EXPECT_EQ(sequence::delay(x, 3).attributes().get<int64_t>("offset"), 3);
+  Function named = sequence::delay(x, 0, "d");
+  EXPECT_EQ(named.name(), "d");
+  EXPECT_EQ(named.inputs(), std::vector<Variable>{x});
 }
 
 TEST(RecurrenceOps, ShapeErrors) {

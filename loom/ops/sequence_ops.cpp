@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "loom/graph/op.h"
+#include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
@@ -626,6 +627,10 @@ Function reduce_sum(const Variable& x, const std::string& name) {
 }
 Function reduce_max(const Variable& x, const std::string& name) {
   return make_primitive(kReduceMax, {x}, {}, name);
+}
+Function softmax(const Variable& x, const std::string& name) {
+  const Function e = exp(minus(x, broadcast_as(reduce_max(x), x)));
+  return element_divide(e, broadcast_as(reduce_sum(e), x), name);
 }
 Function is_first(const Variable& x, const std::string& name) {
   return make_primitive(kIsFirst, {x}, {}, name);

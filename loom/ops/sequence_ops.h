@@ -26,6 +26,10 @@ Function reduce_sum(const Variable& x, const std::string& name = "");
 // The elementwise maximum over the steps of each sequence. The gradient goes to the first step
 // holding the maximum, as ReduceMax's does along a static axis.
 Function reduce_max(const Variable& x, const std::string& name = "");
+// The softmax over the steps of each sequence, elementwise: exp(x - max) / sum of exp(x - max),
+// the max and the sum taken over the sequence and broadcast back along it (CNTK's
+// Sequence::Softmax).
+Function softmax(const Variable& x, const std::string& name = "");
 
 // Steps [begin, end) of each sequence, Python-style: begin < 0 counts from the end, end <= 0
 // counts from the end with end == 0 meaning "to the end"; ranges are clipped to each sequence.

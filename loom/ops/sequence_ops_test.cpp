@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "loom/graph/executor.h"
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/linear.h"
@@ -105,6 +107,28 @@ TEST(SequenceOps, Gradients) {
     args.emplace(y, random_batch({2, 3}, kLengths.size(), kF64, 3));
     expect_gradients_match(element_times(c.fn(s, ""), y), args, {s, y});
   }
+}
+
+TEST(SequenceOps, SoftmaxNormalizesEachSequenceAlongItsSteps) {
+  Variable s = sequence::input_variable({2}, f64("s"));
+  const Value v = Value::create_sequences<double>({2}, kSequences);
+  const std::vector<std::vector<double>> got =
+      sequence::softmax(s).eval_one({{s, v}}).as_sequences<double>();
+  ASSERT_EQ(got.size(), kSequences.size());
+  for (size_t b = 0; b < kSequences.size(); ++b) {
+    const std::vector<double>& x = kSequences[b];
+    const size_t steps = x.size() / 2;
+    for (size_t k = 0; k < 2; ++k) {  // each element over the steps
+      double sum = 0;
+      for (size_t t = 0; t < steps; ++t) sum += std::exp(x[t * 2 + k]);
+      for (size_t t = 0; t < steps; ++t)
+        EXPECT_NEAR(got[b][t * 2 + k], std::exp(x[t * 2 + k]) / sum, 1e-12) << b << " " << t;
+    }
+  }
+  ValueMap args{{s, random_sequences({2}, kLengths, kF64, 7)}};
+  Variable y = sequence::input_variable({2}, f64("y"));
+  args.emplace(y, random_sequences({2}, kLengths, kF64, 8));
+  expect_gradients_match(element_times(sequence::softmax(s), y), args, {s});
 }
 
 TEST(SequenceOps, InputUsedTwiceAccumulatesGradients) {

@@ -422,6 +422,7 @@ void add_ops(py::module_& m) {
   m.def("sequence_last", &sequence::last, py::arg("seq"), py::arg("name") = "");
   m.def("sequence_reduce_sum", &sequence::reduce_sum, py::arg("seq"), py::arg("name") = "");
   m.def("sequence_reduce_max", &sequence::reduce_max, py::arg("seq"), py::arg("name") = "");
+  m.def("sequence_softmax", &sequence::softmax, py::arg("seq"), py::arg("name") = "");
   m.def("sequence_slice", &sequence::slice, py::arg("seq"), py::arg("begin_index"),
         py::arg("end_index"), py::arg("name") = "");
   m.def("sequence_is_first", &sequence::is_first, py::arg("seq"), py::arg("name") = "");
@@ -454,6 +455,14 @@ void add_ops(py::module_& m) {
         py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
         py::arg("name") = "");
   };
+  m.def(
+      "sequence_delay",
+      [](const Variable& x, py::handle initial_state, int64_t time_step, const std::string& n) {
+        if (initial_state.is_none()) return sequence::delay(x, time_step, n);
+        return sequence::delay(x, as_variable(initial_state, x.dtype()), time_step, n);
+      },
+      py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
+      py::arg("name") = "");
   delay(
       "past_value",
       [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
