@@ -344,16 +344,20 @@ void reduce_to_operand(const detail::Plan& p, size_t target, const T* src, T sca
       p, target, dx, scale, [=](size_t o, size_t, size_t, size_t i) { return src[o + i]; });
 }
 
-// dx (+)= the sum over the axes operand `target` of p is broadcast along of
-// f(o, a at o, b at o) (o a point of p's space): f written straight into dx where the operand
-// has the space's shape, else into a buffer of the space's size that is then summed.
+// dx (+)= f(o, a at o, b at o) at each point o of p's space, summed over the axes along which
+// operand `target` of `to` (a plan of the same space, dx that operand) is broadcast: written
+// straight into dx where the operand has the space's shape, else into a buffer of the space's
+// size (kept by the thread across calls: a shared parameter's gradient needs it every step)
+// that is then summed.
 template <bool Accumulate, typename T, typename F>
-void gradient_apply(const detail::Plan& p, size_t target, const T* a, const T* b, T* dx, F f) {
-  if (std::equal(p.stride[target], p.stride[target] + p.rank, p.stride[0]))
+void gradient_apply(const detail::Plan& p, const detail::Plan& to, size_t target, const T* a,
+                    const T* b, T* dx, F f) {
+  if (std::equal(to.stride[target], to.stride[target] + to.rank, to.stride[0]))
     return broadcast_apply<Accumulate>(p, a, b, dx, f);
-  std::vector<T> full(p.size);
+  thread_local std::vector<T> full;
+  if (full.size() < p.size) full.resize(p.size);
   broadcast_apply<false>(p, a, b, full.data(), f);
-  reduce_to_operand<Accumulate>(p, target, full.data(), T(1), dx);
+  reduce_to_operand<Accumulate>(to, target, full.data(), T(1), dx);
 }
 
 }  // namespace
@@ -451,7 +455,7 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
     }
     // partial(dy, a, b) at one point of the output.
     auto grad = [&](auto partial) {
-      gradient_apply<A>(p, target, a, b, dx,
+      gradient_apply<A>(p, p, target, a, b, dx,
                         [=](size_t o, T u, T v) { return partial(dy[o], u, v); });
     };
     const bool to_a = which == 0;
@@ -519,11 +523,8 @@ void ternary_backward(TernaryOp op, int which, const Dims& out_dims, const Dims&
   detail::with_accumulate(accumulate, [&](auto acc) {
     constexpr bool A = decltype(acc)::value;
     auto masked = [&](auto keep) {
-      auto f = [=](size_t o, T k, T g) { return keep(o, k) ? g : T(0); };
-      if (x_dims == out_dims) return broadcast_apply<A>(p, cond, dy, dx, f);
-      std::vector<T> full(p.size);
-      broadcast_apply<false>(p, cond, dy, full.data(), f);
-      reduce_to_operand<A>(to_x, 1, full.data(), T(1), dx);
+      gradient_apply<A>(p, to_x, 1, cond, dy, dx,
+                        [=](size_t o, T k, T g) { return keep(o, k) ? g : T(0); });
     };
     if (op == TernaryOp::Clip) return masked([=](size_t o, T k) { return y[o] == k; });
     if (which == 1) return masked([](size_t, T k) { return k != 0; });
