@@ -11,6 +11,7 @@
 #include "loom/graph/initializer.h"
 #include "loom/graph/op.h"
 #include "loom/kernels/fast_math.h"
+#include "loom/kernels/random.h"
 #include "loom/kernels/softmax.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linear.h"
@@ -804,51 +805,20 @@ class NceOp : public OpDef {
   }
 
  private:
-  // The normalized noise, log P, the entropy term and the prefix sums of the weights.
+  // The normalized noise, log P and the entropy term.
   struct Noise {
-    std::vector<double> q, log_p, prefix;
+    std::vector<double> q, log_p;
     double entropy = 0;
-    size_t nonzero = 0;
   };
-  template <typename T>
-  static Noise noise(const Tensor& t, size_t k) {
+  static Noise noise(const kernels::ClassSampler& sampler, size_t k) {
     Noise n;
-    const T* w = t.ptr<T>();
-    const size_t classes = t.size();
-    double total = 0;
-    for (size_t c = 0; c < classes; ++c) {
-      LOOM_CHECK(w[c] >= 0, ArgumentError, "nce_loss: noise_distribution has a negative weight");
-      total += double(w[c]);
-      n.prefix.push_back(total);
-      n.nonzero += w[c] > 0;
-    }
-    LOOM_CHECK(total > 0, ArgumentError, "nce_loss: noise_distribution is all zeros");
-    for (size_t c = 0; c < classes; ++c) {
-      n.q.push_back(double(w[c]) / total);
+    for (size_t c = 0; c < sampler.classes(); ++c) {
+      n.q.push_back(sampler.probability(c));
       const double u = double(k) * n.q[c];
       n.log_p.push_back(u > 0 ? std::log(u) : -std::numeric_limits<double>::infinity());
       if (u > 0) n.entropy += u * std::log(u);
     }
     return n;
-  }
-  // k classes drawn from the noise; tries: the draws it took.
-  static std::vector<size_t> draw(const Noise& n, size_t k, bool duplicates, RandomGenerator& rng,
-                                  size_t* tries) {
-    std::vector<size_t> out;
-    std::vector<bool> taken(n.q.size(), false);
-    *tries = 0;
-    while (out.size() < k) {
-      const double u = rng.uniform() * n.prefix.back();
-      size_t c = size_t(std::upper_bound(n.prefix.begin(), n.prefix.end(), u) - n.prefix.begin());
-      c = std::min(c, n.q.size() - 1);
-      ++*tries;
-      if (!duplicates) {
-        if (taken[c]) continue;
-        taken[c] = true;
-      }
-      out.push_back(c);
-    }
-    return out;
   }
 
   static double logaddexp(double a, double b) {
@@ -868,12 +838,12 @@ class NceOp : public OpDef {
     const Dictionary& a = call.attributes;
     const size_t k = size_t(a.get<int64_t>("num_samples")), classes = W.shape[0],
                  dim = x.sample_size(), rows = x.rows();
-    const Noise n = noise<T>(*call.inputs[4], k);
+    const kernels::ClassSampler sampler(call.inputs[4]->ptr<T>(), classes, "nce_loss",
+                                        "noise_distribution");
+    const Noise n = noise(sampler, k);
     auto* kept = static_cast<double*>(call.scratch->ensure(2 * k * sizeof(double)));
     if (forward) {
       const bool duplicates = a.get<bool>("allow_duplicates");
-      LOOM_CHECK(duplicates || k <= n.nonzero, ArgumentError, "nce_loss: cannot draw ", k,
-                 " distinct classes from a noise distribution of ", n.nonzero, " nonzero weights");
       const int64_t seed = a.get<int64_t>("random_seed");
       RandomGenerator seeded;
       if (seed >= 0) {
@@ -883,24 +853,11 @@ class NceOp : public OpDef {
         call.random->next_u32();
       }
       RandomGenerator& rng = seed >= 0 ? seeded : *call.random;
-      size_t tries = 0;
-      const std::vector<size_t> s = draw(n, k, duplicates, rng, &tries);
-      double mean_tries = double(k);
-      if (!duplicates) {
-        double sum = 0;
-        for (int e = 0; e < 10; ++e) {
-          size_t t = 0;
-          draw(n, k, false, rng, &t);
-          sum += double(t);
-        }
-        mean_tries = sum / 10;
-      }
+      const std::vector<size_t> s = sampler.draw(k, duplicates, rng);
+      const std::vector<double> expected = sampler.inclusion_frequencies(k, duplicates, rng);
       for (size_t i = 0; i < k; ++i) {
-        const double p = n.q[s[i]];
-        const double expected =
-            duplicates ? p * double(k) : -std::expm1(mean_tries * std::log1p(-p));
         kept[i] = double(s[i]);
-        kept[k + i] = p / expected;
+        kept[k + i] = n.q[s[i]] / expected[s[i]];
       }
     }
     const TargetRows<T> labels(y, classes);

@@ -4,6 +4,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/dropout.h"
+#include "loom/kernels/random.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
@@ -74,10 +75,225 @@ class DropoutOp : public OpDef {
 
 const DropoutOp kDropout;
 
+// Attribute keys: CNTK's Python parameter names.
+constexpr const char* kDistribution = "distribution";
+constexpr const char* kShape = "shape";
+constexpr const char* kDtype = "dtype";
+constexpr const char* kSeed = "seed";
+constexpr const char* kNumSamples = "num_samples";
+constexpr const char* kAllowDuplicates = "allow_duplicates";
+
+// The random ops other than dropout: an input's gradient is zero, and backward reads nothing.
+constexpr OpTraits kRandomWithZeroGradient{
+    .backward_reads_inputs = InputSet::none(), .backward_reads_output = false, .is_random = true};
+
+// Writes a zero gradient (accumulating one adds nothing).
+void zero_gradient(Tensor& g, bool accumulate) {
+  if (!accumulate) std::memset(g.data, 0, g.size() * size_of(g.dtype));
+}
+
+// A distribution of RandomDistribution: its Python name and the names of its parameters (the
+// kernel's a and b; Bernoulli has no b).
+struct DistributionSpec {
+  const char* name;
+  kernels::Distribution kind;
+  const char* a;
+  const char* b;
+};
+constexpr DistributionSpec kUniform{"uniform", kernels::Distribution::Uniform, "low", "high"};
+constexpr DistributionSpec kNormal{"normal", kernels::Distribution::Normal, "mean", "scale"};
+constexpr DistributionSpec kGumbel{"gumbel", kernels::Distribution::Gumbel, "loc", "scale"};
+constexpr DistributionSpec kBernoulli{"bernoulli", kernels::Distribution::Bernoulli, "mean",
+                                      nullptr};
+
+const DistributionSpec& distribution_of(const Dictionary& a) {
+  const std::string& name = a.get<std::string>(kDistribution);
+  for (const DistributionSpec* d : {&kUniform, &kNormal, &kGumbel, &kBernoulli})
+    if (name == d->name) return *d;
+  throw ArgumentError("RandomDistribution: unknown distribution '" + name +
+                      "'; it is one of uniform, normal, gumbel, bernoulli");
+}
+
+// The distribution's parameters (a, b), checked as CNTK's builders check them; errors name the
+// Python function (uniform or uniform_like, ...).
+std::pair<double, double> distribution_parameters(const DistributionSpec& d, const Dictionary& a,
+                                                  bool like) {
+  const std::string fn = std::string(d.name) + (like ? "_like" : "");
+  const double p = a.get<double>(d.a), q = d.b ? a.get<double>(d.b) : 0.0;
+  switch (d.kind) {
+    case kernels::Distribution::Uniform:
+      LOOM_CHECK(p < q, ArgumentError, fn, ": low (", p, ") must be below high (", q, ")");
+      break;
+    case kernels::Distribution::Normal:
+    case kernels::Distribution::Gumbel:
+      LOOM_CHECK(q >= 0, ArgumentError, fn, ": scale (", q, ") must be >= 0");
+      break;
+    case kernels::Distribution::Bernoulli:
+      LOOM_CHECK(p >= 0 && p <= 1, ArgumentError, fn, ": mean (", p,
+                 ") is a probability: it must be in [0, 1]");
+      break;
+  }
+  return {p, q};
+}
+
+// CNTK's RandomDistribution. Attributes: "distribution" (uniform, normal, gumbel, bernoulli), its
+// parameters by their Python names (low and high, mean and scale, loc and scale, mean), optional
+// "seed" (uint64, read by make_primitive); without an input also "shape" (NDShape) and "dtype"
+// (dtype_attribute). Each forward takes a fresh Philox key from the function's generator (two
+// draws, as Dropout's) and fills the output from it. The operand's gradient is zero (CNTK's
+// RandomDistributionNode::BackpropTo adds nothing).
+class RandomDistributionOp : public OpDef {
+ public:
+  OpTraits traits(const Dictionary&) const override { return kRandomWithZeroGradient; }
+  const char* name() const override { return "RandomDistribution"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const DistributionSpec& d = distribution_of(a);
+    distribution_parameters(d, a, !in.empty());
+    if (a.contains(kSeed)) a.get<uint64_t>(kSeed);  // a wrong type fails here, by name
+    if (!in.empty()) return {{in[0].shape(), in[0].dtype(), in[0].dynamic_axes(), false}};
+    const NDShape& shape = a.get<NDShape>(kShape);
+    LOOM_CHECK(!shape.has_inferred() && !shape.has_free(), ArgumentError, d.name, ": shape ",
+               shape.to_string(), " must have every dimension known (no -1)");
+    return {{shape, attribute_dtype(a.at(kDtype)), {}, false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const DistributionSpec& d = distribution_of(call.attributes);
+    const auto [p, q] = distribution_parameters(d, call.attributes, !call.inputs.empty());
+    const std::array<uint32_t, 2> key{call.random->next_u32(), call.random->next_u32()};
+    Tensor& y = *call.output;
+    dispatch(y.dtype, [&](auto zero) {
+      kernels::random_fill(y.size(), y.ptr<decltype(zero)>(), d.kind, p, q, key);
+    });
+  }
+
+  void backward(OpCall&, size_t, Tensor& dx, bool accumulate) const override {
+    zero_gradient(dx, accumulate);
+  }
+};
+
+// CNTK's RandomSample (frequencies false) and RandomSampleInclusionFrequency. Input: the weights
+// [classes]; attributes num_samples (int64), allow_duplicates (bool), optional seed (uint64). The
+// draws come from the function's generator, one uniform a draw. The weights' gradient is zero
+// (CNTK's nodes propagate none).
+class RandomSampleOp : public OpDef {
+ public:
+  explicit RandomSampleOp(bool frequencies) : frequencies_(frequencies) {}
+  OpTraits traits(const Dictionary&) const override { return kRandomWithZeroGradient; }
+  const char* name() const override {
+    return frequencies_ ? "RandomSampleInclusionFrequency" : "RandomSample";
+  }
+  const char* python() const {
+    return frequencies_ ? "random_sample_inclusion_frequency" : "random_sample";
+  }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const Variable& w = in[0];
+    LOOM_CHECK(w.shape().rank() == 1 && w.dynamic_axes().empty(), ArgumentError, python(),
+               ": weights must be a vector of class weights without dynamic axes, not ",
+               w.type_string());
+    const size_t classes = w.shape()[0], k = num_samples(a);
+    if (a.contains(kSeed)) a.get<uint64_t>(kSeed);  // a wrong type fails here, by name
+    LOOM_CHECK(a.get<bool>(kAllowDuplicates) || k < classes, ArgumentError, python(),
+               ": without duplicates num_samples (", k, ") must be below the number of classes (",
+               classes, "); draw fewer or give allow_duplicates=True");
+    return {{frequencies_ ? w.shape() : NDShape{k, classes}, w.dtype(), {}, false}};
+  }
+
+  void forward(OpCall& call) const override {
+    const Tensor& w = *call.inputs[0];
+    Tensor& y = *call.output;
+    const size_t k = num_samples(call.attributes), classes = w.size();
+    const bool duplicates = call.attributes.get<bool>(kAllowDuplicates);
+    dispatch(y.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const kernels::ClassSampler sampler(w.ptr<T>(), classes, python(), "weights");
+      T* out = y.ptr<T>();
+      if (frequencies_) {
+        const std::vector<double> f = sampler.inclusion_frequencies(k, duplicates, *call.random);
+        for (size_t c = 0; c < classes; ++c) out[c] = T(f[c]);
+        return;
+      }
+      std::fill_n(out, y.size(), T(0));
+      const std::vector<size_t> drawn = sampler.draw(k, duplicates, *call.random);
+      for (size_t i = 0; i < k; ++i) out[i * classes + drawn[i]] = T(1);
+    });
+  }
+
+  void backward(OpCall&, size_t, Tensor& dw, bool accumulate) const override {
+    zero_gradient(dw, accumulate);
+  }
+
+ private:
+  size_t num_samples(const Dictionary& a) const {
+    const int64_t k = a.get<int64_t>(kNumSamples);
+    LOOM_CHECK(k >= 1, ArgumentError, python(), ": num_samples must be at least 1, not ", k);
+    return size_t(k);
+  }
+  bool frequencies_;
+};
+
+const RandomDistributionOp kRandomDistribution;
+const RandomSampleOp kRandomSample(false);
+const RandomSampleOp kRandomSampleInclusionFrequency(true);
+
+// RandomDistribution's attributes for distribution d with parameters (a, b).
+Dictionary distribution_attributes(const DistributionSpec& d, double a, double b,
+                                   std::optional<uint64_t> seed) {
+  Dictionary attributes;
+  attributes[kDistribution] = d.name;
+  attributes[d.a] = a;
+  if (d.b) attributes[d.b] = b;
+  if (seed) attributes[kSeed] = *seed;
+  return attributes;
+}
+
+// The attributes of a RandomDistribution without an input, of shape and dtype.
+Dictionary shaped(Dictionary attributes, const NDShape& shape, DataType dtype) {
+  attributes[kShape] = shape;
+  attributes[kDtype] = dtype_attribute(dtype);
+  return attributes;
+}
+
+// RandomDistribution of x (empty, or the operand to be like), its parameters checked first, as
+// CNTK's builders do (a placeholder operand defers shape inference).
+Function random_tensor(const DistributionSpec& d, std::vector<Variable> x, Dictionary attributes,
+                       const std::string& name) {
+  distribution_parameters(d, attributes, !x.empty());
+  return make_primitive(kRandomDistribution, std::move(x), std::move(attributes), name);
+}
+
+Function sample(const RandomSampleOp& op, const Variable& weights, size_t num_samples,
+                bool allow_duplicates, std::optional<uint64_t> seed, const std::string& name) {
+  Dictionary a;
+  a[kNumSamples] = int64_t(num_samples);
+  a[kAllowDuplicates] = allow_duplicates;
+  if (seed) a[kSeed] = *seed;
+  return make_primitive(op, {weights}, std::move(a), name);
+}
+
 }  // namespace
 
 std::vector<OpSchema> random_schemas() {
-  return {{&kDropout, 1, 1}};
+  // Bound by hand (python/src/ops.cpp, python/loom/random.py): Python's seed=None (auto_select)
+  // leaves the seed attribute out, which the table's parameters cannot express.
+  OpSchema distribution{&kRandomDistribution, 0, 1};
+  distribution.doc = "a random tensor of a shape, or like x, drawn at every evaluation";
+  distribution.onnx.none_because =
+      "ONNX's RandomUniform, RandomNormal and Bernoulli draw from the runtime's own generator "
+      "(their float seed does not continue Loom's stream after a load), and ONNX has no Gumbel";
+  OpSchema sample_schema{&kRandomSample, 1, 1};
+  sample_schema.doc = "num_samples one-hot rows of classes drawn in proportion to weights";
+  sample_schema.onnx.none_because =
+      "ONNX's Multinomial draws indices per batch row from the runtime's generator, with "
+      "duplicates, not one-hot rows of Loom's seeded stream";
+  OpSchema frequency{&kRandomSampleInclusionFrequency, 1, 1};
+  frequency.doc = "the expected number of times each class is in random_sample's draw";
+  frequency.onnx.none_because = "ONNX has no node for a weighted sampling's inclusion counts";
+  return {{&kDropout, 1, 1}, distribution, sample_schema, frequency};
 }
 
 Function dropout(const Variable& x, double dropout_rate, std::optional<uint64_t> seed,
@@ -87,6 +303,63 @@ Function dropout(const Variable& x, double dropout_rate, std::optional<uint64_t>
   a["dropout_rate"] = dropout_rate;
   if (seed) a["seed"] = *seed;
   return make_primitive(kDropout, {x}, std::move(a), name);
+}
+
+Function uniform_random(const NDShape& shape, DataType dtype, const UniformRandomOptions& o,
+                        const std::string& name) {
+  return random_tensor(
+      kUniform, {}, shaped(distribution_attributes(kUniform, o.low, o.high, o.seed), shape, dtype),
+      name);
+}
+Function normal_random(const NDShape& shape, DataType dtype, const NormalRandomOptions& o,
+                       const std::string& name) {
+  return random_tensor(
+      kNormal, {}, shaped(distribution_attributes(kNormal, o.mean, o.scale, o.seed), shape, dtype),
+      name);
+}
+Function gumbel_random(const NDShape& shape, DataType dtype, const GumbelRandomOptions& o,
+                       const std::string& name) {
+  return random_tensor(
+      kGumbel, {}, shaped(distribution_attributes(kGumbel, o.loc, o.scale, o.seed), shape, dtype),
+      name);
+}
+Function bernoulli_random(const NDShape& shape, DataType dtype, const BernoulliRandomOptions& o,
+                          const std::string& name) {
+  return random_tensor(kBernoulli, {},
+                       shaped(distribution_attributes(kBernoulli, o.mean, 0, o.seed), shape, dtype),
+                       name);
+}
+Function uniform_random_like(const Variable& x, const UniformRandomOptions& o,
+                             const std::string& name) {
+  return random_tensor(kUniform, {x}, distribution_attributes(kUniform, o.low, o.high, o.seed),
+                       name);
+}
+Function normal_random_like(const Variable& x, const NormalRandomOptions& o,
+                            const std::string& name) {
+  return random_tensor(kNormal, {x}, distribution_attributes(kNormal, o.mean, o.scale, o.seed),
+                       name);
+}
+Function gumbel_random_like(const Variable& x, const GumbelRandomOptions& o,
+                            const std::string& name) {
+  return random_tensor(kGumbel, {x}, distribution_attributes(kGumbel, o.loc, o.scale, o.seed),
+                       name);
+}
+Function bernoulli_random_like(const Variable& x, const BernoulliRandomOptions& o,
+                               const std::string& name) {
+  return random_tensor(kBernoulli, {x}, distribution_attributes(kBernoulli, o.mean, 0, o.seed),
+                       name);
+}
+
+Function random_sample(const Variable& weights, size_t num_samples, bool allow_duplicates,
+                       std::optional<uint64_t> seed, const std::string& name) {
+  return sample(kRandomSample, weights, num_samples, allow_duplicates, seed, name);
+}
+
+Function random_sample_inclusion_frequency(const Variable& weights, size_t num_samples,
+                                           bool allow_duplicates, std::optional<uint64_t> seed,
+                                           const std::string& name) {
+  return sample(kRandomSampleInclusionFrequency, weights, num_samples, allow_duplicates, seed,
+                name);
 }
 
 }  // namespace loom

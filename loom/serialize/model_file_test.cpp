@@ -124,6 +124,12 @@ Model build_model() {
   Variable nce = nce_loss(parameter(NDShape{5, 6}, glorot_uniform()), parameter(NDShape{5, 1}), z6,
                           y, constant(NDArrayView::from_vector<float>({5}, {1, 2, 3, 4, 5})),
                           {.num_samples = 3, .seed = 7});
+  // Random tensors and class sampling with seeds: the loaded model draws the same values.
+  Variable rnd = plus(uniform_random_like(z6, {.seed = 3}),
+                      gumbel_random(NDShape{6}, DataType::Float32, {.seed = 4}));
+  Constant class_weights = constant(NDArrayView::from_vector<float>({5}, {1, 2, 3, 4, 5}));
+  Variable smp = random_sample(class_weights, 2, false, 6);
+  Variable inc = random_sample_inclusion_frequency(class_weights, 3, false, 8);
   // assign writes its ref at every evaluation: the model is saved before it is evaluated.
   Parameter acc = parameter(NDArrayView::from_vector<float>({2}, {1, 2}), "acc");
   Variable asg = assign(acc, plus(acc, constant(NDArrayView::from_vector<float>({2}, {3, 4}))));
@@ -137,10 +143,10 @@ Model build_model() {
   Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
 
   Model m;
-  m.f = combine(
-      {el,     sp,     red1,    red2,   red3,   sm,      lsm, ce,  err, se, bce, sq_last, sq_first,
-       sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64, t64, asg, ct, gp,  c32,     nce},
-      "everything");
+  m.f = combine({el,  sp,      red1,     red2,   red3,   sm,      lsm,    ce,     err,     se,
+                 bce, sq_last, sq_first, sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64,
+                 t64, asg,     ct,       gp,     c32,    nce,     rnd,    smp,    inc},
+                "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
   m.args.emplace(s, Value::one_hot(10, {1, 3, 7, 0}));

@@ -10,7 +10,7 @@ from loom._loom import (ArgumentError, Axis, CloneMethod, Constant, DataError, D
                         Value, Variable, VariableKind, bf16_supported, get_compute_precision,
                         get_max_num_cpu_threads, set_compute_precision, set_max_num_cpu_threads)
 from loom import (cntk_py, device, distributed, initializer, io, layers, learners, logging,
-                  losses, metrics, ops, sequence, tests, train)
+                  losses, metrics, ops, random, sequence, tests, train)
 from loom.device import use_default_device
 from loom.learners import (UnitType, UserLearner, adadelta, adagrad, adam, fsadagrad,
                            learning_parameter_schedule, learning_parameter_schedule_per_sample,

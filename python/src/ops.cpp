@@ -416,6 +416,51 @@ void add_ops(py::module_& m) {
       },
       py::arg("x"), py::arg("dropout_rate") = 0.0, py::arg("seed") = py::none(),
       py::arg("name") = "");
+  // cntk.random's tensors and cntk.ops' random_sample, random_sample_inclusion_frequency:
+  // python/loom/random.py and python/loom/ops/__init__.py give them CNTK's signatures and check
+  // the shapes, counts and seeds (None: auto_select).
+  using Seed = std::optional<uint64_t>;
+  m.def("_uniform_random", [](py::handle shape, py::handle dtype, double low, double high,
+                              Seed seed, const std::string& n) {
+    return uniform_random(shape_of(shape), data_type(dtype), {low, high, seed}, n);
+  });
+  m.def("_normal_random", [](py::handle shape, py::handle dtype, double mean, double scale,
+                             Seed seed, const std::string& n) {
+    return normal_random(shape_of(shape), data_type(dtype), {mean, scale, seed}, n);
+  });
+  m.def("_gumbel_random", [](py::handle shape, py::handle dtype, double loc, double scale,
+                             Seed seed, const std::string& n) {
+    return gumbel_random(shape_of(shape), data_type(dtype), {loc, scale, seed}, n);
+  });
+  m.def("_bernoulli_random",
+        [](py::handle shape, py::handle dtype, double mean, Seed seed, const std::string& n) {
+          return bernoulli_random(shape_of(shape), data_type(dtype), {mean, seed}, n);
+        });
+  m.def("_uniform_random_like",
+        [](py::handle x, double low, double high, Seed seed, const std::string& n) {
+          return uniform_random_like(as_variable(x), {low, high, seed}, n);
+        });
+  m.def("_normal_random_like",
+        [](py::handle x, double mean, double scale, Seed seed, const std::string& n) {
+          return normal_random_like(as_variable(x), {mean, scale, seed}, n);
+        });
+  m.def("_gumbel_random_like",
+        [](py::handle x, double loc, double scale, Seed seed, const std::string& n) {
+          return gumbel_random_like(as_variable(x), {loc, scale, seed}, n);
+        });
+  m.def("_bernoulli_random_like", [](py::handle x, double mean, Seed seed, const std::string& n) {
+    return bernoulli_random_like(as_variable(x), {mean, seed}, n);
+  });
+  m.def("_random_sample", [](py::handle weights, size_t num_samples, bool allow_duplicates,
+                             Seed seed, const std::string& n) {
+    return random_sample(as_variable(weights), num_samples, allow_duplicates, seed, n);
+  });
+  m.def("_random_sample_inclusion_frequency",
+        [](py::handle weights, size_t num_samples, bool allow_duplicates, Seed seed,
+           const std::string& n) {
+          return random_sample_inclusion_frequency(as_variable(weights), num_samples,
+                                                   allow_duplicates, seed, n);
+        });
 
   // Sequence ops and recurrence (loom.sequence).
   m.def("sequence_first", &sequence::first, py::arg("seq"), py::arg("name") = "");

@@ -8,6 +8,7 @@ from loom._loom import (assign, binary_cross_entropy, classification_error, cons
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 from loom.ops.functions import Function, load_model  # noqa: F401
+from loom.random import _num_samples, _seed
 
 # The op table's functions (plus, elu, pow, ...), made from the C++ table at import. Some have
 # the names of Python built-ins (abs, pow, round), as in CNTK's cntk.ops; they replace the
@@ -46,3 +47,25 @@ def top_k(x, k, axis=-1, name=''):
     """The k largest values of x along axis in decreasing order (outputs[0]) and their positions
     along axis (outputs[1]); ties go to the lower position."""
     return _loom._top_k(x, k, axis, name)
+
+
+def random_sample(weights, num_samples, allow_duplicates, seed=None, name=''):
+    """num_samples classes drawn in proportion to weights (a vector of weights >= 0 without
+    dynamic axes; numbers and arrays become a float32 constant), with or without duplicates:
+    (num_samples, len(weights)) one-hot rows, no dynamic axis, drawn anew at every evaluation.
+    Without duplicates num_samples must be below len(weights). seed: None (CNTK's auto_select)
+    or an int, as loom.random's."""
+    return _loom._random_sample(weights, _num_samples('random_sample', num_samples),
+                                allow_duplicates, _seed('random_sample', seed), name)
+
+
+def random_sample_inclusion_frequency(weights, num_samples, allow_duplicates, seed=None,
+                                      name=''):
+    """The expected number of times each class is in random_sample()'s draw of num_samples:
+    num_samples * weights / sum(weights) with duplicates; without, CNTK's estimate
+    1 - (1 - p)^T, p = weights / sum(weights) and T the mean number of draws 10 trial samplings
+    took (a rough estimate for few samples). The arguments are random_sample()'s."""
+    function = 'random_sample_inclusion_frequency'
+    return _loom._random_sample_inclusion_frequency(
+        weights, _num_samples(function, num_samples), allow_duplicates, _seed(function, seed),
+        name)
