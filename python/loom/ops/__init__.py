@@ -6,6 +6,7 @@ from loom._loom import (assign, binary_cross_entropy, classification_error, cons
                         input_variable, log_softmax, parameter, placeholder, slice, softmax,
                         space_to_depth, splice, squared_error, times, times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
+from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 from loom.ops.functions import Function, load_model  # noqa: F401
 from loom.random import _num_samples, _seed

@@ -1,6 +1,7 @@
 """The functions of Loom's op table (loom/ops/op_schema.h): one per op that has a Python name,
 made at import with CNTK's signature, so that an op added to the table in C++ needs no Python
 code of its own."""
+import functools
 import inspect
 
 from loom import _loom
@@ -24,9 +25,6 @@ def _function(entry):
     attributes = [name for name, kind, _ in params if kind != 'tensor']
 
     def function(*args, **kwargs):
-        if associative and len(args) > 2:
-            # CNTK's associative_multi_arg: f(a, b, c) is f(f(a, b), c), the name on the last.
-            return function(function(*args[:-1]), args[-1], **kwargs)
         bound = signature.bind(*args, **kwargs)  # a TypeError for a bad call, as Python's
         bound.apply_defaults()
         given = bound.arguments
@@ -41,7 +39,33 @@ def _function(entry):
     function.__doc__ = entry['doc']
     function.__module__ = 'loom.' + entry['module']
     function.__signature__ = signature
-    return function
+    return associative_multi_arg(function) if associative else function
+
+
+def associative_multi_arg(f):
+    """CNTK's decorator of a binary associative op f(left, right, name=''): the result takes two
+    or more operands, f(a, b, c, ...), reduced as a balanced tree of f (the outermost application
+    gets the name); a str after the operands is the name, as in plus(a, b, c, 'sum')."""
+    @functools.wraps(f)
+    def multi_arg(arg1, arg2, *more_args, **name_kwarg):
+        name = name_kwarg.pop('name', '')
+        if name_kwarg:
+            raise TypeError(f'{f.__name__}() got an unexpected keyword argument '
+                            f'{next(iter(name_kwarg))!r}')
+        if not name and more_args and isinstance(more_args[-1], str):
+            name, more_args = more_args[-1], more_args[:-1]
+
+        def tree(args, name):
+            if len(args) == 1:
+                return args[0]
+            half = len(args) // 2
+            if len(args) == 2:
+                return f(args[0], args[1], name=name)
+            return f(tree(args[:half], ''), tree(args[half:], ''), name=name)
+
+        return tree((arg1, arg2) + more_args, name)
+
+    return multi_arg
 
 
 def op_functions(module):

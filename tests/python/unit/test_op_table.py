@@ -311,6 +311,29 @@ def test_associative_functions_take_more_operands():
         C.minus(a, b, c)  # not associative: c would be the name
 
 
+def test_associative_multi_arg_is_cntks_decorator():
+    # CNTK's docstring examples: a str after the operands is the name; a balanced tree.
+    f = C.plus([-5, -4, -3, -2, -1], [10], [3, 2, 3, 2, 3], [-13], [+42], 'multi_arg_example')
+    assert f.name == 'multi_arg_example'
+    np.testing.assert_array_equal(f.eval(), [37, 37, 39, 39, 41])
+    np.testing.assert_array_equal(
+        C.element_times([5., 10., 15., 30.], [2.], [1., 2., 1., 2.]).eval(), [10, 40, 30, 120])
+    a = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(np.exp(C.log_add_exp(np.log(1 + a), np.log(1 + a * a)).eval()),
+                               [2, 4, 8], rtol=1e-6)
+    # plus(a, b, c, d) is plus(plus(a, b), plus(c, d)), as CNTK's tree_reduce.
+    s = C.ops.plus(1, 2, 3, 4)
+    assert [i.owner.op_name for i in s.inputs if i.owner] == ['Plus', 'Plus']
+    assert inspect.signature(C.plus) == inspect.signature(C.minus)
+    with pytest.raises(TypeError):
+        C.plus(1, 2, scale=3)
+
+    @C.ops.associative_multi_arg
+    def joined(left, right, name=''):
+        return C.splice(left, right, name=name)
+    assert joined([1], [2], [3], 'j').eval().tolist() == [1, 2, 3]
+
+
 def test_no_gradient_flows_through_stop_gradient():
     x = C.input_variable(3, needs_gradient=True)
     X = np.array([[1, 2, 3]], np.float32)
