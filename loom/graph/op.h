@@ -2,7 +2,9 @@
 // this interface; the graph layer calls it for shape inference, the executor for compute.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -111,6 +113,22 @@ struct OpTraits {
   int64_t time_shift = 0;
 };
 
+// An affine map of positions along one spatial axis, p -> scale * p + translate (CNTK's
+// AxisTransform), and of the two trailing axes of an image [..., height, width].
+struct AxisTransform {
+  double scale = 1, translate = 0;
+  bool operator==(const AxisTransform&) const = default;
+  // This map after `first`.
+  AxisTransform after(const AxisTransform& first) const {
+    return {scale * first.scale, scale * first.translate + translate};
+  }
+  AxisTransform inverse() const { return {1 / scale, -translate / scale}; }
+};
+using SpatialTransform = std::array<AxisTransform, 2>;
+inline SpatialTransform inverse(const SpatialTransform& t) {
+  return {t[0].inverse(), t[1].inverse()};
+}
+
 class OpDef {
  public:
   virtual ~OpDef() = default;
@@ -157,11 +175,29 @@ class OpDef {
                               const std::vector<bool>& /*inputs_blocked*/) const {
     return false;
   }
+  // Where the op puts the two trailing (spatial) axes of input `index` in its output: output
+  // position = transform(input position), as CNTK's TransformerNode; crop_automatic composes
+  // them along the graph. nullopt (the default) where the op has no such map.
+  virtual std::optional<SpatialTransform> spatial_transform(
+      size_t /*index*/, const std::vector<Variable>& /*inputs*/,
+      const Dictionary& /*attributes*/) const {
+    return std::nullopt;
+  }
   // Delay ops only: forward of the output rows of step t alone, and backward of them, which adds
   // into input_gradient. The call holds the whole packed tensors (input 0's earlier or later
   // rows are what step t reads).
   virtual void forward_step(OpCall& call, size_t t) const;
   virtual void backward_step(OpCall& call, size_t index, Tensor& input_gradient, size_t t) const;
+};
+
+// An op that computes each output position from its inputs at the same position (elementwise
+// ops, dropout, batch normalization): the identity for crop_automatic.
+class AlignedOpDef : public OpDef {
+ public:
+  std::optional<SpatialTransform> spatial_transform(size_t, const std::vector<Variable>&,
+                                                    const Dictionary&) const override {
+    return SpatialTransform{};
+  }
 };
 
 // Fixes inferred dimensions of a parameter input; for known dimensions checks they agree.

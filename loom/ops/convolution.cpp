@@ -37,6 +37,16 @@ kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, si
   return a;
 }
 
+std::optional<SpatialTransform> window_centres(const std::vector<kernels::SpatialAxis>& axes) {
+  if (axes.size() < 2) return std::nullopt;
+  SpatialTransform t;
+  for (size_t k = 0; k < 2; ++k) {
+    const kernels::SpatialAxis& a = axes[axes.size() - 2 + k];
+    t[k] = {double(a.stride), double(long(a.kernel - 1) / 2 - a.pad_lower)};
+  }
+  return t;
+}
+
 std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,
                              size_t rank) {
   if (v.size() == 1) return std::vector<size_t>(rank, v[0]);
@@ -223,6 +233,15 @@ class ConvolutionOp : public OpDef {
     return {{spatial_output(s, s.out_channels), x.dtype(), x.dynamic_axes(), false}};
   }
 
+  // The operand's positions go to the outputs whose windows they centre.
+  std::optional<SpatialTransform> spatial_transform(size_t index, const std::vector<Variable>& in,
+                                                    const Dictionary& a) const override {
+    if (index != 1) return std::nullopt;
+    auto t = conv_detail::window_centres(
+        geometry(name(), in[1].shape(), in[0].shape(), a, nullptr).axes);
+    return t ? std::optional(inverse(*t)) : std::nullopt;
+  }
+
   BlockedInput blocked_input(size_t index, const std::vector<Variable>& in,
                              const Dictionary& a) const override {
     if (index != 1 || in[1].dtype() != DataType::Float32 || a.get<int64_t>("reduction_rank") == 0)
@@ -317,6 +336,16 @@ class ConvolutionTransposeOp : public OpDef {
                "ConvolutionTranspose: output_shape ", given.to_string(), " has ", given[0],
                " channels, the kernel of shape ", ws.to_string(), " ", s.in_channels);
     return {{spatial_input(s, s.in_channels), x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  // The operand's positions are the forward convolution's outputs: they go to the centres of
+  // their windows.
+  std::optional<SpatialTransform> spatial_transform(size_t index, const std::vector<Variable>& in,
+                                                    const Dictionary& a) const override {
+    if (index != 1) return std::nullopt;
+    const auto out = transpose_extents(name(), in[1].shape(), in[0].shape(), a);
+    return conv_detail::window_centres(
+        geometry(name(), in[1].shape(), in[0].shape(), a, &out).axes);
   }
 
   kernels::ConvShape shape_of(const OpCall& call) const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "loom/graph/function.h"
+#include "loom/graph/op.h"
 #include "loom/kernels/convolution.h"
 
 namespace loom {
@@ -70,6 +71,10 @@ namespace conv_detail {
 kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, size_t stride,
                                  size_t dilation, bool auto_pad, size_t lower_pad,
                                  size_t upper_pad);
+// The map from a window op's output positions to the centres of their windows in its input
+// along the two trailing axes (CNTK's filter transform: scale stride, translate (kernel - 1) / 2
+// - lower pad, kernel undilated); nullopt for windows over fewer than two axes.
+std::optional<SpatialTransform> window_centres(const std::vector<kernels::SpatialAxis>& axes);
 // A per-axis option for `rank` spatial axes: one value for all, one per axis, or one more in
 // front (the channel axis, dropped). ShapeError naming op and the option otherwise.
 std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,

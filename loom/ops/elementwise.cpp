@@ -18,7 +18,7 @@ struct UnaryKeys {
   const char* beta = nullptr;
 };
 
-class UnaryElementwiseOp : public OpDef {
+class UnaryElementwiseOp : public AlignedOpDef {
  public:
   constexpr UnaryElementwiseOp(const char* name, UnaryOp op, UnaryKeys keys = {})
       : name_(name), op_(op), keys_(keys) {}
@@ -84,7 +84,7 @@ class UnaryElementwiseOp : public OpDef {
   UnaryKeys keys_;
 };
 
-class BinaryElementwiseOp : public OpDef {
+class BinaryElementwiseOp : public AlignedOpDef {
  public:
   constexpr BinaryElementwiseOp(const char* name, BinaryOp op) : name_(name), op_(op) {}
   const char* name() const override { return name_; }
@@ -132,7 +132,7 @@ class BinaryElementwiseOp : public OpDef {
 
 // Select(condition, if_true, if_false) and Clip(x, min, max), broadcasting as the binary ops.
 // Select's condition and Clip's bounds get no gradient (CNTK's).
-class TernaryElementwiseOp : public OpDef {
+class TernaryElementwiseOp : public AlignedOpDef {
  public:
   constexpr TernaryElementwiseOp(const char* name, TernaryOp op) : name_(name), op_(op) {}
   const char* name() const override { return name_; }

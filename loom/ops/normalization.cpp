@@ -50,7 +50,7 @@ double running_weight(double time_constant, double samples, double count) {
 // "epsilon" (double). call.scratch holds, per channel, the mean and variance the forward pass
 // normalized with, the gradients of scale and bias, and whether the statistics were the
 // minibatch's own.
-class BatchNormalizationOp : public OpDef {
+class BatchNormalizationOp : public AlignedOpDef {
  public:
   const char* name() const override { return "BatchNormalization"; }
 

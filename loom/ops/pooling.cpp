@@ -54,6 +54,13 @@ class PoolingOp : public OpDef {
     return {{NDShape(out), in[0].dtype(), in[0].dynamic_axes(), false}};
   }
 
+  // The operand's positions go to the outputs whose windows they centre.
+  std::optional<SpatialTransform> spatial_transform(size_t, const std::vector<Variable>& in,
+                                                    const Dictionary& a) const override {
+    auto t = conv_detail::window_centres(geometry(in[0].shape(), a).axes);
+    return t ? std::optional(inverse(*t)) : std::nullopt;
+  }
+
   // Blocked where the operand is [C, spatial...] with C filling whole channel blocks.
   BlockedInput blocked_input(size_t, const std::vector<Variable>& in,
                              const Dictionary& a) const override {

@@ -20,7 +20,7 @@ void check_rate(double rate) {
 // Attributes: "dropout_rate" (double), optional "seed" (uint64, read by make_primitive).
 // A training forward takes a fresh Philox key from the function's generator (two draws) and
 // keeps it in call.scratch; backward recomputes the mask from it.
-class DropoutOp : public OpDef {
+class DropoutOp : public AlignedOpDef {
  public:
   // Backward needs only the mask's key, kept in scratch.
   OpTraits traits(const Dictionary&) const override {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "loom/ops/crop.h"
 #include "loom/ops/indexing.h"
 #include "loom/ops/op_schema.h"
 
@@ -37,7 +38,7 @@ const std::vector<OpSchema>& op_table() {
     for (auto family : {elementwise_schemas, linear_schemas, losses_schemas, reduction_schemas,
                         shape_schemas, softmax_schemas, sequence_schemas, recurrence_schemas,
                         assign_schemas, convolution_schemas, pooling_schemas, random_schemas,
-                        normalization_schemas, fused_rnn_schemas, indexing_schemas})
+                        normalization_schemas, fused_rnn_schemas, indexing_schemas, crop_schemas})
       for (OpSchema& s : family()) all.push_back(std::move(s));
     return all;
   }();

@@ -524,6 +524,15 @@ void add_ops(py::module_& m) {
       [](const Variable& x, size_t t, const std::string& n) {
         return sequence::future_value(x, t, n);
       });
+  // crop_automatic(_with_ancestors): python/loom/ops/__init__.py gives them CNTK's signatures.
+  m.def("_crop_automatic", [](py::handle x, py::handle ref, const std::string& n) {
+    return crop_automatic(as_variable(x), as_variable(ref), n);
+  });
+  m.def("_crop_automatic_with_ancestors",
+        [](py::handle x, py::handle ref, py::handle ax, py::handle aref, const std::string& n) {
+          return crop_automatic_with_ancestors(as_variable(x), as_variable(ref), as_variable(ax),
+                                               as_variable(aref), n);
+        });
 }
 
 }  // namespace loom::python

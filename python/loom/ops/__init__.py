@@ -70,3 +70,19 @@ def random_sample_inclusion_frequency(weights, num_samples, allow_duplicates, se
     return _loom._random_sample_inclusion_frequency(
         weights, _num_samples(function, num_samples), allow_duplicates, _seed(function, seed),
         name)
+
+
+def crop_automatic(node_input, node_referent, name=''):
+    """node_input cropped to node_referent's height and width (the two trailing axes) at the
+    offsets that align them, computed from the ops between the two and their common ancestor
+    (convolutions and poolings by stride and window centre, elementwise ops as the identity)."""
+    return _loom._crop_automatic(node_input, node_referent, name)
+
+
+def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, ancestor_referent,
+                                  name=''):
+    """crop_automatic() where node_input and node_referent descend from different, aligned
+    nodes: ancestor_input (above node_input) and ancestor_referent (above node_referent) count as
+    one."""
+    return _loom._crop_automatic_with_ancestors(node_input, node_referent, ancestor_input,
+                                                ancestor_referent, name)
