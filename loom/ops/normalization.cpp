@@ -7,6 +7,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/batch_norm.h"
 #include "loom/kernels/convolution.h"
+#include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
 
@@ -272,6 +273,27 @@ Function layer_normalization(const Variable& x, const Variable& scale, const Var
   Dictionary a;
   a["epsilon"] = epsilon;
   return make_primitive(kLayerNormalization, {x, scale, bias}, std::move(a), name);
+}
+
+Function per_dim_mean_variance_normalize(const Variable& operand, const Variable& mean,
+                                         const Variable& inv_stddev, const std::string& name) {
+  return element_times(minus(operand, mean), inv_stddev, name);
+}
+
+Function image_scaler(const Variable& operand, double scalar, const std::vector<double>& biases,
+                      const std::string& name) {
+  const NDShape& shape = operand.shape();
+  LOOM_CHECK(shape.rank() == 3, ArgumentError, "image_scaler: the operand ", operand.describe(),
+             " must be an image [channels, height, width]");
+  LOOM_CHECK(biases.size() == shape[0], ArgumentError, "image_scaler: ", biases.size(),
+             " biases for the ", shape[0], " channels of ", operand.describe(),
+             "; give one per channel");
+  NDArrayView b = NDArrayView::uninitialized(operand.dtype(), NDShape{biases.size(), 1, 1});
+  dispatch(operand.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    std::copy(biases.begin(), biases.end(), b.data<T>());
+  });
+  return plus(element_times(operand, constant(scalar, operand.dtype())), constant(b), name);
 }
 
 }  // namespace loom

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "loom/graph/function.h"
 
@@ -42,5 +43,15 @@ Function batch_normalization(const Variable& x, const Variable& scale, const Var
 // call). Differentiable with respect to x, scale and bias.
 Function layer_normalization(const Variable& x, const Variable& scale, const Variable& bias,
                              double epsilon = 0.00001, const std::string& name = "");
+
+// CNTK's PerDimMeanVarianceNormalize: (operand - mean) * inv_stddev, elementwise with
+// broadcasting (mean and inv_stddev typically the data's statistics of the sample's shape).
+Function per_dim_mean_variance_normalize(const Variable& operand, const Variable& mean,
+                                         const Variable& inv_stddev, const std::string& name = "");
+
+// CNTK's ImageScaler: operand [C, H, W] * scalar + biases[c] on channel c (biases has C values),
+// in operand's dtype. ArgumentError for another rank or number of biases.
+Function image_scaler(const Variable& operand, double scalar, const std::vector<double>& biases,
+                      const std::string& name = "");
 
 }  // namespace loom

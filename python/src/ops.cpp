@@ -524,6 +524,17 @@ void add_ops(py::module_& m) {
       [](const Variable& x, size_t t, const std::string& n) {
         return sequence::future_value(x, t, n);
       });
+  // per_dim_mean_variance_normalize, image_scaler: python/loom/ops/__init__.py gives them
+  // CNTK's signatures.
+  m.def("_per_dim_mean_variance_normalize",
+        [](py::handle x, py::handle mean, py::handle inv_stddev, const std::string& n) {
+          std::vector<Variable> v = operands(py::make_tuple(x, mean, inv_stddev));
+          return per_dim_mean_variance_normalize(v[0], v[1], v[2], n);
+        });
+  m.def("_image_scaler",
+        [](py::handle x, double scalar, const std::vector<double>& biases, const std::string& n) {
+          return image_scaler(as_variable(x), scalar, biases, n);
+        });
   // crop_automatic(_with_ancestors): python/loom/ops/__init__.py gives them CNTK's signatures.
   m.def("_crop_automatic", [](py::handle x, py::handle ref, const std::string& n) {
     return crop_automatic(as_variable(x), as_variable(ref), n);

@@ -86,3 +86,14 @@ def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, anc
     one."""
     return _loom._crop_automatic_with_ancestors(node_input, node_referent, ancestor_input,
                                                 ancestor_referent, name)
+
+
+def per_dim_mean_variance_normalize(operand, mean, inv_stddev, name=''):
+    """(operand - mean) * inv_stddev, elementwise with broadcasting (mean and inv_stddev:
+    variables, numbers or arrays, made constants of operand's dtype)."""
+    return _loom._per_dim_mean_variance_normalize(operand, mean, inv_stddev, name)
+
+
+def image_scaler(x, scalar, biases, name=''):
+    """x [channels, height, width] * scalar + biases[c] on channel c (one bias per channel)."""
+    return _loom._image_scaler(x, float(scalar), [float(b) for b in biases], name)

@@ -28,9 +28,9 @@ NOT_YET = {
     'cntk.ops': {
         'as_block', 'as_composite', 'AVG_POOLING', 'batch_normalization',
         'convolution', 'convolution_transpose',
-        'custom_proxy_op', 'forward_backward', 'image_scaler', 'INFINITELY_REPEAT',
+        'custom_proxy_op', 'forward_backward', 'INFINITELY_REPEAT',
         'labels_to_graph', 'local_response_normalization', 'MAX_POOLING', 'MAX_UNPOOLING',
-        'mean_variance_normalization', 'output_variable', 'per_dim_mean_variance_normalize',
+        'mean_variance_normalization', 'output_variable',
         'pooling', 'reconcile_dynamic_axes', 'roipooling', 'TIMES_NO_INFERRED_INPUT_RANK',
         'TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK', 'to_batch', 'to_sequence',
         'to_sequence_like', 'unpack_batch', 'unpooling',
