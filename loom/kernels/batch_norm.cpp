@@ -342,7 +342,82 @@ void layer_norm_parameter_gradients(size_t rows, size_t D, const T* x, const T* 
   });
 }
 
+namespace {
+
+// The LRN window of channel c: [c - below, c + above], clipped to the channels; and the weight
+// of its sum of squares, alpha / (2 depth_radius + 1).
+struct LrnWindow {
+  size_t channels, below, above;
+  double scale;
+  explicit LrnWindow(const LrnShape& s)
+      : channels(s.channels),
+        below((std::min(2 * s.depth_radius + 1, s.channels) - 1) / 2),
+        above(std::min(2 * s.depth_radius + 1, s.channels) - 1 - below),
+        scale(s.alpha / double(2 * s.depth_radius + 1)) {}
+  // The sum of v over the window of c, from v's prefix sums (channels + 1 of them).
+  double sum(const std::vector<double>& prefix, size_t c) const {
+    return prefix[std::min(channels, c + above + 1)] - prefix[c > below ? c - below : 0];
+  }
+  // The sum of v over the channels whose windows hold c.
+  double sum_over_holders(const std::vector<double>& prefix, size_t c) const {
+    return prefix[std::min(channels, c + below + 1)] - prefix[c > above ? c - above : 0];
+  }
+};
+
+// Calls f(first element, D) for each position of each sample, D[c] = bias + scale Σ x² over
+// c's window, and the prefix sums' buffer for f's own use.
+template <typename T, class F>
+void for_each_lrn_position(const LrnShape& s, const LrnWindow& win, const T* x, F&& f) {
+  detail::parallel_for(
+      s.batch * s.spatial, s.batch * s.spatial * s.channels * 4, [&](size_t b, size_t e) {
+        std::vector<double> prefix(s.channels + 1), D(s.channels);
+        for (size_t p = b; p < e; ++p) {
+          const size_t first = p / s.spatial * s.channels * s.spatial + p % s.spatial;
+          for (size_t c = 0; c < s.channels; ++c) {
+            const double v = double(x[first + c * s.spatial]);
+            prefix[c + 1] = prefix[c] + v * v;
+          }
+          for (size_t c = 0; c < s.channels; ++c) D[c] = s.bias + win.scale * win.sum(prefix, c);
+          f(first, D, prefix);
+        }
+      });
+}
+
+}  // namespace
+
+template <typename T>
+void lrn_forward(const LrnShape& s, const T* x, T* y) {
+  for_each_lrn_position(s, LrnWindow(s), x,
+                        [&](size_t first, const std::vector<double>& D, std::vector<double>&) {
+                          for (size_t c = 0; c < s.channels; ++c) {
+                            const size_t i = first + c * s.spatial;
+                            y[i] = T(double(x[i]) * std::pow(D[c], -s.beta));
+                          }
+                        });
+}
+
+// dx_k = dy_k D_k^-beta - 2 scale beta x_k Σ_{i: k in window(i)} dy_i x_i D_i^(-beta - 1).
+template <typename T>
+void lrn_backward(const LrnShape& s, const T* x, const T* dy, T* dx, bool accumulate) {
+  const LrnWindow win(s);
+  for_each_lrn_position(
+      s, win, x, [&](size_t first, const std::vector<double>& D, std::vector<double>& prefix) {
+        for (size_t c = 0; c < s.channels; ++c) {
+          const size_t i = first + c * s.spatial;
+          prefix[c + 1] = prefix[c] + double(dy[i]) * double(x[i]) * std::pow(D[c], -s.beta - 1);
+        }
+        for (size_t c = 0; c < s.channels; ++c) {
+          const size_t i = first + c * s.spatial;
+          const double g = double(dy[i]) * std::pow(D[c], -s.beta) -
+                           2 * win.scale * s.beta * double(x[i]) * win.sum_over_holders(prefix, c);
+          dx[i] = T((accumulate ? double(dx[i]) : 0.0) + g);
+        }
+      });
+}
+
 #define LOOM_INSTANTIATE(T)                                                                     \
+  template void lrn_forward<T>(const LrnShape&, const T*, T*);                                  \
+  template void lrn_backward<T>(const LrnShape&, const T*, const T*, T*, bool);                 \
   template void layer_norm_forward<T>(size_t, size_t, const T*, const T*, const T*, double, T*, \
                                       T*, T*);                                                  \
   template void layer_norm_input_gradient<T>(size_t, size_t, const T*, const T*, const T*,      \

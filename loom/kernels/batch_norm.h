@@ -56,4 +56,20 @@ void layer_norm_parameter_gradients(size_t rows, size_t D, const T* x, const T* 
                                     const T* std, double epsilon, T* dscale, T* dbias,
                                     bool accumulate);
 
+// Local response normalization across channels (CNTK's LocalResponseNormalization) of x
+// [N, C, S]: y = x / (bias + alpha / (2 depth_radius + 1) * Σ x²)^beta, the sum over a window of
+// k = min(2 depth_radius + 1, C) channels from c - (k - 1) / 2 (CNTK's centred convolution of
+// the squares, zero padded: depth_radius channels each side when 2 depth_radius < C).
+struct LrnShape {
+  size_t batch = 1, channels = 1, spatial = 1;
+  size_t depth_radius = 0;
+  double bias = 1, alpha = 1, beta = 1;
+};
+
+template <typename T>
+void lrn_forward(const LrnShape& s, const T* x, T* y);
+// dx (written, or added when accumulate) from dy.
+template <typename T>
+void lrn_backward(const LrnShape& s, const T* x, const T* dy, T* dx, bool accumulate);
+
 }  // namespace loom::kernels

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -20,9 +21,15 @@ namespace {
 
 // ---- Reference loops (double, and float where oneDNN cannot run) ----
 
-// Per output element: the input offset of its maximum within the channel plane.
-using ArgMax = uint32_t;
-constexpr ArgMax kNoInput = std::numeric_limits<ArgMax>::max();
+// Per output element of one channel plane, the input offset of its window's maximum (the first
+// of equal maxima, as in oneDNN and CNTK), or kNoInput for a window entirely in the padding.
+template <typename T>
+void plane_argmax(const std::array<SpatialAxis, 3>& a, const T* xp, ArgMax* where, size_t out_sp) {
+  std::fill(where, where + out_sp, kNoInput);
+  detail::for_each_tap(a, [&](size_t o, size_t i, size_t) {
+    if (where[o] == kNoInput || xp[i] > xp[where[o]]) where[o] = ArgMax(i);
+  });
+}
 
 template <typename T>
 void ref_forward(const PoolShape& s, PoolKind kind, const T* x, T* y, void* workspace) {
@@ -39,14 +46,9 @@ void ref_forward(const PoolShape& s, PoolKind kind, const T* x, T* y, void* work
       T* yp = y + p * out_sp;
       std::fill(count.begin(), count.end(), 0);
       if (kind == PoolKind::Max) {
-        std::fill(where.begin(), where.end(), kNoInput);
-        detail::for_each_tap(a, [&](size_t o, size_t i, size_t) {
-          // The first of equal maxima wins, as in oneDNN.
-          if (where[o] == kNoInput || xp[i] > yp[o]) yp[o] = xp[i], where[o] = ArgMax(i);
-        });
+        plane_argmax(a, xp, where.data(), out_sp);
         // A window entirely in the padding has no maximum; it gives 0.
-        for (size_t o = 0; o < out_sp; ++o)
-          if (where[o] == kNoInput) yp[o] = T(0);
+        for (size_t o = 0; o < out_sp; ++o) yp[o] = where[o] == kNoInput ? T(0) : xp[where[o]];
         if (workspace)
           std::copy(where.begin(), where.end(), static_cast<ArgMax*>(workspace) + p * out_sp);
       } else {
@@ -345,5 +347,124 @@ void pooling_backward<float>(const PoolShape& s, PoolKind kind, const float* dy,
   dnn::execute(p.bwd, args, "pooling backward");
   diff_src.finish();
 }
+
+// ---- Max unpooling ----
+
+template <typename T>
+void max_unpooling_forward(const PoolShape& s, const T* x, const T* pooling_input, T* y,
+                           ArgMax* where) {
+  const auto a = detail::axes3(s.axes);
+  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
+               out_sp = detail::spatial(s.axes, &SpatialAxis::output),
+               window = detail::spatial(s.axes, &SpatialAxis::kernel);
+  detail::parallel_for(s.batch * s.channels, s.output_size() * window, [&](size_t b, size_t e) {
+    std::vector<bool> taken(in_sp);
+    for (size_t p = b; p < e; ++p) {
+      ArgMax* wp = where + p * out_sp;
+      T* yp = y + p * in_sp;
+      plane_argmax(a, pooling_input + p * in_sp, wp, out_sp);
+      std::fill(yp, yp + in_sp, T(0));
+      std::fill(taken.begin(), taken.end(), false);
+      // The later window's value stays: walk back, and a position taken already is lost.
+      for (size_t o = out_sp; o-- > 0;) {
+        if (wp[o] == kNoInput) continue;
+        if (taken[wp[o]]) {
+          wp[o] = kNoInput;
+          continue;
+        }
+        taken[wp[o]] = true;
+        yp[wp[o]] = x[p * out_sp + o];
+      }
+    }
+  });
+}
+
+template <typename T>
+void max_unpooling_backward(const PoolShape& s, const T* dy, const ArgMax* where, T* dx,
+                            bool accumulate) {
+  const size_t in_sp = detail::spatial(s.axes, &SpatialAxis::input),
+               out_sp = detail::spatial(s.axes, &SpatialAxis::output);
+  detail::parallel_for(s.batch * s.channels, s.output_size(), [&](size_t b, size_t e) {
+    for (size_t p = b; p < e; ++p)
+      for (size_t o = p * out_sp; o < (p + 1) * out_sp; ++o) {
+        const T g = where[o] == kNoInput ? T(0) : dy[p * in_sp + where[o]];
+        dx[o] = accumulate ? dx[o] + g : g;
+      }
+  });
+}
+
+// ---- ROI pooling ----
+
+namespace {
+
+// The cells of one region along one axis: cell k covers [first(k), last(k)) of the map's
+// extent, CNTK's (and Fast R-CNN's) rounding.
+struct RoiAxis {
+  long begin;   // the region's first position in the map
+  double cell;  // the extent of a cell
+  size_t extent;
+
+  RoiAxis(double from, double to, double scale, size_t cells, size_t extent)
+      : begin(std::lround(from * scale)), extent(extent) {
+    const long end = std::lround(to * scale);
+    cell = double(std::max(end - begin + 1, 1L)) / double(cells);
+  }
+  size_t clip(long v) const { return size_t(std::clamp(v + begin, 0L, long(extent))); }
+  size_t first(size_t k) const { return clip(long(std::floor(double(k) * cell))); }
+  size_t last(size_t k) const { return clip(long(std::ceil(double(k + 1) * cell))); }
+};
+
+}  // namespace
+
+template <typename T>
+void roi_pooling_forward(const RoiPoolShape& s, const T* x, const T* rois, T* y, ArgMax* where) {
+  const size_t plane = s.height * s.width, cells = s.pooled_height * s.pooled_width;
+  detail::parallel_for(s.batch * s.rois, s.output_size() * 4, [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      const T* roi = rois + r * 4;
+      const T* xn = x + r / s.rois * s.channels * plane;
+      const RoiAxis rows{double(roi[1]), double(roi[3]), s.spatial_scale, s.pooled_height,
+                         s.height},
+          cols{double(roi[0]), double(roi[2]), s.spatial_scale, s.pooled_width, s.width};
+      for (size_t c = 0; c < s.channels; ++c)
+        for (size_t ph = 0; ph < s.pooled_height; ++ph)
+          for (size_t pw = 0; pw < s.pooled_width; ++pw) {
+            const size_t o = (r * s.channels + c) * cells + ph * s.pooled_width + pw;
+            const T* xp = xn + c * plane;
+            ArgMax best = kNoInput;
+            for (size_t h = rows.first(ph); h < rows.last(ph); ++h)
+              for (size_t w = cols.first(pw); w < cols.last(pw); ++w)
+                if (best == kNoInput || xp[h * s.width + w] > xp[best])
+                  best = ArgMax(h * s.width + w);
+            where[o] = best;
+            y[o] = best == kNoInput ? T(0) : xp[best];
+          }
+    }
+  });
+}
+
+template <typename T>
+void roi_pooling_backward(const RoiPoolShape& s, const T* dy, const ArgMax* where, T* dx,
+                          bool accumulate) {
+  if (!accumulate) std::fill(dx, dx + s.input_size(), T(0));
+  const size_t plane = s.height * s.width, cells = s.pooled_height * s.pooled_width;
+  // One image per task: its regions may overlap.
+  detail::parallel_for(s.batch, s.output_size(), [&](size_t b, size_t e) {
+    for (size_t n = b; n < e; ++n)
+      for (size_t r = n * s.rois; r < (n + 1) * s.rois; ++r)
+        for (size_t c = 0; c < s.channels; ++c)
+          for (size_t o = (r * s.channels + c) * cells; o < (r * s.channels + c + 1) * cells; ++o)
+            if (where[o] != kNoInput) dx[(n * s.channels + c) * plane + where[o]] += dy[o];
+  });
+}
+
+#define LOOM_POOLING_INSTANTIATE(T)                                                             \
+  template void max_unpooling_forward<T>(const PoolShape&, const T*, const T*, T*, ArgMax*);    \
+  template void max_unpooling_backward<T>(const PoolShape&, const T*, const ArgMax*, T*, bool); \
+  template void roi_pooling_forward<T>(const RoiPoolShape&, const T*, const T*, T*, ArgMax*);   \
+  template void roi_pooling_backward<T>(const RoiPoolShape&, const T*, const ArgMax*, T*, bool);
+LOOM_POOLING_INSTANTIATE(float)
+LOOM_POOLING_INSTANTIATE(double)
+#undef LOOM_POOLING_INSTANTIATE
 
 }  // namespace loom::kernels

@@ -5,14 +5,15 @@
 #include "loom/core/precision.h"
 #include "loom/graph/op.h"
 #include "loom/ops/op_schema.h"
+#include "loom/ops/shape_ops.h"
 
 namespace loom {
 
 namespace conv_detail {
 
 kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, size_t stride,
-                                 size_t dilation, bool auto_pad, size_t lower_pad,
-                                 size_t upper_pad) {
+                                 size_t dilation, bool auto_pad, size_t lower_pad, size_t upper_pad,
+                                 bool ceil_out_dim) {
   LOOM_CHECK(kernel >= 1 && stride >= 1 && dilation >= 1, ShapeError, op,
              ": kernel extents, strides and dilations must be at least 1 (kernel ", kernel,
              ", stride ", stride, ", dilation ", dilation, ")");
@@ -29,11 +30,13 @@ kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, si
     LOOM_CHECK(padded >= extent, ShapeError, op, ": an input extent of ", input, " padded by ",
                lower_pad, " and ", upper_pad, " is smaller than the window extent ", extent,
                " (kernel ", kernel, ", dilation ", dilation, ")");
-    a.output = size_t((padded - extent) / long(stride) + 1);
+    const long round_up = ceil_out_dim ? long(stride) - 1 : 0;
+    a.output = size_t((padded - extent + round_up) / long(stride) + 1);
     a.pad_lower = long(lower_pad);
   }
   a.pad_upper = long((a.output - 1) * stride) + extent - long(input) - a.pad_lower;
-  if (!auto_pad) a.pad_upper = long(upper_pad);  // the floor above may leave some unused
+  // The floor above may leave some of upper_pad unused.
+  if (!auto_pad && !ceil_out_dim) a.pad_upper = long(upper_pad);
   return a;
 }
 
@@ -49,11 +52,12 @@ std::optional<SpatialTransform> window_centres(const std::vector<kernels::Spatia
 
 std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,
                              size_t rank) {
-  if (v.size() == 1) return std::vector<size_t>(rank, v[0]);
-  if (v.size() == rank) return v;
   if (v.size() == rank + 1) return std::vector<size_t>(v.begin() + 1, v.end());
-  throw ShapeError(detail::concat(op, ": ", option, " has ", v.size(), " values for ", rank,
-                                  " spatial axes (give 1, ", rank, " or ", rank + 1, ")"));
+  LOOM_CHECK(!v.empty() && v.size() <= rank, ShapeError, op, ": ", option, " has ", v.size(),
+             " values for ", rank, " spatial axes (give 1 to ", rank + 1, ")");
+  std::vector<size_t> all(rank - v.size(), v[0]);
+  all.insert(all.end(), v.begin(), v.end());
+  return all;
 }
 
 }  // namespace conv_detail
@@ -387,6 +391,17 @@ class ConvolutionTransposeOp : public OpDef {
 const ConvolutionOp kConvolution;
 const ConvolutionTransposeOp kConvolutionTranspose;
 
+// CNTK's convolution_map without an output-channel axis, of the operand's rank (its docstring
+// examples' [C, kernel...]), has one output channel: the map reshaped with an axis of 1 at
+// `axis` (in front for a convolution, after a transposed one's input channels).
+Variable with_output_channel(const Variable& map, const Variable& operand, size_t axis) {
+  const NDShape& w = map.shape();
+  if (w.rank() != operand.shape().rank() || w.has_inferred()) return map;
+  std::vector<size_t> d = w.dims();
+  d.insert(d.begin() + std::ptrdiff_t(axis), 1);
+  return reshape(map, NDShape(d));
+}
+
 Dictionary window_attributes(const std::vector<size_t>& strides, const std::vector<bool>& sharing,
                              const std::vector<bool>& auto_padding,
                              const std::vector<size_t>& lower_pad,
@@ -417,7 +432,7 @@ Function convolution(const Variable& convolution_map, const Variable& operand,
   Dictionary a = window_attributes(o.strides, o.sharing, o.auto_padding, o.lower_pad, o.upper_pad,
                                    o.dilation, o.reduction_rank);
   a["groups"] = int64_t(o.groups);
-  std::vector<Variable> inputs{convolution_map, operand};
+  std::vector<Variable> inputs{with_output_channel(convolution_map, operand, 0), operand};
   if (o.bias) inputs.push_back(*o.bias);
   return make_primitive(kConvolution, std::move(inputs), std::move(a), o.name);
 }
@@ -428,7 +443,9 @@ Function convolution_transpose(const Variable& convolution_map, const Variable& 
                                    o.dilation, o.reduction_rank);
   a["groups"] = int64_t(1);
   a["output_shape"] = o.output_shape.value_or(NDShape());
-  return make_primitive(kConvolutionTranspose, {convolution_map, operand}, std::move(a), o.name);
+  return make_primitive(kConvolutionTranspose,
+                        {with_output_channel(convolution_map, operand, o.reduction_rank), operand},
+                        std::move(a), o.name);
 }
 
 }  // namespace loom

@@ -1,8 +1,9 @@
 // Convolution and transposed convolution over samples [C, spatial...] (1 to 3 spatial axes),
 // as CNTK's convolution(convolution_map, operand, ...). Per-axis options (strides,
-// auto_padding, lower_pad, upper_pad, dilation) take one value for every spatial axis, one
-// per spatial axis, or, as CNTK's kernel-rank tuples, one more in front for the channel axis
-// (ignored: the channel axis is always reduced whole).
+// auto_padding, lower_pad, upper_pad, dilation) take one value per spatial axis, or, as CNTK's
+// kernel-rank tuples, one more in front for the channel axis (ignored: the channel axis is
+// always reduced whole), or fewer: the trailing axes', the leading axes repeating the first
+// value (one value is every axis's).
 //
 // Automatic padding ("same") follows CNTK: the output extent is ceil(input / stride) and the
 // window is centred, its first position at extra / 2 where extra = input - ((out - 1) * stride
@@ -40,7 +41,8 @@ struct ConvolutionOptions {
 
 // The convolution of operand [C, spatial...] with convolution_map W [O, C / groups,
 // kernel...] (plus the bias): output [O, out...]. W's input-channel axis may be
-// NDShape::kInferred (a parameter learns C / groups at the first call).
+// NDShape::kInferred (a parameter learns C / groups at the first call). A W of the operand's
+// rank has no O axis (CNTK's): one output channel, W reshaped to [1, W...].
 Function convolution(const Variable& convolution_map, const Variable& operand,
                      const ConvolutionOptions& options = {});
 
@@ -61,22 +63,25 @@ struct ConvolutionTransposeOptions {
 // The gradient of a convolution with respect to its input, as a function of operand
 // [C, spatial...] and convolution_map W [C, O, kernel...] (C: the operand's channels; O may be
 // given, C inferred): output [O, out...]. A convolution with the same W maps the output's
-// shape back to the operand's.
+// shape back to the operand's. A W of the operand's rank has no O axis: one output channel.
 Function convolution_transpose(const Variable& convolution_map, const Variable& operand,
                                const ConvolutionTransposeOptions& options = {});
 
 namespace conv_detail {
 // Where a window goes along one axis under CNTK's padding rules (see the file comment);
-// ShapeError naming op when the input is too small for the window.
+// ShapeError naming op when the input is too small for the window. ceil_out_dim (pooling's,
+// without automatic padding): one more output where the last window would overhang the padded
+// input, the overhang padding the upper side.
 kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, size_t stride,
-                                 size_t dilation, bool auto_pad, size_t lower_pad,
-                                 size_t upper_pad);
+                                 size_t dilation, bool auto_pad, size_t lower_pad, size_t upper_pad,
+                                 bool ceil_out_dim = false);
 // The map from a window op's output positions to the centres of their windows in its input
 // along the two trailing axes (CNTK's filter transform: scale stride, translate (kernel - 1) / 2
 // - lower pad, kernel undilated); nullopt for windows over fewer than two axes.
 std::optional<SpatialTransform> window_centres(const std::vector<kernels::SpatialAxis>& axes);
-// A per-axis option for `rank` spatial axes: one value for all, one per axis, or one more in
-// front (the channel axis, dropped). ShapeError naming op and the option otherwise.
+// A per-axis option for `rank` spatial axes: one per axis, one more in front (the channel
+// axis, dropped), or fewer, which are the trailing axes' while the leading ones repeat the first
+// (CNTK's rule: one value is every axis's). ShapeError naming op and the option otherwise.
 std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,
                              size_t rank);
 }  // namespace conv_detail

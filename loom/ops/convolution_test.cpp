@@ -69,6 +69,24 @@ TEST(Convolution, OutputShapes) {
             "Sequence[Tensor[3,5,5]]");
 }
 
+// CNTK's rules: a kernel of the operand's rank has one output channel (a transposed one's
+// [C, kernel...] too), and per-axis options shorter than the spatial axes are the trailing
+// axes', the leading ones repeating the first value.
+TEST(Convolution, KernelsWithoutOutputChannelsAndShortOptions) {
+  Variable x = input_variable({2, 9, 8, 7});
+  EXPECT_EQ(Variable(convolution(parameter({2, 3, 3, 3}), x)).shape(), (NDShape{1, 9, 8, 7}));
+  EXPECT_EQ(Variable(convolution_transpose(parameter({2, 3, 3, 3}), x)).shape(),
+            (NDShape{1, 9, 8, 7}));
+  EXPECT_EQ(Variable(convolution(parameter({3, 3}), input_variable({5, 6}),
+                                 {.auto_padding = {false}, .reduction_rank = 0}))
+                .shape(),
+            (NDShape{1, 3, 4}));
+  EXPECT_EQ(Variable(convolution(parameter({4, 2, 3, 3, 3}), x,
+                                 {.strides = {1, 2}, .auto_padding = {true, false}}))
+                .shape(),
+            (NDShape{4, 9, 8, 3}));
+}
+
 TEST(Convolution, InfersTheKernelsInputChannels) {
   Parameter W = parameter({12, kInf, 3, 3}, glorot_uniform(), kF64);
   Variable x = input_variable({6, 8, 8}, f64());
@@ -92,11 +110,17 @@ TEST(Convolution, RejectsBadShapesAndOptions) {
         convolution(parameter({4, 2, 3, 3}), x);
       },
       {"Convolution", "[4,2,3,3]", "3 input channels", "[3,8,8]"});
+  // A kernel of the operand's rank has no output-channel axis (CNTK's): [C, kernel...].
   expect_shape_error(
       [&] {
         convolution(parameter({4, 3, 3}), x);
       },
-      {"Convolution", "[3,8,8]", "must have 2 axes"});
+      {"Convolution", "[1,4,3,3]", "3 input channels", "[3,8,8]"});
+  expect_shape_error(
+      [&] {
+        convolution(parameter({4, 3, 3}), input_variable({3, 8, 8, 8}));
+      },
+      {"Convolution", "[3,8,8,8]", "must have 2 axes"});
   expect_shape_error(
       [&] {
         convolution(parameter({4, 1, 3, 3}), x, {.groups = 2});

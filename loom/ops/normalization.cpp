@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "loom/graph/op.h"
 #include "loom/kernels/batch_norm.h"
@@ -10,6 +11,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
+#include "loom/ops/reduction.h"
 
 namespace loom {
 
@@ -244,13 +246,87 @@ class LayerNormalizationOp : public OpDef {
   }
 };
 
+// ---- local response normalization ----
+
+// Attributes: "depth_radius" (int), "bias", "alpha", "beta" (double).
+class LocalResponseNormalizationOp : public OpDef {
+ public:
+  const char* name() const override { return "LocalResponseNormalization"; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const int64_t radius = a.get<int64_t>("depth_radius");
+    LOOM_CHECK(radius >= 0, ArgumentError, "local_response_normalization: depth_radius ", radius,
+               " must be >= 0");
+    for (const char* key : {"bias", "alpha", "beta"})
+      LOOM_CHECK(std::isfinite(a.get<double>(key)), ArgumentError,
+                 "local_response_normalization: ", key, " ", a.get<double>(key), " must be finite");
+    const Variable& x = in[0];
+    LOOM_CHECK(x.shape().rank() >= 1, ShapeError, "LocalResponseNormalization: the operand ",
+               x.describe(), " needs a channel axis (the first axis of the sample)");
+    return {{x.shape(), x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  kernels::LrnShape shape_of(const OpCall& call) const {
+    const Tensor& x = *call.inputs[0];
+    const Dictionary& a = call.attributes;
+    const size_t C = x.sample_shape()[0];
+    return {x.rows(),
+            C,
+            op_util::sample_size(x) / C,
+            size_t(a.get<int64_t>("depth_radius")),
+            a.get<double>("bias"),
+            a.get<double>("alpha"),
+            a.get<double>("beta")};
+  }
+
+  void forward(OpCall& call) const override {
+    const Tensor& x = *call.inputs[0];
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::lrn_forward<T>(shape_of(call), x.ptr<T>(), call.output->ptr<T>());
+    });
+  }
+
+  void backward(OpCall& call, size_t, Tensor& g, bool accumulate) const override {
+    const Tensor& x = *call.inputs[0];
+    dispatch(x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::lrn_backward<T>(shape_of(call), x.ptr<T>(), call.output_gradient->ptr<T>(),
+                               g.ptr<T>(), accumulate);
+    });
+  }
+
+  OpTraits traits(const Dictionary&) const override { return {.backward_reads_output = false}; }
+};
+
 const BatchNormalizationOp kBatchNormalization;
 const LayerNormalizationOp kLayerNormalization;
+const LocalResponseNormalizationOp kLocalResponseNormalization;
 
 }  // namespace
 
 std::vector<OpSchema> normalization_schemas() {
-  return {{&kBatchNormalization, 6, 6}, {&kLayerNormalization, 3, 3}};
+  OpSchema lrn{&kLocalResponseNormalization, 1, 1};
+  lrn.python = "local_response_normalization";
+  lrn.params = {{"operand"},
+                {"depth_radius", ParamType::Int},
+                {"bias", ParamType::Double},
+                {"alpha", ParamType::Double},
+                {"beta", ParamType::Double}};
+  lrn.doc =
+      "operand (C, ...) / (bias + alpha / (2 depth_radius + 1) * the sum of the squares of the "
+      "channels within depth_radius of each) ^ beta";
+  lrn.onnx.none_because =
+      "ONNX's LRN takes the window's size, 2 depth_radius + 1, not an attribute of Loom's renamed";
+  // A window of 3 of the 5 channels; and one wider than the 5, which CNTK cuts to 5.
+  for (auto [radius, bias, alpha, beta] : {std::tuple{1, 2.0, 1.0, 0.75}, {3, 1.0, 0.5, 0.5}})
+    lrn.conformance.push_back({{{NDShape{5, 2, 3}}},
+                               Dictionary({{"depth_radius", int64_t(radius)},
+                                           {"bias", bias},
+                                           {"alpha", alpha},
+                                           {"beta", beta}})});
+  return {{&kBatchNormalization, 6, 6}, {&kLayerNormalization, 3, 3}, lrn};
 }
 
 Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
@@ -275,9 +351,37 @@ Function layer_normalization(const Variable& x, const Variable& scale, const Var
   return make_primitive(kLayerNormalization, {x, scale, bias}, std::move(a), name);
 }
 
+Function local_response_normalization(const Variable& operand, size_t depth_radius, double bias,
+                                      double alpha, double beta, const std::string& name) {
+  Dictionary a;
+  a["depth_radius"] = int64_t(depth_radius);
+  a["bias"] = bias;
+  a["alpha"] = alpha;
+  a["beta"] = beta;
+  return make_primitive(kLocalResponseNormalization, {operand}, std::move(a), name);
+}
+
 Function per_dim_mean_variance_normalize(const Variable& operand, const Variable& mean,
                                          const Variable& inv_stddev, const std::string& name) {
   return element_times(minus(operand, mean), inv_stddev, name);
+}
+
+Function mean_variance_normalization(const Variable& operand,
+                                     const MeanVarianceNormalizationOptions& options,
+                                     const std::string& name) {
+  const size_t rank = operand.shape().rank();
+  LOOM_CHECK(rank >= 1, ArgumentError, "mean_variance_normalization: the operand ",
+             operand.describe(), " must have at least one static axis");
+  LOOM_CHECK(options.epsilon >= 0, ArgumentError,
+             "mean_variance_normalization: epsilon must be >= 0, not ", options.epsilon);
+  std::vector<Axis> axes;  // the channel axis (the first) stays apart
+  for (size_t i = options.use_stats_across_channels || rank == 1 ? 0 : 1; i < rank; ++i)
+    axes.emplace_back(int(i));
+  const Function mean = reduce_mean(operand, axes);
+  if (!options.do_variance_scaling) return minus(operand, mean, name);
+  const Function centred = minus(operand, mean);
+  const Function deviation = sqrt(reduce_mean(square(centred), axes));
+  return element_divide(centred, plus(deviation, constant(options.epsilon, operand.dtype())), name);
 }
 
 Function image_scaler(const Variable& operand, double scalar, const std::vector<double>& biases,

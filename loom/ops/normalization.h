@@ -44,10 +44,31 @@ Function batch_normalization(const Variable& x, const Variable& scale, const Var
 Function layer_normalization(const Variable& x, const Variable& scale, const Variable& bias,
                              double epsilon = 0.00001, const std::string& name = "");
 
+// Local response normalization across channels (CNTK's local_response_normalization): of
+// operand [C, ...], y = x / (bias + alpha / (2 depth_radius + 1) * Σ x²)^beta, the sum over the
+// channels within depth_radius of each (a window of all C channels when 2 depth_radius + 1 > C
+// is cut to C, placed as CNTK places it: kernels::LrnShape). Differentiable.
+Function local_response_normalization(const Variable& operand, size_t depth_radius, double bias,
+                                      double alpha, double beta, const std::string& name = "");
+
 // CNTK's PerDimMeanVarianceNormalize: (operand - mean) * inv_stddev, elementwise with
 // broadcasting (mean and inv_stddev typically the data's statistics of the sample's shape).
 Function per_dim_mean_variance_normalize(const Variable& operand, const Variable& mean,
                                          const Variable& inv_stddev, const std::string& name = "");
+
+// CNTK's MeanVarianceNormalization: operand minus its mean, divided by (with
+// do_variance_scaling) its population standard deviation plus epsilon, the statistics per
+// channel (the first axis: over the other static axes of each sample) or, with
+// use_stats_across_channels or for a vector, over all static axes of each sample.
+// ArgumentError for a scalar operand or a negative epsilon.
+struct MeanVarianceNormalizationOptions {
+  double epsilon = 0.00001;
+  bool use_stats_across_channels = false;
+  bool do_variance_scaling = true;
+};
+Function mean_variance_normalization(const Variable& operand,
+                                     const MeanVarianceNormalizationOptions& options = {},
+                                     const std::string& name = "");
 
 // CNTK's ImageScaler: operand [C, H, W] * scalar + biases[c] on channel c (biases has C values),
 // in operand's dtype. ArgumentError for another rank or number of biases.

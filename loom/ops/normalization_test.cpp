@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 #include "loom/graph/executor.h"
 #include "loom/ops/convolution.h"
@@ -441,6 +442,38 @@ for name, t in [('ly', ly), ('ldx', x.grad), ('lds', ls.grad), ('ldb', lb.grad)]
   expect_all_near(values(lgrads.at(x)), torch("ldx"), 1e-4, "layer norm dx");
   expect_all_near(values(lgrads.at(ls)), torch("lds"), 1e-4, "layer norm dscale");
   expect_all_near(values(lgrads.at(lb)), torch("ldb"), 1e-4, "layer norm dbias");
+}
+
+// CNTK's formula over each position's channels: x / (bias + alpha / (2 r + 1) Σ x²)^beta, the sum
+// over channels c - r .. c + r; a window wider than the channels is cut to them and placed as
+// CNTK's convolution places a kernel of that size (4 channels, r = 2: c - 1 .. c + 2).
+TEST(LocalResponseNormalization, CntksFormula) {
+  const NDShape shape{4, 2, 3};
+  const Value in = random_batch(shape, 2, kF64, 11);
+  const std::vector<double> x = values(in);
+  for (auto [radius, below, above] : {std::tuple{1, 1, 1}, {2, 1, 2}, {0, 0, 0}}) {
+    SCOPED_TRACE(radius);
+    Variable v = input_variable(shape, f64("x"));
+    Function f = local_response_normalization(v, radius, 2.0, 0.5, 0.75);
+    EXPECT_EQ(f.op_name(), "LocalResponseNormalization");
+    std::vector<double> expected(x.size());
+    for (size_t n = 0; n < 2; ++n)
+      for (size_t c = 0; c < 4; ++c)
+        for (size_t p = 0; p < 6; ++p) {
+          double sum = 0;
+          for (long j = long(c) - below; j <= long(c) + above; ++j)
+            if (j >= 0 && j < 4) sum += std::pow(x[(n * 4 + size_t(j)) * 6 + p], 2);
+          const size_t i = (n * 4 + c) * 6 + p;
+          expected[i] = x[i] / std::pow(2.0 + 0.5 / (2 * radius + 1) * sum, 0.75);
+        }
+    expect_all_near(values(f.eval_one({{v, in}})), expected, 1e-12, "lrn");
+    expect_gradients_match(f, {{v, in}}, {v});
+  }
+  expect_shape_error([] { local_response_normalization(input_variable(NDShape{}), 1, 1, 1, 1); },
+                     {"LocalResponseNormalization", "channel axis"});
+  expect_argument_error(
+      [] { local_response_normalization(input_variable({3}), 1, 1, std::nan(""), 1); },
+      {"local_response_normalization", "alpha"});
 }
 
 }  // namespace

@@ -179,5 +179,143 @@ TEST(Pooling, ConvolutionAndPoolingSurviveSaveAndLoad) {
                   "loaded model");
 }
 
+// 1..n in the sample shape, one sample, of dtype dt.
+Value iota_sample(const NDShape& shape, DataType dt, double first = 1) {
+  std::vector<double> v(shape.total_size());
+  std::iota(v.begin(), v.end(), first);
+  std::vector<size_t> dims{1};
+  for (size_t d : shape.dims()) dims.push_back(d);
+  return dispatch(dt, [&](auto zero) {
+    using T = decltype(zero);
+    return Value(NDArrayView::from_vector<T>(NDShape(dims), std::vector<T>(v.begin(), v.end())),
+                 false);
+  });
+}
+
+// CNTK's kernel_test.py, POOLING_CEIL_DATA: 1..64 as 8x8, 3x3 windows at stride 2.
+TEST(Pooling, CeilOutDimAddsTheOverhangingWindow) {
+  Variable x = input_variable({1, 8, 8});
+  const PoolingOptions ceil{.strides = {2}, .ceil_out_dim = true};
+  Function p = pooling(x, PoolingType::Max, {3, 3}, ceil);
+  EXPECT_EQ(out_shape(p), (NDShape{1, 4, 4}));
+  EXPECT_EQ(out_shape(pooling(x, PoolingType::Max, {3, 3}, {.strides = {2}})), (NDShape{1, 3, 3}));
+  expect_all_near(values(p.eval_one({{x, iota_sample({1, 8, 8}, kF32)}})),
+                  {19, 21, 23, 24, 35, 37, 39, 40, 51, 53, 55, 56, 59, 61, 63, 64}, 0, "max");
+  // Average pooling divides the overhanging windows by the elements inside the input.
+  const auto average = values(
+      pooling(x, PoolingType::Average, {3, 3}, ceil).eval_one({{x, iota_sample({1, 8, 8}, kF32)}}));
+  EXPECT_NEAR(average.back(), (55 + 56 + 63 + 64) / 4.0, 1e-5);
+}
+
+// CNTK's unpooling docstring: 0..15 as 4x4, max pooled 2x2 at stride 2 and unpooled.
+TEST(Unpooling, PutsTheOperandWherePoolingFoundItsMaxima) {
+  for (DataType dt : {kF32, kF64}) {
+    Variable x = input_variable({1, 4, 4}, {.dtype = dt});
+    Function p = pooling(x, PoolingType::Max, {2, 2}, {.strides = {2}});
+    Function u = unpooling(p, x, PoolingType::Max, {2, 2}, {.strides = {2}});
+    EXPECT_EQ(u.op_name(), "Unpooling");
+    EXPECT_EQ(out_shape(u), (NDShape{1, 4, 4}));
+    expect_all_near(values(u.eval_one({{x, iota_sample({1, 4, 4}, dt, 0)}})),
+                    {0, 0, 0, 0, 0, 5, 0, 7, 0, 0, 0, 0, 0, 13, 0, 15}, 0, "unpooled");
+  }
+}
+
+// Overlapping windows (3x3 at stride 1) choose the same positions: the later window's value
+// stays, and the gradient reaches only the operand elements whose values stayed.
+TEST(Unpooling, OverlappingWindowsKeepTheLaterValue) {
+  Variable x = input_variable({1, 4, 4}, f64("x"));
+  Variable y = input_variable({1, 2, 2}, f64("y"));
+  Function u = unpooling(y, x, PoolingType::Max, {3, 3});
+  const Value xs = iota_sample({1, 4, 4}, kF64, 0), ys = iota_sample({1, 2, 2}, kF64, 1);
+  // Maxima at 10, 11, 14, 15 (each window's lower right): all distinct, all kept.
+  expect_all_near(values(u.eval_one({{x, xs}, {y, ys}})),
+                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4}, 0, "distinct maxima");
+  // One maximum at the centre for every window: the last window's value, 4, stays.
+  std::vector<double> peak(16, 0.0);
+  peak[5] = 1;
+  const Value px(NDArrayView::from_vector<double>({1, 1, 4, 4}, peak), false);
+  auto out = values(u.eval_one({{x, px}, {y, ys}}));
+  EXPECT_EQ(out[5], 4);
+  expect_gradients_match(u, {{x, px}, {y, random_batch({1, 2, 2}, 1, kF64, 5)}}, {y});
+  expect_gradients_match(
+      unpooling(y, x, PoolingType::Max, {2, 2}, {.strides = {2}}),
+      {{x, random_batch({1, 4, 4}, 1, kF64, 6)}, {y, random_batch({1, 2, 2}, 1, kF64, 7)}}, {y});
+}
+
+TEST(Unpooling, RejectsBadInputs) {
+  Variable x = input_variable({1, 4, 4});
+  expect_shape_error(
+      [&] {
+        unpooling(input_variable({1, 3, 3}), x, PoolingType::Max, {2, 2}, {.strides = {2}});
+      },
+      {"Unpooling", "[1,2,2]"});
+  expect_argument_error(
+      [&] {
+        unpooling(input_variable({1, 2, 2}), x, PoolingType::Average, {2, 2}, {.strides = {2}});
+      },
+      {"unpooling", "MAX_UNPOOLING"});
+  expect_shape_error(
+      [&] {
+        unpooling(input_variable({1, 1, 1}), x, PoolingType::Max, {5, 5});
+      },
+      {"Unpooling", "window extent 5"});
+}
+
+// CNTK's kernel_test.py, ROIPOOLING_OPERANDS: the 3x3 map 1..9, the region (1, 1, 2, 2) pooled
+// into 3x3; the gradient of ones lands on the maxima as often as they were chosen.
+TEST(RoiPooling, CntksValuesAndGradient) {
+  for (DataType dt : {kF32, kF64}) {
+    Variable x = input_variable({1, 3, 3}, {.dtype = dt, .needs_gradient = true});
+    Variable r = input_variable({1, 4}, {.dtype = dt});
+    Function f = roipooling(x, r, PoolingType::Max, {3, 3}, 1.0);
+    EXPECT_EQ(f.op_name(), "ROIPooling");
+    EXPECT_EQ(out_shape(f), (NDShape{1, 1, 3, 3}));
+    const Value rois = dispatch(dt, [&](auto zero) {
+      using T = decltype(zero);
+      return Value(NDArrayView::from_vector<T>({1, 1, 4}, {T(1), T(1), T(2), T(2)}), false);
+    });
+    const ValueMap args{{x, iota_sample({1, 3, 3}, dt)}, {r, rois}};
+    expect_all_near(values(f.eval_one(args)), {5, 6, 6, 8, 9, 9, 8, 9, 9}, 0, "forward");
+    expect_all_near(values(f.grad(args, {x}).at(x)), {0, 0, 0, 0, 1, 2, 0, 2, 4}, 0, "backward");
+  }
+}
+
+TEST(RoiPooling, ScalesRegionsAndGradientsMatchFiniteDifferences) {
+  Variable x = input_variable({2, 6, 8}, f64("x"));
+  Variable r = input_variable({3, 4}, f64("r"));
+  // Regions in an image twice the map's size, one of them partly outside the map.
+  const Value rois(
+      NDArrayView::from_vector<double>({2, 3, 4}, {0, 0, 15, 11, 4, 2, 9, 7, 10, 6, 20, 14,  //
+                                                   2, 2, 5,  5,  0, 0, 1, 1, 6,  0, 14, 10}),
+      false);
+  Function f = roipooling(x, r, PoolingType::Max, {2, 3}, 0.5);
+  EXPECT_EQ(out_shape(f), (NDShape{3, 2, 2, 3}));
+  expect_gradients_match(f, {{x, random_batch({2, 6, 8}, 2, kF64, 8)}, {r, rois}}, {x});
+}
+
+TEST(RoiPooling, RejectsBadInputs) {
+  Variable x = input_variable({2, 6, 8}), r = input_variable({3, 4});
+  expect_shape_error(
+      [&] {
+        roipooling(input_variable({6, 8}), r, PoolingType::Max, {2, 2}, 1);
+      },
+      {"ROIPooling", "(channels, height, width)"});
+  expect_shape_error(
+      [&] {
+        roipooling(x, input_variable({3, 5}), PoolingType::Max, {2, 2}, 1);
+      },
+      {"ROIPooling", "(x1, y1, x2, y2)"});
+  expect_shape_error(
+      [&] {
+        roipooling(x, r, PoolingType::Max, {7, 2}, 1);
+      },
+      {"ROIPooling", "smaller than roi_output_shape"});
+  expect_argument_error(
+      [&] {
+        roipooling(x, r, PoolingType::Average, {2, 2}, 1);
+      },
+      {"roipooling", "MAX_POOLING"});
+}
+
 }  // namespace
 }  // namespace loom

@@ -117,6 +117,9 @@ Model build_model() {
   // unpack's padded data (free dimension T, through times) and mask.
   const std::vector<Variable> sq_unpacked = sequence::unpack(q, 0.5).outputs();
   Variable sq_pad = times(sq_unpacked[0], parameter({3, 2})), sq_mask = sq_unpacked[1];
+  // CTC over qd, with labels aligned to q's frames (2 where a label starts).
+  Variable ql = sequence::input_variable({4}, {.name = "ql"});
+  Variable sq_ctc = forward_backward(labels_to_graph(ql), qd, 3, {.delay_constraint = 1});
   Variable d64 = Dense(NDShape{2, 3}, {.dtype = DataType::Float64})(x64);
   Variable t64 = times(x64, parameter(NDShape{3, 2}, he_normal(), DataType::Float64, "W64"));
   Variable c32 = cast(t64, DataType::Float32);
@@ -145,13 +148,17 @@ Model build_model() {
   Model m;
   m.f = combine({el,  sp,      red1,     red2,   red3,   sm,      lsm,    ce,     err,     se,
                  bce, sq_last, sq_first, sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64,
-                 t64, asg,     ct,       gp,     c32,    nce,     rnd,    smp,    inc},
+                 t64, asg,     ct,       gp,     c32,    nce,     rnd,    smp,    inc,     sq_ctc},
                 "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
   m.args.emplace(s, Value::one_hot(10, {1, 3, 7, 0}));
   m.args.emplace(y, Value(Value::one_hot(5, {0, 2, 4, 1}).data().to_dense(), false));
   m.args.emplace(q, random_sequences({3}, {2, 4, 1}, DataType::Float32, 2));
+  m.args.emplace(
+      ql, Value::create_sequences<float>({4}, {{2, 0, 0, 0, 1, 0, 0, 0},
+                                               {0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0},
+                                               {2, 0, 0, 0}}));
   m.args.emplace(qc, Value::create_sequences<float>(NDShape(), {{1, 0}, {2, 0, 1, 1}, {0}}));
   m.args.emplace(x64, random_batch({3}, 4, DataType::Float64, 3));
   m.args.emplace(img, random_batch({2, 5, 5}, 4, DataType::Float32, 4));

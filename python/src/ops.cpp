@@ -531,6 +531,10 @@ void add_ops(py::module_& m) {
           std::vector<Variable> v = operands(py::make_tuple(x, mean, inv_stddev));
           return per_dim_mean_variance_normalize(v[0], v[1], v[2], n);
         });
+  m.def("_mean_variance_normalization",
+        [](py::handle x, double epsilon, bool across, bool scaling, const std::string& n) {
+          return mean_variance_normalization(as_variable(x), {epsilon, across, scaling}, n);
+        });
   m.def("_image_scaler",
         [](py::handle x, double scalar, const std::vector<double>& biases, const std::string& n) {
           return image_scaler(as_variable(x), scalar, biases, n);
@@ -544,6 +548,67 @@ void add_ops(py::module_& m) {
           return crop_automatic_with_ancestors(as_variable(x), as_variable(ref), as_variable(ax),
                                                as_variable(aref), n);
         });
+  // convolution, convolution_transpose, pooling, unpooling, batch_normalization:
+  // python/loom/ops/__init__.py gives them CNTK's signatures and makes each per-axis option a
+  // list (one value, or one per axis).
+  m.def("_convolution", [](py::handle W, py::handle x, const std::vector<size_t>& strides,
+                           const std::vector<bool>& sharing, const std::vector<bool>& auto_padding,
+                           const std::vector<size_t>& dilation, size_t reduction_rank,
+                           size_t groups, const std::string& n) {
+    std::vector<Variable> v = operands(py::make_tuple(x, W));
+    return convolution(v[1], v[0],
+                       {.strides = strides,
+                        .sharing = sharing,
+                        .auto_padding = auto_padding,
+                        .dilation = dilation,
+                        .reduction_rank = reduction_rank,
+                        .groups = groups,
+                        .name = n});
+  });
+  m.def("_convolution_transpose",
+        [](py::handle W, py::handle x, const std::vector<size_t>& strides,
+           const std::vector<bool>& sharing, const std::vector<bool>& auto_padding,
+           std::optional<std::vector<size_t>> output_shape, const std::vector<size_t>& dilation,
+           size_t reduction_rank, const std::string& n) {
+          std::vector<Variable> v = operands(py::make_tuple(x, W));
+          std::optional<NDShape> out;
+          if (output_shape) out = NDShape(*output_shape);
+          return convolution_transpose(v[1], v[0],
+                                       {.strides = strides,
+                                        .sharing = sharing,
+                                        .auto_padding = auto_padding,
+                                        .output_shape = out,
+                                        .dilation = dilation,
+                                        .reduction_rank = reduction_rank,
+                                        .name = n});
+        });
+  m.def("_pooling", [](py::handle x, int pooling_type, const std::vector<size_t>& window,
+                       const std::vector<size_t>& strides, const std::vector<bool>& auto_padding,
+                       bool ceil_out_dim, bool include_pad, const std::string& n) {
+    return pooling(as_variable(x), PoolingType(pooling_type), NDShape(window),
+                   {.strides = strides,
+                    .auto_padding = auto_padding,
+                    .include_pad = include_pad,
+                    .ceil_out_dim = ceil_out_dim,
+                    .name = n});
+  });
+  m.def("_unpooling", [](py::handle x, py::handle pooling_input, int unpooling_type,
+                         const std::vector<size_t>& window, const std::vector<size_t>& strides,
+                         const std::vector<bool>& auto_padding, const std::string& n) {
+    std::vector<Variable> v = operands(py::make_tuple(x, pooling_input));
+    return unpooling(v[0], v[1], PoolingType(unpooling_type), NDShape(window),
+                     {.strides = strides, .auto_padding = auto_padding, .name = n});
+  });
+  m.def("_batch_normalization", [](py::handle x, py::handle scale, py::handle bias,
+                                   py::handle running_mean, py::handle running_inv_std,
+                                   py::handle running_count, bool spatial,
+                                   double normalization_time_constant, double blend_time_constant,
+                                   double epsilon, const std::string& n) {
+    std::vector<Variable> v =
+        operands(py::make_tuple(x, scale, bias, running_mean, running_inv_std, running_count));
+    return batch_normalization(v[0], v[1], v[2], v[3], v[4], v[5], spatial,
+                               normalization_time_constant, blend_time_constant, epsilon, n);
+  });
 }
 
 }  // namespace loom::python

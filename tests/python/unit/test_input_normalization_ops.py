@@ -12,6 +12,9 @@ def test_signatures_are_cntks():
     assert str(inspect.signature(C.per_dim_mean_variance_normalize)) == \
         "(operand, mean, inv_stddev, name='')"
     assert str(inspect.signature(C.image_scaler)) == "(x, scalar, biases, name='')"
+    assert str(inspect.signature(C.mean_variance_normalization)) == \
+        "(operand, epsilon=1e-05, use_stats_across_channels=False, do_variance_scaling=True, " \
+        "name='')"
 
 
 def test_per_dim_mean_variance_normalize_cntk_test():
@@ -49,3 +52,40 @@ def test_image_scaler_refuses_other_ranks_and_bias_counts():
         C.image_scaler(C.input_variable((3, 4, 4)), 1.0, [0, 0])
     with pytest.raises(C.ArgumentError, match='image'):
         C.image_scaler(C.input_variable((4, 4)), 1.0, [0] * 4)
+
+
+def test_mean_variance_normalization_cntk_example():
+    data = np.array([[[0., 2], [4., 6.]], [[0., 4], [8., 12.]]], np.float32)
+    expected = [[[-1.3416, -0.4472], [0.4472, 1.3416]], [[-1.3416, -0.4472], [0.4472, 1.3416]]]
+    np.testing.assert_allclose(C.mean_variance_normalization(data).eval(), expected, atol=1e-4)
+
+
+def _mvn(x, axes, epsilon, scaling):
+    centred = x - x.mean(axis=axes, keepdims=True)
+    if not scaling:
+        return centred
+    return centred / (np.sqrt((centred ** 2).mean(axis=axes, keepdims=True)) + epsilon)
+
+
+@pytest.mark.parametrize('across', [False, True])
+@pytest.mark.parametrize('scaling', [False, True])
+def test_mean_variance_normalization_against_numpy(across, scaling):
+    x = C.input_variable((3, 4, 5), dtype=np.float64, needs_gradient=True)
+    X = np.random.default_rng(7).normal(size=(2, 3, 4, 5))
+    f = C.mean_variance_normalization(x, 0.01, across, scaling, name='mvn')
+    assert f.name == 'mvn'
+    axes = (1, 2, 3) if across else (2, 3)
+    np.testing.assert_allclose(f.eval({x: X}), _mvn(X, axes, 0.01, scaling), rtol=1e-12)
+    # The gradient of a sum of the normalized values: 0 without scaling (a mean removed).
+    if not scaling:
+        np.testing.assert_allclose(f.grad({x: X}, wrt=[x]), 0, atol=1e-12)
+    # A vector's statistics are over the vector.
+    v = C.input_variable(4, dtype=np.float64)
+    V = np.array([[1., 2., 3., 6.]])
+    np.testing.assert_allclose(C.mean_variance_normalization(v, 0.0).eval({v: V}),
+                               _mvn(V, (1,), 0.0, True), rtol=1e-12)
+
+
+def test_mean_variance_normalization_refuses_bad_arguments():
+    with pytest.raises(C.ArgumentError, match='epsilon'):
+        C.mean_variance_normalization(C.input_variable(3), -1.0)

@@ -184,8 +184,9 @@ def _table_names(module='ops'):
 
 # Functions whose result is not of their inputs' type, or whose inputs are not the samples [3,
 # 4] and shared vectors the oracle tests draw: each has a test of its own (below, or in
-# test_crop_ops.py).
-OWN_TESTS = {'cast', 'crop_manual'}
+# test_crop_ops.py, test_ctc_ops.py, test_conv_pool_ops.py).
+OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roipooling',
+             'local_response_normalization'}
 
 
 def test_every_function_of_the_table_has_an_oracle():
@@ -712,3 +713,12 @@ def test_cast_converts_and_casts_the_gradient_back():
         C.cast(x, np.int32)
     with pytest.raises(TypeError, match="cast: 'dtype' must be a data type"):
         C.cast(x, None)
+
+
+def test_as_composite_names_the_graph_of_a_functions_outputs():
+    x = C.input_variable(2)
+    f = C.plus(x, 1)
+    g = C.as_composite(f, name='g')
+    assert g.name == 'g' and g.outputs == f.outputs
+    np.testing.assert_array_equal(g.eval({x: [[1, 2]]}), [[2, 3]])
+    assert str(inspect.signature(C.as_composite)) == "(root_function, name='')"
