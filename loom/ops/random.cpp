@@ -161,11 +161,13 @@ class RandomDistributionOp : public OpDef {
 
   void forward(OpCall& call) const override {
     const DistributionSpec& d = distribution_of(call.attributes);
-    const auto [p, q] = distribution_parameters(d, call.attributes, !call.inputs.empty());
+    // A pair, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+    const std::pair<double, double> pq =
+        distribution_parameters(d, call.attributes, !call.inputs.empty());
     const std::array<uint32_t, 2> key{call.random->next_u32(), call.random->next_u32()};
     Tensor& y = *call.output;
     dispatch(y.dtype, [&](auto zero) {
-      kernels::random_fill(y.size(), y.ptr<decltype(zero)>(), d.kind, p, q, key);
+      kernels::random_fill(y.size(), y.ptr<decltype(zero)>(), d.kind, pq.first, pq.second, key);
     });
   }
 
