@@ -87,6 +87,9 @@ TEST(Crop, AutomaticOffsetsThroughPoolingAndItsTranspose) {
   ASSERT_EQ(u.output().shape(), (NDShape{1, 14, 14}));
   // pooling: input p -> output p / 2 + 0 ... upsampling: q -> 2 q + 1; together p + 1.
   EXPECT_EQ(offsets(crop_automatic(u, x)), (std::pair<int64_t, int64_t>{1, 1}));
+  // Unpooling puts the pooled values back at their windows: positions as x's.
+  const Function back = unpooling(p, x, PoolingType::Max, NDShape{2, 2}, {.strides = {2}});
+  EXPECT_EQ(offsets(crop_automatic(back, x)), (std::pair<int64_t, int64_t>{0, 0}));
   // The pooled map itself is at half scale: no crop aligns it.
   expect_argument_error([&] { crop_automatic(x, p); }, {"crop_automatic", "scaled"});
 }

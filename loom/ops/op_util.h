@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "loom/graph/op.h"
 #include "loom/kernels/elementwise.h"
@@ -12,6 +13,11 @@ namespace loom::op_util {
 // Number of static axes of a packed tensor (its shape without the row axis).
 inline size_t sample_rank(const Tensor& t) {
   return t.shape.rank() - (t.dynamic() ? 1 : 0);
+}
+// The gradient of an input that gets none through the op (hardmax, the random ops): zeros, and
+// nothing to add when accumulating.
+inline void zero_gradient(Tensor& g, bool accumulate) {
+  if (!accumulate) std::memset(g.data, 0, g.size() * size_of(g.dtype));
 }
 // Elements per sample (Tensor::sample_size() without building the sample shape).
 inline size_t sample_size(const Tensor& t) {

@@ -136,14 +136,21 @@ class PoolingOp : public OpDef {
 
 const PoolingOp kPooling;
 
+// The window's attributes, shared by Pooling and Unpooling.
+Dictionary window_attributes(const NDShape& window, const std::vector<size_t>& strides,
+                             const std::vector<bool>& auto_padding) {
+  Dictionary a;
+  a["window"] = window;
+  a["strides"] = NDShape(strides);
+  a["auto_padding"] = NDShape(std::vector<size_t>(auto_padding.begin(), auto_padding.end()));
+  return a;
+}
+
 Function make_pooling(const Variable& operand, PoolingType type, const NDShape& window,
                       const PoolingOptions& o, bool global) {
-  Dictionary a;
+  Dictionary a = window_attributes(window, o.strides, o.auto_padding);
   a["pooling_type"] = int64_t(type);
-  a["window"] = window;
   a["global"] = global;
-  a["strides"] = NDShape(o.strides);
-  a["auto_padding"] = NDShape(std::vector<size_t>(o.auto_padding.begin(), o.auto_padding.end()));
   a["include_pad"] = o.include_pad;
   a["ceil_out_dim"] = o.ceil_out_dim;
   return make_primitive(kPooling, {operand}, std::move(a), o.name);
@@ -178,6 +185,14 @@ class UnpoolingOp : public OpDef {
                " must have the shape ", pooled.to_string(), " that pooling the pooling input ",
                pooling_input.describe(), " gives");
     return {{pooling_input.shape(), x.dtype(), x.dynamic_axes(), false}};
+  }
+
+  // The operand's positions are the pooling's outputs: they go to their windows' centres
+  // (CNTK's MaxUnpoolingNode).
+  std::optional<SpatialTransform> spatial_transform(size_t index, const std::vector<Variable>& in,
+                                                    const Dictionary& a) const override {
+    if (index != 0) return std::nullopt;
+    return conv_detail::window_centres(geometry(kUnpool, in[1].shape(), a).axes);
   }
 
   // Not the pooling input, which only says where the values go.
@@ -303,13 +318,11 @@ class RoiPoolingOp : public OpDef {
 
 const RoiPoolingOp kROIPooling;
 
-Dictionary unpooling_attributes(const NDShape& window, const std::vector<size_t>& strides,
+Dictionary unpooling_attributes(PoolingType type, const NDShape& window,
+                                const std::vector<size_t>& strides,
                                 const std::vector<bool>& auto_padding) {
-  Dictionary a;
-  a["unpooling_type"] = int64_t(PoolingType::Max);
-  a["window"] = window;
-  a["strides"] = NDShape(strides);
-  a["auto_padding"] = NDShape(std::vector<size_t>(auto_padding.begin(), auto_padding.end()));
+  Dictionary a = window_attributes(window, strides, auto_padding);
+  a["unpooling_type"] = int64_t(type);
   return a;
 }
 
@@ -335,8 +348,10 @@ std::vector<OpSchema> pooling_schemas() {
                                   {"spatial_scale", 1.0}})}};
   // 2x2 windows at stride 2; and overlapping 3x3 ones with automatic padding.
   std::vector<ConformanceCase> unpool{
-      {{{NDShape{2, 2, 2}}, {NDShape{2, 4, 4}}}, unpooling_attributes(NDShape{2, 2}, {2}, {false})},
-      {{{NDShape{1, 3, 3}}, {NDShape{1, 5, 5}}}, unpooling_attributes(NDShape{3, 3}, {2}, {true})}};
+      {{{NDShape{2, 2, 2}}, {NDShape{2, 4, 4}}},
+       unpooling_attributes(PoolingType::Max, NDShape{2, 2}, {2}, {false})},
+      {{{NDShape{1, 3, 3}}, {NDShape{1, 5, 5}}},
+       unpooling_attributes(PoolingType::Max, NDShape{3, 3}, {2}, {true})}};
   return {{&kPooling, 1, 1}, hand_bound(kUnpooling, 2, 2, std::move(unpool)), roi};
 }
 
@@ -353,10 +368,10 @@ Function unpooling(const Variable& operand, const Variable& pooling_input,
                    const PoolingOptions& options) {
   LOOM_CHECK(!options.include_pad && !options.ceil_out_dim, ArgumentError,
              "unpooling: include_pad and ceil_out_dim do not apply to unpooling");
-  Dictionary a =
-      unpooling_attributes(unpooling_window_shape, options.strides, options.auto_padding);
-  a["unpooling_type"] = int64_t(unpooling_type);
-  return make_primitive(kUnpooling, {operand, pooling_input}, std::move(a), options.name);
+  return make_primitive(kUnpooling, {operand, pooling_input},
+                        unpooling_attributes(unpooling_type, unpooling_window_shape,
+                                             options.strides, options.auto_padding),
+                        options.name);
 }
 
 Function roipooling(const Variable& operand, const Variable& rois, PoolingType pooling_type,

@@ -1,7 +1,5 @@
 #include "loom/ops/random.h"
 
-#include <cstring>
-
 #include "loom/graph/op.h"
 #include "loom/kernels/dropout.h"
 #include "loom/kernels/random.h"
@@ -87,11 +85,6 @@ constexpr const char* kAllowDuplicates = "allow_duplicates";
 constexpr OpTraits kRandomWithZeroGradient{
     .backward_reads_inputs = InputSet::none(), .backward_reads_output = false, .is_random = true};
 
-// Writes a zero gradient (accumulating one adds nothing).
-void zero_gradient(Tensor& g, bool accumulate) {
-  if (!accumulate) std::memset(g.data, 0, g.size() * size_of(g.dtype));
-}
-
 // A distribution of RandomDistribution: its Python name and the names of its parameters (the
 // kernel's a and b; Bernoulli has no b).
 struct DistributionSpec {
@@ -172,7 +165,7 @@ class RandomDistributionOp : public OpDef {
   }
 
   void backward(OpCall&, size_t, Tensor& dx, bool accumulate) const override {
-    zero_gradient(dx, accumulate);
+    op_util::zero_gradient(dx, accumulate);
   }
 };
 
@@ -226,7 +219,7 @@ class RandomSampleOp : public OpDef {
   }
 
   void backward(OpCall&, size_t, Tensor& dw, bool accumulate) const override {
-    zero_gradient(dw, accumulate);
+    op_util::zero_gradient(dw, accumulate);
   }
 
  private:

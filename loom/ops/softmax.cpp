@@ -1,7 +1,6 @@
 #include "loom/ops/softmax.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "loom/graph/op.h"
 #include "loom/kernels/softmax.h"
@@ -157,7 +156,7 @@ class HardmaxOp : public OpDef {
     });
   }
   void backward(OpCall&, size_t, Tensor& dx, bool accumulate) const override {
-    if (!accumulate) std::memset(dx.data, 0, dx.size() * size_of(dx.dtype));
+    op_util::zero_gradient(dx, accumulate);
   }
 };
 
