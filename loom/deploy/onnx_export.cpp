@@ -687,6 +687,9 @@ Exporter::Exporting Exporter::softmax(const char* op) {
 Exporter::Exporting Exporter::reduce(const char* op) {
   return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
     const Val x = e.value(f.inputs[0]);
+    LOOM_CHECK(!reduction_reduces_rows(f.attributes), ArgumentError, "ONNX export: ",
+               function_label(f), " (", f.op->name(),
+               ") reduces over the batch axis or all axes, which the exporter does not write yet");
     std::vector<int64_t> axes;
     for (size_t a : reduced_static_axes(f.attributes, x.shape.rank()))
       axes.push_back(int64_t(a + x.dynamic));

@@ -20,6 +20,9 @@ namespace loom {
 // and arrays, made Constants of the other inputs' dtype), the rest its attributes.
 enum class ParamType {
   Tensor,
+  // A tensor input the caller may leave out (Python's None; CNTK's sequence_lengths=None): the
+  // op's last inputs, counted in max_inputs and not in min_inputs.
+  OptionalTensor,
   Double,
   Int,
   Bool,
@@ -37,7 +40,13 @@ enum class ParamType {
   // A data type, held as its name (dtype_attribute, attribute_dtype: "float32", "float64");
   // Python takes numpy's dtypes (np.float32, np.float64, np.dtype('float64'), 'float32').
   DataType,
+  // A string (an axis name's prefix).
+  String,
 };
+// Whether a parameter is one of the op's inputs (not an attribute).
+inline bool is_tensor(ParamType type) {
+  return type == ParamType::Tensor || type == ParamType::OptionalTensor;
+}
 
 // An Axis as an attribute: a static axis as its (int64) index, any other by its name.
 DictionaryValue axis_attribute(const Axis& axis);
@@ -95,6 +104,9 @@ struct ConformanceCase {
   // False where the gradient is by design not the forward's derivative (stop_gradient,
   // straight_through): the op's own tests check it instead.
   bool finite_differences = true;
+  // False where the case is outside what the op's ONNX mapping writes (a reduction over the batch
+  // axis): the ONNX round trip skips it.
+  bool onnx = true;
 };
 
 struct OpSchema {
@@ -144,5 +156,6 @@ std::vector<OpSchema> pooling_schemas();
 std::vector<OpSchema> random_schemas();
 std::vector<OpSchema> normalization_schemas();
 std::vector<OpSchema> fused_rnn_schemas();
+std::vector<OpSchema> dynamic_axes_schemas();
 
 }  // namespace loom

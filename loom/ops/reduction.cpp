@@ -14,13 +14,11 @@ namespace {
 using kernels::ReduceOp;
 
 // A reduction's attributes come in two forms:
-// - CNTK's parameters, as the op table writes them (the Python functions, the conformance
-//   harness) and the C++ builders of the ops added with the table: "axis", an axis attribute
-//   (axis_attribute(): a static index, or the name of all static axes) or a list of them, and
-//   "keepdims" (absent for Argmax and Argmin, which keep the axis);
+// - CNTK's parameters, as the op table and the C++ builders write them: "axis", an axis attribute
+//   (axis_attribute(): a static index, or the name of all static axes, all axes or the batch
+//   axis) or a list of them, and "keepdims" (absent for Argmax and Argmin, which keep the axis);
 // - the keys ReduceSum, ReduceMean and ReduceMax have in model files from before the op table:
-//   "axes" (static indices), "all_static_axes" and "keep_dims". Their C++ builders still write
-//   these (loom/deploy's ONNX exporter reads them), so old files load without a conversion.
+//   "axes" (static indices), "all_static_axes" and "keep_dims". Such files load as they are.
 constexpr const char* kAllStaticAxes = "all_static_axes";  // the key of the second form
 
 // Calls visit(v) for each axis attribute v that the attributes name; null for the second form's
@@ -43,20 +41,14 @@ template <class F>
 void for_each_reduced_axis(const Dictionary& a, size_t rank, F&& f) {
   for_each_axis(a, [&](const DictionaryValue* v) {
     if (v && v->is<int64_t>()) return f(op_util::static_axis_index(v->get<int64_t>(), rank));
-    for (size_t i = 0; i < rank; ++i) f(i);  // all static axes, the only other axis infer allows
+    if (v && attribute_axis(*v).is_batch()) return;
+    for (size_t i = 0; i < rank; ++i) f(i);  // all static axes, or all axes
   });
 }
 
-void check_supported(const char* op, const Axis& axis) {
-  LOOM_CHECK(axis.is_static() || axis.is_all_static(), ArgumentError, op, ": reducing over axis ",
-             axis.to_string(), " is not supported yet; ", op,
-             " reduces static axes of each sample (sequence.reduce_sum and sequence.reduce_max "
-             "reduce a sequence)");
-}
-
-class ReduceStaticOp : public OpDef {
+class ReduceOpDef : public OpDef {
  public:
-  constexpr ReduceStaticOp(const char* name, ReduceOp op) : name_(name), op_(op) {}
+  constexpr ReduceOpDef(const char* name, ReduceOp op) : name_(name), op_(op) {}
   const char* name() const override { return name_; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
@@ -68,12 +60,16 @@ class ReduceStaticOp : public OpDef {
                  x.type_string(), " is named twice");
       reduced[i] = true;
     };
+    bool rows = false;  // the batch axis or all axes: the output has no dynamic axes
     for_each_axis(a, [&](const DictionaryValue* v) {
       if (v && v->is<int64_t>()) {
         const int64_t given = v->get<int64_t>();
         return mark(op_util::static_axis_index(name_, Axis(int(given)), x), given);
       }
-      if (v) check_supported(name_, attribute_axis(*v));
+      const Axis axis = v ? attribute_axis(*v) : Axis::all_static_axes();
+      check_dynamic_axis(axis, x);
+      rows = rows || axis.is_batch() || axis.is_all();
+      if (axis.is_batch()) return;
       for (size_t i = 0; i < reduced.size(); ++i) mark(i, int64_t(i));
     });
     std::vector<size_t> dims;
@@ -84,7 +80,13 @@ class ReduceStaticOp : public OpDef {
         dims.push_back(1);
       }
     }
-    return {{NDShape(std::move(dims)), x.dtype(), x.dynamic_axes(), false}};
+    return {{NDShape(std::move(dims)), x.dtype(), rows ? std::vector<Axis>{} : x.dynamic_axes(),
+             false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
+                                      LayoutCache& layouts) const override {
+    return reduction_reduces_rows(a) ? nullptr : OpDef::output_layout(in, a, layouts);
   }
 
   void forward(OpCall& call) const override {
@@ -138,49 +140,48 @@ class ReduceStaticOp : public OpDef {
     kernels::Dims& d = op_util::dims_buffer(0);
     d = x.shape.dims();
     for_each_reduced_axis(call.attributes, rank, [&](size_t i) { d[first + i] = 1; });
+    if (first == 1 && reduction_reduces_rows(call.attributes)) d[0] = 1;
     return d;
+  }
+
+  // Axes other than static ones: all static axes; the batch axis of a batch (CNTK: "the input
+  // must not be a sequence"), where every reduction but argmax/argmin reduces the minibatch's
+  // samples; all axes, everything. A sequence axis is for sequence.reduce_sum/reduce_max.
+  void check_dynamic_axis(const Axis& axis, const Variable& x) const {
+    if (axis.is_all_static()) return;
+    const bool arg = op_ == ReduceOp::ArgMax || op_ == ReduceOp::ArgMin;
+    LOOM_CHECK((axis.is_batch() || axis.is_all()) && !arg, ArgumentError, name_,
+               ": reducing over axis ", axis.to_string(), " is not supported; ", name_,
+               arg ? " takes a static axis or all static axes"
+                   : " takes static axes, Axis.all_static_axes(), Axis.all_axes() or "
+                     "Axis.default_batch_axis() (sequence.reduce_sum and sequence.reduce_max "
+                     "reduce a sequence)");
+    LOOM_CHECK(!axis.is_batch() || x.dynamic_axes() == default_batch_axes(), ShapeError, name_,
+               ": reducing over the batch axis of ", x.describe(),
+               x.dynamic_axes().empty()
+                   ? ", which has no dynamic axes"
+                   : ", a sequence: reduce each sequence first (sequence.reduce_sum)");
   }
 
   const char* name_;
   ReduceOp op_;
 };
 
-const ReduceStaticOp kReduceSum("ReduceSum", ReduceOp::Sum);
-const ReduceStaticOp kReduceMean("ReduceMean", ReduceOp::Mean);
-const ReduceStaticOp kReduceMax("ReduceMax", ReduceOp::Max);
-const ReduceStaticOp kReduceMin("ReduceMin", ReduceOp::Min);
-const ReduceStaticOp kReduceProd("ReduceProd", ReduceOp::Prod);
-const ReduceStaticOp kReduceLogSumExp("ReduceLogSumExp", ReduceOp::LogSumExp);
-const ReduceStaticOp kReduceL1("ReduceL1", ReduceOp::L1);
-const ReduceStaticOp kReduceL2("ReduceL2", ReduceOp::L2);
-const ReduceStaticOp kReduceSumSquare("ReduceSumSquare", ReduceOp::SumSquare);
-const ReduceStaticOp kArgmax("Argmax", ReduceOp::ArgMax);
-const ReduceStaticOp kArgmin("Argmin", ReduceOp::ArgMin);
+const ReduceOpDef kReduceSum("ReduceSum", ReduceOp::Sum);
+const ReduceOpDef kReduceMean("ReduceMean", ReduceOp::Mean);
+const ReduceOpDef kReduceMax("ReduceMax", ReduceOp::Max);
+const ReduceOpDef kReduceMin("ReduceMin", ReduceOp::Min);
+const ReduceOpDef kReduceProd("ReduceProd", ReduceOp::Prod);
+const ReduceOpDef kReduceLogSumExp("ReduceLogSumExp", ReduceOp::LogSumExp);
+const ReduceOpDef kReduceL1("ReduceL1", ReduceOp::L1);
+const ReduceOpDef kReduceL2("ReduceL2", ReduceOp::L2);
+const ReduceOpDef kReduceSumSquare("ReduceSumSquare", ReduceOp::SumSquare);
+const ReduceOpDef kArgmax("Argmax", ReduceOp::ArgMax);
+const ReduceOpDef kArgmin("Argmin", ReduceOp::ArgMin);
 
-// ReduceSum, ReduceMean and ReduceMax with the attribute keys of their model files.
-Function reduce_with_file_keys(const ReduceStaticOp& op, const Variable& x,
-                               const std::vector<Axis>& axes, bool keep_dims,
-                               const std::string& name) {
-  DictionaryVector indices;
-  bool all = false;
-  for (const Axis& axis : axes) {
-    check_supported(op.name(), axis);
-    if (axis.is_all_static()) {
-      all = true;
-    } else {
-      indices.emplace_back(int64_t{axis.static_index()});
-    }
-  }
-  return make_primitive(
-      op, {x},
-      Dictionary({{"axes", std::move(indices)}, {kAllStaticAxes, all}, {"keep_dims", keep_dims}}),
-      name);
-}
-
-// The ops added with the op table, with its attributes; Argmax and Argmin take no keepdims.
-Function reduce_with_table_keys(const ReduceStaticOp& op, const Variable& x,
-                                const std::vector<Axis>& axes, std::optional<bool> keepdims,
-                                const std::string& name) {
+// A reduction with the op table's attributes; Argmax and Argmin take no keepdims.
+Function build_reduction(const ReduceOpDef& op, const Variable& x, const std::vector<Axis>& axes,
+                         std::optional<bool> keepdims, const std::string& name) {
   Dictionary a;
   if (axes.size() == 1) {
     a["axis"] = axis_attribute(axes[0]);
@@ -204,12 +205,24 @@ std::vector<ConformanceCase> reduction_cases(bool keepdims_param) {
   const ConformanceInput sample{NDShape{3, 4}}, shared{NDShape{3, 4}, false};
   ConformanceCase parameter{{shared}, attributes(0, true)};
   parameter.sequences = false;  // the same graph as over a batch
-  return {
+  std::vector<ConformanceCase> cases = {
       {{sample}}, {{sample}, attributes(-1, false)}, {{sample}, attributes(0, true)}, parameter};
+  if (!keepdims_param) return cases;  // argmax and argmin take static axes only
+  // Over the minibatch's samples (with a static axis, and all axes at once): one result for the
+  // minibatch, so sequences one at a time would give other numbers (reduction_test.cpp has them).
+  for (Dictionary a :
+       {Dictionary(
+            {{"axis", DictionaryVector{axis_attribute(Axis::default_batch_axis()), int64_t{1}}},
+             {"keepdims", false}}),
+        Dictionary({{"axis", axis_attribute(Axis::all_axes())}, {"keepdims", true}})}) {
+    ConformanceCase c{{sample}, std::move(a)};
+    c.sequences = c.onnx = false;
+    cases.push_back(std::move(c));
+  }
+  return cases;
 }
 
-OpSchema reduction(const ReduceStaticOp& op, const char* python, const char* doc,
-                   OnnxMapping onnx) {
+OpSchema reduction(const ReduceOpDef& op, const char* python, const char* doc, OnnxMapping onnx) {
   return {&op,
           1,
           1,
@@ -224,7 +237,7 @@ OpSchema reduction(const ReduceStaticOp& op, const char* python, const char* doc
           reduction_cases(true)};
 }
 
-OpSchema arg_reduction(const ReduceStaticOp& op, const char* python, const char* onnx_type,
+OpSchema arg_reduction(const ReduceOpDef& op, const char* python, const char* onnx_type,
                        const char* doc) {
   return {&op,
           1,
@@ -249,6 +262,17 @@ std::vector<size_t> reduced_static_axes(const Dictionary& attributes, size_t ran
   for (size_t i = 0; i < rank; ++i)
     if (reduced[i]) axes.push_back(i);
   return axes;
+}
+
+bool reduction_reduces_rows(const Dictionary& attributes) {
+  bool rows = false;
+  for_each_axis(attributes, [&](const DictionaryValue* v) {
+    if (v && v->is<std::string>()) {
+      const Axis axis = attribute_axis(*v);
+      rows = rows || axis.is_batch() || axis.is_all();
+    }
+  });
+  return rows;
 }
 
 bool reduction_keeps_dims(const Dictionary& attributes) {
@@ -287,75 +311,75 @@ std::vector<OpSchema> reduction_schemas() {
 }
 
 Function reduce_sum(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_file_keys(kReduceSum, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceSum, x, {axis}, keep_dims, name);
 }
 Function reduce_sum(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                     const std::string& name) {
-  return reduce_with_file_keys(kReduceSum, x, axes, keep_dims, name);
+  return build_reduction(kReduceSum, x, axes, keep_dims, name);
 }
 Function reduce_mean(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_file_keys(kReduceMean, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceMean, x, {axis}, keep_dims, name);
 }
 Function reduce_mean(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                      const std::string& name) {
-  return reduce_with_file_keys(kReduceMean, x, axes, keep_dims, name);
+  return build_reduction(kReduceMean, x, axes, keep_dims, name);
 }
 Function reduce_max(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_file_keys(kReduceMax, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceMax, x, {axis}, keep_dims, name);
 }
 Function reduce_max(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                     const std::string& name) {
-  return reduce_with_file_keys(kReduceMax, x, axes, keep_dims, name);
+  return build_reduction(kReduceMax, x, axes, keep_dims, name);
 }
 Function reduce_min(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_table_keys(kReduceMin, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceMin, x, {axis}, keep_dims, name);
 }
 Function reduce_min(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                     const std::string& name) {
-  return reduce_with_table_keys(kReduceMin, x, axes, keep_dims, name);
+  return build_reduction(kReduceMin, x, axes, keep_dims, name);
 }
 Function reduce_prod(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_table_keys(kReduceProd, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceProd, x, {axis}, keep_dims, name);
 }
 Function reduce_prod(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                      const std::string& name) {
-  return reduce_with_table_keys(kReduceProd, x, axes, keep_dims, name);
+  return build_reduction(kReduceProd, x, axes, keep_dims, name);
 }
 Function reduce_log_sum_exp(const Variable& x, const Axis& axis, bool keep_dims,
                             const std::string& name) {
-  return reduce_with_table_keys(kReduceLogSumExp, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceLogSumExp, x, {axis}, keep_dims, name);
 }
 Function reduce_log_sum_exp(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                             const std::string& name) {
-  return reduce_with_table_keys(kReduceLogSumExp, x, axes, keep_dims, name);
+  return build_reduction(kReduceLogSumExp, x, axes, keep_dims, name);
 }
 Function reduce_l1(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_table_keys(kReduceL1, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceL1, x, {axis}, keep_dims, name);
 }
 Function reduce_l1(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                    const std::string& name) {
-  return reduce_with_table_keys(kReduceL1, x, axes, keep_dims, name);
+  return build_reduction(kReduceL1, x, axes, keep_dims, name);
 }
 Function reduce_l2(const Variable& x, const Axis& axis, bool keep_dims, const std::string& name) {
-  return reduce_with_table_keys(kReduceL2, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceL2, x, {axis}, keep_dims, name);
 }
 Function reduce_l2(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                    const std::string& name) {
-  return reduce_with_table_keys(kReduceL2, x, axes, keep_dims, name);
+  return build_reduction(kReduceL2, x, axes, keep_dims, name);
 }
 Function reduce_sum_square(const Variable& x, const Axis& axis, bool keep_dims,
                            const std::string& name) {
-  return reduce_with_table_keys(kReduceSumSquare, x, {axis}, keep_dims, name);
+  return build_reduction(kReduceSumSquare, x, {axis}, keep_dims, name);
 }
 Function reduce_sum_square(const Variable& x, const std::vector<Axis>& axes, bool keep_dims,
                            const std::string& name) {
-  return reduce_with_table_keys(kReduceSumSquare, x, axes, keep_dims, name);
+  return build_reduction(kReduceSumSquare, x, axes, keep_dims, name);
 }
 Function argmax(const Variable& x, const Axis& axis, const std::string& name) {
-  return reduce_with_table_keys(kArgmax, x, {axis}, std::nullopt, name);
+  return build_reduction(kArgmax, x, {axis}, std::nullopt, name);
 }
 Function argmin(const Variable& x, const Axis& axis, const std::string& name) {
-  return reduce_with_table_keys(kArgmin, x, {axis}, std::nullopt, name);
+  return build_reduction(kArgmin, x, {axis}, std::nullopt, name);
 }
 
 }  // namespace loom

@@ -1,9 +1,11 @@
-// Reductions over static axes of each sample (the rows of a minibatch stay apart; reductions
-// over a sequence live in sequence_ops.h), CNTK's reduce_* and argmax/argmin. A negative axis
-// counts from the end; Axis::all_static_axes() reduces them all. With keep_dims (CNTK's default)
-// a reduced axis stays as extent 1, else it is dropped: reducing all static axes of a [2,3]
-// sample gives [1,1], or [] without keep_dims. Reducing over the batch or a sequence axis is not
-// supported yet (an ArgumentError). Dense inputs only.
+// Reductions (CNTK's reduce_* and argmax/argmin) over static axes of each sample: a negative
+// axis counts from the end; Axis::all_static_axes() reduces them all. With keep_dims (CNTK's
+// default) a reduced static axis stays as extent 1, else it is dropped: reducing all static axes
+// of a [2,3] sample gives [1,1], or [] without keep_dims. As in CNTK, the reduce_* ops also take
+// Axis::default_batch_axis() (over the samples of a batch without a sequence axis: the output has
+// no dynamic axes and the static shape the static axes give) and Axis::all_axes() (over every
+// element of the minibatch: ones of the sample's rank, or [] without keep_dims). A sequence axis
+// is an ArgumentError (sequence_ops.h reduces sequences). Dense inputs only.
 #pragma once
 
 #include <cstddef>
@@ -70,5 +72,8 @@ Function argmin(const Variable& x, const Axis& axis = Axis::all_static_axes(),
 // was built or saved with (reduction.cpp): for code that reads reductions (the ONNX exporter).
 std::vector<size_t> reduced_static_axes(const Dictionary& attributes, size_t rank);
 bool reduction_keeps_dims(const Dictionary& attributes);
+// Whether a reduction reduces the minibatch's samples too (the batch axis or all axes): its
+// output has no dynamic axes.
+bool reduction_reduces_rows(const Dictionary& attributes);
 
 }  // namespace loom

@@ -149,28 +149,89 @@ TEST(Reductions, BadAxesAreShapeErrors) {
   }
 }
 
-// CNTK reduces over the batch axis, all axes or a sequence axis too; Loom does not yet.
-TEST(Reductions, DynamicAxesAreNotSupportedYet) {
-  Variable x = input_variable({2, 3, 4});
+// Over Axis::default_batch_axis() each element is reduced across the minibatch's samples: one
+// result for the minibatch, without dynamic axes (CNTK's ReduceElements over the batch axis).
+TEST(Reductions, OverTheBatchAxisGiveOneResultForTheMinibatch) {
+  const Variable x = input_variable({2, 3}, f64("x"));
+  const std::vector<std::vector<double>> samples = {
+      {0.5, -1, 2, 3, -0.25, 1}, {1.5, 2, -3, 0.5, 0.75, -2}, {-0.5, 1, 1, 2, 0.5, 4}};
+  std::vector<double> flat;
+  for (const auto& sample : samples) flat.insert(flat.end(), sample.begin(), sample.end());
+  const ValueMap args{{x, Value::create_batch<double>({2, 3}, flat)}};
   for (const ReduceCase& c : kReduce) {
-    for (const Axis& axis :
-         {Axis::default_batch_axis(), Axis::all_axes(), Axis::default_dynamic_axis()}) {
-      SCOPED_TRACE(std::string(c.op_name) + " over " + axis.to_string());
-      for (bool many : {false, true}) {
-        try {
-          many ? c.many(x, {Axis(0), axis}, true, "") : c.one(x, axis, true, "");
-          ADD_FAILURE() << "no error";
-        } catch (const ArgumentError& e) {
-          EXPECT_NE(std::string(e.what()).find(c.op_name), std::string::npos) << e.what();
-          EXPECT_NE(std::string(e.what()).find("not supported yet"), std::string::npos) << e.what();
-        }
-      }
+    SCOPED_TRACE(c.op_name);
+    const Function f = c.one(x, Axis::default_batch_axis(), true, "");
+    EXPECT_TRUE(f.output().dynamic_axes().empty());
+    EXPECT_EQ(f.output().shape(), NDShape({2, 3}));
+    std::vector<double> want;
+    for (size_t k = 0; k < 6; ++k)
+      want.push_back(reduce_group(c.kind, {flat[k], flat[6 + k], flat[12 + k]}));
+    gradient_check_detail::expect_all_near(values(f.eval_one(args)), want, 1e-12, "batch");
+    // With a static axis: each row i of every sample together, the axis dropped.
+    const Function g = c.many(x, {Axis(1), Axis::default_batch_axis()}, false, "");
+    EXPECT_EQ(g.output().shape(), NDShape({2}));
+    want.clear();
+    for (size_t i = 0; i < 2; ++i) {
+      std::vector<double> group;
+      for (const auto& sample : samples)
+        group.insert(group.end(), sample.begin() + 3 * i, sample.begin() + 3 * i + 3);
+      want.push_back(reduce_group(c.kind, group));
     }
+    gradient_check_detail::expect_all_near(values(g.eval_one(args)), want, 1e-12,
+                                           "batch and axis 1");
   }
-  EXPECT_THROW(argmax(x, Axis::default_batch_axis()), ArgumentError);
-  EXPECT_THROW(find_schema("ReduceMin")
-                   ->apply({x}, Dictionary({{"axis", axis_attribute(Axis::default_batch_axis())}})),
-               ArgumentError);
+}
+
+// Over Axis::all_axes() every element of the minibatch is one group: the packed sequences' own
+// elements, no padding (negative values: a padding zero would be the max).
+TEST(Reductions, OverAllAxesReduceEveryElementOfTheMinibatch) {
+  const Variable x = sequence::input_variable({2}, f64("x"));
+  const std::vector<std::vector<double>> seqs = {
+      {-1, -2, -0.5, -3, -1.5, -0.25}, {-2, -1}, {-0.75, -4, -1, -0.5}};
+  std::vector<double> all;
+  for (const auto& seq : seqs) all.insert(all.end(), seq.begin(), seq.end());
+  const ValueMap args{{x, Value::create_sequences<double>({2}, seqs)}};
+  for (const ReduceCase& c : kReduce) {
+    SCOPED_TRACE(c.op_name);
+    const Function kept = c.one(x, Axis::all_axes(), true, "");
+    const Function dropped = c.one(x, Axis::all_axes(), false, "");
+    EXPECT_TRUE(kept.output().dynamic_axes().empty());
+    EXPECT_EQ(kept.output().shape(), NDShape({1}));
+    EXPECT_EQ(dropped.output().shape(), NDShape({}));
+    const std::vector<double> want{reduce_group(c.kind, all)};
+    gradient_check_detail::expect_all_near(values(kept.eval_one(args)), want, 1e-12, "kept");
+    gradient_check_detail::expect_all_near(values(dropped.eval_one(args)), want, 1e-12, "dropped");
+  }
+  // The mean's gradient is 1 / (the minibatch's element count) at every element.
+  const ValueMap g = reduce_mean(x, Axis::all_axes()).grad(args, {x});
+  const Value& dx = g.at(x);
+  for (size_t s = 0; s < seqs.size(); ++s)
+    for (size_t k = 0; k < seqs[s].size(); ++k)
+      EXPECT_DOUBLE_EQ(dx.data().to_vector<double>()[s * 6 + k], 1.0 / 12);
+}
+
+TEST(Reductions, DynamicAxesTheyDoNotTake) {
+  const Variable batch = input_variable({2, 3}), seq = sequence::input_variable({2, 3});
+  for (const ReduceCase& c : kReduce) {
+    SCOPED_TRACE(c.op_name);
+    expect_argument_error([&] { c.one(seq, Axis::default_dynamic_axis(), true, ""); },
+                          {c.op_name, "defaultDynamicAxis", "sequence.reduce_sum"});
+    expect_shape_error(
+        [&] {
+          c.many(seq, {Axis(0), Axis::default_batch_axis()}, true, "");
+        },
+        {c.op_name, "batch axis", "a sequence"});
+    expect_shape_error([&] { c.one(parameter(NDShape{2}), Axis::default_batch_axis(), true, ""); },
+                       {c.op_name, "no dynamic axes"});
+  }
+  expect_argument_error([&] { argmax(batch, Axis::default_batch_axis()); },
+                        {"Argmax", "static axis"});
+  expect_argument_error(
+      [&] {
+        find_schema("Argmin")->apply({batch},
+                                     Dictionary({{"axis", axis_attribute(Axis::all_axes())}}));
+      },
+      {"Argmin", "AllAxes"});
 }
 
 TEST(Reductions, LiteralValues) {
@@ -226,44 +287,56 @@ TEST(Reductions, ArgmaxAndArgminKeepTheAxisTakeTheFirstOfTiesAndHaveNoGradient) 
             (std::vector<double>{2, 2, 2, 0, 0, 0}));
 }
 
-// ReduceSum, ReduceMean and ReduceMax's C++ builders write the attribute keys of the model files
-// from before the op table; the table (Python) writes CNTK's parameters. Both load and agree.
+// The C++ builders and the table (Python) write CNTK's parameters; ReduceSum, ReduceMean and
+// ReduceMax in model files from before the op table hold other keys ("axes", "all_static_axes",
+// "keep_dims"), which still load and give the same function.
 TEST(Reductions, ModelFileKeysAndTableParametersGiveTheSameFunction) {
   Variable x = input_variable({2, 3, 4}, f64("x"));
   ValueMap args{{x, random_batch({2, 3, 4}, 3, kF64, 9)}};
+  auto file_keys = [](DictionaryVector axes, bool all, bool keep_dims) {
+    return Dictionary(
+        {{"axes", std::move(axes)}, {"all_static_axes", all}, {"keep_dims", keep_dims}});
+  };
   for (const ReduceCase& c : kReduce) {
     SCOPED_TRACE(c.op_name);
     const OpSchema& schema = *find_schema(c.op_name);
-    struct Pair {
+    struct Case {
       Function built, applied;
+      Dictionary old_keys;
       std::vector<size_t> axes;
       bool keep_dims;
     };
-    const Pair pairs[] = {
+    const Case cases[] = {
         {c.one(x, Axis(-1), false, ""),
          schema.apply({x}, Dictionary({{"axis", int64_t{-1}}, {"keepdims", false}})),
+         file_keys({int64_t{-1}}, false, false),
          {2},
          false},
-        {c.one(x, Axis::all_static_axes(), true, ""), schema.apply({x}, {}), {0, 1, 2}, true},
+        {c.one(x, Axis::all_static_axes(), true, ""),
+         schema.apply({x}, {}),
+         file_keys({}, true, true),
+         {0, 1, 2},
+         true},
         {c.many(x, {Axis(0), Axis(2)}, true, ""),
          schema.apply({x}, Dictionary({{"axis", DictionaryVector{int64_t{0}, int64_t{2}}}})),
+         file_keys({int64_t{0}, int64_t{2}}, false, true),
          {0, 2},
          true},
     };
-    for (const auto& [built, applied, axes, keep_dims] : pairs) {
-      const bool file_keys = c.kind == Kind::Sum || c.kind == Kind::Mean || c.kind == Kind::Max;
-      EXPECT_EQ(built.attributes().contains("all_static_axes"), file_keys);
-      EXPECT_EQ(built.attributes().contains("axis"), !file_keys);
+    for (const auto& [built, applied, old_keys, axes, keep_dims] : cases) {
+      const Function old = make_primitive(*schema.op, {x}, old_keys);
+      EXPECT_TRUE(built.attributes().contains("axis"));
       EXPECT_TRUE(applied.attributes().contains("axis"));
-      for (const Function& f : {built, applied}) {
+      const std::vector<double> want = values(applied.eval_one(args));
+      for (const Function& f : {built, applied, old}) {
         EXPECT_EQ(reduced_static_axes(f.attributes(), 3), axes);
         EXPECT_EQ(reduction_keeps_dims(f.attributes()), keep_dims);
+        EXPECT_FALSE(reduction_reduces_rows(f.attributes()));
+        EXPECT_EQ(f.output().shape(), applied.output().shape());
+        EXPECT_EQ(values(f.eval_one(args)), want);
+        const Function loaded = load_model_from_bytes(save_model_to_bytes(f));
+        EXPECT_EQ(values(loaded.eval_one({{loaded.arguments()[0], args.begin()->second}})), want);
       }
-      EXPECT_EQ(built.output().shape(), applied.output().shape());
-      const std::vector<double> want = values(applied.eval_one(args));
-      EXPECT_EQ(values(built.eval_one(args)), want);
-      const Function loaded = load_model_from_bytes(save_model_to_bytes(built));
-      EXPECT_EQ(values(loaded.eval_one({{loaded.arguments()[0], args.begin()->second}})), want);
     }
   }
 }

@@ -40,7 +40,7 @@ const std::vector<OpSchema>& op_table() {
          {elementwise_schemas, linear_schemas, losses_schemas, reduction_schemas, shape_schemas,
           softmax_schemas, sequence_schemas, recurrence_schemas, assign_schemas,
           convolution_schemas, pooling_schemas, random_schemas, normalization_schemas,
-          fused_rnn_schemas, indexing_schemas, crop_schemas, ctc_schemas})
+          fused_rnn_schemas, indexing_schemas, crop_schemas, ctc_schemas, dynamic_axes_schemas})
       for (OpSchema& s : family()) all.push_back(std::move(s));
     return all;
   }();
@@ -64,7 +64,7 @@ Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attribu
   check_op_input_count(*op, inputs.size());
   Dictionary all = attributes;
   for (const OpParam& p : params) {
-    if (p.type == ParamType::Tensor || all.contains(p.name)) continue;
+    if (is_tensor(p.type) || all.contains(p.name)) continue;
     LOOM_CHECK(p.default_value.has_value(), ArgumentError, python ? python : op->name(),
                ": argument '", p.name, "' is required");
     all[p.name] = p.default_value;

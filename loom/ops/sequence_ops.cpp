@@ -11,6 +11,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
+#include "loom/ops/row_map.h"
 
 namespace loom::sequence {
 
@@ -33,90 +34,8 @@ void check_condition(const char* op, const Variable& cond) {
              quoted_name(cond), " must hold one number per step");
 }
 
-// ---- rows copied by a row map ----------------------------------------------------------------
-
-constexpr size_t kNoRow = std::numeric_limits<size_t>::max();
-
-// Row i of dst = row map[i] of src (accumulate: +=); a kNoRow row is zeroed (accumulate: kept).
-template <typename T>
-void gather_rows(std::span<const size_t> map, size_t n, const T* src, T* dst, bool accumulate) {
-  for (size_t i = 0; i < map.size(); ++i) {
-    if (map[i] != kNoRow) {
-      op_util::copy_or_add(n, src + map[i] * n, dst + i * n, accumulate);
-    } else if (!accumulate) {
-      std::fill_n(dst + i * n, n, T(0));
-    }
-  }
-}
-
-// Row map[i] of dst += row i of src, over dst_rows rows of dst that start at zero unless
-// accumulate. The transpose of gather_rows.
-template <typename T>
-void scatter_rows(std::span<const size_t> map, size_t n, const T* src, T* dst, size_t dst_rows,
-                  bool accumulate) {
-  if (!accumulate) std::fill_n(dst, dst_rows * n, T(0));
-  for (size_t i = 0; i < map.size(); ++i)
-    if (map[i] != kNoRow) op_util::copy_or_add(n, src + i * n, dst + map[i] * n, true);
-}
-
-// An op that moves whole rows of its input 0: each output row is a copy of one input row
-// (Direction::Gather: first, last, slice, gather, broadcast_as) or each input row is added into
-// one output row (Direction::Scatter: scatter). Forward computes the row map into the scratch
-// space, backward moves the gradient rows the other way with it. Only input 0 has a gradient.
-class RowMapOp : public OpDef {
- public:
-  enum class Direction { Gather, Scatter };
-  constexpr explicit RowMapOp(Direction d) : direction_(d) {}
-
-  OpTraits traits(const Dictionary&) const override {
-    return {.differentiable = InputSet::only(0), .runs_step_by_step = false};
-  }
-
-  void forward(OpCall& call) const override {
-    const std::span<size_t> map = row_map(call);
-    fill_map(call, map);
-    const Tensor& x = *call.inputs[0];
-    Tensor& y = *call.output;
-    const size_t n = op_util::sample_size(y);
-    dispatch(y.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      if (direction_ == Direction::Gather) {
-        gather_rows<T>(map, n, x.ptr<T>(), y.ptr<T>(), false);
-      } else {
-        scatter_rows<T>(map, n, x.ptr<T>(), y.ptr<T>(), y.rows(), false);
-      }
-    });
-  }
-
-  void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
-    const std::span<const size_t> map = row_map(call);
-    const size_t n = op_util::sample_size(dx);
-    dispatch(dx.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = call.output_gradient->ptr<T>();
-      if (direction_ == Direction::Gather) {
-        scatter_rows<T>(map, n, dy, dx.ptr<T>(), dx.rows(), accumulate);
-      } else {
-        gather_rows<T>(map, n, dy, dx.ptr<T>(), accumulate);
-      }
-    });
-  }
-
- protected:
-  // Fills the map: per output row the input row (Gather; kNoRow: zeros), or per input row the
-  // output row (Scatter).
-  virtual void fill_map(const OpCall& call, std::span<size_t> map) const = 0;
-
- private:
-  // The map kept in scratch between forward and backward.
-  std::span<size_t> row_map(const OpCall& call) const {
-    const size_t rows =
-        direction_ == Direction::Gather ? call.output->rows() : call.inputs[0]->rows();
-    return {static_cast<size_t*>(call.scratch->ensure(rows * sizeof(size_t))), rows};
-  }
-
-  Direction direction_;
-};
+using row_map::kNoRow;
+using row_map::RowMapOp;
 
 // ---- first, last, slice ----------------------------------------------------------------------
 
@@ -345,24 +264,12 @@ class BroadcastAsOp : public RowMapOp {
 
   const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary&,
                                       LayoutCache&) const override {
-    const SequenceLayout &l = *in[1]->layout, *op = in[0]->layout;
-    LOOM_CHECK(!op || op->num_sequences() == l.num_sequences(), ShapeError, name(), ": op has ",
-               op->num_sequences(), " samples but ref has ", l.num_sequences(), " sequences");
-    LOOM_CHECK(!op || op->max_length() <= 1 || op->same_shape_as(l), ShapeError, name(),
-               ": op's sequences differ in length from ref's");
-    return &l;
+    return row_map::broadcast_layout(name(), *in[0], "op", *in[1]->layout, "ref");
   }
 
  protected:
   void fill_map(const OpCall& call, std::span<size_t> map) const override {
-    const Tensor& op = *call.inputs[0];
-    const SequenceLayout& l = *call.inputs[1]->layout;
-    // A sequence op on ref's axis has ref's lengths; a batch op has all lengths 1 (where ref's
-    // are all 1 too, both read row b).
-    const bool sequence = op.dynamic() && op.layout->same_shape_as(l);
-    for (size_t b = 0; b < l.num_sequences(); ++b)
-      for (size_t t = 0; t < l.lengths[b]; ++t)
-        map[l.row(b, t)] = !op.dynamic() ? 0 : sequence ? op.layout->row(b, t) : b;
+    row_map::fill_broadcast_map(*call.inputs[0], *call.inputs[1]->layout, map);
   }
 };
 

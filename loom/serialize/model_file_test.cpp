@@ -117,6 +117,8 @@ Model build_model() {
   // unpack's padded data (free dimension T, through times) and mask.
   const std::vector<Variable> sq_unpacked = sequence::unpack(q, 0.5).outputs();
   Variable sq_pad = times(sq_unpacked[0], parameter({3, 2})), sq_mask = sq_unpacked[1];
+  // ... and back onto q's axis.
+  Variable sq_like = to_sequence_like(sq_unpacked[0], q);
   // CTC over qd, with labels aligned to q's frames (2 where a label starts).
   Variable ql = sequence::input_variable({4}, {.name = "ql"});
   Variable sq_ctc = forward_backward(labels_to_graph(ql), qd, 3, {.delay_constraint = 1});
@@ -146,10 +148,11 @@ Model build_model() {
   Variable gp = GlobalMaxPooling()(ap);                                            // [3,1,1]
 
   Model m;
-  m.f = combine({el,  sp,      red1,     red2,   red3,   sm,      lsm,    ce,     err,     se,
-                 bce, sq_last, sq_first, sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64,
-                 t64, asg,     ct,       gp,     c32,    nce,     rnd,    smp,    inc,     sq_ctc},
-                "everything");
+  m.f = combine(
+      {el,      sp,       red1,   red2,   red3,    sm,     lsm,    ce,      err,    se,  bce,
+       sq_last, sq_first, sq_sum, sq_rec, sq_lstm, sq_new, sq_pad, sq_mask, d64,    t64, asg,
+       ct,      gp,       c32,    nce,    rnd,     smp,    inc,    sq_ctc,  sq_like},
+      "everything");
   m.loss = ce;
   m.args.emplace(x, random_batch({4}, 4, DataType::Float32, 1));
   m.args.emplace(s, Value::one_hot(10, {1, 3, 7, 0}));

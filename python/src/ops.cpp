@@ -39,6 +39,8 @@ const char* type_name(ParamType type) {
   switch (type) {
     case ParamType::Tensor:
       return "tensor";
+    case ParamType::OptionalTensor:
+      return "optional_tensor";
     case ParamType::Double:
       return "double";
     case ParamType::Int:
@@ -53,6 +55,8 @@ const char* type_name(ParamType type) {
       return "shape";
     case ParamType::DataType:
       return "dtype";
+    case ParamType::String:
+      return "str";
   }
   return "";
 }
@@ -177,7 +181,11 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
         } catch (const py::type_error&) {         // a dtype other than float32 and float64
         }
         break;
+      case ParamType::String:
+        if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+        break;
       case ParamType::Tensor:
+      case ParamType::OptionalTensor:
         break;
     }
   } catch (const py::cast_error&) {
@@ -197,7 +205,9 @@ py::list op_table_entries() {
     py::list params;
     for (const OpParam& p : s.params)
       params.append(py::make_tuple(p.name, type_name(p.type),
-                                   p.default_value.has_value() ? python_default(p) : required));
+                                   p.type == ParamType::OptionalTensor ? py::none()
+                                   : p.default_value.has_value()       ? python_default(p)
+                                                                       : required));
     py::dict entry;
     entry["op"] = s.op->name();
     entry["python"] = s.python;
@@ -221,7 +231,7 @@ Function apply_op(const std::string& op_name, const py::sequence& inputs,
     const std::string k = key.cast<std::string>();
     const auto p = std::find_if(schema->params.begin(), schema->params.end(),
                                 [&k](const OpParam& q) { return k == q.name; });
-    if (p == schema->params.end() || p->type == ParamType::Tensor)
+    if (p == schema->params.end() || is_tensor(p->type))
       throw ArgumentError(op_name + " has no attribute '" + k + "'");
     values[k] = attribute_of(schema->python ? schema->python : op_name.c_str(), k, p->type, value);
   }

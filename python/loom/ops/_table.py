@@ -21,8 +21,8 @@ def _signature(params):
 def _function(entry):
     op, params, associative = entry['op'], entry['params'], entry['associative']
     signature = _signature(params)
-    tensors = [name for name, kind, _ in params if kind == 'tensor']
-    attributes = [name for name, kind, _ in params if kind != 'tensor']
+    tensors = [name for name, kind, _ in params if kind in ('tensor', 'optional_tensor')]
+    attributes = [name for name, kind, _ in params if kind not in ('tensor', 'optional_tensor')]
 
     def function(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)  # a TypeError for a bad call, as Python's
@@ -32,6 +32,8 @@ def _function(entry):
             raise TypeError(f"{entry['python']}(): name must be a str, not "
                             f"{type(given['name']).__name__}")
         inputs = [given[name] for name in tensors]
+        while inputs and inputs[-1] is None:  # optional inputs left out (they come last)
+            inputs.pop()
         return _loom._apply_op(op, inputs, {name: given[name] for name in attributes},
                                given['name'])
 
