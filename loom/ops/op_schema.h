@@ -157,5 +157,6 @@ std::vector<OpSchema> random_schemas();
 std::vector<OpSchema> normalization_schemas();
 std::vector<OpSchema> fused_rnn_schemas();
 std::vector<OpSchema> dynamic_axes_schemas();
+std::vector<OpSchema> custom_proxy_schemas();
 
 }  // namespace loom

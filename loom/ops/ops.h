@@ -5,6 +5,7 @@
 #include "loom/ops/convolution.h"
 #include "loom/ops/crop.h"
 #include "loom/ops/ctc.h"
+#include "loom/ops/custom_proxy.h"
 #include "loom/ops/dynamic_axes.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/indexing.h"

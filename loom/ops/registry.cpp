@@ -36,11 +36,11 @@ const std::vector<OpSchema>& op_table() {
   // ops of the static library.
   static const std::vector<OpSchema> table = [] {
     std::vector<OpSchema> all;
-    for (auto family :
-         {elementwise_schemas, linear_schemas, losses_schemas, reduction_schemas, shape_schemas,
-          softmax_schemas, sequence_schemas, recurrence_schemas, assign_schemas,
-          convolution_schemas, pooling_schemas, random_schemas, normalization_schemas,
-          fused_rnn_schemas, indexing_schemas, crop_schemas, ctc_schemas, dynamic_axes_schemas})
+    for (auto family : {elementwise_schemas, linear_schemas, losses_schemas, reduction_schemas,
+                        shape_schemas, softmax_schemas, sequence_schemas, recurrence_schemas,
+                        assign_schemas, convolution_schemas, pooling_schemas, random_schemas,
+                        normalization_schemas, fused_rnn_schemas, indexing_schemas, crop_schemas,
+                        ctc_schemas, dynamic_axes_schemas, custom_proxy_schemas})
       for (OpSchema& s : family()) all.push_back(std::move(s));
     return all;
   }();

@@ -230,7 +230,8 @@ TEST_F(ModelFileTest, EveryOpFamilyRoundTripsBitIdentically) {
   std::set<std::string> used;
   for (const auto& fn : topological_order(g.outputs())) used.insert(fn->op->name());
   for (const OpSchema& s : op_table()) {
-    if (s.conformance.empty()) {
+    // custom_proxy_test.cpp saves and loads CustomProxyOp, which cannot be evaluated.
+    if (s.conformance.empty() && s.op->name() != std::string_view("CustomProxyOp")) {
       EXPECT_TRUE(used.count(s.op->name())) << s.op->name();
     }
   }

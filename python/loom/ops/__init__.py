@@ -62,6 +62,24 @@ def mean(*operands, name=''):
     return _loom._mean(_operands(operands), name)
 
 
+def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
+    """A stand-in for the op custom_op, which only an ONNX consumer computes: a Function of the
+    declared output_shape and output_data_type over the operands (varargs or a list; a Function
+    with several outputs gives them all). Evaluating it is an error, as in CNTK; the ONNX
+    exporter writes it as a custom_op node."""
+    name = kw_name.pop('name', '')
+    if kw_name:
+        raise TypeError(f'custom_proxy_op() got an unexpected keyword argument '
+                        f'{next(iter(kw_name))!r}')
+    unfolded = []
+    for o in _operands(operands):
+        outputs = getattr(o, 'outputs', None)
+        unfolded += list(outputs) if outputs is not None and len(outputs) > 1 else [o]
+    return _loom._apply_op('CustomProxyOp', unfolded,
+                           {'custom_op': custom_op, 'output_shape': output_shape,
+                            'output_data_type': output_data_type}, name)
+
+
 def top_k(x, k, axis=-1, name=''):
     """The k largest values of x along axis in decreasing order (outputs[0]) and their positions
     along axis (outputs[1]); ties go to the lower position."""

@@ -67,3 +67,12 @@ def test_reconcile_dynamic_axes_meets_inputs_declared_on_other_axes():
     along = C.reconcile_dynamic_axes(x, b).eval(
         {x: np.array([[1, 2], [3, 4]], np.float32), b: seqs})
     np.testing.assert_array_equal(along[1], [[3, 4]] * 3)
+
+
+def test_custom_proxy_op_has_the_declared_type_and_no_computation():
+    a, b = C.input_variable(3), C.input_variable(3)
+    p = C.custom_proxy_op('MyOnnxOp', (2, 4), np.float64, a, b, name='p')
+    assert p.shape == (2, 4) and p.dtype == np.float64 and p.name == 'p'
+    assert len(C.custom_proxy_op('MyOnnxOp', 5, np.float32, [a, b]).inputs) == 2
+    with pytest.raises(RuntimeError, match="custom_proxy_op 'MyOnnxOp'.*no computation"):
+        p.eval({a: np.ones((1, 3), np.float32), b: np.ones((1, 3), np.float32)})
