@@ -166,9 +166,10 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
-  // Forward keeps log_softmax(z) in the scratch area; backward reads it instead of
-  // recomputing: softmax(z) = exp(log_softmax(z)) and logsumexp(z) − z = −log_softmax(z).
-  // The scratch area has room for softmax(z) after it, which backward computes in one flat pass.
+  // CNTK's formula: logsumexp(z) − t·z (its CrossEntropyWithSoftmax block), whatever the targets
+  // sum to; the gradients are softmax(z) − t and −z. Forward keeps log_softmax(z) in the scratch
+  // area; backward reads it instead of recomputing: softmax(z) = exp(log_softmax(z)). The
+  // scratch area has room for softmax(z) after it, which backward computes in one flat pass.
   template <typename T>
   static T* scratch(OpCall& call, const Tensor& z) {
     return static_cast<T*>(call.scratch->ensure(2 * z.rows() * z.sample_size() * sizeof(T)));
@@ -184,9 +185,12 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
       const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
         const T* lr = ls + row_start(z, r, n);
-        T loss = 0;
-        targets.for_each(r, [&](size_t c, T v) { loss -= v * lr[c]; });
-        y[r] = loss;
+        // −t·log_softmax(z) is (Σt) logsumexp(z) − t·z: add (1 − Σt) logsumexp(z), where
+        // logsumexp(z) = z_0 − log_softmax(z)_0.
+        T loss = 0, mass = 0;
+        targets.for_each(r, [&](size_t c, T v) { loss -= v * lr[c], mass += v; });
+        const T lse = z.ptr<T>()[row_start(z, r, n)] - lr[0];
+        y[r] = loss + (1 - mass) * lse;
       }
     });
   }
@@ -206,13 +210,10 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
         for (size_t i = 0; i < size; ++i) softmax[i] = kernels::fast_exp(ls[i]);
       }
       for (size_t r = 0; r < rows; ++r) {
-        const T* lr = ls + row_start(z, r, n);
         T* dx = g.ptr<T>() + row_start(g, r, n);
-        if (index == 0) {  // dz = dy · (Σt · softmax(z) − t)
+        if (index == 0) {  // dz = dy · (softmax(z) − t)
           const T* p = softmax + row_start(z, r, n);
-          T mass = 0;
-          targets.for_each(r, [&](size_t, T v) { mass += v; });
-          const T scale = dy[r] * mass;
+          const T scale = dy[r];
           if (add) {
 #pragma omp simd
             for (size_t c = 0; c < n; ++c) dx[c] += scale * p[c];
@@ -221,9 +222,10 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
             for (size_t c = 0; c < n; ++c) dx[c] = scale * p[c];
           }
           targets.for_each(r, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
-        } else {  // dt = dy · (logsumexp(z) − z)
+        } else {  // dt = −dy · z
+          const T* zr = z.ptr<T>() + row_start(z, r, n);
           for (size_t c = 0; c < n; ++c) {
-            T v = -dy[r] * lr[c];
+            T v = -dy[r] * zr[c];
             dx[c] = add ? dx[c] + v : v;
           }
         }
@@ -680,19 +682,16 @@ size_t edit_errors(const std::vector<size_t>& a, const std::vector<size_t>& b, d
   return at(m, n).edits;
 }
 
-// The labels to ignore: a list of label indices. The table's Python parameter (of type Axis, for
-// want of a list type) gives None, held as the all-static-axes name, for CNTK's default [].
+// The labels to ignore: a list of label indices (ParamType::Ints). Files written before the
+// table had a list type hold the all-static-axes name for the default [].
 std::vector<size_t> tokens_to_ignore(const Dictionary& a) {
   const DictionaryValue& v = a.at("tokensToIgnore");
   std::vector<size_t> tokens;
   if (v.is<std::string>() && v.get<std::string>() == Axis::all_static_axes().name()) return tokens;
-  LOOM_CHECK(v.is<DictionaryVector>(), ArgumentError,
-             "edit_distance_error: tokensToIgnore must be a list of label indices, not ",
-             v.type_name());
-  for (const DictionaryValue& t : v.get<DictionaryVector>()) {
-    LOOM_CHECK(t.is<int64_t>() && t.get<int64_t>() >= 0, ArgumentError,
-               "edit_distance_error: tokensToIgnore must hold label indices (ints >= 0)");
-    tokens.push_back(size_t(t.get<int64_t>()));
+  for (int64_t t : attribute_ints(v)) {
+    LOOM_CHECK(t >= 0, ArgumentError,
+               "edit_distance_error: tokensToIgnore must hold label indices (ints >= 0), not ", t);
+    tokens.push_back(size_t(t));
   }
   return tokens;
 }
@@ -1019,9 +1018,7 @@ std::vector<OpSchema> losses_schemas() {
         {"delPen", ParamType::Double, EditDistanceOptions{}.del_pen},
         {"insPen", ParamType::Double, EditDistanceOptions{}.ins_pen},
         {"squashInputs", ParamType::Bool, EditDistanceOptions{}.squash_inputs},
-        // A list of label indices, which the table takes as an Axis list of ints for want of a
-        // list type; its default None stands for CNTK's [], which python/loom/metrics.py shows.
-        {"tokensToIgnore", ParamType::Axis, axis_attribute(Axis::all_static_axes())}},
+        {"tokensToIgnore", ParamType::Ints, int_list_attribute({})}},
        false,
        "the edit distance between the label sequences (argmax per step) of input_a and input_b",
        {.none_because = "ONNX has no edit distance node"},

@@ -20,13 +20,14 @@ namespace loom {
 // Σ (output − target)² over the sample's elements.
 Function squared_error(const Variable& output, const Variable& target,
                        const std::string& name = "");
-// Σ(target)·logsumexp(z) − Σ target·z: cross entropy of softmax(z) against target (one-hot or
-// soft, dense or sparse), taken over all elements of the sample (its only axis, usually).
+// logsumexp(z) − Σ target·z (CNTK's, whatever the target sums to): cross entropy of softmax(z)
+// against target (one-hot or soft, dense or sparse), taken over all elements of the sample (its
+// only axis, usually).
 Function cross_entropy_with_softmax(const Variable& z, const Variable& target,
                                     const std::string& name = "");
 // Along one static axis of the sample (CNTK's axis argument): CNTK's composite
 // reduce_log_sum_exp(z, axis) − reduce_sum(target·z, axis), the axis kept as 1 (for a vector
-// sample the same as the primitive above when the target sums to 1). An ArgumentError names the
+// sample the same as the primitive above). An ArgumentError names the
 // function for a non-static or out-of-range axis; a vector sample along its axis is the
 // primitive.
 Function cross_entropy_with_softmax(const Variable& z, const Variable& target, const Axis& axis,
