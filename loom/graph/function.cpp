@@ -9,6 +9,22 @@
 
 namespace loom {
 
+FunctionImpl::~FunctionImpl() {
+  std::vector<std::shared_ptr<FunctionImpl>> pending;
+  auto release_inputs = [&pending](FunctionImpl& f) {
+    for (Variable& in : f.inputs)
+      if (std::shared_ptr<FunctionImpl> k = in.release_keep_alive())
+        pending.push_back(std::move(k));
+  };
+  release_inputs(*this);
+  while (!pending.empty()) {
+    std::shared_ptr<FunctionImpl> f = std::move(pending.back());
+    pending.pop_back();
+    // The last owner: take what f keeps alive before f goes (its destructor then finds nothing).
+    if (f.use_count() == 1) release_inputs(*f);
+  }
+}
+
 namespace {
 const FunctionImpl& get(const std::shared_ptr<FunctionImpl>& p) {
   LOOM_CHECK(p, StateError, "use of an empty Function");

@@ -49,6 +49,13 @@ struct VariableImpl {
 
 class FunctionImpl {
  public:
+  FunctionImpl() = default;
+  FunctionImpl(const FunctionImpl&) = default;
+  FunctionImpl& operator=(const FunctionImpl&) = default;
+  // Frees the functions only this one kept alive one after another, not by nested destructor
+  // calls, so that a graph of any depth is freed in constant stack.
+  ~FunctionImpl();
+
   const OpDef* op = nullptr;
   std::vector<Variable> inputs;
   std::vector<std::shared_ptr<VariableImpl>> outputs;

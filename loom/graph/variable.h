@@ -78,6 +78,9 @@ class Variable {
       : impl_(std::move(impl)), keep_alive_(std::move(keep_alive)) {}
 
  private:
+  friend class FunctionImpl;  // frees deep graphs without recursion (~FunctionImpl)
+  std::shared_ptr<FunctionImpl> release_keep_alive() { return std::move(keep_alive_); }
+
   std::shared_ptr<VariableImpl> impl_;
   std::shared_ptr<FunctionImpl> keep_alive_;
 };

@@ -148,12 +148,17 @@ class VectorSink final : public ByteSink {
 
 class Decoder {
  public:
+  // Encoded bytes per value above which a large input may hold values beyond
+  // DecodeLimits::max_values (a model's graph is about 23 bytes a value).
+  static constexpr size_t kBytesPerValue = 16;
+
   Decoder(std::span<const uint8_t> bytes, const std::string& where, uint64_t base,
           const DecodeLimits& limits, std::shared_ptr<const void> view_owner = nullptr)
       : bytes_(bytes),
         where_(where),
         base_(base),
         limits_(limits),
+        max_values_(std::max<size_t>(limits.max_values, bytes.size() / kBytesPerValue)),
         view_owner_(std::move(view_owner)) {}
 
   size_t left() const { return bytes_.size() - pos_; }
@@ -214,8 +219,7 @@ class Decoder {
   DictionaryValue value(size_t depth) {
     size_t at = pos_;
     auto tag = get<uint8_t>("value tag");
-    if (++values_ > limits_.max_values)
-      fail_at(at, "more than the limit of ", limits_.max_values, " values");
+    if (++values_ > max_values_) fail_at(at, "more than the limit of ", max_values_, " values");
     switch (ValueTag(tag)) {
       case ValueTag::None:
         return {};
@@ -351,6 +355,7 @@ class Decoder {
   const std::string& where_;
   uint64_t base_;
   DecodeLimits limits_;
+  size_t max_values_;
   std::shared_ptr<const void> view_owner_;  // set: dense tensors are views of bytes_
   size_t pos_ = 0;
   size_t values_ = 0;

@@ -34,7 +34,10 @@ enum class ValueTag : uint8_t {
 struct DecodeLimits {
   size_t max_depth = 64;  // nesting of vectors and maps
   size_t max_rank = 64;   // axes of a shape
-  // Values in all (an in-memory value is larger than its encoding; this bounds the total).
+  // Values in all (an in-memory value is larger than its encoding; this bounds the total), or one
+  // per 16 bytes of the input where that is more: the memory a decoding takes stays a small
+  // multiple of its input's size, and a graph of a million ops (about 400 bytes and 17 values
+  // each) loads.
   size_t max_values = size_t(1) << 24;
 };
 
