@@ -25,7 +25,8 @@ enum class ModelFormat { Loom, ONNX };
 // ArgumentError naming the op (and the function) that has no ONNX mapping, and for inputs
 // on two different sequence axes or unbound placeholders; an IOError when the file cannot be
 // written. ONNX import throws a DataError naming the file and the node for a file that is not ONNX,
-// an op Loom does not import, or attributes Loom cannot express.
+// an op Loom does not import, attributes Loom cannot express, or sizes beyond what the file's
+// data bounds (docs/onnx.md); no other exception leaves it.
 void save_model(const Function& f, const std::string& path, ModelFormat format);
 Function load_model(const std::string& path, ModelFormat format);
 

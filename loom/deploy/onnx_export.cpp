@@ -16,6 +16,7 @@
 #include "loom/ops/op_util.h"
 #include "loom/ops/pooling.h"
 #include "loom/ops/reduction.h"
+#include "loom/ops/shape_ops.h"
 #include "loom/serialize/model_file.h"
 
 namespace loom {
@@ -67,6 +68,12 @@ void set_ints(pb::NodeProto& n, const char* name, const std::vector<int64_t>& v)
   a.set_name(name);
   a.set_type(pb::AttributeProto::INTS);
   for (int64_t x : v) a.add_ints(x);
+}
+void set_string(pb::NodeProto& n, const char* name, const std::string& v) {
+  pb::AttributeProto& a = *n.add_attribute();
+  a.set_name(name);
+  a.set_type(pb::AttributeProto::STRING);
+  a.set_s(v);
 }
 void set_float(pb::NodeProto& n, const char* name, float v) {
   pb::AttributeProto& a = *n.add_attribute();
@@ -224,9 +231,21 @@ class Exporter {
         {"StopGradient", identity},
         {"Softmax", softmax("Softmax")},
         {"LogSoftmax", softmax("LogSoftmax")},
-        {"Reshape",
+        {"Reshape", reshape},
+        {"Squeeze", reshape},
+        {"ExpandDims", reshape},
+        {"Flatten", reshape},
+        {"TransposeAxes", &Exporter::swap_axes},
+        {"Pad", &Exporter::pad},
+        {"Cast",
          [](Exporter& e, const FunctionImpl& f, const Val& out) {
-           return e.named(out, e.reshaped(e.value(f.inputs[0]), out.shape));
+           return e.cast_to(out, e.output_name(f), e.use(e.value(f.inputs[0])));
+         }},
+        {"CustomProxyOp",  // a node of the type it stands for, over its operands
+         [](Exporter& e, const FunctionImpl& f, const Val& out) {
+           std::vector<std::string> inputs;
+           for (const Variable& in : f.inputs) inputs.push_back(e.use(e.value(in)));
+           return e.single(f, out, f.attributes.get<std::string>("custom_op"), inputs);
          }},
         {"Slice", &Exporter::slice},
         {"Splice", &Exporter::splice},
@@ -243,6 +262,28 @@ class Exporter {
         {"FusedRecurrence", &Exporter::fused_recurrence},
         {"SequenceLast", &Exporter::sequence_end},
         {"SequenceFirst", &Exporter::sequence_end},
+        {"Equal", comparison("Equal")},
+        {"NotEqual", comparison("Equal", true)},
+        {"Less", comparison("Less")},
+        {"LessEqual", comparison("LessOrEqual")},
+        {"Greater", comparison("Greater")},
+        {"GreaterEqual", comparison("GreaterOrEqual")},
+        {"And", logic("And")},
+        {"Or", logic("Or")},
+        {"Xor", logic("Xor")},
+        {"Not", logic("Not")},
+        {"Select", &Exporter::select},
+        {"Clip", &Exporter::clip},
+        {"PReLU", &Exporter::prelu},
+        {"Round", &Exporter::round},
+        {"LogPlus", &Exporter::log_plus},
+        {"Softplus", &Exporter::softplus},
+        {"Crop", &Exporter::crop},
+        {"LocalResponseNormalization", &Exporter::local_response_normalization},
+        {"TopK", &Exporter::top_k},
+        {"TopKIndices", &Exporter::top_k},
+        {"Argmax", arg_reduce("ArgMax")},
+        {"Argmin", arg_reduce("ArgMin")},
     };
     const std::string op = f.op->name();
     const VariableImpl& o = *f.outputs[0];
@@ -283,10 +324,134 @@ class Exporter {
   static Val identity(Exporter& e, const FunctionImpl& f, const Val&) {
     return e.value(f.inputs[0]);
   }
+  // The ops that keep the elements in order (reshape, squeeze, expand_dims, flatten): a Reshape
+  // to the output's shape.
+  static Val reshape(Exporter& e, const FunctionImpl& f, const Val& out) {
+    return named(out, e.reshaped(e.value(f.inputs[0]), out.shape));
+  }
   static Exporting unary(const char* op);
   static Exporting binary(const char* op);
+  static Exporting comparison(const char* op, bool negated = false);
+  static Exporting logic(const char* op);
   static Exporting softmax(const char* op);
   static Exporting reduce(const char* op);
+
+  // The scalar initializer v of type dtype, one per value and type.
+  std::string scalar(double v, DataType dtype) {
+    auto it = scalars_.find({v, dtype});
+    if (it != scalars_.end()) return it->second;
+    return scalars_[{v, dtype}] = add_tensor("scalar", dtype, {v}, {});
+  }
+
+  // The inputs of f, those with dynamic axes reshaped to the output's rank: Loom broadcasts the
+  // sample shapes right-aligned behind the dynamic axes, ONNX whole tensors.
+  std::vector<std::string> broadcast_inputs(const FunctionImpl& f, const Val& out) {
+    std::vector<std::string> inputs;
+    for (const Variable& v : f.inputs) {
+      const Val x = value(v);
+      inputs.push_back(
+          x.dynamic ? reshaped(x, ones_then(out.shape.rank() - x.shape.rank(), x.shape)) : use(x));
+    }
+    return inputs;
+  }
+
+  // out as the Cast named `base` of `from` (ONNX's booleans, Loom's 0/1, or int64 positions)
+  // to out's type.
+  Val cast_to(const Val& out, const std::string& base, const std::string& from) {
+    set_int(node("Cast", {from}, base), "to", onnx_type(out.dtype));
+    return named(out, base);
+  }
+
+  // argmax/argmin along one static axis, or over all of them (the sample flattened), keeping
+  // the axis: ONNX's int64 positions cast to out's type.
+  static Exporting arg_reduce(const char* op) {
+    return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
+      const Val x = e.value(f.inputs[0]);
+      const std::vector<size_t> axes = reduced_static_axes(f.attributes, x.shape.rank());
+      const bool flat = axes.size() != 1;
+      const NDShape shape = flat ? NDShape{x.shape.total_size()} : x.shape;
+      const std::string base = e.output_name(f), positions = e.fresh(base + "_positions"),
+                        cast = flat ? e.fresh(base + "_flat") : base;
+      pb::NodeProto& n = e.node(op, {e.reshaped(x, shape)}, positions);
+      set_int(n, "axis", int64_t((flat ? 0 : axes[0]) + x.dynamic));
+      set_int(n, "keepdims", 1);
+      Val y = e.cast_to(out, cast, positions);
+      y.shape = flat ? NDShape{1} : out.shape;
+      return named(out, e.reshaped(y, out.shape));
+    };
+  }
+
+  // element_select(flag, a, b): Where over the flag cast to bool (flag != 0).
+  Val select(const FunctionImpl& f, const Val& out) {
+    std::vector<std::string> inputs = broadcast_inputs(f, out);
+    const std::string base = output_name(f), flag = fresh(base + "_flag");
+    set_int(node("Cast", {inputs[0]}, flag), "to", pb::TensorProto::BOOL);
+    inputs[0] = flag;
+    node("Where", inputs, base);
+    return named(out, base);
+  }
+
+  // clip(x, min, max) with bounds of any shape as Max(Min(x, max), min) (ONNX's Clip takes
+  // scalar bounds).
+  Val clip(const FunctionImpl& f, const Val& out) {
+    const std::vector<std::string> inputs = broadcast_inputs(f, out);
+    const std::string base = output_name(f), below = fresh(base + "_below_max");
+    node("Min", {inputs[0], inputs[2]}, below);
+    node("Max", {below, inputs[1]}, base);
+    return named(out, base);
+  }
+
+  // param_relu(alpha, x): ONNX's PRelu(x, alpha), which broadcasts the slope to x only; where
+  // x is broadcast to the slope's shape, Where(x >= 0, x, alpha x).
+  Val prelu(const FunctionImpl& f, const Val& out) {
+    const std::vector<std::string> inputs = broadcast_inputs(f, out);  // alpha, x
+    const Val x = value(f.inputs[1]);
+    if (x.dynamic == out.dynamic && x.shape.total_size() == out.shape.total_size())
+      return single(f, out, "PRelu", {inputs[1], inputs[0]});
+    const std::string base = output_name(f), positive = fresh(base + "_positive"),
+                      scaled = fresh(base + "_scaled");
+    node("GreaterOrEqual", {inputs[1], scalar(0, out.dtype)}, positive);
+    node("Mul", inputs, scaled);
+    node("Where", {positive, inputs[1], scaled}, base);
+    return named(out, base);
+  }
+
+  // CNTK's round takes halves up: Floor(x + 0.5) (ONNX's Round takes them to even).
+  Val round(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const std::string base = output_name(f), shifted = fresh(base + "_plus_half");
+    node("Add", {use(x), scalar(0.5, x.dtype)}, shifted);
+    node("Floor", {shifted}, base);
+    return named(out, base);
+  }
+
+  // log(e^a + e^b) = max(a, b) + Softplus(-|a - b|), which does not overflow.
+  Val log_plus(const FunctionImpl& f, const Val& out) {
+    const std::vector<std::string> inputs = broadcast_inputs(f, out);
+    const std::string base = output_name(f), difference = fresh(base + "_difference"),
+                      distance = fresh(base + "_distance"), negated = fresh(base + "_negated"),
+                      excess = fresh(base + "_excess"), larger = fresh(base + "_max");
+    node("Sub", inputs, difference);
+    node("Abs", {difference}, distance);
+    node("Neg", {distance}, negated);
+    node("Softplus", {negated}, excess);
+    node("Max", inputs, larger);
+    node("Add", {larger, excess}, base);
+    return named(out, base);
+  }
+
+  // softplus with CNTK's steepness s: Softplus(s x) / s (ONNX's Softplus has s = 1).
+  Val softplus(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const double s = f.attributes.get<double>("steepness");
+    if (s == 1) return single(f, out, "Softplus", {use(x)});
+    const std::string base = output_name(f), scaled = fresh(base + "_scaled"),
+                      unscaled = fresh(base + "_unscaled");
+    node("Mul", {use(x), scalar(s, x.dtype)}, scaled);
+    node("Softplus", {scaled}, unscaled);
+    node("Div", {unscaled, scalar(s, x.dtype)}, base);
+    return named(out, base);
+  }
 
   Val square(const FunctionImpl& f, const Val& out) {
     const Val x = value(f.inputs[0]);
@@ -421,6 +586,48 @@ class Exporter {
                   {use(x), ints({begin}), ints({end}), ints({int64_t(axis + x.dynamic)})});
   }
 
+  // crop_manual(x, referent): a Slice of x's two trailing axes at the offsets, as long as the
+  // referent's height and width (the output's).
+  Val crop(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const size_t r = x.shape.rank();
+    const int64_t y = f.attributes.get<int64_t>("offset_y"),
+                  x0 = f.attributes.get<int64_t>("offset_x");
+    return single(f, out, "Slice",
+                  {use(x), ints({y, x0}),
+                   ints({y + int64_t(out.shape[r - 2]), x0 + int64_t(out.shape[r - 1])}),
+                   ints({int64_t(r - 2 + x.dynamic), int64_t(r - 1 + x.dynamic)})});
+  }
+
+  // top_k's values (TopK) or positions (TopKIndices, int64 in ONNX, cast to out's type): one
+  // output of ONNX's TopK, k given as an input, along one static axis.
+  Val top_k(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const size_t axis =
+        op_util::static_axis_index(f.attributes.get<int64_t>("axis"), x.shape.rank());
+    const bool positions = f.op->name() == std::string("TopKIndices");
+    const std::string base = output_name(f), values = positions ? fresh(base + "_values") : base,
+                      indices = fresh(base + "_positions");
+    pb::NodeProto& n = node("TopK", {use(x), ints({f.attributes.get<int64_t>("k")})}, values);
+    n.add_output(indices);
+    produced_.insert(indices);
+    set_int(n, "axis", int64_t(axis + x.dynamic));
+    return positions ? cast_to(out, base, indices) : named(out, base);
+  }
+
+  // local_response_normalization: ONNX's LRN over [N, C, ...] with size 2 depth_radius + 1
+  // (both divide alpha by the window's size).
+  Val local_response_normalization(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    require_batch(f, x);
+    const std::string name = output_name(f);
+    pb::NodeProto& n = node("LRN", {use(x)}, name);
+    set_int(n, "size", 2 * f.attributes.get<int64_t>("depth_radius") + 1);
+    for (const char* a : {"alpha", "beta", "bias"})
+      set_float(n, a, float(f.attributes.get<double>(a)));
+    return named(out, name);
+  }
+
   Val splice(const FunctionImpl& f, const Val& out) {
     std::vector<std::string> inputs;
     for (const Variable& v : f.inputs) inputs.push_back(use(value(v)));
@@ -435,15 +642,53 @@ class Exporter {
     const Val x = value(f.inputs[0]);
     const DictionaryVector& given = f.attributes.get<DictionaryVector>("perm");
     const size_t rank = x.shape.rank();
-    std::vector<int64_t> perm;
-    for (size_t k = 0; k < x.dynamic; ++k) perm.push_back(int64_t(k));
+    std::vector<size_t> perm;
     for (size_t k = 0; k < rank; ++k)
-      perm.push_back(int64_t(given.empty()
-                                 ? rank - 1 - k
-                                 : op_util::static_axis_index(given[k].get<int64_t>(), rank)) +
-                     int64_t(x.dynamic));
+      perm.push_back(given.empty() ? rank - 1 - k
+                                   : op_util::static_axis_index(given[k].get<int64_t>(), rank));
+    return permuted(f, out, x, perm);
+  }
+  // swapaxes(x, axis1, axis2): the Transpose that exchanges them.
+  Val swap_axes(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const size_t rank = x.shape.rank();
+    std::vector<size_t> perm(rank);
+    for (size_t k = 0; k < rank; ++k) perm[k] = k;
+    std::swap(perm[op_util::static_axis_index(f.attributes.get<int64_t>("axis1"), rank)],
+              perm[op_util::static_axis_index(f.attributes.get<int64_t>("axis2"), rank)]);
+    return permuted(f, out, x, perm);
+  }
+  // A Transpose of x's static axes by perm (output axis k is input axis perm[k]).
+  Val permuted(const FunctionImpl& f, const Val& out, const Val& x,
+               const std::vector<size_t>& perm) {
+    std::vector<int64_t> all;
+    for (size_t k = 0; k < x.dynamic; ++k) all.push_back(int64_t(k));
+    for (size_t p : perm) all.push_back(int64_t(p + x.dynamic));
     const std::string name = output_name(f);
-    set_ints(node("Transpose", {use(x)}, name), "perm", perm);
+    set_ints(node("Transpose", {use(x)}, name), "perm", all);
+    return named(out, name);
+  }
+
+  // pad(x, pattern): ONNX's Pad (pads and the constant as inputs from opset 11) in constant or
+  // reflect mode; ONNX has no symmetric mode (its "edge" repeats the edge element).
+  Val pad(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const int64_t mode = f.attributes.get<int64_t>("mode");
+    LOOM_CHECK(mode != kSymmetricPad, ArgumentError, "ONNX export: ", function_label(f),
+               " (Pad) pads symmetrically (mirroring the edge too), which ONNX's Pad cannot ",
+               "(its modes are constant, reflect and edge)");
+    const std::vector<int64_t> pattern = attribute_ints(f.attributes.at("pattern"));
+    const size_t rank = x.dynamic + x.shape.rank();
+    std::vector<int64_t> pads(2 * rank, 0);
+    for (size_t k = 0; k < x.shape.rank(); ++k) {
+      pads[x.dynamic + k] = pattern[2 * k];
+      pads[rank + x.dynamic + k] = pattern[2 * k + 1];
+    }
+    std::vector<std::string> inputs{use(x), ints(pads)};
+    if (mode == kConstantPad)
+      inputs.push_back(scalar(f.attributes.get<double>("constant_value"), x.dtype));
+    const std::string name = output_name(f);
+    set_string(node("Pad", inputs, name), "mode", mode == kConstantPad ? "constant" : "reflect");
     return named(out, name);
   }
 
@@ -565,10 +810,7 @@ class Exporter {
     produced_.insert(y);
     produced_.insert(y_h);
     set_int(rnn, "hidden_size", int64_t(c));
-    pb::AttributeProto& direction = *rnn.add_attribute();
-    direction.set_name("direction");
-    direction.set_type(pb::AttributeProto::STRING);
-    direction.set_s(r.go_backwards ? "reverse" : "forward");
+    set_string(rnn, "direction", r.go_backwards ? "reverse" : "forward");
     pb::AttributeProto& functions = *rnn.add_attribute();
     functions.set_name("activations");
     functions.set_type(pb::AttributeProto::STRINGS);
@@ -640,6 +882,7 @@ class Exporter {
   std::unordered_set<std::string> names_, produced_, outputs_;
   std::map<std::pair<const VariableImpl*, std::vector<size_t>>, std::string> views_;
   std::map<std::vector<int64_t>, std::string> int_tensors_;
+  std::map<std::pair<double, DataType>, std::string> scalars_;
   std::string sequence_axis_;  // the name of the inputs' sequence axis, once one is met
   std::string lengths_;        // the graph input of the sequences' lengths
   std::string batch_shape_;    // [N] as an int64 tensor, once an initial state needs it
@@ -657,14 +900,38 @@ Exporter::Exporting Exporter::unary(const char* op) {
 // whole tensors, so a sample of lower rank gets leading axes of 1 behind the batch axis.
 Exporter::Exporting Exporter::binary(const char* op) {
   return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
-    std::vector<std::string> inputs;
-    for (const Variable& v : f.inputs) {
-      const Val x = e.value(v);
-      inputs.push_back(x.dynamic
-                           ? e.reshaped(x, ones_then(out.shape.rank() - x.shape.rank(), x.shape))
-                           : e.use(x));
+    return e.single(f, out, op, e.broadcast_inputs(f, out));
+  };
+}
+
+// A comparison: ONNX's boolean (negated: its Not) cast to Loom's 0/1.
+Exporter::Exporting Exporter::comparison(const char* op, bool negated) {
+  return [op, negated](Exporter& e, const FunctionImpl& f, const Val& out) {
+    const std::vector<std::string> inputs = e.broadcast_inputs(f, out);
+    const std::string base = e.output_name(f), flags = e.fresh(base + "_bool");
+    if (negated) {
+      const std::string unnegated = e.fresh(base + "_" + op);
+      e.node(op, inputs, unnegated);
+      e.node("Not", {unnegated}, flags);
+    } else {
+      e.node(op, inputs, flags);
     }
-    return e.single(f, out, op, inputs);
+    return e.cast_to(out, base, flags);
+  };
+}
+
+// A logic op over CNTK's truth values (x > 0: Greater than 0), cast back to Loom's 0/1.
+Exporter::Exporting Exporter::logic(const char* op) {
+  return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
+    std::vector<std::string> truths;
+    const std::string base = e.output_name(f);
+    for (const std::string& x : e.broadcast_inputs(f, out)) {
+      truths.push_back(e.fresh(base + "_truth"));
+      e.node("Greater", {x, e.scalar(0, out.dtype)}, truths.back());
+    }
+    const std::string flags = e.fresh(base + "_bool");
+    e.node(op, truths, flags);
+    return e.cast_to(out, base, flags);
   };
 }
 
@@ -687,8 +954,8 @@ Exporter::Exporting Exporter::softmax(const char* op) {
 Exporter::Exporting Exporter::reduce(const char* op) {
   return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
     const Val x = e.value(f.inputs[0]);
-    LOOM_CHECK(!reduction_reduces_rows(f.attributes), ArgumentError, "ONNX export: ",
-               function_label(f), " (", f.op->name(),
+    LOOM_CHECK(!reduction_reduces_rows(f.attributes), ArgumentError,
+               "ONNX export: ", function_label(f), " (", f.op->name(),
                ") reduces over the batch axis or all axes, which the exporter does not write yet");
     std::vector<int64_t> axes;
     for (size_t a : reduced_static_axes(f.attributes, x.shape.rank()))

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -123,16 +124,27 @@ class Importer {
 
   Function import() {
     const pb::GraphProto& g = model_.graph();
-    for (const pb::TensorProto& t : g.initializer()) constants_[t.name()] = &t;
-    for (const pb::ValueInfoProto& in : g.input())
+    for (const pb::TensorProto& t : g.initializer()) {
+      constants_[t.name()] = &t;
+      names_.insert(t.name());
+    }
+    for (const pb::ValueInfoProto& in : g.input()) {
+      names_.insert(in.name());
       if (!constants_.count(in.name())) add_input(in);
+    }
     for (int i = 0; i < g.node_size(); ++i) {
       node_ = &g.node(i);
+      // Loom's errors and any other (std::bad_alloc, ...) name the file and the node.
+      auto failed = [&](const char* what) {
+        return DataError(detail::concat(file_, ": node ", i, " '", node_->name(), "' (",
+                                        node_->op_type(), "): ", what));
+      };
       try {
         import_node();
       } catch (const Error& e) {
-        throw DataError(detail::concat(file_, ": node ", i, " '", node_->name(), "' (",
-                                       node_->op_type(), "): ", e.what()));
+        throw failed(e.what());
+      } catch (const std::exception& e) {
+        throw failed(e.what());
       }
     }
     std::vector<Variable> outputs;
@@ -142,6 +154,8 @@ class Importer {
         outputs.push_back(it->second.var);
       else if (constants_.count(o.name()))  // an initializer or a Constant node's output
         outputs.push_back(constant_output(o.name()));
+      else if (const std::string why = unavailable(o.name()); !why.empty())
+        throw DataError(file_ + ": the graph output '" + o.name() + "' is " + why);
       else
         throw DataError(file_ + ": the graph output '" + o.name() + "' is computed by no node");
     }
@@ -180,12 +194,18 @@ class Importer {
     const std::string where = file_ + ": graph input '" + in.name() + "'";
     if (!in.type().has_tensor_type()) throw DataError(where + " is not a tensor");
     const pb::TypeProto::Tensor& t = in.type().tensor_type();
+    // A size the file gives must be one Loom can hold (dim_param and no size stay symbolic).
+    for (int k = 0; k < t.shape().dim_size(); ++k)
+      if (const pb::TensorShapeProto::Dimension& d = t.shape().dim(k);
+          d.has_dim_value() && (d.dim_value() <= 0 || d.dim_value() > kMaxDim))
+        throw DataError(detail::concat(where, ": axis ", k, " has size ", d.dim_value(),
+                                       "; Loom reads sizes 1 to 2^31 (or a dim_param)"));
     // A scalar has no axis 0 to be the batch axis: it is read as static ones are.
     if (!t.has_shape() || (t.shape().dim_size() == 0 && options_.fixed_axis0_is_batch))
       throw DataError(where + " has no shape; Loom needs [batch, sample axes...]");
     auto fixed = [&](int k) {
       const pb::TensorShapeProto::Dimension& d = t.shape().dim(k);
-      return d.has_dim_value() && d.dim_value() > 0 && d.dim_value() <= kMaxDim;
+      return d.has_dim_value();
     };
     // A vector of int32 over the batch: the sequences' lengths for the recurrent ops, which
     // Loom's sequences carry themselves.
@@ -194,7 +214,9 @@ class Importer {
       lengths_.insert(in.name());
       return;
     }
-    const DataType dtype = data_type(t.elem_type(), where);
+    // A boolean input is read as float32 0/1 values (Loom's comparisons and logic ops give them).
+    const DataType dtype = t.elem_type() == pb::TensorProto::BOOL ? DataType::Float32
+                                                                  : data_type(t.elem_type(), where);
     // [T, N, sample...]: a batch of sequences (ONNX's recurrent ops take them so); a fixed
     // axis 0 is the batch axis, or a static one (OnnxImportOptions).
     const int rank = t.shape().dim_size();
@@ -315,13 +337,21 @@ class Importer {
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
     if (constants_.count(name)) return {leaf(name, false), 0};
-    if (recurrences_.count(name))
-      fail("input '", name, "' is a recurrent op's output with its direction axis; Loom imports ",
-           "it through a Squeeze of that axis only");
+    if (const std::string why = unavailable(name); !why.empty())
+      fail("input '", name, "' is ", why);
     if (lengths_.count(name))
       fail("input '", name, "' is an int32 vector, which Loom reads as the sequences' lengths ",
            "for the recurrent ops only");
     fail("input '", name, "' is computed by no earlier node and is not an initializer");
+  }
+  // Why the value `name` cannot be read (a recurrent op's output, a node's second output), or
+  // empty.
+  std::string unavailable(const std::string& name) const {
+    if (recurrences_.count(name))
+      return "a recurrent op's output with its direction axis, which Loom imports only through "
+             "a Squeeze of that axis";
+    auto it = second_outputs_.find(name);
+    return it == second_outputs_.end() ? "" : it->second + ", which Loom does not support";
   }
   // v with another shape (Loom's: behind the batch axis); initializers get the shape directly.
   Val reshaped(const Val& v, const NDShape& shape) {
@@ -369,6 +399,25 @@ class Importer {
         {"ReduceL1", reduce(static_cast<ReduceFn>(reduce_l1))},
         {"ReduceL2", reduce(static_cast<ReduceFn>(reduce_l2))},
         {"ReduceSumSquare", reduce(static_cast<ReduceFn>(reduce_sum_square))},
+        {"Equal", table_op("Equal")},
+        {"Less", table_op("Less")},
+        {"LessOrEqual", table_op("LessEqual")},
+        {"Greater", table_op("Greater")},
+        {"GreaterOrEqual", table_op("GreaterEqual")},
+        {"And", table_op("And")},
+        {"Or", table_op("Or")},
+        {"Xor", table_op("Xor")},
+        {"Not", table_op("Not")},
+        {"Where", table_op("Select")},
+        {"PRelu", table_op("PReLU", {1, 0})},
+        {"Softplus", table_op("Softplus")},
+        {"Clip", &Importer::clip_node},
+        {"Round", &Importer::round_half_even},
+        {"Cast", &Importer::cast_node},
+        {"ArgMax", arg_reduce(argmax)},
+        {"ArgMin", arg_reduce(argmin)},
+        {"Pad", &Importer::pad_node},
+        {"LRN", &Importer::lrn},
     };
     return ops;
   }
@@ -376,16 +425,19 @@ class Importer {
   // outputs are read through the Squeeze that follows it (squeezed).
   static const std::map<std::string, void (Importer::*)()>& recordings() {
     static const std::map<std::string, void (Importer::*)()> ops = {
-        {"Constant", &Importer::constant_node},
-        {"LSTM", &Importer::recurrent},
-        {"GRU", &Importer::recurrent},
-        {"RNN", &Importer::recurrent},
+        {"Constant", &Importer::constant_node}, {"LSTM", &Importer::recurrent},
+        {"GRU", &Importer::recurrent},          {"RNN", &Importer::recurrent},
+        {"TopK", &Importer::top_k_node},
     };
     return ops;
   }
 
   void import_node() {
     const pb::NodeProto& n = *node_;
+    for (const std::string& o : n.output())
+      if (!o.empty() && !names_.insert(o).second)
+        fail("output '", o, "' is already a graph input, an initializer or an earlier node's ",
+             "output (ONNX names each value once)");
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail("ops of domain '", n.domain(), "' are not imported");
     if (auto r = recordings().find(n.op_type()); r != recordings().end()) {
@@ -397,10 +449,12 @@ class Importer {
     if (it == importings().end() && !generic_op)
       fail("Loom has no import of the ONNX op ", n.op_type());
     if (n.output_size() < 1) fail("the node has no output");
-    // Dropout's mask, MaxPool's indices, batch normalization's training statistics.
+    // Dropout's mask, MaxPool's indices, batch normalization's training statistics: an error
+    // where they are read.
     for (int i = 1; i < n.output_size(); ++i)
       if (!n.output(i).empty())
-        fail("output ", i, " '", n.output(i), "' is not imported (Loom makes the first only)");
+        second_outputs_[n.output(i)] =
+            detail::concat("output ", i, " of ", n.op_type(), " node '", n.name(), "'");
     values_[n.output(0)] = generic_op ? generic(*generic_op) : it->second(*this);
   }
 
@@ -418,8 +472,20 @@ class Importer {
     return nullptr;
   }
 
-  // A node of one op of the table with the same inputs; several broadcast as ONNX does.
-  Val generic(const OpSchema& s) {
+  // A node of the table's op `loom_op` whose inputs are the node's in `order` (empty: the
+  // node's order), with its attributes' defaults. ONNX's booleans are Loom's 0/1 values, which
+  // Loom's logic ops (x > 0 is true) and element_select (flag != 0) read as ONNX reads them.
+  static Importing table_op(const char* loom_op, std::vector<size_t> order = {}) {
+    return [loom_op, order](Importer& m) {
+      const OpSchema* s = find_schema(loom_op);
+      LOOM_CHECK(s, StateError, "ONNX import: Loom has no op ", loom_op);
+      return m.generic(*s, order);
+    };
+  }
+
+  // A node of one op of the table with the same inputs (or those in `order`); several broadcast
+  // as ONNX does.
+  Val generic(const OpSchema& s, std::vector<size_t> order = {}) {
     // ONNX's Max and Min take any number of inputs: Loom's binary op (associative) folds them.
     const size_t least = s.associative ? 1 : s.min_inputs;
     const size_t most = s.associative ? SIZE_MAX : s.max_inputs;
@@ -427,9 +493,11 @@ class Importer {
       fail("Loom imports this op with ", least,
            most == SIZE_MAX ? " or more" : " to " + std::to_string(most), " inputs, not ",
            inputs());
+    if (order.empty())
+      for (size_t i = 0; i < inputs(); ++i) order.push_back(i);
     std::vector<Val> args;
     size_t rank = 0, dynamic = 0;
-    for (size_t i = 0; i < inputs(); ++i) {
+    for (size_t i : order) {
       args.push_back(in(i));
       if (args.back().dynamic && dynamic && args.back().dynamic != dynamic)
         fail("an operand over sequences meets one over samples");
@@ -464,6 +532,43 @@ class Importer {
         fail("an operand of shape ", v.var.shape().to_string(),
              " would broadcast along a dynamic axis");
     return reshaped(v, v.var.shape().sub_shape(dynamic));
+  }
+
+  // ONNX's Clip: min and max are optional scalar inputs (from opset 11); Loom's clip takes both.
+  Val clip_node() {
+    const Val x = in(0);
+    const double inf = std::numeric_limits<double>::infinity();
+    auto bound = [&](size_t i, double missing) {
+      if (!has_input(i)) return Variable(constant(missing, x.var.dtype()));
+      const Val b = in(i);
+      if (b.dynamic) fail("input ", i, " (a bound) must be a scalar without a batch axis");
+      return b.var;
+    };
+    return {clip(x.var, bound(1, -inf), bound(2, inf), out_name()), x.dynamic};
+  }
+
+  // ONNX's Round takes halves to even: floor(x + 0.5) (Loom's round, CNTK's), less 1 where x
+  // was a half (r - x = 0.5) and r is odd (r - 2 floor(r / 2) = 1).
+  Val round_half_even() {
+    const Val x = in(0);
+    const DataType t = x.var.dtype();
+    const Variable r = floor(plus(x.var, constant(0.5, t)));
+    const Variable tie = equal(minus(r, x.var), constant(0.5, t));
+    const Variable odd =
+        minus(r, element_times(constant(2.0, t), floor(element_times(r, constant(0.5, t)))));
+    return {minus(r, element_times(tie, odd), out_name()), x.dynamic};
+  }
+
+  // Cast to float or double (Loom's cast; a boolean is a 0/1 value already), or to bool
+  // (x != 0, held as 0/1).
+  Val cast_node() {
+    const Val x = in(0);
+    const int64_t to = int_attribute(*node_, "to", 0);
+    if (to == pb::TensorProto::BOOL)
+      return {not_equal(x.var, constant(0.0, x.var.dtype()), out_name()), x.dynamic};
+    const DataType t = data_type(int32_t(to), "the type 'to'");
+    if (t == x.var.dtype()) return x;
+    return {cast(x.var, t, out_name()), x.dynamic};
   }
 
   // The identity at inference; training mode (a training_mode input that is not a constant
@@ -548,6 +653,7 @@ class Importer {
   std::vector<size_t> per_axis(const char* name, size_t rank) {
     const auto v = to_sizes(ints_attribute(*node_, name, std::vector<int64_t>(rank, 1)), name);
     if (v.size() != rank) fail(name, " must have ", rank, " values");
+    if (std::find(v.begin(), v.end(), 0) != v.end()) fail(name, " must be positive");
     return v;
   }
 
@@ -558,12 +664,31 @@ class Importer {
       if (w.dynamic || w.rank() != rank + 2)
         fail("W must be [O, C / group, kernel...] without a batch axis");
       const std::vector<size_t> kernel = w.var.shape().sub_shape(2).dims();
+      const std::vector<int64_t> given(kernel.begin(), kernel.end());
+      if (ints_attribute(*node_, "kernel_shape", given) != given)
+        fail("kernel_shape ", list(ints_attribute(*node_, "kernel_shape", {})),
+             " contradicts W's kernel ", list(given));
+      const int64_t group = int_attribute(*node_, "group", 1);
+      if (group < 1 || group > int64_t(x.shape()[0]))
+        fail("group ", group, " must be 1 to the ", x.shape()[0], " channels");
       ConvolutionOptions o{.strides = per_axis("strides", rank),
                            .auto_padding = {false},
                            .dilation = per_axis("dilations", rank),
-                           .groups = size_t(int_attribute(*node_, "group", 1)),
+                           .groups = size_t(group),
                            .name = out_name()};
       const auto p = to_sizes(pads(x.shape(), kernel, o.strides, o.dilation), "pads");
+      // The sizes bound the output by the input: a pad at most the input's extent, windows
+      // (dilated) that fit the padded input.
+      for (size_t i = 0; i < rank; ++i) {
+        const size_t extent = x.shape()[1 + i];
+        if (p[i] > extent || p[rank + i] > extent)
+          fail("pads ", list({p.begin(), p.end()}), " exceed the input's extent ", extent,
+               " along spatial axis ", i, " (Loom reads pads up to the extent)");
+        if ((kernel[i] - 1) * o.dilation[i] + 1 > extent + p[i] + p[rank + i])
+          fail("the window of spatial axis ", i, " (kernel ", kernel[i], ", dilation ",
+               o.dilation[i], ") is larger than the padded input (", extent + p[i] + p[rank + i],
+               ")");
+      }
       o.lower_pad.assign(p.begin(), p.begin() + long(rank));
       o.upper_pad.assign(p.begin() + long(rank), p.end());
       if (has_input(2)) o.bias = in(2).var;
@@ -618,6 +743,25 @@ class Importer {
     };
   }
 
+  // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a
+  // tensor without a batch axis has its channels moved in front for Loom's op, then back.
+  Val lrn() {
+    const int64_t size = int_attribute(*node_, "size", 0);
+    if (size < 1 || size % 2 == 0 || size > kMaxDim)
+      fail("size ", size, " must be odd and positive (Loom's window is 2 depth_radius + 1)");
+    const Val x = in(0);
+    if (x.rank() < 2 || x.dynamic > 1) fail("X must be [N, C, ...] without a sequence axis");
+    auto normalized = [&](const Variable& v, const std::string& name) {
+      return Variable(local_response_normalization(
+          v, size_t(size / 2), float_attribute(*node_, "bias", 1),
+          float_attribute(*node_, "alpha", 1e-4f), float_attribute(*node_, "beta", 0.75f), name));
+    };
+    if (x.dynamic) return {normalized(x.var, out_name()), 1};
+    const SwapAxesOptions channels_first{.axis1 = 0, .axis2 = 1};
+    return {swapaxes(normalized(swapaxes(x.var, channels_first), ""), channels_first, out_name()),
+            0};
+  }
+
   Val batch_norm() {
     if (int_attribute(*node_, "training_mode", 0) != 0)
       fail("Loom imports batch normalization in inference form (training_mode 0)");
@@ -660,6 +804,7 @@ class Importer {
   // The Loom shape for ONNX's target shape of x (0 copies x's dimension, -1 is inferred).
   Val reshape_to(const Val& x, const std::vector<int64_t>& target) {
     std::vector<size_t> dims;
+    uint64_t total = 1;
     const NDShape& s = x.var.shape();
     for (size_t k = 0; k < target.size(); ++k) {
       const int64_t d = target[k];
@@ -677,6 +822,8 @@ class Importer {
       } else {
         if (d < 0 || d > kMaxDim) fail("target shape ", list(target), " is out of range");
         dims.push_back(size_t(d));
+        total *= uint64_t(d);
+        if (total > kMaxElements) fail("target shape ", list(target), " has too many elements");
       }
     }
     return reshaped(x, NDShape(dims));
@@ -733,6 +880,37 @@ class Importer {
       if (!removed[k]) dims.push_back(d);
     }
     return reshaped(x, NDShape(dims));
+  }
+
+  // Pad in constant or reflect mode (Loom's pad has no "edge"), of the static axes only; a pad
+  // at most the axis's extent, so that the sizes bound the output by the input.
+  Val pad_node() {
+    const Val x = in(0);
+    const std::string mode = string_attribute(*node_, "mode", "constant");
+    if (mode != "constant" && mode != "reflect")
+      fail("mode ", mode, " is not imported (Loom pads with a constant or a reflection)");
+    const std::vector<int64_t> pads = input_ints(1);
+    const size_t rank = x.rank();
+    if (pads.size() != 2 * rank) fail("pads ", list(pads), " must have ", 2 * rank, " values");
+    std::vector<std::pair<size_t, size_t>> pattern;
+    for (size_t k = 0; k < rank; ++k) {
+      const int64_t before = pads[k], after = pads[rank + k];
+      if (k < x.dynamic) {
+        if (before || after) fail("pads ", list(pads), " pad a dynamic axis");
+        continue;
+      }
+      const int64_t extent = int64_t(x.var.shape()[k - x.dynamic]);
+      if (before < 0 || after < 0) fail("negative pads (cropping) are not imported");
+      if (before > extent || after > extent)
+        fail("pads ", list(pads), " exceed the extent ", extent, " of axis ", k,
+             " (Loom reads pads up to the extent)");
+      pattern.emplace_back(size_t(before), size_t(after));
+    }
+    const double value = has_input(2) ? weights(2, {}, "constant_value")[0] : 0.0;
+    return {pad(x.var, pattern,
+                {.mode = mode == "constant" ? kConstantPad : kReflectPad, .constant_value = value},
+                out_name()),
+            x.dynamic};
   }
 
   Val slice_node() {
@@ -800,6 +978,41 @@ class Importer {
       for (int64_t a : given) axes.push_back(static_axis(x, a));
       return Val{op(x.var, axes, int_attribute(n, "keepdims", 1) != 0, m.out_name()), x.dynamic};
     };
+  }
+
+  // ArgMax and ArgMin: Loom's keep the axis (keepdims 0 reshapes it away) and take the first
+  // extreme; their positions are values of x's type (ONNX's int64).
+  static Importing arg_reduce(Function (*op)(const Variable&, const Axis&, const std::string&)) {
+    return [op](Importer& m) {
+      const Val x = m.in(0);
+      if (int_attribute(*m.node_, "select_last_index", 0) != 0)
+        fail("select_last_index must be 0 (Loom takes the first extreme)");
+      const Axis axis = static_axis(x, int_attribute(*m.node_, "axis", 0));
+      if (int_attribute(*m.node_, "keepdims", 1) != 0)
+        return Val{op(x.var, axis, m.out_name()), x.dynamic};
+      std::vector<size_t> dims = x.var.shape().dims();
+      dims.erase(dims.begin() + axis.static_index());
+      return Val{reshape(op(x.var, axis, ""), NDShape(dims), m.out_name()), x.dynamic};
+    };
+  }
+
+  // TopK's values and positions (int64 in ONNX: values of x's type), the k largest along one
+  // static axis in decreasing order (which ONNX's sorted 0 leaves open); largest 0 is refused.
+  void top_k_node() {
+    const Val x = in(0);
+    if (int_attribute(*node_, "largest", 1) == 0)
+      fail("largest must be 1 (Loom's top_k takes the largest)");
+    const Axis axis = static_axis(x, int_attribute(*node_, "axis", -1));
+    const std::vector<int64_t> k = input_ints(1);
+    const size_t extent = x.var.shape()[size_t(axis.static_index())];
+    if (k.size() != 1 || k[0] < 1 || k[0] > int64_t(extent))
+      fail("K ", list(k), " must be one number from 1 to the axis's extent ", extent);
+    const Dictionary attributes({{"k", k[0]}, {"axis", axis_attribute(axis)}});
+    const char* ops[] = {"TopK", "TopKIndices"};
+    for (int i = 0; i < 2 && i < node_->output_size(); ++i)
+      if (!node_->output(i).empty())
+        values_[node_->output(i)] = {
+            find_schema(ops[i])->apply({x.var}, attributes, node_->output(i)), x.dynamic};
   }
 
   // ---- recurrent ops ----
@@ -952,13 +1165,24 @@ class Importer {
   std::map<std::tuple<std::string, bool, std::vector<size_t>>, Variable> leaves_;
   std::unordered_set<std::string> lengths_;                  // the int32 inputs of lengths
   std::unordered_map<std::string, Recurrence> recurrences_;  // outputs of recurrent ops
+  // Outputs other than the first of the ops that make one value, and which they are.
+  std::unordered_map<std::string, std::string> second_outputs_;
+  std::unordered_set<std::string> names_;  // the graph's inputs, initializers and node outputs
 };
 
 }  // namespace
 
 Function load_onnx_from_bytes(std::span<const uint8_t> bytes, const std::string& name,
                               const OnnxImportOptions& options) {
-  return Importer(bytes, name, options).import();
+  // Every exception leaving the importer is a loom Error naming the file (the nodes' name the
+  // node too: Importer::import).
+  try {
+    return Importer(bytes, name, options).import();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DataError(name + ": " + e.what());
+  }
 }
 
 std::vector<std::string> onnx_imported_op_types() {

@@ -67,7 +67,8 @@ int64_t default_opset(const pb::ModelProto& model) {
   return 0;
 }
 
-// A float or double tensor of the test data (numpy_helper writes raw data).
+// A float or double tensor of the test data (numpy_helper writes raw data); a boolean one as
+// float 0/1 and an int64 one (ArgMax's positions) as doubles, as Loom imports them.
 NDArrayView to_array(const pb::TensorProto& t) {
   std::vector<size_t> dims(t.dims().begin(), t.dims().end());
   const NDShape shape(dims);
@@ -79,10 +80,20 @@ NDArrayView to_array(const pb::TensorProto& t) {
     } else {
       v.assign(field.begin(), field.end());
     }
-    return NDArrayView::from_vector(shape, v);
+    return v;
   };
-  if (t.data_type() == pb::TensorProto::FLOAT) return values.operator()<float>(t.float_data());
-  if (t.data_type() == pb::TensorProto::DOUBLE) return values.operator()<double>(t.double_data());
+  if (t.data_type() == pb::TensorProto::FLOAT)
+    return NDArrayView::from_vector(shape, values.operator()<float>(t.float_data()));
+  if (t.data_type() == pb::TensorProto::DOUBLE)
+    return NDArrayView::from_vector(shape, values.operator()<double>(t.double_data()));
+  if (t.data_type() == pb::TensorProto::BOOL) {
+    const std::vector<uint8_t> flags = values.operator()<uint8_t>(t.int32_data());
+    return NDArrayView::from_vector(shape, std::vector<float>(flags.begin(), flags.end()));
+  }
+  if (t.data_type() == pb::TensorProto::INT64) {
+    const std::vector<int64_t> positions = values.operator()<int64_t>(t.int64_data());
+    return NDArrayView::from_vector(shape, std::vector<double>(positions.begin(), positions.end()));
+  }
   throw DataError(detail::concat(t.name(), ": test data of ONNX element type ", t.data_type()));
 }
 

@@ -177,6 +177,23 @@ TEST(Onnx, ExportNamesWhatItCannotExport) {
   expect_error<ArgumentError>([&] { save_onnx_to_bytes(Dense(2)); }, {"placeholder"});
 }
 
+// custom_proxy_op: a node of the op type it stands for over its operands (CNTK's purpose for it:
+// an op that only the ONNX consumer computes).
+TEST(Onnx, CustomProxyOpExportsAsItsOpType) {
+  Variable a = input_variable(3, {.name = "a"}), b = input_variable(3, {.name = "b"});
+  const std::vector<uint8_t> bytes =
+      save_onnx_to_bytes(custom_proxy_op({a, relu(b)}, "MyOnnxOp", NDShape{4}, DataType::Float32));
+  onnx_proto::ModelProto model;
+  ASSERT_TRUE(model.ParseFromArray(bytes.data(), int(bytes.size())));
+  const onnx_proto::GraphProto& g = model.graph();
+  ASSERT_EQ(g.node_size(), 2);
+  EXPECT_EQ(g.node(1).op_type(), "MyOnnxOp");
+  ASSERT_EQ(g.node(1).input_size(), 2);
+  EXPECT_EQ(g.node(1).input(0), "a");
+  EXPECT_EQ(g.node(1).input(1), g.node(0).output(0));
+  EXPECT_EQ(g.output(0).type().tensor_type().shape().dim(1).dim_value(), 4);
+}
+
 // Sequences of lengths 5, 1 and 3 of the argument's sample shape, values in [-1, 1).
 Value sequences(const Variable& argument) {
   RandomGenerator random(5);
@@ -462,9 +479,203 @@ TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
   train->add_int32_data(1);
   d.node("Dropout", {"x", "", "train"}, {"y"});
   expect_error<DataError>([&] { d.load(); }, {"Dropout", "training_mode must be a constant false"});
+  // A second output named but not read is fine; as a graph output it is an error that says so.
+  OnnxGraph named({{"x", {2}}}, {"y"});
+  named.node("Dropout", {"x"}, {"y", "mask"});
+  EXPECT_EQ(evaluate(named.load(), {{"x", tensor({2}, {1, 2})}}), (std::vector<float>{1, 2}));
   OnnxGraph m({{"x", {2}}}, {"y", "mask"});
-  m.node("Dropout", {"x"}, {"y", "mask"});
-  expect_error<DataError>([&] { m.load(); }, {"Dropout", "output 1 'mask' is not imported"});
+  m.node("Dropout", {"x"}, {"y", "mask"}).set_name("d1");
+  expect_error<DataError>([&] { m.load(); }, {"g.onnx", "graph output 'mask'",
+                                              "output 1 of Dropout node 'd1'", "not support"});
+  OnnxGraph indices({{"x", {1, 1, 2, 2}}}, {"z"});
+  pb::NodeProto& pool = indices.node("MaxPool", {"x"}, {"y", "i"});
+  pool.set_name("p1");
+  set(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  indices.node("Add", {"y", "i"}, {"z"});
+  expect_error<DataError>([&] { indices.load(); },
+                          {"node 1", "input 'i'", "output 1 of MaxPool node 'p1'", "not support"});
+}
+
+// ONNX's comparisons and logic ops give booleans, which Loom holds as 0/1 values (a boolean
+// graph input too); Where, Cast, PRelu (slope second), Clip with one bound, Round (halves to
+// even), Softplus.
+TEST(OnnxImport, BooleansComparisonsAndElementwiseOps) {
+  OnnxGraph g({{"x", {6}}, {"y", {6}}}, {"where", "logic", "float"});
+  g.graph().mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      pb::TensorProto::BOOL);
+  g.node("Greater", {"x", "zero"}, {"positive"});
+  g.initializer("zero", {}, {0});
+  g.node("Where", {"positive", "x", "zero"}, {"where"});
+  g.node("Xor", {"positive", "y"}, {"exclusive"});
+  g.node("Not", {"exclusive"}, {"logic"});
+  g.node("LessOrEqual", {"x", "zero"}, {"non_positive"});
+  set(g.node("Cast", {"non_positive"}, {"float"}), "to", int64_t{pb::TensorProto::FLOAT});
+  const Function f = g.load();
+  const NDArrayView x = tensor({6}, {-2, -1, 0, 1, 2, 3}), y = tensor({6}, {1, 0, 1, 0, 1, 0});
+  ValueMap args;
+  for (const Variable& a : f.arguments())
+    args.insert_or_assign(a, ArgumentData(a.name() == "x" ? x : y).to_value(a));
+  const ValueMap v = f.eval(args, f.outputs());
+  auto output = [&](size_t k) { return v.at(f.outputs()[k]).data().to_vector<float>(); };
+  EXPECT_EQ(output(0), (std::vector<float>{0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(output(1), (std::vector<float>{0, 1, 0, 0, 1, 0}));
+  EXPECT_EQ(output(2), (std::vector<float>{1, 1, 1, 0, 0, 0}));
+
+  const std::vector<float> halves = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 0.4f, -1.6f};
+  OnnxGraph r({{"x", {8}}}, {"y"});
+  r.node("Round", {"x"}, {"y"});
+  EXPECT_EQ(evaluate(r.load(), {{"x", tensor({8}, halves)}}),
+            (std::vector<float>{-2, -2, 0, 0, 2, 2, 0, -2}));
+  OnnxGraph p({{"x", {4}}}, {"y"});
+  p.initializer("slope", {1}, {0.5f});
+  p.node("PRelu", {"x", "slope"}, {"y"});
+  EXPECT_EQ(evaluate(p.load(), {{"x", tensor({4}, {-2, -1, 1, 2})}}),
+            (std::vector<float>{-1, -0.5f, 1, 2}));
+  OnnxGraph c({{"x", {4}}}, {"y"});
+  c.initializer("high", {}, {1.5f});
+  c.node("Clip", {"x", "", "high"}, {"y"});
+  EXPECT_EQ(evaluate(c.load(), {{"x", tensor({4}, {-7, -1, 1, 2})}}),
+            (std::vector<float>{-7, -1, 1, 1.5f}));
+  OnnxGraph s({{"x", {2}}}, {"y"});
+  s.node("Softplus", {"x"}, {"y"});
+  const std::vector<float> softplus = evaluate(s.load(), {{"x", tensor({2}, {0, 1})}});
+  EXPECT_NEAR(softplus[0], std::log(2.f), 1e-6);
+  EXPECT_NEAR(softplus[1], std::log1p(std::exp(1.f)), 1e-6);
+}
+
+// TopK's two outputs: the values and their positions (ONNX's int64, Loom's values); K must be
+// within the axis.
+TEST(OnnxImport, TopKValuesAndPositions) {
+  OnnxGraph g({{"x", {2, 3}}}, {"values", "positions"});
+  pb::TensorProto* k = g.graph().add_initializer();
+  k->set_name("k");
+  k->set_data_type(pb::TensorProto::INT64);
+  k->add_dims(1);
+  k->add_int64_data(2);
+  g.node("TopK", {"x", "k"}, {"values", "positions"});
+  const Function f = g.load();
+  const ValueMap v =
+      f.eval({{f.arguments()[0],
+               ArgumentData(tensor({2, 3}, {1, 5, 3, 9, 2, 4})).to_value(f.arguments()[0])}},
+             f.outputs());
+  EXPECT_EQ(v.at(f.outputs()[0]).data().to_vector<float>(), (std::vector<float>{5, 3, 9, 4}));
+  EXPECT_EQ(v.at(f.outputs()[1]).data().to_vector<float>(), (std::vector<float>{1, 2, 0, 2}));
+  k->set_int64_data(0, 4);
+  expect_error<DataError>([&] { g.load(); }, {"TopK", "K [4] must be one number from 1"});
+}
+
+// Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip
+// with tensor bounds, log_add_exp, softplus with a steepness) round trips in float32 and
+// float64.
+TEST(Onnx, CompositeExportsRoundTrip) {
+  for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+    Variable x = input_variable(5, {.dtype = dtype, .name = "x"});
+    const std::vector<double> lower = {-1, -0.5, 0, 0.2, 0.5};
+    const Constant half = constant(0.5, dtype),
+                   bounds = constant(
+                       dtype == DataType::Float64
+                           ? NDArrayView::from_vector(NDShape{5}, lower)
+                           : NDArrayView::from_vector(
+                                 NDShape{5}, std::vector<float>(lower.begin(), lower.end())));
+    const Variable y =
+        element_select(element_or(greater(x, half), not_equal(x, bounds)),
+                       round(element_times(x, constant(3.0, dtype))),
+                       plus(clip(x, bounds, half), log_add_exp(x, softplus(x, {.steepness = 2}))));
+    round_trip(plus(element_not(y), y), false, dtype == DataType::Float64 ? 1e-12 : 1e-6);
+  }
+}
+
+// Pad in constant and reflect mode, swapaxes, squeeze and expand_dims round trip; symmetric
+// padding, which ONNX lacks, is an error naming the op.
+TEST(Onnx, ShapeOpsRoundTrip) {
+  Variable x = input_variable({3, 4}, {.name = "x"});
+  const Variable padded = pad(pad(x, {{1, 2}, {0, 3}}, {.constant_value = 0.5}), {{2, 1}, {1, 1}},
+                              {.mode = kReflectPad});
+  round_trip(expand_dims(squeeze(swapaxes(expand_dims(padded, 0), {.axis1 = 0, .axis2 = 2})), 1));
+  expect_error<ArgumentError>(
+      [&] {
+        save_onnx_to_bytes(pad(x, {{1, 1}, {1, 1}}, {.mode = kSymmetricPad}));
+      },
+      {"Pad", "symmetrically"});
+}
+
+// Sizes a file states are checked before anything is allocated from them.
+TEST(OnnxImport, RefusesHostileSizes) {
+  for (const int64_t size : {int64_t{-1}, int64_t{0}, int64_t{1} << 40}) {
+    OnnxGraph g({{"x", {2, size}}}, {"y"});
+    g.node("Relu", {"x"}, {"y"});
+    expect_error<DataError>([&] { g.load(); },
+                            {"g.onnx", "graph input 'x'", "axis 1 has size", "1 to 2^31"});
+  }
+  auto conv = [](const std::vector<int64_t>& pads, const std::vector<int64_t>& kernel_shape,
+                 const std::vector<int64_t>& strides) {
+    OnnxGraph g({{"x", {1, 1, 3, 3}}}, {"y"});
+    g.initializer("w", {1, 1, 2, 2}, {1, 1, 1, 1});
+    pb::NodeProto& n = g.node("Conv", {"x", "w"}, {"y"});
+    n.set_name("c1");
+    set(n, "pads", pads);
+    set(n, "kernel_shape", kernel_shape);
+    set(n, "strides", strides);
+    return g;
+  };
+  const int64_t huge = int64_t(1) << 31;
+  expect_error<DataError>(
+      [&] {
+        conv({huge, 0, huge, 0}, {2, 2}, {1, 1}).load();
+      },
+      {"node 0 'c1' (Conv)", "exceed the input's extent 3"});
+  expect_error<DataError>(
+      [&] {
+        conv({0, 0, 0, 0}, {3, 3}, {1, 1}).load();
+      },
+      {"'c1'", "kernel_shape [3,3] contradicts W's kernel [2,2]"});
+  expect_error<DataError>(
+      [&] {
+        conv({0, 0, 0, 0}, {2, 2}, {0, 1}).load();
+      },
+      {"'c1'", "strides must be positive"});
+  EXPECT_EQ(conv({0, 0, 0, 0}, {2, 2}, {1, 1}).load().output().shape(), (NDShape{1, 1, 2, 2}));
+  OnnxGraph r({{"x", {2}}}, {"y"});
+  pb::TensorProto* target = r.graph().add_initializer();
+  target->set_name("shape");
+  target->set_data_type(pb::TensorProto::INT64);
+  target->add_dims(3);
+  for (int k = 0; k < 3; ++k) target->add_int64_data(huge);
+  r.node("Reshape", {"x", "shape"}, {"y"});
+  expect_error<DataError>([&] { r.load(); }, {"Reshape", "too many elements"});
+  OnnxGraph padded({{"x", {2}}}, {"y"});
+  pb::TensorProto* pads = padded.graph().add_initializer();
+  pads->set_name("pads");
+  pads->set_data_type(pb::TensorProto::INT64);
+  pads->add_dims(2);
+  pads->add_int64_data(huge);
+  pads->add_int64_data(0);
+  padded.node("Pad", {"x", "pads"}, {"y"});
+  expect_error<DataError>([&] { padded.load(); }, {"Pad", "exceed the extent 2"});
+  // Two nodes that write one name.
+  OnnxGraph d({{"x", {2}}}, {"y"});
+  d.node("Relu", {"x"}, {"y"});
+  d.node("Neg", {"x"}, {"y"}).set_name("second");
+  expect_error<DataError>([&] { d.load(); }, {"node 1 'second'", "output 'y' is already"});
+}
+
+// A recurrent op's Y_h is read through a Squeeze of its direction axis; as a graph output the
+// error says so.
+TEST(OnnxImport, RecurrentStateAsGraphOutputSaysWhy) {
+  OnnxGraph g({{"x", {1, 1, 1}}}, {"y_h"});
+  for (int k = 0; k < 2; ++k)
+    g.graph()
+        .mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(k)
+        ->set_dim_param(k ? "N" : "T");
+  g.initializer("W", {1, 4, 1}, {1, 1, 1, 1});
+  g.initializer("R", {1, 4, 1}, {1, 1, 1, 1});
+  set(g.node("LSTM", {"x", "W", "R"}, {"", "y_h"}), "hidden_size", int64_t{1});
+  expect_error<DataError>([&] { g.load(); },
+                          {"g.onnx", "graph output 'y_h'", "recurrent op's output", "Squeeze"});
 }
 
 }  // namespace

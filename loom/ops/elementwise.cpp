@@ -276,9 +276,6 @@ OnnxMapping onnx(const char* op_type) {
 OnnxMapping no_onnx(const char* because) {
   return {.none_because = because};
 }
-constexpr const char* kBooleanInOnnx =
-    "ONNX's comparison and logic ops give booleans, which Loom's graphs do not hold (a Cast "
-    "back is not written yet)";
 
 }  // namespace
 
@@ -307,23 +304,19 @@ std::vector<OpSchema> elementwise_schemas() {
        onnx("Pow"),
        {{{sample(0.5, 2), sample()}}, {{sample(0.5, 2), shared()}}}},
       binary(kLogPlus, "log_add_exp", "log(exp(left) + exp(right)), elementwise",
-             no_onnx("ONNX has no log-add-exp op (a composite is not written yet)"), true),
-      binary(kEqual, "equal", "1 where left == right, else 0", no_onnx(kBooleanInOnnx)),
-      binary(kNotEqual, "not_equal", "1 where left != right, else 0", no_onnx(kBooleanInOnnx)),
-      binary(kLess, "less", "1 where left < right, else 0", no_onnx(kBooleanInOnnx)),
-      binary(kLessEqual, "less_equal", "1 where left <= right, else 0", no_onnx(kBooleanInOnnx)),
-      binary(kGreater, "greater", "1 where left > right, else 0", no_onnx(kBooleanInOnnx)),
-      binary(kGreaterEqual, "greater_equal", "1 where left >= right, else 0",
-             no_onnx(kBooleanInOnnx)),
-      binary(kAnd, "element_and", "1 where x > 0 and y > 0, else 0", no_onnx(kBooleanInOnnx), false,
+             {"Softplus"} /* Max(a, b) + Softplus(-|a - b|) */, true),
+      binary(kEqual, "equal", "1 where left == right, else 0", {"Equal"}),
+      binary(kNotEqual, "not_equal", "1 where left != right, else 0", {"Not"} /* of Equal */),
+      binary(kLess, "less", "1 where left < right, else 0", {"Less"}),
+      binary(kLessEqual, "less_equal", "1 where left <= right, else 0", {"LessOrEqual"}),
+      binary(kGreater, "greater", "1 where left > right, else 0", {"Greater"}),
+      binary(kGreaterEqual, "greater_equal", "1 where left >= right, else 0", {"GreaterOrEqual"}),
+      binary(kAnd, "element_and", "1 where x > 0 and y > 0, else 0", {"And"}, false, "x", "y"),
+      binary(kOr, "element_or", "1 where x > 0 or y > 0, else 0", {"Or"}, false, "x", "y"),
+      binary(kXor, "element_xor", "1 where exactly one of x > 0 and y > 0, else 0", {"Xor"}, false,
              "x", "y"),
-      binary(kOr, "element_or", "1 where x > 0 or y > 0, else 0", no_onnx(kBooleanInOnnx), false,
-             "x", "y"),
-      binary(kXor, "element_xor", "1 where exactly one of x > 0 and y > 0, else 0",
-             no_onnx(kBooleanInOnnx), false, "x", "y"),
-      binary(kPRelu, "param_relu", "x where x >= 0, else alpha * x (alpha learnable)",
-             no_onnx("ONNX's PRelu takes the slope second (the swap is not written yet)"), false,
-             "alpha", "x"),
+      binary(kPRelu, "param_relu", "x where x >= 0, else alpha * x (alpha learnable)", {"PRelu"},
+             false, "alpha", "x"),
       unary(kNegate, "negate", "-x", onnx("Neg")),
       unary(kTanh, "tanh", "tanh(x)", onnx("Tanh")),
       unary(kSigmoid, "sigmoid", "1 / (1 + exp(-x))", onnx("Sigmoid")),
@@ -337,7 +330,7 @@ std::vector<OpSchema> elementwise_schemas() {
       unary(kFloor, "floor", "the largest integer <= x", onnx("Floor"), -3, 3),
       unary(kCeil, "ceil", "the smallest integer >= x", onnx("Ceil"), -3, 3),
       unary(kRound, "round", "x rounded to the nearest integer, halves up (-2.5 -> -2)",
-            no_onnx("ONNX's Round takes halves to even, CNTK's up"), -3, 3),
+            {"Floor"} /* of x + 0.5: ONNX's Round takes halves to even */, -3, 3),
       unary(kReciprocal, "reciprocal", "1 / x; 0 gives 0 (CNTK's)", onnx("Reciprocal"), 0.5, 2),
       unary(kSin, "sin", "sin(x)", onnx("Sin")),
       unary(kCos, "cos", "cos(x)", onnx("Cos")),
@@ -362,7 +355,7 @@ std::vector<OpSchema> elementwise_schemas() {
       unary(kPass, "alias", "x under another name: a distinct node of the graph",
             {.op_type = "Identity", .generic = true}),
       unary(kNot, "element_not", "1 where x <= 0, else 0 (CNTK takes x > 0 as true)",
-            no_onnx(kBooleanInOnnx)),
+            {"Not"} /* of Greater(x, 0) */),
       {&kElu,
        1,
        1,
@@ -406,7 +399,7 @@ std::vector<OpSchema> elementwise_schemas() {
        {{"x"}, {"steepness", ParamType::Double, SoftplusOptions{}.steepness}},
        false,
        "log(1 + exp(steepness * x)) / steepness",
-       no_onnx("ONNX's Softplus has no steepness (steepness 1 is not special-cased yet)"),
+       {"Softplus"} /* Softplus(steepness x) / steepness */,
        {{{sample()}}, {{sample()}, {{{"steepness", 3.0}}}}}},
       {&kHardSigmoid,
        1,
@@ -426,7 +419,7 @@ std::vector<OpSchema> elementwise_schemas() {
        {{"flag"}, {"value_if_true"}, {"value_if_false"}},
        false,
        "value_if_true where flag != 0, else value_if_false",
-       no_onnx("ONNX's Where takes a boolean condition (the cast is not written yet)"),
+       {"Where"},
        {{{sample(), sample(), sample()}}, {{shared(), sample(), shared()}}}},
       {&kClip,
        3,
@@ -436,8 +429,7 @@ std::vector<OpSchema> elementwise_schemas() {
        {{"x"}, {"min_value"}, {"max_value"}},
        false,
        "x clamped to [min_value, max_value]",
-       no_onnx("ONNX's Clip takes scalar bounds from opset 11 (tensor bounds would need Max and "
-               "Min; not written yet)"),
+       {"Clip"} /* exported as Max(Min(x, max), min): ONNX's bounds are scalars */,
        {{{sample(-2, 2), shared(-1, -0.2), shared(0.2, 1)}}}},
       // CNTK 2.7 takes a steepness and ignores it; Loom keeps it as an attribute, unused.
       {&kSoftsign,

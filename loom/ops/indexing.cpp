@@ -339,20 +339,18 @@ std::vector<OpSchema> indexing_schemas() {
       "the slices of reference at indices along axis (None: the first), indices' shape in place "
       "of that axis",
       not_exported("Gather",
-                   "ONNX's Gather takes int64 indices and an int axis (a Cast of the indices is "
-                   "not written yet)"),
+                   "ONNX's Gather indexes whole tensors: per-sample indices into a shared "
+                   "reference put the batch axis inside the output (axis > 0), and batched "
+                   "indices into a batched reference need GatherND (not written yet)"),
       {shared_reference, shared_indices, along_last, along_middle}));
-  schemas.push_back(schema(
-      kTopK, 1, nullptr, top_k_params,
-      "the k largest values along axis, in decreasing order (outputs[0] of top_k(), which "
-      "python/src/ops.cpp binds)",
-      not_exported("TopK",
-                   "ONNX's TopK takes k as an input and has two outputs (int64 positions); its "
-                   "export is not written yet"),
-      top_k_cases()));
+  schemas.push_back(
+      schema(kTopK, 1, nullptr, top_k_params,
+             "the k largest values along axis, in decreasing order (outputs[0] of top_k(), which "
+             "python/src/ops.cpp binds)",
+             {"TopK"} /* k as an input; TopKIndices: its int64 positions, cast */, top_k_cases()));
   // outputs[1] of top_k().
   schemas.push_back(schema(kTopKIndices, 1, nullptr, top_k_params,
-                           "the positions of top_k's values along axis", {}, top_k_cases()));
+                           "the positions of top_k's values along axis", {"TopK"}, top_k_cases()));
   return schemas;
 }
 

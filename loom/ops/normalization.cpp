@@ -317,8 +317,7 @@ std::vector<OpSchema> normalization_schemas() {
   lrn.doc =
       "operand (C, ...) / (bias + alpha / (2 depth_radius + 1) * the sum of the squares of the "
       "channels within depth_radius of each) ^ beta";
-  lrn.onnx.none_because =
-      "ONNX's LRN takes the window's size, 2 depth_radius + 1, not an attribute of Loom's renamed";
+  lrn.onnx = {"LRN"};  // size 2 depth_radius + 1
   // A window of 3 of the 5 channels; and one wider than the 5, which CNTK cuts to 5.
   for (auto [radius, bias, alpha, beta] : {std::tuple{1, 2.0, 1.0, 0.75}, {3, 1.0, 0.5, 0.5}})
     lrn.conformance.push_back({{{NDShape{5, 2, 3}}},

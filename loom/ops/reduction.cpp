@@ -247,9 +247,7 @@ OpSchema arg_reduction(const ReduceOpDef& op, const char* python, const char* on
           {{"x"}, {"axis", ParamType::Axis, axis_attribute(Axis::all_static_axes())}},
           false,
           doc,
-          {.op_type = onnx_type,
-           .none_because = "ONNX's ArgMax and ArgMin give int64 positions (a Cast back to the "
-                           "input's type is not written yet)"},
+          {onnx_type} /* int64 positions, cast to the input's type */,
           reduction_cases(false)};
 }
 
