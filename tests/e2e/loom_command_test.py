@@ -216,11 +216,16 @@ loom("plot", "damaged.cmf", "--out", "d.svg", code=1)
 
 # loom serve.
 class Server:
+    count = 0
+
     def __init__(self, *args, model_file="m.cmf",
                  signature="Composite(features: Tensor[3]) -> Tensor[2]"):
+        # The server's log (a line per bad request) goes to a file: a pipe nobody reads fills.
+        Server.count += 1
+        self.log = path(f"serve{Server.count}.log")
         self.proc = subprocess.Popen([LOOM, "serve", model_file, "--port", "0", *args],
-                                     cwd=work_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     cwd=work_dir, stdout=subprocess.PIPE,
+                                     stderr=open(self.log, "w"), text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         expect(ready, "the server printed nothing in 60 s")
         line = self.proc.stdout.readline()
@@ -361,6 +366,263 @@ try:
     expect(len(answers) == 4 and all(s == 200 for s, _ in answers), f"drained: {answers}")
     expect(server.stop() == 0, "the server did not exit 0 after draining")
     expect("Stopped" in server.proc.stdout.read(), "no stop message")
+finally:
+    server.stop()
+
+
+# Hostile clients (bench/serve_abuse.py plays the same cases at full size and prints figures).
+import socket  # noqa: E402
+
+PREDICT = "/v1/models/model:predict"
+
+
+def kib(pid, field):
+    """VmRSS or VmHWM of a process, in KiB."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    fail(f"no {field} for {pid}")
+
+
+def response(sock, timeout=30):
+    """(status, JSON body) of the response on sock; fails on a hang."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + length(data):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        fail(f"no complete response within {timeout} s: {data[:200]!r}")
+    except ConnectionResetError:
+        pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    expect(head.startswith(b"HTTP/1.1 "), f"not an HTTP response: {data[:200]!r}")
+    return int(head.split()[1]), json.loads(body) if body else None
+
+
+def length(data):
+    for line in data.split(b"\r\n\r\n")[0].split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return int(line.split(b":")[1])
+    return 0
+
+
+def exchange(port, request, timeout=30):
+    """Sends request (bytes, or a list of parts sent one after another), stopping early when
+    the server answers or closes; its (status, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            for part in request if isinstance(request, list) else [request]:
+                if select.select([s], [], [], 0)[0]:
+                    break
+                s.sendall(part)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return response(s, timeout)
+
+
+def post_head(content_type="application/json", **headers):
+    head = f"POST {PREDICT} HTTP/1.1\r\nHost: x\r\n"
+    if content_type:
+        head += f"Content-Type: {content_type}\r\n"
+    for k, v in headers.items():
+        head += f"{k.replace('_', '-')}: {v}\r\n"
+    return (head + "\r\n").encode()
+
+
+def post_raw(port, body, content_type="application/json"):
+    return exchange(port, post_head(content_type, Content_Length=len(body)) + body)
+
+
+server = Server("--max-body", "1048576", "--header-timeout", "1", "--body-timeout", "1")
+try:
+    pid, port = server.proc.pid, server.port
+    refused = 0  # 4xx answers: each is one line of the log
+
+    # A chunked body over --max-body: 413 naming --max-body, refused as it arrives (the server
+    # holds about --max-body, not the 64 MiB sent; before, it buffered them all, then said 400).
+    hwm = kib(pid, "VmHWM")
+    chunk = b"100000\r\n" + b"[" * (1 << 20) + b"\r\n"
+    status, body = exchange(port, [post_head(Transfer_Encoding="chunked")] + [chunk] * 64)
+    expect(status == 413 and "--max-body" in body["error"], f"chunked: {status} {body}")
+    expect(kib(pid, "VmHWM") - hwm < 16 * 1024, f"a chunked body raised the peak from {hwm} KiB"
+           f" to {kib(pid, 'VmHWM')} KiB")
+    status, body = exchange(port, post_head(Content_Length=1 << 40))
+    expect(status == 413 and "--max-body" in body["error"], f"Content-Length 1 TiB: {status}")
+    refused += 2
+
+    # Form-encoded JSON over 8 KB (what `curl -d @file` sends) is read as JSON; another type is
+    # a 415 that names the type to send.
+    request = json.dumps({"inputs": [x for x, _ in samples] * 8}).encode()
+    expect(len(request) > 8192, "the form-encoded request is too small")
+    status, body = post_raw(port, request, "application/x-www-form-urlencoded")
+    expect(status == 200 and len(body["outputs"]) == 400, f"form-encoded: {status} {body}")
+    status, body = post_raw(port, request, None)
+    expect(status == 200 and len(body["outputs"]) == 400, f"no Content-Type: {status}")
+    for content_type in ["text/plain", "multipart/form-data; boundary=x"]:
+        status, body = post_raw(port, request, content_type)
+        expect(status == 415 and "Content-Type: application/json" in body["error"],
+               f"{content_type}: {status} {body}")
+        refused += 1
+
+    # Numbers out of float range, invalid UTF-8, deep nesting, bad HTTP: 4xx with a JSON error.
+    for bad_body in [b'{"inputs": [[1, 2, 1e999]]}', b'{"inputs": [[1, 2, ' + b"9" * 100000 + b"]]}",
+                     b'{"inputs": [[1, 2, "\xff\xfe"]]}', b'{"inputs": [[1, 2, 3]], "\xc3": 1}',
+                     b"[" * 500000, b'{"inputs": [[1, 2, 3]]} trailing', b""]:
+        status, body = post_raw(port, bad_body)
+        expect(status == 400 and isinstance(body["error"], str), f"{bad_body[:30]}: {status} {body}")
+        refused += 1
+    for request in [b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+                    b"DELETE /healthz HTTP/1.1\r\nHost: x\r\n\r\n", b"NONSENSE\r\n\r\n",
+                    b"POST /nothing HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"]:
+        status, body = exchange(port, request)
+        expect(400 <= status < 500 and isinstance(body["error"], str), f"{request[:30]}: {status}")
+        refused += 1
+
+    # Headers over 64 KiB: 431. Headers or a body that come too slowly: 408 naming the flag.
+    status, body = exchange(port, b"GET /healthz HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 4000 + b"\r\n"
+                            + b"".join(b"X-%d: %s\r\n" % (i, b"a" * 4000) for i in range(20)))
+    expect(status == 431 and isinstance(body["error"], str), f"large headers: {status} {body}")
+
+    def trickle(first, more):
+        # up to 15 s of one part every 0.3 s: the server must answer before they run out
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(first)
+            for _ in range(50):
+                if select.select([s], [], [], 0.3)[0]:
+                    break
+                s.sendall(more)
+            else:
+                fail(f"no answer to a slow request {first[:30]!r}")
+            return response(s)
+
+    status, body = trickle(b"GET /healthz HTTP/1.1\r\n", b"X-Slow: 1\r\n")
+    expect(status == 408 and "--header-timeout" in body["error"], f"slow headers: {status} {body}")
+    status, body = trickle(b"GET /heal", b"t")
+    expect(status == 408 and "--header-timeout" in body["error"], f"slow request line: {status}")
+    status, body = trickle(post_head(Content_Length=100), b"[")
+    expect(status == 408 and "--body-timeout" in body["error"], f"slow body: {status} {body}")
+    refused += 3
+
+    # A 15.7 MB request: the server's peak grows by under 4 times the body (its numbers are read
+    # straight into the batch: before, 260 MB), and the memory goes back after it. The first
+    # such request plans an executor for its batch size, which the model runner keeps: measured
+    # on the second.
+    big = b'{"inputs": [' + b",".join([b"[0.25,-1.5,0.75]"] * 980000) + b"]}"
+    server_big = Server("--max-body", str(len(big)))
+    try:
+        big_pid = server_big.proc.pid
+        for _ in range(2):
+            rss = kib(big_pid, "VmRSS")
+            with open(f"/proc/{big_pid}/clear_refs", "w") as f:
+                f.write("5")  # VmHWM := VmRSS
+            status, body = post_raw(server_big.port, big)
+            expect(status == 200 and len(body["outputs"]) == 980000, f"15.7 MB: {status}")
+        peak, after = kib(big_pid, "VmHWM") - rss, kib(big_pid, "VmRSS") - rss
+        expect(peak < 4 * len(big) / 1024, f"a {len(big)} B request took {peak} KiB at its peak")
+        expect(after < len(big) / 8 / 1024, f"{after} KiB stayed after a {len(big)} B request")
+    finally:
+        server_big.stop()
+
+    # /metrics: counters by status and kind, and the predict latency histogram, in Prometheus'
+    # text format; the log has one line per refused request.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/metrics")
+    r = conn.getresponse()
+    metrics = r.read().decode()
+    expect(r.status == 200 and r.getheader("Content-Type").startswith("text/plain"),
+           f"/metrics: {r.status}")
+    for line in ['loom_serve_errors_total{kind="body_too_large"} 2',
+                 'loom_serve_errors_total{kind="unsupported_media_type"} 2',
+                 'loom_serve_errors_total{kind="headers_too_large"} 1',
+                 'loom_serve_errors_total{kind="header_timeout"} 2',
+                 'loom_serve_errors_total{kind="body_timeout"} 1',
+                 'loom_serve_requests_total{code="200"} 2',
+                 'loom_serve_predict_seconds_count 2',
+                 "# TYPE loom_serve_predict_seconds histogram"]:
+        expect(line in metrics.splitlines(), f"no '{line}' in /metrics:\n{metrics}")
+    refused += 1  # the 431
+    log = [l for l in open(server.log).read().splitlines() if l.startswith("loom serve: 4")]
+    expect(len(log) == refused, f"{len(log)} log lines for {refused} refused requests:\n"
+           + "\n".join(log))
+    checks += 1
+
+finally:
+    server.stop()
+
+# 200 slow clients, each sending a header line every 0.5 s (within the default deadline):
+# /healthz still answers (before, they held all 64 threads). The timeout only detects a hang.
+server = Server()
+try:
+    port = server.port
+    stop = threading.Event()
+    clients = []
+    for _ in range(200):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
+        clients.append(s)
+
+    def keep_sending():
+        while not stop.wait(0.5):
+            for s in clients:
+                try:
+                    s.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    pass
+
+    sender = threading.Thread(target=keep_sending)
+    sender.start()
+    try:
+        for _ in range(5):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            conn.request("GET", "/healthz")
+            r = conn.getresponse()
+            expect(r.status == 200 and json.loads(r.read())["status"] == "ok", "healthz")
+            conn.close()
+    except socket.timeout:
+        fail("/healthz did not answer under 200 slow clients")
+    finally:
+        stop.set()
+        sender.join()
+        for s in clients:
+            s.close()
+    checks += 1
+finally:
+    server.stop()
+
+# Connections over --max-connections: 503 with a JSON error, at once; served again after.
+server = Server("--max-connections", "3")
+try:
+    held = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(2)]
+    for s in held:
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
+    # The third: a kept-alive connection that asks /metrics until the server counts all three.
+    watcher = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    for _ in range(100):  # up to 10 s
+        watcher.request("GET", "/metrics")
+        if "loom_serve_connections 3" in watcher.getresponse().read().decode().splitlines():
+            break
+        time.sleep(0.1)
+    else:
+        fail("the server never counted three connections")
+    status, body = exchange(server.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    expect(status == 503 and "--max-connections" in body["error"], f"4th: {status} {body}")
+    for s in held:
+        s.close()
+    watcher.close()
+    for _ in range(100):  # up to 10 s for the server to see them closed
+        try:
+            if server.request("GET", "/healthz")[0] == 200:
+                break
+        except (OSError, json.JSONDecodeError):
+            pass
+        time.sleep(0.1)
+    else:
+        fail("the server did not serve again after the held connections closed")
+    checks += 1
 finally:
     server.stop()
 
