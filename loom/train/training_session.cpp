@@ -314,11 +314,12 @@ void TrainingSession::restore() {
     size_t samples;
   };
   std::vector<Candidate> candidates;
+  std::vector<std::string> damaged;
   std::string failures;
   auto failed = [&](const std::string& file, const Error& e) {
     say("Warning: cannot restore from checkpoint '" + file + "': " + e.what());
     failures += "\n  '" + file + "': " + e.what();
-    damaged_.push_back(file);
+    damaged.push_back(file);
   };
   const std::vector<std::string> files = policy_.restore_candidates();
   for (const std::string& file : files) {
@@ -364,10 +365,10 @@ void TrainingSession::restore() {
     last_cv_ = state->last_cv;
     if (config_.checkpoint_config.restore_state)
       config_.checkpoint_config.restore_state(state->user);
+    set_aside(damaged);
     return;
   }
   if (files.empty()) return;
-  damaged_.clear();
   throw StateError("training_session: none of the checkpoints of '" + policy_.config().filename +
                    "' can be restored; nothing was changed:" + failures +
                    "\nRemove them, or set restore = false to start afresh.");
@@ -445,21 +446,45 @@ void TrainingSession::write_checkpoint(const std::string& file, const Dictionary
   LOOM_CHECK(!ec, IOError, "training_session: cannot create the checkpoint folder '",
              parent.string(), "': ", ec.message());
   config_.trainer->save_checkpoint(file, external);
+}
 
-  // A newer checkpoint exists now: the damaged ones restore() met are moved out of the way, so
-  // later starts neither warn about them again nor take them for the newest.
-  if (!config_.trainer->is_main_worker()) damaged_.clear();
-  for (const std::string& damaged : damaged_) {
-    if (damaged == file) continue;  // replaced by this save
-    const std::string aside = damaged + ".damaged";
-    std::filesystem::rename(damaged, aside, ec);
-    if (ec)
-      say("Warning: cannot move the damaged checkpoint '" + damaged + "' to '" + aside +
+void TrainingSession::set_aside(const std::vector<std::string>& damaged) const {
+  if (damaged.empty() || !config_.trainer->is_main_worker()) return;
+  std::error_code ec;
+  for (const std::string& file : damaged) {
+    const std::string aside = file + kDamagedSuffix;
+    std::filesystem::rename(file, aside, ec);
+    if (ec) {
+      say("Warning: cannot move the damaged checkpoint '" + file + "' to '" + aside +
           "': " + ec.message());
-    else
-      say("Moved the damaged checkpoint '" + damaged + "' to '" + aside + "'");
+    } else {
+      say("Moved the damaged checkpoint '" + file + "' to '" + aside + "'");
+      std::filesystem::last_write_time(aside, std::filesystem::file_time_type::clock::now(), ec);
+    }
   }
-  damaged_.clear();
+  // Keep the newest kKeptDamaged files set aside for this configuration's checkpoints.
+  const std::filesystem::path base(policy_.config().filename);
+  const std::filesystem::path dir = base.has_parent_path() ? base.parent_path() : ".";
+  const std::string prefix = base.filename().string();
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> kept;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    // `<filename>.damaged` or `<filename><index>.damaged`
+    const std::string name = entry.path().filename().string();
+    const size_t suffix = std::string_view(kDamagedSuffix).size();
+    if (name.size() < prefix.size() + suffix || !name.starts_with(prefix) ||
+        !name.ends_with(kDamagedSuffix))
+      continue;
+    const std::string index = name.substr(prefix.size(), name.size() - prefix.size() - suffix);
+    if (std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      kept.emplace_back(entry.last_write_time(ec), entry.path());
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = kKeptDamaged; i < kept.size(); ++i) {
+    std::filesystem::remove(kept[i].second, ec);
+    say("Removed the damaged checkpoint '" + kept[i].second.string() + "' (the newest " +
+        std::to_string(kKeptDamaged) + " set aside are kept)");
+  }
 }
 
 SummaryCollector::Entry run_evaluation(const BoundSource& data,

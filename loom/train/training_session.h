@@ -167,9 +167,13 @@ class TrainingSession {
 
   // Restores (when configured) from the newest valid checkpoint by its recorded position,
   // trains, and tests. StateError when checkpoints exist but none can be restored; nothing is
-  // written or deleted then. A checkpoint that failed while a newer or older one restored is
-  // moved aside to `<file>.damaged` after the next successful save.
+  // written or deleted then. A checkpoint that failed while another one restored is moved aside
+  // to `<file>.damaged` at once (a damaged final checkpoint is then written anew at the end),
+  // and of this configuration's `.damaged` files the newest kKeptDamaged are kept.
   void train();
+
+  static constexpr const char* kDamagedSuffix = ".damaged";
+  static constexpr size_t kKeptDamaged = 3;
 
   const CheckpointPolicy& checkpoint_policy() const { return policy_; }
 
@@ -214,8 +218,10 @@ class TrainingSession {
   };
   SessionState read_session_state(const Dictionary& external) const;
   bool save_checkpoint(size_t index);
-  // Writes a checkpoint, then moves aside the damaged files restore() met.
   void write_checkpoint(const std::string& file, const Dictionary& policy_state);
+  // Moves the checkpoints that failed to restore to `<file>.damaged` (the main worker) and
+  // removes all but the newest kKeptDamaged such files of this configuration.
+  void set_aside(const std::vector<std::string>& damaged) const;
   std::optional<double> monitored_value() const;
   // A cross-validation pass that leaves both readers where they were.
   SummaryCollector::Entry validate();
@@ -232,8 +238,6 @@ class TrainingSession {
   // The last cross-validation's average error and the samples trained when it ran: a
   // checkpoint of the same step is ranked by it.
   std::optional<std::pair<size_t, double>> last_cv_;
-  // Checkpoints that failed to restore, to move aside once a newer one is saved.
-  std::vector<std::string> damaged_;
   bool finishing_ = false;  // running the actions due for the last, partial period
   size_t restored_elapsed_ms_ = 0;
   std::chrono::nanoseconds start_{0};

@@ -381,14 +381,16 @@ TEST(CheckpointPolicy, FallsBackPastDamagedNewestCheckpointsWithAWarning) {
   EXPECT_EQ(second.trainer->total_number_of_samples_seen(), 16u);
   EXPECT_EQ(second.collector->training_updates.size(), 2u);
   EXPECT_EQ(second.weights(), uninterrupted.weights());
-  // Once newer checkpoints were saved, the damaged final one was moved aside (the damaged
-  // ckpt3 was replaced by the save at 16 samples): a later start neither warns nor falls back.
+  // The start that restored moved the damaged ones aside, and the run wrote ckpt3 and the final
+  // checkpoint anew: a later start neither warns nor falls back.
   EXPECT_NE(
       err.find("Moved the damaged checkpoint '" + f.ckpt() + "' to '" + f.ckpt() + ".damaged'"),
       std::string::npos)
       << err;
   EXPECT_TRUE(f.files().count("ckpt.damaged"));
-  EXPECT_FALSE(f.files().count("ckpt3.damaged"));
+  EXPECT_TRUE(f.files().count("ckpt3.damaged"));
+  EXPECT_TRUE(f.files().count("ckpt3"));
+  EXPECT_TRUE(f.files().count("ckpt"));
   Problem third;
   ::testing::internal::CaptureStderr();
   run(third, {.filename = f.ckpt(), .preserve_all = true}, 16);
@@ -396,6 +398,36 @@ TEST(CheckpointPolicy, FallsBackPastDamagedNewestCheckpointsWithAWarning) {
   EXPECT_EQ(third_err.find("Warning"), std::string::npos) << third_err;
   EXPECT_NE(third_err.find("from the checkpoint '" + f.ckpt() + "'"), std::string::npos)
       << third_err;
+}
+
+// A run that has nothing left to train still replaces a damaged final checkpoint (load_model of
+// it works again), and at most the newest kKeptDamaged files set aside stay.
+TEST(CheckpointPolicy, DamagedFinalCheckpointIsReplacedWhenNothingIsLeftToTrain) {
+  Folder f("damaged_final");
+  {
+    Problem first;
+    run(first, {.filename = f.ckpt(), .preserve_all = true}, 16);
+  }
+  for (int start = 0; start < 5; ++start) {
+    std::string bytes = read_bytes(f.ckpt());
+    bytes[bytes.size() / 2] ^= 0x5a;
+    write_bytes(f.ckpt(), bytes);
+    Problem again;
+    ::testing::internal::CaptureStderr();
+    run(again, {.filename = f.ckpt(), .preserve_all = true}, 16);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("Moved the damaged checkpoint '" + f.ckpt() + "'"), std::string::npos)
+        << err;
+    EXPECT_EQ(again.trainer->total_number_of_samples_seen(), 16u);
+    ASSERT_TRUE(f.files().count("ckpt")) << "the final checkpoint is written anew";
+    EXPECT_NO_THROW(Problem().trainer->restore_from_checkpoint(f.ckpt()));
+    // One name is set aside once per start: make each its own file, as numbered ones are.
+    std::filesystem::rename(f.dir / "ckpt.damaged",
+                            f.dir / ("ckpt" + std::to_string(100 + start) + ".damaged"));
+  }
+  size_t damaged = 0;
+  for (const std::string& name : f.files()) damaged += name.ends_with(".damaged");
+  EXPECT_EQ(damaged, TrainingSession::kKeptDamaged);  // 5 set aside, the oldest 2 removed
 }
 
 TEST(CheckpointPolicy, NoValidCheckpointThrowsAndTouchesNothing) {
