@@ -89,4 +89,18 @@ void add_io(py::module_& m);
 void add_train(py::module_& m);
 void add_distributed(py::module_& m);
 
+// What a method of a user's Python object (a source, learner or callback) returned, as T; a
+// TypeError naming the method, the value's type and what it must return otherwise (pybind11's
+// own cast error names neither).
+template <typename T>
+T returned(py::handle value, const std::string& method, const char* expected) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(method + " returned " +
+                         py::str(py::type::of(value).attr("__name__")).cast<std::string>() +
+                         "; it must return " + expected);
+  }
+}
+
 }  // namespace loom::python

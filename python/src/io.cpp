@@ -126,8 +126,10 @@ Minibatch<StreamInformation> minibatch_of(py::handle result) {
                          std::string(py::str(py::type::of(result).attr("__name__"))) +
                          ": return a dict {StreamInformation: MinibatchData}");
   for (auto [k, v] : result.cast<py::dict>()) {
-    const auto stream = k.cast<StreamInformation>();
-    auto data = v.cast<MinibatchData>();
+    const auto stream = returned<StreamInformation>(k, "UserMinibatchSource.next_minibatch (a key)",
+                                                    "a dict {StreamInformation: MinibatchData}");
+    auto data = returned<MinibatchData>(v, "UserMinibatchSource.next_minibatch (a value)",
+                                        "a dict {StreamInformation: MinibatchData}");
     const NDShape& shape = data.data.data().shape();
     if (!data.data.is_sequence() && !data.data.is_sparse() &&
         shape.rank() == stream.sample_shape.rank() + 2 && shape.sub_shape(2) == stream.sample_shape)
@@ -143,7 +145,9 @@ class PyUserMinibatchSource : public UserMinibatchSource {
  public:
   std::vector<StreamInformation> stream_infos() const override {
     py::gil_scoped_acquire gil;
-    return method("stream_infos")().cast<std::vector<StreamInformation>>();
+    return returned<std::vector<StreamInformation>>(method("stream_infos")(),
+                                                    "UserMinibatchSource.stream_infos",
+                                                    "a list of StreamInformation");
   }
   Minibatch<StreamInformation> next_minibatch(size_t num_samples, size_t number_of_workers,
                                               size_t worker_rank) override {
@@ -153,7 +157,8 @@ class PyUserMinibatchSource : public UserMinibatchSource {
   }
   Dictionary get_checkpoint_state() const override {
     py::gil_scoped_acquire gil;
-    if (py::function f = override_of("get_checkpoint_state")) return f().cast<Dictionary>();
+    if (py::function f = override_of("get_checkpoint_state"))
+      return returned<Dictionary>(f(), "UserMinibatchSource.get_checkpoint_state", "a dict");
     return UserMinibatchSource::get_checkpoint_state();
   }
   void restore_from_checkpoint(const Dictionary& state) override {

@@ -50,7 +50,8 @@ class PyUserLearner : public UserLearner {
     py::dict gradients;
     for (auto& [p, g] : gradient_values)
       gradients[py::cast(Parameter(p))] = as_numpy_ ? py::object(to_numpy(g, true)) : py::cast(g);
-    return update(gradients, training_sample_count, sweep_end).cast<bool>();
+    return returned<bool>(update(gradients, training_sample_count, sweep_end), "UserLearner.update",
+                          "a bool (True: the update was made)");
   }
 
  private:

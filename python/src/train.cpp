@@ -134,7 +134,7 @@ CrossValidationCallback cv_callback(py::handle callback) {
     if (r.is_none())
       throw py::type_error(
           "the cross-validation callback returned None: return True to go on or False to stop");
-    return r.cast<bool>();
+    return returned<bool>(r, "the cross-validation callback", "True to go on or False to stop");
   };
 }
 
@@ -340,12 +340,12 @@ void add_train(py::module_& m) {
             if (!monitor.is_none())
               c.monitor = [f = hold(py::reinterpret_borrow<py::object>(monitor))] {
                 py::gil_scoped_acquire gil;
-                return (*f)().cast<double>();
+                return returned<double>((*f)(), "CheckpointConfig's monitor()", "a number");
               };
             if (!save_state.is_none())
               c.save_state = [f = hold(py::reinterpret_borrow<py::object>(save_state))] {
                 py::gil_scoped_acquire gil;
-                return (*f)().cast<Dictionary>();
+                return returned<Dictionary>((*f)(), "CheckpointConfig's save_state()", "a dict");
               };
             if (!restore_state.is_none())
               c.restore_state = [f = hold(py::reinterpret_borrow<py::object>(restore_state))](

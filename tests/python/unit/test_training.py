@@ -120,6 +120,22 @@ def test_python_exceptions_in_callbacks_surface_with_their_traceback():
         crit.train((X, Y), parameter_learners=[C.sgd(model.parameters, 0.1)], callbacks=[cv])
 
 
+def test_wrong_return_types_name_the_method_and_what_to_return():
+    class SaysYes(C.UserLearner):
+        def update(self, gradient_values, training_sample_count, sweep_end):
+            return "yes"
+
+    model, crit = criterion()
+    trainer = C.Trainer(None, crit, [SaysYes(model.parameters, 0.1)])
+    with pytest.raises(TypeError, match=r"UserLearner.update returned str; it must return a bool"):
+        trainer.train_minibatch({crit.arguments[0]: X[:8], crit.arguments[1]: Y[:8]})
+    model, crit = criterion()
+    cv = C.CrossValidationConfig((X, Y), 128, callback=lambda *args: "go on")
+    with pytest.raises(TypeError, match=r"cross-validation callback returned str; it must return "
+                                        r"True to go on or False to stop"):
+        crit.train((X, Y), parameter_learners=[C.sgd(model.parameters, 0.1)], callbacks=[cv])
+
+
 def test_cross_validation_callback_stops_training():
     calls = []
 

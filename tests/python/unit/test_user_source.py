@@ -147,7 +147,7 @@ def test_what_the_source_raises_surfaces_with_its_traceback():
     assert "fail_in_source" in "".join(traceback.format_tb(e.tb))
 
 
-def test_what_the_source_returns_is_checked():
+def test_what_the_source_returns_is_checked(tmp_path):
     class WrongCount(ArraySource):
         def next_minibatch(self, *args):
             mb = super().next_minibatch(*args)
@@ -168,6 +168,30 @@ def test_what_the_source_returns_is_checked():
         session(NotADict(), z, x, y, loss, metric, max_samples=64)[1].train()
     with pytest.raises(TypeError, match=r"must define stream_infos\(\)"):
         NoStreams().stream_infos()
+
+    # The wrong type where the core reads a value: a TypeError naming the method, the type and
+    # what to return (not pybind11's "Unable to cast Python instance").
+    class KeysAreNames(ArraySource):
+        def next_minibatch(self, *args):
+            return {si.name: d for si, d in super().next_minibatch(*args).items()}
+
+    class ValuesAreArrays(ArraySource):
+        def next_minibatch(self, *args):
+            return {si: np.zeros((2, 2), np.float32) for si in super().next_minibatch(*args)}
+
+    class StateIsAList(ArraySource):
+        def get_checkpoint_state(self):
+            return [1, 2]
+
+    with pytest.raises(TypeError, match=r"UserMinibatchSource.next_minibatch \(a key\) returned "
+                                        r"str; it must return a dict \{StreamInformation: "):
+        session(KeysAreNames(), z, x, y, loss, metric, max_samples=64)[1].train()
+    with pytest.raises(TypeError, match=r"next_minibatch \(a value\) returned ndarray"):
+        session(ValuesAreArrays(), z, x, y, loss, metric, max_samples=64)[1].train()
+    with pytest.raises(TypeError, match=r"get_checkpoint_state returned list; it must return "
+                                        r"a dict"):
+        session(StateIsAList(), z, x, y, loss, metric, max_samples=64,
+                checkpoint_config=C.CheckpointConfig(str(tmp_path / "ckpt"), frequency=32))[1].train()
 
 
 def test_sequences_and_labels_as_the_seed_builds_them():
