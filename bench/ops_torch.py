@@ -78,6 +78,28 @@ def arg(f):
     return position
 
 
+def unpooling(a, x, pooling_input):
+    """Loom's max unpooling finds the maxima of the pooling input's windows itself, so PyTorch's
+    equivalent is the max pooling that gives their positions and max_unpool2d from them."""
+    window = a["window"]
+    strides = a["strides"] * len(window) if len(a["strides"]) == 1 else a["strides"]
+    _, where = F.max_pool2d(pooling_input, window, strides, return_indices=True)
+    return F.max_unpool2d(x, where, window, strides, output_size=pooling_input.shape[-2:])
+
+
+def roi_pooling(a, x, rois):
+    """torchvision's roi_pool with each sample's regions as one image's boxes (the row fails
+    without torchvision)."""
+    from torchvision.ops import roi_pool
+    return roi_pool(x, list(rois), a["roi_output_shape"], a["spatial_scale"])
+
+
+def crop(a, x, referent):
+    """x's window of the referent's height and width at (offset_y, offset_x), written out."""
+    y, x0 = a["offset_y"], a["offset_x"]
+    return x[..., y:y + referent.shape[-2], x0:x0 + referent.shape[-1]].contiguous()
+
+
 def hardmax(x):
     """1 at the first largest element of each sample, 0 elsewhere."""
     flat = x.flatten(1)
@@ -172,6 +194,12 @@ PER_STEP = {
     "Softmax": lambda a, x: F.softmax(x, dim(a)),
     "LogSoftmax": lambda a, x: F.log_softmax(x, dim(a)),
     "Hardmax": lambda a, x: hardmax(x),
+    "Unpooling": unpooling,
+    "ROIPooling": roi_pooling,
+    "Crop": crop,
+    # size = 2 depth_radius + 1 channels, alpha divided by it, k the bias: CNTK's formula.
+    "LocalResponseNormalization": lambda a, x: F.local_response_norm(
+        x, 2 * a["depth_radius"] + 1, alpha=a["alpha"], beta=a["beta"], k=a["bias"]),
 }
 
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "loom/core/error.h"
 #include "loom/kernels/detail.h"
@@ -16,28 +17,64 @@ namespace {
 // Transcendental functions cost about this many simple ops; it lowers the threading threshold.
 constexpr size_t kTranscendentalCost = 8;
 
-// Not inlined into unary(): that function holds every op's loop, and there g++ ran out of
-// inlining budget and called fast_exp once per element instead of vectorizing it.
+// y[i] = f(x[i]) for begin <= i < end. Not inlined into unary(): that function holds every op's
+// loop, and there g++ ran out of inlining budget and called fast_exp once per element instead of
+// vectorizing it.
 template <typename T, typename F>
-[[gnu::noinline]] void map(size_t n, size_t cost, const T* x, T* y, F f) {
-  detail::parallel_for(n, n * cost, [&](size_t begin, size_t end) {
-    const F g = f;  // as in map_grad: f's constants stay in registers, and the loop vectorizes
+[[gnu::noinline]] void map_range(size_t begin, size_t end, const T* x, T* y, F f) {
+  const F g = f;  // as in map_grad_range: f's constants stay in registers, and the loop vectorizes
 #pragma omp simd
-    for (size_t i = begin; i < end; ++i) y[i] = g(x[i]);
+  for (size_t i = begin; i < end; ++i) y[i] = g(x[i]);
+}
+
+template <typename T, typename F>
+void map(size_t n, size_t cost, const T* x, T* y, F f) {
+  detail::parallel_for(n, n * cost,
+                       [&](size_t begin, size_t end) { map_range(begin, end, x, y, f); });
+}
+
+// dx[i] (+)= g(i) for begin <= i < end. g captures its input pointers by value and loads them
+// unconditionally (selects, not branches): the local copy then keeps them in registers and the
+// loop vectorizes, where loads through captured references or behind a branch left it scalar and
+// mispredicted.
+template <bool Accumulate, typename T, typename G>
+[[gnu::noinline]] void map_grad_range(size_t begin, size_t end, T* dx, G g) {
+  const G f = g;
+#pragma omp simd
+  for (size_t i = begin; i < end; ++i) {
+    const T v = f(i);
+    dx[i] = Accumulate ? dx[i] + v : v;
+  }
+}
+
+template <bool Accumulate, typename T, typename G>
+void map_grad(size_t n, size_t cost, T* dx, G g) {
+  detail::parallel_for(n, n * cost, [&](size_t begin, size_t end) {
+    map_grad_range<Accumulate>(begin, end, dx, g);
   });
 }
 
-// dx[i] (+)= g(i). g captures its input pointers by value and loads them unconditionally
-// (selects, not branches): the local copy then keeps them in registers and the loop vectorizes,
-// where loads through captured references or behind a branch left it scalar and mispredicted.
-template <bool Accumulate, typename T, typename G>
-[[gnu::noinline]] void map_grad(size_t n, size_t cost, T* dx, G g) {
-  detail::parallel_for(n, n * cost, [&](size_t begin, size_t end) {
-    const G f = g;
-#pragma omp simd
-    for (size_t i = begin; i < end; ++i) {
-      const T v = f(i);
-      dx[i] = Accumulate ? dx[i] + v : v;
+// Runs fast(begin, end) over the blocks of [0, n) whose x all lie within kTrigReductionBound
+// (fast_math.h's sin, cos and tan), exact(begin, end) (std::'s) over the others, the blocks split
+// over threads. Each block is checked just before its loop, while it is in the cache. double
+// keeps std:: throughout.
+template <typename T, typename Fast, typename Exact>
+void by_trig_reduction(size_t n, const T* x, Fast fast, Exact exact) {
+  detail::parallel_for(n, n * kTranscendentalCost, [&](size_t begin, size_t end) {
+    if constexpr (std::is_same_v<T, float>) {
+      constexpr size_t kBlock = 2048;
+      for (size_t b = begin; b < end; b += kBlock) {
+        const size_t e = std::min(end, b + kBlock);
+        bool beyond = false;
+#pragma omp simd reduction(|| : beyond)
+        for (size_t i = b; i < e; ++i) beyond = beyond || std::abs(x[i]) > kTrigReductionBound;
+        if (beyond)
+          exact(b, e);
+        else
+          fast(b, e);
+      }
+    } else {
+      exact(begin, end);
     }
   });
 }
@@ -82,6 +119,11 @@ template <typename T>
 void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params) {
   const size_t tc = kTranscendentalCost;
   const T alpha = T(params.alpha), beta = T(params.beta);
+  auto trig = [&](auto fast, auto exact) {
+    by_trig_reduction(
+        n, x, [&](size_t b, size_t e) { map_range(b, e, x, y, fast); },
+        [&](size_t b, size_t e) { map_range(b, e, x, y, exact); });
+  };
   switch (op) {
     case UnaryOp::Negate:
       return map(n, 1, x, y, [](T v) { return -v; });
@@ -114,25 +156,25 @@ void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params) {
     case UnaryOp::Reciprocal:
       return map(n, 1, x, y, [](T v) { return v == 0 ? T(0) : T(1) / v; });
     case UnaryOp::Sin:
-      return map(n, tc, x, y, [](T v) { return std::sin(v); });
+      return trig([](T v) { return fast_sin(v); }, [](T v) { return std::sin(v); });
     case UnaryOp::Cos:
-      return map(n, tc, x, y, [](T v) { return std::cos(v); });
+      return trig([](T v) { return fast_cos(v); }, [](T v) { return std::cos(v); });
     case UnaryOp::Tan:
-      return map(n, tc, x, y, [](T v) { return std::tan(v); });
+      return trig([](T v) { return fast_tan(v); }, [](T v) { return std::tan(v); });
     case UnaryOp::Asin:
-      return map(n, tc, x, y, [](T v) { return std::asin(v); });
+      return map(n, tc, x, y, [](T v) { return fast_asin(v); });
     case UnaryOp::Acos:
-      return map(n, tc, x, y, [](T v) { return std::acos(v); });
+      return map(n, tc, x, y, [](T v) { return fast_acos(v); });
     case UnaryOp::Atan:
-      return map(n, tc, x, y, [](T v) { return std::atan(v); });
+      return map(n, tc, x, y, [](T v) { return fast_atan(v); });
     case UnaryOp::Sinh:
-      return map(n, tc, x, y, [](T v) { return std::sinh(v); });
+      return map(n, tc, x, y, [](T v) { return fast_sinh(v); });
     case UnaryOp::Cosh:
-      return map(n, tc, x, y, [](T v) { return std::cosh(v); });
+      return map(n, tc, x, y, [](T v) { return fast_cosh(v); });
     case UnaryOp::Asinh:
-      return map(n, tc, x, y, [](T v) { return std::asinh(v); });
+      return map(n, tc, x, y, [](T v) { return fast_asinh(v); });
     case UnaryOp::Atanh:
-      return map(n, tc, x, y, [](T v) { return std::atanh(v); });
+      return map(n, tc, x, y, [](T v) { return fast_atanh(v); });
     case UnaryOp::Elu:
       return map(n, tc, x, y,
                  [=](T v) { return v >= 0 ? v : alpha * (fast_exp(v < 0 ? v : T(0)) - T(1)); });
@@ -199,6 +241,11 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
   detail::with_accumulate(accumulate, [&](auto acc) {
     constexpr bool A = decltype(acc)::value;
     auto grad = [&](auto g) { map_grad<A>(n, 1, dx, g); };
+    auto trig_grad = [&](auto fast, auto exact) {
+      by_trig_reduction(
+          n, x, [&](size_t b, size_t e) { map_grad_range<A>(b, e, dx, fast); },
+          [&](size_t b, size_t e) { map_grad_range<A>(b, e, dx, exact); });
+    };
     switch (op) {
       case UnaryOp::Negate:
         return grad([=](size_t i) { return -dy[i]; });
@@ -237,9 +284,11 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
       case UnaryOp::Reciprocal:
         return grad([=](size_t i) { return -dy[i] * y[i] * y[i]; });
       case UnaryOp::Sin:
-        return grad([=](size_t i) { return dy[i] * std::cos(x[i]); });
+        return trig_grad([=](size_t i) { return dy[i] * fast_cos(x[i]); },
+                         [=](size_t i) { return dy[i] * std::cos(x[i]); });
       case UnaryOp::Cos:
-        return grad([=](size_t i) { return -dy[i] * std::sin(x[i]); });
+        return trig_grad([=](size_t i) { return -dy[i] * fast_sin(x[i]); },
+                         [=](size_t i) { return -dy[i] * std::sin(x[i]); });
       case UnaryOp::Tan:
         return grad([=](size_t i) { return dy[i] * (T(1) + y[i] * y[i]); });
       case UnaryOp::Asin:
@@ -249,9 +298,9 @@ void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T
       case UnaryOp::Atan:
         return grad([=](size_t i) { return dy[i] / (T(1) + x[i] * x[i]); });
       case UnaryOp::Sinh:
-        return grad([=](size_t i) { return dy[i] * std::cosh(x[i]); });
+        return grad([=](size_t i) { return dy[i] * fast_cosh(x[i]); });
       case UnaryOp::Cosh:
-        return grad([=](size_t i) { return dy[i] * std::sinh(x[i]); });
+        return grad([=](size_t i) { return dy[i] * fast_sinh(x[i]); });
       case UnaryOp::Asinh:
         return grad([=](size_t i) { return dy[i] / std::sqrt(T(1) + x[i] * x[i]); });
       case UnaryOp::Atanh:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "loom/core/error.h"
@@ -368,6 +369,50 @@ TYPED_TEST(ElementwiseTest, ResultsDoNotDependOnThreadCount) {
     y.insert(y.end(), dc.begin(), dc.end());
     return y;
   });
+}
+
+TYPED_TEST(ElementwiseTest, TrigonometricKernelsTakeStdBeyondTheReductionBound) {
+  using T = TypeParam;
+  const size_t n = 10000;  // several blocks, one of them with large arguments
+  auto x = random_vector<T>(n, 5, -100, 100);
+  for (size_t i : {size_t{4100}, size_t{4101}, size_t{9999}}) x[i] = T(i) * T(1e6);
+  x[4102] = T(-3e30);
+  const auto dy = random_vector<T>(n, 6, -2, 2);
+  std::vector<T> y(n), dx(n);
+  for (UnaryOp op : {UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Tan}) {
+    unary(op, n, x.data(), y.data());
+    for (size_t i = 0; i < n; ++i) {
+      const T want = op == UnaryOp::Sin ? std::sin(x[i])
+                                        : (op == UnaryOp::Cos ? std::cos(x[i]) : std::tan(x[i]));
+      ASSERT_NEAR(y[i], want, tolerance<T>() * (1 + std::abs(want))) << int(op) << " " << x[i];
+    }
+  }
+  unary_backward(UnaryOp::Sin, n, x.data(), y.data(), dy.data(), dx.data(), false);
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(dx[i], dy[i] * std::cos(x[i]), 2 * tolerance<T>()) << x[i];
+  unary_backward(UnaryOp::Cos, n, x.data(), y.data(), dy.data(), dx.data(), false);
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(dx[i], -dy[i] * std::sin(x[i]), 2 * tolerance<T>()) << x[i];
+}
+
+TYPED_TEST(ElementwiseTest, PowIsCntksSafePower) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> a = {-2, -2, -2, 0, 0, 0, 2, -8, 4, nan, -2, -2, 3, -0.5};
+  const std::vector<T> b = {3, 2, 0.5, 0, 3, -1, -1, T(1) / 3, 0.5, 0, inf, 4e7f, 0.5, -3};
+  const std::vector<T> want = {
+      -8, 4, nan, 1, 0, 0, 0.5, nan, 2, 1, -inf, T(std::pow(2.0, 4e7)), T(std::sqrt(3.0)), -8};
+  std::vector<T> y(a.size());
+  const Dims d = {a.size()};
+  binary(BinaryOp::Pow, d, d, a.data(), d, b.data(), y.data());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(y[i])) << i;
+    else if (std::isinf(want[i]))
+      EXPECT_EQ(y[i], want[i]) << i;
+    else
+      EXPECT_NEAR(y[i], want[i], tolerance<T>() * std::abs(want[i])) << i;
+  }
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ double max_ulp_error(float (*f)(float), double (*exact)(double), float low, floa
   return worst;
 }
 
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kMax = std::numeric_limits<float>::max();
+
 float exp_f(float x) {
   return fast_exp(x);
 }
@@ -84,9 +88,100 @@ TEST(FastMath, LogIsWithinTwoUlpOfEveryNormalFloat) {
 }
 
 TEST(FastMath, Log1pIsWithinThreeUlpOnItsDomainAndKeepsSmallArguments) {
-  EXPECT_LE(max_ulp_error(log1p_f, log1p_d, 0.0f, 1.0f), 3.0);
+  EXPECT_LE(max_ulp_error(log1p_f, log1p_d, 0.0f, 1e30f), 3.0);
   EXPECT_EQ(fast_log1p(0.0f), 0.0f);
   EXPECT_FLOAT_EQ(fast_log1p(1e-20f), 1e-20f);  // where 1 + u rounds to 1
+}
+
+// fast_math.h's float function f against std::'s double one g, through max_ulp_error.
+#define LOOM_PAIR(name)       \
+  float name##_f(float x) {   \
+    return fast_##name(x);    \
+  }                           \
+  double name##_d(double x) { \
+    return std::name(x);      \
+  }
+LOOM_PAIR(sin)
+LOOM_PAIR(cos)
+LOOM_PAIR(tan)
+LOOM_PAIR(asin)
+LOOM_PAIR(acos)
+LOOM_PAIR(atan)
+LOOM_PAIR(sinh)
+LOOM_PAIR(cosh)
+LOOM_PAIR(asinh)
+LOOM_PAIR(atanh)
+#undef LOOM_PAIR
+
+TEST(FastMath, SinAndCosAreWithinTwoUlpUpToTheReductionBound) {
+  const float b = kTrigReductionBound;
+  EXPECT_LE(max_ulp_error(sin_f, sin_d, 0.0f, b, 0.0f, b), 2.0);
+  EXPECT_LE(max_ulp_error(cos_f, cos_d, 0.0f, b, 0.0f, b), 2.0);
+  // Near multiples of pi/2, where the reduction cancels most digits.
+  EXPECT_LE(max_ulp_error(sin_f, sin_d, 3.14150f, 3.14170f, 6.28310f, 6.28325f), 2.0);
+  EXPECT_LE(max_ulp_error(cos_f, cos_d, 1.57070f, 1.57090f, 4.71230f, 4.71245f), 2.0);
+  EXPECT_EQ(std::bit_cast<uint32_t>(fast_sin(-0.0f)), std::bit_cast<uint32_t>(-0.0f));
+  EXPECT_EQ(fast_sin(1e-30f), 1e-30f);
+  EXPECT_EQ(fast_cos(0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(fast_sin(kInf)));
+  EXPECT_TRUE(std::isnan(fast_cos(-kInf)));
+  EXPECT_TRUE(std::isnan(fast_sin(kNaN)));
+}
+
+TEST(FastMath, TanIsWithinFourUlpUpToTheReductionBound) {
+  const float b = kTrigReductionBound;
+  EXPECT_LE(max_ulp_error(tan_f, tan_d, 0.0f, b, 0.0f, b), 4.0);
+  EXPECT_LE(max_ulp_error(tan_f, tan_d, 1.57070f, 1.57090f, 1.57070f, 1.57090f), 4.0);  // poles
+  EXPECT_EQ(std::bit_cast<uint32_t>(fast_tan(-0.0f)), std::bit_cast<uint32_t>(-0.0f));
+  EXPECT_TRUE(std::isnan(fast_tan(kInf)));
+  EXPECT_TRUE(std::isnan(fast_tan(kNaN)));
+}
+
+TEST(FastMath, InverseTrigonometricFunctionsAreWithinTwoUlpAndNaNOutsideTheirDomain) {
+  EXPECT_LE(max_ulp_error(asin_f, asin_d, 0.0f, 1.0f, 0.0f, 1.0f), 2.0);
+  EXPECT_LE(max_ulp_error(acos_f, acos_d, 0.0f, 1.0f, 0.0f, 1.0f), 2.0);
+  EXPECT_LE(max_ulp_error(atan_f, atan_d, 0.0f, kMax, 0.0f, kMax), 2.0);
+  EXPECT_EQ(fast_asin(1.0f), std::asin(1.0f));
+  EXPECT_EQ(fast_asin(-1.0f), std::asin(-1.0f));
+  EXPECT_EQ(fast_acos(1.0f), 0.0f);
+  EXPECT_EQ(fast_acos(-1.0f), static_cast<float>(std::acos(-1.0)));
+  EXPECT_EQ(std::bit_cast<uint32_t>(fast_asin(-0.0f)), std::bit_cast<uint32_t>(-0.0f));
+  for (float x : {1.0000001f, -1.5f, 2.0f, kInf, -kInf, kNaN}) {
+    EXPECT_TRUE(std::isnan(fast_asin(x))) << x;
+    EXPECT_TRUE(std::isnan(fast_acos(x))) << x;
+  }
+  EXPECT_EQ(fast_atan(kInf), static_cast<float>(std::atan(INFINITY)));
+  EXPECT_EQ(fast_atan(-kInf), -static_cast<float>(std::atan(INFINITY)));
+  EXPECT_EQ(fast_atan(1e-30f), 1e-30f);
+  EXPECT_TRUE(std::isnan(fast_atan(kNaN)));
+}
+
+TEST(FastMath, HyperbolicFunctionsAreWithinTwoUlpUpToOverflow) {
+  EXPECT_LE(max_ulp_error(sinh_f, sinh_d, 0.0f, 89.4f, 0.0f, 89.4f), 2.5);
+  EXPECT_LE(max_ulp_error(cosh_f, cosh_d, 0.0f, 89.4f, 0.0f, 89.4f), 2.5);
+  EXPECT_EQ(fast_sinh(1e-30f), 1e-30f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(fast_sinh(-0.0f)), std::bit_cast<uint32_t>(-0.0f));
+  EXPECT_EQ(fast_cosh(0.0f), 1.0f);
+  EXPECT_EQ(fast_sinh(89.5f), kInf);
+  EXPECT_EQ(fast_sinh(-1000.0f), -kInf);
+  EXPECT_EQ(fast_cosh(-89.5f), kInf);
+  EXPECT_EQ(fast_cosh(kInf), kInf);
+  EXPECT_TRUE(std::isnan(fast_sinh(kNaN)));
+  EXPECT_TRUE(std::isnan(fast_cosh(kNaN)));
+}
+
+TEST(FastMath, InverseHyperbolicFunctionsAreWithinFourUlpOnTheirDomain) {
+  EXPECT_LE(max_ulp_error(asinh_f, asinh_d, 0.0f, kMax, 0.0f, kMax), 4.0);
+  EXPECT_LE(max_ulp_error(atanh_f, atanh_d, 0.0f, std::nextafter(1.0f, 0.0f), 0.0f,
+                          std::nextafter(1.0f, 0.0f)),
+            4.0);
+  EXPECT_EQ(fast_asinh(1e-30f), 1e-30f);
+  EXPECT_EQ(fast_asinh(-kInf), -kInf);
+  EXPECT_EQ(fast_atanh(1e-30f), 1e-30f);
+  EXPECT_EQ(fast_atanh(1.0f), kInf);
+  EXPECT_EQ(fast_atanh(-1.0f), -kInf);
+  for (float x : {1.0000001f, -2.0f, kInf, kNaN}) EXPECT_TRUE(std::isnan(fast_atanh(x))) << x;
+  EXPECT_TRUE(std::isnan(fast_asinh(kNaN)));
 }
 
 }  // namespace
