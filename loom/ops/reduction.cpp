@@ -35,13 +35,27 @@ void for_each_axis(const Dictionary& a, Visit&& visit) {
   for (const DictionaryValue& v : axis.get<DictionaryVector>()) visit(&v);
 }
 
+// Whether an axis attribute names the axis `axis`, compared in place: forward and backward ask
+// this of every minibatch, and building an Axis copies its name.
+bool names(const DictionaryValue& v, const Axis& axis) {
+  return v.is<std::string>() && v.get<std::string>() == axis.name();
+}
+const Axis& batch_axis() {
+  static const Axis batch = Axis::default_batch_axis();
+  return batch;
+}
+const Axis& all_axes() {
+  static const Axis all = Axis::all_axes();
+  return all;
+}
+
 // Calls f(i) for each static axis i, of a sample of rank `rank`, that the attributes reduce, once
 // shape inference has checked them; allocates nothing (forward and backward call it).
 template <class F>
 void for_each_reduced_axis(const Dictionary& a, size_t rank, F&& f) {
   for_each_axis(a, [&](const DictionaryValue* v) {
     if (v && v->is<int64_t>()) return f(op_util::static_axis_index(v->get<int64_t>(), rank));
-    if (v && attribute_axis(*v).is_batch()) return;
+    if (v && names(*v, batch_axis())) return;
     for (size_t i = 0; i < rank; ++i) f(i);  // all static axes, or all axes
   });
 }
@@ -265,10 +279,7 @@ std::vector<size_t> reduced_static_axes(const Dictionary& attributes, size_t ran
 bool reduction_reduces_rows(const Dictionary& attributes) {
   bool rows = false;
   for_each_axis(attributes, [&](const DictionaryValue* v) {
-    if (v && v->is<std::string>()) {
-      const Axis axis = attribute_axis(*v);
-      rows = rows || axis.is_batch() || axis.is_all();
-    }
+    rows = rows || (v && (names(*v, batch_axis()) || names(*v, all_axes())));
   });
   return rows;
 }
