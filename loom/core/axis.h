@@ -25,6 +25,10 @@ class Axis {
   bool is_static() const { return kind_ == Kind::Static; }
   bool is_dynamic() const { return kind_ == Kind::Dynamic; }
   bool is_batch() const { return is_dynamic() && name_ == "defaultBatchAxis"; }
+  // CNTK's kinds: every dynamic axis but the batch axis is a sequence axis, ordered as static
+  // axes are.
+  bool is_sequence() const { return is_dynamic() && !is_batch(); }
+  bool is_ordered() const { return is_static() || is_sequence(); }
   bool is_all_static() const { return kind_ == Kind::AllStatic; }
   bool is_all() const { return kind_ == Kind::All; }
   int static_index() const { return index_; }
@@ -48,6 +52,10 @@ inline std::vector<Axis> default_batch_axes() {
 }
 inline std::vector<Axis> default_sequence_axes() {
   return {Axis::default_batch_axis(), Axis::default_dynamic_axis()};
+}
+// CNTK's UnknownDynamicAxes: the axes of a placeholder that its first use decides.
+inline std::vector<Axis> unknown_dynamic_axes() {
+  return {Axis::dynamic_axis_named("UnknownAxes")};
 }
 
 }  // namespace loom

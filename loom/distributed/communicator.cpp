@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 namespace loom::distributed {
 
 namespace {
@@ -441,6 +443,24 @@ std::vector<std::vector<std::byte>> Communicator::all_gather_bytes(
     result.emplace_back(first, first + bytes[j]);
   }
   return result;
+}
+
+WorkerDescriptor Communicator::current_worker() const {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
+  return {.global_rank = rank_, .host_id = host};
+}
+
+std::vector<WorkerDescriptor> Communicator::workers() {
+  const WorkerDescriptor me = current_worker();
+  if (workers_ == 1) return {me};
+  const auto hosts = all_gather_bytes(std::as_bytes(std::span(me.host_id)));
+  std::vector<WorkerDescriptor> all;
+  for (size_t j = 0; j < hosts.size(); ++j)
+    all.push_back(
+        {.global_rank = j,
+         .host_id = std::string(reinterpret_cast<const char*>(hosts[j].data()), hosts[j].size())});
+  return all;
 }
 
 void Communicator::finalize() {

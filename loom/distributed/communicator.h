@@ -49,6 +49,12 @@ class WorkerLostError : public CommunicationError {
   std::vector<size_t> lost_;
 };
 
+// A worker of the job (CNTK's WorkerDescriptor): its rank and the name of its host.
+struct WorkerDescriptor {
+  size_t global_rank = 0;
+  std::string host_id;
+};
+
 class Communicator {
  public:
   // The default time limit of one collective.
@@ -61,6 +67,9 @@ class Communicator {
   size_t rank() const { return rank_; }
   size_t num_workers() const { return workers_; }
   bool is_main() const { return rank_ == 0; }
+  // This worker, and every worker in rank order (a collective: every worker calls it).
+  WorkerDescriptor current_worker() const;
+  std::vector<WorkerDescriptor> workers();
 
   // The time limit of each collective (> 0).
   void set_timeout(std::chrono::milliseconds timeout);

@@ -16,6 +16,12 @@ TEST(CommunicatorTest, WithoutALauncherTheProcessIsTheOnlyWorker) {
   EXPECT_EQ(comm->rank(), 0u);
   EXPECT_EQ(comm->num_workers(), 1u);
   EXPECT_TRUE(comm->is_main());
+  const WorkerDescriptor me = comm->current_worker();
+  EXPECT_EQ(me.global_rank, 0u);
+  EXPECT_FALSE(me.host_id.empty());
+  const std::vector<WorkerDescriptor> all = comm->workers();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].host_id, me.host_id);
   comm->barrier();
 
   std::vector<NDArrayView> tensors{NDArrayView::from_vector<float>({2}, {1.5f, -2.0f}),

@@ -457,10 +457,11 @@ Function Function::clone(ParameterCloneMethod method,
     Function g = make_primitive(*f->op, std::move(ins), f->attributes, f->name);
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());
-    for (size_t i = 0; i < f->outputs.size(); ++i) {
-      map[f->outputs[i].get()] = handle(g.impl()->outputs[i], g.impl());
-      note_axes(Variable(f->outputs[i], f), map[f->outputs[i].get()]);
-    }
+    // An output substituted (CNTK's clone replaces any variable, not only leaves) keeps its
+    // substitute: the functions that read it read the substitute.
+    for (size_t i = 0; i < f->outputs.size(); ++i)
+      if (map.try_emplace(f->outputs[i].get(), handle(g.impl()->outputs[i], g.impl())).second)
+        note_axes(Variable(f->outputs[i], f), map[f->outputs[i].get()]);
     if (closes_loop) loop_edges.emplace_back(g, f->inputs[0]);
   }
   std::vector<Variable> new_roots;

@@ -236,6 +236,16 @@ TEST(ParameterPaths, SurviveSavingAndLoading) {
   EXPECT_EQ(model.clone(ParameterCloneMethod::Clone).parameter_paths(), model.parameter_paths());
 }
 
+TEST(Clone, SubstitutesAnInnerOutput) {
+  Variable x = input_variable({2}, {.name = "x"});
+  Function r = relu(x, "r");
+  Function z = plus(r, x, "z");
+  Function n = negate(x);
+  Function c = z.clone(ParameterCloneMethod::Share, {{r.output(), n.output()}});
+  EXPECT_EQ(c({-1.f, 2.f}).data().to_vector<float>(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(z({-1.f, 2.f}).data().to_vector<float>(), (std::vector<float>{-1, 4}));
+}
+
 // ---- messages name parameters by layer ----
 
 TEST(Messages, ParameterNamedByItsLayer) {

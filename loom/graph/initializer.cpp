@@ -31,11 +31,34 @@ std::pair<double, double> fans(const NDShape& s, int output_rank, int filter_ran
   if (rank == out_rank) in = 1;  // a bias: no input axes
   return {in * field, out * field};
 }
+
+// CNTK's bilinear kernel: for output channel k and input channel c, zero unless k == c, else
+// (1 - |w - center| / f)(1 - |h - center| / f) with f = (size + 1) / 2, center = (size - 1) / 2.
+void fill_bilinear(NDArrayView& t, size_t size) {
+  const NDShape& s = t.shape();
+  LOOM_CHECK(s.rank() == 4 && s[2] == size && s[3] == size && s[0] == s[1], ShapeError, "bilinear(",
+             size, ", ", size, ") fills a kernel [K, C, ", size, ", ", size,
+             "] with as many output channels K as input channels C, not ", s.to_string());
+  const double factor = double((size + 1) / 2), center = (double(size) - 1) / 2;
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* d = t.data<T>();
+    for (size_t k = 0; k < s[0]; ++k)
+      for (size_t c = 0; c < s[1]; ++c)
+        for (size_t h = 0; h < size; ++h)
+          for (size_t w = 0; w < size; ++w)
+            *d++ = k != c ? T(0)
+                          : static_cast<T>((1 - std::fabs(double(w) - center) / factor) *
+                                           (1 - std::fabs(double(h) - center) / factor));
+  });
+}
+
 }  // namespace
 
 void Initializer::fill(NDArrayView& t, RandomGenerator& gen) const {
   auto [fan_in, fan_out] = fans(t.shape(), output_rank, filter_rank);
   double uniform_range = 0, normal_std = 0;
+  bool truncated = false;
   switch (kind) {
     case InitKind::Zeros:
       t.fill(0);
@@ -61,13 +84,27 @@ void Initializer::fill(NDArrayView& t, RandomGenerator& gen) const {
     case InitKind::HeNormal:
       normal_std = scale * std::sqrt(2.0 / fan_in);
       break;
+    case InitKind::Xavier:
+      uniform_range = scale * std::sqrt(3.0 / fan_in);
+      break;
+    case InitKind::TruncatedNormal:
+      normal_std = scale;
+      truncated = true;
+      break;
+    case InitKind::Bilinear:
+      fill_bilinear(t, static_cast<size_t>(scale));
+      return;
   }
+  auto draw = [&] {
+    if (uniform_range > 0) return (2 * gen.uniform() - 1) * uniform_range;
+    double x = gen.normal();
+    while (truncated && std::fabs(x) > 2) x = gen.normal();
+    return x * normal_std;
+  };
   dispatch(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* d = t.data<T>();
-    for (size_t i = 0, n = t.size(); i < n; ++i)
-      d[i] = static_cast<T>(uniform_range > 0 ? (2 * gen.uniform() - 1) * uniform_range
-                                              : gen.normal() * normal_std);
+    for (size_t i = 0, n = t.size(); i < n; ++i) d[i] = static_cast<T>(draw());
   });
 }
 
@@ -98,6 +135,29 @@ Initializer he_uniform(double scale, int output_rank, int filter_rank,
 Initializer he_normal(double scale, int output_rank, int filter_rank,
                       std::optional<uint64_t> seed) {
   return {InitKind::HeNormal, scale, output_rank, filter_rank, seed};
+}
+
+Initializer xavier(double scale, int output_rank, int filter_rank, std::optional<uint64_t> seed) {
+  return {InitKind::Xavier, scale, output_rank, filter_rank, seed};
+}
+Initializer truncated_normal(double stdev, std::optional<uint64_t> seed) {
+  return {.kind = InitKind::TruncatedNormal, .scale = stdev, .seed = seed};
+}
+Initializer bilinear(size_t kernel_width, size_t kernel_height) {
+  LOOM_CHECK(kernel_width == kernel_height && kernel_width > 0, ArgumentError,
+             "bilinear: the kernel must be square (CNTK's bilinear interpolation), not ",
+             kernel_width, "x", kernel_height);
+  return {.kind = InitKind::Bilinear, .scale = double(kernel_width), .seed = std::nullopt};
+}
+Initializer initializer_with_rank(Initializer init, std::optional<int> output_rank,
+                                  std::optional<int> filter_rank) {
+  if (output_rank) init.output_rank = *output_rank;
+  if (filter_rank) {
+    LOOM_CHECK(*filter_rank >= 0, ArgumentError, "initializer_with_rank: filter_rank ",
+               *filter_rank, " is negative");
+    init.filter_rank = *filter_rank;
+  }
+  return init;
 }
 
 }  // namespace loom

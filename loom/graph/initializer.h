@@ -19,12 +19,16 @@ enum class InitKind {
   GlorotUniform,
   GlorotNormal,
   HeUniform,
-  HeNormal
+  HeNormal,
+  Xavier,           // CNTK's: uniform in +-scale * sqrt(3 / fan_in)
+  TruncatedNormal,  // normal with standard deviation scale, drawn again beyond 2 of them
+  Bilinear          // CNTK's bilinear upsampling kernel [K, C, size, size], K = C
 };
+constexpr InitKind kLastInitKind = InitKind::Bilinear;
 
 struct Initializer {
   InitKind kind = InitKind::GlorotUniform;
-  double scale = 1.0;  // the value for Constant
+  double scale = 1.0;  // the value for Constant; the kernel size for Bilinear
   // Trailing axes of the shape that are the output (fan-out) axes; the rest are fan-in.
   // Negative (CNTK's -1 for convolution kernels [O, C, k...]): the leading -output_rank axes
   // are the outputs and the trailing filter_rank axes the receptive field.
@@ -52,5 +56,14 @@ Initializer he_uniform(double scale = 1.0, int output_rank = 1, int filter_rank 
                        std::optional<uint64_t> seed = std::nullopt);
 Initializer he_normal(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
                       std::optional<uint64_t> seed = std::nullopt);
+Initializer xavier(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+                   std::optional<uint64_t> seed = std::nullopt);
+Initializer truncated_normal(double stdev, std::optional<uint64_t> seed = std::nullopt);
+// For a square kernel only (ArgumentError otherwise), as CNTK's.
+Initializer bilinear(size_t kernel_width, size_t kernel_height);
+// A copy of init with its output and filter ranks set where given (CNTK's
+// initializer_with_rank).
+Initializer initializer_with_rank(Initializer init, std::optional<int> output_rank = std::nullopt,
+                                  std::optional<int> filter_rank = std::nullopt);
 
 }  // namespace loom

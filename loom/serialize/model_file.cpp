@@ -215,7 +215,7 @@ VariableFields read_variable(const Fields& f) {
 Initializer read_initializer(const Fields& f) {
   Initializer init;
   int64_t kind = f.get<int64_t>("kind");
-  if (kind < 0 || kind > int64_t(InitKind::HeNormal)) f.fail("unknown initializer kind ", kind);
+  if (kind < 0 || kind > int64_t(kLastInitKind)) f.fail("unknown initializer kind ", kind);
   init.kind = InitKind(kind);
   init.scale = f.get<double>("scale");
   int64_t out_rank = f.get<int64_t>("output_rank"), filt_rank = f.get<int64_t>("filter_rank");
@@ -607,6 +607,57 @@ Function load_model(const std::string& path) {
   // The values are copied out of the mapping: a loaded model owns its tensors.
   const MappedFile file(path);
   return load_model_from_bytes(file.bytes(), path);
+}
+
+namespace {
+
+// Leaves whose values a file carries, in the graph's deterministic order.
+std::vector<Variable> stateful_leaves(const Function& graph) {
+  std::vector<Variable> leaves;
+  for (const Parameter& p : graph.parameters()) leaves.push_back(p);
+  for (const Constant& c : graph.constants()) leaves.push_back(c);
+  return leaves;
+}
+
+}  // namespace
+
+void check_same_graph(const Function& saved, const Function& current, const std::string& file) {
+  auto saved_fns = topological_order(saved.outputs());
+  auto current_fns = topological_order(current.outputs());
+  LOOM_CHECK(saved_fns.size() == current_fns.size(), StateError, "'", file,
+             "' was saved from a graph of ", saved_fns.size(),
+             " primitive functions; this one has ", current_fns.size());
+  for (size_t i = 0; i < saved_fns.size(); ++i)
+    LOOM_CHECK(saved_fns[i]->op == current_fns[i]->op, StateError, "'", file,
+               "': primitive function ", i, " is ", saved_fns[i]->op->name(), " '",
+               saved_fns[i]->name, "' in the file but ", current_fns[i]->op->name(), " '",
+               current_fns[i]->name, "' in this graph");
+  auto saved_leaves = stateful_leaves(saved);
+  auto current_leaves = stateful_leaves(current);
+  LOOM_CHECK(saved_leaves.size() == current_leaves.size(), StateError, "'", file, "' holds ",
+             saved_leaves.size(), " parameters and constants; this graph has ",
+             current_leaves.size());
+  for (size_t i = 0; i < saved_leaves.size(); ++i) {
+    const Variable &s = saved_leaves[i], &c = current_leaves[i];
+    LOOM_CHECK(
+        s.is_parameter() == c.is_parameter() && s.dtype() == c.dtype() && s.shape() == c.shape(),
+        StateError, "'", file, "': ", s.is_parameter() ? "parameter" : "constant", " ",
+        s.describe(), " ", to_string(s.dtype()), " does not match this graph's ", c.describe(), " ",
+        to_string(c.dtype()));
+  }
+}
+
+void copy_leaf_values(const Function& saved, const Function& current) {
+  const auto saved_leaves = stateful_leaves(saved);
+  const auto current_leaves = stateful_leaves(current);
+  for (size_t i = 0; i < saved_leaves.size(); ++i)
+    current_leaves[i].value().copy_from(saved_leaves[i].value());
+}
+
+void restore_model(const Function& f, const std::string& path) {
+  const Function saved = load_model(path);
+  check_same_graph(saved, f, path);
+  copy_leaf_values(saved, f);
 }
 
 }  // namespace loom

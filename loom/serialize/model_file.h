@@ -50,6 +50,17 @@ ContainerWriter model_container(const Function& f, ContentKind kind, size_t mode
 // of the file (decode_dictionary_views: read them with memcpy only, never train the graph).
 Function graph_of(const ContainerReader& file, std::shared_ptr<const void> view_owner = nullptr);
 
+// Checks that saved (read from `file`) has current's structure: the same primitives in the
+// same order, and parameters and constants of the same types and shapes, matched by position
+// (the same program builds the same graph; uids may differ between processes). A StateError
+// naming the file and the first difference otherwise.
+void check_same_graph(const Function& saved, const Function& current, const std::string& file);
+// Copies saved's parameter and constant values into current's (check_same_graph first).
+void copy_leaf_values(const Function& saved, const Function& current);
+// CNTK's Function::restore: f's parameters and constants set from the model file at path,
+// which must hold the same graph.
+void restore_model(const Function& f, const std::string& path);
+
 // The graph dictionary's schema version this Loom writes and the newest it reads.
 inline constexpr int64_t kGraphVersion = 1;
 

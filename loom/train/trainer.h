@@ -45,6 +45,7 @@ class Evaluator {
   // The samples of the last test_minibatch (over all workers when distributed).
   size_t previous_minibatch_sample_count() const { return previous_samples_; }
   void summarize_test_progress();
+  const Variable& evaluation_function() const { return metric_; }
 
  private:
   Variable metric_;

@@ -19,42 +19,6 @@ namespace {
 
 constexpr int64_t kTrainingStateVersion = 1;
 
-// Leaves whose values a checkpoint carries, in the graph's deterministic order.
-std::vector<Variable> stateful_leaves(const Function& graph) {
-  std::vector<Variable> leaves;
-  for (const Parameter& p : graph.parameters()) leaves.push_back(p);
-  for (const Constant& c : graph.constants()) leaves.push_back(c);
-  return leaves;
-}
-
-// Checks that the saved graph has the trainer's structure: the same primitives in the same
-// order, and parameters and constants of the same types and shapes.
-void check_same_graph(const Function& saved, const Function& current, const std::string& file) {
-  auto saved_fns = topological_order(saved.outputs());
-  auto current_fns = topological_order(current.outputs());
-  LOOM_CHECK(saved_fns.size() == current_fns.size(), StateError, "checkpoint '", file,
-             "' was saved from a graph of ", saved_fns.size(),
-             " primitive functions; the trainer's has ", current_fns.size());
-  for (size_t i = 0; i < saved_fns.size(); ++i)
-    LOOM_CHECK(saved_fns[i]->op == current_fns[i]->op, StateError, "checkpoint '", file,
-               "': primitive function ", i, " is ", saved_fns[i]->op->name(), " '",
-               saved_fns[i]->name, "' in the checkpoint but ", current_fns[i]->op->name(), " '",
-               current_fns[i]->name, "' in the trainer's graph");
-  auto saved_leaves = stateful_leaves(saved);
-  auto current_leaves = stateful_leaves(current);
-  LOOM_CHECK(saved_leaves.size() == current_leaves.size(), StateError, "checkpoint '", file,
-             "' holds ", saved_leaves.size(), " parameters and constants; the trainer's graph has ",
-             current_leaves.size());
-  for (size_t i = 0; i < saved_leaves.size(); ++i) {
-    const Variable &s = saved_leaves[i], &c = current_leaves[i];
-    LOOM_CHECK(
-        s.is_parameter() == c.is_parameter() && s.dtype() == c.dtype() && s.shape() == c.shape(),
-        StateError, "checkpoint '", file, "': ", s.is_parameter() ? "parameter" : "constant", " ",
-        s.describe(), " ", to_string(s.dtype()), " does not match the trainer's ", c.describe(),
-        " ", to_string(c.dtype()));
-  }
-}
-
 }  // namespace
 
 Function Trainer::training_graph() const {
@@ -200,10 +164,7 @@ Dictionary Trainer::restore_from_checkpoint(
   }
 
   // 3. What cannot fail any more: values, generators, counters.
-  const auto saved_leaves = stateful_leaves(saved);
-  const auto current_leaves = stateful_leaves(current);
-  for (size_t i = 0; i < saved_leaves.size(); ++i)
-    current_leaves[i].value().copy_from(saved_leaves[i].value());
+  copy_leaf_values(saved, current);
   // The same primitives in the same order (checked above): the same random ops.
   const auto saved_random = random_functions(saved);
   const auto current_random = random_functions(current);

@@ -51,6 +51,12 @@ std::vector<std::vector<float>> gathered(Communicator& comm, const std::vector<f
 
 void collectives(Communicator& comm) {
   const size_t n = comm.num_workers(), r = comm.rank();
+  // Every worker, in rank order, each with its host's name (CNTK's WorkerDescriptor).
+  const std::vector<WorkerDescriptor> workers = comm.workers();
+  check(workers.size() == n, "one descriptor a worker");
+  for (size_t k = 0; k < workers.size(); ++k)
+    check(workers[k].global_rank == k && !workers[k].host_id.empty(), "worker descriptors");
+  check(workers[r].host_id == comm.current_worker().host_id, "this worker's host");
   // Small tensors share a bucket; the large one (8 MiB) is reduced in place, in pieces.
   std::vector<NDArrayView> tensors{
       NDArrayView::from_vector<float>({3}, {float(r), 1.0f, 2.0f * float(r)}),
