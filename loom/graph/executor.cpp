@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "loom/core/threads.h"
+#include "loom/graph/debugging.h"
 
 namespace loom {
 
@@ -169,6 +170,7 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
   for (const Loop& loop : loops_)
     std::fill(in_loop.begin() + loop.begin, in_loop.begin() + loop.end, true);
   move_relu_behind_max(order, outputs_, in_loop);
+  if (computation_network_trace_level() > 0) trace_plan(order);
   std::unordered_set<const VariableImpl*> wanted;
   for (auto& w : wrt) wanted.insert(w.impl().get());
   auto add_leaf = [&](const Variable& v) {
@@ -622,6 +624,7 @@ void Executor::forward(const ValueMap& arguments, bool is_training) {
 
 void Executor::forward(const ArgumentLookup& argument, bool is_training) {
   is_training_ = is_training;
+  observe_ = node_observation_active();
   // The previous minibatch's values are still in place (their layouts too, until bound anew),
   // and its backward is done: keep what continued sequences read of them.
   if (forward_done_)
@@ -667,7 +670,12 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
     out.value.sparse = nullptr;
     out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
     OpCall call = whole_call(node, false);
-    f.op->forward(call);
+    if (!observe_) [[likely]] {
+      f.op->forward(call);
+    } else {
+      const Tensor* result = &out.value;
+      observe_node(f, NodePass::Forward, [&] { f.op->forward(call); }, {&result, 1});
+    }
   }
   forward_done_ = true;
 }
@@ -699,13 +707,22 @@ void Executor::forward_loop(const Loop& loop) {
       Slot& out = slots_[node.output];
       if (node.delay) {
         OpCall call = whole_call(node, false);
-        f.op->forward_step(call, t);
+        if (!observe_) [[likely]] {
+          f.op->forward_step(call, t);
+        } else {
+          observe_node(f, NodePass::Forward, [&] { f.op->forward_step(call, t); }, {});
+        }
         continue;
       }
       step_views(node, out, L, t, step);
       OpCall call{f.attributes,         node.step_input_values, &node.step_output,  nullptr,
                   &out.step_scratch[t], is_training_,           random_of(*node.fn)};
-      f.op->forward(call);
+      if (!observe_) [[likely]] {
+        f.op->forward(call);
+      } else {
+        const Tensor* result = &node.step_output;
+        observe_node(f, NodePass::Forward, [&] { f.op->forward(call); }, {&result, 1});
+      }
     }
   }
 }
@@ -789,8 +806,16 @@ void Executor::backward_loop(const Loop& loop) {
       if (!out.needs_grad) continue;
       if (node.delay) {
         OpCall call = whole_call(node, true);
-        for (size_t i = 0; i < node.inputs.size(); ++i)
-          if (node.gradient_wanted[i]) f.op->backward_step(call, i, slots_[node.inputs[i]].grad, t);
+        auto run = [&] {
+          for (size_t i = 0; i < node.inputs.size(); ++i)
+            if (node.gradient_wanted[i])
+              f.op->backward_step(call, i, slots_[node.inputs[i]].grad, t);
+        };
+        if (!observe_) [[likely]] {
+          run();
+        } else {
+          observe_node(f, NodePass::Backward, run, {});
+        }
         continue;
       }
       step_views(node, out, L, t, step);
@@ -798,18 +823,36 @@ void Executor::backward_loop(const Loop& loop) {
       OpCall call{f.attributes,           node.step_input_values, &node.step_output,
                   &node.step_output_grad, &out.step_scratch[t],   is_training_,
                   random_of(*node.fn),    &node.gradient_wanted};
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (!node.gradient_wanted[i]) continue;
-        Tensor& g = slots_[node.inputs[i]].grad;
-        if (!g.dynamic()) {
-          f.op->backward(call, i, g, true);
-          continue;
+      auto run = [&] {
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          if (!node.gradient_wanted[i]) continue;
+          Tensor& g = slots_[node.inputs[i]].grad;
+          if (!g.dynamic()) {
+            f.op->backward(call, i, g, true);
+            continue;
+          }
+          step_view(g, L, t, step, node.step_input_grad);
+          f.op->backward(call, i, node.step_input_grad, true);
         }
-        step_view(g, L, t, step, node.step_input_grad);
-        f.op->backward(call, i, node.step_input_grad, true);
+      };
+      if (!observe_) [[likely]] {
+        run();
+      } else {
+        observe_node(f, NodePass::Backward, run, {});  // gradients are checked per node, not step
       }
     }
   }
+}
+
+void Executor::observe_backward(const Node& node, const std::function<void()>& run) {
+  std::vector<const Tensor*> gradients;
+  std::vector<size_t> inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (node.gradient_wanted[i]) {
+      gradients.push_back(&slots_[node.inputs[i]].grad);
+      inputs.push_back(i);
+    }
+  observe_node(*node.fn, NodePass::Backward, run, gradients, inputs);
 }
 
 Tensor& Executor::gradient_tensor(size_t index) {
@@ -828,6 +871,7 @@ Tensor& Executor::gradient_tensor(size_t index) {
 void Executor::backward(const Variable& root, const Value* root_gradient,
                         const GradientReady& ready) {
   LOOM_CHECK(forward_done_, StateError, "backward before forward");
+  observe_ = node_observation_active();
   for (auto& s : slots_) s.grad_written = false;
   size_t r = slot_of(root);
   LOOM_CHECK(slots_[r].needs_grad, ArgumentError, root.describe(),
@@ -864,15 +908,22 @@ void Executor::backward(const Variable& root, const Value* root_gradient,
     } else if (slots_[node.output].grad_written) {
       const FunctionImpl& f = *node.fn;
       OpCall call = whole_call(node, true);
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        Slot& in = slots_[node.inputs[i]];
-        if (!node.gradient_wanted[i]) continue;
-        LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input ",
-                   leaf_vars_[node.inputs[i]].describe(), " is not supported");
-        bool accumulate = in.grad_written;
-        Tensor& g = accumulate ? in.grad : gradient_tensor(node.inputs[i]);
-        f.op->backward(call, i, g, accumulate);
-        in.grad_written = true;
+      auto run = [&] {
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          Slot& in = slots_[node.inputs[i]];
+          if (!node.gradient_wanted[i]) continue;
+          LOOM_CHECK(!in.value.is_sparse(), ArgumentError, "gradient of sparse input ",
+                     leaf_vars_[node.inputs[i]].describe(), " is not supported");
+          bool accumulate = in.grad_written;
+          Tensor& g = accumulate ? in.grad : gradient_tensor(node.inputs[i]);
+          f.op->backward(call, i, g, accumulate);
+          in.grad_written = true;
+        }
+      };
+      if (!observe_) [[likely]] {
+        run();
+      } else {
+        observe_backward(node, run);
       }
     }
     finish_gradients(k, ready);

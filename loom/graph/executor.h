@@ -143,6 +143,9 @@ class Executor {
   static void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
   void bind_sequence_layouts(const ArgumentLookup& argument);
   Tensor& gradient_tensor(size_t slot);
+  // Runs a node's backward (run) under the debugging aids (loom/graph/debugging.h), which time
+  // it and check the gradients it writes.
+  void observe_backward(const Node& node, const std::function<void()>& run);
 
   std::vector<Variable> outputs_;
   std::vector<Node> nodes_;
@@ -160,6 +163,8 @@ class Executor {
   std::unordered_map<std::string, const SequenceLayout*> sequence_layouts_;
   bool forward_done_ = false;
   bool is_training_ = false;
+  // Whether this pass runs its nodes under the debugging aids (node_observation_active()).
+  bool observe_ = false;
 };
 
 }  // namespace loom

@@ -1,0 +1,261 @@
+// The debugging aids of loom/graph/debugging.h as the executor drives them: node timing (every
+// node timed, calls counted exactly, in loops per step), checked mode (NaN/Inf raise naming the
+// node), the profiler's files, trace levels, and debug nodes (debug_graph).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "loom/graph/debugging.h"
+#include "loom/graph/executor.h"
+#include "loom/graph/graph_impl.h"
+#include "loom/graph/graph_test_util.h"
+#include "loom/ops/ops.h"
+
+namespace loom {
+namespace {
+
+// Turns an aid on for one test and off again, whatever the test does.
+struct Aids {
+  ~Aids() {
+    set_node_timing(false);
+    set_checked_mode(false);
+    set_computation_network_trace_level(0);
+    reset_node_timing();
+  }
+};
+
+struct Net {
+  Variable x = input_variable({3}, {.name = "x"});
+  Variable y = input_variable({2}, {.name = "y"});
+  Parameter w = parameter(NDArrayView::from_vector<float>({3, 2}, random_floats(6, 1)), "w");
+  Parameter b = parameter(NDArrayView::from_vector<float>({2}, random_floats(2, 2)), "b");
+  Variable z = plus(times(x, w), b, "z");
+  Variable loss = squared_error(z, y, "loss");
+  ValueMap data(size_t n) const {
+    return {{x, Value::create_batch<float>({3}, random_floats(3 * n, 3))},
+            {y, Value::create_batch<float>({2}, random_floats(2 * n, 4))}};
+  }
+};
+
+std::vector<std::string> uids_of(const Variable& root) {
+  std::vector<std::string> uids;
+  for (const auto& f : topological_order({root})) uids.push_back(f->uid);
+  std::sort(uids.begin(), uids.end());
+  return uids;
+}
+
+TEST(NodeTiming, EveryNodeTimedAndCallsCountedExactly) {
+  Aids aids;
+  Net net;
+  Executor exec({net.loss}, {net.w, net.b});
+  set_node_timing(true);
+  for (int i = 0; i < 3; ++i) {
+    exec.forward(net.data(4), true);
+    exec.backward(net.loss);
+  }
+  exec.forward(net.data(2), false);  // a fourth forward without backward
+  const std::vector<NodeTiming> timings = node_timings({net.loss});
+  ASSERT_EQ(timings.size(), 3u);  // times, plus, squared_error
+  std::vector<std::string> uids;
+  for (const NodeTiming& t : timings) {
+    SCOPED_TRACE(t.uid);
+    uids.push_back(t.uid);
+    EXPECT_EQ(t.forward_calls, 4u);
+    EXPECT_EQ(t.backward_calls, 3u);
+    EXPECT_GE(t.forward_seconds, 0.0);
+    EXPECT_GE(t.backward_seconds, 0.0);
+  }
+  EXPECT_EQ(uids, uids_of(net.loss));  // sorted by uid, as CNTK's network prints them
+  for (const NodeTiming& t : timings) EXPECT_EQ(t.uid.rfind(t.op, 0), 0u);  // uid: op + number
+
+  // The report: CNTK's line per node; printing resets the counts.
+  const std::string report = node_timing_report({net.loss});
+  std::istringstream lines(report);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(line.substr(0, uids[n].size()), uids[n]);
+    EXPECT_NE(line.find(" forward avg "), std::string::npos) << line;
+    EXPECT_NE(line.find("(fwd# 4|bwd# 3)"), std::string::npos) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 3u);
+  for (const NodeTiming& t : node_timings({net.loss})) EXPECT_EQ(t.forward_calls, 0u);
+
+  // Off: nothing is recorded.
+  set_node_timing(false);
+  exec.forward(net.data(4), true);
+  exec.backward(net.loss);
+  for (const NodeTiming& t : node_timings({net.loss})) {
+    EXPECT_EQ(t.forward_calls, 0u);
+    EXPECT_EQ(t.backward_calls, 0u);
+  }
+}
+
+TEST(NodeTiming, LoopNodesCountEveryStep) {
+  Aids aids;
+  Variable x = sequence::input_variable({2}, {.name = "x"});
+  Variable p = placeholder({2}, DataType::Float32, x.dynamic_axes());
+  Function h = plus(x, sequence::past_value(p), "h");
+  h.replace_placeholders({{p, h.output()}});
+  Executor exec({h.output()});
+  set_node_timing(true);
+  exec.forward(
+      {{x, Value::create_sequences<float>({2}, {random_floats(6, 5), random_floats(4, 6)})}},
+      false);
+  for (const NodeTiming& t : node_timings({h.output()})) EXPECT_EQ(t.forward_calls, 3u) << t.uid;
+}
+
+// (log(-1) is CNTK's clamp, -85.1, not NaN: 0 / 0 makes the NaN.)
+TEST(CheckedMode, NaNRaisesNamingTheNode) {
+  Aids aids;
+  Variable x = input_variable({2}, {.name = "x"});
+  Function lg = element_divide(x, x, "lg");
+  const ValueMap bad{{x, Value::create_batch<float>({2}, {1.f, 0.f})}};
+  Executor exec({lg.output()});
+  exec.forward(bad, false);  // off: NaN passes
+  set_checked_mode(true);
+  try {
+    exec.forward(bad, false);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "checked mode: lg (" + lg.uid() +
+                  ") ElementDivide operation unexpectedly produced NaN values");
+  }
+  exec.forward({{x, Value::create_batch<float>({2}, {1.f, 2.f})}}, false);  // fine values pass
+}
+
+TEST(CheckedMode, InfiniteGradientRaisesNamingNodeAndInput) {
+  Aids aids;
+  Variable x = input_variable({2}, {.name = "x", .needs_gradient = true});
+  Function root = sqrt(x, "root");
+  Executor exec({root.output()}, {x});
+  set_checked_mode(true);
+  exec.forward({{x, Value::create_batch<float>({2}, {0.f, 4.f})}}, true);  // sqrt(0) = 0 is fine
+  try {
+    exec.backward(root.output());
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "checked mode: root (" + root.uid() +
+                                         ") Sqrt operation unexpectedly produced infinite "
+                                         "gradients on its input x: Tensor[2]");
+  }
+}
+
+TEST(Profiler, WritesTheSummaryListingEveryNode) {
+  Net net;
+  const std::string dir = ::testing::TempDir() + "loom_profiler_test";
+  std::filesystem::remove_all(dir);
+  Executor exec({net.loss}, {net.w, net.b});
+  EXPECT_THROW(stop_profiler(), StateError);
+  start_profiler(dir);
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  EXPECT_THROW(start_profiler(dir), StateError);
+  exec.forward(net.data(4), true);  // started but not enabled: not recorded
+  enable_profiler();
+  for (int i = 0; i < 2; ++i) {
+    exec.forward(net.data(4), true);
+    exec.backward(net.loss);
+  }
+  disable_profiler();
+  exec.forward(net.data(4), true);
+  const std::string summary = stop_profiler();
+  EXPECT_FALSE(node_observation_active());
+  std::ifstream in(summary);
+  ASSERT_TRUE(in) << summary;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  EXPECT_EQ(s.rfind("CNTK Performance Profiler Summary Report\n", 0), 0u) << s;
+  for (const std::string& uid : uids_of(net.loss))
+    for (const char* pass : {" Forward", " Backward"}) {
+      const size_t at = s.find(uid + pass);
+      ASSERT_NE(at, std::string::npos) << uid << pass << "\n" << s;
+      const std::string line = s.substr(at, s.find('\n', at) - at);
+      EXPECT_NE(line.find(" ms                2 "), std::string::npos) << line;  // count 2
+    }
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    if (e.path().extension() == ".json") {
+      std::ifstream detail(e.path());
+      std::stringstream j;
+      j << detail.rdbuf();
+      EXPECT_NE(j.str().find("\"ph\":\"B\""), std::string::npos);
+    }
+  }
+  EXPECT_EQ(files, 2u);  // the summary and the detail file
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TraceLevel, InfoSetsTheNetworkTraceLevel) {
+  EXPECT_EQ(get_trace_level(), TraceLevel::Warning);
+  set_trace_level(TraceLevel::Info);
+  EXPECT_EQ(computation_network_trace_level(), 2);
+  set_trace_level(TraceLevel::Error);
+  EXPECT_EQ(get_trace_level(), TraceLevel::Error);
+  EXPECT_EQ(computation_network_trace_level(), 0);
+  set_trace_level(TraceLevel::Warning);
+}
+
+TEST(TraceLevel, PlanPrintedAt1) {
+  Aids aids;
+  Net net;
+  set_computation_network_trace_level(1);
+  ::testing::internal::CaptureStderr();
+  Executor exec({net.z});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("Executor: 2 nodes\n", 0), 0u) << err;
+  EXPECT_NE(err.find("  z (" + Function(net.z).uid() + ") Plus("), std::string::npos) << err;
+}
+
+TEST(TraceLevel, NodeValuesDumpedAt1000) {
+  Aids aids;
+  Net net;
+  Executor exec({net.z});
+  set_computation_network_trace_level(1000);
+  ::testing::internal::CaptureStderr();
+  exec.forward({{net.x, Value::create_batch<float>({3}, {1.f, -2.f, 3.f})}}, false);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("Dump --> z (" + Function(net.z).uid() + ") Plus: [2] x 1 abs sum = "),
+            std::string::npos)
+      << err;
+}
+
+TEST(DebugGraph, CallbackSeesEveryNodeForwardThenBackward) {
+  Variable x = input_variable({2}, {.name = "x", .needs_gradient = true});
+  Parameter p = parameter(NDArrayView::from_vector<float>({2}, {10.f, 20.f}), "p");
+  Variable z = element_times(x, p, "z");
+  std::vector<std::pair<NodePass, size_t>> events;
+  std::vector<Value> values;
+  DebugGraph d = debug_graph(Function(z), [&](const DebugEvent& e) {
+    events.emplace_back(e.pass, e.node);
+    values.push_back(e.value);
+  });
+  ASSERT_EQ(d.nodes.size(), 3u);  // x, p, z
+  EXPECT_EQ(d.nodes[0], x);
+  EXPECT_EQ(d.nodes[1], Variable(p));
+  EXPECT_EQ(d.nodes[2], z);
+  EXPECT_EQ(d.model.parameters().size(), 1u);  // the parameter is shared
+  Executor exec({d.model.output()}, {x, p});
+  exec.forward({{x, Value::create_batch<float>({2}, {1.f, 2.f, 3.f, 4.f})}}, true);
+  EXPECT_EQ(exec.output_value(d.model.output()).data().to_vector<float>(),
+            (std::vector<float>{10.f, 40.f, 30.f, 80.f}));
+  exec.backward(d.model.output());
+  using P = NodePass;
+  const std::vector<std::pair<NodePass, size_t>> expected{{P::Forward, 0},  {P::Forward, 1},
+                                                          {P::Forward, 2},  {P::Backward, 2},
+                                                          {P::Backward, 1}, {P::Backward, 0}};
+  EXPECT_EQ(events, expected);
+  EXPECT_EQ(values[1].data().to_vector<float>(), (std::vector<float>{10.f, 20.f}));
+  EXPECT_EQ(values[2].data().to_vector<float>(), (std::vector<float>{10.f, 40.f, 30.f, 80.f}));
+  EXPECT_EQ(values[3].data().to_vector<float>(), (std::vector<float>(4, 1.f)));
+  EXPECT_EQ(exec.gradient_value(x).data().to_vector<float>(),
+            (std::vector<float>{10.f, 20.f, 10.f, 20.f}));
+}
+
+}  // namespace
+}  // namespace loom
