@@ -18,6 +18,12 @@ struct BatchNormalizationOptions {
   double normalization_time_constant = 5000;
   double blend_time_constant = 0;
   double epsilon = 0.00001;
+  // CNTK's choice between cuDNN and its own kernels: Loom has one implementation, so either
+  // value computes the same.
+  bool use_cntk_engine = false;
+  // CNTK: the learners' L1/L2 regularization skips scale and bias. Accepted; Loom's learners
+  // regularize every parameter they update (no per-parameter exemption yet).
+  bool disable_regularization = false;
   DataType dtype = DataType::Float32;
   std::string name = {};
 };
@@ -31,6 +37,12 @@ struct LayerNormalizationOptions {
   double initial_scale = 1;
   double initial_bias = 0;
   double epsilon = 0.00001;
+  // CNTK's choice between cuDNN and its own kernels: Loom has one implementation, so either
+  // value computes the same.
+  bool use_cntk_engine = false;
+  // CNTK: the learners' L1/L2 regularization skips scale and bias. Accepted; Loom's learners
+  // regularize every parameter they update (no per-parameter exemption yet).
+  bool disable_regularization = false;
   DataType dtype = DataType::Float32;
   std::string name = {};
 };

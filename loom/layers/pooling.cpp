@@ -29,6 +29,14 @@ Function AveragePooling(const NDShape& filter_shape, const PoolingLayerOptions& 
   return pooling_layer("AveragePooling", PoolingType::Average, filter_shape, options);
 }
 
+Function MaxUnpooling(const NDShape& filter_shape, const PoolingLayerOptions& o) {
+  Variable x = placeholder("x"), pooling_input = placeholder("y");
+  Variable y = unpooling(
+      x, pooling_input, PoolingType::Max, filter_shape,
+      {.strides = o.strides, .auto_padding = o.pad ? o.pad->flags : std::vector<bool>{false}});
+  return as_block({y}, "MaxUnpooling", o.name, {x, pooling_input});
+}
+
 Function GlobalMaxPooling(const std::string& name) {
   return global_pooling_layer("GlobalMaxPooling", PoolingType::Max, name);
 }

@@ -382,4 +382,39 @@ Function Delay(int64_t T, const Variable& initial_state, const std::string& name
   return as_block({delayed}, "Delay", name, {x});
 }
 
+namespace {
+// One unit axis inserted so that the result has it at static axis `axis` (Python-style,
+// counted in the result), whatever x's rank: in front of x's axis `axis` (axis >= 0), or behind
+// its axis axis + 1 from the end (axis < 0).
+Variable new_axis_at(const Variable& x, int axis) {
+  if (axis >= 0)
+    return reshape(x, NDShape{1}, ReshapeOptions{.begin_axis = axis, .end_axis = axis});
+  if (axis == -1)
+    return reshape(x, NDShape{NDShape::kInferred, 1}, ReshapeOptions{.begin_axis = -1});
+  return reshape(x, NDShape{1}, ReshapeOptions{.begin_axis = axis + 1, .end_axis = axis + 1});
+}
+}  // namespace
+
+Function PastValueWindow(size_t window_size, int axis, const PastValueWindowOptions& o) {
+  LOOM_CHECK(window_size >= 1, ArgumentError, "PastValueWindow: window_size must be at least 1");
+  const bool backwards = o.go_backwards;
+  Variable x = placeholder("x");
+  const Variable ones = sequence::broadcast_as(1.0, x);
+  // The scalar validity flags as splice pads a scalar for `axis`: rank -axis, or axis + 1.
+  const size_t flag_rank = axis < 0 ? size_t(-axis) : size_t(axis) + 1;
+  std::vector<Variable> values, valids;
+  for (size_t t = 0; t < window_size; ++t) {
+    const int64_t T = backwards ? -int64_t(t) : int64_t(t);
+    auto nth = [&](const Variable& v) {
+      const Variable d = Delay(T)(v);
+      return Variable(backwards ? sequence::first(d) : sequence::last(d));
+    };
+    values.push_back(new_axis_at(nth(x), axis));
+    valids.push_back(reshape(nth(ones), NDShape(std::vector<size_t>(flag_rank, 1))));
+  }
+  const Variable value = splice(values, Axis(axis), "value");
+  const Variable valid = splice(valids, Axis(axis), "valid");
+  return as_block({value, valid}, "PastValueWindow", o.name, {x});
+}
+
 }  // namespace loom

@@ -64,6 +64,20 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& options = {}
 // initial_state where that reaches outside the sequence (invalid: 0).
 Function Delay(int64_t T = 1, const Variable& initial_state = {}, const std::string& name = "");
 
+struct PastValueWindowOptions {
+  bool go_backwards = false;
+  std::string name = {};
+};
+
+// CNTK's PastValueWindow: a layer of a sequence x giving two outputs without a sequence axis,
+// "value": the last window_size steps of each sequence, newest first (the first steps when
+// go_backwards), zeros past the sequence's start, stacked on a new static axis at `axis`
+// (Python-style; -2 for vectors gives [window_size, dim]); "valid": 1 for the steps that exist,
+// else 0, [window_size, 1] for axis -2 (splice of scalars, as CNTK's). CNTK splices along an
+// existing axis when the step has it; here the value axis is always new (np.stack). ArgumentError
+// for window_size 0.
+Function PastValueWindow(size_t window_size, int axis, const PastValueWindowOptions& options = {});
+
 struct RecurrentCellOptions {
   std::optional<size_t> cell_shape = {};      // LSTM's cell size (a projection to shape follows)
   std::optional<Activation> activation = {};  // unset: tanh for LSTM and GRU, sigmoid for RNNStep

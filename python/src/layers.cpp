@@ -1,6 +1,7 @@
 // The layers library, initializers and default_options. An option left out (the module's
 // UNSET) takes default_options' value, as CNTK's default_override_or; given explicitly, even
 // activation=None, it wins.
+#include "loom/layers/attention.h"
 #include "loom/layers/recurrent.h"
 #include "python/src/binding.h"
 
@@ -63,6 +64,38 @@ Function layer_of(py::handle x) {
   return py::module_::import("loom._loom").attr("Function")(x).cast<Function>();
 }
 
+// The options both convolution layers share, from their Python arguments.
+template <typename Options>
+Options convolution_options(py::handle activation, py::handle init, py::handle pad,
+                            py::handle strides, py::handle sharing, py::handle bias,
+                            py::handle init_bias, size_t reduction_rank, py::handle dilation,
+                            size_t max_temp_mem_size_in_samples, py::handle dtype,
+                            const std::string& name) {
+  Options o;
+  o.activation = activation_option(activation);
+  o.init = init_option(init);
+  o.pad = pad_option(pad);
+  o.strides = per_axis<size_t>(strides);
+  o.sharing = per_axis<bool>(sharing);
+  o.bias = bool_option(bias);
+  o.init_bias = init_option(init_bias);
+  o.reduction_rank = reduction_rank;
+  o.dilation = per_axis<size_t>(dilation);
+  o.max_temp_mem_size_in_samples = max_temp_mem_size_in_samples;
+  o.dtype = data_type(dtype);
+  o.name = name;
+  return o;
+}
+
+// An initial state: None or the number 0 (none: zeros), another number (a scalar constant), or
+// a Variable.
+Variable initial_state_of(py::handle x) {
+  if (x.is_none()) return {};
+  if ((py::isinstance<py::int_>(x) || py::isinstance<py::float_>(x)) && x.cast<double>() == 0)
+    return {};
+  return as_variable(x);
+}
+
 // with default_options(...): the C++ scope opened on entry and closed on exit.
 class DefaultOptions {
  public:
@@ -80,19 +113,6 @@ class DefaultOptions {
 void add_layers(py::module_& m) {
   m.attr("UNSET") = unset();
   const py::object u = unset();
-
-  py::class_<Initializer>(m, "Initializer");
-  m.def("zeros", &zeros);
-  m.def("constant_initializer", &constant_initializer, py::arg("value"));
-  m.def("uniform", &uniform, py::arg("scale"), py::arg("seed") = py::none());
-  m.def("normal", &normal, py::arg("scale"), py::arg("seed") = py::none());
-  using Glorot = Initializer (*)(double, int, int, std::optional<uint64_t>);
-  for (auto [name, f] : {std::pair<const char*, Glorot>{"glorot_uniform", &glorot_uniform},
-                         {"glorot_normal", &glorot_normal},
-                         {"he_uniform", &he_uniform},
-                         {"he_normal", &he_normal}})
-    m.def(name, f, py::arg("scale") = 1.0, py::arg("output_rank") = 1, py::arg("filter_rank") = 0,
-          py::arg("seed") = py::none());
 
   py::class_<DefaultOptions>(m, "DefaultOptions")
       .def(py::init([](py::handle activation, py::handle init, py::handle bias,
@@ -128,63 +148,65 @@ void add_layers(py::module_& m) {
       py::arg("input_rank") = py::none(), py::arg("map_rank") = py::none(), py::arg("bias") = u,
       py::arg("init_bias") = u, py::arg("dtype") = py::none(), py::arg("name") = "");
 
-  using Conv = Function (*)(const NDShape&, size_t, const ConvolutionLayerOptions&);
+  // The convolutions take every option of CNTK's Convolution; loom.layers gives each its
+  // CNTK signature.
+  using Conv = Function (*)(const NDShape&, std::optional<size_t>, const ConvolutionLayerOptions&);
   for (auto [layer, f] : {std::pair<const char*, Conv>{"Convolution", &Convolution},
+                          {"SequentialConvolution", &SequentialConvolution},
                           {"Convolution1D", &Convolution1D},
                           {"Convolution2D", &Convolution2D},
                           {"Convolution3D", &Convolution3D}})
     m.def(
         layer,
+        [f](py::handle filter_shape, py::handle num_filters, bool sequential, py::handle activation,
+            py::handle init, py::handle pad, py::handle strides, py::handle sharing,
+            py::handle bias, py::handle init_bias, size_t reduction_rank, bool transpose_weight,
+            py::handle dilation, size_t groups, size_t max_temp_mem_size_in_samples,
+            const std::string& op_name, py::handle dtype, const std::string& name) {
+          std::optional<size_t> filters;
+          if (!num_filters.is_none() &&
+              !(py::isinstance<py::tuple>(num_filters) && py::len(num_filters) == 0))
+            filters = num_filters.cast<size_t>();
+          auto o = convolution_options<ConvolutionLayerOptions>(
+              activation, init, pad, strides, sharing, bias, init_bias, reduction_rank, dilation,
+              max_temp_mem_size_in_samples, dtype, name);
+          o.sequential = sequential;
+          o.transpose_weight = transpose_weight;
+          o.groups = groups;
+          o.op_name = op_name;
+          return f(shape_of(filter_shape), filters, o);
+        },
+        py::arg("filter_shape"), py::arg("num_filters") = py::none(), py::arg("sequential") = false,
+        py::arg("activation") = u, py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1,
+        py::arg("sharing") = true, py::arg("bias") = u, py::arg("init_bias") = u,
+        py::arg("reduction_rank") = 1, py::arg("transpose_weight") = false, py::arg("dilation") = 1,
+        py::arg("groups") = 1, py::arg("max_temp_mem_size_in_samples") = 0, py::arg("op_name") = "",
+        py::arg("dtype") = py::none(), py::arg("name") = "");
+  using ConvT = Function (*)(const NDShape&, size_t, const ConvolutionTransposeLayerOptions&);
+  for (auto [layer, f] :
+       {std::pair<const char*, ConvT>{"ConvolutionTranspose", &ConvolutionTranspose},
+        {"ConvolutionTranspose1D", &ConvolutionTranspose1D},
+        {"ConvolutionTranspose2D", &ConvolutionTranspose2D},
+        {"ConvolutionTranspose3D", &ConvolutionTranspose3D}})
+    m.def(
+        layer,
         [f](py::handle filter_shape, size_t num_filters, py::handle activation, py::handle init,
             py::handle pad, py::handle strides, py::handle sharing, py::handle bias,
-            py::handle init_bias, size_t reduction_rank, py::handle dilation, size_t groups,
-            py::handle dtype, const std::string& name) {
-          return f(shape_of(filter_shape), num_filters,
-                   {.activation = activation_option(activation),
-                    .init = init_option(init),
-                    .pad = pad_option(pad),
-                    .strides = per_axis<size_t>(strides),
-                    .sharing = per_axis<bool>(sharing),
-                    .bias = bool_option(bias),
-                    .init_bias = init_option(init_bias),
-                    .reduction_rank = reduction_rank,
-                    .dilation = per_axis<size_t>(dilation),
-                    .groups = groups,
-                    .dtype = data_type(dtype),
-                    .name = name});
+            py::handle init_bias, py::handle output_shape, size_t reduction_rank,
+            py::handle dilation, size_t max_temp_mem_size_in_samples, py::handle dtype,
+            const std::string& name) {
+          auto o = convolution_options<ConvolutionTransposeLayerOptions>(
+              activation, init, pad, strides, sharing, bias, init_bias, reduction_rank, dilation,
+              max_temp_mem_size_in_samples, dtype, name);
+          if (!output_shape.is_none()) o.output_shape = shape_of(output_shape);
+          return f(shape_of(filter_shape), num_filters, o);
         },
         py::arg("filter_shape"), py::arg("num_filters"), py::arg("activation") = u,
         py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1, py::arg("sharing") = true,
-        py::arg("bias") = u, py::arg("init_bias") = u, py::arg("reduction_rank") = 1,
-        py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("dtype") = py::none(),
+        py::arg("bias") = u, py::arg("init_bias") = u, py::arg("output_shape") = py::none(),
+        py::arg("reduction_rank") = 1, py::arg("dilation") = 1,
+        py::arg("max_temp_mem_size_in_samples") = 0, py::arg("dtype") = py::none(),
         py::arg("name") = "");
-  m.def(
-      "ConvolutionTranspose",
-      [](py::handle filter_shape, size_t num_filters, py::handle activation, py::handle init,
-         py::handle pad, py::handle strides, py::handle sharing, py::handle bias,
-         py::handle init_bias, py::handle output_shape, size_t reduction_rank, py::handle dilation,
-         py::handle dtype, const std::string& name) {
-        return ConvolutionTranspose(
-            shape_of(filter_shape), num_filters,
-            {.activation = activation_option(activation),
-             .init = init_option(init),
-             .pad = pad_option(pad),
-             .strides = per_axis<size_t>(strides),
-             .sharing = per_axis<bool>(sharing),
-             .bias = bool_option(bias),
-             .init_bias = init_option(init_bias),
-             .output_shape =
-                 output_shape.is_none() ? std::nullopt : std::optional(shape_of(output_shape)),
-             .reduction_rank = reduction_rank,
-             .dilation = per_axis<size_t>(dilation),
-             .dtype = data_type(dtype),
-             .name = name});
-      },
-      py::arg("filter_shape"), py::arg("num_filters"), py::arg("activation") = u,
-      py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1, py::arg("sharing") = true,
-      py::arg("bias") = u, py::arg("init_bias") = u, py::arg("output_shape") = py::none(),
-      py::arg("reduction_rank") = 1, py::arg("dilation") = 1, py::arg("dtype") = py::none(),
-      py::arg("name") = "");
 
   using Pool = Function (*)(const NDShape&, const PoolingLayerOptions&);
   for (auto [layer, f] : {std::pair<const char*, Pool>{"MaxPooling", &MaxPooling},
@@ -196,6 +218,15 @@ void add_layers(py::module_& m) {
                    {.strides = per_axis<size_t>(strides), .pad = pad_option(pad), .name = name});
         },
         py::arg("filter_shape"), py::arg("strides") = 1, py::arg("pad") = u, py::arg("name") = "");
+  m.def(
+      "MaxUnpooling",
+      [](py::handle filter_shape, py::handle strides, py::handle pad, const std::string& name) {
+        return MaxUnpooling(
+            shape_of(filter_shape),
+            {.strides = per_axis<size_t>(strides), .pad = pad_option(pad), .name = name});
+      },
+      py::arg("filter_shape"), py::arg("strides") = 1, py::arg("pad") = false,
+      py::arg("name") = "");
   m.def("GlobalMaxPooling", &GlobalMaxPooling, py::arg("name") = "");
   m.def("GlobalAveragePooling", &GlobalAveragePooling, py::arg("name") = "");
 
@@ -211,18 +242,23 @@ void add_layers(py::module_& m) {
   m.def(
       "BatchNormalization",
       [](std::optional<int> map_rank, double init_scale, double normalization_time_constant,
-         double blend_time_constant, double epsilon, py::handle dtype, const std::string& name) {
+         double blend_time_constant, double epsilon, bool use_cntk_engine,
+         bool disable_regularization, py::handle dtype, const std::string& name) {
         return BatchNormalization({.map_rank = map_rank,
                                    .init_scale = init_scale,
                                    .normalization_time_constant = normalization_time_constant,
                                    .blend_time_constant = blend_time_constant,
                                    .epsilon = epsilon,
+                                   .use_cntk_engine = use_cntk_engine,
+                                   .disable_regularization = disable_regularization,
                                    .dtype = data_type(dtype),
                                    .name = name});
       },
       py::arg("map_rank") = py::none(), py::arg("init_scale") = 1.0,
       py::arg("normalization_time_constant") = 5000.0, py::arg("blend_time_constant") = 0.0,
-      py::arg("epsilon") = 0.00001, py::arg("dtype") = py::none(), py::arg("name") = "");
+      py::arg("epsilon") = 0.00001, py::arg("use_cntk_engine") = false,
+      py::arg("disable_regularization") = false, py::arg("dtype") = py::none(),
+      py::arg("name") = "");
   m.def(
       "LayerNormalization",
       [](double initial_scale, double initial_bias, double epsilon, py::handle dtype,
@@ -244,6 +280,34 @@ void add_layers(py::module_& m) {
       },
       py::arg("layers"), py::arg("name") = "");
   m.def("Identity", &Identity, py::arg("name") = "");
+  m.def("identity", &identity);
+  m.def(
+      "Activation",
+      [](py::handle activation, const std::string& name) {
+        return ActivationLayer(activation_option(activation), name);
+      },
+      py::arg("activation") = u, py::arg("name") = "");
+  m.def("Label", &Label, py::arg("name"));
+  m.def(
+      "ResNetBlock",
+      [](py::handle f, const std::string& name) { return ResNetBlock(layer_of(f), name); },
+      py::arg("f"), py::arg("name") = "");
+  m.def(
+      "SequentialClique",
+      [](py::handle functions, const std::string& name) {
+        std::vector<Function> fs;
+        if (py::isinstance<py::list>(functions) || py::isinstance<py::tuple>(functions))
+          for (py::handle f : functions) fs.push_back(layer_of(f));
+        else
+          fs.push_back(layer_of(functions));
+        return SequentialClique(fs, name);
+      },
+      py::arg("functions"), py::arg("name") = "");
+  m.def("ForwardDeclaration", &ForwardDeclaration, py::arg("name") = "forward_declaration");
+  m.def(
+      "resolve_to",
+      [](const Variable& forward, py::handle value) { resolve_to(forward, as_variable(value)); },
+      py::arg("forward"), py::arg("value"));
 
   // Recurrence.
   using Recur = Function (*)(const Function&, const RecurrenceOptions&);
@@ -258,13 +322,57 @@ void add_layers(py::module_& m) {
               .go_backwards = go_backwards, .return_full_state = return_full_state, .name = name};
           if (py::isinstance<py::list>(initial_state) || py::isinstance<py::tuple>(initial_state))
             for (py::handle s : initial_state) o.initial_state.push_back(as_variable(s));
-          else if (!initial_state.is_none())
-            o.initial_state.push_back(as_variable(initial_state));
+          else
+            o.initial_state.push_back(initial_state_of(initial_state));
+          if (o.initial_state.size() == 1 && !o.initial_state[0].valid()) o.initial_state.clear();
           return f(layer_of(step), o);
         },
         py::arg("step_function"), py::arg("go_backwards") = false,
         py::arg("initial_state") = py::none(), py::arg("return_full_state") = false,
         py::arg("name") = "");
+  m.def(
+      "Delay",
+      [](int64_t T, py::handle initial_state, const std::string& name) {
+        return Delay(T, initial_state_of(initial_state), name);
+      },
+      py::arg("T") = 1, py::arg("initial_state") = py::none(), py::arg("name") = "");
+  m.def(
+      "PastValueWindow",
+      [](size_t window_size, int axis, bool go_backwards, const std::string& name) {
+        return PastValueWindow(window_size, axis, {.go_backwards = go_backwards, .name = name});
+      },
+      py::arg("window_size"), py::arg("axis"), py::arg("go_backwards") = false,
+      py::arg("name") = "");
+  m.def(
+      "UnfoldFrom",
+      [](py::handle generator_function, py::handle until_predicate, double length_increase,
+         const std::string& name) {
+        return UnfoldFrom(
+            layer_of(generator_function),
+            {.until_predicate = until_predicate.is_none() ? Function() : layer_of(until_predicate),
+             .length_increase = length_increase,
+             .name = name});
+      },
+      py::arg("generator_function"), py::arg("until_predicate") = py::none(),
+      py::arg("length_increase") = 1.0, py::arg("name") = "");
+  m.def(
+      "AttentionModel",
+      [](size_t attention_dim, std::optional<size_t> attention_span,
+         std::optional<int> attention_axis, py::handle init, bool go_backwards,
+         bool enable_self_stabilization, py::handle dtype, const std::string& name) {
+        return AttentionModel(attention_dim,
+                              {.attention_span = attention_span,
+                               .attention_axis = attention_axis,
+                               .init = init_option(init),
+                               .go_backwards = go_backwards,
+                               .enable_self_stabilization = enable_self_stabilization,
+                               .dtype = data_type(dtype),
+                               .name = name});
+      },
+      py::arg("attention_dim"), py::arg("attention_span") = py::none(),
+      py::arg("attention_axis") = py::none(), py::arg("init") = u, py::arg("go_backwards") = false,
+      py::arg("enable_self_stabilization") = true, py::arg("dtype") = py::none(),
+      py::arg("name") = "");
   using Cell = Function (*)(size_t, const RecurrentCellOptions&);
   for (auto [layer, f] :
        {std::pair<const char*, Cell>{"LSTM", &LSTM}, {"GRU", &GRU}, {"RNNStep", &RNNStep}})
