@@ -36,7 +36,7 @@ struct MinibatchSourceConfig {
   // of each window are shuffled together (CNTK: 4 GB / 32 MB); the source holds the chunks of
   // one window (and those of the minibatch being read). Exclusive with the next; set it to 0
   // to use that one.
-  size_t randomization_window_in_chunks = 128;
+  size_t randomization_window_in_chunks = DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS;
   // Windows of consecutive chunks of the sweep's order holding at least this many samples
   // (at least one chunk) instead (0: off).
   size_t randomization_window_in_samples = 0;

@@ -45,6 +45,8 @@ class Minibatch : public std::unordered_map<Key, MinibatchData> {
 
 inline constexpr size_t INFINITELY_REPEAT = std::numeric_limits<size_t>::max();
 inline constexpr size_t FULL_DATA_SWEEP = std::numeric_limits<size_t>::max() - 1;
+// CNTK's default randomization window: 128 chunks of 32 MB (4 GB).
+inline constexpr size_t DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS = 128;
 
 class MinibatchSourceInterface {
  public:

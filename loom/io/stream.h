@@ -28,6 +28,33 @@ struct StreamDef {
   DataType dtype = DataType::Float32;
   // The stream whose sample count is a sequence's length (CNTK's definesMBSize); at most one.
   bool defines_mb_size = false;
+  // HTK feature streams (HTKFeatureDeserializer): frames of left and right context appended to
+  // each frame, the SCP files listing the feature files, and broadcast (one vector per
+  // utterance, repeated over the sequence).
+  std::pair<size_t, size_t> context = {0, 0};
+  std::vector<std::string> scp = {};
+  // HTK label streams (HTKMLFDeserializer): the master label files (CNTK: sparse).
+  std::vector<std::string> mlf = {};
+  bool broadcast = false;
+  // Sequences longer than this are skipped (HTK deserializers).
+  size_t max_sequence_length = 65535;
+};
+
+// CNTK's low-level StreamConfiguration of a text or binary format reader: the stream `name`
+// of dimension `dim` is read from the file's stream `stream_alias` (empty: `name`).
+struct StreamConfiguration {
+  std::string name;
+  size_t dim = 0;
+  bool is_sparse = false;
+  std::string stream_alias = {};
+  bool defines_mb_size = false;
+
+  StreamDef stream_def() const {
+    return {.field = stream_alias,
+            .shape = dim,
+            .is_sparse = is_sparse,
+            .defines_mb_size = defines_mb_size};
+  }
 };
 
 // Stream name -> definition, in the order given; the order fixes the stream ids.

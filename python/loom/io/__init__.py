@@ -1,11 +1,16 @@
-"""Readers (CNTK's cntk.io): deserializers for CTF text, IDX files and images (with the
-transforms of loom.io.transforms), in-memory arrays, and MinibatchSource, which cuts their data
-into minibatches; UserMinibatchSource, the base of a source written in Python
-(MinibatchSourceInterface is the base of both)."""
-from loom._loom import (FULL_DATA_SWEEP, INFINITELY_REPEAT, CTFDeserializer,  # noqa: F401
-                        IDXDeserializer, IDXStreamDef, ImageDeserializer, MinibatchData,
-                        MinibatchSource, MinibatchSourceFromData, MinibatchSourceInterface,
-                        StreamDef, StreamInformation, UserMinibatchSource)
+"""Readers (CNTK's cntk.io): deserializers for CTF text, IDX files, images (with the
+transforms of loom.io.transforms), HTK speech features and MLF labels, in-memory arrays and
+Python code (UserDeserializer), and MinibatchSource, which cuts their data into minibatches;
+UserMinibatchSource, the base of a source written in Python (MinibatchSourceInterface is the
+base of both)."""
+import numpy as np
+
+from loom._loom import (DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, FULL_DATA_SWEEP,  # noqa: F401
+                        INFINITELY_REPEAT, CTFDeserializer, HTKFeatureDeserializer,
+                        HTKMLFDeserializer, IDXDeserializer, IDXStreamDef, ImageDeserializer,
+                        MinibatchData, MinibatchSource, MinibatchSourceFromData,
+                        MinibatchSourceInterface, StreamConfiguration, StreamDef,
+                        StreamInformation, UserDeserializer, UserMinibatchSource)
 from loom.io import transforms  # noqa: F401
 
 
@@ -17,3 +22,54 @@ class StreamDefs(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+def _is_tensor(data):
+    # CNTK's rule: a numpy array, or nested lists whose innermost items are numbers.
+    if isinstance(data, np.ndarray):
+        return True
+    if not isinstance(data, list):
+        return False
+    while len(data) > 0:
+        try:
+            data[0][0]
+        except Exception:
+            try:
+                data[0] + 0
+                return True
+            except Exception:
+                return False
+        if isinstance(data, np.ndarray):
+            return True
+        if not isinstance(data[0], list):
+            return False
+        data = data[0]
+    return True
+
+
+def sequence_to_cntk_text_format(seq_idx, alias_tensor_map):
+    """CNTK's CTF lines of sequence seq_idx: alias_tensor_map maps a stream alias to its sequence,
+    a tensor [T, ...] (dense: each sample's values, flattened in C order, as numpy prints them)
+    or a list of T dicts {index: value} (sparse); one line per step, 'seq_idx\\t|alias v v |...',
+    aliases sorted, a stream shorter than the longest left out of the later lines. (The text is
+    numpy's str of each value, so this stays in Python.)"""
+    max_seq_length = max(len(t) for t in alias_tensor_map.values())
+    if max_seq_length == 0:
+        return ''
+    lines = []
+    for elem_idx in range(max_seq_length):
+        line = []
+        for alias, tensor in sorted(alias_tensor_map.items()):
+            if elem_idx >= len(tensor):
+                continue
+            if _is_tensor(tensor):
+                sample = np.asarray(tensor)[elem_idx]
+                text = ' '.join(np.asarray(sample).ravel(order='C').astype(str))
+            elif isinstance(tensor, list) and isinstance(tensor[0], dict):
+                text = ' '.join('%s:%s' % (k, v) for k, v in sorted(tensor[elem_idx].items()))
+            else:
+                raise ValueError('expected a tensor (dense) or list of dicts (sparse), but got '
+                                 '"%s"' % type(tensor))
+            line.append('%s %s' % (alias, text))
+        lines.append('%i\t|' % seq_idx + ' |'.join(line))
+    return '\n'.join(lines)
