@@ -1,2 +1,18 @@
-"""The names CNTK scripts reach through cntk.cntk_py."""
-from loom._loom import set_fixed_random_seed  # noqa: F401
+"""The names CNTK scripts reach through cntk.cntk_py (CNTK's SWIG module)."""
+from loom._loom import (ProgressWriter, force_deterministic_algorithms,  # noqa: F401
+                        set_fixed_random_seed)
+
+# Shape entries (CNTK's NDShape sentinels): inferred at first use, or free (any size per
+# minibatch).
+InferredDimension = -1
+FreeDimension = -3
+
+
+def reset_random_seed(value):
+    """Sets the seed the next default-seeded initializers and random ops derive theirs from.
+    Loom numbers each such request after the seed, so this is set_fixed_random_seed."""
+    set_fixed_random_seed(value)
+
+
+def always_allow_setting_default_device():
+    """Accepted for CNTK's scripts: Loom computes on the CPU, a default that never locks."""

@@ -1,4 +1,5 @@
-"""Distributed training over MPI (CNTK's cntk.distributed). Started without mpirun, a script is
-the only worker: Communicator.rank() is 0 and num_workers() is 1."""
-from loom._loom import (Communicator, DistributedLearner,  # noqa: F401
-                        block_momentum_distributed_learner, data_parallel_distributed_learner)
+"""CNTK's cntk.distributed: the names of loom.train.distributed."""
+from loom.train.distributed import *  # noqa: F401,F403
+from loom.train.distributed import (Communicator, DistributedLearner,  # noqa: F401
+                                    WorkerDescriptor, block_momentum_distributed_learner,
+                                    data_parallel_distributed_learner, mpi_communicator)

@@ -42,7 +42,7 @@ def _static_axis(function, axis, shape):
         if not axis.is_static_axis:
             raise ArgumentError(f'{function}: axis {axis.name} is not a static axis; '
                                 'only an axis of the sample is supported')
-        axis = axis.static_axis_index
+        axis = axis.static_axis_index()
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise ArgumentError(f'{function}: axis must be an int or a static Axis, not '
                             f'{type(axis).__name__}')

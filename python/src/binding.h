@@ -48,6 +48,15 @@ py::array to_numpy(const NDArrayView& view, bool copy = false);
 // sequences.
 py::object value_to_numpy(const Value& value);
 
+// CNTK's mask of a Value [sequence, step]: 2 where a sequence begins, 1 valid, 0 padding
+// (int8, as CNTK's); a Value without a mask has full sequences that begin in it, a batch is
+// one-sample sequences.
+py::array_t<int8_t> mask_of(const Value& v);
+// The sequences of a Value without padding: arrays [length, sample...] (CSR matrices for sparse
+// data); a batch's samples as they are, or as one-sample sequences (MinibatchData's, as CNTK's
+// reader gives them).
+py::list sequences_of(const Value& v, bool samples_as_sequences);
+
 // The Value for one argument from Python data (CNTK's sanitize rules): a Value, MinibatchData or
 // NDArrayView; a numpy array or number (one sample of the argument's shape, or a batch [N, ...];
 // a sequence argument: one sequence [T, ...] or [N, T, ...]); a scipy.sparse matrix (its rows are
@@ -77,17 +86,23 @@ ComputePrecision precision_of(const std::string& name);
 // like's dtype).
 Variable as_variable(py::handle x, DataType like = DataType::Float32);
 
+// CNTK's device= arguments: None or a DeviceDescriptor (the CPU: asking for a GPU already
+// failed); TypeError for anything else.
+void check_device(py::handle device);
+
 // An Activation from None (none) or a callable on a Variable.
 Activation activation_of(py::handle callable);
 
 void add_core(py::module_& m);
 void add_graph(py::module_& m);
 void add_ops(py::module_& m);
+void add_initializer(py::module_& m);
 void add_layers(py::module_& m);
 void add_learners(py::module_& m);
 void add_io(py::module_& m);
 void add_train(py::module_& m);
 void add_distributed(py::module_& m);
+void add_debugging(py::module_& m);
 
 // What a method of a user's Python object (a source, learner or callback) returned, as T; a
 // TypeError naming the method, the value's type and what it must return otherwise (pybind11's

@@ -28,16 +28,38 @@ py::dtype numpy_dtype(DataType t) {
   return t == DataType::Float32 ? py::dtype::of<float>() : py::dtype::of<double>();
 }
 
+namespace {
+
+// A dimension as CNTK's Python writes it: a size, InferredDimension (-1) or FreeDimension (-3).
+size_t dimension_of(py::handle d) {
+  const int64_t n = d.cast<int64_t>();
+  if (n == -1) return NDShape::kInferred;
+  if (n == -3) return NDShape::kFree;
+  if (n < 0)
+    throw ArgumentError(
+        "a shape's dimension must be a size, InferredDimension (-1) or "
+        "FreeDimension (-3); got " +
+        std::to_string(n));
+  return static_cast<size_t>(n);
+}
+
+}  // namespace
+
 NDShape shape_of(py::handle shape) {
-  if (py::isinstance<py::int_>(shape)) return NDShape{shape.cast<size_t>()};
+  if (py::isinstance<py::int_>(shape)) return NDShape{dimension_of(shape)};
   std::vector<size_t> dims;
-  for (py::handle d : shape) dims.push_back(d.cast<size_t>());
+  for (py::handle d : shape) dims.push_back(dimension_of(d));
   return NDShape(std::move(dims));
 }
 
 py::tuple shape_tuple(const NDShape& shape) {
   py::tuple t(shape.rank());
-  for (size_t i = 0; i < shape.rank(); ++i) t[i] = py::int_(shape[i]);
+  for (size_t i = 0; i < shape.rank(); ++i) {
+    const size_t d = shape[i];
+    t[i] = d == NDShape::kInferred ? py::int_(-1)
+           : d == NDShape::kFree   ? py::int_(-3)
+                                   : py::int_(d);
+  }
   return t;
 }
 
@@ -133,6 +155,33 @@ py::object value_to_numpy(const Value& value) {
   return sequences;
 }
 
+py::array_t<int8_t> mask_of(const Value& v) {
+  const auto rows = static_cast<py::ssize_t>(v.num_sequences());
+  const auto cols = static_cast<py::ssize_t>(rows > 0 ? v.max_sequence_length() : 0);
+  py::array_t<int8_t> out({rows, cols});
+  auto m = out.mutable_unchecked<2>();
+  for (py::ssize_t r = 0; r < rows; ++r)
+    for (py::ssize_t c = 0; c < cols; ++c)
+      m(r, c) = int8_t(v.mask() ? v.mask()->at(size_t(r), size_t(c))
+                       : c == 0 ? MaskKind::SequenceBegin
+                                : MaskKind::Valid);
+  return out;
+}
+
+py::list sequences_of(const Value& v, bool samples_as_sequences) {
+  py::object all = value_to_numpy(v);
+  const py::object csr = py::module_::import("scipy.sparse").attr("csr_matrix");
+  py::list out;
+  for (size_t i = 0; i < v.num_sequences(); ++i) {
+    py::object s = v.is_sequence() ? py::object(py::list(all)[i])
+                   : samples_as_sequences
+                       ? py::object(all[py::slice(py::ssize_t(i), py::ssize_t(i + 1), 1)])
+                       : py::object(all[py::int_(i)]);
+    out.append(v.is_sparse() ? csr(s) : s.attr("copy")());
+  }
+  return out;
+}
+
 Value value_for(const Variable& argument, py::handle data) {
   if (py::isinstance<Value>(data)) return data.cast<Value>();
   if (py::isinstance<MinibatchData>(data)) return data.cast<MinibatchData>().data;
@@ -199,6 +248,12 @@ Variable as_variable(py::handle x, DataType like) {
   if (py::isinstance<py::float_>(x) || py::isinstance<py::int_>(x))
     return constant(x.cast<double>(), like);
   return constant(dense_view(x, like).deep_clone());
+}
+
+void check_device(py::handle device) {
+  if (!device.is_none() && !py::isinstance<DeviceDescriptor>(device))
+    throw py::type_error("device must be a DeviceDescriptor (cntk.device.cpu()) or None, not " +
+                         py::str(py::type::of(device)).cast<std::string>());
 }
 
 Activation activation_of(py::handle callable) {

@@ -6,23 +6,40 @@ namespace loom::python {
 
 void add_distributed(py::module_& m) {
   using namespace distributed;
+  py::class_<WorkerDescriptor>(m, "WorkerDescriptor")
+      .def_readonly("global_rank", &WorkerDescriptor::global_rank)
+      .def_readonly("host_id", &WorkerDescriptor::host_id)
+      .def("__repr__", [](const WorkerDescriptor& w) {
+        return "WorkerDescriptor(global_rank=" + std::to_string(w.global_rank) + ", host_id='" +
+               w.host_id + "')";
+      });
+  // As CNTK's: rank, num_workers and finalize are static; the others are asked of the
+  // communicator (mpi_communicator() or a distributed learner's).
   py::class_<Communicator, std::shared_ptr<Communicator>>(m, "Communicator")
       .def_static("rank", [] { return mpi_communicator()->rank(); })
       .def_static("num_workers", [] { return mpi_communicator()->num_workers(); })
       .def_static("finalize", [] { mpi_communicator()->finalize(); })
-      .def_static(
-          "barrier", [] { mpi_communicator()->barrier(); },
-          py::call_guard<py::gil_scoped_release>());
-  py::class_<DistributedLearner, Learner, std::shared_ptr<DistributedLearner>>(
-      m, "DistributedLearner");
+      .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>())
+      .def("is_main", &Communicator::is_main)
+      .def("current_worker", &Communicator::current_worker)
+      .def("workers", &Communicator::workers, py::call_guard<py::gil_scoped_release>());
+  m.def("mpi_communicator", &mpi_communicator);
+  py::class_<DistributedLearner, Learner, std::shared_ptr<DistributedLearner>>(m,
+                                                                               "DistributedLearner")
+      .def("communicator", &DistributedLearner::communicator);
   m.def(
       "data_parallel_distributed_learner",
-      [](std::shared_ptr<Learner> learner, size_t distributed_after, int num_quantization_bits) {
+      [](std::shared_ptr<Learner> learner, size_t distributed_after, int num_quantization_bits,
+         bool use_async_buffered_parameter_update) {
+        if (use_async_buffered_parameter_update)
+          throw ArgumentError(
+              "data_parallel_distributed_learner: use_async_buffered_parameter_update=True is not "
+              "supported: Loom aggregates gradients synchronously; leave it False");
         return data_parallel_distributed_learner(std::move(learner), distributed_after,
                                                  num_quantization_bits);
       },
       py::arg("learner"), py::arg("distributed_after") = 0, py::arg("num_quantization_bits") = 32,
-      py::keep_alive<0, 1>());
+      py::arg("use_async_buffered_parameter_update") = false, py::keep_alive<0, 1>());
   m.def(
       "block_momentum_distributed_learner",
       [](std::shared_ptr<Learner> learner, size_t block_size, std::optional<double> time_constant,
@@ -38,7 +55,7 @@ void add_distributed(py::module_& m) {
       },
       py::arg("learner"), py::arg("block_size"),
       py::arg("block_momentum_as_time_constant") = py::none(),
-      py::arg("use_nesterov_momentum") = true,
+      py::arg("use_nestrov_momentum") = true,  // CNTK's spelling
       py::arg("reset_sgd_momentum_after_aggregation") = true, py::arg("block_learning_rate") = 1.0,
       py::arg("distributed_after") = 0, py::keep_alive<0, 1>());
 }

@@ -40,6 +40,28 @@ std::vector<std::string> required_parameters(const py::function& f) {
   return names;
 }
 
+// CNTK's update_signature: the placeholders among f's arguments (in signature order) become
+// inputs of the given types (a shape, or a loom.layers.typing type), in place.
+void update_signature(Function& f, const py::args& types, const py::kwargs& named_types) {
+  const std::vector<Variable> args = f.arguments();
+  if (types.size() > args.size())
+    throw py::type_error("update_signature: " + std::to_string(types.size()) +
+                         " types given for the " + std::to_string(args.size()) + " arguments of " +
+                         f.to_string());
+  const py::object input_for = py::module_::import("loom.variables").attr("_input_for");
+  std::unordered_map<Variable, Variable> substitutions;
+  auto bind = [&](const Variable& p, py::handle type) {
+    if (!p.is_placeholder())
+      throw py::type_error("update_signature: argument '" + p.name() +
+                           "' already has a type: " + p.type_string());
+    if (!substitutions.emplace(p, input_for(type, p.name()).cast<Variable>()).second)
+      throw py::type_error("update_signature: argument '" + p.name() + "' is given twice");
+  };
+  for (size_t i = 0; i < types.size(); ++i) bind(args[i], types[i]);
+  for (auto [name, type] : named_types) bind(f.argument(name.cast<std::string>()), type);
+  f.replace_placeholders(substitutions);
+}
+
 // A Python function over Variables as a Function (CNTK's @Function): one placeholder per
 // required parameter of the Python function, named after it and bound in that order by a later
 // call; a tuple result gives a function of several outputs.
@@ -58,6 +80,12 @@ Function function_from_callable(const py::function& f) {
     outputs.push_back(as_variable(result));
   Function composite = combine(outputs);
   composite.impl()->signature = placeholders;
+  // Annotated parameters (Python 3 annotations, or @Signature) give their arguments types.
+  py::dict annotations = py::getattr(f, "__annotations__", py::dict());
+  py::kwargs typed;
+  for (const Variable& p : placeholders)
+    if (annotations.contains(p.name())) typed[py::str(p.name())] = annotations[py::str(p.name())];
+  if (!typed.empty()) update_signature(composite, py::args(), typed);
   return composite;
 }
 
@@ -88,9 +116,16 @@ py::dict owned_results(const ValueMap& values, bool as_numpy) {
   return d;
 }
 
-// The arguments' values from eval's data: a dict {Variable: data}, or data for the only argument.
+// The arguments' values from eval's data: a dict {Variable or name: data}, or data for the
+// only argument.
 ValueMap arguments_of(const Function& f, py::handle data) {
-  if (py::isinstance<py::dict>(data)) return value_map(data.cast<py::dict>());
+  if (py::isinstance<py::dict>(data)) {
+    py::dict by_variable;
+    for (auto [key, item] : data.cast<py::dict>())
+      by_variable[py::isinstance<py::str>(key) ? py::cast(f.argument(key.cast<std::string>()))
+                                               : py::reinterpret_borrow<py::object>(key)] = item;
+    return value_map(by_variable);
+  }
   std::vector<Variable> args = f.arguments();
   if (args.size() != 1)
     throw py::value_error(f.to_string() + " takes " + std::to_string(args.size()) +
@@ -100,7 +135,9 @@ ValueMap arguments_of(const Function& f, py::handle data) {
   return values;
 }
 
-py::object evaluate(const Function& f, py::handle data, py::handle outputs, bool as_numpy) {
+py::object evaluate(const Function& f, py::handle data, py::handle outputs, py::handle device,
+                    bool as_numpy) {
+  check_device(device);
   ValueMap arguments = data.is_none() ? ValueMap{} : arguments_of(f, data);
   std::vector<Variable> wanted = outputs.is_none() ? f.outputs() : variables_of(outputs);
   ValueMap values;
@@ -109,6 +146,95 @@ py::object evaluate(const Function& f, py::handle data, py::handle outputs, bool
     values = f.eval(arguments, wanted);
   }
   return results(values, wanted, as_numpy);
+}
+
+// A number, as CNTK's np.isscalar takes it (Python or numpy).
+bool is_number(py::handle x) {
+  return py::isinstance<py::float_>(x) || py::isinstance<py::int_>(x) ||
+         py::isinstance(x, py::module_::import("numpy").attr("generic"));
+}
+
+// The element type of a parameter or constant made from `value` (CNTK's rules): the dtype
+// given; else a float64 array's (when array_dtype_wins: cntk.parameter and cntk.constant, not
+// the classes, whose dtype defaults to float32); else float32 (integer arrays too).
+DataType element_type(py::handle value, py::handle dtype, bool array_dtype_wins) {
+  if (!dtype.is_none()) return data_type(dtype);
+  if (array_dtype_wins && py::isinstance<py::array>(value) &&
+      py::reinterpret_borrow<py::array>(value).dtype().equal(py::dtype::of<double>()))
+    return DataType::Float64;
+  return DataType::Float32;
+}
+
+// CNTK's parameter: init is an Initializer (shape needed), a number (filling shape, a scalar
+// without one), an array or list (its own shape), or None: 0, as CNTK's parameters start.
+Parameter make_parameter(py::handle shape, py::handle init, py::handle dtype, py::handle device,
+                         const std::string& name, bool array_dtype_wins) {
+  check_device(device);
+  const DataType t = element_type(init, dtype, array_dtype_wins);
+  if (py::isinstance<Initializer>(init)) {
+    if (shape.is_none())
+      throw ArgumentError("parameter '" + name + "': an initializer needs a shape");
+    return parameter(shape_of(shape), init.cast<Initializer>(), t, name);
+  }
+  if (init.is_none() || is_number(init)) {
+    const double fill = init.is_none() ? 0.0 : init.cast<double>();
+    return parameter(shape.is_none() ? NDShape{} : shape_of(shape), constant_initializer(fill), t,
+                     name);
+  }
+  return parameter(dense_view(init, t).deep_clone(), name);
+}
+
+// CNTK's constant: a number filling shape (a scalar without one), an array or list (its own
+// shape), or None: zeros of shape (0 without one).
+Constant make_constant(py::handle value, py::handle shape, py::handle dtype, py::handle device,
+                       const std::string& name, bool array_dtype_wins) {
+  check_device(device);
+  const DataType t = element_type(value, dtype, array_dtype_wins);
+  if (value.is_none() || is_number(value)) {
+    NDArrayView v(t, shape.is_none() ? NDShape{} : shape_of(shape));
+    v.fill(value.is_none() ? 0.0 : value.cast<double>());
+    return constant(v, name);
+  }
+  return constant(dense_view(value, t).deep_clone(), name);
+}
+
+// A node of the graph walk as Python sees it: a Function, or a Variable as its kind's class.
+py::object node_object(const GraphNode& node) {
+  if (const auto* f = std::get_if<Function>(&node)) return py::cast(*f);
+  const Variable& v = std::get<Variable>(node);
+  if (v.is_parameter()) return py::cast(Parameter(v));
+  if (v.is_constant()) return py::cast(Constant(v));
+  return py::cast(v);
+}
+
+py::list node_objects(const std::vector<GraphNode>& nodes) {
+  py::list out;
+  for (const GraphNode& n : nodes) out.append(node_object(n));
+  return out;
+}
+
+// CNTK's find_by_name: the one node named name, None for none, ValueError for several.
+py::object find_one_by_name(const Function& root, const std::string& name) {
+  std::vector<GraphNode> found = find_all_with_name(root, name);
+  if (found.size() > 1)
+    throw py::value_error("found multiple functions matching \"" + name +
+                          "\". If that was expected call find_all_with_name");
+  return found.empty() ? py::object(py::none()) : node_object(found[0]);
+}
+
+// CNTK's Function.load: a model from a path, or from its bytes (bytes or bytearray).
+Function load_function(py::handle model, py::handle device, ModelFormat format) {
+  check_device(device);
+  if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model)) {
+    const std::string bytes =
+        py::isinstance<py::bytes>(model)
+            ? model.cast<std::string>()
+            : py::bytes(py::reinterpret_borrow<py::object>(model)).cast<std::string>();
+    const std::span<const uint8_t> view(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                        bytes.size());
+    return format == ModelFormat::ONNX ? load_onnx_from_bytes(view) : load_model_from_bytes(view);
+  }
+  return load_model(model.cast<std::string>(), format);
 }
 
 // Parameters in CNTK's order: the layers from the last applied to the first (CNTK lists a
@@ -141,7 +267,21 @@ void add_graph(py::module_& m) {
   py::class_<Variable> variable(m, "Variable");
   py::class_<Function> function(m, "Function");
 
-  variable.def(py::init<const Function&>())
+  variable
+      .def(py::init<const Function&>())
+      // CNTK's Variable(...): an input of this type (by default a sequence, as CNTK's).
+      .def(py::init([](py::handle shape, py::handle dtype, bool needs_gradient, bool is_sparse,
+                       std::vector<Axis> dynamic_axes, const std::string& name) {
+             return input_variable(shape.is_none() ? NDShape{} : shape_of(shape),
+                                   InputOptions{.dtype = data_type(dtype),
+                                                .is_sparse = is_sparse,
+                                                .name = name,
+                                                .needs_gradient = needs_gradient,
+                                                .dynamic_axes = std::move(dynamic_axes)});
+           }),
+           py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
+           py::arg("needs_gradient") = false, py::arg("is_sparse") = false,
+           py::arg("dynamic_axes") = default_sequence_axes(), py::arg("name") = "")
       .def_property_readonly("shape", [](const Variable& v) { return shape_tuple(v.shape()); })
       .def_property_readonly("dtype", [](const Variable& v) { return numpy_dtype(v.dtype()); })
       .def_property_readonly("name", &Variable::name)
@@ -164,7 +304,16 @@ void add_graph(py::module_& m) {
       .def("set_value",
            [](const Variable& v, py::handle data) { v.set_value(tensor_of(data, v.dtype())); })
       .def("asarray", [](const Variable& v) { return to_numpy(v.value(), true); })
-      .def_static("as_parameter", [](const Variable& v) { return Parameter(v); })
+      .def("as_parameter",
+           [](const Variable& v) {
+             if (!v.is_parameter()) throw py::type_error("cannot be converted into a Parameter");
+             return Parameter(v);
+           })
+      .def("as_constant",
+           [](const Variable& v) {
+             if (!v.is_constant()) throw py::type_error("cannot be converted into a Constant");
+             return Constant(v);
+           })
       .def("__hash__", [](const Variable& v) { return std::hash<Variable>()(v); })
       .def("__eq__", [](const Variable& a,
                         py::handle b) { return is_graph_object(b) && a == b.cast<Variable>(); })
@@ -173,9 +322,25 @@ void add_graph(py::module_& m) {
       .def("__repr__", &Variable::describe);
   py::implicitly_convertible<Function, Variable>();
 
-  py::class_<Parameter, Variable>(m, "Parameter");
+  py::class_<Parameter, Variable>(m, "Parameter")
+      .def(py::init([](py::handle shape, py::handle init, py::handle dtype, py::handle device,
+                       const std::string& name) {
+             return make_parameter(shape, init, dtype, device, name, false);
+           }),
+           py::arg("shape") = py::none(), py::arg("init") = py::none(),
+           py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("name") = "");
   py::class_<BackPropState>(m, "BackPropState");
-  py::class_<Constant, Variable>(m, "Constant");
+  py::class_<Constant, Variable>(m, "Constant")
+      .def(py::init([](py::handle value, py::handle shape, py::handle dtype, py::handle device,
+                       const std::string& name) {
+             return make_constant(value, shape, dtype, device, name, false);
+           }),
+           py::arg("value") = py::none(), py::arg("shape") = py::none(),
+           py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("name") = "");
+
+  py::enum_<ModelFormat>(m, "ModelFormat")
+      .value("CNTKv2", ModelFormat::Loom)
+      .value("ONNX", ModelFormat::ONNX);
 
   py::enum_<ParameterCloneMethod>(m, "CloneMethod")
       .value("share", ParameterCloneMethod::Share)
@@ -195,6 +360,60 @@ void add_graph(py::module_& m) {
       .def_property_readonly("uid", &Function::uid)
       .def_property_readonly("op_name", &Function::op_name)
       .def_property_readonly("is_composite", &Function::is_composite)
+      // Loom's blocks are composites of primitives: the walk sees every node at any depth.
+      .def(
+          "find_all_with_name",
+          [](const Function& f, const std::string& name, int /*depth*/) {
+            return node_objects(find_all_with_name(f, name));
+          },
+          py::arg("name"), py::arg("depth") = 0)
+      .def(
+          "find_by_name",
+          [](const Function& f, const std::string& name, int /*depth*/) {
+            return find_one_by_name(f, name);
+          },
+          py::arg("name"), py::arg("depth") = 0)
+      .def_property_readonly(
+          "root_function",
+          [](const Function& f) { return f.outputs().size() == 1 ? f.output().owner() : f; })
+      .def_property_readonly("is_primitive", [](const Function& f) { return !f.is_composite(); })
+      .def("update_signature",
+           [](Function& f, py::args types, py::kwargs named_types) {
+             update_signature(f, types, named_types);
+           })
+      .def_property_readonly("signature", &Function::arguments)
+      // CNTK's composition operators: f >> g is g(f), g << f is g(f).
+      .def("__rshift__", [](py::object f, py::object g) { return g(f); })
+      .def("__lshift__", [](py::object g, py::object f) { return g(f); })
+      // {argument: value} of a call's values: positional in signature order, then by name.
+      .def("argument_map",
+           [](const Function& f, py::args args, py::kwargs kwargs) {
+             const std::vector<Variable> params = f.arguments();
+             if (args.size() > params.size())
+               throw py::type_error(f.to_string() + " takes " + std::to_string(params.size()) +
+                                    " arguments, given " + std::to_string(args.size()));
+             py::dict map;
+             for (size_t i = 0; i < args.size(); ++i) map[py::cast(params[i])] = args[i];
+             for (auto [name, value] : kwargs) {
+               py::object p = py::cast(f.argument(name.cast<std::string>()));
+               if (map.contains(p))
+                 throw py::type_error("argument_map: '" + name.cast<std::string>() +
+                                      "' is given twice");
+               map[p] = value;
+             }
+             return map;
+           })
+      // CNTK's Function.with_signature(types...): a decorator, @Function with @Signature.
+      .def_static("with_signature",
+                  [](py::args types, py::kwargs named_types) {
+                    py::object signature =
+                        py::module_::import("loom.layers.typing").attr("Signature");
+                    py::object annotate = signature(*types, **named_types);
+                    return py::cpp_function([annotate](const py::function& f) {
+                      return function_from_callable(annotate(f).cast<py::function>());
+                    });
+                  })
+      .def_property_readonly("type", [](const Function& f) { return f.output(); })
       .def("parameter", &Function::parameter, py::arg("path"))
       .def("argument", &Function::argument, py::arg("name"))
       .def_property_readonly("parameter_paths", &Function::parameter_paths)
@@ -212,34 +431,52 @@ void add_graph(py::module_& m) {
              bool graph = args.size() > 0;
              for (py::handle a : args) graph = graph && is_graph_object(a);
              if (graph) return py::cast(f(variables_of(args)));
-             if (args.size() == 1) return evaluate(f, args[0], py::none(), true);
+             if (args.size() == 1) return evaluate(f, args[0], py::none(), py::none(), true);
              std::vector<Variable> params = f.arguments();
              if (params.size() != args.size())
                throw py::value_error(f.to_string() + " takes " + std::to_string(params.size()) +
                                      " arguments, given " + std::to_string(args.size()));
              py::dict data;
              for (size_t i = 0; i < params.size(); ++i) data[py::cast(params[i])] = args[i];
-             return evaluate(f, data, py::none(), true);
+             return evaluate(f, data, py::none(), py::none(), true);
            })
       .def("eval", &evaluate, py::arg("arguments") = py::none(), py::arg("outputs") = py::none(),
-           py::arg("as_numpy") = true)
+           py::arg("device") = py::none(), py::arg("as_numpy") = true)
       .def(
           "grad",
-          [](const Function& f, py::handle at, py::handle wrt, bool as_numpy) {
+          // CNTK's: the gradient of the output (or of grad_root) summed over the batch, with
+          // respect to wrt (default: the arguments that need gradients); given outputs, also
+          // their values: (gradients, values).
+          [](const Function& f, py::handle at, py::handle wrt, py::handle outputs,
+             py::handle device, bool as_numpy, py::handle grad_root) -> py::object {
+            check_device(device);
             ValueMap arguments = arguments_of(f, at);
             std::vector<Variable> targets;
-            if (wrt.is_none())
-              for (const Parameter& p : f.parameters()) targets.push_back(p);
-            else
+            if (wrt.is_none()) {
+              for (const Variable& a : f.arguments())
+                if (a.needs_gradient()) targets.push_back(a);
+              if (targets.empty())
+                throw py::value_error("None of the Function '" + f.to_string() +
+                                      "' arguments have 'needs_gradient == True'");
+            } else {
               targets = variables_of(wrt);
-            ValueMap gradients;
+            }
+            const Function root = grad_root.is_none() ? f : combine({as_variable(grad_root)});
+            const std::vector<Variable> wanted =
+                outputs.is_none() ? std::vector<Variable>{} : variables_of(outputs);
+            ValueMap gradients, values;
             {
               py::gil_scoped_release nogil;
-              gradients = f.grad(arguments, targets);
+              gradients = root.grad(arguments, targets);
+              if (!wanted.empty()) values = f.eval(arguments, wanted);
             }
-            return results(gradients, targets, as_numpy);
+            py::object g = results(gradients, targets, as_numpy);
+            if (wanted.empty()) return g;
+            return py::make_tuple(g, results(values, wanted, as_numpy));
           },
-          py::arg("at"), py::arg("wrt") = py::none(), py::arg("as_numpy") = true)
+          py::arg("at"), py::arg("wrt") = py::none(), py::arg("outputs") = py::none(),
+          py::arg("device") = py::none(), py::arg("as_numpy") = true,
+          py::arg("grad_root") = py::none())
       // A forward pass that keeps what backward needs: (state, {output: value}). Loom keeps
       // every value the pass computed: keep_for_backward is accepted for CNTK's scripts.
       .def(
@@ -293,21 +530,95 @@ void add_graph(py::module_& m) {
             return f;
           },
           py::arg("substitutions"))
+      // ModelFormat.CNTKv2 is Loom's own format (docs/decisions.md: Loom writes no CNTK
+      // protobuf).
+      // The only placeholder bound to substitution, in place (CNTK's replace_placeholder).
       .def(
-          "save", [](const Function& f, const std::string& path) { save_model(f, path); },
+          "replace_placeholder",
+          [](Function& f, py::handle substitution) {
+            const std::vector<Variable> placeholders = f.placeholders();
+            if (placeholders.size() != 1)
+              throw ArgumentError("replace_placeholder: " + f.to_string() + " has " +
+                                  std::to_string(placeholders.size()) +
+                                  " placeholders, not one; use replace_placeholders");
+            f.replace_placeholders({{placeholders[0], as_variable(substitution)}});
+            return f;
+          },
+          py::arg("substitution"))
+      // The op's attributes (of the root function for a composite), as Python values.
+      .def_property_readonly("attributes",
+                             [](const Function& f) {
+                               const Function root = f.is_composite() && f.outputs().size() == 1
+                                                         ? f.output().owner()
+                                                         : f;
+                               return to_python(DictionaryValue(root.attributes().map()));
+                             })
+      .def(
+          "save",
+          [](const Function& f, const std::string& filename, ModelFormat format,
+             bool use_external_files_to_store_parameters) {
+            if (use_external_files_to_store_parameters)
+              throw ArgumentError(
+                  "save: use_external_files_to_store_parameters=True is not "
+                  "supported: Loom writes the parameters into the model file");
+            save_model(f, filename, format);
+          },
+          py::arg("filename"), py::arg("format") = ModelFormat::Loom,
+          py::arg("use_external_files_to_store_parameters") = false)
+      .def(
+          "restore",
+          [](const Function& f, const std::string& filename) { restore_model(f, filename); },
           py::arg("filename"))
-      .def_static(
-          "load", [](const std::string& path) { return load_model(path); }, py::arg("model"))
+      .def_static("load", &load_function, py::arg("model"), py::arg("device") = py::none(),
+                  py::arg("format") = ModelFormat::Loom)
       // model.W: a parameter by name or path; otherwise the single output's attribute (z.shape).
+      // ... or the one node of that name (a Label's: model.hidden), as CNTK's.
       .def("__getattr__", [](const Function& f, const std::string& name) -> py::object {
         if (name.rfind("__", 0) != 0) {
           for (const std::string& path : f.parameter_paths())
             if (path == name || path.substr(path.rfind('.') + 1) == name)
               return py::cast(f.parameter(name));
-          if (f.outputs().size() == 1) return py::getattr(py::cast(f.output()), name.c_str());
+          if (f.outputs().size() == 1) {
+            py::object output = py::cast(f.output());
+            if (py::hasattr(output, name.c_str())) return output.attr(name.c_str());
+          }
+          const std::vector<GraphNode> found = find_all_with_name(f, name);
+          if (found.size() == 1) return node_object(found[0]);
         }
         throw py::attribute_error("'Function' object has no attribute '" + name + "'");
       });
+
+  // cntk.logging.graph's walks (loom.logging.graph).
+  m.def(
+      "depth_first_search",
+      [](const Function& root, const py::function& visitor, int /*depth*/) {
+        return node_objects(depth_first_search(
+            root, [&](const GraphNode& n) { return visitor(node_object(n)).cast<bool>(); }));
+      },
+      py::arg("root"), py::arg("visitor"), py::arg("depth") = 0);
+  m.def(
+      "find_by_name",
+      [](const Function& node, const std::string& node_name, int /*depth*/) {
+        return find_one_by_name(node, node_name);
+      },
+      py::arg("node"), py::arg("node_name"), py::arg("depth") = 0);
+  m.def(
+      "find_all_with_name",
+      [](const Function& node, const std::string& node_name, int /*depth*/) {
+        return node_objects(find_all_with_name(node, node_name));
+      },
+      py::arg("node"), py::arg("node_name"), py::arg("depth") = 0);
+  m.def(
+      "find_by_uid",
+      [](const Function& node, const std::string& node_uid, int /*depth*/) -> py::object {
+        std::vector<GraphNode> found =
+            depth_first_search(node, [&](const GraphNode& n) { return uid_of(n) == node_uid; });
+        return found.empty() ? py::object(py::none()) : node_object(found[0]);
+      },
+      py::arg("node"), py::arg("node_uid"), py::arg("depth") = 0);
+  m.def(
+      "get_node_outputs", [](const Function& node, int /*depth*/) { return node_outputs(node); },
+      py::arg("node"), py::arg("depth") = 0);
 
   m.def(
       "input_variable",
@@ -337,37 +648,29 @@ void add_graph(py::module_& m) {
       py::arg("is_sparse") = false, py::arg("sequence_axis") = py::none(), py::arg("name") = "");
   m.def(
       "constant",
-      [](py::handle value, py::handle shape, py::handle dtype, const std::string& name) {
-        const DataType t = data_type(dtype);
-        if (shape.is_none())
-          return constant(dense_view(value.is_none() ? py::float_(0.0) : value, t).deep_clone(),
-                          name);
-        NDArrayView v(t, shape_of(shape));
-        v.fill(value.is_none() ? 0.0 : value.cast<double>());
-        return constant(v, name);
+      [](py::handle value, py::handle shape, py::handle dtype, py::handle device,
+         const std::string& name) {
+        return make_constant(value, shape, dtype, device, name, true);
       },
       py::arg("value") = py::none(), py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
-      py::arg("name") = "");
+      py::arg("device") = py::none(), py::arg("name") = "");
   m.def(
       "parameter",
-      [](py::handle shape, py::handle init, py::handle dtype, const std::string& name) {
-        const DataType t = data_type(dtype);
-        if (py::isinstance<Initializer>(init))
-          return parameter(shape_of(shape), init.cast<Initializer>(), t, name);
-        if (init.is_none()) return parameter(shape_of(shape), glorot_uniform(), t, name);
-        if (!shape.is_none() &&
-            (py::isinstance<py::float_>(init) || py::isinstance<py::int_>(init)))
-          return parameter(shape_of(shape), constant_initializer(init.cast<double>()), t, name);
-        return parameter(dense_view(init, t).deep_clone(), name);
+      [](py::handle shape, py::handle init, py::handle dtype, py::handle device,
+         const std::string& name) {
+        return make_parameter(shape, init, dtype, device, name, true);
       },
       py::arg("shape") = py::none(), py::arg("init") = py::none(), py::arg("dtype") = py::none(),
-      py::arg("name") = "");
+      py::arg("device") = py::none(), py::arg("name") = "");
   m.def(
       "placeholder",
       [](py::handle shape, py::handle dtype, py::handle dynamic_axes, const std::string& name) {
         if (shape.is_none()) return placeholder(name);
+        // Loom knows a placeholder's type whole or not at all: with a shape, axes left unknown
+        // are the batch axis.
         std::vector<Axis> axes =
             dynamic_axes.is_none() ? default_batch_axes() : dynamic_axes.cast<std::vector<Axis>>();
+        if (axes == unknown_dynamic_axes()) axes = default_batch_axes();
         return placeholder(shape_of(shape), data_type(dtype), axes, name);
       },
       py::arg("shape") = py::none(), py::arg("dtype") = py::none(),

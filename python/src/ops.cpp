@@ -297,6 +297,7 @@ void add_operators(Class& c) {
              return times(y, x);
            })
       .def("__neg__", [](py::handle a) { return negate(as_variable(a)); })
+      .def("__abs__", [](py::handle a) { return abs(as_variable(a)); })
       .def("__getitem__", &index);
   // numpy leaves `array * variable` to the variable's __rmul__.
   c.attr("__array_ufunc__") = py::none();

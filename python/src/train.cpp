@@ -225,6 +225,12 @@ void add_train(py::module_& m) {
            py::arg("model") = py::none())
       .def("write_value", &TensorBoardProgressWriter::write_value, py::arg("name"),
            py::arg("value"), py::arg("step"))
+      // images: [N, C, H, W] numbers from 0 to 255 (C 1 or 3).
+      .def(
+          "write_image",
+          [](TensorBoardProgressWriter& w, const std::string& name, py::handle data,
+             uint64_t step) { w.write_image(name, dense_view(data), step); },
+          py::arg("name"), py::arg("data"), py::arg("step"))
       .def("flush", &TensorBoardProgressWriter::flush)
       .def("close", &TensorBoardProgressWriter::close)
       .def_property_readonly("file_name", &TensorBoardProgressWriter::file_name);
@@ -237,12 +243,14 @@ void add_train(py::module_& m) {
            py::keep_alive<1, 3>())
       .def(
           "test_minibatch",
-          [](Evaluator& e, py::dict arguments) {
+          [](Evaluator& e, py::dict arguments, py::handle device) {
+            check_device(device);
             return with_minibatch(arguments,
                                   [&](const auto& data) { return e.test_minibatch(data); });
           },
-          py::arg("arguments"))
-      .def("summarize_test_progress", &Evaluator::summarize_test_progress);
+          py::arg("arguments"), py::arg("device") = py::none())
+      .def("summarize_test_progress", &Evaluator::summarize_test_progress)
+      .def_property_readonly("evaluation_function", &Evaluator::evaluation_function);
 
   py::class_<Trainer, std::shared_ptr<Trainer>>(m, "Trainer")
       // criterion: a Function with outputs (loss[, metric]), or a tuple (loss, metric).
@@ -250,7 +258,9 @@ void add_train(py::module_& m) {
                        std::vector<std::shared_ptr<Learner>> learners, ProgressWriters writers) {
              const Function f = function_or_none(model);
              if (py::isinstance<py::tuple>(criterion) || py::isinstance<py::list>(criterion)) {
-               if (py::len(criterion) == 1)
+               // (loss, None): no metric, as CNTK's Trainer takes it.
+               if (py::len(criterion) == 1 ||
+                   (py::len(criterion) == 2 && criterion[py::int_(1)].is_none()))
                  return std::make_shared<Trainer>(f, as_variable(criterion[py::int_(0)]), learners,
                                                   writers);
                return std::make_shared<Trainer>(f,
@@ -268,22 +278,30 @@ void add_train(py::module_& m) {
            py::keep_alive<1, 5>())
       .def(
           "train_minibatch",
-          [](Trainer& t, py::dict arguments, bool is_sweep_end) {
+          [](Trainer& t, py::dict arguments, py::handle outputs, py::handle device,
+             std::optional<bool> is_sweep_end) {
+            check_device(device);
+            if (!outputs.is_none())
+              throw ArgumentError(
+                  "train_minibatch: outputs= is not supported yet; evaluate "
+                  "the outputs with Function.eval on the same minibatch");
             return with_minibatch(arguments, [&](const auto& data) {
               if constexpr (std::is_same_v<std::decay_t<decltype(data)>, ValueMap>)
-                return t.train_minibatch(data, is_sweep_end);
+                return t.train_minibatch(data, is_sweep_end.value_or(false));
               else
                 return t.train_minibatch(data);
             });
           },
-          py::arg("arguments"), py::arg("is_sweep_end") = false)
+          py::arg("arguments"), py::arg("outputs") = py::none(), py::arg("device") = py::none(),
+          py::arg("is_sweep_end") = py::none())
       .def(
           "test_minibatch",
-          [](Trainer& t, py::dict arguments) {
+          [](Trainer& t, py::dict arguments, py::handle device) {
+            check_device(device);
             return with_minibatch(arguments,
                                   [&](const auto& data) { return t.test_minibatch(data); });
           },
-          py::arg("arguments"))
+          py::arg("arguments"), py::arg("device") = py::none())
       .def(
           "save_checkpoint",
           [](const Trainer& t, const std::string& filename, py::handle external_state) {
@@ -315,7 +333,11 @@ void add_train(py::module_& m) {
       .def("summarize_test_progress", &Trainer::summarize_test_progress)
       .def_property_readonly("model", &Trainer::model)
       .def_property_readonly("loss_function", &Trainer::loss_function)
-      .def_property_readonly("evaluation_function", &Trainer::evaluation_function)
+      .def_property_readonly("evaluation_function",
+                             [](const Trainer& t) -> py::object {
+                               const Variable& metric = t.evaluation_function();
+                               return metric.valid() ? py::cast(metric) : py::none();
+                             })
       .def_property_readonly("parameter_learners", &Trainer::parameter_learners)
       .def_property_readonly("progress_writers", &Trainer::progress_writers);
 
@@ -394,14 +416,22 @@ void add_train(py::module_& m) {
            py::arg("model_inputs_to_streams") = py::none(), py::arg("criterion") = py::none());
 
   py::class_<TrainingSession, std::shared_ptr<TrainingSession>>(m, "TrainingSession")
-      .def("train", &TrainingSession::train, py::call_guard<py::gil_scoped_release>());
+      .def(
+          "train",
+          [](TrainingSession& s, py::handle device) {
+            check_device(device);
+            py::gil_scoped_release nogil;
+            s.train();
+          },
+          py::arg("device") = py::none());
+  // CNTK's parameters in CNTK's order, then Loom's max_sweeps.
   m.def(
       "training_session",
       [](std::shared_ptr<Trainer> trainer, py::handle mb_source,
          const MinibatchSizeSchedule& mb_size, py::handle model_inputs_to_streams,
-         std::optional<size_t> max_samples, std::optional<size_t> max_sweeps,
-         py::handle progress_frequency, py::handle checkpoint_config, py::handle cv_config,
-         py::handle test_config) {
+         py::handle progress_frequency, std::optional<size_t> max_samples,
+         py::handle checkpoint_config, py::handle cv_config, py::handle test_config,
+         std::optional<size_t> max_sweeps) {
         TrainingSessionConfig c{.trainer = trainer,
                                 .mb_source = minibatch_source(mb_source),
                                 .mb_size = mb_size,
@@ -416,10 +446,10 @@ void add_train(py::module_& m) {
         return std::make_shared<TrainingSession>(std::move(c));
       },
       py::arg("trainer"), py::arg("mb_source"), py::arg("mb_size") = MinibatchSizeSchedule(32),
-      py::arg("model_inputs_to_streams") = py::none(), py::arg("max_samples") = py::none(),
-      py::arg("max_sweeps") = py::none(), py::arg("progress_frequency") = py::none(),
-      py::arg("checkpoint_config") = py::none(), py::arg("cv_config") = py::none(),
-      py::arg("test_config") = py::none(), py::keep_alive<0, 1>());
+      py::arg("model_inputs_to_streams") = py::none(), py::arg("progress_frequency") = py::none(),
+      py::arg("max_samples") = py::none(), py::arg("checkpoint_config") = py::none(),
+      py::arg("cv_config") = py::none(), py::arg("test_config") = py::none(),
+      py::arg("max_sweeps") = py::none(), py::keep_alive<0, 1>());
 
   py::class_<TrainingProgress>(m, "TrainingProgress")
       .def_readonly("loss", &TrainingProgress::loss)

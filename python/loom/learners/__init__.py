@@ -16,6 +16,12 @@ from loom._loom import (IGNORE, Learner, TrainingParameterSchedule,  # noqa: F40
                         set_default_unit_gain_value, universal)
 
 
+def training_parameter_schedule(schedule, unit=UnitType.minibatch, epoch_size=None):
+    """Deprecated in CNTK 2.2: learning_rate_schedule with the unit defaulting to the
+    minibatch."""
+    return learning_rate_schedule(schedule, unit, epoch_size)
+
+
 def _lr(lr, epoch_size):
     if isinstance(lr, TrainingParameterSchedule):
         return lr

@@ -558,7 +558,7 @@ def test_squeeze_expand_dims_swapaxes_flatten_axes_against_numpy():
         np.testing.assert_array_equal(C.expand_dims(x, axis).eval({x: X}),
                                       np.expand_dims(X, position), err_msg=str(axis))
     for a1, a2 in [(0, 1), (1, 3), (-1, 0), (2, 2), (C.Axis(1), -2)]:
-        n1, n2 = (a.static_axis_index if isinstance(a, C.Axis) else a for a in (a1, a2))
+        n1, n2 = (a.static_axis_index() if isinstance(a, C.Axis) else a for a in (a1, a2))
         np.testing.assert_array_equal(C.swapaxes(x, a1, a2).eval({x: X}),
                                       np.swapaxes(X, n1 % 4 + 1, n2 % 4 + 1))
     for axis, shape in [(None, (1, 12)), (0, (1, 12)), (1, (1, 12)), (2, (3, 4)), (-1, (3, 4)),

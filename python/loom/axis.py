@@ -1,0 +1,2 @@
+"""Axes (CNTK's cntk.axis)."""
+from loom._loom import Axis  # noqa: F401
