@@ -63,7 +63,10 @@ py::list sequences_of(const Value& v, bool samples_as_sequences);
 // samples, or a sequence's steps); a list of arrays or matrices (a batch of samples, or of
 // sequences of different lengths for a sequence argument). Numbers of another dtype are
 // converted to the argument's. Errors name the argument and both shapes.
-Value value_for(const Variable& argument, py::handle data);
+// seq_starts (for a list of sequences): False continues sequence i from the previous minibatch
+// (CNTK's Value.create); empty: every sequence begins here.
+Value value_for(const Variable& argument, py::handle data,
+                const std::vector<bool>& seq_starts = {});
 // {Variable: data} -> ValueMap.
 ValueMap value_map(const py::dict& data);
 // The C++ object of a minibatch source (Loom's reader or a UserMinibatchSource subclassed in

@@ -170,7 +170,8 @@ py::array_t<int8_t> mask_of(const Value& v) {
 
 py::list sequences_of(const Value& v, bool samples_as_sequences) {
   py::object all = value_to_numpy(v);
-  const py::object csr = py::module_::import("scipy.sparse").attr("csr_matrix");
+  const py::object csr = v.is_sparse() ? py::module_::import("scipy.sparse").attr("csr_matrix")
+                                       : py::object(py::none());
   py::list out;
   for (size_t i = 0; i < v.num_sequences(); ++i) {
     py::object s = v.is_sequence() ? py::object(py::list(all)[i])
@@ -182,15 +183,21 @@ py::list sequences_of(const Value& v, bool samples_as_sequences) {
   return out;
 }
 
-Value value_for(const Variable& argument, py::handle data) {
+Value value_for(const Variable& argument, py::handle data, const std::vector<bool>& seq_starts) {
+  const bool sequences_given = py::isinstance<py::list>(data) && argument.has_sequence_axis();
+  if (!seq_starts.empty() && !sequences_given)
+    throw ArgumentError(
+        "seq_starts needs a list of sequences for an input with a sequence "
+        "axis; " +
+        argument.describe() + " was given " + py::str(py::type::of(data)).cast<std::string>());
   if (py::isinstance<Value>(data)) return data.cast<Value>();
   if (py::isinstance<MinibatchData>(data)) return data.cast<MinibatchData>().data;
   const DataType t = argument.dtype();
   try {
-    if (py::isinstance<py::list>(data) && argument.has_sequence_axis()) {
+    if (sequences_given) {
       std::vector<NDArrayView> sequences;
       for (py::handle s : data) sequences.push_back(tensor_of(s, t));
-      return Value::create(sequences);
+      return Value::create(sequences, seq_starts);
     }
     py::object batch = py::reinterpret_borrow<py::object>(data);
     if (py::isinstance<py::list>(data) && py::len(data) > 0 && is_sparse_matrix(data[py::int_(0)]))

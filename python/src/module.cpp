@@ -264,15 +264,9 @@ void add_core(py::module_& m) {
              bool read_only) {
             check_device(device);
             check_writable(read_only);
-            if (seq_starts.is_none()) return value_for(var, data);
-            if (!var.has_sequence_axis() || !py::isinstance<py::list>(data))
-              throw ArgumentError(
-                  "Value.create: seq_starts needs a list of sequences for an "
-                  "input with a sequence axis; " +
-                  var.describe() + " was given " + py::str(py::type::of(data)).cast<std::string>());
-            std::vector<NDArrayView> sequences;
-            for (py::handle s : data) sequences.push_back(tensor_of(s, var.dtype()));
-            return Value::create(sequences, seq_starts.cast<std::vector<bool>>());
+            return value_for(
+                var, data,
+                seq_starts.is_none() ? std::vector<bool>{} : seq_starts.cast<std::vector<bool>>());
           },
           py::arg("var"), py::arg("data"), py::arg("seq_starts") = py::none(),
           py::arg("device") = py::none(), py::arg("read_only") = false)

@@ -7,11 +7,11 @@ from loom._loom import ProgressWriter
 
 class TrainingSummaryProgressCallback(ProgressWriter):
     """Calls callback(epoch_index, epoch_loss, epoch_metric, epoch_samples) at each training
-    summary (the loss and metric are the summary's sums over its samples, as in CNTK)."""
+    summary (the loss and metric are the summary's sums over its samples, as in CNTK). As in
+    CNTK, the summaries decide the epochs: epoch_size is accepted and not read."""
 
     def __init__(self, epoch_size, callback):
         super().__init__()
-        self._epoch_size = epoch_size
         self._callback = callback
 
     def on_write_training_summary(self, samples, updates, summaries, aggregate_loss,
