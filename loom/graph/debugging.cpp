@@ -21,6 +21,7 @@
 #include "loom/core/error.h"
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/op.h"
+#include "loom/graph/user_function.h"
 
 namespace loom {
 
@@ -80,7 +81,7 @@ const char* pass_name(NodePass pass) {
 void record_timing(const FunctionImpl& f, NodePass pass, double seconds) {
   std::lock_guard lock(g_timing_mutex);
   NodeTiming& t = g_timings[f.uid];
-  if (t.uid.empty()) t = {.uid = f.uid, .name = f.name, .op = f.op->name()};
+  if (t.uid.empty()) t = {.uid = f.uid, .name = f.name, .op = op_name_of(f)};
   if (pass == NodePass::Forward) {
     ++t.forward_calls;
     t.forward_seconds += seconds;
@@ -139,7 +140,7 @@ Scan scan(const Tensor& t) {
 }
 
 std::string node_text(const FunctionImpl& f) {
-  return function_label(f) + " " + f.op->name();
+  return function_label(f) + " " + op_name_of(f);
 }
 
 void check_values(const FunctionImpl& f, NodePass pass, const Scan& s, size_t input) {
@@ -239,7 +240,7 @@ std::vector<NodeTiming> node_timings(const std::vector<Variable>& roots) {
     if (auto it = g_timings.find(f->uid); it != g_timings.end()) t = it->second;
     t.uid = f->uid;
     t.name = f->name;
-    t.op = f->op->name();
+    t.op = op_name_of(*f);
     by_uid.emplace(f->uid, std::move(t));
   }
   std::vector<NodeTiming> result;
@@ -523,7 +524,7 @@ DebugGraph debug_graph(const Function& model, DebugCallback callback) {
   for (const auto& f : topological_order(model.outputs())) {
     std::vector<Variable> inputs;
     for (const Variable& in : f->inputs) inputs.push_back(input(in, *f));
-    Function copy = make_primitive(*f->op, std::move(inputs), f->attributes, f->name);
+    Function copy = remake_primitive(*f, std::move(inputs));
     if (f->random) copy.impl()->random = f->random;
     std::vector<Variable> outputs = copy.outputs();
     for (size_t i = 0; i < outputs.size(); ++i)

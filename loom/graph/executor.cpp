@@ -509,9 +509,9 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
              "NDArrayView), or declare the input without is_sparse");
   const NDShape& data_shape = value.data().shape();
   size_t axes = value.is_sequence() ? 2 : 1;
-  bool same_sample = data_shape.rank() == v.shape().rank() + axes &&
-                     std::equal(v.shape().dims().begin(), v.shape().dims().end(),
-                                data_shape.dims().begin() + axes);
+  bool same_sample = data_shape.rank() == v.shape().rank() + axes;
+  for (size_t i = 0; same_sample && i < v.shape().rank(); ++i)  // a free dimension takes any size
+    same_sample = v.shape()[i] == NDShape::kFree || v.shape()[i] == data_shape[axes + i];
   LOOM_CHECK(same_sample, ShapeError, "value for ", LOOM_VAR, " has sample shape ",
              value.sample_shape().to_string(), " but the variable has shape ",
              v.shape().to_string());
@@ -519,13 +519,15 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   t.dtype = v.dtype();
   t.sparse = nullptr;
   t.data = nullptr;
-  size_t sample = v.shape().total_size();
+  // The sample shape of this minibatch (the variable's, its free dimensions the data's).
+  const NDShape sample_shape = v.shape().has_free() ? value.sample_shape() : v.shape();
+  size_t sample = sample_shape.total_size();
   if (!v.has_batch_axis()) {  // a plain tensor (e.g. a gradient fed to an update graph)
     LOOM_CHECK(value.num_sequences() == 1 && value.number_of_samples() == 1, ShapeError,
                "value for ", LOOM_VAR, " has ", value.number_of_samples(),
                " samples, but the variable has no dynamic axes and takes exactly one");
     t.layout = nullptr;
-    t.shape = v.shape();
+    t.shape = sample_shape;
     slot.bound = value.data().to_dense();
     t.data = slot.bound->raw_data();
     return;
@@ -534,7 +536,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     check_value_form(v, value);
     size_t n = value.num_sequences();
     t.layout = layouts_.batch(n);
-    t.shape.assign_prepended(n, v.shape());
+    t.shape.assign_prepended(n, sample_shape);
     slot.bound = value.data();
     if (value.is_sparse() && slot.densify) {
       t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
@@ -548,7 +550,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   }
   const SequenceLayout* layout = sequence_layouts_.at(v.dynamic_axes()[1].name());
   t.layout = layout;
-  t.shape.assign_prepended(layout->rows(), v.shape());
+  t.shape.assign_prepended(layout->rows(), sample_shape);
   size_t T = value.max_sequence_length();
   if (value.is_sparse()) {
     // Reorder CSR rows into the packed order.
@@ -586,32 +588,6 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
 }
 
 #undef LOOM_VAR
-
-namespace {
-// Copies every step of every sequence of l from a padded buffer [sequence, T, sample] into l's
-// packed rows (samples of `bytes`) when from_padded, else from the rows into the padded buffer.
-// The sequences split across threads when the copy is large (a minibatch of long sequences is
-// tens of MB, where one thread's memcpy leaves bandwidth unused); each row is written once.
-void copy_steps(const SequenceLayout& l, size_t T, size_t bytes, const void* from, void* to,
-                bool from_padded) {
-  const char* src = static_cast<const char*>(from);
-  char* dst = static_cast<char*>(to);
-  const size_t n = l.num_sequences();
-  for_each_piece(n, std::min(n, byte_pieces(n * T * bytes)), [&](size_t, size_t begin, size_t end) {
-    for (size_t b = begin; b < end; ++b)
-      for (size_t step = 0; step < l.lengths[b]; ++step) {
-        const size_t padded = (b * T + step) * bytes, row = l.row(b, step) * bytes;
-        std::memcpy(dst + (from_padded ? row : padded), src + (from_padded ? padded : row), bytes);
-      }
-  });
-}
-}  // namespace
-
-void Executor::pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
-  size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
-  size_t T = value.max_sequence_length();
-  copy_steps(layout, T, bytes, value.data().raw_data(), dst, true);
-}
 
 void Executor::forward(const ValueMap& arguments, bool is_training) {
   forward(
@@ -748,7 +724,9 @@ OpCall Executor::whole_call(Node& node, bool with_gradient) {
                 random_of(*node.fn),
                 with_gradient ? &node.gradient_wanted : nullptr,
                 node.carried.data ? &node.carried : nullptr,
-                &node.state};
+                &node.state,
+                node.fn.get(),
+                &node.user_state};
 }
 
 void Executor::carry_over(Node& node) {
@@ -936,37 +914,12 @@ const Tensor& Executor::tensor(const Variable& v) const {
   return slots_[slot_of(v)].value;
 }
 
-namespace {
-// Copies a packed tensor (or gradient) into a Value of the variable's form.
-Value unpack(const Tensor& t, bool as_sequence) {
-  size_t bytes = t.sample_size() * size_of(t.dtype);
-  NDShape sample = t.sample_shape();
-  if (!t.dynamic()) {
-    NDArrayView out(t.dtype, sample.prepend(1));
-    std::memcpy(out.raw_data(), t.data, bytes);
-    return Value(out, false);
-  }
-  const SequenceLayout& l = *t.layout;
-  size_t T = as_sequence ? l.max_length() : 1;
-  NDArrayView out(t.dtype, as_sequence ? sample.prepend(T).prepend(l.num_sequences())
-                                       : sample.prepend(l.num_sequences()));
-  copy_steps(l, T, bytes, t.data, out.raw_data(), false);
-  if (!as_sequence) return Value(out, false);
-  NDMask mask(l.num_sequences(), T);
-  for (size_t b = 0; b < l.num_sequences(); ++b) {
-    mask.invalidate_from(b, l.lengths[b]);
-    if (!l.begins[b] && l.lengths[b]) mask.set(b, 0, MaskKind::Valid);
-  }
-  return Value(out, true, std::move(mask));
-}
-}  // namespace
-
 Value Executor::output_value(const Variable& v) const {
   const Tensor& t = tensor(v);
   LOOM_CHECK(!t.is_sparse(), StateError, "output_value of sparse ", v.describe());
   LOOM_CHECK(!t.blocked, StateError, v.describe(),
              " is held in oneDNN's blocked layout: compute it as an output to read it");
-  return unpack(t, v.has_sequence_axis());
+  return to_value(t, v.has_sequence_axis());
 }
 
 double Executor::sum(const Variable& v) const {
@@ -999,7 +952,7 @@ Value Executor::gradient_value(const Variable& v) const {
     return Value(g.reshaped(g.shape().prepend(1)), false);
   }
   LOOM_CHECK(slot.grad_written, StateError, v.describe(), " received no gradient");
-  return unpack(slot.grad, v.has_sequence_axis());
+  return to_value(slot.grad, v.has_sequence_axis());
 }
 
 }  // namespace loom

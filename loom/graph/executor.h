@@ -3,6 +3,7 @@
 // minibatch, so a steady training loop allocates nothing. See docs/executor.md.
 #pragma once
 
+#include <any>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -102,6 +103,7 @@ class Executor {
     SequenceLayout carried_layout = {};
     TensorStorage carried_storage = {};
     TensorStorage state = {};  // OpCall::state
+    std::any user_state = {};  // OpCall::user_state
     NDShape free_shape = {};   // this minibatch's output sample shape, when it has free dims
   };
   // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
@@ -139,8 +141,6 @@ class Executor {
   // Zeros the gradients final at position that no op wrote, and reports them to ready.
   void finish_gradients(size_t position, const GradientReady& ready);
   void bind_input(const Variable& v, Slot& slot, const Value& value);
-  // Copies the real samples of a dense Value into packed rows of layout at dst.
-  static void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
   void bind_sequence_layouts(const ArgumentLookup& argument);
   Tensor& gradient_tensor(size_t slot);
   // Runs a node's backward (run) under the debugging aids (loom/graph/debugging.h), which time

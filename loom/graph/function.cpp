@@ -6,6 +6,7 @@
 #include "loom/graph/executor.h"
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/op.h"
+#include "loom/graph/user_function.h"
 
 namespace loom {
 
@@ -317,7 +318,7 @@ const OpDef& Function::op() const {
 
 std::string Function::op_name() const {
   const FunctionImpl& f = get(impl_);
-  return f.op ? f.op->name() : f.block_name;
+  return f.op ? op_name_of(f) : f.block_name;
 }
 
 std::string Function::to_string() const {
@@ -327,7 +328,7 @@ std::string Function::to_string() const {
   for (auto& in : f.inputs) direct = direct && !in.is_output();
   std::string s = (f.name.empty() ? "" : f.name + ": ") +
                   (!f.op    ? f.block_name
-                   : direct ? f.op->name()
+                   : direct ? op_name_of(f)
                             : "Composite") +
                   "(";
   auto args = arguments();
@@ -454,7 +455,7 @@ Function Function::clone(ParameterCloneMethod method,
       ins.push_back(!closes_loop || !ins.empty()
                         ? mapped(in)
                         : forward_declaration(in, Variable(f->outputs[0], f), renamed));
-    Function g = make_primitive(*f->op, std::move(ins), f->attributes, f->name);
+    Function g = remake_primitive(*f, std::move(ins));
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());
     // An output substituted (CNTK's clone replaces any variable, not only leaves) keeps its
@@ -587,8 +588,9 @@ Value ArgumentData::to_value(const Variable& argument) const {
     return Value(a.reshaped(sequence ? samples.prepend(1) : samples), sequence);
   }
   const size_t rank = a.shape().rank();
-  const bool fits = rank >= sample.rank() && rank <= sample.rank() + 1 + size_t(sequence) &&
-                    a.shape().sub_shape(rank - sample.rank()) == sample;
+  bool fits = rank >= sample.rank() && rank <= sample.rank() + 1 + size_t(sequence);
+  for (size_t i = 0; fits && i < sample.rank(); ++i)  // a free dimension takes any size
+    fits = sample[i] == NDShape::kFree || a.shape()[rank - sample.rank() + i] == sample[i];
   LOOM_CHECK(fits, ShapeError, "data of shape ", a.shape().to_string(), " for argument ",
              argument.describe(), ": expected ", sample.to_string(),
              sequence ? " ([T, shape]: one sequence, or [N, T, shape]: N sequences)"

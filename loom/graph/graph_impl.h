@@ -57,6 +57,8 @@ class FunctionImpl {
   ~FunctionImpl();
 
   const OpDef* op = nullptr;
+  // Where op is this function's own (a user function's, user_function.h): what keeps it alive.
+  std::shared_ptr<const OpDef> owned_op;
   std::vector<Variable> inputs;
   std::vector<std::shared_ptr<VariableImpl>> outputs;
   Dictionary attributes;
@@ -91,6 +93,9 @@ bool is_delay(const FunctionImpl& f);
 // original's axis name -> the clone's axis).
 Variable forward_declaration(const Variable& v, const Variable& delay_output,
                              const std::unordered_map<std::string, Axis>& renamed = {});
+// f's op applied to other inputs, with f's attributes and name (a clone's copy of f); a user
+// function's copy is the one its clone() gives (user_function.h).
+Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs);
 // How messages name a function: "name (uid)", or the uid alone.
 std::string function_label(const FunctionImpl& f);
 

@@ -2,6 +2,7 @@
 // this interface; the graph layer calls it for shape inference, the executor for compute.
 #pragma once
 
+#include <any>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -49,6 +50,10 @@ struct OpCall {
   // (the fused recurrence's final states, for the sequences that continue in the next
   // minibatch). A fresh storage reads as zeros.
   TensorStorage* state = nullptr;
+  // The function applied, and what its forward leaves for its backward of the same minibatch
+  // when that is not a tensor (user functions, loom/graph/user_function.h).
+  const FunctionImpl* function = nullptr;
+  std::any* user_state = nullptr;
 };
 
 // Whether an op takes an input in the blocked layout (Tensor::blocked).

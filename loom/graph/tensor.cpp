@@ -1,7 +1,10 @@
 #include "loom/graph/tensor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
+
+#include "loom/core/threads.h"
 
 namespace loom {
 
@@ -42,6 +45,54 @@ const SequenceLayout* LayoutCache::add(SequenceLayout layout) {
 void* TensorStorage::ensure(size_t bytes) {
   if (!buffer_ || buffer_->bytes() < bytes) buffer_ = std::make_unique<Buffer>(bytes);
   return buffer_->data();
+}
+
+namespace {
+// Copies every step of every sequence of l from a padded buffer [sequence, T, sample] into l's
+// packed rows (samples of `bytes`) when from_padded, else from the rows into the padded buffer.
+// The sequences split across threads when the copy is large (a minibatch of long sequences is
+// tens of MB, where one thread's memcpy leaves bandwidth unused); each row is written once.
+void copy_steps(const SequenceLayout& l, size_t T, size_t bytes, const void* from, void* to,
+                bool from_padded) {
+  const char* src = static_cast<const char*>(from);
+  char* dst = static_cast<char*>(to);
+  const size_t n = l.num_sequences();
+  for_each_piece(n, std::min(n, byte_pieces(n * T * bytes)), [&](size_t, size_t begin, size_t end) {
+    for (size_t b = begin; b < end; ++b)
+      for (size_t step = 0; step < l.lengths[b]; ++step) {
+        const size_t padded = (b * T + step) * bytes, row = l.row(b, step) * bytes;
+        std::memcpy(dst + (from_padded ? row : padded), src + (from_padded ? padded : row), bytes);
+      }
+  });
+}
+}  // namespace
+
+void pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
+  size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
+  size_t T = value.max_sequence_length();
+  copy_steps(layout, T, bytes, value.data().raw_data(), dst, true);
+}
+
+Value to_value(const Tensor& t, bool as_sequence) {
+  size_t bytes = t.sample_size() * size_of(t.dtype);
+  NDShape sample = t.sample_shape();
+  if (!t.dynamic()) {
+    NDArrayView out(t.dtype, sample.prepend(1));
+    std::memcpy(out.raw_data(), t.data, bytes);
+    return Value(out, false);
+  }
+  const SequenceLayout& l = *t.layout;
+  size_t T = as_sequence ? l.max_length() : 1;
+  NDArrayView out(t.dtype, as_sequence ? sample.prepend(T).prepend(l.num_sequences())
+                                       : sample.prepend(l.num_sequences()));
+  copy_steps(l, T, bytes, t.data, out.raw_data(), false);
+  if (!as_sequence) return Value(out, false);
+  NDMask mask(l.num_sequences(), T);
+  for (size_t b = 0; b < l.num_sequences(); ++b) {
+    mask.invalidate_from(b, l.lengths[b]);
+    if (!l.begins[b] && l.lengths[b]) mask.set(b, 0, MaskKind::Valid);
+  }
+  return Value(out, true, std::move(mask));
 }
 
 }  // namespace loom

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/core/ndarray_view.h"
+#include "loom/core/value.h"
 
 namespace loom {
 
@@ -83,5 +84,13 @@ struct Tensor {
     return static_cast<T*>(data);
   }
 };
+
+// Copies the real samples of a dense Value (padded [B, T, sample...] with sequences, else
+// [B, sample...]) into the packed rows of layout at dst.
+void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
+// A packed tensor (a value or a gradient) copied into a Value of its variable's form: padded
+// sequences with their mask when as_sequence, else [B, sample...] (a tensor without dynamic
+// axes: [1, shape...]).
+Value to_value(const Tensor& t, bool as_sequence);
 
 }  // namespace loom

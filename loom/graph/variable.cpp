@@ -263,4 +263,18 @@ Variable placeholder(const NDShape& shape, DataType dtype, const std::vector<Axi
   return p;
 }
 
+Variable output_variable(const NDShape& shape, DataType dtype,
+                         const std::vector<Axis>& dynamic_axes, bool needs_gradient,
+                         const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Output;
+  v->shape = shape;
+  v->dtype = dtype;
+  v->dynamic_axes = dynamic_axes;
+  v->needs_gradient = needs_gradient;
+  v->name = name;
+  v->uid = new_uid("Output");
+  return Variable(v);
+}
+
 }  // namespace loom

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "loom/graph/graph_impl.h"
+#include "loom/graph/user_function.h"
 #include "loom/ops/registry.h"
 #include "loom/serialize/container.h"
 #include "loom/serialize/dictionary_codec.h"
@@ -345,7 +346,8 @@ Dictionary model_to_dictionary(const Function& f) {
     d["op"] = std::string(fn->op->name());
     d["uid"] = fn->uid;
     d["name"] = fn->name;
-    d["attributes"] = fn->attributes.map();
+    d["attributes"] =
+        user_function_of(*fn) ? user_function_attributes(*fn).map() : fn->attributes.map();
     d["inputs"] = uids_of(fn->inputs);
     DictionaryVector outs;
     for (const auto& o : fn->outputs) {
@@ -470,9 +472,13 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
                " with inferred dimensions, which a saved graph has inferred already");
     Function fn;
     try {
-      const OpDef& op = find_op(op_name);
-      check_op_input_count(op, inputs.size());
-      fn = make_primitive(op, std::move(inputs), Dictionary(attributes), name);
+      if (op_name == kUserFunctionOp) {
+        fn = user_function_from_attributes(inputs, Dictionary(attributes), name);
+      } else {
+        const OpDef& op = find_op(op_name);
+        check_op_input_count(op, inputs.size());
+        fn = make_primitive(op, std::move(inputs), Dictionary(attributes), name);
+      }
     } catch (const DataError&) {
       throw;
     } catch (const Error& e) {
@@ -628,9 +634,9 @@ void check_same_graph(const Function& saved, const Function& current, const std:
              "' was saved from a graph of ", saved_fns.size(),
              " primitive functions; this one has ", current_fns.size());
   for (size_t i = 0; i < saved_fns.size(); ++i)
-    LOOM_CHECK(saved_fns[i]->op == current_fns[i]->op, StateError, "'", file,
-               "': primitive function ", i, " is ", saved_fns[i]->op->name(), " '",
-               saved_fns[i]->name, "' in the file but ", current_fns[i]->op->name(), " '",
+    LOOM_CHECK(op_name_of(*saved_fns[i]) == op_name_of(*current_fns[i]), StateError, "'", file,
+               "': primitive function ", i, " is ", op_name_of(*saved_fns[i]), " '",
+               saved_fns[i]->name, "' in the file but ", op_name_of(*current_fns[i]), " '",
                current_fns[i]->name, "' in this graph");
   auto saved_leaves = stateful_leaves(saved);
   auto current_leaves = stateful_leaves(current);

@@ -2,6 +2,7 @@
 import numpy as np
 
 from loom._loom import NDArrayView, Value
+from loom.ops.functions import user_function  # noqa: F401 (CNTK's cntk.core has it)
 
 
 def asarray(value, dtype=None):
@@ -27,4 +28,4 @@ def asvalue(variable, data_array):
     return Value.create(variable, data_array)
 
 
-__all__ = ['NDArrayView', 'Value', 'asarray', 'asvalue']
+__all__ = ['NDArrayView', 'Value', 'asarray', 'asvalue', 'user_function']

@@ -98,6 +98,7 @@ Activation activation_of(py::handle callable);
 
 void add_core(py::module_& m);
 void add_graph(py::module_& m);
+void add_user_function(py::module_& m);
 void add_ops(py::module_& m);
 void add_initializer(py::module_& m);
 void add_layers(py::module_& m);

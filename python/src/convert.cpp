@@ -195,8 +195,15 @@ Value value_for(const Variable& argument, py::handle data, const std::vector<boo
   const DataType t = argument.dtype();
   try {
     if (sequences_given) {
+      // A dense element of the sample's rank is one step (CNTK's [x] for a one-step sequence).
+      const size_t sample_rank = argument.shape().rank();
       std::vector<NDArrayView> sequences;
-      for (py::handle s : data) sequences.push_back(tensor_of(s, t));
+      for (py::handle s : data) {
+        NDArrayView seq = tensor_of(s, t);
+        if (!seq.is_sparse() && seq.shape().rank() == sample_rank)
+          seq = seq.reshaped(seq.shape().prepend(1));
+        sequences.push_back(std::move(seq));
+      }
       return Value::create(sequences, seq_starts);
     }
     py::object batch = py::reinterpret_borrow<py::object>(data);

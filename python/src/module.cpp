@@ -344,6 +344,7 @@ PYBIND11_MODULE(_loom, m) {
   m.doc() = "Loom's C++ core; use it through the loom package";
   add_core(m);
   add_graph(m);
+  add_user_function(m);
   add_ops(m);
   add_initializer(m);
   add_layers(m);

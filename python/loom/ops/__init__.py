@@ -11,7 +11,8 @@ from loom._loom import (assign, binary_cross_entropy, classification_error, cons
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
-from loom.ops.functions import CloneMethod, Function, ModelFormat, load_model  # noqa: F401
+from loom.ops.functions import (CloneMethod, Function, ModelFormat, load_model,  # noqa: F401
+                                output_variable)
 from loom.random import _num_samples, _seed
 
 # The op table's functions (plus, elu, pow, ...), made from the C++ table at import. Some have

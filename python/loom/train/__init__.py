@@ -22,6 +22,26 @@ class Trainer(_loom.Trainer):
         super().__init__(model, criterion, _as_list(parameter_learners),
                          _as_list(progress_writers))
 
+    def _argument_map(self, arguments):
+        """CNTK's rule: data that is not a dict feeds the one input of model and criterion."""
+        if isinstance(arguments, dict):
+            return arguments
+        inputs = set()
+        for f in (self.loss_function, self.model, self.evaluation_function):
+            if f is not None:
+                inputs |= set(f.arguments if hasattr(f, 'arguments') else f.owner.arguments)
+        if len(inputs) != 1:
+            raise ValueError(f'the minibatch data is not a dict, and the trainer has '
+                             f'{len(inputs)} inputs: give {{input: data}}')
+        return {inputs.pop(): arguments}
+
+    def train_minibatch(self, arguments, outputs=None, device=None, is_sweep_end=None):
+        return super().train_minibatch(self._argument_map(arguments), outputs, device,
+                                       is_sweep_end)
+
+    def test_minibatch(self, arguments, device=None):
+        return super().test_minibatch(self._argument_map(arguments), device)
+
 
 class Evaluator(_loom.Evaluator):
     """Evaluator(eval_function, progress_writers=None)."""

@@ -61,18 +61,14 @@ OUT_OF_SCOPE = {'optimized_rnnstack', 'convert_optimized_rnnstack',
 
 # Still missing: issue 28's and 29's open work (docs/TODO.md).
 NOT_YET = {
-    'cntk': {'as_block', 'output_variable', 'user_function'},
-    'cntk.ops': {'as_block', 'output_variable'},
+    'cntk': {'as_block'},
+    'cntk.ops': {'as_block'},
     'cntk.ops.functions': {
         'BlockFunction', 'Function.block_arguments_mapping', 'Function.block_root',
-        'Function.custom_attributes', 'Function.is_block',
-        'Function.register_udf_deserialize_callback', 'Function.set_attribute', 'UserFunction',
-        'UserFunction.backward', 'UserFunction.clone', 'UserFunction.deserialize',
-        'UserFunction.forward', 'UserFunction.infer_outputs', 'UserFunction.op_name',
-        'UserFunction.serialize', 'native_user_function', 'register_native_user_function',
+        'Function.custom_attributes', 'Function.is_block', 'Function.set_attribute',
+        'native_user_function', 'register_native_user_function',
     },
     'cntk.axis': {'Axis.new_leading_axis'},
-    'cntk.core': {'user_function'},
     'cntk.io': {'Base64ImageDeserializer', 'CBFDeserializer'},
     'cntk.logging': {
         'ProgressPrinter.on_training_update_end',

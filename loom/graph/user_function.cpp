@@ -1,0 +1,260 @@
+#include "loom/graph/user_function.h"
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "loom/core/error.h"
+#include "loom/graph/graph_impl.h"
+#include "loom/graph/tensor.h"
+
+namespace loom {
+
+OutputSpec UserFunction::infer_output(const std::vector<Variable>& inputs) const {
+  LOOM_CHECK(!inputs.empty(), ShapeError, op_name(),
+             ": a user function without inputs must say its output's type (infer_outputs)");
+  const Variable& x = inputs[0];
+  return {x.shape(), x.dtype(), x.dynamic_axes(), false};
+}
+
+std::shared_ptr<UserFunction> UserFunction::clone(const std::vector<Variable>&) const {
+  return std::const_pointer_cast<UserFunction>(shared_from_this());
+}
+
+namespace {
+
+std::string axes_string(const std::vector<Axis>& axes) {
+  std::string s = "[";
+  for (const Axis& a : axes) s += (s.size() > 1 ? ", " : "") + a.to_string();
+  return s + "]";
+}
+
+// What one application keeps from forward to backward: the user's state, and the gradients of
+// all wanted inputs, which the user's backward gives at once and the executor asks for one by
+// one.
+struct CallState {
+  std::any user;
+  std::vector<std::optional<Value>> gradients;
+};
+
+// The op of one user function (each user function primitive owns its own).
+class UserOpDef final : public OpDef {
+ public:
+  explicit UserOpDef(std::shared_ptr<UserFunction> user) : user_(std::move(user)) {}
+  const std::shared_ptr<UserFunction>& user() const { return user_; }
+
+  const char* name() const override { return kUserFunctionOp; }
+
+  std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
+                                const Dictionary&) const override {
+    OutputSpec spec = user_->infer_output(inputs);
+    const std::string op = user_->op_name();
+    LOOM_CHECK(!spec.is_sparse, ShapeError, op, ": a user function's output is dense");
+    LOOM_CHECK(spec.dtype == DataType::Float32 || spec.dtype == DataType::Float64, ShapeError, op,
+               ": a user function's output is float32 or float64, not ", to_string(spec.dtype));
+    // The executor gives the output the rows of the inputs' layout, so its dynamic axes are
+    // theirs (or none when the inputs have none).
+    const std::vector<Axis> axes = common_dynamic_axes(op.c_str(), inputs);
+    LOOM_CHECK(spec.dynamic_axes == axes, ShapeError, op,
+               ": a user function's output has its inputs' dynamic axes (", axes_string(axes),
+               "), not ", axes_string(spec.dynamic_axes));
+    return {std::move(spec)};
+  }
+
+  // An output with free dimensions (CNTK's FreeDimension) must be sized before forward runs:
+  // it takes them from the first input of its rank whose other dimensions agree (user code
+  // sees its inputs' types, not this minibatch's sizes).
+  NDShape output_shape(const std::vector<Variable>& inputs, std::span<const Tensor* const> tensors,
+                       const Dictionary&) const override {
+    const NDShape declared = user_->infer_output(inputs).shape;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const NDShape actual = tensors[i]->sample_shape();
+      bool fits = actual.rank() == declared.rank();
+      for (size_t d = 0; fits && d < declared.rank(); ++d)
+        fits = declared[d] == NDShape::kFree || declared[d] == actual[d];
+      if (fits) return actual;
+    }
+    throw ShapeError(user_->op_name() + ": an output of shape " + declared.to_string() +
+                     " takes its free dimensions from an input of the same rank; none fits");
+  }
+
+  void forward(OpCall& call) const override {
+    const FunctionImpl& f = *call.function;
+    std::vector<Value> inputs;
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      LOOM_CHECK(!call.inputs[i]->is_sparse(), ArgumentError, user_->op_name(), ": input ", i,
+                 " is sparse; a user function reads dense values");
+      inputs.push_back(to_value(*call.inputs[i], f.inputs[i].has_sequence_axis()));
+    }
+    auto& state = *call.user_state;
+    state = CallState{};
+    CallState& s = std::any_cast<CallState&>(state);
+    const Value out = user_->forward(inputs, call.is_training, s.user);
+    write(out, *call.output, false, f.outputs[0]->dynamic_axes.size() > 1, "forward's output");
+  }
+
+  void backward(OpCall& call, size_t index, Tensor& input_gradient,
+                bool accumulate) const override {
+    const FunctionImpl& f = *call.function;
+    CallState& s = std::any_cast<CallState&>(*call.user_state);
+    const std::vector<bool>& wanted = *call.gradient_wanted;
+    size_t first = 0;
+    while (!wanted[first]) ++first;
+    if (index == first) {
+      const Value root = to_value(*call.output_gradient, f.outputs[0]->dynamic_axes.size() > 1);
+      s.gradients = user_->backward(s.user, root, wanted);
+      LOOM_CHECK(s.gradients.size() == wanted.size(), ArgumentError, user_->op_name(),
+                 ": backward gave ", s.gradients.size(), " gradients for ", wanted.size(),
+                 " inputs");
+    }
+    LOOM_CHECK(s.gradients[index].has_value(), ArgumentError, user_->op_name(),
+               ": backward gave no gradient for input ", index, " (", f.inputs[index].describe(),
+               ")");
+    write(*s.gradients[index], input_gradient, accumulate, f.inputs[index].has_sequence_axis(),
+          "the gradient of input " + std::to_string(index));
+    s.gradients[index].reset();
+  }
+
+  OpTraits traits(const Dictionary&) const override {
+    // Opaque code: it reads everything, and it sees whole sequences, never one step.
+    return {.runs_step_by_step = false};
+  }
+
+ private:
+  // Copies value (the user's, in its variable's form) into t (packed), or adds it; a ShapeError
+  // naming what it is when its form differs from t's.
+  void write(const Value& value, Tensor& t, bool accumulate, bool as_sequence,
+             const std::string& what) const {
+    const std::string op = user_->op_name();
+    LOOM_CHECK(!value.is_sparse(), ShapeError, op, ": ", what, " is sparse; give it dense");
+    LOOM_CHECK(value.dtype() == t.dtype, ShapeError, op, ": ", what, " is ",
+               to_string(value.dtype()), ", expected ", to_string(t.dtype));
+    LOOM_CHECK(value.sample_shape() == t.sample_shape(), ShapeError, op, ": ", what,
+               " has samples of shape ", value.sample_shape().to_string(), ", expected ",
+               t.sample_shape().to_string());
+    const size_t bytes = t.size() * size_of(t.dtype);
+    const void* src = value.data().raw_data();
+    std::vector<char> packed;
+    if (t.dynamic()) {
+      const SequenceLayout& l = *t.layout;
+      LOOM_CHECK(value.is_sequence() == as_sequence && value.num_sequences() == l.num_sequences(),
+                 ShapeError, op, ": ", what, " holds ", value.num_sequences(),
+                 as_sequence ? " sequences" : " samples", ", expected ", l.num_sequences());
+      if (as_sequence)
+        for (size_t b = 0; b < l.num_sequences(); ++b)
+          LOOM_CHECK(value.sequence_length(b) == l.lengths[b], ShapeError, op, ": ", what,
+                     "'s sequence ", b, " has ", value.sequence_length(b), " steps, expected ",
+                     l.lengths[b]);
+      packed.resize(bytes);
+      pack_dense(value, l, packed.data());
+      src = packed.data();
+    } else {
+      LOOM_CHECK(value.num_sequences() == 1, ShapeError, op, ": ", what, " holds ",
+                 value.num_sequences(), " samples, expected one (it has no batch axis)");
+    }
+    if (!accumulate) {
+      std::memcpy(t.data, src, bytes);
+      return;
+    }
+    dispatch(t.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* a = static_cast<const T*>(src);
+      T* d = t.ptr<T>();
+      for (size_t i = 0, n = t.size(); i < n; ++i) d[i] += a[i];
+    });
+  }
+
+  std::shared_ptr<UserFunction> user_;
+};
+
+struct Deserializers {
+  std::mutex mutex;
+  std::unordered_map<std::string, UserFunctionDeserializer> by_op_name;
+  UserFunctionDeserializer fallback;
+};
+
+Deserializers& deserializers() {
+  static Deserializers d;
+  return d;
+}
+
+}  // namespace
+
+Function user_function(std::shared_ptr<UserFunction> user, std::vector<Variable> inputs,
+                       const std::string& name) {
+  LOOM_CHECK(user != nullptr, ArgumentError, "user_function: no user function given");
+  auto op = std::make_shared<const UserOpDef>(std::move(user));
+  Dictionary attributes;
+  attributes["op_name"] = op->user()->op_name();
+  Function f = make_primitive(*op, std::move(inputs), std::move(attributes), name);
+  f.impl()->owned_op = std::move(op);
+  return f;
+}
+
+std::shared_ptr<UserFunction> user_function_of(const FunctionImpl& f) {
+  const auto* op = dynamic_cast<const UserOpDef*>(f.op);
+  return op ? op->user() : nullptr;
+}
+
+std::string op_name_of(const FunctionImpl& f) {
+  if (auto user = user_function_of(f)) return user->op_name();
+  return f.op->name();
+}
+
+Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs) {
+  if (auto user = user_function_of(f)) {
+    std::shared_ptr<UserFunction> copy = user->clone(inputs);
+    LOOM_CHECK(copy != nullptr, StateError, user->op_name(), ": clone gave no user function");
+    return user_function(std::move(copy), std::move(inputs), f.name);
+  }
+  return make_primitive(*f.op, std::move(inputs), f.attributes, f.name);
+}
+
+void register_user_function_deserializer(const std::string& op_name,
+                                         UserFunctionDeserializer deserializer) {
+  Deserializers& d = deserializers();
+  std::lock_guard lock(d.mutex);
+  LOOM_CHECK(d.by_op_name.emplace(op_name, std::move(deserializer)).second, ArgumentError,
+             "a deserializer for user functions of op name '", op_name,
+             "' has already been registered");
+}
+
+void set_fallback_user_function_deserializer(UserFunctionDeserializer deserializer) {
+  Deserializers& d = deserializers();
+  std::lock_guard lock(d.mutex);
+  d.fallback = std::move(deserializer);
+}
+
+Dictionary user_function_attributes(const FunctionImpl& f) {
+  const auto user = user_function_of(f);
+  LOOM_CHECK(user != nullptr, StateError, function_label(f), " is not a user function");
+  Dictionary d;
+  d["op_name"] = user->op_name();
+  d["state"] = user->serialize().map();
+  return d;
+}
+
+Function user_function_from_attributes(const std::vector<Variable>& inputs,
+                                       const Dictionary& attributes, const std::string& name) {
+  LOOM_CHECK(attributes.contains("op_name") && attributes.at("op_name").is<std::string>() &&
+                 attributes.contains("state") && attributes.at("state").is<DictionaryMap>(),
+             ArgumentError, "a user function's attributes hold its op_name and state");
+  const std::string& op_name = attributes.get<std::string>("op_name");
+  const Dictionary state(attributes.get<DictionaryMap>("state"));
+  UserFunctionDeserializer make;
+  {
+    Deserializers& d = deserializers();
+    std::lock_guard lock(d.mutex);
+    auto it = d.by_op_name.find(op_name);
+    make = it != d.by_op_name.end() ? it->second : d.fallback;
+  }
+  std::shared_ptr<UserFunction> user = make ? make(inputs, name, state) : nullptr;
+  LOOM_CHECK(user != nullptr, ArgumentError, "no deserializer knows user functions of op name '",
+             op_name,
+             "': register one (register_user_function_deserializer; Python: "
+             "Function.register_udf_deserialize_callback, or a static deserialize method on the "
+             "class) before loading");
+  return user_function(std::move(user), inputs, name);
+}
+
+}  // namespace loom
