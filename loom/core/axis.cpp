@@ -10,6 +10,7 @@ Axis Axis::new_unique_dynamic_axis(const std::string& name) {
 }
 
 std::string Axis::to_string() const {
+  if (is_new_leading()) return "Axis.new_leading_axis()";
   return is_static() ? "Axis(" + std::to_string(index_) + ")" : "Axis('" + name_ + "')";
 }
 

@@ -3,6 +3,7 @@
 // such as seq2seq whose two sequences have unrelated lengths).
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ class Axis {
   static Axis dynamic_axis_named(const std::string& name) { return Axis(Kind::Dynamic, name); }
   static Axis all_static_axes() { return Axis(Kind::AllStatic, "AllStaticAxes"); }
   static Axis all_axes() { return Axis(Kind::All, "AllAxes"); }
+  // CNTK's NewLeadingAxis: splice stacks its inputs along a new first axis.
+  static Axis new_leading_axis() { return Axis(kNewLeadingIndex); }
+  bool is_new_leading() const { return is_static() && index_ == kNewLeadingIndex; }
 
   bool is_static() const { return kind_ == Kind::Static; }
   bool is_dynamic() const { return kind_ == Kind::Dynamic; }
@@ -38,6 +42,7 @@ class Axis {
   bool operator==(const Axis&) const = default;
 
  private:
+  static constexpr int kNewLeadingIndex = std::numeric_limits<int>::min();
   enum class Kind { Static, Dynamic, AllStatic, All };
   Axis(Kind k, std::string name) : kind_(k), name_(std::move(name)) {}
   Kind kind_;

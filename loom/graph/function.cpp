@@ -311,6 +311,48 @@ const Dictionary& Function::attributes() const {
   return get(impl_).attributes;
 }
 
+void Function::set_attribute(const std::string& name, const DictionaryValue& value) const {
+  get(impl_);  // checks it is a function
+  FunctionImpl& f = is_composite() && outputs().size() == 1 && output().is_output()
+                        ? *output().owner().impl()
+                        : *impl_;
+  LOOM_CHECK(f.op, ArgumentError, "set_attribute('", name, "'): ", to_string(),
+             " is not a primitive function");
+  const auto number = [&] {
+    LOOM_CHECK(value.is<double>() || value.is<int64_t>() || value.is<uint64_t>(), ArgumentError,
+               "set_attribute('", name, "'): a number, not ", value.type_name());
+    return value.is<double>()    ? value.get<double>()
+           : value.is<int64_t>() ? double(value.get<int64_t>())
+                                 : double(value.get<uint64_t>());
+  };
+  if (name == "dropoutRate") {
+    LOOM_CHECK(std::string_view(f.op->name()) == "Dropout", ArgumentError,
+               "set_attribute('dropoutRate'): ", function_label(f), " is ", f.op->name(),
+               ", not Dropout");
+    const double rate = number();
+    LOOM_CHECK(rate >= 0 && rate < 1, ArgumentError,
+               "set_attribute('dropoutRate'): the rate is in [0, 1), not ", rate);
+    f.attributes["dropout_rate"] = rate;
+  } else if (name == "rngSeed") {
+    LOOM_CHECK(f.random.has_value(), ArgumentError, "set_attribute('rngSeed'): ", function_label(f),
+               " (", f.op->name(), ") draws no random numbers");
+    const double seed = number();
+    LOOM_CHECK(seed >= 0 && seed == double(uint64_t(seed)), ArgumentError,
+               "set_attribute('rngSeed'): a seed is a whole number >= 0, not ", seed);
+    f.attributes["seed"] = uint64_t(seed);
+    f.random = RandomGenerator(uint64_t(seed));
+  } else {
+    throw ArgumentError("set_attribute: '" + name +
+                        "' cannot be set; CNTK's settable attributes are dropoutRate (Dropout) "
+                        "and rngSeed (ops that draw random numbers)");
+  }
+}
+
+Dictionary& Function::custom_attributes() const {
+  get(impl_);  // checks it is a function
+  return impl_->custom_attributes;
+}
+
 const OpDef& Function::op() const {
   LOOM_CHECK(!is_composite(), StateError, "composite ", to_string(), " has no single op");
   return *impl_->op;
@@ -472,6 +514,7 @@ Function Function::clone(ParameterCloneMethod method,
   if (!is_composite()) return new_roots[0].owner();
   Function c = combine(new_roots, name());  // not as_block: the layer tags stay as they are
   c.impl()->block_name = impl_->block_name;
+  c.impl()->custom_attributes = impl_->custom_attributes;
   for (auto& v : impl_->signature)
     if (mapped(v).is_placeholder()) c.impl()->signature.push_back(mapped(v));
   return c;

@@ -94,6 +94,12 @@ class Function {
   bool is_composite() const;
   const Dictionary& attributes() const;
   const OpDef& op() const;
+  // CNTK's SetAttribute, on a primitive (or a composite of one output, its root): "dropoutRate"
+  // of a Dropout, "rngSeed" of an op that draws random numbers (its draws start anew from that
+  // seed). An ArgumentError for other names, ops or values.
+  void set_attribute(const std::string& name, const DictionaryValue& value) const;
+  // The caller's own entries, saved and loaded with the model (CNTK's custom_attributes).
+  Dictionary& custom_attributes() const;
 
   // As CNTK prints functions: "[name: ]Op(argument: Type, ...) -> Type" (or "-> Tuple[Type, ...]"),
   // arguments without a name printing as just their type: "Dense(Tensor[2]) -> Tensor[2]",

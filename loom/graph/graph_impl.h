@@ -72,6 +72,8 @@ class FunctionImpl {
   // Random ops (OpTraits::is_random): the generator their draws come from. Its state is part of
   // the model file and of checkpoints (loom/graph/random_state.h).
   std::optional<RandomGenerator> random;
+  // Function::custom_attributes: the caller's, saved with the model.
+  Dictionary custom_attributes;
 };
 
 // describe(Variable) for the state behind it.

@@ -202,12 +202,16 @@ std::string op_name_of(const FunctionImpl& f) {
 }
 
 Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs) {
+  Function copy;
   if (auto user = user_function_of(f)) {
-    std::shared_ptr<UserFunction> copy = user->clone(inputs);
-    LOOM_CHECK(copy != nullptr, StateError, user->op_name(), ": clone gave no user function");
-    return user_function(std::move(copy), std::move(inputs), f.name);
+    std::shared_ptr<UserFunction> made = user->clone(inputs);
+    LOOM_CHECK(made != nullptr, StateError, user->op_name(), ": clone gave no user function");
+    copy = user_function(std::move(made), std::move(inputs), f.name);
+  } else {
+    copy = make_primitive(*f.op, std::move(inputs), f.attributes, f.name);
   }
-  return make_primitive(*f.op, std::move(inputs), f.attributes, f.name);
+  copy.impl()->custom_attributes = f.custom_attributes;
+  return copy;
 }
 
 void register_user_function_deserializer(const std::string& op_name,

@@ -912,6 +912,12 @@ Function splice(const std::vector<Variable>& inputs, const Axis& axis, const std
   LOOM_CHECK(!inputs.empty(), ArgumentError, "Splice: no inputs");
   LOOM_CHECK(axis.is_static(), ShapeError, "Splice: axis ", axis.to_string(),
              " is not a static axis (splicing along dynamic axes is not supported)");
+  if (axis.is_new_leading()) {  // stacked: each input gets a first axis of 1
+    std::vector<Variable> stacked;
+    for (const Variable& x : inputs)
+      stacked.push_back(expand_dims(x, -int(x.shape().rank()) - 1));  // a new first axis
+    return splice(stacked, Axis(0), name);
+  }
   Dictionary a;
   a["axis"] = int64_t{axis.static_index()};
   return make_primitive(kSplice, inputs, std::move(a), name);

@@ -164,6 +164,19 @@ TEST(Splice, ForwardValues) {
             (std::vector<double>{1, 2, 3, 4, 9, 10, 5, 6, 7, 8, 11, 12}));
 }
 
+TEST(Splice, ANewLeadingAxisStacksTheInputs) {
+  Variable a = input_variable({2}, f64()), b = input_variable({2}, f64());
+  Function f = splice({a, b, a}, Axis::new_leading_axis());
+  EXPECT_EQ(f.output().shape(), (NDShape{3, 2}));
+  ValueMap args{{a, Value::create_batch<double>({2}, {1, 2})},
+                {b, Value::create_batch<double>({2}, {3, 4})}};
+  EXPECT_EQ(values(f.eval_one(args)), (std::vector<double>{1, 2, 3, 4, 1, 2}));
+  EXPECT_EQ(Axis::new_leading_axis().to_string(), "Axis.new_leading_axis()");
+  check_op({2, 3}, [](const Variable& v) {
+    return splice({v, square(v)}, Axis::new_leading_axis());
+  });
+}
+
 TEST(Splice, GradientsFloat32AndPacking) {
   // Splices of one variable with ops of itself, so check_op's single argument covers it.
   check_op({2, 3}, [](const Variable& v) { return splice({v, square(v), v}, Axis(0)); });

@@ -356,6 +356,7 @@ Dictionary model_to_dictionary(const Function& f) {
     }
     d["outputs"] = std::move(outs);
     if (fn->random) d["random"] = fn->random->checkpoint();
+    if (fn->custom_attributes.size() != 0) d["custom_attributes"] = fn->custom_attributes.map();
     functions.emplace_back(std::move(d));
   }
   DictionaryMap root;
@@ -363,6 +364,8 @@ Dictionary model_to_dictionary(const Function& f) {
   root["name"] = f.name();
   root["composite"] = f.is_composite();
   root["block_name"] = f.impl()->block_name;
+  if (f.is_composite() && f.impl()->custom_attributes.size() != 0)
+    root["custom_attributes"] = f.impl()->custom_attributes.map();
   root["outputs"] = uids_of(roots);
 
   Dictionary g;
@@ -492,6 +495,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
     } else if (f.has("random")) {
       f.fail(printable(op_name), " draws no random numbers but the file gives it a generator");
     }
+    if (f.has("custom_attributes"))
+      impl.custom_attributes = Dictionary(f.get<DictionaryMap>("custom_attributes"));
     if (!functions_by_uid.emplace(uid, fn.impl()).second)
       f.fail("function uid '", printable(uid), "' is defined twice");
     if (outputs.size() != impl.outputs.size())
@@ -543,6 +548,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
     Function c = combine(roots, r.get<std::string>("name"));  // the layers are as stored
     c.impl()->block_name = r.get<std::string>("block_name");
     c.impl()->uid = uid;
+    if (r.has("custom_attributes"))
+      c.impl()->custom_attributes = Dictionary(r.get<DictionaryMap>("custom_attributes"));
     return c;
   }
   auto it = functions_by_uid.find(uid);

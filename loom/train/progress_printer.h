@@ -47,7 +47,7 @@ class ProgressPrinter : public ProgressWriter {
   // Writes a line of the caller's own to the log.
   void log(const std::string& message);
 
- protected:
+  // Public as CNTK's: a program may call a printer's writer callbacks itself.
   void on_write_training_update(const ProgressWindow& window) override;
   void on_write_test_update(const ProgressWindow& window) override;
   void on_write_distributed_sync_update(const ProgressWindow& window) override;

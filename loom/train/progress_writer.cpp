@@ -85,6 +85,7 @@ void ProgressWriter::update_training(size_t samples, double loss_sum,
   if (auto window = training_.update(samples, loss_sum, metric_sum)) {
     on_write_training_update(*window);
   }
+  on_training_update_end();
 }
 
 void ProgressWriter::update_test(size_t samples, double metric_sum) {

@@ -65,6 +65,9 @@ class ProgressWriter {
   void write_test_summary();
   // A named value such as "Learning rate per minibatch".
   void write(const std::string& key, double value);
+  // Called after each training minibatch's update_training, reported or not (CNTK's
+  // OnTrainingUpdateEnd); nothing by default.
+  virtual void on_training_update_end() {}
 
   size_t total_training_updates() const { return training_.total_updates; }
   size_t total_test_updates() const { return test_.total_updates; }

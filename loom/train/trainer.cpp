@@ -86,16 +86,42 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
       for (auto& w : writers_) w->write(key, value);
     });
   }
-  std::vector<Variable> outputs{loss_};
-  if (metric_.valid()) outputs.push_back(metric_);
-  train_exec_ = std::make_unique<Executor>(outputs, wrt, executor_options);
+  wrt_ = std::move(wrt);
+  executor_options_ = executor_options;
+  train_outputs_ = {loss_};
+  if (metric_.valid()) train_outputs_.push_back(metric_);
+  make_training_executor();
+}
+
+void Trainer::make_training_executor() {
+  train_exec_ = std::make_unique<Executor>(train_outputs_, wrt_, executor_options_);
   if (distributed_) distributed_->set_gradient_order(train_exec_->gradient_order());
+  learner_gradients_.clear();
   for (auto& learner : learners_) {
     std::unordered_map<Variable, NDArrayView> grads;
     for (const Parameter& p : learner->parameters())
       grads.emplace(p, train_exec_->parameter_gradient(p));
     learner_gradients_.push_back(std::move(grads));
   }
+}
+
+bool Trainer::train_minibatch(const ValueMap& arguments, const std::vector<Variable>& outputs,
+                              ValueMap& output_values, bool is_sweep_end) {
+  // The executor computes the outputs asked for too (made anew when one is new to it: a
+  // shared buffer may hold another value by the end of backward otherwise).
+  bool fresh = false;
+  for (const Variable& o : outputs)
+    if (std::find(train_outputs_.begin(), train_outputs_.end(), o) == train_outputs_.end()) {
+      train_outputs_.push_back(o);
+      fresh = true;
+    }
+  if (fresh) make_training_executor();
+  const bool updated = train_minibatch(arguments, is_sweep_end);
+  output_values.clear();
+  if (!all_empty(arguments))
+    for (const Variable& o : outputs)
+      output_values.insert_or_assign(o, train_exec_->output_value(o));
+  return updated;
 }
 
 void Trainer::set_compute_precision(ComputePrecision p) {

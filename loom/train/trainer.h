@@ -81,6 +81,10 @@ class Trainer {
   // worker's data has ended.
   bool train_minibatch(const ValueMap& arguments, bool is_sweep_end = false);
   bool train_minibatch(const MinibatchMap& minibatch);
+  // The same, and the values of outputs (any variables of the model or criterion) that this
+  // step computed, in output_values (CNTK's train_minibatch(arguments, outputs)).
+  bool train_minibatch(const ValueMap& arguments, const std::vector<Variable>& outputs,
+                       ValueMap& output_values, bool is_sweep_end = false);
   // The metric's average over the minibatch's samples (the loss's when there is no metric).
   // distributed: summed over the workers, as Evaluator's (of the distributed learner's
   // communicator, if there is one).
@@ -146,6 +150,8 @@ class Trainer {
   // no_arguments: no input was given at all.
   bool train(const Executor::ArgumentLookup& argument, bool empty, bool no_arguments,
              bool is_sweep_end);
+  // (Re)makes train_exec_ for train_outputs_ and points the learners at its gradients.
+  void make_training_executor();
 
   Function model_;
   Variable loss_, metric_;  // metric_ invalid when there is none
@@ -153,6 +159,9 @@ class Trainer {
   std::shared_ptr<distributed::DistributedLearner> distributed_;
   ProgressWriters writers_;
   std::unique_ptr<Executor> train_exec_;
+  std::vector<Variable> train_outputs_;  // loss, metric, then what train_minibatch was asked for
+  std::vector<Variable> wrt_;
+  ExecutorOptions executor_options_;
   std::unique_ptr<Evaluator> evaluator_;  // test_minibatch, made at first use
   std::vector<std::unordered_map<Variable, NDArrayView>> learner_gradients_;
   size_t total_samples_ = 0, previous_samples_ = 0;

@@ -523,11 +523,16 @@ SummaryCollector::Entry TrainingSession::validate() {
 }
 
 bool TrainingSession::cross_validate(size_t index) {
-  const CrossValidationCallback& callback = config_.cv_config.callback;
-  if (!cv_data_.source) return callback ? callback(index, 0, 0, 0) : true;
+  if (!cv_data_.source) return on_cross_validation_end(index, 0, 0, 0);
   const SummaryCollector::Entry r = validate();
   last_cv_ = {samples_seen(), r.metric.value_or(0)};
-  return callback ? callback(index, r.metric.value_or(0), r.samples, r.updates) : true;
+  return on_cross_validation_end(index, r.metric.value_or(0), r.samples, r.updates);
+}
+
+bool TrainingSession::on_cross_validation_end(size_t index, double average_error,
+                                              size_t num_samples, size_t num_minibatches) {
+  const CrossValidationCallback& callback = config_.cv_config.callback;
+  return callback ? callback(index, average_error, num_samples, num_minibatches) : true;
 }
 
 void TrainingSession::test() {

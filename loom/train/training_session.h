@@ -164,6 +164,7 @@ class TrainingSession {
   // ArgumentError for a missing trainer or source, a source that never ends without
   // max_samples or max_sweeps, a zero frequency, or CV/test data that do not fit the model.
   explicit TrainingSession(TrainingSessionConfig config);
+  virtual ~TrainingSession() = default;
 
   // Restores (when configured) from the newest valid checkpoint by its recorded position,
   // trains, and tests. StateError when checkpoints exist but none can be restored; nothing is
@@ -176,6 +177,12 @@ class TrainingSession {
   static constexpr size_t kKeptDamaged = 3;
 
   const CheckpointPolicy& checkpoint_policy() const { return policy_; }
+
+  // After each cross-validation (CNTK's OnCrossValidationEnd): its index (from 0), average
+  // error, samples and minibatches; false stops training. By default the CV config's callback
+  // (true without one); a subclass may do more.
+  virtual bool on_cross_validation_end(size_t index, double average_error, size_t num_samples,
+                                       size_t num_minibatches);
 
  private:
   enum class ActionKind { progress, cross_validation, checkpoint };

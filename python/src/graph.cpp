@@ -377,6 +377,21 @@ void add_graph(py::module_& m) {
           "root_function",
           [](const Function& f) { return f.outputs().size() == 1 ? f.output().owner() : f; })
       .def_property_readonly("is_primitive", [](const Function& f) { return !f.is_composite(); })
+      .def(
+          "set_attribute",
+          [](const Function& f, const std::string& name, py::handle value) {
+            f.set_attribute(name, from_python(value));
+          },
+          py::arg("name"), py::arg("value"))
+      // CNTK's custom_attributes: a dict saved with the model (assigning replaces it).
+      .def_property(
+          "custom_attributes",
+          [](const Function& f) { return to_python(f.custom_attributes().map()); },
+          [](const Function& f, py::handle d) {
+            if (!py::isinstance<py::dict>(d))
+              throw py::type_error("custom_attributes takes a dict");
+            f.custom_attributes() = Dictionary(from_python(d).get<DictionaryMap>());
+          })
       .def("update_signature",
            [](Function& f, py::args types, py::kwargs named_types) {
              update_signature(f, types, named_types);

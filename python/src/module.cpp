@@ -126,6 +126,7 @@ void add_core(py::module_& m) {
       .def_static("default_batch_axis", &Axis::default_batch_axis)
       .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
       .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis, py::arg("name"))
+      .def_static("new_leading_axis", &Axis::new_leading_axis)
       .def_static("all_static_axes", &Axis::all_static_axes)
       .def_static("all_axes", &Axis::all_axes)
       .def_static("default_input_variable_dynamic_axes", &default_sequence_axes)

@@ -94,7 +94,33 @@ class PyProgressWriter : public ProgressWriter {
     py::gil_scoped_acquire gil;
     call("write", key, value);
   }
+  void on_training_update_end() override {
+    py::gil_scoped_acquire gil;
+    call("on_training_update_end");
+  }
 };
+
+// A TrainingSession subclassed in Python: its on_cross_validation_end, when it defines one, is
+// called in place of the C++ one (which calls the CV config's callback).
+class PyTrainingSession : public TrainingSession {
+ public:
+  using TrainingSession::TrainingSession;
+  bool on_cross_validation_end(size_t index, double average_error, size_t num_samples,
+                               size_t num_minibatches) override {
+    PYBIND11_OVERRIDE(bool, TrainingSession, on_cross_validation_end, index, average_error,
+                      num_samples, num_minibatches);
+  }
+};
+
+// A (first, last) pair of Python's as a window's pair.
+template <typename T>
+std::pair<T, T> pair_of(py::handle p) {
+  return p.cast<std::pair<T, T>>();
+}
+std::optional<std::pair<double, double>> optional_pair(py::handle p) {
+  if (p.is_none()) return std::nullopt;
+  return pair_of<double>(p);
+}
 
 InputMap input_map_of(py::handle map) {
   InputMap m;
@@ -156,6 +182,25 @@ auto with_minibatch(const py::dict& arguments, Call call) {
   return call(values);
 }
 
+std::shared_ptr<PyTrainingSession> make_session(
+    std::shared_ptr<Trainer> trainer, py::handle mb_source, const MinibatchSizeSchedule& mb_size,
+    py::handle model_inputs_to_streams, py::handle progress_frequency,
+    std::optional<size_t> max_samples, py::handle checkpoint_config, py::handle cv_config,
+    py::handle test_config, std::optional<size_t> max_sweeps) {
+  TrainingSessionConfig c{.trainer = trainer,
+                          .mb_source = minibatch_source(mb_source),
+                          .mb_size = mb_size,
+                          .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
+                          .max_samples = max_samples,
+                          .max_sweeps = max_sweeps,
+                          .progress_frequency = frequency_of(progress_frequency)};
+  if (!checkpoint_config.is_none())
+    c.checkpoint_config = checkpoint_config.cast<CheckpointConfig>();
+  if (!cv_config.is_none()) c.cv_config = cv_config.cast<CrossValidationConfig>();
+  if (!test_config.is_none()) c.test_config = test_config.cast<TestConfig>();
+  return std::make_shared<PyTrainingSession>(std::move(c));
+}
+
 }  // namespace
 
 void add_train(py::module_& m) {
@@ -212,7 +257,51 @@ void add_train(py::module_& m) {
            py::arg("metric_is_pct") = true, py::arg("distributed_freq") = py::none(),
            py::arg("distributed_first") = 0)
       .def("end_progress_print", &ProgressPrinter::end_progress_print, py::arg("msg") = "")
-      .def("log", &ProgressPrinter::log, py::arg("message"));
+      .def("log", &ProgressPrinter::log, py::arg("message"))
+      // CNTK's writer callbacks, called directly: (first, last) pairs for updates, totals for
+      // summaries, as the Trainer would give them.
+      .def(
+          "on_write_training_update",
+          [](ProgressPrinter& p, py::handle samples, py::handle updates, py::handle loss,
+             py::handle metric) {
+            p.on_write_training_update({pair_of<size_t>(samples), pair_of<size_t>(updates),
+                                        optional_pair(loss), optional_pair(metric)});
+          },
+          py::arg("samples"), py::arg("updates"), py::arg("aggregate_loss"),
+          py::arg("aggregate_metric"))
+      .def(
+          "on_write_test_update",
+          [](ProgressPrinter& p, py::handle samples, py::handle updates, py::handle metric) {
+            p.on_write_test_update({pair_of<size_t>(samples), pair_of<size_t>(updates),
+                                    std::nullopt, optional_pair(metric)});
+          },
+          py::arg("samples"), py::arg("updates"), py::arg("aggregate_metric"))
+      .def(
+          "on_write_distributed_sync_update",
+          [](ProgressPrinter& p, py::handle samples, py::handle updates, py::handle metric) {
+            p.on_write_distributed_sync_update({pair_of<size_t>(samples), pair_of<size_t>(updates),
+                                                std::nullopt, optional_pair(metric)});
+          },
+          py::arg("samples"), py::arg("updates"), py::arg("aggregate_metric"))
+      .def(
+          "on_write_training_summary",
+          [](ProgressPrinter& p, size_t samples, size_t updates, size_t summaries,
+             std::optional<double> loss, std::optional<double> metric, uint64_t elapsed_ms) {
+            p.on_write_training_summary({samples, updates, summaries, loss, metric, elapsed_ms});
+          },
+          py::arg("samples"), py::arg("updates"), py::arg("summaries"), py::arg("aggregate_loss"),
+          py::arg("aggregate_metric"), py::arg("elapsed_milliseconds"))
+      .def(
+          "on_write_test_summary",
+          [](ProgressPrinter& p, size_t samples, size_t updates, size_t summaries,
+             std::optional<double> metric, uint64_t elapsed_ms) {
+            p.on_write_test_summary(
+                {samples, updates, summaries, std::nullopt, metric, elapsed_ms});
+          },
+          py::arg("samples"), py::arg("updates"), py::arg("summaries"), py::arg("aggregate_metric"),
+          py::arg("elapsed_milliseconds"))
+      .def("on_training_update_end", &ProgressWriter::on_training_update_end)
+      .def("write", &ProgressWriter::write, py::arg("key"), py::arg("value"));
 
   py::class_<TensorBoardProgressWriter, ProgressWriter, std::shared_ptr<TensorBoardProgressWriter>>(
       m, "TensorBoardProgressWriter")
@@ -281,16 +370,34 @@ void add_train(py::module_& m) {
           [](Trainer& t, py::dict arguments, py::handle outputs, py::handle device,
              std::optional<bool> is_sweep_end) {
             check_device(device);
-            if (!outputs.is_none())
-              throw ArgumentError(
-                  "train_minibatch: outputs= is not supported yet; evaluate "
-                  "the outputs with Function.eval on the same minibatch");
-            return with_minibatch(arguments, [&](const auto& data) {
-              if constexpr (std::is_same_v<std::decay_t<decltype(data)>, ValueMap>)
-                return t.train_minibatch(data, is_sweep_end.value_or(false));
-              else
-                return t.train_minibatch(data);
+            if (outputs.is_none())
+              return py::object(py::bool_(with_minibatch(arguments, [&](const auto& data) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(data)>, ValueMap>)
+                  return t.train_minibatch(data, is_sweep_end.value_or(false));
+                else
+                  return t.train_minibatch(data);
+              })));
+            // CNTK's (updated, {output: value}) for the outputs asked for.
+            const auto wanted = outputs.cast<std::vector<Variable>>();
+            ValueMap values;
+            const bool updated = with_minibatch(arguments, [&](const auto& data) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(data)>, ValueMap>) {
+                return t.train_minibatch(data, wanted, values, is_sweep_end.value_or(false));
+              } else {
+                ValueMap plain;
+                bool sweep_end = false;
+                for (const auto& [v, d] : data) {
+                  plain.insert_or_assign(v, d.data);
+                  sweep_end = sweep_end || d.sweep_end;
+                }
+                return t.train_minibatch(plain, wanted, values, sweep_end);
+              }
             });
+            py::dict out;
+            for (const Variable& v : wanted)
+              if (auto it = values.find(v); it != values.end())
+                out[py::cast(v)] = value_to_numpy(it->second);
+            return py::object(py::make_tuple(updated, out));
           },
           py::arg("arguments"), py::arg("outputs") = py::none(), py::arg("device") = py::none(),
           py::arg("is_sweep_end") = py::none())
@@ -415,7 +522,21 @@ void add_train(py::module_& m) {
            py::arg("minibatch_size") = MinibatchSizeSchedule(32),
            py::arg("model_inputs_to_streams") = py::none(), py::arg("criterion") = py::none());
 
-  py::class_<TrainingSession, std::shared_ptr<TrainingSession>>(m, "TrainingSession")
+  // CNTK's TrainingSession(...) and training_session(...), with CNTK's parameters in CNTK's
+  // order, then Loom's max_sweeps. A Python subclass may override on_cross_validation_end.
+  auto session_args = [] {
+    return std::make_tuple(
+        py::arg("trainer"), py::arg("mb_source"), py::arg("mb_size") = MinibatchSizeSchedule(32),
+        py::arg("model_inputs_to_streams") = py::none(), py::arg("progress_frequency") = py::none(),
+        py::arg("max_samples") = py::none(), py::arg("checkpoint_config") = py::none(),
+        py::arg("cv_config") = py::none(), py::arg("test_config") = py::none(),
+        py::arg("max_sweeps") = py::none());
+  };
+  py::class_<TrainingSession, PyTrainingSession, std::shared_ptr<TrainingSession>> session(
+      m, "TrainingSession");
+  std::apply([&](auto... a) { session.def(py::init(&make_session), a..., py::keep_alive<1, 2>()); },
+             session_args());
+  session
       .def(
           "train",
           [](TrainingSession& s, py::handle device) {
@@ -423,33 +544,12 @@ void add_train(py::module_& m) {
             py::gil_scoped_release nogil;
             s.train();
           },
-          py::arg("device") = py::none());
-  // CNTK's parameters in CNTK's order, then Loom's max_sweeps.
-  m.def(
-      "training_session",
-      [](std::shared_ptr<Trainer> trainer, py::handle mb_source,
-         const MinibatchSizeSchedule& mb_size, py::handle model_inputs_to_streams,
-         py::handle progress_frequency, std::optional<size_t> max_samples,
-         py::handle checkpoint_config, py::handle cv_config, py::handle test_config,
-         std::optional<size_t> max_sweeps) {
-        TrainingSessionConfig c{.trainer = trainer,
-                                .mb_source = minibatch_source(mb_source),
-                                .mb_size = mb_size,
-                                .model_inputs_to_streams = input_map_of(model_inputs_to_streams),
-                                .max_samples = max_samples,
-                                .max_sweeps = max_sweeps,
-                                .progress_frequency = frequency_of(progress_frequency)};
-        if (!checkpoint_config.is_none())
-          c.checkpoint_config = checkpoint_config.cast<CheckpointConfig>();
-        if (!cv_config.is_none()) c.cv_config = cv_config.cast<CrossValidationConfig>();
-        if (!test_config.is_none()) c.test_config = test_config.cast<TestConfig>();
-        return std::make_shared<TrainingSession>(std::move(c));
-      },
-      py::arg("trainer"), py::arg("mb_source"), py::arg("mb_size") = MinibatchSizeSchedule(32),
-      py::arg("model_inputs_to_streams") = py::none(), py::arg("progress_frequency") = py::none(),
-      py::arg("max_samples") = py::none(), py::arg("checkpoint_config") = py::none(),
-      py::arg("cv_config") = py::none(), py::arg("test_config") = py::none(),
-      py::arg("max_sweeps") = py::none(), py::keep_alive<0, 1>());
+          py::arg("device") = py::none())
+      .def("on_cross_validation_end", &TrainingSession::on_cross_validation_end, py::arg("index"),
+           py::arg("average_error"), py::arg("num_samples"), py::arg("num_minibatches"));
+  std::apply(
+      [&](auto... a) { m.def("training_session", &make_session, a..., py::keep_alive<0, 1>()); },
+      session_args());
 
   py::class_<TrainingProgress>(m, "TrainingProgress")
       .def_readonly("loss", &TrainingProgress::loss)

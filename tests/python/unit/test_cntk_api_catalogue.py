@@ -65,19 +65,9 @@ NOT_YET = {
     'cntk.ops': {'as_block'},
     'cntk.ops.functions': {
         'BlockFunction', 'Function.block_arguments_mapping', 'Function.block_root',
-        'Function.custom_attributes', 'Function.is_block', 'Function.set_attribute',
-        'native_user_function', 'register_native_user_function',
+        'Function.is_block', 'native_user_function', 'register_native_user_function',
     },
-    'cntk.axis': {'Axis.new_leading_axis'},
     'cntk.io': {'Base64ImageDeserializer', 'CBFDeserializer'},
-    'cntk.logging': {
-        'ProgressPrinter.on_training_update_end',
-        'ProgressPrinter.on_write_distributed_sync_update',
-        'ProgressPrinter.on_write_test_summary', 'ProgressPrinter.on_write_test_update',
-        'ProgressPrinter.on_write_training_summary', 'ProgressPrinter.on_write_training_update',
-        'ProgressPrinter.write',
-    },
-    'cntk.train': {'TrainingSession.on_cross_validation_end'},
 }
 
 

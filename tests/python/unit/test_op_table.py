@@ -738,3 +738,11 @@ def test_as_composite_names_the_graph_of_a_functions_outputs():
     assert g.name == 'g' and g.outputs == f.outputs
     np.testing.assert_array_equal(g.eval({x: [[1, 2]]}), [[2, 3]])
     assert str(inspect.signature(C.as_composite)) == "(root_function, name='')"
+
+
+def test_splice_along_a_new_leading_axis_stacks():
+    a = C.input_variable((2, 3))
+    s = C.splice(a, a * 2, axis=C.Axis.new_leading_axis())
+    assert s.shape == (2, 2, 3)
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    assert np.array_equal(s.eval({a: x})[0], np.stack([x[0], 2 * x[0]]))

@@ -307,3 +307,76 @@ def test_compute_precision_for_the_process_and_per_trainer():
         C.set_compute_precision('fp16')
     with pytest.raises(C.ArgumentError, match="'half'"):
         trainer.compute_precision = 'half'
+
+
+def test_a_training_session_subclass_overrides_on_cross_validation_end():
+    model, crit = criterion()
+    x, y = crit.arguments
+    source = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    cv_source = C.io.MinibatchSourceFromData(dict(x=X[:64], y=Y[:64]), max_samples=64)
+    seen = []
+
+    class StopsAtTheSecond(C.train.TrainingSession):
+        def on_cross_validation_end(self, index, average_error, num_samples, num_minibatches):
+            seen.append((index, num_samples, num_minibatches))
+            # The base class calls the config's callback.
+            return super().on_cross_validation_end(index, average_error, num_samples,
+                                                   num_minibatches) and index < 1
+
+    callback_calls = []
+    trainer = C.Trainer(None, crit, [C.sgd(model.parameters, 0.1)])
+    session = StopsAtTheSecond(
+        trainer, source, 32, {x: source['x'], y: source['y']}, None, 2048, None,
+        C.CrossValidationConfig(cv_source, 256, minibatch_size=32,
+                                model_inputs_to_streams={x: cv_source['x'], y: cv_source['y']},
+                                callback=lambda *a: callback_calls.append(a) or True))
+    session.train()
+    assert seen == [(0, 64, 2), (1, 64, 2)]
+    assert [c[0] for c in callback_calls] == [0, 1]
+    assert trainer.total_number_of_samples_seen == 512  # stopped after the second
+
+
+def test_a_progress_printer_takes_cntks_writer_calls(capsys):
+    printer = C.logging.ProgressPrinter(freq=1)
+    printer.on_write_training_update((0, 32), (0, 1), (0.0, 16.0), (0.0, 8.0))
+    printer.on_write_training_summary(32, 1, 1, 16.0, 8.0, 1000)
+    printer.on_write_test_summary(32, 1, 1, 4.0, 10)
+    printer.write('Learning rate per minibatch', 0.5)
+    printer.on_training_update_end()
+    out = capsys.readouterr().out
+    assert out == (' Minibatch[   1-   1]: loss = 0.500000 * 32, metric = 25.00% * 32;\n'
+                   'Finished Epoch[1]: loss = 0.500000 * 32, metric = 25.00% * 32 1.000s '
+                   '( 32.0 samples/s);\n'
+                   'Finished Evaluation [1]: Minibatch[1-1]: metric = 12.50% * 32;\n'
+                   'Learning rate per minibatch: 0.5\n'), out
+
+    ends = []
+
+    class Counts(C.logging.ProgressWriter):
+        def on_training_update_end(self):
+            ends.append(1)
+
+    model, crit = criterion()
+    x, y = crit.arguments
+    trainer = C.Trainer(None, crit, [C.sgd(model.parameters, 0.1)], [Counts()])
+    for j in range(3):
+        trainer.train_minibatch({x: X[j * 8:(j + 1) * 8], y: Y[j * 8:(j + 1) * 8]})
+    assert len(ends) == 3
+
+
+def test_train_minibatch_returns_the_outputs_asked_for():
+    x = C.input_variable(4)
+    y = C.input_variable(2, is_sparse=True)
+    z = C.layers.Dense(2)(x)
+    loss = C.cross_entropy_with_softmax(z, y)
+    trainer = C.Trainer(z, (loss, C.classification_error(z, y)), [C.sgd(z.parameters, 0.1)])
+    for j in range(2):
+        data = {x: X[j * 8:(j + 1) * 8], y: Y[j * 8:(j + 1) * 8]}
+        before = z.eval({x: data[x]})  # the step computes z with the parameters before it
+        before_loss = loss.eval(data)
+        updated, values = trainer.train_minibatch(data, outputs=[z.output, loss.output])
+        assert updated is True
+        assert np.allclose(values[z.output], before, atol=1e-6)
+        assert np.allclose(values[loss.output], before_loss, atol=1e-5)
+        assert not np.allclose(z.eval({x: data[x]}), before)  # and then updated them
+    assert trainer.train_minibatch({x: X[:8], y: Y[:8]}) is True

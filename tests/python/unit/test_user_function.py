@@ -230,3 +230,34 @@ def test_wrong_results_are_errors_naming_the_method():
     y = C.input_variable(2, needs_gradient=True)
     with pytest.raises(NotImplementedError, match='must implement backward'):
         C.user_function(Wrong(y, (None, data))).grad({y: data}, wrt=[y])
+
+
+def test_set_attribute_and_custom_attributes_saved_with_the_model(tmp_path):
+    x = C.input_variable(1000)
+    d = C.dropout(x, 0.5, seed=3)
+    ones = np.ones((1, 1000), np.float32)
+    d.set_attribute('dropoutRate', 0.0)
+    assert d.attributes['dropout_rate'] == 0.0
+    d.set_attribute('rngSeed', 7)
+    assert d.attributes['seed'] == 7
+    with pytest.raises(C.ArgumentError, match="'learningRate' cannot be set"):
+        d.set_attribute('learningRate', 1)
+    with pytest.raises(C.ArgumentError, match='is Plus, not Dropout'):
+        (x + 1).set_attribute('dropoutRate', 0.1)
+    with pytest.raises(C.ArgumentError, match=r'in \[0, 1\)'):
+        d.set_attribute('dropoutRate', 1.5)
+    assert np.allclose(d.eval({x: ones}), ones)
+
+    z = C.combine([d, x * 2])
+    z.custom_attributes = {'author': 'me', 'epochs': 3}
+    d.custom_attributes = {'note': 'no dropout'}
+    path = str(tmp_path / 'attrs.model')
+    z.save(path)
+    loaded = C.load_model(path)
+    assert loaded.custom_attributes == {'author': 'me', 'epochs': 3}
+    dropout = [f for f in C.logging.graph.depth_first_search(
+        loaded, lambda n: isinstance(n, Function) and n.op_name == 'Dropout')][0]
+    assert dropout.custom_attributes == {'note': 'no dropout'}
+    assert z.clone(C.CloneMethod.share).custom_attributes == {'author': 'me', 'epochs': 3}
+    with pytest.raises(TypeError, match='takes a dict'):
+        z.custom_attributes = 3
