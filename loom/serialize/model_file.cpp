@@ -9,6 +9,7 @@
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/user_function.h"
 #include "loom/ops/registry.h"
+#include "loom/serialize/cntk_model.h"
 #include "loom/serialize/container.h"
 #include "loom/serialize/dictionary_codec.h"
 
@@ -582,6 +583,8 @@ void save_model(const Function& f, const std::string& path) {
 }
 
 Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string& name) {
+  // CNTK's own files are recognised by their first bytes (cntk_model.h).
+  if (cntk_format_of(bytes) != CntkFormat::None) return load_cntk_model_from_bytes(bytes, name);
   ContainerReader file(bytes, name);
   // A checkpoint holds the model too, as CNTK's did: load_model reads its graph.
   if (file.content_kind() != uint32_t(ContentKind::Checkpoint))

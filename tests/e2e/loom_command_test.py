@@ -213,6 +213,37 @@ expect(".svg, .png" in err, f"plot to .txt: {err}")
 loom("plot", "m.cmf", code=2)  # no --out
 loom("plot", "damaged.cmf", "--out", "d.svg", code=1)
 
+# CNTK's own model files (docs/cntk-formats.md), recognised by content, not by name: info,
+# convert to Loom's format, export to ONNX, eval; where the shared folder is beside the checkout.
+cntk_models = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                            "..", "..", "..", "shared", "cntk-models"))
+if os.path.isdir(cntk_models):
+    shutil.copy(os.path.join(cntk_models, "v2_load_and_eval.dnn"), path("cntk_v2.bin"))
+    shutil.copy(os.path.join(cntk_models, "v1_MC.dnn"), path("cntk_v1.model"))
+    out, _ = loom("info", "cntk_v2.bin")
+    for part in ["Format: CNTK v2", "Signature:", "Parameters:"]:
+        expect(part in out, f"no {part} in loom info of a CNTK v2 file: {out}")
+    out, _ = loom("info", "cntk_v1.model")
+    for part in ["Format: CNTK v1", "CNTK ops:", "Times x1", "  w ", "[2,3]"]:
+        expect(part in out, f"no {part} in loom info of a CNTK v1 file: {out}")
+    for name in ["cntk_v2.bin", "cntk_v1.model"]:
+        out, _ = loom("convert", name, name + ".cmf")
+        expect(out.strip() == f"Wrote {name}.cmf", f"convert said {out}")
+        expect(open(path(name + ".cmf"), "rb").read(4) != open(path(name), "rb").read(4),
+               f"{name}.cmf is not in Loom's format")
+        a, _ = loom("info", name)
+        b, _ = loom("info", name + ".cmf")
+        expect(a.split("Signature:")[1] == b.split("Signature:")[1],
+               f"{name}: the converted model differs:\n{a}\n{b}")
+    out, _ = loom("export", "cntk_v2.bin", "--onnx", "cntk_v2.onnx")
+    expect(out.strip() == "Wrote cntk_v2.onnx", f"export said {out}")
+    # The v1 network: its outputs z = W x + b on a CTF file of its two inputs.
+    with open(path("mc.ctf"), "w") as f:
+        f.write("0 |features 1 2 |labels 0 1 0\n1 |features -1 0.5 |labels 1 0 0\n")
+    out, _ = loom("eval", "cntk_v1.model", "--data", "mc.ctf", "--output", "mc_out.ctf")
+    expect(os.path.getsize(path("mc_out.ctf")) > 0, "loom eval of a CNTK v1 file wrote nothing")
+    _, err = loom("convert", "data.ctf", "x.cmf", code=1)
+    expect("data.ctf" in err, f"convert of a data file: {err}")
 
 # loom serve.
 class Server:

@@ -37,6 +37,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 rm -rf "$build/seeds" "$build/corpus"
 mkdir -p "$build/seeds" "$build/corpus" "$build/artifacts"
 "$build/tree/make_seed_corpus" "$build/seeds"
+# CNTK's own small files seed the CNTK readers, v2 and v1 (the shared folder beside the
+# source tree, where it exists).
+for f in "$src"/../shared/cntk-models/v2_load_and_eval.dnn \
+         "$src"/../shared/cntk-models/v2_initial_policy_network.dnn \
+         "$src"/../shared/cntk-models/v1_MC.dnn "$src"/../shared/cntk-models/v1_LR_reg.dnn; do
+  if [ -f "$f" ]; then cp "$f" "$build/seeds/cntk_$(basename "$f")"; fi
+done
 cp "$build/seeds"/* "$build/corpus/"
 # -malloc_limit_mb catches any single allocation a file could make too large; -timeout a hang.
 set +e

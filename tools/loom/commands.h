@@ -18,6 +18,7 @@ void add_info_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 
 }  // namespace loom::tools

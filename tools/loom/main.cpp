@@ -1,9 +1,11 @@
-// loom: inspect, evaluate and serve Loom models from the command line.
+// loom: inspect, evaluate, serve, export and convert models from the command line (Loom's,
+// and CNTK's own model files).
 //
 //   loom info MODEL
 //   loom eval MODEL --data FILE ... [--map ARG=STREAM] [--labels STREAM] [--bf16] --output FILE
 //   loom serve MODEL --port P [--name NAME] [--max-batch N] [--batch-delay-ms D]
 //   loom export MODEL --onnx OUT.onnx
+//   loom convert MODEL OUT
 //   loom plot MODEL --out graph.svg|png|pdf|dot
 //
 // Exit codes: 0 success, 1 a failure (a damaged model, unreadable data, a port in use), 2 a
@@ -19,6 +21,7 @@ int main(int argc, char** argv) {
   loom::tools::add_eval_command(app);
   loom::tools::add_serve_command(app);
   loom::tools::add_export_command(app);
+  loom::tools::add_convert_command(app);
   loom::tools::add_plot_command(app);
   try {
     app.parse(argc, argv);
