@@ -509,6 +509,14 @@ TEST(CntkV2Ops, TimesTakesCppOperandOrder) {
     EXPECT_EQ(fn->uid.rfind("TT1", 0), 0u) << fn->uid;
 }
 
+// SumAll (v1's SumElements) sums every element of the minibatch into one number.
+TEST(CntkV2Ops, SumAllSumsTheWholeMinibatch) {
+  Function f = cntk_graph({cntk_input("x", {2})}, {cntk_function("S1", 18, {"x"})}, "S1");
+  EXPECT_TRUE(f.output().dynamic_axes().empty());
+  Value data = Value::create_batch<float>({2}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(values_of(f.eval_one({{f.arguments()[0], data}})), (std::vector<float>{21}));
+}
+
 TEST(CntkV2Ops, StaticAxesAreReversed) {
   const DictionaryVector x = {cntk_input("x", {4, 3})};  // Loom [3, 4]
   // Slice of C++ axis 0 is Python's last axis.
@@ -664,7 +672,7 @@ TEST(CntkV2Ops, PackedGatherIsSequenceGather) {
 // op number is refused naming the op.
 TEST(CntkV2Ops, MappedOpsAreListed) {
   const std::vector<int64_t> mapped = cntk_mapped_op_types();
-  EXPECT_EQ(mapped.size(), 89u);
+  EXPECT_EQ(mapped.size(), 90u);
   EXPECT_EQ(cntk_op_type_name(31), "Times");
   EXPECT_EQ(cntk_op_type_name(97), "ConvolutionSequenceShape");
   EXPECT_EQ(cntk_op_type_name(98), "op 98");

@@ -1223,6 +1223,9 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
       op_fail("reduction '", printable(op), "' (Loom maps Sum, Mean, Max, Min, Prod, LogSum, ",
               "Argmax, Argmin)");
     }
+    case kSumAll:  // every element of the minibatch summed into one number (SumElementsNode)
+      need_inputs(in, 1, 1);
+      return outs(reduce_sum(in[0], std::vector<Axis>{Axis::all_axes()}, false, name));
     case kPastValue:
     case kFutureValue: {
       need_inputs(in, 2, 2);
@@ -1582,7 +1585,8 @@ std::vector<int64_t> cntk_mapped_op_types() {
   // clang-format off
   std::vector<int64_t> ops = {
       kNegate, kSigmoid, kTanh, kReLU, kExp, kLog, kSqrt, kFloor, kAbs, kReciprocal, kSoftmax,
-      kHardmax, kTransposeAxes, kSlice, kDropout, kReshape, kPooling, kPlus, kMinus, kElementTimes,
+      kHardmax, kTransposeAxes, kSlice, kDropout, kReshape, kPooling, kSumAll, kPlus, kMinus,
+      kElementTimes,
       kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual, kTimes, kTransposeTimes,
       kConvolution, kSquaredError, kCrossEntropyWithSoftmax, kClassificationError, kPastValue,
       kFutureValue, kReduceElements, kBatchNormalization, kClip, kSelect, kSplice, kCombine,
