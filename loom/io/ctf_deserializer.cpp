@@ -1,5 +1,7 @@
 #include "loom/io/ctf_deserializer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -612,16 +614,23 @@ class Indexer {
                                                       &std::fclose);
     LOOM_CHECK(f != nullptr, IOError, "Cannot open the input file (", path_,
                "): ", std::strerror(errno));
+    // Blocks of at most the bytes left, so that a small file costs its size, not a block.
+    struct stat st;
+    size_t left = ::fstat(::fileno(f.get()), &st) == 0 && S_ISREG(st.st_mode)
+                      ? size_t(st.st_size)
+                      : std::numeric_limits<size_t>::max();
     std::string block;
     size_t offset = 0;  // file offset of block[0]
     bool first = true, last = false;
     std::vector<RawSequence> out;
     while (!last) {
-      const size_t kept = block.size();
-      block.resize(kept + kBlockBytes);
-      block.resize(kept + std::fread(block.data() + kept, 1, kBlockBytes, f.get()));
+      const size_t kept = block.size(), want = std::min(kBlockBytes, left);
+      block.resize(kept + want);
+      const size_t got = std::fread(block.data() + kept, 1, want, f.get());
+      block.resize(kept + got);
       LOOM_CHECK(std::ferror(f.get()) == 0, IOError, "Cannot read the input file (", path_, ")");
-      last = block.size() < kept + kBlockBytes;
+      left -= std::min(left, got);
+      last = got < want || left == 0;
       size_t start = 0;
       if (first) {
         auto starts_with = [&](const char* bom) {
