@@ -520,7 +520,9 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   t.sparse = nullptr;
   t.data = nullptr;
   // The sample shape of this minibatch (the variable's, its free dimensions the data's).
-  const NDShape sample_shape = v.shape().has_free() ? value.sample_shape() : v.shape();
+  // (A reference where no dimension is free: a steady training loop allocates nothing.)
+  const NDShape data_sample = v.shape().has_free() ? value.sample_shape() : NDShape();
+  const NDShape& sample_shape = v.shape().has_free() ? data_sample : v.shape();
   size_t sample = sample_shape.total_size();
   if (!v.has_batch_axis()) {  // a plain tensor (e.g. a gradient fed to an update graph)
     LOOM_CHECK(value.num_sequences() == 1 && value.number_of_samples() == 1, ShapeError,
