@@ -1,4 +1,5 @@
 #include "loom/io/ctf_deserializer.h"
+#include "loom/core/error_test_util.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -25,20 +26,6 @@ const std::string kData = kReaderTests + "/Data/CNTKTextFormatReader/";
 const std::string kControl = kReaderTests + "/Control/CNTKTextFormatReader/";
 
 using testing_io::write_temp;
-
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
 
 std::shared_ptr<CTFDeserializer> load(const std::string& name, const std::string& content,
                                       const StreamDefs& streams, CTFOptions options = {}) {
@@ -137,7 +124,7 @@ TEST(CTFDeserializer, NumberGrammar) {
   EXPECT_EQ(chunk->streams[0].values_f64, (std::vector<double>{20, 2, -1000, 0.01, 3, -5, 7, 8}));
   EXPECT_TRUE(chunk->streams[0].values_f32.empty());
   for (std::string bad : {".5", "2,0", "nan", "inf", "2.0f", "1e", "1e+", "-", "0x1"}) {
-    std::string msg = error_of<DataError>([&] {
+    std::string msg = message_of<DataError>([&] {
       load("bad_number.ctf", "|x 1\n|x " + bad + " 2\n", {{"x", StreamDef{.shape = 2}}});
     });
     EXPECT_NE(msg.find("bad_number.ctf"), std::string::npos) << bad << ": " << msg;
@@ -156,7 +143,7 @@ TEST(CTFDeserializer, ValuesThatOverflowTheStreamTypeAreMalformed) {
   for (const auto& [bad, dtype] : cases) {
     const DataType type = dtype;  // for the lambda
     for (std::string text : {"|x " + bad + " 2\n", "|x 1 " + bad + "\n"}) {
-      std::string msg = error_of<DataError>([&] {
+      std::string msg = message_of<DataError>([&] {
         load("overflow.ctf", text, {{"x", StreamDef{.shape = 2, .dtype = type}}});
       });
       const size_t offset = text.find(bad);
@@ -170,7 +157,7 @@ TEST(CTFDeserializer, ValuesThatOverflowTheStreamTypeAreMalformed) {
       EXPECT_NE(msg.find("overflow.ctf"), std::string::npos) << msg;
     }
   }
-  std::string msg = error_of<DataError>([&] {
+  std::string msg = message_of<DataError>([&] {
     load("overflow_digits.ctf", "|y 1:1" + zeros + "\n",
          {{"y", StreamDef{.shape = 2, .is_sparse = true}}});
   });
@@ -183,7 +170,7 @@ TEST(CTFDeserializer, ValuesThatOverflowTheStreamTypeAreMalformed) {
 }
 
 TEST(CTFDeserializer, MalformedInputNamesFileAndOffset) {
-  std::string msg = error_of<DataError>([] {
+  std::string msg = message_of<DataError>([] {
     load("malformed.ctf", "|x 1 2\n|x 1 ?\n", {{"x", StreamDef{.shape = 2}}});
   });
   EXPECT_NE(msg.find("Reached the maximum number of allowed errors while reading the input "
@@ -198,13 +185,13 @@ TEST(CTFDeserializer, MalformedInputNamesFileAndOffset) {
 }
 
 TEST(CTFDeserializer, TooManyValuesAndSparseIndexOutOfRange) {
-  std::string msg = error_of<DataError>([] {
+  std::string msg = message_of<DataError>([] {
     load("toomany.ctf", "|x 1 2 3\n", {{"x", StreamDef{.shape = 2}}});
   });
   EXPECT_NE(msg.find("Dense sample (size = 3) at offset 8 in the input file ("), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("toomany.ctf"), std::string::npos);
-  msg = error_of<DataError>([] {
+  msg = message_of<DataError>([] {
     load("sparse_range.ctf", "|y 1:1 5:2\n", {{"y", StreamDef{.shape = 5, .is_sparse = true}}});
   });
   EXPECT_NE(msg.find("Sparse index value (5) at offset 8 in the input file ("), std::string::npos)
@@ -225,22 +212,22 @@ TEST(CTFDeserializer, ErrorBudgetCountsEachMalformedItem) {
 
 TEST(CTFDeserializer, FileLevelErrors) {
   StreamDefs x{{"x", StreamDef{.shape = 1}}};
-  std::string msg = error_of<IOError>([&] { CTFDeserializer("/nonexistent/dir/none.ctf", x); });
+  std::string msg = message_of<IOError>([&] { CTFDeserializer("/nonexistent/dir/none.ctf", x); });
   EXPECT_NE(msg.find("/nonexistent/dir/none.ctf"), std::string::npos) << msg;
-  msg = error_of<DataError>([&] { load("utf16.ctf", "\xFF\xFE|\0x\0", x); });
+  msg = message_of<DataError>([&] { load("utf16.ctf", "\xFF\xFE|\0x\0", x); });
   EXPECT_NE(msg.find("UTF-16"), std::string::npos) << msg;
   EXPECT_NE(msg.find("offset 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("utf16.ctf"), std::string::npos) << msg;
   for (std::string empty : {std::string(), std::string("\xEF\xBB\xBF")}) {
-    msg = error_of<DataError>([&] { load("empty.ctf", empty, x); });
+    msg = message_of<DataError>([&] { load("empty.ctf", empty, x); });
     EXPECT_NE(msg.find("empty.ctf"), std::string::npos) << msg;
     EXPECT_NE(msg.find("is empty"), std::string::npos) << msg;
     EXPECT_NE(msg.find("offset"), std::string::npos) << msg;
   }
-  msg = error_of<DataError>([&] { load("noid.ctf", " |x 1\n", x); });
+  msg = message_of<DataError>([&] { load("noid.ctf", " |x 1\n", x); });
   EXPECT_NE(msg.find("Expected a sequence id at offset 0"), std::string::npos) << msg;
   // A stream with no sample in a sequence is fatal whatever the budget.
-  msg = error_of<DataError>([&] {
+  msg = message_of<DataError>([&] {
     load("bail.ctf", "0 |x 1\n", {{"x", StreamDef{.shape = 1}}, {"y", StreamDef{.shape = 1}}},
          {.max_errors = 100});
   });
@@ -672,7 +659,7 @@ TEST(CntkReaderTests, BlankLinesAreSequencesWithoutSamples) {
   // skipSequenceIds=true makes the blank line a sequence of its own: an error with
   // maxErrors=0 (CNTK's CNTKTextFormatReader_blank_lines expects exactly this failure).
   StreamDefs defs{{"features", StreamDef{.shape = 1, .dtype = D}}};
-  std::string msg = error_of<DataError>([&] {
+  std::string msg = message_of<DataError>([&] {
     CTFDeserializer(kData + "contains_blank_lines.txt", defs,
                     {.trace_level = 0, .skip_sequence_ids = true});
   });
@@ -704,7 +691,7 @@ TEST(CntkReaderTests, DuplicateInputsFail) {
   char cwd[4096];
   ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
   ASSERT_EQ(chdir(dir.c_str()), 0);
-  std::string msg = error_of<DataError>(
+  std::string msg = message_of<DataError>(
       [&] { CTFDeserializer("duplicate_inputs.txt", defs, {.trace_level = 0}); });
   ASSERT_EQ(chdir(cwd), 0);
   EXPECT_EQ(msg.substr(0, msg.find('\n')),

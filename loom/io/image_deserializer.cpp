@@ -1,6 +1,7 @@
 #include "loom/io/image_deserializer.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -264,6 +265,55 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return in ? bytes : std::vector<uint8_t>();
 }
 
+// Base64's alphabet: the value of each character, -1 for the others.
+constexpr std::array<int8_t, 256> base64_values() {
+  std::array<int8_t, 256> values{};
+  values.fill(-1);
+  const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int8_t i = 0; i < 64; ++i) values[static_cast<uint8_t>(alphabet[i])] = i;
+  return values;
+}
+constexpr std::array<int8_t, 256> kBase64 = base64_values();
+
+// CNTK's trim of a base64 image's end: every character that is neither base64's nor '='.
+std::string_view trim_base64(std::string_view text) {
+  while (!text.empty() && text.back() != '=' && kBase64[static_cast<uint8_t>(text.back())] < 0)
+    text.remove_suffix(1);
+  return text;
+}
+
+// Why `text` is not standard base64 (empty when it is): a multiple of 4 characters of the
+// alphabet, the last one or two of which may be '=' padding.
+std::string base64_problem(std::string_view text) {
+  if (text.empty()) return "the image is empty";
+  if (text.size() % 4 != 0)
+    return detail::concat("the base64 image has ", text.size(), " characters, not a multiple of 4");
+  const size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+  for (size_t i = 0; i < text.size() - padding; ++i)
+    if (kBase64[static_cast<uint8_t>(text[i])] < 0)
+      return detail::concat("the base64 image has '", text[i], "' (character ", i + 1,
+                            " of the image), which is not base64");
+  return {};
+}
+
+// Decodes base64 that base64_problem accepts.
+std::vector<uint8_t> decode_base64(std::string_view text) {
+  const size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+  std::vector<uint8_t> out;
+  out.reserve(text.size() / 4 * 3);
+  uint32_t bits = 0;
+  int held = 0;
+  for (size_t i = 0; i < text.size() - padding; ++i) {
+    bits = (bits << 6) | uint32_t(kBase64[static_cast<uint8_t>(text[i])]);
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      out.push_back(static_cast<uint8_t>(bits >> held));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // The image stream's transforms, checked, with their mean images and intensity files loaded.
@@ -321,8 +371,16 @@ ImageDeserializer::~ImageDeserializer() = default;
 
 ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDefs& streams,
                                      ImageOptions options)
-    : map_file_(map_file), pipeline_(std::make_unique<Pipeline>()), options_(options) {
-  auto where = [&] { return "ImageDeserializer(" + map_file + "): "; };
+    : ImageDeserializer(map_file, streams, options, MapFormat::paths) {}
+
+ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDefs& streams,
+                                     ImageOptions options, MapFormat format)
+    : name_(format == MapFormat::base64 ? "Base64ImageDeserializer" : "ImageDeserializer"),
+      format_(format),
+      map_file_(map_file),
+      pipeline_(std::make_unique<Pipeline>()),
+      options_(options) {
+  auto where = [&] { return name_ + "(" + map_file + "): "; };
   size_t image = SIZE_MAX, label = SIZE_MAX, num_labels = 0;
   for (const auto& [name, def] : streams) {
     const std::string& field = def.field.empty() ? name : def.field;
@@ -455,40 +513,82 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
     }
   }
 
-  // The map file: "path<TAB>label" lines.
+  // The map file: "path<TAB>label" lines, or "[key<TAB>]label<TAB>base64 image" lines.
   std::ifstream in(map_file, std::ios::binary);
-  LOOM_CHECK(in, IOError, "ImageDeserializer: cannot open the map file (", map_file, ")");
+  LOOM_CHECK(in, IOError, name_, ": cannot open the map file (", map_file, ")");
   const std::filesystem::path folder = std::filesystem::path(map_file).parent_path();
   auto bad = [&](size_t line, const std::string& what) {
-    std::string message = detail::concat("ImageDeserializer: ", what, " in line ", line + 1,
+    std::string message = detail::concat(name_, ": ", what, " in line ", line + 1,
                                          " of the map file (", map_file, ")");
     LOOM_CHECK(skipped_ < options.max_errors, DataError, message);
     std::cerr << "WARNING: " << message << "; skipped\n";
     ++skipped_;
   };
+  // The class index of a map line, or SIZE_MAX (reported) when it is not one of the label
+  // stream's.
+  auto label_of = [&](size_t line, std::string_view text) -> size_t {
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    size_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      bad(line, "the label '" + std::string(text) + "' (not a class index)");
+      return SIZE_MAX;
+    }
+    if (value >= num_labels) {
+      bad(line, detail::concat("the label ", value, " (outside [0, ", num_labels,
+                               "), the classes of stream '", streams_[label].name, "')"));
+      return SIZE_MAX;
+    }
+    return value;
+  };
   std::string text;
+  bool keys = false;        // base64: whether the lines start with a sequence key
+  uint64_t line_begin = 0;  // the line's first byte in the map file
   for (size_t line = 0; std::getline(in, text); ++line) {
+    const uint64_t begin = line_begin;
+    line_begin += text.size() + 1;
     if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (format_ == MapFormat::base64) {
+      if (line == 0) {  // CNTK: keys when the first line has three tab-separated fields
+        const size_t first = text.find('\t');
+        const size_t second = first == std::string::npos ? first : text.find('\t', first + 1);
+        keys = second != std::string::npos && second + 1 < text.size();
+      }
+      std::string_view rest(text);
+      if (keys) {
+        const size_t tab = rest.find('\t');
+        if (tab == std::string::npos) {
+          bad(line, "a line without a sequence key and a tab (the first line has keys)");
+          continue;
+        }
+        rest.remove_prefix(tab + 1);
+      }
+      const size_t tab = rest.find('\t');
+      if (tab == std::string::npos) {
+        bad(line, "a line without a label and a tab before the base64 image");
+        continue;
+      }
+      const size_t value = label_of(line, rest.substr(0, tab));
+      if (value == SIZE_MAX) continue;
+      const std::string_view image = trim_base64(rest.substr(tab + 1));
+      if (std::string problem = base64_problem(image); !problem.empty()) {
+        bad(line, problem);
+        continue;
+      }
+      entries_.push_back({.path = {},
+                          .offset = begin + uint64_t(image.data() - text.data()),
+                          .size = image.size(),
+                          .label = value,
+                          .line = line});
+      continue;
+    }
     const size_t tab = text.find('\t');
     if (tab == std::string::npos || tab == 0) {
       bad(line, "a line without an image path and a tab before the label");
       continue;
     }
-    std::string_view label_text = std::string_view(text).substr(tab + 1);
-    while (!label_text.empty() && (label_text.back() == ' ' || label_text.back() == '\t'))
-      label_text.remove_suffix(1);
-    size_t value = 0;
-    auto [end, error] =
-        std::from_chars(label_text.data(), label_text.data() + label_text.size(), value);
-    if (error != std::errc() || end != label_text.data() + label_text.size()) {
-      bad(line, "the label '" + std::string(label_text) + "' (not a class index)");
-      continue;
-    }
-    if (value >= num_labels) {
-      bad(line, detail::concat("the label ", value, " (outside [0, ", num_labels,
-                               "), the classes of stream '", streams_[label].name, "')"));
-      continue;
-    }
+    const size_t value = label_of(line, std::string_view(text).substr(tab + 1));
+    if (value == SIZE_MAX) continue;
     std::filesystem::path path(text.substr(0, tab));
     if (path.is_relative()) path = folder / path;
     std::error_code ec;
@@ -496,9 +596,9 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
       bad(line, "the image '" + path.string() + "' (no such file)");
       continue;
     }
-    entries_.push_back({path.string(), value, line});
+    entries_.push_back({.path = path.string(), .label = value, .line = line});
   }
-  LOOM_CHECK(!in.bad(), IOError, "ImageDeserializer: cannot read the map file (", map_file, ")");
+  LOOM_CHECK(!in.bad(), IOError, name_, ": cannot read the map file (", map_file, ")");
 
   // Tolerating errors: images that do not decode are skipped now, before the data is cut into
   // chunks.
@@ -506,27 +606,46 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
     std::vector<char> decodes(entries_.size());
     for_each_item(entries_.size(), reader_threads(options.num_threads), [&](size_t i) {
       RandomGenerator rng(0, entries_[i].line);
-      decodes[i] = !pipeline_->run(read_bytes(entries_[i].path), 0, rng).empty();
+      decodes[i] = !pipeline_->run(read_image(entries_[i]), 0, rng).empty();
     });
     std::vector<Entry> good;
     for (size_t i = 0; i < entries_.size(); ++i) {
       if (decodes[i])
         good.push_back(std::move(entries_[i]));
+      else if (format_ == MapFormat::base64)
+        bad(entries_[i].line, "the image (cannot be decoded)");
       else
         bad(entries_[i].line, "the image '" + entries_[i].path + "' (cannot be decoded)");
     }
     entries_ = std::move(good);
   }
-  LOOM_CHECK(!entries_.empty(), DataError, "ImageDeserializer: the map file (", map_file,
-             ") lists no image");
+  LOOM_CHECK(!entries_.empty(), DataError, name_, ": the map file (", map_file, ") lists no image");
   const size_t image_bytes = s.channels * s.height * s.width * size_of(streams_[image].dtype);
   const size_t sequences = entries_.size() * pipeline_->views;
   per_chunk_ = sequences_per_chunk(options.chunking, sequences, sequences * image_bytes);
   chunk_infos_ = make_chunks(sequences, per_chunk_);
 }
 
+std::vector<uint8_t> ImageDeserializer::read_image(const Entry& e) const {
+  if (format_ == MapFormat::paths) return read_bytes(e.path);
+  std::ifstream in(map_file_, std::ios::binary);
+  std::string text(e.size, '\0');
+  in.seekg(std::streamoff(e.offset));
+  in.read(text.data(), std::streamsize(e.size));
+  // A map file that changed since it was read: nothing to decode.
+  if (!in || !base64_problem(text).empty()) return {};
+  return decode_base64(text);
+}
+
+std::string ImageDeserializer::describe(const Entry& e) const {
+  const std::string image =
+      format_ == MapFormat::paths ? "the image '" + e.path + "'" : "the image";
+  return detail::concat(name_, ": ", image, " in line ", e.line + 1, " of the map file (",
+                        map_file_, ")");
+}
+
 std::vector<SequenceInfo> ImageDeserializer::sequence_infos(size_t chunk) const {
-  LOOM_CHECK(chunk < chunk_infos_.size(), ArgumentError, "ImageDeserializer: chunk ", chunk,
+  LOOM_CHECK(chunk < chunk_infos_.size(), ArgumentError, name_, ": chunk ", chunk,
              " does not exist (", chunk_infos_.size(), " chunks)");
   std::vector<SequenceInfo> out;
   const size_t first = chunk * per_chunk_;
@@ -574,14 +693,11 @@ std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk
       RandomGenerator rng(seed, (uint64_t(sweep) << 40) ^ (e.line * views + view));
       cv::Mat image;
       try {
-        image = pipeline_->run(read_bytes(e.path), view, rng);
+        image = pipeline_->run(read_image(e), view, rng);
       } catch (const cv::Exception& error) {
-        throw DataError(detail::concat("ImageDeserializer: the image '", e.path, "' in line ",
-                                       e.line + 1, " of the map file (", map_file_,
-                                       ") failed in OpenCV: ", error.what()));
+        throw DataError(detail::concat(describe(e), " failed in OpenCV: ", error.what()));
       }
-      LOOM_CHECK(!image.empty(), DataError, "ImageDeserializer: the image '", e.path, "' in line ",
-                 e.line + 1, " of the map file (", map_file_, ") cannot be read or decoded");
+      LOOM_CHECK(!image.empty(), DataError, describe(e), " cannot be read or decoded");
       write_chw(image, values.data() + i * dim);
     });
   });

@@ -14,6 +14,19 @@
 // on reader threads. Each image is a sequence of one sample; its key is its map file line
 // (0-based). With a multiview10 crop each image is 10 sequences in a row, its 10 views, all
 // keyed by its line (CNTK's copies).
+//
+// Base64ImageDeserializer (CNTK's, cntk.io.Base64ImageDeserializer) reads the images from the
+// map file itself, one per line:
+//
+//   [sequence key<TAB>]label<TAB>base64-encoded image file (JPEG, PNG, ...)
+//
+// The key column is there when the file's first line has three tab-separated fields (CNTK's
+// rule). Characters other than base64's at the end of a line (spaces, tabs) are dropped, as
+// CNTK does; the rest must be standard base64 (A-Z a-z 0-9 + /, '=' padding, a multiple of 4
+// characters), checked when the map file is read. It takes the same streams, transforms and
+// options and decodes and transforms the images with the same code, so a map file of the same
+// images in the same order delivers the same minibatches as an ImageDeserializer of image
+// files. Keys are map file lines, as there (CNTK keys sequences by the key column's text).
 #pragma once
 
 #include <cstdint>
@@ -67,14 +80,31 @@ class ImageDeserializer : public Deserializer {
   // Map lines and images skipped under max_errors.
   size_t number_of_skipped() const { return skipped_; }
 
+ protected:
+  // Where the map file's lines have the images: paths of image files, or the images themselves,
+  // base64-encoded (Base64ImageDeserializer).
+  enum class MapFormat { paths, base64 };
+  ImageDeserializer(const std::string& map_file, const StreamDefs& streams, ImageOptions options,
+                    MapFormat format);
+
  private:
   struct Entry {
-    std::string path;  // as resolved
+    std::string path;  // MapFormat::paths: the image file, as resolved
+    // MapFormat::base64: the encoded image, bytes [offset, offset + size) of the map file
+    uint64_t offset = 0, size = 0;
     size_t label;
     size_t line;  // 0-based line of the map file
   };
   struct Pipeline;  // the image stream's transforms, prepared (OpenCV inside the .cpp)
 
+  // The entry's image file bytes (for base64: decoded); empty when they cannot be read.
+  std::vector<uint8_t> read_image(const Entry& e) const;
+  // "the image '<path>' in line <n> of the map file (<map file>)", for messages.
+  std::string describe(const Entry& e) const;
+
+  // The class's name, for messages.
+  std::string name_;
+  MapFormat format_ = MapFormat::paths;
   std::string map_file_;
   std::vector<StreamInformation> streams_;
   size_t image_stream_ = 0, label_stream_ = 0;
@@ -84,6 +114,16 @@ class ImageDeserializer : public Deserializer {
   std::vector<ChunkInfo> chunk_infos_;
   size_t per_chunk_ = 1;
   size_t skipped_ = 0;
+};
+
+class Base64ImageDeserializer : public ImageDeserializer {
+ public:
+  // As ImageDeserializer's, for a map file of base64-encoded images (above). A line that is
+  // not "[key<TAB>]label<TAB>base64" or whose image is not base64 is a DataError naming the
+  // map file and line (a WARNING and skipped under options.max_errors).
+  Base64ImageDeserializer(const std::string& map_file, const StreamDefs& streams,
+                          ImageOptions options = {})
+      : ImageDeserializer(map_file, streams, options, MapFormat::base64) {}
 };
 
 }  // namespace loom

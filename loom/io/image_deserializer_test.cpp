@@ -1,4 +1,5 @@
 #include "loom/io/image_deserializer.h"
+#include "loom/core/error_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -37,17 +38,6 @@ std::vector<float> all_images(Deserializer& d, size_t sweep = 0, uint64_t seed =
     out.insert(out.end(), c->streams[0].values_f32.begin(), c->streams[0].values_f32.end());
   }
   return out;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no loom::Error";
-  return "";
 }
 
 class ImageDeserializerTest : public testing::Test {
@@ -162,7 +152,7 @@ TEST_F(ImageDeserializerTest, CropScaleMeanAndColorTransforms) {
   EXPECT_GT(changed, got.size() / 2);
   // A mean file of another size is refused when the deserializer is made.
   std::string msg =
-      error_of([&] { ImageDeserializer(map, gray({}, {transforms::mean(mean_file)}, 20)); });
+      message_of([&] { ImageDeserializer(map, gray({}, {transforms::mean(mean_file)}, 20)); });
   EXPECT_NE(msg.find("mean.xml"), std::string::npos) << msg;
 }
 
@@ -197,7 +187,7 @@ TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
   };
   for (const auto& [line, what] : cases) {
     std::ofstream(dir + "/one_bad.txt") << "1.png\t1\n2.png\t2\n" << line << "3.png\t3\n";
-    std::string msg = error_of([&] { ImageDeserializer(dir + "/one_bad.txt", gray()); });
+    std::string msg = message_of([&] { ImageDeserializer(dir + "/one_bad.txt", gray()); });
     EXPECT_NE(msg.find(what), std::string::npos) << msg;
     EXPECT_NE(msg.find("in line 3 of the map file (" + dir + "/one_bad.txt)"), std::string::npos)
         << msg;
@@ -205,7 +195,7 @@ TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
   // An image that does not decode fails when its chunk loads, naming it and its line.
   std::ofstream(dir + "/undecodable.txt") << "1.png\t1\nbroken.png\t2\n";
   ImageDeserializer undecodable(dir + "/undecodable.txt", gray());
-  std::string msg = error_of([&] { undecodable.load_chunk(0); });
+  std::string msg = message_of([&] { undecodable.load_chunk(0); });
   EXPECT_NE(msg.find("broken.png' in line 2 of the map file"), std::string::npos) << msg;
   // Tolerated: each bad line or image skipped with a warning and counted.
   std::ofstream all(dir + "/all_bad.txt");
@@ -223,9 +213,9 @@ TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
             std::string::npos)
       << printed;
   EXPECT_EQ(tolerant.sequence_infos(0)[1].key, 6u);
-  msg = error_of([&] { ImageDeserializer(dir + "/all_bad.txt", gray(), {.max_errors = 4}); });
+  msg = message_of([&] { ImageDeserializer(dir + "/all_bad.txt", gray(), {.max_errors = 4}); });
   EXPECT_NE(msg.find("line 6"), std::string::npos) << msg;
-  msg = error_of([&] { ImageDeserializer(dir + "/none.txt", gray()); });
+  msg = message_of([&] { ImageDeserializer(dir + "/none.txt", gray()); });
   EXPECT_NE(msg.find("none.txt"), std::string::npos) << msg;
 }
 
@@ -657,7 +647,7 @@ TEST(ImageTransformTest, BadCropAndIntensityOptionsRaise) {
   const std::string map = write_repeated_image("bad_options", position_image(40, 30), 1);
   const std::string dir = test_dir() + "/bad_options";
   auto error = [&](std::vector<ImageTransform> crops, std::vector<ImageTransform> after = {}) {
-    return error_of([&] { ImageDeserializer(map, color_stream(crops, 8, 8, after)); });
+    return message_of([&] { ImageDeserializer(map, color_stream(crops, 8, 8, after)); });
   };
   const std::vector<std::pair<std::vector<ImageTransform>, std::string>> crops{
       {{transforms::crop({.crop_size = {10, 0}})},

@@ -1,4 +1,5 @@
 // Readers: stream definitions, deserializers (CTF, IDX, in-memory arrays) and MinibatchSource.
+#include "loom/io/cbf_deserializer.h"
 #include "loom/io/htk_deserializer.h"
 #include "loom/io/user_deserializer.h"
 #include "python/src/binding.h"
@@ -506,6 +507,22 @@ void add_io(py::module_& m) {
            }),
            py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0)
       .def_property_readonly("number_of_skipped", &ImageDeserializer::number_of_skipped);
+  // CNTK's Base64ImageDeserializer: the images in the map file, "[key\t]label\tbase64" lines.
+  py::class_<Base64ImageDeserializer, ImageDeserializer, std::shared_ptr<Base64ImageDeserializer>>(
+      m, "Base64ImageDeserializer")
+      .def(py::init([](const std::string& filename, py::handle streams, size_t max_errors) {
+             return std::make_shared<Base64ImageDeserializer>(
+                 filename, stream_defs(streams), ImageOptions{.max_errors = max_errors});
+           }),
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0);
+  // CNTK's binary format reader (cbf_deserializer.h): the streams, a dict of StreamDef or a
+  // list of StreamConfiguration, rename the file's streams; every stream of the file is read.
+  py::class_<CBFDeserializer, Deserializer, std::shared_ptr<CBFDeserializer>>(m, "CBFDeserializer")
+      .def(py::init([](const std::string& filename, py::handle streams) {
+             return std::make_shared<CBFDeserializer>(
+                 filename, streams.is_none() ? StreamDefs{} : stream_defs(streams));
+           }),
+           py::arg("filename"), py::arg("streams") = py::dict());
 
   // CNTK's speech readers (htk_deserializer.h): StreamDef(shape=dim, scp=..., context=(l, r))
   // and StreamDef(shape=labels, mlf=...).

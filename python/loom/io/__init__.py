@@ -1,12 +1,14 @@
-"""Readers (CNTK's cntk.io): deserializers for CTF text, IDX files, images (with the
-transforms of loom.io.transforms), HTK speech features and MLF labels, in-memory arrays and
+"""Readers (CNTK's cntk.io): deserializers for CTF text, CNTK binary format (CBF; ctf_to_cbf
+writes it from CTF), IDX files, images (with the transforms of loom.io.transforms; also
+base64-encoded in a map file), HTK speech features and MLF labels, in-memory arrays and
 Python code (UserDeserializer), and MinibatchSource, which cuts their data into minibatches;
 UserMinibatchSource, the base of a source written in Python (MinibatchSourceInterface is the
 base of both)."""
 import numpy as np
 
 from loom._loom import (DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, FULL_DATA_SWEEP,  # noqa: F401
-                        INFINITELY_REPEAT, CTFDeserializer, HTKFeatureDeserializer,
+                        INFINITELY_REPEAT, Base64ImageDeserializer, CBFDeserializer,
+                        CTFDeserializer, HTKFeatureDeserializer,
                         HTKMLFDeserializer, IDXDeserializer, IDXStreamDef, ImageDeserializer,
                         MinibatchData, MinibatchSource, MinibatchSourceFromData,
                         MinibatchSourceInterface, StreamConfiguration, StreamDef,

@@ -67,7 +67,6 @@ NOT_YET = {
         'BlockFunction', 'Function.block_arguments_mapping', 'Function.block_root',
         'Function.is_block', 'native_user_function', 'register_native_user_function',
     },
-    'cntk.io': {'Base64ImageDeserializer', 'CBFDeserializer'},
 }
 
 
