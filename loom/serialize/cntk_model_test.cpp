@@ -677,7 +677,17 @@ TEST(CntkV2Ops, MappedOpsAreListed) {
   EXPECT_EQ(cntk_op_type_name(97), "ConvolutionSequenceShape");
   EXPECT_EQ(cntk_op_type_name(98), "op 98");
   for (int64_t op = 0; op < 98; ++op) {
-    if (std::find(mapped.begin(), mapped.end(), op) != mapped.end()) continue;
+    if (std::find(mapped.begin(), mapped.end(), op) != mapped.end()) {
+      // Built on one input [2] it may fail for want of other inputs, never for want of a
+      // mapping (Block needs a composite: its tests are the files').
+      if (op == 57) continue;
+      try {
+        cntk_graph({cntk_input("x", {2})}, {cntk_function("F1", uint64_t(op), {"x"})}, "F1");
+      } catch (const DataError& e) {
+        EXPECT_EQ(std::string(e.what()).find("Loom has no mapping"), std::string::npos) << e.what();
+      }
+      continue;
+    }
     try {
       cntk_graph({cntk_input("x", {2})}, {cntk_function("F1", uint64_t(op), {"x"})}, "F1");
       ADD_FAILURE() << "op " << op << " built";

@@ -991,104 +991,66 @@ double constant_scalar(const Variable& v, const char* what) {
 std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Variable>& in,
                                         const Fields& a) {
   const std::string& name = r.name;
-  auto unary = [&](Function (*fn)(const Variable&, const std::string&)) {
-    need_inputs(in, 1, 1);
-    return outs(fn(in[0], name));
-  };
-  auto binary = [&](Function (*fn)(const Variable&, const Variable&, const std::string&)) {
-    need_inputs(in, 2, 2);
-    return outs(fn(in[0], in[1], name));
-  };
   auto axis_or = [&](const std::string& key, Axis fallback) {
     return a.has(key) ? loom_axis(a, a.at(key), key) : fallback;
   };
+  // The ops that are one Loom function of their inputs and the name.
+  using Unary = Function (*)(const Variable&, const std::string&);
+  using Binary = Function (*)(const Variable&, const Variable&, const std::string&);
+  static const std::unordered_map<int64_t, Unary> unary_ops = {{kNegate, negate},
+                                                               {kSigmoid, sigmoid},
+                                                               {kStableSigmoid, sigmoid},
+                                                               {kTanh, tanh},
+                                                               {kReLU, relu},
+                                                               {kExp, exp},
+                                                               {kLog, log},
+                                                               {kSqrt, sqrt},
+                                                               {kFloor, floor},
+                                                               {kAbs, abs},
+                                                               {kReciprocal, reciprocal},
+                                                               {kSin, sin},
+                                                               {kCos, cos},
+                                                               {kTan, tan},
+                                                               {kAsin, asin},
+                                                               {kAcos, acos},
+                                                               {kAtan, atan},
+                                                               {kSinh, sinh},
+                                                               {kCosh, cosh},
+                                                               {kAsinh, asinh},
+                                                               {kAtanh, atanh},
+                                                               {kHardmax, hardmax},
+                                                               {kStopGradient, stop_gradient},
+                                                               {kStraightThrough, straight_through},
+                                                               {kNoOp, alias},
+                                                               {kPass, alias},
+                                                               {kUnpackBatch, unpack_batch},
+                                                               {kToBatch, to_batch}};
+  static const std::unordered_map<int64_t, Binary> binary_ops = {
+      {kPlus, plus},
+      {kMinus, minus},
+      {kElementTimes, element_times},
+      {kEqual, equal},
+      {kNotEqual, not_equal},
+      {kLess, less},
+      {kLessEqual, less_equal},
+      {kGreater, greater},
+      {kGreaterEqual, greater_equal},
+      {kLogPlus, log_add_exp},
+      {kPow, pow},
+      {kCosDistance, cosine_distance},
+      {kAssign, assign},
+      {kReconcileDynamicAxis, reconcile_dynamic_axes},
+      {kToSequenceLike, to_sequence_like},
+      {kSquaredError, squared_error}};
+  if (auto it = unary_ops.find(r.op); it != unary_ops.end()) {
+    need_inputs(in, 1, 1);
+    return outs(it->second(in[0], name));
+  }
+  if (auto it = binary_ops.find(r.op); it != binary_ops.end()) {
+    need_inputs(in, 2, 2);
+    return outs(it->second(in[0], in[1], name));
+  }
   switch (r.op) {
-    case kNegate:
-      return unary(negate);
-    case kSigmoid:
-    case kStableSigmoid:
-      return unary(sigmoid);
-    case kTanh:
-      return unary(tanh);
-    case kReLU:
-      return unary(relu);
-    case kExp:
-      return unary(exp);
-    case kLog:
-      return unary(log);
-    case kSqrt:
-      return unary(sqrt);
-    case kFloor:
-      return unary(floor);
-    case kAbs:
-      return unary(abs);
-    case kReciprocal:
-      return unary(reciprocal);
-    case kSin:
-      return unary(sin);
-    case kCos:
-      return unary(cos);
-    case kTan:
-      return unary(tan);
-    case kAsin:
-      return unary(asin);
-    case kAcos:
-      return unary(acos);
-    case kAtan:
-      return unary(atan);
-    case kSinh:
-      return unary(sinh);
-    case kCosh:
-      return unary(cosh);
-    case kAsinh:
-      return unary(asinh);
-    case kAtanh:
-      return unary(atanh);
-    case kHardmax:
-      return unary(hardmax);
-    case kStopGradient:
-      return unary(stop_gradient);
-    case kStraightThrough:
-      return unary(straight_through);
-    case kNoOp:
-    case kPass:
-      return unary(alias);
-    case kUnpackBatch:
-      return unary(unpack_batch);
-    case kToBatch:
-      return unary(to_batch);
-    case kPlus:
-      return binary(plus);
-    case kMinus:
-      return binary(minus);
-    case kElementTimes:
-      return binary(element_times);
-    case kEqual:
-      return binary(equal);
-    case kNotEqual:
-      return binary(not_equal);
-    case kLess:
-      return binary(less);
-    case kLessEqual:
-      return binary(less_equal);
-    case kGreater:
-      return binary(greater);
-    case kGreaterEqual:
-      return binary(greater_equal);
-    case kLogPlus:
-      return binary(log_add_exp);
-    case kPow:
-      return binary(pow);
-    case kCosDistance:
-      return binary(cosine_distance);
-    case kAssign:
-      return binary(assign);
-    case kReconcileDynamicAxis:
-      return binary(reconcile_dynamic_axes);
-    case kToSequenceLike:
-      return binary(to_sequence_like);
-    case kSquaredError:
-      return binary(squared_error);
     case kELU:
       need_inputs(in, 1, 1);
       return outs(elu(in[0], {.alpha = a.number_or("alpha", 1.0)}, name));
