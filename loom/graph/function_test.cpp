@@ -3,6 +3,7 @@
 // parameters by name, and messages that name variables by their layer.
 #include <gtest/gtest.h>
 
+#include "loom/core/error_test_util.h"
 #include "loom/layers/dense.h"
 #include "loom/layers/dropout.h"
 #include "loom/layers/sequential.h"
@@ -15,17 +16,6 @@
 
 namespace loom {
 namespace {
-
-// The message of the Error f throws (empty when it throws none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---- printing (seed 002) ----
 
@@ -82,7 +72,7 @@ TEST(Sparseness, DenseDataForASparseInputIsAnError) {
   ValueMap args;
   args.emplace(c.x, Value::create_batch<float>(2, {1, 2, 3, 4}));
   args.emplace(c.y, Value::create_batch<float>(2, {1, 0, 0, 1}));
-  EXPECT_EQ(error_of([&] { c.criterion.eval(args); }),
+  EXPECT_EQ(message_of([&] { c.criterion.eval(args); }),
             "value for labels: SparseTensor[2] is dense, but the variable is sparse: give sparse "
             "data (Value::one_hot, a CSR NDArrayView), or declare the input without is_sparse");
 }
@@ -169,11 +159,11 @@ TEST(Eval, ABatchAsFloatsIndexesAndArgmaxesPerSample) {
   EXPECT_EQ(r[1].argmax(), 1u);
   EXPECT_EQ(a.model.eval(NDArrayView::from_vector<float>({3, 2}, {2, 1, 0, 3, 0, 0})).argmax(),
             r.argmax());
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(message_of([&] {
               a.model({1, 2, 3});
             }),
             "3 values for argument features: Tensor[2] are not a whole number of samples");
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(message_of([&] {
               a.model(NDArrayView::from_vector<float>(3, {1, 2, 3}));
             }),
             "data of shape [3] for argument features: Tensor[2]: expected [2] (one sample) or "
@@ -190,7 +180,7 @@ TEST(Eval, ArgumentsByName) {
   args.emplace(c.y, Value::one_hot(2, {1}));
   EXPECT_EQ(l.data().to_vector<float>(), loss.eval_one(args).data().to_vector<float>());
   EXPECT_EQ(c.criterion.argument("labels"), c.y);
-  EXPECT_EQ(error_of([&] { c.criterion.argument("label"); }),
+  EXPECT_EQ(message_of([&] { c.criterion.argument("label"); }),
             "Composite(features: Tensor[2], labels: SparseTensor[2]) -> Tuple[Tensor[1], "
             "Tensor[1]] has no arguments named 'label'; its arguments are: features, labels");
   EXPECT_THROW(c.criterion.eval(std::vector<float>{1, 2}),
@@ -207,10 +197,10 @@ TEST(ParameterPaths, LayersNumberedWhenTheyRepeat) {
                                       "Dense2.W", "Dense2.b", "Dense3.W", "Dense3.b"}));
   EXPECT_EQ(model.parameter("Dense2.W").shape(), (NDShape{3, 2}));
   EXPECT_EQ(model.parameter("classifier.b").shape(), (NDShape{3}));
-  EXPECT_EQ(error_of([&] { model.parameter("W"); }),
+  EXPECT_EQ(message_of([&] { model.parameter("W"); }),
             "'W' names several parameters of Composite(Tensor[5]) -> Tensor[2]: Dense1.W, "
             "classifier.W, Dense2.W, Dense3.W");
-  EXPECT_EQ(error_of([&] { model.parameter("Dense4.W"); }),
+  EXPECT_EQ(message_of([&] { model.parameter("Dense4.W"); }),
             "no parameter 'Dense4.W' in Composite(Tensor[5]) -> Tensor[2]; its parameters are: "
             "Dense1.W, Dense1.b, classifier.W, classifier.b, Dense2.W, Dense2.b, Dense3.W, "
             "Dense3.b");
@@ -251,15 +241,15 @@ TEST(Clone, SubstitutesAnInnerOutput) {
 TEST(Messages, ParameterNamedByItsLayer) {
   Function d = Dense(2, {.name = "out"});
   EXPECT_EQ(d.parameter("W").describe(), "out.W: ParameterTensor[-1,2]");
-  EXPECT_EQ(error_of([&] { d.parameter("W").value(); }),
+  EXPECT_EQ(message_of([&] { d.parameter("W").value(); }),
             "out.W: ParameterTensor[-1,2] has no value yet: its shape is inferred at the first "
             "call of its layer");
   Function e = Dense(2);
   e(input_variable(3));
-  EXPECT_EQ(error_of([&] { e.parameter("b").set_value(NDArrayView(DataType::Float32, 3)); }),
+  EXPECT_EQ(message_of([&] { e.parameter("b").set_value(NDArrayView(DataType::Float32, 3)); }),
             "set_value of Dense.b: ParameterTensor[2]: the new value has shape [3]");
   Variable x = input_variable(3);
-  EXPECT_EQ(error_of([&] { plus(x, e.parameter("b")); }),
+  EXPECT_EQ(message_of([&] { plus(x, e.parameter("b")); }),
             "Plus: shapes cannot be broadcast: Tensor[3], Dense.b: ParameterTensor[2]");
   EXPECT_EQ(input_variable(2, {.name = "x"}).describe(), "x: Tensor[2]");
   Variable unnamed = input_variable(2);

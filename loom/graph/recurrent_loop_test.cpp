@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "loom/core/error_test_util.h"
 #include "loom/graph/executor.h"
 #include "loom/ops/ops.h"
 #include "loom/ops/ops_test_util.h"
@@ -189,15 +190,6 @@ TEST(RecurrentLoop, CloneKeepsTheLoop) {
   expect_near(c.eval_one({{r.x, x}}).as_sequences<double>(), reference(r, x, 1, kZeros));
   EXPECT_EQ(c.parameters().size(), 3u);
   EXPECT_NE(c.parameters()[0], r.W);
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RecurrentLoop, CycleWithoutDelayIsRejected) {
