@@ -428,6 +428,19 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
   return Function(f);
 }
 
+Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs) {
+  Function copy;
+  if (auto user = user_function_of(f)) {
+    std::shared_ptr<UserFunction> made = user->clone(inputs);
+    LOOM_CHECK(made != nullptr, StateError, user->op_name(), ": clone gave no user function");
+    copy = user_function(std::move(made), std::move(inputs), f.name);
+  } else {
+    copy = make_primitive(*f.op, std::move(inputs), f.attributes, f.name);
+  }
+  copy.impl()->custom_attributes = f.custom_attributes;
+  return copy;
+}
+
 Function combine(const std::vector<Variable>& outputs, const std::string& name) {
   auto f = std::make_shared<FunctionImpl>();
   f->inputs = outputs;

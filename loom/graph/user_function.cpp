@@ -145,6 +145,10 @@ class UserOpDef final : public OpDef {
           LOOM_CHECK(value.sequence_length(b) == l.lengths[b], ShapeError, op, ": ", what,
                      "'s sequence ", b, " has ", value.sequence_length(b), " steps, expected ",
                      l.lengths[b]);
+      if (!accumulate) {  // packed straight into t
+        pack_dense(value, l, t.data);
+        return;
+      }
       packed.resize(bytes);
       pack_dense(value, l, packed.data());
       src = packed.data();
@@ -199,19 +203,6 @@ std::shared_ptr<UserFunction> user_function_of(const FunctionImpl& f) {
 std::string op_name_of(const FunctionImpl& f) {
   if (auto user = user_function_of(f)) return user->op_name();
   return f.op->name();
-}
-
-Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs) {
-  Function copy;
-  if (auto user = user_function_of(f)) {
-    std::shared_ptr<UserFunction> made = user->clone(inputs);
-    LOOM_CHECK(made != nullptr, StateError, user->op_name(), ": clone gave no user function");
-    copy = user_function(std::move(made), std::move(inputs), f.name);
-  } else {
-    copy = make_primitive(*f.op, std::move(inputs), f.attributes, f.name);
-  }
-  copy.impl()->custom_attributes = f.custom_attributes;
-  return copy;
 }
 
 void register_user_function_deserializer(const std::string& op_name,

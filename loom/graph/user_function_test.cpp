@@ -137,6 +137,9 @@ TEST(UserFunction, BackwardIsAskedOnceForTheWantedInputsOnly) {
   Variable c = input_variable({2}, {.dtype = DataType::Float64, .needs_gradient = true});
   Function both = user_function(std::make_shared<Product>(), {a, c});
   expect_gradients_match(both, {{a, va}, {c, vb}}, {a, c});
+  // a read twice: the second gradient is added to the first (a * a: 2a).
+  Function square = user_function(std::make_shared<Product>(), {a, a});
+  expect_gradients_match(square, {{a, va}}, {a});
 }
 
 TEST(UserFunction, TrainsWithALearner) {
