@@ -37,7 +37,8 @@ class PythonUserFunction final : public UserFunction {
     return {o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()};
   }
 
-  Value forward(const std::vector<Value>& inputs, bool is_training,
+  // CNTK's Python forward has no training flag (CNTK passes none either).
+  Value forward(const std::vector<Value>& inputs, bool /*is_training*/,
                 std::any& state) const override {
     py::gil_scoped_acquire gil;
     const bool as_numpy = udf_->attr("as_numpy").cast<bool>();
@@ -52,7 +53,6 @@ class PythonUserFunction final : public UserFunction {
                            "; it must return (state, output)");
     const py::tuple pair = result.cast<py::tuple>();
     state = PythonState{hold(pair[0])};
-    (void)is_training;
     return value_of(output_, pair[1], op_name_ + ".forward's output");
   }
 
