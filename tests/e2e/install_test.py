@@ -1,7 +1,8 @@
 """Loom used from another project (tests/consumer) in the three ways the README gives:
 installed with `cmake --install` (reusing the build tree's libraries) and found with
 find_package(Loom) or pkg-config, and built from source with add_subdirectory. Each consumer
-program must build, run and print the Dense layer's outputs."""
+program must build, run and print the Dense layer's outputs. A C program (tests/consumer_c)
+builds against the installed C API, libloom_c and loom_c.h, and evaluates a model."""
 import glob
 import os
 import shlex
@@ -89,6 +90,26 @@ if cache_value("LOOM_BUILD_PYTHON") == "ON":
                  "print(loom.layers.Dense(2)(loom.input_variable(3)))", env=python_env, cwd=work)
     expect(printed.splitlines() == [os.path.join(packages[0], "__init__.py"),
                                     "Dense(Tensor[3]) -> Tensor[2]"], f"import loom: {printed}")
+
+# The C API (bindings/c): libloom_c.so and loom_c.h installed, the imported target
+# Loom::loom_c exported, and a C program built against them with one cc command.
+if cache_value("LOOM_BUILD_BINDINGS") == "ON":
+    installed = sorted(os.path.basename(p) for p in glob.glob(os.path.join(libdir, "libloom_c.so*")))
+    expect(installed == ["libloom_c.so", "libloom_c.so.1", "libloom_c.so.1.0.0"],
+           f"libloom_c installed as {installed}")
+    with open(os.path.join(libdir, "cmake", "Loom", "LoomTargets.cmake")) as f:
+        expect("Loom::loom_c" in f.read(), "find_package(Loom) gives no Loom::loom_c")
+    cc = os.environ.get("CC", "cc")  # a C ABI: any C compiler will do
+    c_flags = ["-fsanitize=address,undefined"] if cache_value("LOOM_SANITIZE") == "ON" else []
+    program = os.path.join(work, "c_consumer")
+    sh(cc, "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror", *c_flags,
+       "-I", os.path.join(prefix, "include"), os.path.join(source_dir, "tests", "consumer_c",
+                                                           "consumer.c"),
+       "-o", program, f"-L{libdir}", "-lloom_c", f"-Wl,-rpath,{libdir}")
+    model = os.path.join(os.path.dirname(source_dir), "shared", "cntk-models",
+                         "v2_load_and_eval.dnn")
+    printed = sh(program, model).splitlines()
+    expect(printed == ["i1: 1.5 2 3 4.25"], f"the C consumer printed {printed}")
 
 # 1. find_package(Loom) with the prefix on CMAKE_PREFIX_PATH.
 tree = os.path.join(work, "find_package")
