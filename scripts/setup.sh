@@ -28,6 +28,10 @@ packages=(
   # the Python package (python/): bindings, numpy/scipy data, its tests, pip install offline
   pybind11-dev python3-pybind11 python3-dev python3-scipy python3-pytest python3-setuptools
   python3-wheel python3-pip python3-venv
+  # the C# client (bindings/csharp): Mono's mcs and runtime (mono-mcs brings mscorlib, System
+  # and System.Core, all the client uses; mono-devel is not needed); the Java client
+  # (bindings/java): javac, java and jni.h
+  mono-mcs openjdk-17-jdk-headless
 )
 # Node.js runs onnxruntime in the ONNX test (a Node.js that brings its own npm is kept).
 command -v npm >/dev/null || packages+=(nodejs npm)

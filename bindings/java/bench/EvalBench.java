@@ -1,0 +1,102 @@
+// What the Java client adds to an evaluation: a model's single argument fed a batch of 1 and
+// of 64 random samples, each call either what a CNTK Java program does (Value.createBatchFloat
+// from a FloatVector, evaluate, copyVariableValueToFloat, close) or the same through the bare
+// JNI methods (one C API call each, as bench_c_api_eval calls them from C: its cost over Loom's
+// C++ ModelRunner is that bench's figure). The class sits in the client's package to reach
+// those methods. The two alternate in rounds, so the machine's drift falls on both alike;
+// prints the median microseconds per call and the ratio. --cpu-time measures the process's
+// CPU time (as bench_c_api_eval --cpu-time: fair on a loaded machine with OMP_NUM_THREADS=1).
+//
+//   java -Djava.library.path=DIR -cp cntk.jar:cntk_java_bench.jar com.microsoft.CNTK.EvalBench
+//        MODEL [--calls N] [--rounds N] [--cpu-time]
+package com.microsoft.CNTK;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+
+public class EvalBench {
+  public static void main(String[] args) {
+    int calls = 0, rounds = 9;
+    boolean usage = args.length == 0;
+    for (int i = 1; i < args.length && !usage; ++i) {
+      if (args[i].equals("--cpu-time")) cpuTime = true;
+      else if (args[i].equals("--calls") && i + 1 < args.length) calls = Integer.parseInt(args[++i]);
+      else if (args[i].equals("--rounds") && i + 1 < args.length) rounds = Integer.parseInt(args[++i]);
+      else usage = true;
+    }
+    if (usage) {
+      System.err.println("usage: EvalBench MODEL [--calls N] [--rounds N] [--cpu-time]");
+      System.exit(2);
+    }
+    DeviceDescriptor device = DeviceDescriptor.getCPUDevice();
+    long bareModel = Native.loadModel(Native.utf8(args[0]));
+    try (Function model = Function.load(args[0], device)) {
+      Variable input = model.getArguments().get(0), output = model.getOutputs().get(0);
+      if (input.hasSequenceAxis())
+        throw new IllegalArgumentException("the bench feeds a batch of samples: " + input + " takes sequences");
+      System.out.printf("Java: %s, %d rounds, median %s us per call%n", args[0], rounds,
+          cpuTime ? "CPU" : "wall");
+      for (int batch : new int[] {1, 64}) {
+        Random random = new Random(7);
+        FloatVector data = new FloatVector();
+        for (long i = 0; i < batch * input.getShape().getTotalSize(); ++i) data.add(random.nextFloat());
+        Runnable client = () -> {
+          try (Value value = Value.createBatchFloat(input.getShape(), data, device)) {
+            UnorderedMapVariableValuePtr inputs = new UnorderedMapVariableValuePtr(),
+                                         outputs = new UnorderedMapVariableValuePtr();
+            inputs.add(input, value);
+            outputs.add(output, null);
+            model.evaluate(inputs, outputs, device);
+            try (Value result = outputs.getitem(output)) {
+              result.copyVariableValueToFloat(output, new FloatVectorVector());
+            }
+          }
+        };
+        float[] raw = data.toArray();
+        long[] shape = input.getShape().toLoom();
+        Runnable bare = () -> {
+          long value = Native.createDenseFloat(shape, batch, null, raw);
+          long result = Native.evaluate(bareModel, new long[] {0}, new long[] {value}, new long[] {0})[0];
+          Native.valueFloats(result);
+          Native.freeValue(result);
+          Native.freeValue(value);
+        };
+        // About 0.2 s of calls a round (1 s of CPU time, which the system counts in 10 ms
+        // ticks) unless --calls says; the median leaves out the JIT's warm-up rounds.
+        int n = calls > 0 ? calls : Math.max(1, (int) ((cpuTime ? 1e6 : 2e5) / microsPerCall(5, client)));
+        List<Double> clientUs = new ArrayList<>(), bareUs = new ArrayList<>();
+        for (int r = 0; r < rounds; ++r) {
+          clientUs.add(microsPerCall(n, client));
+          bareUs.add(microsPerCall(n, bare));
+        }
+        double a = median(clientUs), b = median(bareUs);
+        System.out.printf("batch %3d: Java client %9.1f us  C API %9.1f us  ratio client/C API %.3f%n",
+            batch, a, b, a / b);
+      }
+    } finally {
+      Native.freeModel(bareModel);
+    }
+  }
+
+  static double median(List<Double> values) {
+    Collections.sort(values);
+    return values.get(values.size() / 2);
+  }
+
+  static boolean cpuTime;
+
+  static double nowMicros() {
+    return (cpuTime ? ((com.sun.management.OperatingSystemMXBean)
+                           java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                          .getProcessCpuTime()
+                    : System.nanoTime()) / 1e3;
+  }
+
+  static double microsPerCall(int calls, Runnable call) {
+    double start = nowMicros();
+    for (int i = 0; i < calls; ++i) call.run();
+    return (nowMicros() - start) / calls;
+  }
+}

@@ -1,0 +1,6 @@
+package com.microsoft.CNTK;
+
+public enum DeviceKind {
+  CPU,
+  GPU
+}

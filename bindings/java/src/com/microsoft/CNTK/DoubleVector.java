@@ -1,0 +1,29 @@
+package com.microsoft.CNTK;
+
+/** CNTK's DoubleVector (std::vector<double>). */
+public class DoubleVector extends PrimitiveVector {
+  public DoubleVector() {
+    super(double.class, 0);
+  }
+
+  public DoubleVector(long n) {
+    super(double.class, n);
+  }
+
+  public void add(double x) {
+    int i = append(); // first: it may replace the array
+    ((double[]) items)[i] = x;
+  }
+
+  public double get(int i) {
+    return ((double[]) items)[index(i)];
+  }
+
+  public void set(int i, double value) {
+    ((double[]) items)[index(i)] = value;
+  }
+
+  double[] toArray() {
+    return (double[]) copy();
+  }
+}

@@ -1,0 +1,145 @@
+package com.microsoft.CNTK;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * CNTK's Function, for evaluation: a loaded model (one loom_model handle) with its arguments
+ * and outputs. close() (or CNTK's delete()) frees the handle; a Function never closed is freed
+ * once unreachable.
+ */
+public final class Function implements AutoCloseable {
+  private final NativeHandle model;
+  private final List<Variable> arguments, outputs;
+  // The outputs this Function stands for: all of the model's, or the one findByName chose.
+  private final List<Variable> ownOutputs;
+
+  private Function(long address, List<Variable> outputSubset) {
+    model = new NativeHandle(this, address, true);
+    arguments = readVariables(address, false);
+    outputs = readVariables(address, true);
+    ownOutputs = outputSubset != null ? outputSubset : outputs;
+  }
+
+  public static Function load(String filepath, DeviceDescriptor computeDevice) {
+    return new Function(Native.loadModel(Native.utf8(filepath)), null);
+  }
+
+  public static Function load(byte[] modelBuffer, DeviceDescriptor computeDevice) {
+    java.util.Objects.requireNonNull(modelBuffer, "Function.load: modelBuffer");
+    return new Function(Native.loadModelFromBytes(modelBuffer), null);
+  }
+
+  /** The inputs the model takes, in the model's order. */
+  public List<Variable> getArguments() {
+    return arguments;
+  }
+
+  /**
+   * CNTK's getInputs() also lists parameters and constants; a loaded model here exposes only
+   * the inputs the caller feeds.
+   */
+  public List<Variable> getInputs() {
+    return arguments;
+  }
+
+  public List<Variable> getOutputs() {
+    return ownOutputs;
+  }
+
+  public Variable getOutput() {
+    if (ownOutputs.size() != 1)
+      throw new IllegalStateException("Function.getOutput: the function has " + ownOutputs.size()
+          + " outputs (" + ownOutputs + "); use getOutputs()");
+    return ownOutputs.get(0);
+  }
+
+  /**
+   * Another Function over the same model for another thread: the clone shares the parameters
+   * (see ParameterCloningMethod), its variables equal this one's.
+   */
+  public Function clone(ParameterCloningMethod parameterCloneMethod) {
+    return new Function(Native.cloneModel(model.get()), ownOutputs);
+  }
+
+  @Override
+  public Function clone() {
+    return clone(ParameterCloningMethod.Share);
+  }
+
+  /**
+   * The model output of that name as a Function of its own (whose output it is), or null when
+   * no output has it. Loom's C API sees a model's outputs, not its inner nodes.
+   */
+  public Function findByName(String name) {
+    List<Variable> found = new ArrayList<>();
+    for (Variable o : outputs)
+      if (o.getName().equals(name)) found.add(o);
+    if (found.isEmpty()) return null;
+    if (found.size() > 1)
+      throw new IllegalArgumentException("Function.findByName('" + name + "'): " + found.size()
+          + " outputs have that name; use their uid");
+    return new Function(Native.cloneModel(model.get()), Collections.unmodifiableList(found));
+  }
+
+  /**
+   * Computes the outputs that `outputs` names from the arguments' values in `inputs`. An output
+   * whose value is null gets a new Value; one that has a Value gets the result in place of its
+   * data (its shape must match).
+   */
+  public void evaluate(UnorderedMapVariableValuePtr inputs, UnorderedMapVariableValuePtr outputs,
+      DeviceDescriptor computeDevice) {
+    long self = model.get();
+    long[] inputIndices = new long[(int) inputs.size()], inputValues = new long[inputIndices.length];
+    int n = 0;
+    for (Variable key : inputs.keySet()) {
+      Variable argument = find(arguments, key, "argument");
+      Value value = inputs.getitem(key);
+      if (value == null)
+        throw new IllegalArgumentException("Function.evaluate: the input value of " + key + " is null");
+      inputIndices[n] = argument.index;
+      inputValues[n++] = value.addressFor(argument);
+    }
+    Variable[] wanted = outputs.keySet().toArray(new Variable[0]);
+    long[] outputIndices = new long[wanted.length];
+    for (int i = 0; i < wanted.length; ++i) outputIndices[i] = find(this.outputs, wanted[i], "output").index;
+    long[] results = Native.evaluate(self, inputIndices, inputValues, outputIndices);
+    Value[] made = new Value[results.length];
+    for (int i = 0; i < results.length; ++i) made[i] = new Value(results[i]);
+    for (int i = 0; i < wanted.length; ++i) {
+      Value given = outputs.getitem(wanted[i]);
+      if (given == null) outputs.setitem(wanted[i], made[i]);
+      else given.takeDataOf(made[i], wanted[i]);
+    }
+  }
+
+  @Override
+  public void close() {
+    model.close();
+  }
+
+  /** CNTK's name for close(). */
+  public void delete() {
+    close();
+  }
+
+  private static Variable find(List<Variable> list, Variable v, String what) {
+    if (v == null) throw new IllegalArgumentException("Function.evaluate: a null " + what);
+    if (v.index < list.size() && list.get(v.index).equals(v)) return list.get(v.index);
+    throw new IllegalArgumentException("Function.evaluate: " + v + " is not an " + what
+        + " of this model; its " + what + "s: " + list);
+  }
+
+  private static List<Variable> readVariables(long model, boolean output) {
+    int kind = output ? Native.KIND_OUTPUT : Native.KIND_ARGUMENT;
+    Variable[] list = new Variable[Native.variableCount(model, kind)];
+    for (int i = 0; i < list.length; ++i)
+      list[i] = new Variable(output, i, Native.string(Native.variableName(model, kind, i)),
+          Native.string(Native.variableUid(model, kind, i)),
+          NDShape.fromLoom(Native.variableShape(model, kind, i)),
+          DataType.of(Native.variableDataType(model, kind, i)), Native.variableFlags(model, kind, i));
+    return Collections.unmodifiableList(Arrays.asList(list));
+  }
+}

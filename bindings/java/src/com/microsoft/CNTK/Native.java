@@ -1,0 +1,82 @@
+package com.microsoft.CNTK;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * The JNI functions of libloom_java (jni/loom_java.cpp), each one call of Loom's C API
+ * (loom_c.h). A failed call throws the exception that matches its status, with the C API's
+ * message. Strings cross as UTF-8 bytes: JNI's own string functions use a modified UTF-8.
+ */
+final class Native {
+  static final int FLAG_SPARSE = 1, FLAG_BATCH_AXIS = 2, FLAG_SEQUENCE_AXIS = 4;
+  static final int KIND_ARGUMENT = 0, KIND_OUTPUT = 1;
+  private static final int API_VERSION = 1;
+
+  static {
+    System.loadLibrary("loom_java");
+    int version = apiVersion();
+    if (version != API_VERSION)
+      throw new UnsatisfiedLinkError(
+          "libloom_c implements C API version " + version + "; this cntk.jar was built for version "
+              + API_VERSION + ": use the libloom_c.so built with it");
+  }
+
+  private Native() {}
+
+  static byte[] utf8(String text) {
+    byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+    return Arrays.copyOf(bytes, bytes.length + 1); // NUL-terminated
+  }
+
+  static String string(byte[] utf8) {
+    return new String(utf8, StandardCharsets.UTF_8);
+  }
+
+  static native int apiVersion();
+
+  static native long loadModel(byte[] utf8Path);
+
+  static native long loadModelFromBytes(byte[] bytes);
+
+  static native long cloneModel(long model);
+
+  static native void freeModel(long model);
+
+  static native int variableCount(long model, int kind);
+
+  static native byte[] variableName(long model, int kind, int index);
+
+  static native byte[] variableUid(long model, int kind, int index);
+
+  static native int variableDataType(long model, int kind, int index);
+
+  static native int variableFlags(long model, int kind, int index);
+
+  static native long[] variableShape(long model, int kind, int index);
+
+  /** Output handles for outputIndices, from the argument values at inputIndices. */
+  static native long[] evaluate(long model, long[] inputIndices, long[] inputs, long[] outputIndices);
+
+  /** numSamples dense samples (lengths null) or sequences of a sample shape in Loom's order. */
+  static native long createDenseFloat(long[] shape, long numSamples, long[] lengths, float[] data);
+
+  static native long createDenseDouble(long[] shape, long numSamples, long[] lengths, double[] data);
+
+  /** One-hot samples (lengths null) or sequences. */
+  static native long createOneHot(int dataType, long dimension, long[] lengths, long[] indices);
+
+  static native int valueDataType(long value);
+
+  static native int valueFlags(long value);
+
+  static native long[] valueSampleShape(long value);
+
+  static native long[] valueSequenceLengths(long value);
+
+  static native float[] valueFloats(long value);
+
+  static native double[] valueDoubles(long value);
+
+  static native void freeValue(long value);
+}
