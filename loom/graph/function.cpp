@@ -50,8 +50,9 @@ std::vector<Variable> leaves(const std::vector<Variable>& roots) {
 // The functions under roots in topological order, except that a delay op waits for the
 // functions that make its axes (a where, gather or slice whose output is on an axis none of its
 // inputs has) where it can: cloned first, they tell a loop's closing placeholder its axes.
-std::vector<std::shared_ptr<FunctionImpl>> clone_order(const std::vector<Variable>& roots) {
-  std::vector<std::shared_ptr<FunctionImpl>> pending = topological_order(roots), order;
+std::vector<std::shared_ptr<FunctionImpl>> clone_order(
+    const std::vector<Variable>& roots, const std::unordered_set<const VariableImpl*>& stop) {
+  std::vector<std::shared_ptr<FunctionImpl>> pending = topological_order(roots, stop), order;
   std::unordered_map<std::string, const FunctionImpl*> maker;  // axis name -> function
   for (auto& f : pending)
     for (auto& o : f->outputs)
@@ -100,7 +101,8 @@ bool is_delay(const FunctionImpl& f) {
   return f.op && f.op->traits(f.attributes).time_shift != 0;
 }
 
-std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<Variable>& roots) {
+std::vector<std::shared_ptr<FunctionImpl>> topological_order(
+    const std::vector<Variable>& roots, const std::unordered_set<const VariableImpl*>& stop) {
   std::vector<std::shared_ptr<FunctionImpl>> order;
   std::unordered_set<const FunctionImpl*> done, on_stack;
   // Iterative depth-first post-order, so deep graphs (long unrolled chains) cannot overflow.
@@ -112,7 +114,7 @@ std::vector<std::shared_ptr<FunctionImpl>> topological_order(const std::vector<V
   // Operands of delay ops: visited after the delay op, which breaks recurrent loops.
   std::vector<Variable> deferred;
   auto push = [&](const Variable& v) {
-    if (!v.is_output()) return;
+    if (!v.is_output() || stop.contains(v.impl().get())) return;
     auto f = v.impl()->owner.lock();
     LOOM_CHECK(f, StateError, "the function producing ", v.describe(), " no longer exists");
     if (done.count(f.get())) return;
@@ -305,7 +307,17 @@ const std::string& Function::uid() const {
   return get(impl_).uid;
 }
 bool Function::is_composite() const {
-  return get(impl_).op == nullptr;
+  const FunctionImpl& f = get(impl_);
+  return f.op == nullptr && !f.block;
+}
+
+bool Function::operator==(const Function& o) const {
+  return impl_ == o.impl_ || (impl_ && o.impl_ && impl_->block && impl_->block == o.impl_->block);
+}
+
+size_t Function::hash() const {
+  return std::hash<const void*>()(impl_ && impl_->block ? static_cast<const void*>(impl_->block.get())
+                                                        : impl_.get());
 }
 const Dictionary& Function::attributes() const {
   return get(impl_).attributes;
@@ -354,8 +366,9 @@ Dictionary& Function::custom_attributes() const {
 }
 
 const OpDef& Function::op() const {
-  LOOM_CHECK(!is_composite(), StateError, "composite ", to_string(), " has no single op");
-  return *impl_->op;
+  const FunctionImpl& f = get(impl_);
+  LOOM_CHECK(f.op, StateError, f.block ? "block " : "composite ", to_string(), " has no single op");
+  return *f.op;
 }
 
 std::string Function::op_name() const {
@@ -451,7 +464,7 @@ Function combine(const std::vector<Variable>& outputs, const std::string& name) 
   return Function(f);
 }
 
-Function as_block(const std::vector<Variable>& outputs, const std::string& block_name,
+Function as_layer(const std::vector<Variable>& outputs, const std::string& block_name,
                   const std::string& name, const std::vector<Variable>& arguments) {
   Function c = combine(outputs, name);
   c.impl()->block_name = block_name;
@@ -462,10 +475,16 @@ Function as_block(const std::vector<Variable>& outputs, const std::string& block
   return c;
 }
 
-Function Function::clone(ParameterCloneMethod method,
-                         const std::unordered_map<Variable, Variable>& substitutions) const {
+std::vector<Variable> clone_graph(
+    const std::vector<Variable>& roots, ParameterCloneMethod method,
+    const std::unordered_map<Variable, Variable>& substitutions, const BlockInfo* skip,
+    std::unordered_map<const BlockInfo*, std::shared_ptr<BlockInfo>>* cloned_blocks) {
   std::unordered_map<const VariableImpl*, Variable> map;
-  for (auto& [from, to] : substitutions) map[from.impl().get()] = to;
+  std::unordered_set<const VariableImpl*> substituted;
+  for (auto& [from, to] : substitutions) {
+    map[from.impl().get()] = to;
+    substituted.insert(from.impl().get());
+  }
   auto mapped = [&](const Variable& v) -> Variable {
     auto it = map.find(v.impl().get());
     if (it != map.end()) return it->second;
@@ -498,11 +517,12 @@ Function Function::clone(ParameterCloneMethod method,
         to.dynamic_axes()[1] != Axis::default_dynamic_axis())
       renamed.emplace(Axis::default_dynamic_axis().name(), to.dynamic_axes()[1]);
   }
-  auto roots = outputs();
   // A delay op closing a loop is cloned before its operand: it reads a placeholder of the
-  // operand's type (on the clone's axes) until the operand's clone exists.
+  // operand's type (on the clone's axes) until the operand's clone exists. The copy ends at the
+  // substituted variables: what only they lead to is not copied.
   std::vector<std::pair<Function, Variable>> loop_edges;  // (delay clone, original operand)
-  for (auto& f : clone_order(roots)) {
+  std::unordered_map<const VariableImpl*, std::shared_ptr<VariableImpl>> copies;
+  for (auto& f : clone_order(roots, substituted)) {
     const bool closes_loop =
         is_delay(*f) && f->inputs[0].is_output() && !map.count(f->inputs[0].impl().get());
     std::vector<Variable> ins;
@@ -513,23 +533,68 @@ Function Function::clone(ParameterCloneMethod method,
     Function g = remake_primitive(*f, std::move(ins));
     LOOM_CHECK(g.impl()->outputs.size() == f->outputs.size(), StateError, "clone of ", f->uid,
                " produced ", g.impl()->outputs.size(), " outputs instead of ", f->outputs.size());
-    // An output substituted (CNTK's clone replaces any variable, not only leaves) keeps its
-    // substitute: the functions that read it read the substitute.
-    for (size_t i = 0; i < f->outputs.size(); ++i)
-      if (map.try_emplace(f->outputs[i].get(), handle(g.impl()->outputs[i], g.impl())).second)
+    for (size_t i = 0; i < f->outputs.size(); ++i) {
+      const std::shared_ptr<VariableImpl>& copy = g.impl()->outputs[i];
+      copy->name = f->outputs[i]->name;  // a loaded model's or a block's output has its own
+      copies.emplace(f->outputs[i].get(), copy);
+      // An output substituted (CNTK's clone replaces any variable, not only leaves) keeps its
+      // substitute: the functions that read it read the substitute.
+      if (map.try_emplace(f->outputs[i].get(), handle(copy, g.impl())).second)
         note_axes(Variable(f->outputs[i], f), map[f->outputs[i].get()]);
+    }
     if (closes_loop) loop_edges.emplace_back(g, f->inputs[0]);
   }
   std::vector<Variable> new_roots;
   for (auto& r : roots) new_roots.push_back(mapped(r));
   for (auto& [delay, operand] : loop_edges)
     delay.replace_placeholders({{delay.inputs()[0], mapped(operand)}});
-  if (!is_composite()) return new_roots[0].owner();
-  Function c = combine(new_roots, name());  // not as_block: the layer tags stay as they are
-  c.impl()->block_name = impl_->block_name;
-  c.impl()->custom_attributes = impl_->custom_attributes;
-  for (auto& v : impl_->signature)
-    if (mapped(v).is_placeholder()) c.impl()->signature.push_back(mapped(v));
+  // The blocks copied: each with the copies of its arguments and outputs.
+  std::unordered_map<const BlockInfo*, std::shared_ptr<BlockInfo>> blocks;
+  auto copy_of = [&](const std::shared_ptr<BlockInfo>& b) -> std::shared_ptr<BlockInfo> {
+    auto& c = blocks[b.get()];
+    if (c) return c;
+    c = std::make_shared<BlockInfo>();
+    c->op_name = b->op_name;
+    c->name = b->name;
+    c->uid = new_uid("Block");
+    for (const Variable& a : b->arguments) c->arguments.emplace_back(mapped(a).impl());
+    if (auto d = b->known_definition()) c->set_definition(*d);
+    return c;
+  };
+  for (auto& [original, copy] : copies)
+    for (const std::shared_ptr<BlockInfo>& b : original->blocks)
+      if (b.get() != skip) copy->blocks.push_back(copy_of(b));
+  for (auto& [original, c] : blocks)
+    for (const auto& o : original->outputs) {
+      auto it = copies.find(o.lock().get());
+      if (it != copies.end()) c->outputs.push_back(it->second);
+    }
+  if (cloned_blocks) *cloned_blocks = std::move(blocks);
+  return new_roots;
+}
+
+Function Function::clone(ParameterCloneMethod method,
+                         const std::unordered_map<Variable, Variable>& substitutions) const {
+  const FunctionImpl& f = get(impl_);
+  std::unordered_map<const BlockInfo*, std::shared_ptr<BlockInfo>> blocks;
+  std::vector<Variable> new_roots = clone_graph(outputs(), method, substitutions, nullptr, &blocks);
+  if (f.block) {
+    auto it = blocks.find(f.block.get());
+    LOOM_CHECK(it != blocks.end(), StateError, "clone of block ", function_label(f),
+               ": its outputs were substituted");
+    return block_view(it->second);
+  }
+  if (f.op) return new_roots[0].producer();
+  Function c = combine(new_roots, name());  // not as_layer: the layer tags stay as they are
+  c.impl()->block_name = f.block_name;
+  c.impl()->custom_attributes = f.custom_attributes;
+  std::unordered_map<const VariableImpl*, Variable> substitute;
+  for (auto& [from, to] : substitutions) substitute.emplace(from.impl().get(), to);
+  for (auto& v : f.signature) {
+    auto it = substitute.find(v.impl().get());
+    const Variable& now = it == substitute.end() ? v : it->second;
+    if (now.is_placeholder()) c.impl()->signature.push_back(now);
+  }
   return c;
 }
 
@@ -580,8 +645,15 @@ Function& Function::replace_placeholders(
       // never freed: whoever holds the loop's outputs keeps it alive.
       if (produced_from(in, *f)) in = Variable(in.impl());
     }
-  // Outputs computed from untyped placeholders learn their types now where they can.
-  for (auto& f : topological_order(outputs())) {
+  // Outputs computed from untyped placeholders learn their types now where they can; blocks
+  // read the new variables.
+  const auto order = topological_order(outputs());
+  for (auto& f : order) {
+    for (auto& o : f->outputs)
+      for (auto& block : o->blocks)
+        for (Variable& a : block->arguments)
+          if (auto it = substitutions.find(a); it != substitutions.end())
+            a = Variable(it->second.impl());
     bool known = true;
     for (auto& in : f->inputs) known = known && in.has_known_shape();
     if (!known || f->outputs[0]->shape_known) continue;
@@ -595,6 +667,18 @@ Function& Function::replace_placeholders(
       o.is_sparse = specs[i].is_sparse;
     }
   }
+  // An output needs a gradient where an input does (make_primitive's rule), also where the
+  // input is new; a loop closed here passes it around (hence until nothing changes).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& f : order) {
+      bool needs = false;
+      for (auto& in : f->inputs) needs = needs || in.needs_gradient();
+      for (auto& o : f->outputs)
+        if (needs && !o->needs_gradient) o->needs_gradient = changed = true;
+    }
+  }
+  if (impl_->block) impl_->inputs = block_inputs(*impl_->block);
   return *this;
 }
 

@@ -89,9 +89,18 @@ class Function {
 
   const std::string& name() const;
   const std::string& uid() const;
-  // The op ("Plus", "Times", ...); "Composite" for combine() and layer results.
+  // The op ("Plus", "Times", ...); a block's op name (as_block); "Composite" for combine() and
+  // layer results.
   std::string op_name() const;
+  // A composite: combine()'s result or a layer's; neither a primitive nor a block.
   bool is_composite() const;
+  // A block (as_block): one function from outside, its composite inside (CNTK's BlockFunction).
+  bool is_block() const;
+  // A block's composite's root function (its single output's function, else the composite).
+  // StateError for a function that is not a block.
+  Function block_root() const;
+  // A block's (placeholder of its composite, variable it stands for) pairs, in input order.
+  std::vector<std::pair<Variable, Variable>> block_arguments_mapping() const;
   const Dictionary& attributes() const;
   const OpDef& op() const;
   // CNTK's SetAttribute, on a primitive (or a composite of one output, its root): "dropoutRate"
@@ -174,11 +183,13 @@ class Function {
 
   bool valid() const { return impl_ != nullptr; }
   const std::shared_ptr<FunctionImpl>& impl() const { return impl_; }
-  bool operator==(const Function& o) const { return impl_ == o.impl_; }
+  // The same function: the same primitive or composite, or views of the same block.
+  bool operator==(const Function& o) const;
+  size_t hash() const;
 
  private:
   Value eval_named(const NamedData& data) const;
-  // args with the placeholders of the signature (as_block's arguments) first, in its order.
+  // args with the placeholders of the signature (as_layer's arguments) first, in its order.
   std::vector<Variable> in_signature_order(std::vector<Variable> args) const;
 
   std::shared_ptr<FunctionImpl> impl_;
@@ -190,11 +201,27 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
                         const std::string& name = "");
 // A composite whose outputs are the given variables' (loss and metric as one criterion).
 Function combine(const std::vector<Variable>& outputs, const std::string& name = "");
+// CNTK's as_block: composite (a function of placeholders only) applied to the variables that
+// arguments_map gives for each of its placeholders, seen from outside as one function whose op
+// is op_name: its inputs are the composite's parameters and constants, then the variables;
+// graph walks at depth 0 meet it and not what is inside; block_root() and
+// block_arguments_mapping() give the composite back. It computes as the composite's primitives
+// would (clone(Share) onto the variables), and saves, loads and clones as a block.
+// ArgumentError for an argument of composite that is not a placeholder, or one mapped twice or
+// not at all; ShapeError for a typed placeholder mapped to a variable of another type.
+Function as_block(const Function& composite,
+                  const std::vector<std::pair<Variable, Variable>>& arguments_map,
+                  const std::string& op_name, const std::string& instance_name = "");
 // A composite of the given outputs that prints as block_name (how layers present themselves:
 // "Dense(Tensor[2]) -> Tensor[2]"); calling it gives a composite of the same block name. The
 // parameters it uses that belong to no layer yet become this layer's (Function::parameter).
 // arguments: its placeholders in the order a call binds them (default: the order of first use).
-Function as_block(const std::vector<Variable>& outputs, const std::string& block_name,
+Function as_layer(const std::vector<Variable>& outputs, const std::string& block_name,
                   const std::string& name = "", const std::vector<Variable>& arguments = {});
 
 }  // namespace loom
+
+template <>
+struct std::hash<loom::Function> {
+  size_t operator()(const loom::Function& f) const noexcept { return f.hash(); }
+};

@@ -8,6 +8,7 @@
 #include "loom/graph/executor.h"
 #include "loom/ops/ops.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/serialize/model_file.h"
 
 namespace loom {
 namespace {
@@ -192,6 +193,16 @@ TEST(RecurrentLoop, CloneKeepsTheLoop) {
   EXPECT_NE(c.parameters()[0], r.W);
 }
 
+// The loop's placeholder needs no gradient, the variable closing it does: the delay's output
+// needs one once the loop is closed, as a loaded copy infers (it was saved as not needing one).
+TEST(RecurrentLoop, SavesAndLoadsTheLoop) {
+  Rnn r = rnn(kF64, 1, constant(0, kF64));
+  const Value x = random_sequences({kIn}, kRagged, kF64, 17);
+  Function loaded = load_model_from_bytes(save_model_to_bytes(r.h));
+  expect_near(loaded.eval_one({{loaded.arguments()[0], x}}).as_sequences<double>(),
+              reference(r, x, 1, kZeros));
+}
+
 TEST(RecurrentLoop, CycleWithoutDelayIsRejected) {
   Variable x = sequence::input_variable({2}, f64("x"));
   Variable p = placeholder({2}, kF64, x.dynamic_axes());
@@ -254,7 +265,7 @@ TEST(RecurrentLoop, CloneOfALoopOnANewAxisRunsOnTheClonesAxis) {
   Variable p = placeholder({1}, kF64, kept.dynamic_axes());
   Function sum = plus(sequence::past_value(p), kept);
   sum.replace_placeholders({{p, sum}});
-  Function block = as_block({sum}, "RunningSum", "", {x, keep});
+  Function block = as_layer({sum}, "RunningSum", "", {x, keep});
   Variable a = sequence::input_variable({1}, f64("a"));
   Variable c = sequence::input_variable({}, f64("c"));
   Function once = block(a, c), twice = once.clone(ParameterCloneMethod::Share);

@@ -75,6 +75,12 @@ void Variable::set_value(const NDArrayView& value) const {
 Function Variable::owner() const {
   const VariableImpl& v = get(impl_);
   LOOM_CHECK(v.kind == VariableKind::Output, StateError, "only outputs have an owner function");
+  return v.blocks.empty() ? producer() : block_view(v.blocks.back());
+}
+
+Function Variable::producer() const {
+  const VariableImpl& v = get(impl_);
+  LOOM_CHECK(v.kind == VariableKind::Output, StateError, "only outputs have a producing function");
   auto f = v.owner.lock();
   LOOM_CHECK(f, StateError, "the function producing ", loom::describe(v), " no longer exists");
   return Function(f);

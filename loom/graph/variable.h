@@ -56,8 +56,11 @@ class Variable {
   NDArrayView& value() const;
   void set_value(const NDArrayView& value) const;
 
-  // Outputs: the primitive function producing it.
+  // Outputs: the function computing it as the graph shows it (CNTK's Owner): the outermost
+  // block it is an output of (as_block), else the primitive producing it.
   Function owner() const;
+  // Outputs: the primitive function producing it, inside any blocks.
+  Function producer() const;
 
   // As CNTK's Python API prints types: "Tensor[2]", "SparseTensor[2]", "Sequence[Tensor[2]]",
   // "SequenceOver[axis][Tensor[2]]", "ParameterTensor[2,5]", "Sequence[tensor]" (a placeholder,

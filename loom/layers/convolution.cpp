@@ -58,7 +58,7 @@ std::vector<T> per_filter_axis(const char* block, const char* option, const std:
 
 // The block of x -> y, named op_name when given.
 Function conv_block(const Variable& y, const char* block, const ConvolutionLayerOptions& o) {
-  return as_block({y}, o.op_name.empty() ? block : o.op_name, o.name);
+  return as_layer({y}, o.op_name.empty() ? block : o.op_name, o.name);
 }
 
 // Static axes [begin, end) of y, all of extent 1, removed (end 0: to the end).
@@ -193,7 +193,7 @@ Function ConvolutionTranspose(const NDShape& filter_shape, size_t num_filters,
                                       .dilation = o.dilation,
                                       .reduction_rank = o.reduction_rank});
   if (r.bias) y = plus(y, bias_parameter(num_filters, n, r.init_bias, o.dtype));
-  return as_block({r.activation(y)}, "ConvolutionTranspose", o.name);
+  return as_layer({r.activation(y)}, "ConvolutionTranspose", o.name);
 }
 
 Function ConvolutionTranspose1D(const NDShape& filter_shape, size_t num_filters,

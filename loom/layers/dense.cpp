@@ -22,7 +22,7 @@ Function Dense(const NDShape& shape, const DenseOptions& o) {
   Variable r = times(x, W, shape.rank(), infer_map);
   if (bias) r = plus(r, parameter(shape, o.init_bias.value_or(d.init_bias), o.dtype, "b"));
   r = activation(r);
-  return as_block({r}, "Dense", o.name);
+  return as_layer({r}, "Dense", o.name);
 }
 
 }  // namespace loom

@@ -11,7 +11,7 @@ Function Dropout(const DropoutOptions& o) {
              "Dropout: keep_prob ", o.keep_prob.value_or(0), " is outside (0, 1]");
   const double rate = o.dropout_rate ? *o.dropout_rate : 1 - *o.keep_prob;
   Variable x = placeholder("x");
-  return as_block({dropout(x, rate, o.seed)}, "Dropout", o.name);
+  return as_layer({dropout(x, rate, o.seed)}, "Dropout", o.name);
 }
 
 }  // namespace loom

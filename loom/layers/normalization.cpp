@@ -31,7 +31,7 @@ Function BatchNormalization(const BatchNormalizationOptions& o) {
       x, scale, bias, inferred_zeros(o.dtype, "aggregate_mean"),
       inferred_zeros(o.dtype, "aggregate_variance"), constant(0.0, o.dtype, "aggregate_count"),
       o.map_rank.has_value(), o.normalization_time_constant, o.blend_time_constant, o.epsilon);
-  return as_block({y}, "BatchNormalization", o.name);
+  return as_layer({y}, "BatchNormalization", o.name);
 }
 
 Function LayerNormalization(const LayerNormalizationOptions& o) {
@@ -39,7 +39,7 @@ Function LayerNormalization(const LayerNormalizationOptions& o) {
   Parameter scale = parameter(inferred, constant_initializer(o.initial_scale), o.dtype, "scale");
   Parameter bias = parameter(inferred, constant_initializer(o.initial_bias), o.dtype, "bias");
   Variable x = placeholder("x");
-  return as_block({layer_normalization(x, scale, bias, o.epsilon)}, "LayerNormalization", o.name);
+  return as_layer({layer_normalization(x, scale, bias, o.epsilon)}, "LayerNormalization", o.name);
 }
 
 }  // namespace loom

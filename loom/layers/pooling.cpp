@@ -11,12 +11,12 @@ Function pooling_layer(const char* block, PoolingType type, const NDShape& filte
   const std::vector<bool> pad = o.pad ? o.pad->flags : std::vector<bool>{current_defaults().pad};
   Variable x = placeholder("x");
   Variable y = pooling(x, type, filter_shape, {.strides = o.strides, .auto_padding = pad});
-  return as_block({y}, block, o.name);
+  return as_layer({y}, block, o.name);
 }
 
 Function global_pooling_layer(const char* block, PoolingType type, const std::string& name) {
   Variable x = placeholder("x");
-  return as_block({global_pooling(x, type)}, block, name);
+  return as_layer({global_pooling(x, type)}, block, name);
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ Function MaxUnpooling(const NDShape& filter_shape, const PoolingLayerOptions& o)
   Variable y = unpooling(
       x, pooling_input, PoolingType::Max, filter_shape,
       {.strides = o.strides, .auto_padding = o.pad ? o.pad->flags : std::vector<bool>{false}});
-  return as_block({y}, "MaxUnpooling", o.name, {x, pooling_input});
+  return as_layer({y}, "MaxUnpooling", o.name, {x, pooling_input});
 }
 
 Function GlobalMaxPooling(const std::string& name) {

@@ -61,7 +61,7 @@ bool computed_from(const Variable& out, const Variable& v) {
     stack.pop_back();
     if (u == v) return true;
     if (!u.is_output() || !seen.insert(u.impl().get()).second) continue;
-    const FunctionImpl& f = *u.owner().impl();
+    const FunctionImpl& f = *u.producer().impl();
     for (size_t i = is_delay(f) ? 1 : 0; i < f.inputs.size(); ++i) stack.push_back(f.inputs[i]);
   }
   return false;
@@ -232,9 +232,9 @@ Function Recurrence(const Function& step, const RecurrenceOptions& o) {
   const std::vector<Variable> inits = initial_states(states, o);
   if (o.fused && !o.return_full_state)
     if (std::optional<Variable> h = fused_recurrence_of(step, inits, x, o.go_backwards))
-      return as_block({*h}, "Recurrence", o.name, {x});
+      return as_layer({*h}, "Recurrence", o.name, {x});
   auto outs = recurrence(step, states, inits, x, o.go_backwards);
-  return as_block(returned(outs, o.return_full_state), "Recurrence", o.name, {x});
+  return as_layer(returned(outs, o.return_full_state), "Recurrence", o.name, {x});
 }
 
 Function RecurrenceFrom(const Function& step, const RecurrenceOptions& o) {
@@ -248,7 +248,7 @@ Function RecurrenceFrom(const Function& step, const RecurrenceOptions& o) {
   auto outs = recurrence(step, states, inits, x, o.go_backwards);
   std::vector<Variable> arguments = inits;
   arguments.push_back(x);
-  return as_block(returned(outs, o.return_full_state), "RecurrenceFrom", o.name, arguments);
+  return as_layer(returned(outs, o.return_full_state), "RecurrenceFrom", o.name, arguments);
 }
 
 Function Fold(const Function& step, const RecurrenceOptions& o) {
@@ -259,7 +259,7 @@ Function Fold(const Function& step, const RecurrenceOptions& o) {
        returned(recurrence(step, states, initial_states(states, o), x, o.go_backwards),
                 o.return_full_state))
     finals.push_back(o.go_backwards ? sequence::first(s) : sequence::last(s));
-  return as_block(finals, "Fold", o.name, {x});
+  return as_layer(finals, "Fold", o.name, {x});
 }
 
 Function LSTM(size_t shape, const RecurrentCellOptions& o) {
@@ -275,7 +275,7 @@ Function LSTM(size_t shape, const RecurrentCellOptions& o) {
   const Variable c = plus(element_times(f, dc), element_times(i, k.act(k.gate(a, 1))));
   const Variable og = sigmoid(peephole(k.gate(a, 3), k.Co, stabilized(k.S_c, c)));
   const Variable h = k.output(element_times(og, k.act(c)));
-  return k.describe(as_block({h, c}, "LSTM", o.name, {k.dh, dc, k.x}), "LSTM");
+  return k.describe(as_layer({h, c}, "LSTM", o.name, {k.dh, dc, k.x}), "LSTM");
 }
 
 Function GRU(size_t shape, const RecurrentCellOptions& o) {
@@ -288,28 +288,28 @@ Function GRU(size_t shape, const RecurrentCellOptions& o) {
   const Variable cand = k.act(plus(k.gate(ax, 2), times(element_times(dhs, r), k.H1)));
   const Variable blend =
       plus(element_times(minus(constant(1, k.dtype), z), cand), element_times(z, dhs));
-  return k.describe(as_block({k.output(blend)}, "GRU", o.name, {k.dh, k.x}), "GRU");
+  return k.describe(as_layer({k.output(blend)}, "GRU", o.name, {k.dh, k.x}), "GRU");
 }
 
 Function RNNStep(size_t shape, const RecurrentCellOptions& o) {
   Cell k(shape, o, 1, 1, false, sigmoid);
   const Variable dhs = stabilized(k.S_dh, k.dh);
   const Variable h = k.act(plus(plus(k.b, times(k.x, k.W)), times(dhs, k.H)));
-  return k.describe(as_block({k.output(h)}, "RNNStep", o.name, {k.dh, k.x}), "RNNStep");
+  return k.describe(as_layer({k.output(h)}, "RNNStep", o.name, {k.dh, k.x}), "RNNStep");
 }
 
 Function Embedding(size_t shape, const EmbeddingOptions& o) {
   Parameter E = parameter({NDShape::kInferred, shape}, o.init.value_or(current_defaults().init),
                           o.dtype, "E");
   Variable x = placeholder("x");
-  return as_block({times(x, E)}, "Embedding", o.name);
+  return as_layer({times(x, E)}, "Embedding", o.name);
 }
 
 Function Embedding(const NDArrayView& weights, const std::string& name) {
   LOOM_CHECK(weights.shape().rank() == 2, ShapeError, "Embedding: weights of shape ",
              weights.shape().to_string(), " are not a matrix [input dim, embedding dim]");
   Variable x = placeholder("x");
-  return as_block({times(x, constant(weights, "E"))}, "Embedding", name);
+  return as_layer({times(x, constant(weights, "E"))}, "Embedding", name);
 }
 
 Function Stabilizer(double steepness, bool enable, DataType dtype, const std::string& name) {
@@ -321,7 +321,7 @@ Function Stabilizer(double steepness, bool enable, DataType dtype, const std::st
   const Variable beta =
       element_divide(log(plus(constant(1, dtype), exp(element_times(k, alpha)))), k);
   Variable x = placeholder("x");
-  return as_block({element_times(beta, x)}, "Stabilizer", name);
+  return as_layer({element_times(beta, x)}, "Stabilizer", name);
 }
 
 Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
@@ -356,7 +356,7 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   const Variable emitted = z.outputs()[0];
   const Variable output = outputs == 1 ? state : owning(emitted, {state});
   if (!o.until_predicate.valid())
-    return as_block({output}, "UnfoldFrom", o.name, {initial_state, like});
+    return as_layer({output}, "UnfoldFrom", o.name, {initial_state, like});
   const Function& until = o.until_predicate;
   LOOM_CHECK(until.placeholders().size() == 1 && until.outputs().size() == 1, ArgumentError,
              "UnfoldFrom: until_predicate ", until.to_string(),
@@ -369,17 +369,17 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   Variable h = placeholder(p.shape(), p.dtype(), p.dynamic_axes(), "valid");
   Function valid = element_times(before, sequence::past_value(h, constant(1, p.dtype())));
   valid.replace_placeholders({{h, valid}});
-  return as_block({sequence::gather(output, valid)}, "UnfoldFrom", o.name, {initial_state, like});
+  return as_layer({sequence::gather(output, valid)}, "UnfoldFrom", o.name, {initial_state, like});
 }
 
 Function Delay(int64_t T, const Variable& initial_state, const std::string& name) {
   Variable x = placeholder("x");
-  if (T == 0) return as_block({Identity()(x)}, "Delay", name, {x});
+  if (T == 0) return as_layer({Identity()(x)}, "Delay", name, {x});
   Variable delayed = initial_state.valid()
                          ? Variable(sequence::delay(x, initial_state, T))
                          : Variable(T > 0 ? sequence::past_value(x, size_t(T))
                                           : sequence::future_value(x, size_t(-T)));
-  return as_block({delayed}, "Delay", name, {x});
+  return as_layer({delayed}, "Delay", name, {x});
 }
 
 namespace {
@@ -414,7 +414,7 @@ Function PastValueWindow(size_t window_size, int axis, const PastValueWindowOpti
   }
   const Variable value = splice(values, Axis(axis), "value");
   const Variable valid = splice(valids, Axis(axis), "valid");
-  return as_block({value, valid}, "PastValueWindow", o.name, {x});
+  return as_layer({value, valid}, "PastValueWindow", o.name, {x});
 }
 
 }  // namespace loom

@@ -210,7 +210,7 @@ TEST(RecurrentLayers, UserStepFunction) {
   Parameter W = parameter(random_array({kIn, 4}, kF64, 20), "W");
   Variable h = placeholder({4}, kF64, default_sequence_axes(), "h");
   Variable in = placeholder("in");
-  Function step = as_block({tanh(plus(h, times(in, W)))}, "MyStep", "", {h, in});
+  Function step = as_layer({tanh(plus(h, times(in, W)))}, "MyStep", "", {h, in});
   Variable x = seq_input();
   Function r = Recurrence(step, {.go_backwards = true})(x);
   const Value xv = random_sequences({kIn}, kRagged, kF64, 21);
@@ -222,7 +222,7 @@ TEST(RecurrentLayers, UserStepFunction) {
                         }));
   // A state argument without a type cannot tell the recurrence its shape.
   Variable untyped = placeholder("h");
-  Function bad = as_block({tanh(plus(untyped, times(in, W)))}, "MyStep", "", {untyped, in});
+  Function bad = as_layer({tanh(plus(untyped, times(in, W)))}, "MyStep", "", {untyped, in});
   try {
     Recurrence(bad);
     ADD_FAILURE() << "expected ArgumentError";
@@ -343,7 +343,7 @@ struct LaggedStep {
     Variable h = placeholder({2}, kF64, default_sequence_axes(), "h");
     Variable c = placeholder({2}, kF64, default_sequence_axes(), "c");
     Variable x = placeholder("x");
-    f = as_block({tanh(plus(times(h, W), c)), tanh(plus(times(c, A), times(x, U)))}, "Lagged", "",
+    f = as_layer({tanh(plus(times(h, W), c)), tanh(plus(times(c, A), times(x, U)))}, "Lagged", "",
                  {h, c, x});
   }
   State operator()(const State& s, const Vec& x) const {

@@ -21,7 +21,7 @@ Function Sequential(const std::vector<Function>& layers, const std::string& name
 }
 
 Function Identity(const std::string& name) {
-  return as_block({placeholder("x")}, "Identity", name);
+  return as_layer({placeholder("x")}, "Identity", name);
 }
 
 Function identity() {
@@ -31,7 +31,7 @@ Function identity() {
 Function ActivationLayer(const std::optional<Activation>& activation, const std::string& name) {
   const Activation f = activation.value_or(current_defaults().activation);
   Variable x = placeholder("x");
-  return as_block({f(x)}, "Activation", name, {x});
+  return as_layer({f(x)}, "Activation", name, {x});
 }
 
 Function Label(const std::string& name) {

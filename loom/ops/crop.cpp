@@ -100,7 +100,7 @@ using Transforms = std::unordered_map<const VariableImpl*, SpatialTransform>;
 // Adds the inputs of v's producer to `transforms` (and `pending`), composed with v's map.
 void visit_inputs(const Variable& v, Transforms& transforms, std::vector<Variable>& pending) {
   if (!v.is_output()) return;  // an input, parameter or constant: nothing above it
-  const Function f = v.owner();
+  const Function f = v.producer();
   const FunctionImpl& impl = *f.impl();
   const OpDef& op = *impl.op;
   const SpatialTransform& to_start = transforms.at(v.impl().get());

@@ -54,7 +54,7 @@ class ForwardBackwardOp : public OpDef {
                                 const Dictionary& a) const override {
     const char* fn = "forward_backward";
     const Variable &graph = in[0], &features = in[1];
-    LOOM_CHECK(graph.is_output() && &graph.owner().op() == &kLabelsToGraph, ArgumentError, fn,
+    LOOM_CHECK(graph.is_output() && &graph.producer().op() == &kLabelsToGraph, ArgumentError, fn,
                ": graph ", graph.describe(), " must be labels_to_graph(labels)");
     LOOM_CHECK(!features.dynamic_axes().empty() && graph.dynamic_axes() == features.dynamic_axes(),
                ShapeError, fn, ": graph ", graph.describe(), " and features ", features.describe(),

@@ -192,7 +192,7 @@ TEST(FusedRecurrence, OnlyForTheCellsItKnows) {
   EXPECT_FALSE(has_fused_op(Recurrence(RNNStep(4, {.activation = swish}))(x)));
   Variable h = placeholder({4}, kF32, default_sequence_axes(), "h");
   Variable in = placeholder("in");
-  Function mine = as_block({tanh(plus(h, times(in, parameter({kIn, 4}, glorot_uniform()))))},
+  Function mine = as_layer({tanh(plus(h, times(in, parameter({kIn, 4}, glorot_uniform()))))},
                            "MyStep", "", {h, in});
   EXPECT_FALSE(has_fused_op(Recurrence(mine)(x)));
   // Prints as the step loop does.

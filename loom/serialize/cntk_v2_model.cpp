@@ -841,10 +841,7 @@ class Builder {
       std::unordered_map<Variable, Variable> substitutions;
       for (const Variable& p : result.placeholders())
         if (auto it = loops.find(p.uid()); it != loops.end()) substitutions.emplace(p, it->second);
-      if (substitutions.empty()) {
-        if (round > 0) refresh_needs_gradient(result);
-        return;
-      }
+      if (substitutions.empty()) return;
       try {
         result.replace_placeholders(substitutions);
       } catch (const Error& e) {
@@ -852,23 +849,6 @@ class Builder {
       }
     }
     top_.fail("the recurrent loops' placeholders do not close");
-  }
-
-  // A function that read a loop's placeholder was made not needing gradients; now that it
-  // reads the loop's output it does where that output does (as make_primitive decides), so
-  // the graph reads as one built directly, and saves and loads as one. Delay ops may read
-  // outputs later in the order: repeat until nothing changes.
-  static void refresh_needs_gradient(const Function& result) {
-    const auto order = topological_order(result.outputs());
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const auto& f : order) {
-        bool needs = false;
-        for (const Variable& in : f->inputs) needs = needs || in.needs_gradient();
-        for (const auto& o : f->outputs)
-          if (needs && !o->needs_gradient) o->needs_gradient = changed = true;
-      }
-    }
   }
 
   void build_record(Record& r) {
@@ -939,12 +919,21 @@ class Builder {
   }
 
   // A block is built in place: its inner functions read the block's arguments directly (its
-  // placeholders resolve to them), so the block is the composite of its root's outputs, as a
-  // Loom layer called on its arguments is. Its own parameters become the layer's.
+  // placeholders resolve to them), which is Loom's expansion of a block (as_block), and the
+  // block is recorded on its root's outputs (those it computes). Its own parameters become a
+  // layer's, so that parameter paths name them by the block.
   void build_block(Record& r) {
     Record& root = records_[function_index_.at(r.block_root)];
     if (!root.built) r.f.fail("the block's root '", printable(r.block_root), "' is not built");
     r.outputs = root.outputs;
+    auto block = std::make_shared<BlockInfo>();
+    block->op_name = r.block_op_name;
+    block->name = r.name;
+    block->uid = r.uid;
+    for (const std::string& value : r.values) block->arguments.emplace_back(resolve(r, value).impl());
+    for (const Variable& o : r.outputs)
+      if (computed_inside(*block, o)) block->outputs.push_back(o.impl());
+    attach_block(block);
     auto tag = std::make_shared<const LayerTag>(LayerTag{r.block_op_name, r.name});
     for (const auto& in : r.inputs) {
       // A parameter passed as an argument (a Stabilizer's alpha into its softplus) belongs to

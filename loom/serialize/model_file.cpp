@@ -337,6 +337,10 @@ Dictionary model_to_dictionary(const Function& f) {
   };
   DictionaryVector variables, functions;
   std::vector<const LayerTag*> layers;
+  // Blocks, numbered in the order their outputs are met; each output lists its blocks'
+  // numbers, innermost first.
+  std::vector<const BlockInfo*> blocks;
+  std::unordered_map<const BlockInfo*, int64_t> block_numbers;
   for (const Variable& v : leaves) {
     claim(v.uid(), v.impl().get(), "variable");
     variables.emplace_back(describe_leaf(*v.impl(), layers));
@@ -353,29 +357,98 @@ Dictionary model_to_dictionary(const Function& f) {
     DictionaryVector outs;
     for (const auto& o : fn->outputs) {
       claim(o->uid, o.get(), "variable");
-      outs.emplace_back(describe_variable(*o));
+      DictionaryMap out = describe_variable(*o);
+      if (!o->blocks.empty()) {
+        DictionaryVector numbers;
+        for (const auto& b : o->blocks) {
+          auto [it, fresh] = block_numbers.emplace(b.get(), int64_t(blocks.size()));
+          if (fresh) blocks.push_back(b.get());
+          numbers.emplace_back(it->second);
+        }
+        out["blocks"] = std::move(numbers);
+      }
+      outs.emplace_back(std::move(out));
     }
     d["outputs"] = std::move(outs);
     if (fn->random) d["random"] = fn->random->checkpoint();
     if (fn->custom_attributes.size() != 0) d["custom_attributes"] = fn->custom_attributes.map();
     functions.emplace_back(std::move(d));
   }
+  DictionaryVector block_entries;
+  for (const BlockInfo* b : blocks) {
+    DictionaryMap d;
+    d["op_name"] = b->op_name;
+    d["name"] = b->name;
+    d["uid"] = b->uid;
+    claim(b->uid, b, "function");
+    for (const Variable& a : b->arguments)
+      LOOM_CHECK(uids.contains(a.uid()), StateError, "cannot save ", f.to_string(), ": block ",
+                 b->uid, " reads ", a.describe(), ", which is not in the graph");
+    d["arguments"] = uids_of(b->arguments);
+    std::vector<Variable> outputs;  // those in the graph (one nothing keeps is gone)
+    for (const auto& o : b->outputs)
+      if (auto v = o.lock(); v && uids.contains(v->uid) && uids.at(v->uid) == v.get())
+        outputs.emplace_back(v);
+    d["outputs"] = uids_of(outputs);
+    block_entries.emplace_back(std::move(d));
+  }
   DictionaryMap root;
   root["uid"] = f.uid();
   root["name"] = f.name();
   root["composite"] = f.is_composite();
+  if (f.is_block()) root["block"] = true;
   root["block_name"] = f.impl()->block_name;
   if (f.is_composite() && f.impl()->custom_attributes.size() != 0)
     root["custom_attributes"] = f.impl()->custom_attributes.map();
   root["outputs"] = uids_of(roots);
 
   Dictionary g;
-  g["graph_version"] = kGraphVersion;
+  g["graph_version"] = blocks.empty() ? int64_t{1} : kGraphVersion;
   g["variables"] = std::move(variables);
   g["functions"] = std::move(functions);
+  if (!blocks.empty()) g["blocks"] = std::move(block_entries);
   g["root"] = std::move(root);
   return g;
 }
+
+namespace {
+// The blocks a graph of version 2 lists, with their arguments and outputs (defined: every
+// variable by uid).
+std::vector<std::shared_ptr<BlockInfo>> read_blocks(
+    const Fields& top, const std::unordered_map<std::string, Variable>& defined, int64_t version) {
+  std::vector<std::shared_ptr<BlockInfo>> blocks;
+  if (!top.has("blocks")) return blocks;
+  if (version < 2) top.fail("blocks in a graph of version ", version);
+  const auto& entries = top.get<DictionaryVector>("blocks");
+  auto variable = [&](const Fields& f, const DictionaryVector& uids, size_t k, const char* what) {
+    if (!uids[k].is<std::string>())
+      f.fail(what, "[", k, "] holds ", uids[k].type_name(), " where a uid is expected");
+    auto it = defined.find(uids[k].get<std::string>());
+    if (it == defined.end())
+      f.fail(what, "[", k, "] '", printable(uids[k].get<std::string>()), "' is not defined");
+    return it->second;
+  };
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Fields f = item(top, entries, i, "blocks");
+    auto b = std::make_shared<BlockInfo>();
+    b->op_name = f.get<std::string>("op_name");
+    if (b->op_name.empty()) f.fail("a block without an op name");
+    b->name = f.get<std::string>("name");
+    b->uid = f.get<std::string>("uid");
+    const auto& arguments = f.get<DictionaryVector>("arguments");
+    for (size_t k = 0; k < arguments.size(); ++k)
+      b->arguments.emplace_back(variable(f, arguments, k, "arguments").impl());
+    const auto& outputs = f.get<DictionaryVector>("outputs");
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const Variable o = variable(f, outputs, k, "outputs");
+      if (!o.is_output()) f.fail("outputs[", k, "] '", printable(o.uid()), "' is not computed");
+      b->outputs.push_back(o.impl());
+    }
+    blocks.push_back(std::move(b));
+  }
+  return blocks;
+}
+}  // namespace
 
 Function model_from_dictionary(const Dictionary& graph, const std::string& where) {
   Fields top(graph.map(), "graph", where);
@@ -439,6 +512,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
     }
   };
   std::vector<std::tuple<Function, std::string, Fields>> loop_edges;  // delay, operand uid
+  // Outputs of blocks: the variable, its blocks' numbers, where it is in the file.
+  std::vector<std::tuple<std::shared_ptr<VariableImpl>, DictionaryVector, Fields>> block_outputs;
   for (size_t i = 0; i < functions.size(); ++i) {
     Fields f = item(top, functions, i, "functions");
     const std::string& op_name = f.get<std::string>("op");
@@ -520,6 +595,10 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
       check("needs_gradient", s.needs_gradient, o.needs_gradient);
       o.uid = s.uid;
       o.name = s.name;
+      if (of.has("blocks")) {
+        if (version < 2) of.fail("blocks in a graph of version ", version);
+        block_outputs.emplace_back(impl.outputs[k], of.get<DictionaryVector>("blocks"), of);
+      }
       define(of, s.uid, Variable(impl.outputs[k], fn.impl()));
     }
     if (closes_loop) loop_edges.emplace_back(fn, input_uids[0].get<std::string>(), f);
@@ -531,6 +610,15 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
       f.fail("cannot close the recurrent loop through '", printable(operand), "': ", e.what());
     }
   }
+
+  const std::vector<std::shared_ptr<BlockInfo>> blocks = read_blocks(top, defined, version);
+  for (auto& [output, numbers, f] : block_outputs)
+    for (size_t k = 0; k < numbers.size(); ++k) {
+      if (!numbers[k].is<int64_t>() || numbers[k].get<int64_t>() < 0 ||
+          numbers[k].get<int64_t>() >= int64_t(blocks.size()))
+        f.fail("blocks[", k, "] is not the number of one of the ", blocks.size(), " blocks");
+      output->blocks.push_back(blocks[numbers[k].get<int64_t>()]);
+    }
 
   Fields r = top.child("root");
   const auto& root_uids = r.get<DictionaryVector>("outputs");
@@ -545,6 +633,11 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
     roots.push_back(it->second);
   }
   const std::string& uid = r.get<std::string>("uid");
+  if (r.has("block") && r.get<bool>("block")) {
+    for (const auto& b : blocks)
+      if (b->uid == uid) return block_view(b);
+    r.fail("root block '", printable(uid), "' is not defined");
+  }
   if (r.get<bool>("composite")) {
     Function c = combine(roots, r.get<std::string>("name"));  // the layers are as stored
     c.impl()->block_name = r.get<std::string>("block_name");

@@ -61,7 +61,9 @@ void copy_leaf_values(const Function& saved, const Function& current);
 // which must hold the same graph.
 void restore_model(const Function& f, const std::string& path);
 
-// The graph dictionary's schema version this Loom writes and the newest it reads.
-inline constexpr int64_t kGraphVersion = 1;
+// The graph dictionary's schema version this Loom writes and the newest it reads: 2 added
+// blocks (as_block), and a graph without blocks is written as version 1, which older Looms
+// read.
+inline constexpr int64_t kGraphVersion = 2;
 
 }  // namespace loom

@@ -109,7 +109,7 @@ std::string graph_def(const Function& model) {
   // The node name an input edge refers to: "node" for its first output, "node:k" otherwise.
   const auto input_name = [&](const Variable& v) -> std::string {
     if (v.is_output()) {
-      const std::string& node = node_names.at(v.owner().impl().get());
+      const std::string& node = node_names.at(v.producer().impl().get());
       const size_t index = v.impl()->output_index;
       return index == 0 ? node : node + ":" + std::to_string(index);
     }

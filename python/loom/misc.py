@@ -1,6 +1,6 @@
-"""CNTK's cntk.misc: converting the functions of a graph. Loom's blocks are composites of
-primitives, so the walk sees every function; convert_optimized_rnnstack is left out with
-optimized_rnnstack (a cuDNN-only op)."""
+"""CNTK's cntk.misc: converting the functions of a graph. The walk is at depth 0, as CNTK's: a
+block is converted whole or not at all, Loom's layers (composites) function by function;
+convert_optimized_rnnstack is left out with optimized_rnnstack (a cuDNN-only op)."""
 from loom._loom import CloneMethod, combine, depth_first_search
 
 

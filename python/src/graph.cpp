@@ -65,7 +65,8 @@ void update_signature(Function& f, const py::args& types, const py::kwargs& name
 // A Python function over Variables as a Function (CNTK's @Function): one placeholder per
 // required parameter of the Python function, named after it and bound in that order by a later
 // call; a tuple result gives a function of several outputs.
-Function function_from_callable(const py::function& f) {
+Function function_from_callable(const py::function& f, bool make_block, py::handle op_name,
+                                const std::string& name) {
   std::vector<Variable> placeholders;
   py::list args;
   for (const std::string& name : required_parameters(f)) {
@@ -80,6 +81,15 @@ Function function_from_callable(const py::function& f) {
     outputs.push_back(as_variable(result));
   Function composite = combine(outputs);
   composite.impl()->signature = placeholders;
+  // CNTK's @BlockFunction: the composite as a block of new placeholders, which a call binds.
+  if (make_block) {
+    if (op_name.is_none()) throw py::type_error("Function(make_block=True) needs an op_name");
+    std::vector<std::pair<Variable, Variable>> arguments;
+    for (const Variable& p : placeholders) arguments.emplace_back(p, placeholder(p.name()));
+    composite = as_block(composite, arguments, op_name.cast<std::string>(), name);
+    placeholders.clear();
+    for (const auto& [inner, outer] : arguments) placeholders.push_back(outer);
+  }
   // Annotated parameters (Python 3 annotations, or @Signature) give their arguments types.
   py::dict annotations = py::getattr(f, "__annotations__", py::dict());
   py::kwargs typed;
@@ -214,12 +224,19 @@ py::list node_objects(const std::vector<GraphNode>& nodes) {
 }
 
 // CNTK's find_by_name: the one node named name, None for none, ValueError for several.
-py::object find_one_by_name(const Function& root, const std::string& name) {
-  std::vector<GraphNode> found = find_all_with_name(root, name);
+py::object find_one_by_name(const Function& root, const std::string& name, int depth) {
+  std::vector<GraphNode> found = find_all_with_name(root, name, depth);
   if (found.size() > 1)
     throw py::value_error("found multiple functions matching \"" + name +
                           "\". If that was expected call find_all_with_name");
   return found.empty() ? py::object(py::none()) : node_object(found[0]);
+}
+
+// CNTK's root_function: a composite's single output's function (a primitive or a block), else
+// the function itself.
+Function root_function(const Function& f) {
+  return f.is_composite() && f.outputs().size() == 1 && f.output().is_output() ? f.output().owner()
+                                                                               : f;
 }
 
 // CNTK's Function.load: a model from a path, or from its bytes (bytes or bytearray).
@@ -347,7 +364,9 @@ void add_graph(py::module_& m) {
       .value("clone", ParameterCloneMethod::Clone)
       .value("freeze", ParameterCloneMethod::Freeze);
 
-  function.def(py::init(&function_from_callable), py::arg("f"))
+  function
+      .def(py::init(&function_from_callable), py::arg("f"), py::arg("make_block") = false,
+           py::arg("op_name") = py::none(), py::arg("name") = "")
       .def_property_readonly("inputs", &Function::inputs)
       .def_property_readonly("outputs", &Function::outputs)
       .def_property_readonly("output", &Function::output)
@@ -360,22 +379,22 @@ void add_graph(py::module_& m) {
       .def_property_readonly("uid", &Function::uid)
       .def_property_readonly("op_name", &Function::op_name)
       .def_property_readonly("is_composite", &Function::is_composite)
-      // Loom's blocks are composites of primitives: the walk sees every node at any depth.
+      .def_property_readonly("is_block", &Function::is_block)
+      .def_property_readonly("block_root", &Function::block_root)
+      .def_property_readonly("block_arguments_mapping", &Function::block_arguments_mapping)
       .def(
           "find_all_with_name",
-          [](const Function& f, const std::string& name, int /*depth*/) {
-            return node_objects(find_all_with_name(f, name));
+          [](const Function& f, const std::string& name, int depth) {
+            return node_objects(find_all_with_name(f, name, depth));
           },
           py::arg("name"), py::arg("depth") = 0)
       .def(
           "find_by_name",
-          [](const Function& f, const std::string& name, int /*depth*/) {
-            return find_one_by_name(f, name);
+          [](const Function& f, const std::string& name, int depth) {
+            return find_one_by_name(f, name, depth);
           },
           py::arg("name"), py::arg("depth") = 0)
-      .def_property_readonly(
-          "root_function",
-          [](const Function& f) { return f.outputs().size() == 1 ? f.output().owner() : f; })
+      .def_property_readonly("root_function", &root_function)
       .def_property_readonly("is_primitive", [](const Function& f) { return !f.is_composite(); })
       .def(
           "set_attribute",
@@ -425,7 +444,8 @@ void add_graph(py::module_& m) {
                         py::module_::import("loom.layers.typing").attr("Signature");
                     py::object annotate = signature(*types, **named_types);
                     return py::cpp_function([annotate](const py::function& f) {
-                      return function_from_callable(annotate(f).cast<py::function>());
+                      return function_from_callable(annotate(f).cast<py::function>(), false,
+                                                    py::none(), "");
                     });
                   })
       .def_property_readonly("type", [](const Function& f) { return f.output(); })
@@ -434,7 +454,7 @@ void add_graph(py::module_& m) {
       .def_property_readonly("parameter_paths", &Function::parameter_paths)
       .def("__str__", &Function::to_string)
       .def("__repr__", &Function::to_string)
-      .def("__hash__", [](const Function& f) { return std::hash<const void*>()(f.impl().get()); })
+      .def("__hash__", [](const Function& f) { return f.hash(); })
       .def("__eq__",
            [](const Function& a, py::handle b) {
              return py::isinstance<Function>(b) && a == b.cast<Function>();
@@ -563,10 +583,8 @@ void add_graph(py::module_& m) {
       // The op's attributes (of the root function for a composite), as Python values.
       .def_property_readonly("attributes",
                              [](const Function& f) {
-                               const Function root = f.is_composite() && f.outputs().size() == 1
-                                                         ? f.output().owner()
-                                                         : f;
-                               return to_python(DictionaryValue(root.attributes().map()));
+                               return to_python(
+                                   DictionaryValue(root_function(f).attributes().map()));
                              })
       .def(
           "save",
@@ -606,34 +624,56 @@ void add_graph(py::module_& m) {
   // cntk.logging.graph's walks (loom.logging.graph).
   m.def(
       "depth_first_search",
-      [](const Function& root, const py::function& visitor, int /*depth*/) {
+      [](const Function& root, const py::function& visitor, int depth) {
         return node_objects(depth_first_search(
-            root, [&](const GraphNode& n) { return visitor(node_object(n)).cast<bool>(); }));
+            root, [&](const GraphNode& n) { return visitor(node_object(n)).cast<bool>(); },
+            depth));
       },
       py::arg("root"), py::arg("visitor"), py::arg("depth") = 0);
   m.def(
       "find_by_name",
-      [](const Function& node, const std::string& node_name, int /*depth*/) {
-        return find_one_by_name(node, node_name);
+      [](const Function& node, const std::string& node_name, int depth) {
+        return find_one_by_name(node, node_name, depth);
       },
       py::arg("node"), py::arg("node_name"), py::arg("depth") = 0);
   m.def(
       "find_all_with_name",
-      [](const Function& node, const std::string& node_name, int /*depth*/) {
-        return node_objects(find_all_with_name(node, node_name));
+      [](const Function& node, const std::string& node_name, int depth) {
+        return node_objects(find_all_with_name(node, node_name, depth));
       },
       py::arg("node"), py::arg("node_name"), py::arg("depth") = 0);
   m.def(
       "find_by_uid",
-      [](const Function& node, const std::string& node_uid, int /*depth*/) -> py::object {
-        std::vector<GraphNode> found =
-            depth_first_search(node, [&](const GraphNode& n) { return uid_of(n) == node_uid; });
+      [](const Function& node, const std::string& node_uid, int depth) -> py::object {
+        std::vector<GraphNode> found = depth_first_search(
+            node, [&](const GraphNode& n) { return uid_of(n) == node_uid; }, depth);
         return found.empty() ? py::object(py::none()) : node_object(found[0]);
       },
       py::arg("node"), py::arg("node_uid"), py::arg("depth") = 0);
   m.def(
-      "get_node_outputs", [](const Function& node, int /*depth*/) { return node_outputs(node); },
+      "get_node_outputs",
+      [](const Function& node, int depth) { return node_outputs(node, depth); },
       py::arg("node"), py::arg("depth") = 0);
+  // CNTK's as_block: the composite applied to the variables given for its placeholders, seen
+  // as one function of op block_op_name ([(placeholder, variable), ...] or a dict).
+  m.def(
+      "as_block",
+      [](const Function& composite, py::handle block_arguments_map,
+         const std::string& block_op_name, const std::string& block_instance_name) {
+        std::vector<std::pair<Variable, Variable>> arguments;
+        py::object pairs = py::isinstance<py::dict>(block_arguments_map)
+                               ? py::reinterpret_borrow<py::dict>(block_arguments_map).attr("items")()
+                               : py::reinterpret_borrow<py::object>(block_arguments_map);
+        for (py::handle pair : pairs) {
+          py::tuple t = py::cast<py::tuple>(pair);
+          if (t.size() != 2)
+            throw py::type_error("as_block: block_arguments_map holds (placeholder, variable) pairs");
+          arguments.emplace_back(as_variable(t[0]), as_variable(t[1]));
+        }
+        return as_block(composite, arguments, block_op_name, block_instance_name);
+      },
+      py::arg("composite"), py::arg("block_arguments_map"), py::arg("block_op_name"),
+      py::arg("block_instance_name") = "");
 
   m.def(
       "input_variable",

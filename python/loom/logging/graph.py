@@ -1,5 +1,6 @@
-"""Walking a model's graph (CNTK's cntk.logging.graph). Loom's blocks are composites of
-primitives, so every walk sees the whole graph whatever its depth argument."""
+"""Walking a model's graph (CNTK's cntk.logging.graph). ``depth`` is how many levels of blocks
+(as_block) a walk enters: at 0 a block is one node, -1 enters every block. Loom's layers are
+composites of primitives, which every walk sees."""
 import os
 import shutil
 import subprocess

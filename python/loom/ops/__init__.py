@@ -53,6 +53,14 @@ def as_composite(root_function, name=''):
     return _loom.combine(root_function.outputs, name)
 
 
+def as_block(composite, block_arguments_map, block_op_name, block_instance_name=''):
+    """CNTK's as_block: composite (a Function of placeholders) applied to the variables that
+    block_arguments_map ([(placeholder, variable), ...]) gives for its placeholders, seen as one
+    function of op block_op_name (is_block; block_root and block_arguments_mapping give the
+    composite back; graph walks enter it only at depth > 0)."""
+    return _loom.as_block(composite, block_arguments_map, block_op_name, block_instance_name)
+
+
 def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
     """The elementwise sum of the operands, broadcasting (varargs or a list)."""
     return _loom._sum(_operands(operands), name)

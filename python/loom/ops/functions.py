@@ -7,6 +7,12 @@ from loom import _loom
 from loom._loom import CloneMethod, Function, ModelFormat  # noqa: F401
 
 
+def BlockFunction(op_name, name):
+    """CNTK's decorator: ``@BlockFunction('MyOp', 'name')`` makes a Python function over
+    Variables a block of op ``op_name`` (``Function(f, make_block=True, ...)``)."""
+    return lambda f: Function(f, make_block=True, op_name=op_name, name=name)
+
+
 def load_model(model, device=None, format=ModelFormat.CNTKv2):
     """The Function saved in a model (or checkpoint) file, or in its bytes."""
     return Function.load(model, device, format)
