@@ -673,10 +673,7 @@ void Function::Evaluate(const std::unordered_map<Variable, ValuePtr>& arguments,
                                   Describe(Variable(a)) + " is null");
     loom::Value value = it->second->LoomValue();
     CheckVariableFits(Variable(a), value);
-    // CNTK reads a batch of samples given to a sequence input as one sequence of them.
-    if (a.has_sequence_axis() && !value.is_sequence())
-      value = loom::Value(value.data().reshaped(value.data().shape().prepend(1)), true);
-    bound.emplace(a, std::move(value));
+    bound.emplace(a, std::move(value));  // a batch for a sequence input: ModelRunner's rule
   }
   // Values for arguments of the function that these outputs do not need are ignored, as in
   // CNTK; a variable that is not an argument of the function at all is a mistake.

@@ -110,23 +110,32 @@ std::string MessageOf(F&& f) {
   return "";
 }
 
+// The samples of a batch as sequences of one step each: how CNTK's CreateBatch made them.
+loom::Value OneStepSequences(const loom::NDShape& sample, const std::vector<float>& data) {
+  const size_t n = sample.total_size();
+  std::vector<std::vector<float>> steps;
+  for (size_t s = 0; s < data.size() / n; ++s)
+    steps.emplace_back(data.begin() + s * n, data.begin() + (s + 1) * n);
+  return loom::Value::create_sequences<float>(sample, steps);
+}
+
 TEST(CntkClient, DenseBatchOfAV2ModelMatchesLoom) {
   const std::vector<std::vector<float>> out =
       EvaluationBatchUsingDense(Wide(kLoadAndEval).c_str(), 3, DeviceDescriptor::CPUDevice());
 
-  // Its input has a sequence axis: CNTK reads a batch given to it as one sequence.
+  // Its input has a sequence axis: CNTK reads a batch given to it as sequences of one step.
   loom::ModelRunner runner(kLoadAndEval);
   const loom::Variable input = runner.arguments()[0];
-  std::vector<float> data(input.shape().total_size() * 3);
+  const size_t n = input.shape().total_size();
+  std::vector<float> data(n * 3);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 7) - 3.0f;
   const loom::Value expected =
-      runner
-          .evaluate(
-              loom::ValueMap{{input, loom::Value::create_sequences<float>(input.shape(), {data})}})
+      runner.evaluate(loom::ValueMap{{input, OneStepSequences(input.shape(), data)}})
           .at(runner.outputs()[0]);
   ExpectBitwiseEqual(out, expected.as_sequences<float>());
-  ASSERT_EQ(out.size(), 1u);
-  for (size_t i = 0; i < data.size(); ++i) EXPECT_EQ(out[0][i], std::abs(data[i]));  // Abs
+  ASSERT_EQ(out.size(), 3u);
+  for (size_t s = 0; s < 3; ++s)
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(out[s][i], std::abs(data[s * n + i]));  // Abs
 }
 
 TEST(CntkClient, IntermediateLayerOfAV1ModelMatchesLoom) {
@@ -141,13 +150,11 @@ TEST(CntkClient, IntermediateLayerOfAV1ModelMatchesLoom) {
   std::vector<float> data(features.shape().total_size() * 2);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 255) / 255.0f;
   const loom::Value expected =
-      runner
-          .evaluate(loom::ValueMap{
-              {features, loom::Value::create_sequences<float>(features.shape(), {data})}})
+      runner.evaluate(loom::ValueMap{{features, OneStepSequences(features.shape(), data)}})
           .at(scores);
   ExpectBitwiseEqual(out, expected.as_sequences<float>());
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].size(), 2 * scores.shape().total_size());
+  ASSERT_EQ(out.size(), 2u);  // a batch of 2 is 2 sequences of one step
+  EXPECT_EQ(out[0].size(), scores.shape().total_size());
 }
 
 TEST(CntkClient, AtisOneHotSequenceGivesCntksTagsAndLoomsScores) {
@@ -348,9 +355,8 @@ TEST(CntkFunction, LoadsFromMemoryAndEvaluatesCombinedOutputs) {
       outputs);
 
   loom::ModelRunner runner(loom::combine({scores.LoomVariable(), hidden.LoomVariable()}));
-  const loom::ValueMap expected = runner.evaluate(
-      loom::ValueMap{{features.LoomVariable(), loom::Value::create_sequences<float>(
-                                                   features.LoomVariable().shape(), {data})}});
+  const loom::ValueMap expected = runner.evaluate(loom::ValueMap{
+      {features.LoomVariable(), OneStepSequences(features.LoomVariable().shape(), data)}});
   for (const Variable& v : {scores, hidden}) {
     std::vector<std::vector<float>> result;
     outputs.at(v)->CopyVariableValueTo(v, result);

@@ -1,5 +1,7 @@
 #include "loom/deploy/model_runner.h"
 
+#include <algorithm>
+
 #include "loom/graph/executor.h"
 #include "loom/serialize/model_file.h"
 
@@ -40,11 +42,29 @@ size_t ModelRunner::executors() const {
   return alive_;
 }
 
+namespace {
+// CNTK's evaluation read a batch given to an argument with a sequence axis (Value::CreateBatch's
+// value) as sequences of one step each: [N, shape] is [N, 1, shape].
+ValueMap batches_as_sequences(const ValueMap& arguments) {
+  ValueMap bound = arguments;
+  for (auto& [argument, value] : bound) {
+    const NDShape& shape = value.data().shape();
+    if (argument.has_sequence_axis() && !value.is_sequence() && shape.rank() > 0)
+      value = Value(value.data().reshaped(shape.sub_shape(1).prepend(1).prepend(shape[0])), true);
+  }
+  return bound;
+}
+}  // namespace
+
 ValueMap ModelRunner::evaluate(const ValueMap& arguments) const {
+  const bool batch_for_sequence = std::ranges::any_of(arguments, [](const auto& entry) {
+    return entry.first.has_sequence_axis() && !entry.second.is_sequence();
+  });
   std::unique_ptr<Executor> executor = acquire();
   ValueMap result;
   try {
-    executor->forward(arguments, /*is_training=*/false);
+    executor->forward(batch_for_sequence ? batches_as_sequences(arguments) : arguments,
+                      /*is_training=*/false);
     for (const Variable& o : outputs_) result.emplace(o, executor->output_value(o));
   } catch (...) {
     // An executor that failed part-way is not reused.

@@ -37,6 +37,8 @@ class ModelRunner {
   Variable argument(const std::string& name) const { return model_.argument(name); }
 
   // Every output's value for a batch of samples or sequences (inference mode). Thread safe.
+  // A batch (a Value without a sequence axis) given to an argument with one is read as
+  // sequences of one step each, as CNTK's evaluation read Value::CreateBatch's values.
   ValueMap evaluate(const ValueMap& arguments) const;
   // A one-argument, one-output model on data (Function::eval's forms). Thread safe.
   Value evaluate(const ArgumentData& data) const;

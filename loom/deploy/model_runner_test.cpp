@@ -75,6 +75,21 @@ TEST(ModelRunner, EvaluatesSequences) {
             model.eval(ValueMap{{x, data}}).at(model.output()).as_sequences<float>());
 }
 
+// CNTK's evaluation read a batch (Value::CreateBatch) given to a sequence input as sequences of
+// one step each.
+TEST(ModelRunner, ABatchForASequenceInputIsSequencesOfOneStep) {
+  Variable x = sequence::input_variable({2}, {.name = "x"});
+  Function model = Dense(3)(x);
+  ModelRunner runner(model);
+  const Value batch(NDArrayView::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6}), false);
+  const Value out = runner.evaluate(ValueMap{{x, batch}}).at(model.output());
+  ASSERT_TRUE(out.is_sequence());
+  EXPECT_EQ(out.sequence_lengths(), (std::vector<size_t>{1, 1, 1}));
+  const Value steps = Value::create_sequences<float>({2}, {{1, 2}, {3, 4}, {5, 6}});
+  EXPECT_EQ(out.as_sequences<float>(),
+            model.eval(ValueMap{{x, steps}}).at(model.output()).as_sequences<float>());
+}
+
 TEST(ModelRunner, BadDataIsAnErrorAndTheRunnerGoesOn) {
   ModelRunner runner(small_convnet());
   EXPECT_THROW(runner.evaluate(NDArrayView::from_vector(NDShape{2, 5}, std::vector<float>(10))),
