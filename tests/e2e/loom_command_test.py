@@ -235,6 +235,13 @@ if os.path.isdir(cntk_models):
         b, _ = loom("info", name + ".cmf")
         expect(a.split("Signature:")[1] == b.split("Signature:")[1],
                f"{name}: the converted model differs:\n{a}\n{b}")
+    # Its argument's samples are [1,2]: a CTF line's two values take that shape.
+    with open(path("abs.ctf"), "w") as f:
+        f.write("0 |i1 1 -2\n0 |i1 -3 4\n1 |i1 0.5 -0.25\n")
+    loom("eval", "cntk_v2.bin", "--data", "abs.ctf", "--output", "abs_out.ctf")
+    lines = open(path("abs_out.ctf")).read().splitlines()
+    expect(lines == ["0 |Abs4_Output_0 1 2", "0 |Abs4_Output_0 3 4", "1 |Abs4_Output_0 0.5 0.25"],
+           f"loom eval of a [1,2] argument wrote {lines}")
     out, _ = loom("export", "cntk_v2.bin", "--onnx", "cntk_v2.onnx")
     expect(out.strip() == "Wrote cntk_v2.onnx", f"export said {out}")
     # The v1 network: its outputs z = W x + b on a CTF file of its two inputs.

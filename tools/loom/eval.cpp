@@ -67,6 +67,18 @@ std::string list_of(const std::vector<Variable>& vars) {
   return out;
 }
 
+// A CTF stream gives each sample as one vector: the data of an argument whose samples have
+// several axes take its shape ([N, 2] for an argument of shape [1, 2]).
+Value in_sample_shape(const Value& v, const Variable& a) {
+  const NDShape& shape = v.data().shape();
+  const size_t lead = v.is_sequence() ? 2 : 1;
+  if (v.data().is_sparse() || shape.rank() < lead || shape.sub_shape(lead) == a.shape() ||
+      a.shape().has_free() || shape.sub_shape(lead).total_size() != a.shape().total_size())
+    return v;
+  return Value(v.data().reshaped(shape.sub_shape(0, lead).append(a.shape())), v.is_sequence(),
+               v.mask());
+}
+
 // Writes each output sample as a CTF line ("[seq ]|name v v ...") or a CSV row.
 class OutputWriter {
  public:
@@ -259,7 +271,7 @@ void eval(const EvalOptions& opt) {
     Minibatch<Variable> mb = source.next_minibatch(opt.minibatch_size, input_map);
     if (mb.empty() || mb.begin()->second.number_of_sequences == 0) break;
     ValueMap values;
-    for (const Variable& a : args) values.emplace(a, mb[a].data);
+    for (const Variable& a : args) values.emplace(a, in_sample_shape(mb[a].data, a));
     const ValueMap outputs = runner.evaluate(values);
     writer.write(outputs);
     samples += mb[args[0]].number_of_samples;
