@@ -1,10 +1,9 @@
 """One model, five ways: CNTK's v1 MNIST classifier (v1_01_OneHidden.dnn, output ol.z) on the
-same four images, evaluated through the C API (a C program against loom_c.h), the C# client
-(Mono), the Java client (JNI), Loom's Python package and `loom eval`: at one thread the scores
-must be bitwise equal. A way whose tool (cc, mcs and mono, java) is missing is skipped, saying
-so; a way whose tool is here but whose build output is not fails. The CNTK-style C++ client
-(bindings/cntk) is a static library without a program of its own to run here: its test
-(bindings_cntk) checks it against Loom's own API bitwise."""
+same four images, evaluated through the C API (a C program against loom_c.h), CNTK's C++ API
+(bindings/cntk/five_ways_client.cpp against CNTKLibrary.h), the C# client (Mono), the Java
+client (JNI), Loom's Python package and `loom eval`: at one thread the scores must be bitwise
+equal. A way whose tool (cc, mcs and mono, java) is missing is skipped, saying so; a way whose
+tool is here but whose build output is not fails."""
 import os
 import shutil
 import subprocess
@@ -232,6 +231,8 @@ else:
     skipped.append("Python (the build has no Python package)")
 if tool("cc"):
     results["C"] = c()
+results["CNTK C++"] = scores_from_bits(
+    run(os.path.join(build_dir, "bindings", "cntk", "cntk_five_ways_client"), model, "images.f32"))
 if tool("mcs", "mono"):
     results["C#"] = csharp()
 if tool("java"):
