@@ -91,14 +91,28 @@ if cache_value("LOOM_BUILD_PYTHON") == "ON":
     expect(printed.splitlines() == [os.path.join(packages[0], "__init__.py"),
                                     "Dense(Tensor[3]) -> Tensor[2]"], f"import loom: {printed}")
 
-# The C API (bindings/c): libloom_c.so and loom_c.h installed, the imported target
-# Loom::loom_c exported, and a C program built against them with one cc command.
+# The clients (bindings/): libloom_c.so, loom_c.h and CNTKLibrary.h installed, the imported
+# targets Loom::loom_c and Loom::loom_cntk exported, the C# assembly and the Java jar, and a C
+# program built against the C API with one cc command.
 if cache_value("LOOM_BUILD_BINDINGS") == "ON":
     installed = sorted(os.path.basename(p) for p in glob.glob(os.path.join(libdir, "libloom_c.so*")))
     expect(installed == ["libloom_c.so", "libloom_c.so.1", "libloom_c.so.1.0.0"],
            f"libloom_c installed as {installed}")
     with open(os.path.join(libdir, "cmake", "Loom", "LoomTargets.cmake")) as f:
-        expect("Loom::loom_c" in f.read(), "find_package(Loom) gives no Loom::loom_c")
+        targets = f.read()
+    for target in ["Loom::loom_c", "Loom::loom_cntk"]:
+        expect(target in targets, f"find_package(Loom) gives no {target}")
+    expect(os.path.isfile(os.path.join(prefix, "include", "CNTKLibrary.h")),
+           "CNTKLibrary.h is not installed")
+    # The C# assembly and the Java jar with its JNI library, where their tools were found.
+    if os.path.isfile(os.path.join(build_dir, "bindings", "csharp", "Cntk.Core.Managed.dll")):
+        expect(os.path.isfile(os.path.join(libdir, "cli", "loom", "Cntk.Core.Managed.dll")),
+               "Cntk.Core.Managed.dll is not installed")
+    if glob.glob(os.path.join(build_dir, "bindings", "java", "cntk*.jar")):
+        expect(glob.glob(os.path.join(prefix, "share", "java", "cntk*.jar")),
+               "cntk.jar is not installed")
+        expect(os.path.isfile(os.path.join(libdir, "libloom_java.so")),
+               "libloom_java.so is not installed")
     cc = os.environ.get("CC", "cc")  # a C ABI: any C compiler will do
     c_flags = ["-fsanitize=address,undefined"] if cache_value("LOOM_SANITIZE") == "ON" else []
     program = os.path.join(work, "c_consumer")
