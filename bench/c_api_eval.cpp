@@ -21,21 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/seed_models.h"
 #include "loom/loom.h"
 #include "loom_c.h"
 
 using namespace loom;
 
 namespace {
-
-// Seed 002's convnet on [28,28] images (as bench/mnist.cpp builds it).
-Function convnet() {
-  auto scope = default_options({.activation = relu, .pad = false});
-  return Sequential({Convolution2D({5, 5}, 32, {.pad = true, .reduction_rank = 0}),
-                     MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 48),
-                     MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 64), Dense(96),
-                     Dropout(0.5), Dense(10, {.activation = None})});
-}
 
 void check(loom_status status, const char* call) {
   if (status == LOOM_OK) return;
@@ -81,7 +73,7 @@ int main(int argc, char** argv) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("c_api_eval_" + std::to_string(getpid()) + ".loom"))
                                .string();
-  save_model(convnet()(input_variable({28, 28}, {.name = "features"})), path);
+  save_model(bench::seed002_convnet()(input_variable({28, 28}, {.name = "features"})), path);
   const ModelRunner runner(path);
   loom_model* model = nullptr;
   check(loom_model_load(path.c_str(), &model), "loom_model_load");

@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/seed_models.h"
 #include "bench/side_by_side.h"
 #include "loom/graph/executor.h"
 #include "loom/io/idx_deserializer.h"
@@ -153,15 +154,6 @@ Function mlp() {
       {Dense(200, {.activation = relu}), Dense(200, {.activation = relu}), Dense(10)});
 }
 
-// Seed 002's convnet on [28,28] images (reduction_rank 0: no channel axis).
-Function convnet() {
-  auto scope = default_options({.activation = relu, .pad = false});
-  return Sequential({Convolution2D({5, 5}, 32, {.pad = true, .reduction_rank = 0}),
-                     MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 48),
-                     MaxPooling({3, 3}, {.strides = {2, 2}}), Convolution2D({3, 3}, 64), Dense(96),
-                     Dropout(0.5), Dense(10, {.activation = None})});
-}
-
 // --reading interleaved: the three ways of getting minibatches in alternating rounds of one
 // process (one trainer, warm caches), so that the machine's drift, which moves separate runs by
 // 5 %, falls on all three alike. Prints samples/s per round and the median cost of sync and
@@ -208,7 +200,7 @@ int run_row(const Row& row, double seconds, const std::string& reading, bool sha
 
   Variable x = input_variable(image);
   Variable y = input_variable({10}, {.is_sparse = true});
-  Function model = row.conv ? convnet() : mlp();
+  Function model = row.conv ? bench::seed002_convnet() : mlp();
   Variable z = model(x);
   Function criterion = combine({cross_entropy_with_softmax(z, y), classification_error(z, y)});
   Trainer trainer(
