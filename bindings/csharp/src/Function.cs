@@ -100,7 +100,7 @@ namespace CNTK
                 if (pair.Value == null)
                     throw new ArgumentException("Function.Evaluate: the input value of " + pair.Key + " is null");
                 inputIndices[n] = argument.Index;
-                inputHandles[n++] = pair.Value.HandleFor(argument);
+                inputHandles[n++] = pair.Value.Handle;
             }
             Variable[] wanted = outputs.Keys.ToArray();
             long[] outputIndices = wanted.Select(v => (long)Find(this.outputs, v, "output").Index).ToArray();

@@ -9,21 +9,12 @@ namespace CNTK
 {
     public sealed class Value : IDisposable
     {
+        // A batch (CreateBatch) given to an argument with a sequence axis is read as sequences
+        // of one step each, as CNTK's batch meant there (Loom's ModelRunner does that).
         private ValueHandle handle;
-        // A batch (CreateBatch) is made again as sequences of one step each when it is given
-        // to an argument with a sequence axis, as CNTK's batch meant there: `remake(true)`
-        // makes those, `remake(false)` the batch. Null for other values.
-        private Func<bool, Creator> remake;
-        private bool isSequences;
         private readonly object gate = new object();
 
         internal Value(ValueHandle handle) { this.handle = handle; }
-
-        private Value(Func<bool, Creator> remake)
-        {
-            this.remake = remake;
-            handle = new ValueHandle(Create(remake(false)));
-        }
 
         // ---- Dense data --------------------------------------------------------------------
 
@@ -98,12 +89,9 @@ namespace CNTK
         {
             long[] indices = Materialize(batch, "batch").Select(i => (long)i).ToArray();
             int dtype = (int)DataTypes.Of<T>();
-            long[] ones = Enumerable.Repeat(1L, indices.Length).ToArray();
-            return new Value(asSequences => delegate (out IntPtr v) {
-                return asSequences
-                    ? Native.loom_value_create_one_hot_sequences(dtype, dimension, ones.Length, ones, indices, out v)
-                    : Native.loom_value_create_one_hot(dtype, dimension, indices.Length, indices, out v);
-            });
+            return new Value(new ValueHandle(Create(delegate (out IntPtr v) {
+                return Native.loom_value_create_one_hot(dtype, dimension, indices.Length, indices, out v);
+            })));
         }
 
         public static Value CreateSequence<T>(int dimension, IEnumerable<int> sequence, DeviceDescriptor device,
@@ -242,20 +230,6 @@ namespace CNTK
             }
         }
 
-        // The handle to evaluate `argument` with (see remake).
-        internal ValueHandle HandleFor(Variable argument)
-        {
-            lock (gate)
-            {
-                ValueHandle current = Handle;
-                if (remake == null || argument.HasSequenceAxis == isSequences) return current;
-                handle = new ValueHandle(Create(remake(argument.HasSequenceAxis)));
-                isSequences = argument.HasSequenceAxis;
-                current.Dispose();  // freed once a call still using it returns
-                return handle;
-            }
-        }
-
         // Evaluate's result into an output Value the caller gave: CNTK writes into it.
         internal void TakeDataOf(Value result, Variable output)
         {
@@ -271,7 +245,6 @@ namespace CNTK
             {
                 handle.Dispose();
                 handle = result.handle;
-                remake = null;
             }
         }
 
@@ -315,8 +288,7 @@ namespace CNTK
                 throw new ArgumentException(string.Format(
                     "Value.CreateBatch: {0} values are not a whole number (at least 1) of samples of shape {1} ({2} values each)",
                     data.Length, sampleShape, sampleSize));
-            long[] ones = Enumerable.Repeat(1L, data.Length / sampleSize).ToArray();
-            return new Value(asSequences => Dense(sampleShape, data, asSequences ? ones : null));
+            return new Value(new ValueHandle(Create(Dense(sampleShape, data, null))));
         }
 
         // Makes dense samples (lengths null) or sequences of sampleShape from data in CNTK's

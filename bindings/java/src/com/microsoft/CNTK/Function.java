@@ -100,7 +100,7 @@ public final class Function implements AutoCloseable {
       if (value == null)
         throw new IllegalArgumentException("Function.evaluate: the input value of " + key + " is null");
       inputIndices[n] = argument.index;
-      inputValues[n++] = value.addressFor(argument);
+      inputValues[n++] = value.address();
     }
     Variable[] wanted = outputs.keySet().toArray(new Variable[0]);
     long[] outputIndices = new long[wanted.length];

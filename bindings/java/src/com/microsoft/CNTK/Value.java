@@ -6,25 +6,12 @@ package com.microsoft.CNTK;
  * close() (or CNTK's delete()) frees the handle; a Value never closed is freed once unreachable.
  */
 public final class Value implements AutoCloseable {
-  /** Makes the native value: as sequences or as a batch of samples. */
-  private interface Maker {
-    long make(boolean asSequences);
-  }
-
+  // A batch (createBatch*) given to an argument with a sequence axis is read as sequences of
+  // one step each, as CNTK's batch meant there (Loom's ModelRunner does that).
   private NativeHandle handle;
-  // A batch (createBatch*) is made again as sequences of one step each when it is given to an
-  // argument with a sequence axis, as CNTK's batch meant there. Null for other values.
-  private Maker remake;
-  private boolean isSequences;
 
   Value(long address) {
     handle = new NativeHandle(this, address, false);
-    remake = null;
-  }
-
-  private Value(Maker remake) {
-    this.remake = remake;
-    handle = new NativeHandle(this, remake.make(false), false);
   }
 
   // ---- Dense data ------------------------------------------------------------------------
@@ -47,16 +34,14 @@ public final class Value implements AutoCloseable {
   /** A batch of samples, one after another. */
   public static Value createBatchFloat(NDShape sampleShape, FloatVector batch, DeviceDescriptor device) {
     float[] data = batch.toArray();
-    long[] ones = ones(samples(sampleShape, data.length, "Value.createBatchFloat"));
-    long[] shape = sampleShape.toLoom();
-    return new Value(asSequences -> Native.createDenseFloat(shape, ones.length, asSequences ? ones : null, data));
+    int n = samples(sampleShape, data.length, "Value.createBatchFloat");
+    return new Value(Native.createDenseFloat(sampleShape.toLoom(), n, null, data));
   }
 
   public static Value createBatchDouble(NDShape sampleShape, DoubleVector batch, DeviceDescriptor device) {
     double[] data = batch.toArray();
-    long[] ones = ones(samples(sampleShape, data.length, "Value.createBatchDouble"));
-    long[] shape = sampleShape.toLoom();
-    return new Value(asSequences -> Native.createDenseDouble(shape, ones.length, asSequences ? ones : null, data));
+    int n = samples(sampleShape, data.length, "Value.createBatchDouble");
+    return new Value(Native.createDenseDouble(sampleShape.toLoom(), n, null, data));
   }
 
   public static Value createSequenceFloat(NDShape sampleShape, FloatVector sequence, DeviceDescriptor device) {
@@ -202,17 +187,6 @@ public final class Value implements AutoCloseable {
     return handle.get();
   }
 
-  /** The handle to evaluate `argument` with (see remake). */
-  synchronized long addressFor(Variable argument) {
-    long current = address();
-    if (remake == null || argument.hasSequenceAxis() == isSequences) return current;
-    NativeHandle previous = handle;
-    handle = new NativeHandle(this, remake.make(argument.hasSequenceAxis()), false);
-    isSequences = argument.hasSequenceAxis();
-    previous.close();
-    return handle.get();
-  }
-
   /** Evaluate's result into an output Value the caller gave: CNTK writes into it. */
   synchronized void takeDataOf(Value result, Variable output) {
     if (!result.sampleShape().equals(sampleShape())
@@ -225,7 +199,6 @@ public final class Value implements AutoCloseable {
     }
     handle.close();
     handle = result.handle;
-    remake = null;
   }
 
   private NDShape sampleShape() {
@@ -267,9 +240,7 @@ public final class Value implements AutoCloseable {
   }
 
   private static Value oneHotBatch(DataType type, long dimension, SizeTVector batch) {
-    long[] indices = batch.toArray();
-    long[] ones = ones(indices.length);
-    return new Value(asSequences -> Native.createOneHot(type.code, dimension, asSequences ? ones : null, indices));
+    return new Value(Native.createOneHot(type.code, dimension, null, batch.toArray()));
   }
 
   private static long vectorSize(NDShape sampleShape) {
@@ -292,12 +263,6 @@ public final class Value implements AutoCloseable {
           + " values are not a whole number (at least 1) of samples of shape " + sampleShape + " ("
           + size + " values each)");
     return (int) (values / size);
-  }
-
-  private static long[] ones(int n) {
-    long[] a = new long[n];
-    java.util.Arrays.fill(a, 1);
-    return a;
   }
 
   /** The arrays one after another, in one array of their element type. */
