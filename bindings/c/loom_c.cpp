@@ -439,6 +439,22 @@ void load(const void* bytes, int64_t size, loom_model** model, Reader&& reader) 
        HandleType::Model, model);
 }
 
+// loom_model_evaluate and _by_index: the arguments and the chosen outputs (all when keys is
+// NULL) by name or by index, looked up with find(model, kind, key).
+template <typename Key, typename Find>
+void evaluate_by(const loom_model* model, int64_t num_inputs, const Key* input_keys,
+                 loom_value* const* inputs, int64_t num_outputs, const Key* output_keys,
+                 loom_value** outputs, const char* keys_name, Find find) {
+  const loom_model& m = model_of(model);
+  const size_t n_in = non_negative(num_inputs, "num_inputs");
+  const size_t n_out = non_negative(num_outputs, "num_outputs");
+  LOOM_CHECK(input_keys || n_in == 0, loom::ArgumentError, keys_name, " is NULL");
+  std::vector<size_t> arguments, chosen;
+  for (size_t i = 0; i < n_in; ++i) arguments.push_back(find(m, LOOM_ARGUMENT, input_keys[i]));
+  for (size_t i = 0; output_keys && i < n_out; ++i)
+    chosen.push_back(find(m, LOOM_OUTPUT, output_keys[i]));
+  evaluate(model, arguments, inputs, num_outputs, output_keys ? &chosen : nullptr, outputs);
+}
 }  // namespace
 
 extern "C" {
@@ -705,16 +721,8 @@ loom_status loom_model_evaluate(const loom_model* model, int64_t num_inputs,
                                 int64_t num_outputs, const char* const* output_names,
                                 loom_value** outputs) {
   return guard(__func__, [&] {
-    const loom_model& m = model_of(model);
-    const size_t n_in = non_negative(num_inputs, "num_inputs");
-    const size_t n_out = non_negative(num_outputs, "num_outputs");
-    LOOM_CHECK(input_names || n_in == 0, loom::ArgumentError, "input_names is NULL");
-    std::vector<size_t> arguments, chosen;
-    for (size_t i = 0; i < n_in; ++i)
-      arguments.push_back(find_variable(m, LOOM_ARGUMENT, input_names[i]));
-    for (size_t i = 0; output_names && i < n_out; ++i)
-      chosen.push_back(find_variable(m, LOOM_OUTPUT, output_names[i]));
-    evaluate(model, arguments, inputs, num_outputs, output_names ? &chosen : nullptr, outputs);
+    evaluate_by(model, num_inputs, input_names, inputs, num_outputs, output_names, outputs,
+                "input_names", find_variable);
   });
 }
 
@@ -723,16 +731,8 @@ loom_status loom_model_evaluate_by_index(const loom_model* model, int64_t num_in
                                          int64_t num_outputs, const int64_t* output_indices,
                                          loom_value** outputs) {
   return guard(__func__, [&] {
-    const loom_model& m = model_of(model);
-    const size_t n_in = non_negative(num_inputs, "num_inputs");
-    const size_t n_out = non_negative(num_outputs, "num_outputs");
-    LOOM_CHECK(input_indices || n_in == 0, loom::ArgumentError, "input_indices is NULL");
-    std::vector<size_t> arguments, chosen;
-    for (size_t i = 0; i < n_in; ++i)
-      arguments.push_back(checked_index(m, LOOM_ARGUMENT, input_indices[i]));
-    for (size_t i = 0; output_indices && i < n_out; ++i)
-      chosen.push_back(checked_index(m, LOOM_OUTPUT, output_indices[i]));
-    evaluate(model, arguments, inputs, num_outputs, output_indices ? &chosen : nullptr, outputs);
+    evaluate_by(model, num_inputs, input_indices, inputs, num_outputs, output_indices, outputs,
+                "input_indices", checked_index);
   });
 }
 

@@ -27,11 +27,6 @@ std::vector<Variable> live_outputs(const BlockInfo& block) {
   return outputs;
 }
 
-bool same_type(const Variable& a, const Variable& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         a.dynamic_axes() == b.dynamic_axes() && a.is_sparse() == b.is_sparse();
-}
-
 }  // namespace
 
 std::vector<Variable> block_inputs(const BlockInfo& block) {
@@ -59,8 +54,8 @@ BlockInfo::Definition BlockInfo::definition() const {
     d.placeholders.push_back(p);
     substitutions.emplace(a, p);
   }
-  d.composite = combine(clone_graph(live_outputs(*this), ParameterCloneMethod::Share,
-                                    substitutions, this));
+  d.composite =
+      combine(clone_graph(live_outputs(*this), ParameterCloneMethod::Share, substitutions, this));
   definition_ = d;
   return d;
 }

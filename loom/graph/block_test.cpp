@@ -59,7 +59,8 @@ TEST(Block, IsOneFunctionFromOutside) {
   ASSERT_EQ(mapping.size(), 1u);
   EXPECT_EQ(mapping[0].first, d.p);
   EXPECT_EQ(mapping[0].second, x);
-  expect_error<StateError>([] { Function(tanh(input_variable(1))).block_root(); }, {"is not a block"});
+  expect_error<StateError>([] { Function(tanh(input_variable(1))).block_root(); },
+                           {"is not a block"});
 }
 
 TEST(Block, ComputesAndDifferentiatesAsItsComposite) {
@@ -134,7 +135,8 @@ TEST(Block, ClonesAsABlock) {
   // A clone ends at the variables it substitutes: the graph above them is not copied.
   Variable y = input_variable({3}, f64("y"));
   Function chain = combine({block.output() * constant(2.0, kF64)});
-  Function rebased = chain.clone(ParameterCloneMethod::Share, {{block.output(), y * constant(1.0, kF64)}});
+  Function rebased =
+      chain.clone(ParameterCloneMethod::Share, {{block.output(), y * constant(1.0, kF64)}});
   EXPECT_TRUE(find_all_with_name(rebased, "d1", kAllDepths).empty());
 }
 
@@ -265,18 +267,33 @@ TEST(Block, BadInputIsAClearError) {
   Variable x = input_variable({3}, f64("x"));
   expect_argument_error([&] { as_block(d.composite, {}, "MyDense"); },
                         {"as_block 'MyDense'", "no variable is given for p"});
-  expect_argument_error([&] { as_block(d.composite, {{d.p, x}, {d.p, x}}, "MyDense"); },
-                        {"mapped twice"});
-  expect_argument_error([&] { as_block(d.composite, {{placeholder("other"), x}}, "MyDense"); },
-                        {"other", "is not an argument of the composite"});
+  expect_argument_error(
+      [&] {
+        as_block(d.composite, {{d.p, x}, {d.p, x}}, "MyDense");
+      },
+      {"mapped twice"});
+  expect_argument_error(
+      [&] {
+        as_block(d.composite, {{placeholder("other"), x}}, "MyDense");
+      },
+      {"other", "is not an argument of the composite"});
   expect_argument_error([&] { as_block(d.composite, {{d.p, x}}, ""); }, {"needs an op name"});
-  expect_shape_error([&] { as_block(d.composite, {{d.p, input_variable({4}, f64())}}, "MyDense"); },
-                     {"placeholder p", "of another type"});
+  expect_shape_error(
+      [&] {
+        as_block(d.composite, {{d.p, input_variable({4}, f64())}}, "MyDense");
+      },
+      {"placeholder p", "of another type"});
   Variable y = input_variable({3}, f64("y"));
-  expect_argument_error([&] { as_block(combine({d.p * y}), {{d.p, x}}, "Mul"); },
-                        {"argument y", "is not a placeholder"});
-  expect_argument_error([&] { as_block(combine({d.p}), {{d.p, x}}, "Pass"); },
-                        {"output 0", "alias()"});
+  expect_argument_error(
+      [&] {
+        as_block(combine({d.p * y}), {{d.p, x}}, "Mul");
+      },
+      {"argument y", "is not a placeholder"});
+  expect_argument_error(
+      [&] {
+        as_block(combine({d.p}), {{d.p, x}}, "Pass");
+      },
+      {"output 0", "alias()"});
 }
 
 }  // namespace

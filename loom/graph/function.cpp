@@ -316,8 +316,8 @@ bool Function::operator==(const Function& o) const {
 }
 
 size_t Function::hash() const {
-  return std::hash<const void*>()(impl_ && impl_->block ? static_cast<const void*>(impl_->block.get())
-                                                        : impl_.get());
+  return std::hash<const void*>()(
+      impl_ && impl_->block ? static_cast<const void*>(impl_->block.get()) : impl_.get());
 }
 const Dictionary& Function::attributes() const {
   return get(impl_).attributes;
@@ -598,14 +598,12 @@ Function Function::clone(ParameterCloneMethod method,
   return c;
 }
 
-namespace {
 bool same_type(const Variable& a, const Variable& b) {
   return a.has_known_shape() == b.has_known_shape() &&
          (!a.has_known_shape() ||
           (a.shape() == b.shape() && a.dtype() == b.dtype() &&
            a.dynamic_axes() == b.dynamic_axes() && a.is_sparse() == b.is_sparse()));
 }
-}  // namespace
 
 namespace {
 

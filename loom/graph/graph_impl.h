@@ -145,11 +145,10 @@ Variable forward_declaration(const Variable& v, const Variable& delay_output,
 // Function::clone's copy of the graph under roots: the roots' copies. The copies of blocks'
 // outputs are the copied blocks' outputs (cloned_blocks: original -> copy), except for block
 // skip (a block's definition made from its expansion: its outputs are the composite's).
-std::vector<Variable> clone_graph(const std::vector<Variable>& roots, ParameterCloneMethod method,
-                                  const std::unordered_map<Variable, Variable>& substitutions,
-                                  const BlockInfo* skip = nullptr,
-                                  std::unordered_map<const BlockInfo*, std::shared_ptr<BlockInfo>>*
-                                      cloned_blocks = nullptr);
+std::vector<Variable> clone_graph(
+    const std::vector<Variable>& roots, ParameterCloneMethod method,
+    const std::unordered_map<Variable, Variable>& substitutions, const BlockInfo* skip = nullptr,
+    std::unordered_map<const BlockInfo*, std::shared_ptr<BlockInfo>>* cloned_blocks = nullptr);
 // f's op applied to other inputs, with f's attributes and name (a clone's copy of f); a user
 // function's copy is the one its clone() gives (user_function.h).
 Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs);
@@ -165,6 +164,9 @@ std::vector<Variable> block_inputs(const BlockInfo& block);
 // The Function handle of a block: a view with the block's op name, name and uid, its inputs
 // (the composite's parameters and constants, then the outer variables, as CNTK's) and outputs.
 Function block_view(const std::shared_ptr<BlockInfo>& block);
+// Whether a and b have the same type: both of unknown shape, or the same shape, data type,
+// dynamic axes and sparseness.
+bool same_type(const Variable& a, const Variable& b);
 // How messages name a function: "name (uid)", or the uid alone.
 std::string function_label(const FunctionImpl& f);
 

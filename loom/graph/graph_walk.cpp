@@ -73,7 +73,8 @@ std::vector<GraphNode> depth_first_search(const Function& root,
 
 std::vector<GraphNode> find_all_with_name(const Function& root, const std::string& name,
                                           int depth) {
-  return depth_first_search(root, [&](const GraphNode& n) { return name_of(n) == name; }, depth);
+  return depth_first_search(
+      root, [&](const GraphNode& n) { return name_of(n) == name; }, depth);
 }
 
 std::vector<Variable> node_outputs(const Function& root, int depth) {

@@ -930,7 +930,8 @@ class Builder {
     block->op_name = r.block_op_name;
     block->name = r.name;
     block->uid = r.uid;
-    for (const std::string& value : r.values) block->arguments.emplace_back(resolve(r, value).impl());
+    for (const std::string& value : r.values)
+      block->arguments.emplace_back(resolve(r, value).impl());
     for (const Variable& o : r.outputs)
       if (computed_inside(*block, o)) block->outputs.push_back(o.impl());
     attach_block(block);

@@ -581,11 +581,11 @@ void add_graph(py::module_& m) {
           },
           py::arg("substitution"))
       // The op's attributes (of the root function for a composite), as Python values.
-      .def_property_readonly("attributes",
-                             [](const Function& f) {
-                               return to_python(
-                                   DictionaryValue(root_function(f).attributes().map()));
-                             })
+      .def_property_readonly(
+          "attributes",
+          [](const Function& f) {
+            return to_python(DictionaryValue(root_function(f).attributes().map()));
+          })
       .def(
           "save",
           [](const Function& f, const std::string& filename, ModelFormat format,
@@ -626,8 +626,7 @@ void add_graph(py::module_& m) {
       "depth_first_search",
       [](const Function& root, const py::function& visitor, int depth) {
         return node_objects(depth_first_search(
-            root, [&](const GraphNode& n) { return visitor(node_object(n)).cast<bool>(); },
-            depth));
+            root, [&](const GraphNode& n) { return visitor(node_object(n)).cast<bool>(); }, depth));
       },
       py::arg("root"), py::arg("visitor"), py::arg("depth") = 0);
   m.def(
@@ -651,8 +650,7 @@ void add_graph(py::module_& m) {
       },
       py::arg("node"), py::arg("node_uid"), py::arg("depth") = 0);
   m.def(
-      "get_node_outputs",
-      [](const Function& node, int depth) { return node_outputs(node, depth); },
+      "get_node_outputs", [](const Function& node, int depth) { return node_outputs(node, depth); },
       py::arg("node"), py::arg("depth") = 0);
   // CNTK's as_block: the composite applied to the variables given for its placeholders, seen
   // as one function of op block_op_name ([(placeholder, variable), ...] or a dict).
@@ -661,13 +659,15 @@ void add_graph(py::module_& m) {
       [](const Function& composite, py::handle block_arguments_map,
          const std::string& block_op_name, const std::string& block_instance_name) {
         std::vector<std::pair<Variable, Variable>> arguments;
-        py::object pairs = py::isinstance<py::dict>(block_arguments_map)
-                               ? py::reinterpret_borrow<py::dict>(block_arguments_map).attr("items")()
-                               : py::reinterpret_borrow<py::object>(block_arguments_map);
+        py::object pairs =
+            py::isinstance<py::dict>(block_arguments_map)
+                ? py::reinterpret_borrow<py::dict>(block_arguments_map).attr("items")()
+                : py::reinterpret_borrow<py::object>(block_arguments_map);
         for (py::handle pair : pairs) {
           py::tuple t = py::cast<py::tuple>(pair);
           if (t.size() != 2)
-            throw py::type_error("as_block: block_arguments_map holds (placeholder, variable) pairs");
+            throw py::type_error(
+                "as_block: block_arguments_map holds (placeholder, variable) pairs");
           arguments.emplace_back(as_variable(t[0]), as_variable(t[1]));
         }
         return as_block(composite, arguments, block_op_name, block_instance_name);

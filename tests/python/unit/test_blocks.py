@@ -63,9 +63,10 @@ def test_block_function_decorator_makes_a_callable_block():
     assert [outer for _, outer in applied.block_arguments_mapping] == [x, y]
     out = applied.eval({x: np.array([[1, 2]], np.float32), y: np.array([[1, 1]], np.float32)})
     np.testing.assert_array_equal(out, [[1, 3]])
-    # Function(f, make_block=True) is the same; annotations type the arguments.
-    typed = C.Function(lambda a: a * 3, make_block=True, op_name='Triple', name='t')
-    assert typed.is_block and typed.op_name == 'Triple'
+    # Function(f, make_block=True) is the same.
+    triple = C.Function(lambda a: a * 3, make_block=True, op_name='Triple', name='t')
+    assert triple.is_block and triple.op_name == 'Triple' and triple.name == 't'
+    np.testing.assert_array_equal(triple(x).eval({x: np.array([[1, 2]], np.float32)}), [[3, 6]])
 
 
 def test_blocks_clone_save_and_load(tmp_path):
