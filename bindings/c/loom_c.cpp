@@ -4,7 +4,6 @@
 #include "loom_c.h"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -29,38 +28,11 @@ class InvalidHandle : public loom::Error {
   using loom::Error::Error;
 };
 
-// What a model handle and its clones share. The runner for all outputs is made at load time;
-// a call asking for some of them gets a runner of its own for that set (made on first use and
-// kept), so it computes only what those outputs need and needs only their arguments.
-class Model {
- public:
-  template <typename Source>
-  explicit Model(Source&& source) : all_(std::forward<Source>(source)) {}
-
-  const loom::ModelRunner& all() const { return all_; }
-
-  // outputs: indices into all().outputs(), sorted and distinct.
-  const loom::ModelRunner& runner_for(const std::vector<size_t>& outputs) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::unique_ptr<loom::ModelRunner>& runner = subsets_[outputs];
-    if (!runner) {
-      std::vector<loom::Variable> chosen;
-      for (size_t i : outputs) chosen.push_back(all_.outputs()[i]);
-      runner = std::make_unique<loom::ModelRunner>(loom::combine(chosen));
-    }
-    return *runner;
-  }
-
- private:
-  loom::ModelRunner all_;
-  std::mutex mutex_;
-  std::map<std::vector<size_t>, std::unique_ptr<loom::ModelRunner>> subsets_;
-};
-
 }  // namespace
 
+// A model handle; its clones share the runner (ModelRunner is thread safe).
 struct loom_model {
-  std::shared_ptr<Model> model;
+  std::shared_ptr<const loom::ModelRunner> runner;
 };
 
 struct loom_value {
@@ -294,7 +266,7 @@ std::unique_ptr<loom_value> new_value(loom::Value value) {
 const std::vector<loom::Variable>& variables(const loom_model& m, loom_variable_kind kind) {
   LOOM_CHECK(kind == LOOM_ARGUMENT || kind == LOOM_OUTPUT, loom::ArgumentError, "variable kind ",
              kind, " is neither LOOM_ARGUMENT (0) nor LOOM_OUTPUT (1)");
-  return kind == LOOM_ARGUMENT ? m.model->all().arguments() : m.model->all().outputs();
+  return kind == LOOM_ARGUMENT ? m.runner->arguments() : m.runner->outputs();
 }
 
 const char* kind_name(loom_variable_kind kind) {
@@ -346,8 +318,8 @@ void evaluate(const loom_model* model, const std::vector<size_t>& arguments,
               loom_value* const* inputs, int64_t num_outputs,
               const std::vector<size_t>* output_indices, loom_value** outputs) {
   const loom_model& m = model_of(model);
-  const std::vector<loom::Variable>& args = m.model->all().arguments();
-  const std::vector<loom::Variable>& outs = m.model->all().outputs();
+  const std::vector<loom::Variable>& args = m.runner->arguments();
+  const std::vector<loom::Variable>& outs = m.runner->outputs();
   LOOM_CHECK(inputs || arguments.empty(), loom::ArgumentError, "inputs is NULL");
   LOOM_CHECK(outputs, loom::ArgumentError, "outputs (the caller's array) is NULL");
   loom::ValueMap values;
@@ -367,12 +339,10 @@ void evaluate(const loom_model* model, const std::vector<size_t>& arguments,
                " outputs (output names or indices NULL: all of them)");
     for (size_t i = 0; i < outs.size(); ++i) wanted.push_back(i);
   }
-  std::vector<size_t> subset = wanted;
-  std::sort(subset.begin(), subset.end());
-  subset.erase(std::unique(subset.begin(), subset.end()), subset.end());
-  const loom::ModelRunner& runner =
-      subset.size() == outs.size() ? m.model->all() : m.model->runner_for(subset);
-  const loom::ValueMap result = runner.evaluate(values);
+  std::vector<loom::Variable> chosen;
+  for (size_t i : wanted) chosen.push_back(outs[i]);
+  // Only what the chosen outputs need is computed (ModelRunner plans each set once).
+  const loom::ValueMap result = m.runner->evaluate(values, chosen);
   std::vector<std::unique_ptr<loom_value>> made;
   for (size_t i : wanted) made.push_back(new_value(result.at(outs[i])));
   // All registered, or none (the caller gets no value when the call fails).
@@ -424,7 +394,8 @@ template <typename Reader>
 void load(const char* path, loom_model** model, Reader&& reader) {
   LOOM_CHECK(path, loom::ArgumentError, "path is NULL");
   check_out(model, "model");
-  give(std::make_unique<loom_model>(loom_model{std::make_shared<Model>(reader(path))}),
+  give(std::make_unique<loom_model>(
+           loom_model{std::make_shared<const loom::ModelRunner>(reader(path))}),
        HandleType::Model, model);
 }
 
@@ -435,7 +406,8 @@ void load(const void* bytes, int64_t size, loom_model** model, Reader&& reader) 
   check_out(model, "model");
   const std::span<const uint8_t> file(static_cast<const uint8_t*>(bytes),
                                       non_negative(size, "size"));
-  give(std::make_unique<loom_model>(loom_model{std::make_shared<Model>(reader(file, "<memory>"))}),
+  give(std::make_unique<loom_model>(
+           loom_model{std::make_shared<const loom::ModelRunner>(reader(file, "<memory>"))}),
        HandleType::Model, model);
 }
 
@@ -527,7 +499,7 @@ loom_status loom_model_clone(const loom_model* model, loom_model** clone) {
   return guard(__func__, [&] {
     const loom_model& m = model_of(model);
     check_out(clone, "clone");
-    give(std::make_unique<loom_model>(loom_model{m.model}), HandleType::Model, clone);
+    give(std::make_unique<loom_model>(loom_model{m.runner}), HandleType::Model, clone);
   });
 }
 

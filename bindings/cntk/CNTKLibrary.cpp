@@ -3,7 +3,6 @@
 #include "CNTKLibrary.h"
 
 #include <algorithm>
-#include <map>
 #include <mutex>
 #include <span>
 #include <sstream>
@@ -512,12 +511,13 @@ CNTK_VALUE_INSTANTIATE(double)
 
 // ---- Function ----
 
-// The runners of one graph, one per set of requested outputs (each evaluates only what those
-// outputs need, so a model's criterion outputs need no labels when only its scores are asked
-// for). Shared by a function and its Share-clones; ModelRunner is thread safe.
+// The runner of one graph (it plans each set of requested outputs once, computing only what
+// they need, so a model's criterion outputs need no labels when only its scores are asked
+// for). Made on the first Evaluate and shared by a function and its Share-clones; ModelRunner
+// is thread safe.
 struct Function::Runner {
-  std::mutex mutex;
-  std::map<std::vector<loom::Variable>, std::shared_ptr<const loom::ModelRunner>> byOutputs;
+  std::once_flag made;
+  std::unique_ptr<const loom::ModelRunner> runner;
 };
 
 Function::Function(loom::Function function)
@@ -636,33 +636,17 @@ void Function::Evaluate(const std::unordered_map<Variable, ValuePtr>& arguments,
                                 "; give the outputs as keys of the output map");
   std::vector<loom::Variable> requested;
   for (const auto& entry : outputs) requested.push_back(entry.first.LoomVariable());
-  std::sort(requested.begin(), requested.end());
-
-  std::shared_ptr<const loom::ModelRunner> runner;
-  {
-    std::lock_guard<std::mutex> lock(m_runner->mutex);
-    auto it = m_runner->byOutputs.find(requested);
-    if (it == m_runner->byOutputs.end()) {
-      // Any output of a function of the graph may be asked for, as in CNTK.
-      const std::vector<loom::Variable> graphOutputs = loom::node_outputs(m_function);
-      for (const loom::Variable& o : requested)
-        if (std::find(graphOutputs.begin(), graphOutputs.end(), o) == graphOutputs.end())
-          throw std::invalid_argument("Function::Evaluate: the requested output " +
-                                      Describe(Variable(o)) + " is not an output of " +
-                                      m_function.to_string() + " nor of a function of its graph");
-      std::vector<loom::Variable> own = m_function.outputs();
-      std::sort(own.begin(), own.end());
-      loom::Function target = own == requested ? m_function : loom::combine(requested);
-      runner = Translated([&] { return std::make_shared<const loom::ModelRunner>(target); });
-      m_runner->byOutputs.emplace(requested, runner);
-    } else {
-      runner = it->second;
-    }
-  }
+  std::call_once(m_runner->made, [&] {
+    m_runner->runner = Translated([&] { return std::make_unique<loom::ModelRunner>(m_function); });
+  });
+  const loom::ModelRunner& runner = *m_runner->runner;
+  // Any output of a function of the graph may be asked for, as in CNTK.
+  const std::vector<loom::Variable>& needed = Translated(
+      [&]() -> const std::vector<loom::Variable>& { return runner.arguments(requested); });
 
   loom::ValueMap bound;
   std::vector<loom::Variable> missing;
-  for (const loom::Variable& a : runner->arguments()) {
+  for (const loom::Variable& a : needed) {
     auto it = arguments.find(Variable(a));
     if (it == arguments.end()) {
       missing.push_back(a);
@@ -678,7 +662,7 @@ void Function::Evaluate(const std::unordered_map<Variable, ValuePtr>& arguments,
   // Values for arguments of the function that these outputs do not need are ignored, as in
   // CNTK; a variable that is not an argument of the function at all is a mistake.
   if (bound.size() < arguments.size()) {
-    const std::vector<loom::Variable> all = m_function.arguments();
+    const std::vector<loom::Variable>& all = runner.arguments();
     for (const auto& entry : arguments)
       if (std::find(all.begin(), all.end(), entry.first.LoomVariable()) == all.end())
         throw std::invalid_argument("Function::Evaluate: " + Describe(entry.first) +
@@ -690,7 +674,7 @@ void Function::Evaluate(const std::unordered_map<Variable, ValuePtr>& arguments,
                                 " required argument(s) " + NamedList(missing) +
                                 " have not been provided");
 
-  loom::ValueMap results = Translated([&] { return runner->evaluate(bound); });
+  loom::ValueMap results = Translated([&] { return runner.evaluate(bound, requested); });
   for (auto& [variable, value] : outputs) {
     loom::Value& result = results.at(variable.LoomVariable());
     if (value == nullptr)

@@ -3,43 +3,95 @@
 #include <algorithm>
 
 #include "loom/graph/executor.h"
+#include "loom/graph/graph_impl.h"
+#include "loom/graph/graph_walk.h"
+#include "loom/ops/fused_rnn.h"
 #include "loom/serialize/model_file.h"
 
 namespace loom {
+
+namespace {
+std::vector<Variable> sorted_set(std::vector<Variable> variables) {
+  std::sort(variables.begin(), variables.end());
+  variables.erase(std::unique(variables.begin(), variables.end()), variables.end());
+  return variables;
+}
+}  // namespace
 
 ModelRunner::ModelRunner(const std::string& path) : ModelRunner(load_model(path)) {}
 
 ModelRunner::ModelRunner(Function model)
     : model_(std::move(model)), arguments_(model_.arguments()), outputs_(model_.outputs()) {
+  all_ = new_plan(outputs_, arguments_);
   // Plans once now, so that a model that cannot run fails here rather than in the first call.
-  idle_.push_back(std::make_unique<Executor>(outputs_));
+  all_->idle.push_back(std::make_unique<Executor>(outputs_));
   alive_ = 1;
 }
 
 ModelRunner::~ModelRunner() = default;
 
-std::unique_ptr<Executor> ModelRunner::acquire() const {
+// Called with mutex_ held (or from the constructor).
+ModelRunner::Plan* ModelRunner::new_plan(std::vector<Variable> outputs,
+                                         std::vector<Variable> arguments) const {
+  auto plan = std::make_unique<Plan>();
+  plan->recurrent = std::ranges::any_of(topological_order(outputs), [](const auto& f) {
+    return is_delay(*f) || is_fused_recurrence(*f);
+  });
+  plan->outputs = std::move(outputs);
+  plan->arguments = std::move(arguments);
+  std::unique_ptr<Plan>& slot = plans_[sorted_set(plan->outputs)];
+  slot = std::move(plan);
+  return slot.get();
+}
+
+ModelRunner::Plan& ModelRunner::plan_for(const std::vector<Variable>& outputs) const {
+  const std::vector<Variable> key = sorted_set(outputs);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+  LOOM_CHECK(!key.empty(), ArgumentError, "no output chosen of ", model_.to_string());
+  const std::vector<Variable> computed = sorted_set(node_outputs(model_));
+  for (const Variable& o : key)
+    LOOM_CHECK(std::binary_search(computed.begin(), computed.end(), o), ArgumentError, o.describe(),
+               " is not an output of ", model_.to_string(), " nor of a function of its graph");
+  const std::vector<Variable> needed = sorted_set(combine(key).arguments());
+  std::vector<Variable> arguments;
+  for (const Variable& a : arguments_)
+    if (std::binary_search(needed.begin(), needed.end(), a)) arguments.push_back(a);
+  return *new_plan(key, std::move(arguments));
+}
+
+std::unique_ptr<Executor> ModelRunner::acquire(Plan& plan) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!idle_.empty()) {
-      std::unique_ptr<Executor> e = std::move(idle_.back());
-      idle_.pop_back();
+    if (!plan.idle.empty()) {
+      std::unique_ptr<Executor> e = std::move(plan.idle.back());
+      plan.idle.pop_back();
       return e;
     }
     ++alive_;
   }
   // Planning reads the graph only, so it runs outside the lock.
-  return std::make_unique<Executor>(outputs_);
+  try {
+    return std::make_unique<Executor>(plan.outputs);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --alive_;
+    throw;
+  }
 }
 
-void ModelRunner::release(std::unique_ptr<Executor> executor) const {
+void ModelRunner::release(Plan& plan, std::unique_ptr<Executor> executor) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  idle_.push_back(std::move(executor));
+  plan.idle.push_back(std::move(executor));
 }
 
 size_t ModelRunner::executors() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return alive_;
+}
+
+const std::vector<Variable>& ModelRunner::arguments(const std::vector<Variable>& outputs) const {
+  return plan_for(outputs).arguments;
 }
 
 namespace {
@@ -56,24 +108,41 @@ ValueMap batches_as_sequences(const ValueMap& arguments) {
 }
 }  // namespace
 
-ValueMap ModelRunner::evaluate(const ValueMap& arguments) const {
+ValueMap ModelRunner::run(Plan& plan, const ValueMap& arguments) const {
+  // Calls share executors, so no state is kept from one call to the next.
+  for (const auto& [argument, value] : arguments)
+    if (plan.recurrent && value.mask())
+      for (size_t s = 0; s < value.num_sequences(); ++s)
+        LOOM_CHECK(value.mask()->begins_sequence(s), ArgumentError, "sequence ", s, " of ",
+                   argument.describe(),
+                   " continues one from an earlier call (its start flag is false): ModelRunner "
+                   "evaluates each call on its own, so give each sequence whole");
   const bool batch_for_sequence = std::ranges::any_of(arguments, [](const auto& entry) {
     return entry.first.has_sequence_axis() && !entry.second.is_sequence();
   });
-  std::unique_ptr<Executor> executor = acquire();
+  std::unique_ptr<Executor> executor = acquire(plan);
   ValueMap result;
   try {
     executor->forward(batch_for_sequence ? batches_as_sequences(arguments) : arguments,
                       /*is_training=*/false);
-    for (const Variable& o : outputs_) result.emplace(o, executor->output_value(o));
+    for (const Variable& o : plan.outputs) result.emplace(o, executor->output_value(o));
   } catch (...) {
     // An executor that failed part-way is not reused.
     std::lock_guard<std::mutex> lock(mutex_);
     --alive_;
     throw;
   }
-  release(std::move(executor));
+  release(plan, std::move(executor));
   return result;
+}
+
+ValueMap ModelRunner::evaluate(const ValueMap& arguments) const {
+  return run(*all_, arguments);
+}
+
+ValueMap ModelRunner::evaluate(const ValueMap& arguments,
+                               const std::vector<Variable>& outputs) const {
+  return run(plan_for(outputs), arguments);
 }
 
 Value ModelRunner::single_output(const ValueMap& values) const {

@@ -15,6 +15,8 @@
 #include "loom/layers/pooling.h"
 #include "loom/layers/sequential.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/losses.h"
+#include "loom/ops/recurrence_ops.h"
 #include "loom/serialize/model_file.h"
 
 namespace loom {
@@ -90,12 +92,106 @@ TEST(ModelRunner, ABatchForASequenceInputIsSequencesOfOneStep) {
             model.eval(ValueMap{{x, steps}}).at(model.output()).as_sequences<float>());
 }
 
+// Calls share executors and keep no state between them: a sequence continued from an earlier
+// call is refused where the model looks across steps, and evaluated as CNTK did elsewhere.
+TEST(ModelRunner, ASequenceContinuedFromAnEarlierCallIsAnErrorWhereStepsMeet) {
+  Variable x = sequence::input_variable({2}, {.name = "x"});
+  const NDArrayView steps = NDArrayView::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  const Value continued = Value::create({steps, steps}, {true, false});
+  ModelRunner recurrent(plus(x, sequence::past_value(x)));
+  try {
+    recurrent.evaluate(ValueMap{{x, continued}});
+    FAIL() << "a continued sequence was evaluated";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence 1 of"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(recurrent.evaluate(ValueMap{{x, Value::create({steps, steps})}})
+                .at(recurrent.outputs()[0])
+                .as_sequences<float>(),
+            (std::vector<std::vector<float>>{{1, 2, 4, 6}, {1, 2, 4, 6}}));
+
+  Function stepwise = Dense(3)(x);
+  ModelRunner runner(stepwise);
+  EXPECT_EQ(runner.evaluate(ValueMap{{x, continued}}).at(stepwise.output()).as_sequences<float>(),
+            stepwise.eval(ValueMap{{x, Value::create({steps, steps})}})
+                .at(stepwise.output())
+                .as_sequences<float>());
+}
+
 TEST(ModelRunner, BadDataIsAnErrorAndTheRunnerGoesOn) {
   ModelRunner runner(small_convnet());
   EXPECT_THROW(runner.evaluate(NDArrayView::from_vector(NDShape{2, 5}, std::vector<float>(10))),
                ShapeError);
   EXPECT_THROW(runner.evaluate({{"pixels", images(0)}}), ArgumentError);
   EXPECT_EQ(runner.evaluate(images(1)).data().shape(), (NDShape{2, 3}));
+}
+
+// A model with scores and a criterion: the scores alone need no labels, an inner node's output
+// can be asked for (as CNTK's Evaluate allowed), and the sets share one runner.
+struct Criterion {
+  Variable x = input_variable({2}, {.name = "features"});
+  Variable y = input_variable({3}, {.name = "labels"});
+  Variable hidden, scores, loss;
+  Function model;
+  Criterion() {
+    hidden = Dense(4, {.activation = relu, .name = "hidden"})(x).output();
+    scores = Dense(3)(hidden).output();
+    loss = cross_entropy_with_softmax(scores, y).output();
+    model = combine({scores, loss});
+  }
+};
+
+TEST(ModelRunner, ChosenOutputsComputeOnlyWhatTheyNeed) {
+  const Criterion c;
+  ModelRunner runner(c.model);
+  const Value features = Value::create_batch<float>({2}, {1, -2, 0.5f, 3});
+  const Value labels = Value::create_batch<float>({3}, {0, 1, 0, 1, 0, 0});
+  const ValueMap all = c.model.eval(ValueMap{{c.x, features}, {c.y, labels}});
+
+  EXPECT_EQ(runner.arguments({c.scores}), std::vector<Variable>{c.x});
+  EXPECT_EQ(runner.arguments({c.loss, c.scores}), (std::vector<Variable>{c.x, c.y}));
+  const ValueMap scores = runner.evaluate(ValueMap{{c.x, features}}, {c.scores});
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores.at(c.scores).data().to_vector<float>(),
+            all.at(c.scores).data().to_vector<float>());
+  // Values for arguments the outputs do not need are ignored; the order asked for is free.
+  const ValueMap both =
+      runner.evaluate(ValueMap{{c.x, features}, {c.y, labels}}, {c.loss, c.scores, c.loss});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both.at(c.loss).data().to_vector<float>(), all.at(c.loss).data().to_vector<float>());
+  const ValueMap hidden = runner.evaluate(ValueMap{{c.x, features}, {c.y, labels}}, {c.hidden});
+  EXPECT_EQ(hidden.at(c.hidden).data().shape(), (NDShape{2, 4}));
+  EXPECT_EQ(runner.executors(), 3u);  // all outputs (planned at load), scores, hidden
+
+  EXPECT_THROW(runner.evaluate(ValueMap{{c.x, features}}, {c.loss}), ArgumentError);  // labels
+  EXPECT_THROW(runner.evaluate(ValueMap{{c.x, features}}, {}), ArgumentError);
+  const Variable foreign = Dense(3)(input_variable({2})).output();
+  EXPECT_THROW(runner.evaluate(ValueMap{{c.x, features}}, {foreign}), ArgumentError);
+  EXPECT_THROW(runner.arguments({c.x}), ArgumentError);  // an input: computed by no function
+  EXPECT_EQ(runner.evaluate(ValueMap{{c.x, features}}, {c.scores}).size(), 1u);  // goes on
+}
+
+// Threads asking for different sets of outputs at once (the tsan preset runs this too).
+TEST(ModelRunner, ThreadsAskingForDifferentOutputsShareTheRunner) {
+  constexpr size_t kThreads = 4, kCalls = 200;
+  const Criterion c;
+  ModelRunner runner(c.model);
+  const Value features = Value::create_batch<float>({2}, {1, -2, 0.5f, 3});
+  const Value labels = Value::create_batch<float>({3}, {0, 1, 0, 1, 0, 0});
+  const ValueMap all = c.model.eval(ValueMap{{c.x, features}, {c.y, labels}});
+  std::vector<size_t> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const Variable wanted = t % 2 ? c.loss : c.scores;
+      for (size_t k = 0; k < kCalls; ++k) {
+        const ValueMap out = runner.evaluate(ValueMap{{c.x, features}, {c.y, labels}}, {wanted});
+        if (out.at(wanted).data().to_vector<float>() != all.at(wanted).data().to_vector<float>())
+          ++mismatches[t];
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches, std::vector<size_t>(kThreads, 0));
 }
 
 // 8 threads x 1,000 evaluations on one runner equal a single-threaded run, result for result,

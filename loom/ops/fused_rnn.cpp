@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "loom/graph/graph_impl.h"
 #include "loom/graph/op.h"
 #include "loom/kernels/rnn.h"
 #include "loom/ops/op_schema.h"
@@ -412,6 +413,10 @@ Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& f,
   check_initial_state(in[r.h0], z.n, "output");
   if (r.c0 != kAbsent) check_initial_state(in[r.c0], z.c, "cell");
   return make_primitive(kFusedRecurrence, std::move(in), std::move(a), name);
+}
+
+bool is_fused_recurrence(const FunctionImpl& f) {
+  return f.op == &kFusedRecurrence;
 }
 
 FusedRecurrenceInputs fused_recurrence_inputs(const std::vector<Variable>& in,

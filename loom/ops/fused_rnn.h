@@ -40,6 +40,10 @@ struct FusedRecurrenceInputs {
 Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& inputs,
                           const std::string& name = "");
 
+// Whether f applies the FusedRecurrence op, which keeps each sequence's final state for the
+// next minibatch of the same executor (where a sequence may continue).
+bool is_fused_recurrence(const FunctionImpl& f);
+
 // The parts of a FusedRecurrence op from its inputs (x first) and attributes: the inverse of
 // fused_recurrence (ONNX export reads a call this way).
 FusedRecurrenceInputs fused_recurrence_inputs(const std::vector<Variable>& inputs,
