@@ -6,6 +6,7 @@
 
 #include "loom/core/error.h"
 #include "loom/graph/graph_impl.h"
+#include "loom/graph/native_user_function.h"
 #include "loom/graph/tensor.h"
 
 namespace loom {
@@ -226,6 +227,8 @@ Dictionary user_function_attributes(const FunctionImpl& f) {
   Dictionary d;
   d["op_name"] = user->op_name();
   d["state"] = user->serialize().map();
+  if (f.attributes.contains(kNativeUserFunctionKey))
+    d[kNativeUserFunctionKey] = f.attributes.at(kNativeUserFunctionKey);
   return d;
 }
 
@@ -241,8 +244,16 @@ Function user_function_from_attributes(const std::vector<Variable>& inputs,
     Deserializers& d = deserializers();
     std::lock_guard lock(d.mutex);
     auto it = d.by_op_name.find(op_name);
-    make = it != d.by_op_name.end() ? it->second : d.fallback;
+    if (it != d.by_op_name.end())
+      make = it->second;
+    else if (!attributes.contains(kNativeUserFunctionKey))
+      make = d.fallback;
   }
+  // A native user function is made again by its library's factory, unless a deserializer
+  // registered for its op name takes its place (as CNTK's callbacks did).
+  if (!make && attributes.contains(kNativeUserFunctionKey))
+    return native_user_function_from_record(
+        inputs, attributes.get_dictionary(kNativeUserFunctionKey), name);
   std::shared_ptr<UserFunction> user = make ? make(inputs, name, state) : nullptr;
   LOOM_CHECK(user != nullptr, ArgumentError, "no deserializer knows user functions of op name '",
              op_name,

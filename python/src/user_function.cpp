@@ -2,6 +2,7 @@
 // backward and infer_outputs run as a Loom op (loom/graph/user_function.h). The Python class
 // itself is in python/loom/ops/functions.py; this file is the C++ side that calls it.
 #include "loom/graph/user_function.h"
+#include "loom/graph/native_user_function.h"
 
 #include "python/src/binding.h"
 
@@ -169,6 +170,20 @@ void add_user_function(py::module_& m) {
         return loom::user_function(std::move(user), std::move(inputs), name);
       },
       py::arg("user_func"));
+  m.def("register_native_user_function", &register_native_user_function, py::arg("op_id"),
+        py::arg("module_name"), py::arg("factory_method_name"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "native_user_function",
+      [](const std::string& op_id, const std::vector<Variable>& operands, py::dict attributes,
+         const std::string& name) {
+        const DictionaryValue config = from_python(attributes);
+        py::gil_scoped_release release;
+        return loom::native_user_function(op_id, operands, Dictionary(config.get<DictionaryMap>()),
+                                          name);
+      },
+      py::arg("op_id"), py::arg("operands"), py::arg("attributes"),
+      py::arg("user_function_instance_name"));
   m.def(
       "output_variable",
       [](py::handle shape, py::handle dtype, const std::vector<Axis>& dynamic_axes,

@@ -93,7 +93,7 @@ if cache_value("LOOM_BUILD_PYTHON") == "ON":
 
 # The clients (bindings/): libloom_c.so, loom_c.h and CNTKLibrary.h installed, the imported
 # targets Loom::loom_c and Loom::loom_cntk exported, the C# assembly and the Java jar, and a C
-# program built against the C API with one cc command.
+# program built against the C API with one cc command and by a C-only CMake project.
 if cache_value("LOOM_BUILD_BINDINGS") == "ON":
     installed = sorted(os.path.basename(p) for p in glob.glob(os.path.join(libdir, "libloom_c.so*")))
     expect(installed == ["libloom_c.so", "libloom_c.so.1", "libloom_c.so.1.0.0"],
@@ -124,6 +124,15 @@ if cache_value("LOOM_BUILD_BINDINGS") == "ON":
                          "v2_load_and_eval.dnn")
     printed = sh(program, model).splitlines()
     expect(printed == ["i1: 1.5 2 3 4.25"], f"the C consumer printed {printed}")
+    # The same program from a C-only CMake project through find_package(Loom).
+    c_tree = os.path.join(work, "find_package_c")
+    c_configure = ["cmake", "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}"]
+    if c_flags:
+        c_configure += [f"-DCMAKE_C_FLAGS={' '.join(c_flags)}"]
+    sh(*c_configure, "-S", os.path.join(source_dir, "tests", "consumer_c"), "-B", c_tree)
+    sh("cmake", "--build", c_tree)
+    printed = sh(os.path.join(c_tree, "c_consumer"), model).splitlines()
+    expect(printed == ["i1: 1.5 2 3 4.25"], f"the C consumer built by CMake printed {printed}")
 
 # 1. find_package(Loom) with the prefix on CMAKE_PREFIX_PATH.
 tree = os.path.join(work, "find_package")

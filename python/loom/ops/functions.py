@@ -97,6 +97,41 @@ def register_udf_deserialize_callback(op_name, callback):
 Function.register_udf_deserialize_callback = staticmethod(register_udf_deserialize_callback)
 
 
+def register_native_user_function(op_id, module_name, factory_method_name):
+    """Registers op_id as the C++ user function that factory_method_name (an extern "C" factory,
+    loom/graph/native_user_function.h) of the shared library module_name makes; '.so' is
+    appended where module_name does not end so."""
+    _loom.register_native_user_function(op_id, module_name, factory_method_name)
+
+
+def native_user_function(op_id, operands, attributes=None, user_function_instance_name=''):
+    """The Function the factory registered for op_id makes of operands and attributes (a dict
+    of numbers, strings, lists and dicts)."""
+    return _loom.native_user_function(op_id, list(operands), attributes or {},
+                                      user_function_instance_name)
+
+
+Function.register_native_user_function = staticmethod(register_native_user_function)
+Function.native_user_function = staticmethod(native_user_function)
+
+_clone = Function.clone
+
+
+def _clone_with_method_name(self, method, substitutions=None):
+    """CNTK's Function.clone: method is a CloneMethod or its name ('share', 'clone' or
+    'freeze', as in CNTK 206's ``D_real.clone(method='share', substitutions=...)``)."""
+    if isinstance(method, str):
+        if method not in CloneMethod.__members__:
+            raise ValueError(f"'{method}' is not a valid CloneMethod (one of 'share', 'clone', "
+                             "'freeze')")
+        method = CloneMethod.__members__[method]
+    return _clone(self, method, substitutions)
+
+
+_clone_with_method_name.__doc__ += '\n\n' + (_clone.__doc__ or '')
+Function.clone = _clone_with_method_name
+
+
 def _deserialize_user_function(inputs, name, saved):
     """Called by the model loader for a Python user function: its registered callback, else the
     static deserialize of the class the file names."""

@@ -1,5 +1,9 @@
 """CNTK's UserFunction: ops written in Python, in evaluation, gradients, training, clones, and
 saved models (CNTK's own userfunction tests' cases, with the values they assert)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -261,3 +265,33 @@ def test_set_attribute_and_custom_attributes_saved_with_the_model(tmp_path):
     assert z.clone(C.CloneMethod.share).custom_attributes == {'author': 'me', 'epochs': 3}
     with pytest.raises(TypeError, match='takes a dict'):
         z.custom_attributes = 3
+
+
+PLUGIN = os.environ.get('LOOM_NATIVE_SCALE_PLUGIN')
+
+
+@pytest.mark.skipif(not PLUGIN, reason='LOOM_NATIVE_SCALE_PLUGIN (set by ctest) is not set')
+def test_a_native_user_function_from_a_library_evaluates_and_loads(tmp_path):
+    # tests/support/native_scale_plugin.cpp: input * attributes['scale'].
+    from loom.ops.functions import native_user_function, register_native_user_function
+    register_native_user_function('py.Scale', PLUGIN, 'create_scale_function')
+    with pytest.raises(ValueError):  # op ids are unique
+        Function.register_native_user_function('py.Scale', PLUGIN, 'create_scale_function')
+    x = C.input_variable(2, needs_gradient=True)
+    f = native_user_function('py.Scale', [x], {'scale': 3.0}, 'tripled')
+    assert f.name == 'tripled'
+    data = np.array([[1, -2], [0.5, 4]], dtype=np.float32)
+    np.testing.assert_array_equal(f.eval({x: data}), 3 * data)
+    np.testing.assert_array_equal(f.grad({x: data}, wrt=[x]), np.full((2, 2), 3, np.float32))
+    path = str(tmp_path / 'native.model')
+    f.save(path)
+    np.testing.assert_array_equal(C.load_model(path).eval(data), 3 * data)
+    # A process that never registered it: the file names the library and factory.
+    out = subprocess.run([sys.executable, '-c', 'import sys, numpy as np, loom; print(loom.'
+                          f'load_model(sys.argv[1]).eval(np.ones((1, 2), np.float32)))', path],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ['[[3.', '3.]]'], out.stdout + out.stderr
+    with pytest.raises(ValueError, match='no native user function'):
+        native_user_function('py.Unknown', [x])
+    with pytest.raises(OSError, match='cannot be loaded'):
+        register_native_user_function('py.Missing', '/nonexistent/libnothing', 'f')

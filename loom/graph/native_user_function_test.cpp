@@ -1,0 +1,63 @@
+// Native user functions: a factory in a library loaded at run time (tests/support/
+// native_scale_plugin.cpp) makes a user function that evaluates, differentiates, saves and
+// loads; the errors of a wrong library, factory or op id.
+#include "loom/graph/native_user_function.h"
+
+#include <gtest/gtest.h>
+
+#include "loom/graph/user_function.h"
+#include "loom/serialize/model_file.h"
+
+namespace loom {
+namespace {
+
+// Registered once per process: op ids are unique.
+void register_scale() {
+  static const bool registered = [] {
+    register_native_user_function("test.Scale", LOOM_NATIVE_SCALE_PLUGIN, "create_scale_function");
+    return true;
+  }();
+  (void)registered;
+}
+
+Dictionary scale(double s) {
+  Dictionary d;
+  d["scale"] = s;
+  return d;
+}
+
+TEST(NativeUserFunction, EvaluatesDifferentiatesSavesAndLoads) {
+  register_scale();
+  Variable x = input_variable({3}, {.name = "x", .needs_gradient = true});
+  Function f = native_user_function("test.Scale", {x}, scale(2.5), "scaled");
+  EXPECT_EQ(f.name(), "scaled");
+  EXPECT_EQ(f.op_name(), "test.NativeScale");
+  const Value data = Value::create_batch<float>({3}, {1, -2, 4, 0.5f, 0, 8});
+  EXPECT_EQ(f.eval(data).data().to_vector<float>(),
+            (std::vector<float>{2.5f, -5, 10, 1.25f, 0, 20}));
+  EXPECT_EQ(f.grad({{x, data}}, {x}).at(x).data().to_vector<float>(), std::vector<float>(6, 2.5f));
+
+  // The model file keeps the op id, library, factory and attributes: loading makes it again.
+  const Function loaded = load_model_from_bytes(save_model_to_bytes(f));
+  EXPECT_EQ(loaded.eval(data).data().to_vector<float>(), f.eval(data).data().to_vector<float>());
+  EXPECT_EQ(loaded.output().owner().op_name(), "test.NativeScale");
+}
+
+TEST(NativeUserFunction, BadLibrariesFactoriesAndOpIdsAreErrors) {
+  register_scale();
+  EXPECT_THROW(register_native_user_function("test.Scale", LOOM_NATIVE_SCALE_PLUGIN,
+                                             "create_scale_function"),
+               ArgumentError);  // registered already
+  EXPECT_THROW(register_native_user_function("test.Missing", "/nonexistent/libnothing", "f"),
+               IOError);
+  EXPECT_THROW(
+      register_native_user_function("test.NoFactory", LOOM_NATIVE_SCALE_PLUGIN, "no_such_factory"),
+      ArgumentError);
+  Variable x = input_variable({3}, {.name = "x"});
+  EXPECT_THROW(native_user_function("test.Unregistered", {x}), ArgumentError);
+  // The factory refuses two operands (it returns null).
+  EXPECT_THROW(native_user_function("test.Scale", {x, x}), ArgumentError);
+}
+
+}  // namespace
+}  // namespace loom
