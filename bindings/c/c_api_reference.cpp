@@ -10,19 +10,26 @@
 
 namespace {
 
-// The output named (or with uid) output: its packed data (sequences' steps back to back) copied
-// into out.
-int64_t copy_output(const loom::ModelRunner& runner, const loom::ValueMap& result,
+// The packed data of value (sequences' steps back to back) copied into out.
+int64_t copy_packed(const loom::Value& value, float* out, int64_t capacity) {
+  std::vector<float> packed;
+  for (const auto& sequence : value.as_sequences<float>())
+    packed.insert(packed.end(), sequence.begin(), sequence.end());
+  if (int64_t(packed.size()) > capacity) throw loom::ArgumentError("reference: out is too small");
+  std::copy(packed.begin(), packed.end(), out);
+  return int64_t(packed.size());
+}
+
+// The output named (or with uid) output: the model's, evaluated by the runner, or else the
+// output of the function of that name in its graph, evaluated by Function::eval.
+int64_t copy_output(const loom::ModelRunner& runner, const loom::ValueMap& arguments,
                     const char* output, float* out, int64_t capacity) {
-  for (const loom::Variable& o : runner.outputs()) {
-    if (o.name() != output && o.uid() != output) continue;
-    std::vector<float> packed;
-    for (const auto& sequence : result.at(o).as_sequences<float>())
-      packed.insert(packed.end(), sequence.begin(), sequence.end());
-    if (int64_t(packed.size()) > capacity) throw loom::ArgumentError("reference: out is too small");
-    std::copy(packed.begin(), packed.end(), out);
-    return int64_t(packed.size());
-  }
+  for (const loom::Variable& o : runner.outputs())
+    if (o.name() == output || o.uid() == output)
+      return copy_packed(runner.evaluate(arguments).at(o), out, capacity);
+  for (const loom::GraphNode& node : loom::find_all_with_name(runner.function(), output))
+    if (const auto* f = std::get_if<loom::Function>(&node))
+      return copy_packed(f->eval(arguments).at(f->output()), out, capacity);
   throw loom::ArgumentError(std::string("reference: no output named ") + output);
 }
 
@@ -75,7 +82,7 @@ int64_t reference_dense(const char* path, int64_t num_inputs, const char* const*
       arguments.emplace(a, loom::Value::create_sequences<float>(
                                sample, std::vector<float>(data[i], data[i] + n), lens));
     }
-    return copy_output(runner, runner.evaluate(arguments), output, out, capacity);
+    return copy_output(runner, arguments, output, out, capacity);
   });
 }
 
@@ -91,7 +98,7 @@ int64_t reference_one_hot(const char* path, const char* argument, int64_t dim,
     }
     const loom::ValueMap arguments{
         {runner.argument(argument), loom::Value::one_hot_sequences(size_t(dim), sequences)}};
-    return copy_output(runner, runner.evaluate(arguments), output, out, capacity);
+    return copy_output(runner, arguments, output, out, capacity);
   });
 }
 

@@ -132,8 +132,11 @@ static void check_variable(const loom_model* model, loom_variable_kind kind, con
   CHECK(dtype == LOOM_FLOAT32, name);
   OK(loom_model_variable_flags(model, kind, index, &got_flags));
   CHECK(got_flags == flags, name);
-  printf("  %s %s: uid %s, [%lld], flags %d\n", kind == LOOM_ARGUMENT ? "argument" : "output", name,
-         uid, (long long)dims[0], (int)got_flags);
+  printf("  %s %s: uid %s, [%lld], flags %d\n",
+         kind == LOOM_ARGUMENT ? "argument"
+         : kind == LOOM_OUTPUT ? "output"
+                               : "node",
+         name, uid, (long long)dims[0], (int)got_flags);
 }
 
 static void test_info(void) {
@@ -294,7 +297,10 @@ static void test_sequences(void) {
   const float* data[2];
   const char* names[2] = {"features", "labels"};
   const char* ol_z[1] = {"ol.z"};
+  const char* h1_z[1] = {"h1.z"};
   const char* i1[1] = {"i1"};
+  const int32_t seq = LOOM_FLAG_BATCH_AXIS | LOOM_FLAG_SEQUENCE_AXIS;
+  static float hidden[STEPS * 200];
   int64_t got_lengths[S], n_got, n_expected, k, z;
   loom_model *abs_model = load(kAbs), *mnist = load(kMnist);
   loom_value *in[2] = {NULL, NULL}, *out[4] = {NULL, NULL, NULL, NULL}, *alone[1] = {NULL},
@@ -340,6 +346,17 @@ static void test_sequences(void) {
   check_same(got, n_got, expected, n_expected, "ol.z alone = ol.z of all outputs");
   free(got);
 
+  OK(loom_value_free(alone[0]));
+  /* An inner node's output (CNTK's FindByName("h1.z") and EvaluateIntermediateLayer): listed
+   * as LOOM_NODE, chosen by name like an output, the same as Function::eval of that node. */
+  check_variable(mnist, LOOM_NODE, "h1.z", 200, seq);
+  OK(loom_model_variable_count(mnist, LOOM_NODE, &k));
+  CHECK(k > 4, "MNIST's graph has more node outputs than outputs");
+  OK(loom_model_evaluate(mnist, 1, names, in, 1, h1_z, alone));
+  got = read_value(alone[0], &n_got);
+  n_expected = reference_dense(kMnist, 1, names, data, S, lengths, "h1.z", hidden, STEPS * 200);
+  check_same(got, n_got, hidden, n_expected, "MNIST h1.z: C API = Function::eval");
+  free(got);
   OK(loom_value_free(alone[0]));
   for (k = 0; k < 4; ++k) OK(loom_value_free(out[k]));
   OK(loom_value_free(in[0]));

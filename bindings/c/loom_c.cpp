@@ -18,6 +18,7 @@
 #include "loom/deploy/model_runner.h"
 #include "loom/deploy/onnx.h"
 #include "loom/graph/function.h"
+#include "loom/graph/graph_walk.h"
 #include "loom/serialize/model_file.h"
 
 namespace {
@@ -30,9 +31,17 @@ class InvalidHandle : public loom::Error {
 
 }  // namespace
 
-// A model handle; its clones share the runner (ModelRunner is thread safe).
+// What a model handle and its clones share: the runner (thread safe) and the outputs of the
+// functions of its graph (LOOM_NODE).
+struct Model {
+  explicit Model(loom::Function function)
+      : runner(std::move(function)), nodes(loom::node_outputs(runner.function())) {}
+  const loom::ModelRunner runner;
+  const std::vector<loom::Variable> nodes;
+};
+
 struct loom_model {
-  std::shared_ptr<const loom::ModelRunner> runner;
+  std::shared_ptr<const Model> model;
 };
 
 struct loom_value {
@@ -264,13 +273,15 @@ std::unique_ptr<loom_value> new_value(loom::Value value) {
 }
 
 const std::vector<loom::Variable>& variables(const loom_model& m, loom_variable_kind kind) {
-  LOOM_CHECK(kind == LOOM_ARGUMENT || kind == LOOM_OUTPUT, loom::ArgumentError, "variable kind ",
-             kind, " is neither LOOM_ARGUMENT (0) nor LOOM_OUTPUT (1)");
-  return kind == LOOM_ARGUMENT ? m.runner->arguments() : m.runner->outputs();
+  LOOM_CHECK(kind == LOOM_ARGUMENT || kind == LOOM_OUTPUT || kind == LOOM_NODE, loom::ArgumentError,
+             "variable kind ", kind, " is not LOOM_ARGUMENT (0), LOOM_OUTPUT (1) or LOOM_NODE (2)");
+  return kind == LOOM_ARGUMENT ? m.model->runner.arguments()
+         : kind == LOOM_OUTPUT ? m.model->runner.outputs()
+                               : m.model->nodes;
 }
 
 const char* kind_name(loom_variable_kind kind) {
-  return kind == LOOM_ARGUMENT ? "argument" : "output";
+  return kind == LOOM_ARGUMENT ? "argument" : kind == LOOM_OUTPUT ? "output" : "node output";
 }
 
 size_t checked_index(const loom_model& m, loom_variable_kind kind, int64_t index) {
@@ -286,8 +297,10 @@ const loom::Variable& variable(const loom_model* model, loom_variable_kind kind,
   return variables(m, kind)[checked_index(m, kind, index)];
 }
 
-// The variable with that name, else with that uid: outputs of CNTK's files often have no name.
-size_t find_variable(const loom_model& m, loom_variable_kind kind, const char* name) {
+// The index of the variable with that name, else with that uid (outputs of CNTK's files often
+// have no name); none when neither matches.
+std::optional<size_t> match_variable(const loom_model& m, loom_variable_kind kind,
+                                     const char* name) {
   LOOM_CHECK(name, loom::ArgumentError, kind_name(kind), " name is NULL");
   const std::vector<loom::Variable>& vars = variables(m, kind);
   for (auto field : {&loom::Variable::name, &loom::Variable::uid}) {
@@ -298,12 +311,22 @@ size_t find_variable(const loom_model& m, loom_variable_kind kind, const char* n
     LOOM_CHECK(found.empty(), loom::ArgumentError, "the model has ", found.size(), " ",
                kind_name(kind), "s named '", name, "': choose one by uid or index");
   }
+  return std::nullopt;
+}
+
+[[noreturn]] void no_variable_named(const loom_model& m, loom_variable_kind kind,
+                                    const char* name) {
   std::string known;
-  for (const loom::Variable& v : vars)
+  for (const loom::Variable& v : variables(m, kind))
     known += (known.empty() ? "" : ", ") + (v.name().empty() ? v.uid() : v.name());
   throw loom::ArgumentError(loom::detail::concat("the model has no ", kind_name(kind), " named '",
                                                  name, "'; its ", kind_name(kind),
                                                  "s are: ", known));
+}
+
+size_t find_variable(const loom_model& m, loom_variable_kind kind, const char* name) {
+  if (std::optional<size_t> i = match_variable(m, kind, name)) return *i;
+  no_variable_named(m, kind, name);
 }
 
 void copy_shape(const loom::NDShape& shape, int64_t* dims, int64_t capacity) {
@@ -313,13 +336,13 @@ void copy_shape(const loom::NDShape& shape, int64_t* dims, int64_t capacity) {
   for (size_t i = 0; i < shape.rank(); ++i) dims[i] = int64_t(shape[i]);
 }
 
-// Evaluates with the arguments and outputs chosen by index (outputs: null for all of them).
+// Evaluates with the arguments chosen by index and the outputs chosen (null: all of them).
 void evaluate(const loom_model* model, const std::vector<size_t>& arguments,
               loom_value* const* inputs, int64_t num_outputs,
-              const std::vector<size_t>* output_indices, loom_value** outputs) {
+              const std::vector<loom::Variable>* chosen, loom_value** outputs) {
   const loom_model& m = model_of(model);
-  const std::vector<loom::Variable>& args = m.runner->arguments();
-  const std::vector<loom::Variable>& outs = m.runner->outputs();
+  const loom::ModelRunner& runner = m.model->runner;
+  const std::vector<loom::Variable>& args = runner.arguments();
   LOOM_CHECK(inputs || arguments.empty(), loom::ArgumentError, "inputs is NULL");
   LOOM_CHECK(outputs, loom::ArgumentError, "outputs (the caller's array) is NULL");
   loom::ValueMap values;
@@ -328,23 +351,19 @@ void evaluate(const loom_model* model, const std::vector<size_t>& arguments,
     LOOM_CHECK(values.emplace(args[arguments[i]], v.value).second, loom::ArgumentError, "argument ",
                args[arguments[i]].describe(), " is given twice");
   }
-  std::vector<size_t> wanted;
-  if (output_indices) {
-    LOOM_CHECK(!output_indices->empty(), loom::ArgumentError,
+  if (chosen) {
+    LOOM_CHECK(!chosen->empty(), loom::ArgumentError,
                "num_outputs is 0: choose at least one output");
-    wanted = *output_indices;
   } else {
-    LOOM_CHECK(size_t(num_outputs) == outs.size(), loom::ArgumentError, "num_outputs is ",
-               num_outputs, " but the model has ", outs.size(),
+    LOOM_CHECK(size_t(num_outputs) == runner.outputs().size(), loom::ArgumentError,
+               "num_outputs is ", num_outputs, " but the model has ", runner.outputs().size(),
                " outputs (output names or indices NULL: all of them)");
-    for (size_t i = 0; i < outs.size(); ++i) wanted.push_back(i);
   }
-  std::vector<loom::Variable> chosen;
-  for (size_t i : wanted) chosen.push_back(outs[i]);
+  const std::vector<loom::Variable>& wanted = chosen ? *chosen : runner.outputs();
   // Only what the chosen outputs need is computed (ModelRunner plans each set once).
-  const loom::ValueMap result = m.runner->evaluate(values, chosen);
+  const loom::ValueMap result = runner.evaluate(values, wanted);
   std::vector<std::unique_ptr<loom_value>> made;
-  for (size_t i : wanted) made.push_back(new_value(result.at(outs[i])));
+  for (const loom::Variable& o : wanted) made.push_back(new_value(result.at(o)));
   // All registered, or none (the caller gets no value when the call fails).
   size_t registered = 0;
   try {
@@ -394,8 +413,7 @@ template <typename Reader>
 void load(const char* path, loom_model** model, Reader&& reader) {
   LOOM_CHECK(path, loom::ArgumentError, "path is NULL");
   check_out(model, "model");
-  give(std::make_unique<loom_model>(
-           loom_model{std::make_shared<const loom::ModelRunner>(reader(path))}),
+  give(std::make_unique<loom_model>(loom_model{std::make_shared<const Model>(reader(path))}),
        HandleType::Model, model);
 }
 
@@ -407,26 +425,39 @@ void load(const void* bytes, int64_t size, loom_model** model, Reader&& reader) 
   const std::span<const uint8_t> file(static_cast<const uint8_t*>(bytes),
                                       non_negative(size, "size"));
   give(std::make_unique<loom_model>(
-           loom_model{std::make_shared<const loom::ModelRunner>(reader(file, "<memory>"))}),
+           loom_model{std::make_shared<const Model>(reader(file, "<memory>"))}),
        HandleType::Model, model);
 }
 
 // loom_model_evaluate and _by_index: the arguments and the chosen outputs (all when keys is
-// NULL) by name or by index, looked up with find(model, kind, key).
-template <typename Key, typename Find>
+// NULL) by name or by index, looked up with find_argument(model, key) and
+// find_output(model, key).
+template <typename Key, typename FindArgument, typename FindOutput>
 void evaluate_by(const loom_model* model, int64_t num_inputs, const Key* input_keys,
                  loom_value* const* inputs, int64_t num_outputs, const Key* output_keys,
-                 loom_value** outputs, const char* keys_name, Find find) {
+                 loom_value** outputs, const char* keys_name, FindArgument find_argument,
+                 FindOutput find_output) {
   const loom_model& m = model_of(model);
   const size_t n_in = non_negative(num_inputs, "num_inputs");
   const size_t n_out = non_negative(num_outputs, "num_outputs");
   LOOM_CHECK(input_keys || n_in == 0, loom::ArgumentError, keys_name, " is NULL");
-  std::vector<size_t> arguments, chosen;
-  for (size_t i = 0; i < n_in; ++i) arguments.push_back(find(m, LOOM_ARGUMENT, input_keys[i]));
+  std::vector<size_t> arguments;
+  std::vector<loom::Variable> chosen;
+  for (size_t i = 0; i < n_in; ++i) arguments.push_back(find_argument(m, input_keys[i]));
   for (size_t i = 0; output_keys && i < n_out; ++i)
-    chosen.push_back(find(m, LOOM_OUTPUT, output_keys[i]));
+    chosen.push_back(find_output(m, output_keys[i]));
   evaluate(model, arguments, inputs, num_outputs, output_keys ? &chosen : nullptr, outputs);
 }
+
+// An output by name or uid: the model's, else a node output (any function's of the graph).
+loom::Variable output_named(const loom_model& m, const char* name) {
+  if (std::optional<size_t> i = match_variable(m, LOOM_OUTPUT, name))
+    return variables(m, LOOM_OUTPUT)[*i];
+  if (std::optional<size_t> i = match_variable(m, LOOM_NODE, name))
+    return variables(m, LOOM_NODE)[*i];
+  no_variable_named(m, LOOM_OUTPUT, name);
+}
+
 }  // namespace
 
 extern "C" {
@@ -473,7 +504,9 @@ const char* loom_version(void) {
 }
 
 loom_status loom_model_load(const char* path, loom_model** model) {
-  return guard(__func__, [&] { load(path, model, [](const std::string& p) { return p; }); });
+  return guard(__func__, [&] {
+    load(path, model, [](const std::string& p) { return loom::load_model(p); });
+  });
 }
 
 loom_status loom_model_load_from_bytes(const void* bytes, int64_t size, loom_model** model) {
@@ -499,7 +532,7 @@ loom_status loom_model_clone(const loom_model* model, loom_model** clone) {
   return guard(__func__, [&] {
     const loom_model& m = model_of(model);
     check_out(clone, "clone");
-    give(std::make_unique<loom_model>(loom_model{m.runner}), HandleType::Model, clone);
+    give(std::make_unique<loom_model>(loom_model{m.model}), HandleType::Model, clone);
   });
 }
 
@@ -693,8 +726,10 @@ loom_status loom_model_evaluate(const loom_model* model, int64_t num_inputs,
                                 int64_t num_outputs, const char* const* output_names,
                                 loom_value** outputs) {
   return guard(__func__, [&] {
-    evaluate_by(model, num_inputs, input_names, inputs, num_outputs, output_names, outputs,
-                "input_names", find_variable);
+    evaluate_by(
+        model, num_inputs, input_names, inputs, num_outputs, output_names, outputs, "input_names",
+        [](const loom_model& m, const char* name) { return find_variable(m, LOOM_ARGUMENT, name); },
+        output_named);
   });
 }
 
@@ -703,8 +738,13 @@ loom_status loom_model_evaluate_by_index(const loom_model* model, int64_t num_in
                                          int64_t num_outputs, const int64_t* output_indices,
                                          loom_value** outputs) {
   return guard(__func__, [&] {
-    evaluate_by(model, num_inputs, input_indices, inputs, num_outputs, output_indices, outputs,
-                "input_indices", checked_index);
+    evaluate_by(
+        model, num_inputs, input_indices, inputs, num_outputs, output_indices, outputs,
+        "input_indices",
+        [](const loom_model& m, int64_t i) { return checked_index(m, LOOM_ARGUMENT, i); },
+        [](const loom_model& m, int64_t i) {
+          return variables(m, LOOM_OUTPUT)[checked_index(m, LOOM_OUTPUT, i)];
+        });
   });
 }
 

@@ -86,9 +86,13 @@ LOOM_C_EXPORT const char* loom_version(void);
 typedef int32_t loom_dtype;
 enum { LOOM_FLOAT32 = 1, LOOM_FLOAT64 = 2 };
 
-/* Which of a model's variable lists an index refers to. */
+/* Which of a model's variable lists an index refers to. LOOM_NODE: the output of every function
+ * of the model's graph (the model's outputs among them), in the order of CNTK's depth-first walk
+ * from the outputs (each function before its inputs); each is named as the function computing
+ * it, which is what CNTK's FindByName matched. loom_model_evaluate takes their names or uids as
+ * outputs (CNTK's evaluation of an intermediate layer). */
 typedef int32_t loom_variable_kind;
-enum { LOOM_ARGUMENT = 0, LOOM_OUTPUT = 1 };
+enum { LOOM_ARGUMENT = 0, LOOM_OUTPUT = 1, LOOM_NODE = 2 };
 
 /* Bits of loom_model_variable_flags and loom_value_flags. */
 enum {
@@ -129,8 +133,8 @@ LOOM_C_EXPORT loom_status loom_model_clone(const loom_model* model, loom_model**
 /* Frees a model handle. LOOM_STATUS_INVALID_HANDLE for NULL or one already freed. */
 LOOM_C_EXPORT loom_status loom_model_free(loom_model* model);
 
-/* How many arguments (inputs) or outputs the model has; they are indexed 0..count-1 in the
- * model's order. */
+/* How many arguments (inputs), outputs or node outputs the model has; they are indexed
+ * 0..count-1 in the model's order. */
 LOOM_C_EXPORT loom_status loom_model_variable_count(const loom_model* model,
                                                     loom_variable_kind kind, int64_t* count);
 /* The index of the argument or output with this name, or, if no variable has that name, with
@@ -209,8 +213,9 @@ LOOM_C_EXPORT loom_status loom_value_create_csr_sequences(
 /* Evaluates the model (inference mode). Thread safe: many threads may evaluate one model.
  * Inputs: num_inputs pairs of an argument name (or uid, as loom_model_variable_index) and a
  * value; every argument the chosen outputs need must have one (others are ignored). Outputs:
- * output_names chooses num_outputs (at least 1) outputs by name (or uid); with output_names
- * NULL, every output in the model's order, and num_outputs must be the model's output count.
+ * output_names chooses num_outputs (at least 1) outputs by name (or uid): the model's outputs,
+ * else the outputs of the functions of its graph (LOOM_NODE); with output_names NULL, every
+ * output in the model's order, and num_outputs must be the model's output count.
  * Only what the chosen outputs need is computed. outputs is the caller's array of num_outputs
  * pointers, each set to a new value the caller frees with loom_value_free. On failure no value
  * is returned. */
