@@ -140,17 +140,6 @@ TEST(UnaryOps, OutputUsedTwiceAccumulatesGradients) {
   }
 }
 
-TEST(UnaryOps, Float32MatchesFloat64) {
-  for (const UnaryCase& c : kUnary) {
-    SCOPED_TRACE(c.op_name);
-    expect_float32_matches_float64([&](DataType dtype) {
-      Variable x = sequence::input_variable({2, 2}, {.dtype = dtype});
-      return OpCase{
-          c.fn(x, ""), {{x, random_sequences({2, 2}, kLengths, dtype, 8, c.low, c.high)}}, {x}};
-    });
-  }
-}
-
 TEST(UnaryOps, SparseInputIsDensified) {
   Variable x = input_variable({4}, {.is_sparse = true});
   Function f = loom::tanh(x);
@@ -304,17 +293,6 @@ TEST(BinaryOps, ForwardBroadcastsSamplesAndParameters) {
   }
 }
 
-TEST(BinaryOps, PackingIsInvisible) {
-  for (const BinaryCase& c : kBinary) {
-    SCOPED_TRACE(c.op_name);
-    Variable x = sequence::input_variable({2, 3}, f64());
-    Constant k = constant(random_array({2, 1}, kF64, 15, c.low, c.high));
-    Function f = c.fn(k, c.fn(x, x, ""), "");
-    expect_sequences_match_individually(
-        f, x, random_sequences({2, 3}, kLengths, kF64, 16, c.low, c.high));
-  }
-}
-
 TEST(BinaryOps, Gradients) {
   for (const BinaryCase& c : kBinary) {
     SCOPED_TRACE(c.op_name);
@@ -348,19 +326,6 @@ TEST(BinaryOps, InputUsedTwiceAccumulatesGradients) {
     if (std::string(c.op_name) != "ElementMax" && std::string(c.op_name) != "ElementMin")
       expect_gradients_match(c.fn(x, x, ""), args, {x});
     expect_gradients_match(c.fn(c.fn(x, p, ""), p, ""), args, {x, p});
-  }
-}
-
-TEST(BinaryOps, Float32MatchesFloat64) {
-  for (const BinaryCase& c : kBinary) {
-    SCOPED_TRACE(c.op_name);
-    expect_float32_matches_float64([&](DataType dtype) {
-      Variable x = sequence::input_variable({2, 3}, {.dtype = dtype});
-      Parameter p = parameter(random_array({2, 1}, dtype, 41, c.low, c.high));
-      return OpCase{c.fn(x, p, ""),
-                    {{x, random_sequences({2, 3}, kLengths, dtype, 42, c.low, c.high)}},
-                    {x, p}};
-    });
   }
 }
 

@@ -398,18 +398,5 @@ TEST(Reductions, InputUsedTwiceAccumulatesGradients) {
   }
 }
 
-TEST(Reductions, Float32MatchesFloat64) {
-  for (const ReduceCase& c : kReduce) {
-    for (const AxesCase& a : kAxes) {
-      SCOPED_TRACE(std::string(c.op_name) + " over " + a.kept.to_string());
-      expect_float32_matches_float64([&](DataType dtype) {
-        Variable s = sequence::input_variable({2, 3, 4}, {.dtype = dtype});
-        return OpCase{
-            apply(c, s, a, true), {{s, random_sequences({2, 3, 4}, kLengths, dtype, 8)}}, {s}};
-      });
-    }
-  }
-}
-
 }  // namespace
 }  // namespace loom
