@@ -346,15 +346,16 @@ MomentumSchedule default_variance_momentum_schedule() {
 
 MomentumLearnerBase::MomentumLearnerBase(std::vector<Parameter> parameters, LearningRateSchedule lr,
                                          MomentumSchedule momentum, LearnerOptions options,
-                                         size_t state_tensors)
+                                         size_t state_tensors, bool reports_momentum)
     : LearnerBase(std::move(parameters), std::move(lr), std::move(options), state_tensors),
-      momentum_(adopt_minibatch_size(std::move(momentum))) {
+      momentum_(adopt_minibatch_size(std::move(momentum))),
+      reports_momentum_(reports_momentum) {
   for (const auto& [end, v] : momentum_.entries())
     LOOM_CHECK(v >= 0 && v <= 1, ArgumentError, "momentum must be in [0, 1], got ", v);
 }
 
 void MomentumLearnerBase::on_minibatch(size_t training_sample_count) {
-  report(momentum_, "Momentum");
+  if (reports_momentum_) report(momentum_, "Momentum");
   beta_ = momentum_for_minibatch(momentum_, training_sample_count);
 }
 
@@ -364,7 +365,7 @@ VarianceMomentumLearnerBase::VarianceMomentumLearnerBase(std::vector<Parameter> 
                                                          MomentumSchedule variance_momentum,
                                                          LearnerOptions options)
     : MomentumLearnerBase(std::move(parameters), std::move(lr), std::move(momentum),
-                          std::move(options), 2),
+                          std::move(options), 2, /*reports_momentum=*/false),
       variance_momentum_(adopt_minibatch_size(std::move(variance_momentum))) {}
 
 void VarianceMomentumLearnerBase::check_variance_momentum(const char* learner) const {

@@ -212,10 +212,14 @@ MomentumSchedule default_variance_momentum_schedule();
 // the momentum of the current minibatch, scaled to its size, and the unit-gain factor.
 class MomentumLearnerBase : public LearnerBase {
  protected:
+  // reports_momentum: CNTK's momentum_sgd reports its momentum to the progress writers
+  // ("Momentum per 1 samples: 0.9"); nesterov, adam and fsadagrad do not.
   MomentumLearnerBase(std::vector<Parameter> parameters, LearningRateSchedule lr,
-                      MomentumSchedule momentum, LearnerOptions options, size_t state_tensors);
+                      MomentumSchedule momentum, LearnerOptions options, size_t state_tensors,
+                      bool reports_momentum);
 
-  // Reports the momentum and fixes beta and the unit-gain factor for this minibatch.
+  // Reports the momentum (where CNTK did) and fixes beta and the unit-gain factor for this
+  // minibatch.
   void on_minibatch(size_t training_sample_count) override;
   // beta scaled to the minibatch (momentum_for_minibatch), as T.
   template <typename T>
@@ -230,6 +234,7 @@ class MomentumLearnerBase : public LearnerBase {
 
  private:
   MomentumSchedule momentum_;
+  bool reports_momentum_;
   double beta_ = 0;
 };
 

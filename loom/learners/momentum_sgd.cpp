@@ -9,6 +9,7 @@ namespace {
 // p -= v.
 struct MomentumSGDRule {
   static constexpr const char* kName = "momentum_sgd";
+  static constexpr bool kReportsMomentum = true;
   template <typename T>
   static T next(T p, T v, T /*beta*/, T /*step*/) {
     return p - v;

@@ -1,11 +1,15 @@
 #include "loom/learners/momentum_sgd.h"
 
 #include <cmath>
+#include <functional>
 
 #include <gtest/gtest.h>
 
 #include "loom/core/error.h"
+#include "loom/learners/adam.h"
+#include "loom/learners/fsadagrad.h"
 #include "loom/learners/learners_test_util.h"
+#include "loom/learners/nesterov.h"
 
 namespace loom {
 namespace {
@@ -47,6 +51,25 @@ TEST(MomentumSgdTest, ReportsMomentum) {
   learner->update(g, 4);
   EXPECT_EQ(keys,
             (std::vector<std::string>{"Learning rate per minibatch", "Momentum per 1 samples"}));
+}
+
+// CNTK's other momentum learners (LearnerNesterov, LearnerFSAdaGrad, LearnerAdam) override the
+// update that reports the momentum: they report their learning rate only.
+TEST(MomentumSgdTest, OnlyMomentumSgdReportsItsMomentum) {
+  using Make = std::function<std::shared_ptr<Learner>(std::vector<Parameter>)>;
+  const auto m = momentum_as_time_constant_schedule(100);
+  for (const Make& make : std::vector<Make>{
+           [&](std::vector<Parameter> p) { return nesterov(std::move(p), 0.1, m); },
+           [&](std::vector<Parameter> p) { return adam(std::move(p), 0.1, m); },
+           [&](std::vector<Parameter> p) { return fsadagrad(std::move(p), 0.1, m); }}) {
+    Parameter p = testing::make_parameter({0.0f});
+    auto learner = make({p});
+    std::vector<std::string> keys;
+    learner->set_progress_observer([&](const std::string& k, double) { keys.push_back(k); });
+    std::unordered_map<Variable, NDArrayView> g{{p, NDArrayView::from_vector<float>({1}, {1.0f})}};
+    learner->update(g, 4);
+    EXPECT_EQ(keys, std::vector<std::string>{"Learning rate per minibatch"});
+  }
 }
 
 TEST(MomentumSgdTest, CheckpointRoundTrip) {

@@ -9,6 +9,7 @@ namespace {
 // p -= beta v + step, as two subtractions, rounded as CNTK's two ScaleAndAdd calls.
 struct NesterovRule {
   static constexpr const char* kName = "nesterov";
+  static constexpr bool kReportsMomentum = false;
   template <typename T>
   static T next(T p, T v, T beta, T step) {
     return (p - beta * v) - step;

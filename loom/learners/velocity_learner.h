@@ -11,14 +11,15 @@ namespace loom::learners_detail {
 
 // A momentum learner with one state tensor, the velocity v. Per element, with
 // step = ugf lr g: v = beta v + step, then p = Rule::next(p, v, beta, step), where
-// Rule::next gives the new parameter value from the new velocity; Rule::kName names it.
+// Rule::next gives the new parameter value from the new velocity; Rule::kName names it and
+// Rule::kReportsMomentum says whether it reports its momentum as CNTK's learner did.
 template <typename Rule>
 class VelocityLearner final : public MomentumLearnerBase {
  public:
   VelocityLearner(std::vector<Parameter> parameters, LearningRateSchedule lr,
                   MomentumSchedule momentum, LearnerOptions options)
       : MomentumLearnerBase(std::move(parameters), std::move(lr), std::move(momentum),
-                            std::move(options), 1) {}
+                            std::move(options), 1, Rule::kReportsMomentum) {}
 
  private:
   const char* kind() const override { return Rule::kName; }
