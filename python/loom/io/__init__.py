@@ -14,6 +14,13 @@ from loom._loom import (DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, FULL_DATA_SWEEP,
                         MinibatchSourceInterface, StreamConfiguration, StreamDef,
                         StreamInformation, UserDeserializer, UserMinibatchSource)
 from loom.io import transforms  # noqa: F401
+from loom.variables import Record
+
+# CNTK's MinibatchSource.streams: a Record (a dict whose entries are also attributes) of the
+# source's StreamInformation by stream name: reader.streams.features, reader.streams.keys().
+MinibatchSourceInterface.streams = property(
+    lambda self: Record(**{info.name: info for info in self.stream_infos()}),
+    doc="The source's streams by name, as a Record (a dict with attribute access).")
 
 
 class StreamDefs(dict):
