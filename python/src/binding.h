@@ -47,6 +47,10 @@ py::array to_numpy(const NDArrayView& view, bool copy = false);
 // A Value as numpy: one array [N, sample...] for a batch, a list of arrays [T_i, sample...] for
 // sequences.
 py::object value_to_numpy(const Value& value);
+// CNTK's Value.asarray and MinibatchData.asarray: the data as they are, [N, T, sample...] for
+// sequences, padded where a sequence is shorter (with CNTK's warning that the mask is ignored:
+// as_sequences() drops the padding).
+py::array padded_numpy(const Value& value);
 
 // CNTK's mask of a Value [sequence, step]: 2 where a sequence begins, 1 valid, 0 padding
 // (int8, as CNTK's); a Value without a mask has full sequences that begin in it, a batch is

@@ -1,4 +1,6 @@
 // Conversions between Python data and Loom's tensors and values.
+#include <algorithm>
+
 #include "python/src/binding.h"
 
 namespace loom::python {
@@ -153,6 +155,17 @@ py::object value_to_numpy(const Value& value) {
   for (size_t i = 0; i < lengths.size(); ++i)
     sequences.append(all[py::make_tuple(i, py::slice(0, py::ssize_t(lengths[i]), 1))]);
   return sequences;
+}
+
+py::array padded_numpy(const Value& value) {
+  const std::vector<size_t> lengths = value.sequence_lengths();
+  if (value.is_sequence() &&
+      std::ranges::any_of(lengths, [&](size_t n) { return n != value.max_sequence_length(); }))
+    PyErr_WarnEx(PyExc_UserWarning,
+                 "asarray() will ignore the mask information. Please use as_sequences() to do "
+                 "the proper conversion.",
+                 1);
+  return to_numpy(value.data());
 }
 
 py::array_t<int8_t> mask_of(const Value& v) {

@@ -1,4 +1,6 @@
 // Readers: stream definitions, deserializers (CTF, IDX, in-memory arrays) and MinibatchSource.
+#include <algorithm>
+
 #include "loom/io/cbf_deserializer.h"
 #include "loom/io/htk_deserializer.h"
 #include "loom/io/user_deserializer.h"
@@ -475,7 +477,7 @@ void add_io(py::module_& m) {
       .def_property_readonly(
           "shape", [](const MinibatchData& d) { return shape_tuple(d.data.data().shape()); })
       .def_property_readonly("is_sparse", [](const MinibatchData& d) { return d.data.is_sparse(); })
-      .def("asarray", [](const MinibatchData& d) { return value_to_numpy(d.data); })
+      .def("asarray", [](const MinibatchData& d) { return padded_numpy(d.data); })
       .def("__len__", [](const MinibatchData& d) { return d.number_of_sequences; });
 
   py::class_<Deserializer, std::shared_ptr<Deserializer>>(m, "Deserializer")
@@ -571,9 +573,23 @@ void add_io(py::module_& m) {
               }
               return minibatch_dict(mb);
             }
+            const py::dict given = input_map.cast<py::dict>();
+            if (std::ranges::any_of(given,
+                                    [](auto kv) { return !py::isinstance<Variable>(kv.first); })) {
+              // CNTK's input map takes any keys: each gets its stream's data.
+              Minibatch<StreamInformation> mb;
+              {
+                py::gil_scoped_release nogil;
+                mb = s.next_minibatch(size, parts, index);
+              }
+              const py::dict by_stream = minibatch_dict(mb);
+              py::dict out;
+              if (by_stream.empty()) return out;
+              for (auto [k, v] : given) out[k] = by_stream[v];
+              return out;
+            }
             std::unordered_map<Variable, StreamInformation> map;
-            for (auto [k, v] : input_map.cast<py::dict>())
-              map.emplace(k.cast<Variable>(), v.cast<StreamInformation>());
+            for (auto [k, v] : given) map.emplace(k.cast<Variable>(), v.cast<StreamInformation>());
             Minibatch<Variable> mb;
             {
               py::gil_scoped_release nogil;

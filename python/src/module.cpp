@@ -306,7 +306,7 @@ void add_core(py::module_& m) {
       .def_property_readonly("num_sequences", &Value::num_sequences)
       .def_property_readonly("sequence_lengths", &Value::sequence_lengths)
       .def_property_readonly("number_of_samples", &Value::number_of_samples)
-      .def("asarray", [](const Value& v) { return value_to_numpy(v); })
+      .def("asarray", [](const Value& v) { return padded_numpy(v); })
       .def("argmax", &Value::argmax)
       .def("__repr__", &Value::to_string);
 

@@ -53,9 +53,8 @@ def number_of_chunks(path):
 
 
 def dense(data):
-    """The minibatch's sequences, each a dense array (CNTK's asarray: a list of sequences)."""
-    a = data.asarray()
-    return [np.asarray(s) for s in a] if isinstance(a, list) else list(np.asarray(a))
+    """The minibatch's sequences, each a dense array without padding."""
+    return [np.asarray(s.todense() if hasattr(s, 'todense') else s) for s in data.as_sequences()]
 
 
 def expect_same(a, source_a, b, source_b, names=('x', 'y', 'z')):

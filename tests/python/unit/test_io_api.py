@@ -64,7 +64,7 @@ def test_stream_configuration_and_ctf(tmp_path):
     src2 = MinibatchSource(CTFDeserializer(str(path), StreamDefs(
         features=StreamDef(field='x', shape=2), labels=StreamDef('y', 3, True))),
         randomize=False, max_sweeps=1)
-    assert np.array_equal(src2.next_minibatch(3)[src2.streams.features].asarray()[0],
+    assert np.array_equal(src2.next_minibatch(3)[src2.streams.features].as_sequences()[0],
                           [[1, 2], [3, 4]])
 
 
@@ -232,7 +232,7 @@ def _count_values(src, num_chunks, sequence_mode):
         mb_count += 1
         if not mb:
             return xs, ys
-        for seq in mb[src.streams.x].asarray():
+        for seq in mb[src.streams.x].as_sequences():
             if sequence_mode:
                 xs[int(seq[0][0][0])] += 1
             else:
@@ -279,7 +279,7 @@ def test_user_deserializer_frame_mode_and_truncation():
                           frame_mode=True, max_sweeps=1)
     mb = src.next_minibatch(5)[src.streams.x]
     assert (mb.num_sequences, mb.num_samples) == (5, 5)
-    assert np.concatenate(mb.asarray()).ravel().tolist() == [1, 1, 1, 1, 2]
+    assert mb.asarray().ravel().tolist() == [1, 1, 1, 1, 2]  # five one-frame sequences
     src = MinibatchSource(SimpleDeserializer(streams, chunks), randomize=False,
                           truncation_length=2, max_sweeps=1)
     mb = src.next_minibatch(2)[src.streams.x]
@@ -425,3 +425,21 @@ def test_user_deserializer_base_methods_raise_not_implemented():
     for call in (d.stream_infos, d.num_chunks, lambda: d.get_chunk(0)):
         with pytest.raises(NotImplementedError):
             call()
+
+
+def test_asarray_gives_the_padded_data_and_next_minibatch_maps_any_key(tmp_path):
+    # CNTK's MinibatchData.asarray() and Value.asarray(): the reader's value as it is,
+    # [sequences, steps, sample...], with a warning where padding (the mask) is ignored; CNTK's
+    # input map takes any keys.
+    path = tmp_path / 'seq.ctf'
+    path.write_text('0 |x 1 |y 1\n0 |x 2\n1 |x 3 |y 2\n')
+    src = MinibatchSource(CTFDeserializer(str(path), StreamDefs(
+        x=StreamDef(field='x', shape=1), y=StreamDef(field='y', shape=1))),
+        randomize=False, max_sweeps=1)
+    mb = src.next_minibatch(10, input_map={'xs': src.streams.x, 'ys': src.streams.y})
+    assert set(mb) == {'xs', 'ys'}
+    with pytest.warns(UserWarning, match='ignore the mask'):
+        padded = mb['xs'].asarray()
+    assert padded.shape == (2, 2, 1) and padded[:, :, 0].tolist() == [[1, 2], [3, 0]]
+    assert [s.ravel().tolist() for s in mb['xs'].as_sequences()] == [[1, 2], [3]]
+    assert mb['ys'].asarray().shape == (2, 1, 1)  # one step each: no padding, no warning
