@@ -199,6 +199,27 @@ TEST(CTFDeserializer, TooManyValuesAndSparseIndexOutOfRange) {
   EXPECT_NE(msg.find("sparse_range.ctf"), std::string::npos);
 }
 
+// Numbers the file gives for sizes and positions stop before they overflow: sequence ids and
+// sparse indices past 2^64 - 1 are malformed, and a sparse stream's dimension fits CSR's int32
+// indices. (A sequence of over 2^32 - 1 bytes or samples is a DataError too; no test writes one.)
+TEST(CTFDeserializer, IdsAndIndicesFromTheFileCannotOverflow) {
+  const StreamDefs y{{"y", StreamDef{.shape = 5, .is_sparse = true}}};
+  auto d = load("max_id.ctf", "18446744073709551615 |y 1:1\n", y);
+  EXPECT_EQ(d->sequence_infos(0)[0].key, 18446744073709551615u);
+  std::string msg = message_of<DataError>(
+      [&] { load("big_id.ctf", "0 |y 1:1\n18446744073709551616 |y 1:1\n", y); });
+  EXPECT_NE(msg.find("Overflow while reading a sequence id at offset 9 in the input file ("),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("big_id.ctf"), std::string::npos) << msg;
+  msg = message_of<DataError>([&] { load("big_index.ctf", "|y 18446744073709551616:1\n", y); });
+  EXPECT_NE(msg.find("Overflow while reading a uint64 value at offset"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("big_index.ctf"), std::string::npos) << msg;
+  EXPECT_THROW(
+      load("wide.ctf", "|y 1:1\n", {{"y", StreamDef{.shape = size_t(1) << 31, .is_sparse = true}}}),
+      ArgumentError);
+}
+
 TEST(CTFDeserializer, ErrorBudgetCountsEachMalformedItem) {
   // Row 2's bad value costs three units: the sample, the row, and the short sequence.
   std::string text = "0 |x 1\n0 |x 2,0\n0 |x 3\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <variant>
 
 #include "loom/core/random.h"
+#include "loom/io/image_header.h"
 #include "loom/io/reader_threads.h"
 
 namespace loom {
@@ -256,6 +258,13 @@ void write_chw(const cv::Mat& image, T* out) {
     by_channels(float{});
 }
 
+// Why an image cannot be used (Pipeline::run); its callers report it with the image's file and
+// map file line.
+class ImageProblem : public Error {
+ public:
+  using Error::Error;
+};
+
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return {};
@@ -336,13 +345,30 @@ struct ImageDeserializer::Pipeline {
     });
   }
 
-  // The image in `bytes` decoded and transformed as view `view`; empty when it cannot be
-  // decoded.
+  // The image in `bytes` decoded and transformed as view `view`. ImageProblem, saying why, when
+  // it cannot be: no bytes, a header declaring more than kMaxImagePixels pixels, bytes OpenCV
+  // does not decode, or an OpenCV error (its own size limit included).
   cv::Mat run(const std::vector<uint8_t>& bytes, size_t view, RandomGenerator& rng) const {
-    if (bytes.empty()) return {};
-    cv::Mat image =
-        cv::imdecode(bytes, scale.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
-    if (image.empty()) return image;
+    if (bytes.empty()) throw ImageProblem("cannot be read");
+    if (const auto header = read_image_header(bytes); header && header->pixels() > kMaxImagePixels)
+      throw ImageProblem(detail::concat("declares ", header->width, " x ", header->height,
+                                        " pixels, more than the ", kMaxImagePixels,
+                                        " pixels an image may have"));
+    try {
+      return transformed(
+          cv::imdecode(bytes, scale.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR), view,
+          rng);
+    } catch (const cv::Exception& error) {
+      std::string what = error.what();
+      while (!what.empty() && std::isspace(static_cast<unsigned char>(what.back())))
+        what.pop_back();
+      throw ImageProblem("failed in OpenCV: " + what);
+    }
+  }
+
+ private:
+  cv::Mat transformed(cv::Mat image, size_t view, RandomGenerator& rng) const {
+    if (image.empty()) throw ImageProblem("cannot be read or decoded");
     size_t mean = 0, lighting = 0;
     for (const ImageTransform& t : transforms) {
       if (const auto* crop = std::get_if<transforms::CropOptions>(&t)) {
@@ -587,6 +613,11 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
       bad(line, "a line without an image path and a tab before the label");
       continue;
     }
+    // A NUL would end the path where the operating system reads it: another file.
+    if (const size_t nul = text.find('\0'); nul < tab) {
+      bad(line, detail::concat("the image path has a NUL byte (character ", nul + 1, ")"));
+      continue;
+    }
     const size_t value = label_of(line, std::string_view(text).substr(tab + 1));
     if (value == SIZE_MAX) continue;
     std::filesystem::path path(text.substr(0, tab));
@@ -603,19 +634,23 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
   // Tolerating errors: images that do not decode are skipped now, before the data is cut into
   // chunks.
   if (options.max_errors > 0) {
-    std::vector<char> decodes(entries_.size());
+    std::vector<std::string> problems(entries_.size());  // empty: the image decodes
     for_each_item(entries_.size(), reader_threads(options.num_threads), [&](size_t i) {
       RandomGenerator rng(0, entries_[i].line);
-      decodes[i] = !pipeline_->run(read_image(entries_[i]), 0, rng).empty();
+      try {
+        pipeline_->run(read_image(entries_[i]), 0, rng);
+      } catch (const ImageProblem& problem) {
+        problems[i] = problem.what();
+      }
     });
     std::vector<Entry> good;
     for (size_t i = 0; i < entries_.size(); ++i) {
-      if (decodes[i])
+      if (problems[i].empty())
         good.push_back(std::move(entries_[i]));
       else if (format_ == MapFormat::base64)
-        bad(entries_[i].line, "the image (cannot be decoded)");
+        bad(entries_[i].line, "the image (" + problems[i] + ")");
       else
-        bad(entries_[i].line, "the image '" + entries_[i].path + "' (cannot be decoded)");
+        bad(entries_[i].line, "the image '" + entries_[i].path + "' (" + problems[i] + ")");
     }
     entries_ = std::move(good);
   }
@@ -694,10 +729,9 @@ std::shared_ptr<const Chunk> ImageDeserializer::load_chunk_in_sweep(size_t chunk
       cv::Mat image;
       try {
         image = pipeline_->run(read_image(e), view, rng);
-      } catch (const cv::Exception& error) {
-        throw DataError(detail::concat(describe(e), " failed in OpenCV: ", error.what()));
+      } catch (const ImageProblem& problem) {
+        throw DataError(describe(e) + " " + problem.what());
       }
-      LOOM_CHECK(!image.empty(), DataError, describe(e), " cannot be read or decoded");
       write_chw(image, values.data() + i * dim);
     });
   });

@@ -11,9 +11,10 @@
 // transforms (image_transforms.h; a scale transform fixes the size and the channels); the
 // stream with field "label" delivers the label as a one-hot vector of its shape, always sparse
 // (CSR), as CNTK. JPEG and PNG (and whatever else OpenCV decodes) are read when a chunk loads,
-// on reader threads. Each image is a sequence of one sample; its key is its map file line
-// (0-based). With a multiview10 crop each image is 10 sequences in a row, its 10 views, all
-// keyed by its line (CNTK's copies).
+// on reader threads; an image whose header declares more than kMaxImagePixels pixels
+// (image_header.h) is refused before it is decoded. Each image is a sequence of one sample; its
+// key is its map file line (0-based). With a multiview10 crop each image is 10 sequences in a
+// row, its 10 views, all keyed by its line (CNTK's copies).
 //
 // Base64ImageDeserializer (CNTK's, cntk.io.Base64ImageDeserializer) reads the images from the
 // map file itself, one per line:
@@ -40,10 +41,11 @@
 namespace loom {
 
 struct ImageOptions {
-  // Bad map lines (no tab, a label that is not a number or is out of range) and missing or
-  // undecodable images tolerated, each skipped with a WARNING naming the file and line and
-  // counted in number_of_skipped(); the next one fails. With max_errors > 0 the constructor
-  // decodes every image once to find the undecodable ones.
+  // Bad map lines (no tab, a path with a NUL byte, a label that is not a number or is out of
+  // range) and missing, undecodable or too large images (over kMaxImagePixels) tolerated, each
+  // skipped with a WARNING naming the file and line and counted in number_of_skipped(); the next
+  // one fails. With max_errors > 0 the constructor decodes every image once to find the
+  // undecodable ones.
   size_t max_errors = 0;
   // Threads that decode a chunk's images at once (0: as many as compute uses).
   size_t num_threads = 0;
@@ -54,7 +56,8 @@ class ImageDeserializer : public Deserializer {
  public:
   // Reads the map file and checks that every image exists (and, with max_errors > 0, decodes).
   // IOError when the map file cannot be read; DataError naming the map file and line for a
-  // malformed line, a label outside [0, label dimension) or a missing image; ArgumentError for
+  // malformed line (a path with a NUL byte included), a label outside [0, label dimension), a
+  // missing image or (max_errors > 0) one that cannot be decoded; ArgumentError for
   // streams other than one "image" and one "label" field, an image stream without exactly one
   // scale transform (after every crop), a mean before the scale or bad transform options;
   // IOError or DataError for a mean or intensity file that cannot be read or does not fit.
@@ -70,7 +73,8 @@ class ImageDeserializer : public Deserializer {
   // Decodes and transforms the chunk's images as in `sweep`: random transforms draw from a
   // generator of (seed, sweep, map line, view), so they differ from sweep to sweep and a source
   // restored from a checkpoint draws them again alike. DataError naming the image and its map
-  // file line when one cannot be read or decoded.
+  // file line when one cannot be read or decoded, declares more than kMaxImagePixels pixels
+  // (image_header.h: refused before decoding) or fails in OpenCV.
   std::shared_ptr<const Chunk> load_chunk_in_sweep(size_t chunk, size_t sweep,
                                                    uint64_t seed) override;
   // True when no transform draws at random (no random crop or flip, color or intensity

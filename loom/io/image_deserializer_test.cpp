@@ -209,7 +209,7 @@ TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
   EXPECT_EQ(tolerant.number_of_skipped(), 5u);
   EXPECT_EQ(tolerant.number_of_sequences(), 2u);
   EXPECT_NE(printed.find("WARNING: ImageDeserializer: the image '" + dir +
-                         "/broken.png' (cannot be decoded) in line 6 of the map file"),
+                         "/broken.png' (cannot be read or decoded) in line 6 of the map file"),
             std::string::npos)
       << printed;
   EXPECT_EQ(tolerant.sequence_infos(0)[1].key, 6u);
@@ -217,6 +217,73 @@ TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
   EXPECT_NE(msg.find("line 6"), std::string::npos) << msg;
   msg = message_of([&] { ImageDeserializer(dir + "/none.txt", gray()); });
   EXPECT_NE(msg.find("none.txt"), std::string::npos) << msg;
+}
+
+// Images too large for memory are refused from their headers before OpenCV allocates their
+// pixels, and OpenCV's own errors (its size limits) are DataErrors too, naming the image, the
+// map file and the line; under max_errors both are skipped like undecodable images.
+TEST(ImageDeserializerLimits, OversizedImagesAreDataErrorsNamingTheMapLine) {
+  const std::string dir = test_dir() + "/oversized";
+  std::filesystem::create_directories(dir);
+  write_bytes(dir + "/small.png", encoded_image(".png"));
+  // A small JPEG declaring 30000 x 30000 pixels (2.7 GB decoded), and a BMP 2^21 pixels wide:
+  // under kMaxImagePixels but over OpenCV's widest image (2^20 pixels), which OpenCV raises.
+  write_bytes(dir + "/huge.jpg", declaring_size(".jpg", 30000, 30000));
+  write_bytes(dir + "/wide.bmp", declaring_size(".bmp", 1u << 21, 1));
+  const StreamDefs defs{
+      {"features", {.field = "image", .transforms = {transforms::scale(8, 8, 3)}}},
+      {"labels", {.field = "label", .shape = 2}}};
+  const std::string map = dir + "/map.txt";
+  for (const auto& [image, what] : std::vector<std::pair<std::string, std::string>>{
+           {"huge.jpg",
+            "declares 30000 x 30000 pixels, more than the 134217728 pixels an image may have"},
+           {"wide.bmp", "failed in OpenCV: "}}) {
+    const std::string path = dir + "/" + image;
+    std::ofstream(map) << "small.png\t0\n" << image << "\t1\n" << image << "\t1\n";
+    // Read when its chunk loads.
+    ImageDeserializer lazy(map, defs);
+    std::string msg = message_of<DataError>([&] { lazy.load_chunk(0); });
+    EXPECT_NE(msg.find("ImageDeserializer: the image '" + path + "' in line 2 of the map file (" +
+                       map + ") " + what),
+              std::string::npos)
+        << msg;
+    // Decoded by the constructor under max_errors: skipped, then a DataError past the limit.
+    testing::internal::CaptureStderr();
+    ImageDeserializer tolerant(map, defs, {.max_errors = 2});
+    const std::string printed = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(tolerant.number_of_skipped(), 2u);
+    EXPECT_EQ(tolerant.number_of_sequences(), 1u);
+    EXPECT_NE(printed.find("WARNING: ImageDeserializer: the image '" + path + "' (" + what),
+              std::string::npos)
+        << printed;
+    msg = message_of<DataError>([&] { ImageDeserializer(map, defs, {.max_errors = 1}); });
+    EXPECT_NE(msg.find("ImageDeserializer: the image '" + path + "' (" + what), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("in line 3 of the map file (" + map + ")"), std::string::npos) << msg;
+  }
+}
+
+// A NUL byte would cut the path short where the system reads it (another file): the line is a
+// DataError naming the map file and line, or skipped under max_errors.
+TEST(ImageDeserializerLimits, PathsWithNulBytesAreDataErrors) {
+  const std::string dir = test_dir() + "/nul";
+  std::filesystem::create_directories(dir);
+  write_bytes(dir + "/small.png", encoded_image(".png"));
+  const std::string map = dir + "/map.txt";
+  std::ofstream(map) << "small.png\t0\n" << std::string("small.png\0.txt\t1\n", 17);
+  const StreamDefs defs{
+      {"features", {.field = "image", .transforms = {transforms::scale(8, 8, 3)}}},
+      {"labels", {.field = "label", .shape = 2}}};
+  const std::string msg = message_of<DataError>([&] { ImageDeserializer(map, defs); });
+  EXPECT_NE(msg.find("the image path has a NUL byte (character 10) in line 2 of the map file (" +
+                     map + ")"),
+            std::string::npos)
+      << msg;
+  testing::internal::CaptureStderr();
+  ImageDeserializer tolerant(map, defs, {.max_errors = 1});
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tolerant.number_of_skipped(), 1u);
+  EXPECT_EQ(tolerant.number_of_sequences(), 1u);
 }
 
 TEST_F(ImageDeserializerTest, BadStreamsAndTransformsAreArgumentErrors) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <zlib.h>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,51 @@ inline std::string write_repeated_image(const std::string& folder_name, const cv
   std::ofstream map(folder + "/map.txt");
   for (size_t i = 0; i < count; ++i) map << "image.png\t0\n";
   return folder + "/map.txt";
+}
+
+// A small position_image encoded as `extension` (".png", ".jpg", ...) with OpenCV.
+inline std::vector<uint8_t> encoded_image(const std::string& extension, int width = 8,
+                                          int height = 8) {
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(cv::imencode(extension, position_image(width, height), bytes)) << extension;
+  return bytes;
+}
+
+// An 8 x 8 image's file whose header declares width x height pixels instead: a PNG (its IHDR's
+// CRC recomputed, so that decoders read on), a BMP or a JPEG (its baseline frame header).
+inline std::vector<uint8_t> declaring_size(const std::string& extension, uint32_t width,
+                                           uint32_t height) {
+  std::vector<uint8_t> bytes = encoded_image(extension);
+  auto put = [&](size_t at, uint32_t value, int n) {
+    for (int i = 0; i < n; ++i) bytes[at + i] = uint8_t(value >> (8 * (n - 1 - i)));
+  };
+  if (extension == ".png") {  // IHDR: length, type, width, height, ..., CRC of type and data
+    put(16, width, 4);
+    put(20, height, 4);
+    put(29, uint32_t(crc32(0, bytes.data() + 12, 17)), 4);
+    return bytes;
+  }
+  if (extension == ".bmp") {  // little-endian width and height after the 14-byte file header
+    for (int i = 0; i < 4; ++i) {
+      bytes[18 + i] = uint8_t(width >> (8 * i));
+      bytes[22 + i] = uint8_t(height >> (8 * i));
+    }
+    return bytes;
+  }
+  for (size_t i = 2; i + 9 < bytes.size(); ++i) {
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC0) {  // SOF0: length, precision, height, width
+      put(i + 5, height, 2);
+      put(i + 7, width, 2);
+      return bytes;
+    }
+  }
+  ADD_FAILURE() << "no baseline frame header in the JPEG";
+  return bytes;
+}
+
+inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 }  // namespace loom::testing_io

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Builds the model loader's fuzzer with clang++ in its own tree and runs it briefly on seeds
-# from make_seed_corpus. Usage: run_fuzz.sh <source root> <build folder> [seconds] [jobs].
+# Builds the fuzzers (the model loader's and the ONNX importer's) with clang++ in their own tree
+# and runs each briefly, for half of the seconds, on seeds from make_seed_corpus.
+# Usage: run_fuzz.sh <source root> <build folder> [seconds] [jobs].
 # Exits 77 (ctest: skipped) when clang++ or libFuzzer is missing.
 set -u
 src=$1
@@ -35,25 +36,29 @@ echo "build: $(( $(date +%s) - start )) s"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 rm -rf "$build/seeds" "$build/corpus"
-mkdir -p "$build/seeds" "$build/corpus" "$build/artifacts"
-"$build/tree/make_seed_corpus" "$build/seeds"
+mkdir -p "$build/corpus" "$build/artifacts"
+"$build/tree/make_seed_corpus" "$build/seeds"  # seeds/model_loader, seeds/onnx_import
 # CNTK's own small files seed the CNTK readers, v2 and v1 (the shared folder beside the
 # source tree, where it exists).
 for f in "$src"/../shared/cntk-models/v2_load_and_eval.dnn \
          "$src"/../shared/cntk-models/v2_initial_policy_network.dnn \
          "$src"/../shared/cntk-models/v1_MC.dnn "$src"/../shared/cntk-models/v1_LR_reg.dnn; do
-  if [ -f "$f" ]; then cp "$f" "$build/seeds/cntk_$(basename "$f")"; fi
+  if [ -f "$f" ]; then cp "$f" "$build/seeds/model_loader/cntk_$(basename "$f")"; fi
 done
-cp "$build/seeds"/* "$build/corpus/"
 # -malloc_limit_mb catches any single allocation a file could make too large; -timeout a hang.
-set +e
-"$build/tree/model_loader_fuzz" "$build/corpus" "$build/seeds" -max_total_time="$seconds" \
-  -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 -max_len=16384 -print_final_stats=1 \
-  -artifact_prefix="$build/artifacts/" 2>&1 | grep -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)"
-status=${PIPESTATUS[0]}
-set -e
-if [ "$status" -ne 0 ]; then
-  echo "FAILED: the fuzzer found a problem; the input is in $build/artifacts/"
-  exit 1
-fi
+# Each target's final stats give its runs per second (stat::average_exec_per_sec).
+share=$(( seconds / 2 > 0 ? seconds / 2 : 1 ))  # 0 would be libFuzzer's "no limit"
+for target in model_loader onnx_import; do
+  cp -r "$build/seeds/$target" "$build/corpus/$target"
+  set +e
+  "$build/tree/${target}_fuzz" "$build/corpus/$target" -max_total_time="$share" \
+    -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 -max_len=16384 -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/${target}-" 2>&1 | grep -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)\|NEW_FUNC"
+  status=${PIPESTATUS[0]}
+  set -e
+  if [ "$status" -ne 0 ]; then
+    echo "FAILED: the $target fuzzer found a problem; the input is in $build/artifacts/"
+    exit 1
+  fi
+done
 echo "PASSED: no crash, leak, hang or oversized allocation in $seconds s"
