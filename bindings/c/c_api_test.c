@@ -298,6 +298,7 @@ static void test_sequences(void) {
   const char* names[2] = {"features", "labels"};
   const char* ol_z[1] = {"ol.z"};
   const char* h1_z[1] = {"h1.z"};
+  int64_t h1_index = -1, features_index = -1;
   const char* i1[1] = {"i1"};
   const int32_t seq = LOOM_FLAG_BATCH_AXIS | LOOM_FLAG_SEQUENCE_AXIS;
   static float hidden[STEPS * 200];
@@ -358,6 +359,18 @@ static void test_sequences(void) {
   check_same(got, n_got, hidden, n_expected, "MNIST h1.z: C API = Function::eval");
   free(got);
   OK(loom_value_free(alone[0]));
+  /* The same by node index (loom_model_evaluate_nodes, as the C# and Java clients call it). */
+  OK(loom_model_variable_index(mnist, LOOM_NODE, "h1.z", &h1_index));
+  OK(loom_model_variable_index(mnist, LOOM_ARGUMENT, "features", &features_index));
+  OK(loom_model_evaluate_nodes(mnist, 1, &features_index, in, 1, &h1_index, alone));
+  got = read_value(alone[0], &n_got);
+  check_same(got, n_got, hidden, n_expected, "MNIST h1.z by node index");
+  free(got);
+  OK(loom_value_free(alone[0]));
+  FAILS(loom_model_evaluate_nodes(mnist, 1, &features_index, in, 1, NULL, alone),
+        LOOM_STATUS_ARGUMENT_ERROR, "node_indices is NULL");
+  FAILS(loom_model_evaluate_nodes(mnist, 1, &features_index, in, 1, &k, alone),
+        LOOM_STATUS_ARGUMENT_ERROR, "out of range");
   for (k = 0; k < 4; ++k) OK(loom_value_free(out[k]));
   OK(loom_value_free(in[0]));
   OK(loom_value_free(in[1]));

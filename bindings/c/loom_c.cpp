@@ -449,6 +449,16 @@ void evaluate_by(const loom_model* model, int64_t num_inputs, const Key* input_k
   evaluate(model, arguments, inputs, num_outputs, output_keys ? &chosen : nullptr, outputs);
 }
 
+// Arguments and outputs by index (loom_model_evaluate_by_index and _nodes).
+size_t argument_at(const loom_model& m, int64_t index) {
+  return checked_index(m, LOOM_ARGUMENT, index);
+}
+auto variable_at(loom_variable_kind kind) {
+  return [kind](const loom_model& m, int64_t index) {
+    return variables(m, kind)[checked_index(m, kind, index)];
+  };
+}
+
 // An output by name or uid: the model's, else a node output (any function's of the graph).
 loom::Variable output_named(const loom_model& m, const char* name) {
   if (std::optional<size_t> i = match_variable(m, LOOM_OUTPUT, name))
@@ -738,13 +748,19 @@ loom_status loom_model_evaluate_by_index(const loom_model* model, int64_t num_in
                                          int64_t num_outputs, const int64_t* output_indices,
                                          loom_value** outputs) {
   return guard(__func__, [&] {
-    evaluate_by(
-        model, num_inputs, input_indices, inputs, num_outputs, output_indices, outputs,
-        "input_indices",
-        [](const loom_model& m, int64_t i) { return checked_index(m, LOOM_ARGUMENT, i); },
-        [](const loom_model& m, int64_t i) {
-          return variables(m, LOOM_OUTPUT)[checked_index(m, LOOM_OUTPUT, i)];
-        });
+    evaluate_by(model, num_inputs, input_indices, inputs, num_outputs, output_indices, outputs,
+                "input_indices", argument_at, variable_at(LOOM_OUTPUT));
+  });
+}
+
+loom_status loom_model_evaluate_nodes(const loom_model* model, int64_t num_inputs,
+                                      const int64_t* input_indices, loom_value* const* inputs,
+                                      int64_t num_outputs, const int64_t* node_indices,
+                                      loom_value** outputs) {
+  return guard(__func__, [&] {
+    LOOM_CHECK(node_indices, loom::ArgumentError, "node_indices is NULL");
+    evaluate_by(model, num_inputs, input_indices, inputs, num_outputs, node_indices, outputs,
+                "input_indices", argument_at, variable_at(LOOM_NODE));
   });
 }
 

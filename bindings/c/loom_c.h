@@ -232,6 +232,12 @@ LOOM_C_EXPORT loom_status loom_model_evaluate_by_index(const loom_model* model, 
                                                        int64_t num_outputs,
                                                        const int64_t* output_indices,
                                                        loom_value** outputs);
+/* The same with the outputs chosen among the node outputs (LOOM_NODE indices, at least one). */
+LOOM_C_EXPORT loom_status loom_model_evaluate_nodes(const loom_model* model, int64_t num_inputs,
+                                                    const int64_t* input_indices,
+                                                    loom_value* const* inputs, int64_t num_outputs,
+                                                    const int64_t* node_indices,
+                                                    loom_value** outputs);
 
 /* ---- Reading values ---------------------------------------------------------------------
  * A value is num_sequences sequences (or samples) of steps of one sample shape. Its data, as

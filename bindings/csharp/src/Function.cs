@@ -10,14 +10,15 @@ namespace CNTK
     {
         private readonly ModelHandle model;
         private readonly Variable[] arguments, outputs;
+        private Variable[] nodes;  // the outputs of every function of the graph, read when needed
         // The outputs this Function stands for: all of the model's, or the one FindByName chose.
         private readonly Variable[] ownOutputs;
 
         private Function(IntPtr handle, Variable[] outputSubset)
         {
             model = new ModelHandle(handle);
-            arguments = ReadVariables(VariableKind.Input);
-            outputs = ReadVariables(VariableKind.Output);
+            arguments = ReadVariables(Native.KindArgument);
+            outputs = ReadVariables(Native.KindOutput);
             ownOutputs = outputSubset ?? outputs;
         }
 
@@ -68,15 +69,17 @@ namespace CNTK
             return new Function(handle, ownOutputs);
         }
 
-        // The model output of that name as a Function of its own (whose Output it is), or null
-        // when no output has it. Loom's C API sees a model's outputs, not its inner nodes.
+        // The function of that name in the model's graph (a model output, else an inner
+        // function's output, CNTK's intermediate layer) as a Function whose Output it is, or
+        // null when no function has it.
         public Function FindByName(string name, bool nestedSearchInsideBlockFunction = false)
         {
             Variable[] found = outputs.Where(o => o.Name == name).ToArray();
+            if (found.Length == 0) found = Nodes.Where(o => o.Name == name).ToArray();
             if (found.Length == 0) return null;
             if (found.Length > 1)
                 throw new ArgumentException(string.Format(
-                    "Function.FindByName('{0}'): {1} outputs have that name; use their Uid", name, found.Length));
+                    "Function.FindByName('{0}'): {1} functions have that name; use their Uid", name, found.Length));
             IntPtr handle;
             Native.Check(Native.loom_model_clone(Handle, out handle));
             return new Function(handle, found);
@@ -103,7 +106,10 @@ namespace CNTK
                 inputHandles[n++] = pair.Value.Handle;
             }
             Variable[] wanted = outputs.Keys.ToArray();
-            long[] outputIndices = wanted.Select(v => (long)Find(this.outputs, v, "output").Index).ToArray();
+            // The model's outputs by index; with an inner function's output among them, all by
+            // node index.
+            bool byNode = wanted.Any(v => v != null && v.IsNode && !this.outputs.Contains(v));
+            long[] outputIndices = wanted.Select(v => (long)(byNode ? NodeIndex(v) : Find(this.outputs, v, "output").Index)).ToArray();
             var results = new IntPtr[wanted.Length];
             var rawInputs = new IntPtr[inputHandles.Length];
             var added = new bool[inputHandles.Length];
@@ -115,8 +121,12 @@ namespace CNTK
                     inputHandles[i].DangerousAddRef(ref added[i]);
                     rawInputs[i] = inputHandles[i].DangerousGetHandle();
                 }
-                Native.Check(Native.loom_model_evaluate_by_index(self, inputIndices.Length, inputIndices, rawInputs,
-                                                                 outputIndices.Length, outputIndices, results));
+                if (byNode)
+                    Native.Check(Native.loom_model_evaluate_nodes(self, inputIndices.Length, inputIndices, rawInputs,
+                                                                  outputIndices.Length, outputIndices, results));
+                else
+                    Native.Check(Native.loom_model_evaluate_by_index(self, inputIndices.Length, inputIndices, rawInputs,
+                                                                     outputIndices.Length, outputIndices, results));
             }
             finally
             {
@@ -150,13 +160,35 @@ namespace CNTK
         {
             if (v == null) throw new ArgumentNullException(what);
             if (v.Index < list.Length && list[v.Index].Equals(v)) return list[v.Index];
+            Variable same = list.FirstOrDefault(x => x.Equals(v));  // e.g. a node that is an output
+            if (same != null) return same;
             throw new ArgumentException(string.Format("Function.Evaluate: {0} is not an {1} of this model; its {1}s: {2}",
                                                       v, what, string.Join(", ", list.Select(x => x.ToString()))));
         }
 
-        private Variable[] ReadVariables(VariableKind kind)
+        private Variable[] Nodes
         {
-            int k = kind == VariableKind.Input ? Native.KindArgument : Native.KindOutput;
+            get
+            {
+                if (nodes == null) nodes = ReadVariables(Native.KindNode);
+                return nodes;
+            }
+        }
+
+        // A model output or node output's index among the node outputs (by uid).
+        private int NodeIndex(Variable v)
+        {
+            if (v == null) throw new ArgumentNullException("output");
+            Variable[] all = Nodes;
+            for (int i = 0; i < all.Length; ++i)
+                if (all[i].Equals(v)) return i;
+            throw new ArgumentException(string.Format(
+                "Function.Evaluate: {0} is not an output of a function of this model", v));
+        }
+
+        private Variable[] ReadVariables(int k)
+        {
+            VariableKind kind = k == Native.KindArgument ? VariableKind.Input : VariableKind.Output;
             long count;
             Native.Check(Native.loom_model_variable_count(model, k, out count));
             var list = new Variable[count];
@@ -172,8 +204,8 @@ namespace CNTK
                 Native.Check(Native.loom_model_variable_rank(model, k, i, out rank));
                 var dims = new long[rank];
                 Native.Check(Native.loom_model_variable_shape(model, k, i, dims, rank));
-                list[i] = new Variable(kind, i, Native.FromUtf8(name), Native.FromUtf8(uid),
-                                       NDShape.FromLoom(dims), (DataType)dtype, flags);
+                list[i] = new Variable(kind, i, k == Native.KindNode, Native.FromUtf8(name),
+                                       Native.FromUtf8(uid), NDShape.FromLoom(dims), (DataType)dtype, flags);
             }
             return list;
         }

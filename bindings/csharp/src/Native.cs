@@ -16,7 +16,7 @@ namespace CNTK
         internal const int Ok = 0, ArgumentError = 1, ShapeError = 2, DataError = 3, IOError = 4,
                            InvalidHandle = 5, OutOfMemory = 6, InternalError = 7, StateError = 8;
         internal const int FlagSparse = 1, FlagBatchAxis = 2, FlagSequenceAxis = 4;
-        internal const int KindArgument = 0, KindOutput = 1;
+        internal const int KindArgument = 0, KindOutput = 1, KindNode = 2;
         internal const int ApiVersion = 1;
 
         [DllImport(Lib)] internal static extern IntPtr loom_last_error_message();
@@ -34,6 +34,7 @@ namespace CNTK
         [DllImport(Lib)] internal static extern int loom_model_variable_rank(ModelHandle model, int kind, long index, out long rank);
         [DllImport(Lib)] internal static extern int loom_model_variable_shape(ModelHandle model, int kind, long index, long[] dims, long capacity);
         [DllImport(Lib)] internal static extern int loom_model_evaluate_by_index(ModelHandle model, long numInputs, long[] inputIndices, IntPtr[] inputs, long numOutputs, long[] outputIndices, IntPtr[] outputs);
+        [DllImport(Lib)] internal static extern int loom_model_evaluate_nodes(ModelHandle model, long numInputs, long[] inputIndices, IntPtr[] inputs, long numOutputs, long[] nodeIndices, IntPtr[] outputs);
 
         [DllImport(Lib)] internal static extern int loom_value_create_dense(int dtype, long[] sampleShape, long sampleRank, long numSamples, float[] data, long dataCount, out IntPtr value);
         [DllImport(Lib)] internal static extern int loom_value_create_dense(int dtype, long[] sampleShape, long sampleRank, long numSamples, double[] data, long dataCount, out IntPtr value);

@@ -6,13 +6,15 @@ namespace CNTK
 {
     public sealed class Variable : IEquatable<Variable>
     {
-        internal readonly int Index;  // in the model's argument or output list
+        internal readonly int Index;  // in the model's argument, output or node output list
+        internal readonly bool IsNode;  // from the node outputs (FindByName of an inner function)
 
-        internal Variable(VariableKind kind, int index, string name, string uid, NDShape shape,
-                          DataType dataType, int flags)
+        internal Variable(VariableKind kind, int index, bool isNode, string name, string uid,
+                          NDShape shape, DataType dataType, int flags)
         {
             Kind = kind;
             Index = index;
+            IsNode = isNode;
             Name = name;
             Uid = uid;
             Shape = shape;

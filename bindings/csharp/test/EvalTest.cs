@@ -111,6 +111,24 @@ static class EvalTest
             Expect(ReferenceEquals(outputMap[outputVar], given), "Evaluate kept the caller's output Value");
             SameBits("into the caller's Value", given.GetDenseData<float>(outputVar), expected);
             foreach (Function clone in clones) clone.Dispose();
+
+            // An intermediate layer (CNTK's EvaluateIntermediateLayer): the hidden layer's
+            // function found by name, evaluated with the scores in one call.
+            Function hiddenFunc = modelFunc.FindByName("h1.z");
+            Variable hidden = hiddenFunc.Output;
+            Expect(hidden.Shape.TotalSize == 200, "h1.z has " + hidden.Shape + " values");
+            var both = new Dictionary<Variable, Value> { { hidden, null }, { outputVar, null } };
+            modelFunc.Evaluate(new Dictionary<Variable, Value> { { features, inputVal } }, both, device);
+            SameBits("ol.z beside h1.z", both[outputVar].GetDenseData<float>(outputVar), expected);
+            IList<IList<float>> h1 = both[hidden].GetDenseData<float>(hidden);
+            Expect(h1.Count == images && h1.All(v => v.Count == 200 && v.All(x => !float.IsNaN(x))),
+                   "h1.z: " + images + " images of 200 values");
+            var alone = new Dictionary<Variable, Value> { { hiddenFunc.Output, null } };
+            hiddenFunc.Evaluate(new Dictionary<Variable, Value> { { features, inputVal } }, alone, device);
+            SameBits("h1.z alone", alone[hiddenFunc.Output].GetDenseData<float>(hiddenFunc.Output),
+                     h1.SelectMany(v => v).ToList());
+            Expect(modelFunc.FindByName("no such layer") == null, "FindByName of an unknown name is null");
+            hiddenFunc.Dispose();
         }
     }
 

@@ -227,17 +227,18 @@ LOOM_JNI(jlongArray, variableShape)(JNIEnv* env, jclass, jlong model, jint kind,
   return long_array(env, dims);
 }
 
+// Outputs chosen among the model's outputs (nodes false) or its node outputs (LOOM_NODE).
 LOOM_JNI(jlongArray, evaluate)
 (JNIEnv* env, jclass, jlong model, jlongArray input_indices, jlongArray inputs,
- jlongArray output_indices) {
+ jlongArray output_indices, jboolean nodes) {
   const std::vector<int64_t> in_index = longs(env, input_indices), handles = longs(env, inputs),
                              out_index = longs(env, output_indices);
   std::vector<loom_value*> in(handles.size());
   for (size_t i = 0; i < handles.size(); ++i) in[i] = value_of(handles[i]);
   std::vector<loom_value*> out(out_index.size());
-  if (!ok(env, loom_model_evaluate_by_index(model_of(model), int64_t(in.size()), in_index.data(),
-                                            in.data(), int64_t(out.size()), out_index.data(),
-                                            out.data())))
+  const auto evaluate = nodes ? loom_model_evaluate_nodes : loom_model_evaluate_by_index;
+  if (!ok(env, evaluate(model_of(model), int64_t(in.size()), in_index.data(), in.data(),
+                        int64_t(out.size()), out_index.data(), out.data())))
     return nullptr;
   std::vector<int64_t> results(out.size());
   for (size_t i = 0; i < out.size(); ++i) results[i] = reinterpret_cast<int64_t>(out[i]);

@@ -124,6 +124,27 @@ public class Main {
       given.copyVariableValueToFloat(outputVar, into);
       sameBits("into the caller's Value", into, expected);
       for (Function clone : clones) clone.close();
+
+      // An intermediate layer (CNTK's EvaluateIntermediateLayer): the hidden layer's function
+      // found by name, evaluated with the scores in one call.
+      Function hiddenFunc = modelFunc.findByName("h1.z");
+      Variable hidden = hiddenFunc.getOutput();
+      expect(hidden.getShape().getTotalSize() == 200, "h1.z has " + hidden.getShape() + " values");
+      UnorderedMapVariableValuePtr both = new UnorderedMapVariableValuePtr();
+      both.add(hidden, null);
+      both.add(outputVar, null);
+      modelFunc.evaluate(inputs, both, device);
+      FloatVectorVector scoresBeside = new FloatVectorVector(), h1 = new FloatVectorVector();
+      both.getitem(outputVar).copyVariableValueToFloat(outputVar, scoresBeside);
+      sameBits("ol.z beside h1.z", scoresBeside, expected);
+      both.getitem(hidden).copyVariableValueToFloat(hidden, h1);
+      expect(h1.size() == images && h1.get(0).size() == 200, "h1.z: " + images + " images of 200 values");
+      float[] hiddenValues = new float[images * 200];
+      for (int i = 0; i < images; ++i)
+        for (int k = 0; k < 200; ++k) hiddenValues[i * 200 + k] = h1.get(i).get(k);
+      sameBits("h1.z alone", evaluate(hiddenFunc, features, inputVal, hidden), hiddenValues);
+      expect(modelFunc.findByName("no such layer") == null, "findByName of an unknown name is null");
+      hiddenFunc.close();
     }
   }
 

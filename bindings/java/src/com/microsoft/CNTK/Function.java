@@ -13,13 +13,14 @@ import java.util.List;
 public final class Function implements AutoCloseable {
   private final NativeHandle model;
   private final List<Variable> arguments, outputs;
+  private List<Variable> nodes; // the outputs of every function of the graph, read when needed
   // The outputs this Function stands for: all of the model's, or the one findByName chose.
   private final List<Variable> ownOutputs;
 
   private Function(long address, List<Variable> outputSubset) {
     model = new NativeHandle(this, address, true);
-    arguments = readVariables(address, false);
-    outputs = readVariables(address, true);
+    arguments = readVariables(address, Native.KIND_ARGUMENT);
+    outputs = readVariables(address, Native.KIND_OUTPUT);
     ownOutputs = outputSubset != null ? outputSubset : outputs;
   }
 
@@ -70,17 +71,17 @@ public final class Function implements AutoCloseable {
   }
 
   /**
-   * The model output of that name as a Function of its own (whose output it is), or null when
-   * no output has it. Loom's C API sees a model's outputs, not its inner nodes.
+   * The function of that name in the model's graph (a model output, else an inner function's
+   * output, CNTK's intermediate layer) as a Function whose output it is, or null when no
+   * function has it.
    */
   public Function findByName(String name) {
-    List<Variable> found = new ArrayList<>();
-    for (Variable o : outputs)
-      if (o.getName().equals(name)) found.add(o);
+    List<Variable> found = named(outputs, name);
+    if (found.isEmpty()) found = named(nodes(), name);
     if (found.isEmpty()) return null;
     if (found.size() > 1)
       throw new IllegalArgumentException("Function.findByName('" + name + "'): " + found.size()
-          + " outputs have that name; use their uid");
+          + " functions have that name; use their uid");
     return new Function(Native.cloneModel(model.get()), Collections.unmodifiableList(found));
   }
 
@@ -103,9 +104,14 @@ public final class Function implements AutoCloseable {
       inputValues[n++] = value.address();
     }
     Variable[] wanted = outputs.keySet().toArray(new Variable[0]);
+    // The model's outputs by index; with an inner function's output among them, all by node
+    // index.
+    boolean byNode = false;
+    for (Variable v : wanted) byNode |= v != null && v.node && !this.outputs.contains(v);
     long[] outputIndices = new long[wanted.length];
-    for (int i = 0; i < wanted.length; ++i) outputIndices[i] = find(this.outputs, wanted[i], "output").index;
-    long[] results = Native.evaluate(self, inputIndices, inputValues, outputIndices);
+    for (int i = 0; i < wanted.length; ++i)
+      outputIndices[i] = find(byNode ? nodes() : this.outputs, wanted[i], "output").index;
+    long[] results = Native.evaluate(self, inputIndices, inputValues, outputIndices, byNode);
     Value[] made = new Value[results.length];
     for (int i = 0; i < results.length; ++i) made[i] = new Value(results[i]);
     for (int i = 0; i < wanted.length; ++i) {
@@ -125,18 +131,32 @@ public final class Function implements AutoCloseable {
     close();
   }
 
+  private List<Variable> nodes() {
+    if (nodes == null) nodes = readVariables(model.get(), Native.KIND_NODE);
+    return nodes;
+  }
+
+  private static List<Variable> named(List<Variable> list, String name) {
+    List<Variable> found = new ArrayList<>();
+    for (Variable v : list)
+      if (v.getName().equals(name)) found.add(v);
+    return found;
+  }
+
   private static Variable find(List<Variable> list, Variable v, String what) {
     if (v == null) throw new IllegalArgumentException("Function.evaluate: a null " + what);
     if (v.index < list.size() && list.get(v.index).equals(v)) return list.get(v.index);
+    for (Variable same : list) // e.g. a node that is a model output
+      if (same.equals(v)) return same;
     throw new IllegalArgumentException("Function.evaluate: " + v + " is not an " + what
         + " of this model; its " + what + "s: " + list);
   }
 
-  private static List<Variable> readVariables(long model, boolean output) {
-    int kind = output ? Native.KIND_OUTPUT : Native.KIND_ARGUMENT;
+  private static List<Variable> readVariables(long model, int kind) {
     Variable[] list = new Variable[Native.variableCount(model, kind)];
     for (int i = 0; i < list.length; ++i)
-      list[i] = new Variable(output, i, Native.string(Native.variableName(model, kind, i)),
+      list[i] = new Variable(kind != Native.KIND_ARGUMENT, i, kind == Native.KIND_NODE,
+          Native.string(Native.variableName(model, kind, i)),
           Native.string(Native.variableUid(model, kind, i)),
           NDShape.fromLoom(Native.variableShape(model, kind, i)),
           DataType.of(Native.variableDataType(model, kind, i)), Native.variableFlags(model, kind, i));

@@ -10,7 +10,7 @@ import java.util.Arrays;
  */
 final class Native {
   static final int FLAG_SPARSE = 1, FLAG_BATCH_AXIS = 2, FLAG_SEQUENCE_AXIS = 4;
-  static final int KIND_ARGUMENT = 0, KIND_OUTPUT = 1;
+  static final int KIND_ARGUMENT = 0, KIND_OUTPUT = 1, KIND_NODE = 2;
   private static final int API_VERSION = 1;
 
   static {
@@ -56,7 +56,8 @@ final class Native {
   static native long[] variableShape(long model, int kind, int index);
 
   /** Output handles for outputIndices, from the argument values at inputIndices. */
-  static native long[] evaluate(long model, long[] inputIndices, long[] inputs, long[] outputIndices);
+  static native long[] evaluate(long model, long[] inputIndices, long[] inputs, long[] outputIndices,
+      boolean nodes);
 
   /** numSamples dense samples (lengths null) or sequences of a sample shape in Loom's order. */
   static native long createDenseFloat(long[] shape, long numSamples, long[] lengths, float[] data);

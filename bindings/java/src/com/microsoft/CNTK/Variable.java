@@ -5,17 +5,19 @@ package com.microsoft.CNTK;
  * the C API when the Function is loaded; a Variable holds no native handle.
  */
 public final class Variable {
-  final int index; // in the model's argument or output list
+  final int index; // in the model's argument, output or node output list
+  final boolean node; // from the node outputs (findByName of an inner function)
   private final boolean output;
   private final String name, uid;
   private final NDShape shape;
   private final DataType dataType;
   private final int flags;
 
-  Variable(boolean output, int index, String name, String uid, NDShape shape, DataType dataType,
-      int flags) {
+  Variable(boolean output, int index, boolean node, String name, String uid, NDShape shape,
+      DataType dataType, int flags) {
     this.output = output;
     this.index = index;
+    this.node = node;
     this.name = name;
     this.uid = uid;
     this.shape = shape;
