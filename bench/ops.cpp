@@ -166,6 +166,9 @@ ConformanceCase own_bench_case(const std::string& op) {
             Dictionary({{"pooling_type", int64_t(PoolingType::Max)},
                         {"roi_output_shape", NDShape{4, 4}},
                         {"spatial_scale", 1.0}})};
+  if (op == "LambdaRank" || op == "NDCG")  // one number a sample, not widened: the minibatch's
+    // samples one group to rank (the group ids, in [0.1, 0.9], all 0), gains from 0 to 4
+    return {{{NDShape{1}, true, -3, 3}, {NDShape{1}, true, 0, 4}, {NDShape{1}, true, 0.1, 0.9}}};
   return {};
 }
 

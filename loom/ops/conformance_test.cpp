@@ -2,7 +2,9 @@
 // gives, in every mode: gradients against finite differences in float64, float32 against
 // float64, ragged sequences packed against one at a time, save and load, and the ONNX round trip
 // where the table maps the op. An op without cases fails unless it is listed below with the
-// test that covers it instead.
+// test that covers it instead. Blocks (as_block) are not ops of the table: cases of a few
+// representative ops are also wrapped in a block (the op over placeholders, as_block onto the
+// case's inputs), which must give exactly the op's values and gradients and pass every check.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "loom/deploy/onnx.h"
+#include "loom/graph/function.h"
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/op_schema.h"
 #include "loom/serialize/model_file.h"
@@ -47,15 +50,38 @@ const std::map<std::string, std::string> kCoveredElsewhere = {
 
 enum class Mode { Batch, Sequences };
 
+// How a case is built: the op itself, or the op inside a block.
+enum class Form { Op, Block };
+
 // One case of one op built in one data type, with values for its per-sample inputs.
 struct Built {
   Function f;
   ValueMap arguments;
   std::vector<Variable> wrt;  // the inputs and parameters the op differentiates
   std::vector<Variable> per_sample;
+  Function op;  // the op on the same inputs (f itself, or what f's block wraps)
 };
 
-Built build(const OpSchema& s, const ConformanceCase& c, DataType dtype, Mode mode) {
+// The op applied to placeholders standing for the per-sample inputs (the shared ones, parameters,
+// stay inside), made a block over the inputs.
+Function wrapped_in_a_block(const OpSchema& s, const std::vector<Variable>& inputs,
+                            const Dictionary& attributes) {
+  std::vector<Variable> inner;
+  std::vector<std::pair<Variable, Variable>> arguments;
+  for (const Variable& v : inputs) {
+    if (!v.is_input()) {
+      inner.push_back(v);
+      continue;
+    }
+    inner.push_back(placeholder(v.shape(), v.dtype(), v.dynamic_axes(), "p_" + v.name()));
+    arguments.emplace_back(inner.back(), v);
+  }
+  return as_block(combine({s.apply(inner, attributes).output()}), arguments,
+                  std::string("Wrapped") + s.op->name(), "block");
+}
+
+Built build(const OpSchema& s, const ConformanceCase& c, DataType dtype, Mode mode,
+            Form form = Form::Op) {
   Built b;
   std::vector<Variable> inputs;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -77,8 +103,9 @@ Built build(const OpSchema& s, const ConformanceCase& c, DataType dtype, Mode mo
           parameter(random_array(in.shape, dtype, seed, in.low, in.high), "p" + std::to_string(i)));
     }
   }
-  b.f = s.apply(inputs, c.attributes);
-  const InputSet differentiable = s.op->traits(b.f.attributes()).differentiable;
+  b.op = s.apply(inputs, c.attributes);
+  b.f = form == Form::Op ? b.op : wrapped_in_a_block(s, inputs, c.attributes);
+  const InputSet differentiable = s.op->traits(b.op.attributes()).differentiable;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (differentiable.contains(i)) b.wrt.push_back(inputs[i]);
   return b;
@@ -109,6 +136,59 @@ ValueMap rebind(const Function& loaded, const Built& b) {
   return args;
 }
 
+// The checks of one case in one mode (the packed-sequence check in the sequence mode only),
+// each for the op itself or wrapped in a block.
+
+void check_gradients(const OpSchema& s, const ConformanceCase& c, Mode mode, Form form) {
+  if (!c.finite_differences) return;
+  const Built b = build(s, c, DataType::Float64, mode, form);
+  if (!b.wrt.empty()) expect_gradients_match(b.f, b.arguments, b.wrt);
+}
+
+void check_float32(const OpSchema& s, const ConformanceCase& c, Mode mode, Form form) {
+  const Built b32 = build(s, c, DataType::Float32, mode, form);
+  const Built b64 = build(s, c, DataType::Float64, mode, form);
+  ASSERT_EQ(b32.f.output().dtype(), DataType::Float32);
+  ASSERT_EQ(b64.f.output().dtype(), DataType::Float64);
+  gradient_check_detail::expect_all_near(output_of(b32), output_of(b64), 1e-5, "float32 output");
+  if (b32.wrt.empty()) return;
+  const ValueMap g32 = weighted_output(b32.f).grad(b32.arguments, b32.wrt);
+  const ValueMap g64 = weighted_output(b64.f).grad(b64.arguments, b64.wrt);
+  for (size_t i = 0; i < b32.wrt.size(); ++i)
+    gradient_check_detail::expect_all_near(g32.at(b32.wrt[i]).data().to_vector<double>(),
+                                           g64.at(b64.wrt[i]).data().to_vector<double>(), 1e-5,
+                                           "float32 gradient " + std::to_string(i));
+}
+
+// Packed sequences give what each sequence gives alone (cases with one per-sample input).
+void check_packed_sequences(const OpSchema& s, const ConformanceCase& c, Form form) {
+  if (!c.sequences) return;
+  const Built b = build(s, c, DataType::Float64, Mode::Sequences, form);
+  if (b.per_sample.size() != 1) return;
+  const Variable x = b.per_sample[0];
+  // Gradients to x where the op differentiates it (not to indices, e.g. gather's).
+  const bool x_differentiable = std::find(b.wrt.begin(), b.wrt.end(), x) != b.wrt.end();
+  expect_sequences_match_individually(b.f, x, b.arguments.at(x), 1e-12, x_differentiable);
+}
+
+void check_save_and_load(const OpSchema& s, const ConformanceCase& c, Mode mode, Form form) {
+  const Built b = build(s, c, DataType::Float32, mode, form);
+  const Function loaded = load_model_from_bytes(save_model_to_bytes(b.f));
+  EXPECT_EQ(loaded.op_name(), b.f.op_name());
+  EXPECT_EQ(loaded.is_block(), form == Form::Block);
+  EXPECT_EQ(loaded.eval_one(rebind(loaded, b)).data().to_vector<double>(), output_of(b));
+}
+
+void check_onnx_round_trip(const OpSchema& s, const ConformanceCase& c, Form form) {
+  if (!s.onnx.op_type || s.onnx.none_because) return;  // not exported
+  if (!c.batch || !c.onnx) return;
+  const Built b = build(s, c, DataType::Float32, Mode::Batch, form);
+  const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(b.f));
+  gradient_check_detail::expect_all_near(
+      loaded.eval_one(rebind(loaded, b)).data().to_vector<double>(), output_of(b), 1e-6,
+      "ONNX round trip");
+}
+
 class Conformance : public ::testing::TestWithParam<size_t> {
  protected:
   const OpSchema& schema() const { return op_table()[GetParam()]; }
@@ -119,9 +199,7 @@ TEST_P(Conformance, GradientsMatchFiniteDifferences) {
   for (size_t k = 0; k < s.conformance.size(); ++k)
     for (Mode mode : modes(s.conformance[k])) {
       SCOPED_TRACE(case_label(s, k, mode));
-      if (!s.conformance[k].finite_differences) continue;
-      const Built b = build(s, s.conformance[k], DataType::Float64, mode);
-      if (!b.wrt.empty()) expect_gradients_match(b.f, b.arguments, b.wrt);
+      check_gradients(s, s.conformance[k], mode, Form::Op);
     }
 }
 
@@ -130,35 +208,15 @@ TEST_P(Conformance, Float32MatchesFloat64) {
   for (size_t k = 0; k < s.conformance.size(); ++k)
     for (Mode mode : modes(s.conformance[k])) {
       SCOPED_TRACE(case_label(s, k, mode));
-      const Built b32 = build(s, s.conformance[k], DataType::Float32, mode);
-      const Built b64 = build(s, s.conformance[k], DataType::Float64, mode);
-      ASSERT_EQ(b32.f.output().dtype(), DataType::Float32);
-      ASSERT_EQ(b64.f.output().dtype(), DataType::Float64);
-      gradient_check_detail::expect_all_near(output_of(b32), output_of(b64), 1e-5,
-                                             "float32 output");
-      if (b32.wrt.empty()) continue;
-      const ValueMap g32 = weighted_output(b32.f).grad(b32.arguments, b32.wrt);
-      const ValueMap g64 = weighted_output(b64.f).grad(b64.arguments, b64.wrt);
-      for (size_t i = 0; i < b32.wrt.size(); ++i)
-        gradient_check_detail::expect_all_near(g32.at(b32.wrt[i]).data().to_vector<double>(),
-                                               g64.at(b64.wrt[i]).data().to_vector<double>(), 1e-5,
-                                               "float32 gradient " + std::to_string(i));
+      check_float32(s, s.conformance[k], mode, Form::Op);
     }
 }
 
-// Packed sequences give what each sequence gives alone (cases with one per-sample input).
 TEST_P(Conformance, PackedSequencesMatchOneAtATime) {
   const OpSchema& s = schema();
   for (size_t k = 0; k < s.conformance.size(); ++k) {
-    const ConformanceCase& c = s.conformance[k];
     SCOPED_TRACE(case_label(s, k, Mode::Sequences));
-    if (!c.sequences) continue;
-    const Built b = build(s, c, DataType::Float64, Mode::Sequences);
-    if (b.per_sample.size() != 1) continue;
-    const Variable x = b.per_sample[0];
-    // Gradients to x where the op differentiates it (not to indices, e.g. gather's).
-    const bool x_differentiable = std::find(b.wrt.begin(), b.wrt.end(), x) != b.wrt.end();
-    expect_sequences_match_individually(b.f, x, b.arguments.at(x), 1e-12, x_differentiable);
+    check_packed_sequences(s, s.conformance[k], Form::Op);
   }
 }
 
@@ -167,24 +225,15 @@ TEST_P(Conformance, SaveAndLoadGiveTheSameOutputs) {
   for (size_t k = 0; k < s.conformance.size(); ++k)
     for (Mode mode : modes(s.conformance[k])) {
       SCOPED_TRACE(case_label(s, k, mode));
-      const Built b = build(s, s.conformance[k], DataType::Float32, mode);
-      const Function loaded = load_model_from_bytes(save_model_to_bytes(b.f));
-      EXPECT_EQ(loaded.op().name(), std::string(s.op->name()));
-      EXPECT_EQ(loaded.eval_one(rebind(loaded, b)).data().to_vector<double>(), output_of(b));
+      check_save_and_load(s, s.conformance[k], mode, Form::Op);
     }
 }
 
 TEST_P(Conformance, OnnxRoundTripGivesTheSameOutputs) {
   const OpSchema& s = schema();
-  if (!s.onnx.op_type || s.onnx.none_because) return;  // not exported
   for (size_t k = 0; k < s.conformance.size(); ++k) {
-    if (!s.conformance[k].batch || !s.conformance[k].onnx) continue;
     SCOPED_TRACE(case_label(s, k, Mode::Batch));
-    const Built b = build(s, s.conformance[k], DataType::Float32, Mode::Batch);
-    const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(b.f));
-    gradient_check_detail::expect_all_near(
-        loaded.eval_one(rebind(loaded, b)).data().to_vector<double>(), output_of(b), 1e-6,
-        "ONNX round trip");
+    check_onnx_round_trip(s, s.conformance[k], Form::Op);
   }
 }
 
@@ -194,6 +243,84 @@ std::string op_name(const ::testing::TestParamInfo<size_t>& info) {
 
 INSTANTIATE_TEST_SUITE_P(EveryOp, Conformance, ::testing::Range(size_t{0}, op_table().size()),
                          op_name);
+
+// A table op's case wrapped in a block: an elementwise binary op broadcasting a parameter, a
+// reduction along a static axis and over all axes, a sequence op and times with its weights.
+struct BlockCase {
+  const char* op;
+  size_t k;  // the op's conformance case
+};
+const BlockCase kBlockCases[] = {
+    {"Plus", 1}, {"ReduceSum", 1}, {"ReduceSum", 5}, {"SequenceReduceSum", 0}, {"Times", 0}};
+
+class BlockConformance : public ::testing::TestWithParam<BlockCase> {
+ protected:
+  const OpSchema& schema() const {
+    const OpSchema* s = find_schema(GetParam().op);
+    if (!s) throw StateError(std::string(GetParam().op) + " is not in the op table");
+    return *s;
+  }
+  const ConformanceCase& conformance_case() const {
+    const OpSchema& s = schema();
+    if (GetParam().k >= s.conformance.size())
+      throw StateError(std::string(GetParam().op) + " has no case " + std::to_string(GetParam().k));
+    return s.conformance[GetParam().k];
+  }
+};
+
+TEST_P(BlockConformance, GivesTheOpsValuesAndGradients) {
+  const OpSchema& s = schema();
+  const ConformanceCase& c = conformance_case();
+  for (Mode mode : modes(c)) {
+    SCOPED_TRACE(case_label(s, GetParam().k, mode));
+    const Built b = build(s, c, DataType::Float64, mode, Form::Block);
+    ASSERT_TRUE(b.f.is_block());
+    EXPECT_EQ(b.f.op_name(), std::string("Wrapped") + s.op->name());
+    EXPECT_EQ(b.f.output().producer().op_name(), s.op->name());
+    EXPECT_EQ(output_of(b), b.op.eval_one(b.arguments).data().to_vector<double>());
+    if (b.wrt.empty()) continue;
+    const ValueMap block = weighted_output(b.f).grad(b.arguments, b.wrt);
+    const ValueMap op = weighted_output(b.op).grad(b.arguments, b.wrt);
+    for (const Variable& v : b.wrt)
+      EXPECT_EQ(block.at(v).data().to_vector<double>(), op.at(v).data().to_vector<double>())
+          << "gradient of " << v.name();
+  }
+}
+
+TEST_P(BlockConformance, GradientsMatchFiniteDifferences) {
+  for (Mode mode : modes(conformance_case())) {
+    SCOPED_TRACE(case_label(schema(), GetParam().k, mode));
+    check_gradients(schema(), conformance_case(), mode, Form::Block);
+  }
+}
+
+TEST_P(BlockConformance, Float32MatchesFloat64) {
+  for (Mode mode : modes(conformance_case())) {
+    SCOPED_TRACE(case_label(schema(), GetParam().k, mode));
+    check_float32(schema(), conformance_case(), mode, Form::Block);
+  }
+}
+
+TEST_P(BlockConformance, PackedSequencesMatchOneAtATime) {
+  check_packed_sequences(schema(), conformance_case(), Form::Block);
+}
+
+TEST_P(BlockConformance, SaveAndLoadGiveTheSameOutputs) {
+  for (Mode mode : modes(conformance_case())) {
+    SCOPED_TRACE(case_label(schema(), GetParam().k, mode));
+    check_save_and_load(schema(), conformance_case(), mode, Form::Block);
+  }
+}
+
+TEST_P(BlockConformance, OnnxRoundTripGivesTheSameOutputs) {
+  check_onnx_round_trip(schema(), conformance_case(), Form::Block);
+}
+
+INSTANTIATE_TEST_SUITE_P(TableOps, BlockConformance, ::testing::ValuesIn(kBlockCases),
+                         [](const ::testing::TestParamInfo<BlockCase>& info) {
+                           return std::string(info.param.op) + "Case" +
+                                  std::to_string(info.param.k);
+                         });
 
 TEST(OpTable, EveryOpHasConformanceCasesOrNamesTheTestsThatCoverIt) {
   std::set<std::string> uncovered;

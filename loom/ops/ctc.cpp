@@ -44,8 +44,9 @@ class LabelsToGraphOp : public OpDef {
 const LabelsToGraphOp kLabelsToGraph;
 
 // Inputs: graph (labels_to_graph's output) and features, on the same dynamic axes. Attributes:
-// blankTokenId and delayConstraint (ints). Forward keeps d loss / d features of each sequence in
-// the scratch area; backward scales it by the sequence's mean output gradient.
+// blankTokenId and delayConstraint (ints). The output is CNTK's one number for the minibatch,
+// the sum of its sequences' losses (no dynamic axes). Forward keeps d loss / d features in the
+// scratch area; backward scales it by the output's gradient.
 class ForwardBackwardOp : public OpDef {
  public:
   const char* name() const override { return "ForwardBackward"; }
@@ -68,7 +69,13 @@ class ForwardBackwardOp : public OpDef {
                " is not a class of features ", features.describe());
     LOOM_CHECK(delay >= -1, ArgumentError, fn, ": delayConstraint must be -1 (none) or >= 0, not ",
                delay);
-    return {{NDShape{}, common_dtype(fn, in), features.dynamic_axes(), false}};
+    return {{NDShape{}, common_dtype(fn, in), {}, false}};
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
+                                      LayoutCache& layouts) const override {
+    OpDef::output_layout(in, a, layouts);  // a ShapeError for graph and features of other lengths
+    return nullptr;
   }
 
   void forward(OpCall& call) const override {
@@ -85,16 +92,16 @@ class ForwardBackwardOp : public OpDef {
                      labels[b].starts[k]);
       std::vector<double> loss(batch.num_sequences());
       kernels::ctc_loss(batch, labels, x.ptr<T>(), loss.data(), gradient<T>(call, x));
-      T* out = y.ptr<T>();
+      double total = 0;
       for (size_t b = 0; b < loss.size(); ++b) {
         const size_t begin = batch.offsets[b], frames = batch.offsets[b + 1] - begin;
         LOOM_CHECK(std::isfinite(loss[b]), DataError, "forward_backward: no alignment of ",
                    "sequence ", b, "'s ", labels[b].tokens.size(), " labels fits its ", frames,
                    " frames", batch.delay >= 0 ? " within delayConstraint" : "",
                    " (a label repeated on the next frame leaves no frame for the blank between)");
-        for (size_t i = begin; i < begin + frames; ++i)
-          out[batch.rows[i]] = T(loss[b] / double(frames));
+        total += loss[b];
       }
+      *y.ptr<T>() = T(total);
     });
   }
 
@@ -102,20 +109,10 @@ class ForwardBackwardOp : public OpDef {
     const kernels::CtcBatch batch = ctc_batch(dx, call.attributes);
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T *dy = call.output_gradient->ptr<T>(), *grad = gradient<T>(call, dx);
+      const T scale = *call.output_gradient->ptr<T>(), *grad = gradient<T>(call, dx);
       T* out = dx.ptr<T>();
-      const size_t classes = batch.classes;
-      for (size_t b = 0; b < batch.num_sequences(); ++b) {
-        const size_t begin = batch.offsets[b], end = batch.offsets[b + 1];
-        double sum = 0;
-        for (size_t i = begin; i < end; ++i) sum += double(dy[batch.rows[i]]);
-        const T scale = T(sum / double(end - begin));
-        for (size_t i = begin; i < end; ++i) {
-          const size_t at = batch.rows[i] * classes;
-          for (size_t c = 0; c < classes; ++c)
-            out[at + c] = (accumulate ? out[at + c] : T(0)) + scale * grad[at + c];
-        }
-      }
+      for (size_t i = 0, n = dx.size(); i < n; ++i)
+        out[i] = (accumulate ? out[i] : T(0)) + scale * grad[i];
     });
   }
 
@@ -178,7 +175,7 @@ std::vector<OpSchema> ctc_schemas() {
                {kBlank, ParamType::Int},
                {kDelay, ParamType::Int, ForwardBackwardOptions{}.delay_constraint}};
   fb.doc =
-      "the CTC loss -log P(labels | softmax(features)) of each sequence, shared by its frames; "
+      "the CTC loss -log P(labels | softmax(features)) summed over the minibatch's sequences; "
       "graph is labels_to_graph of frame-aligned labels (2 where a label starts)";
   fb.onnx.none_because = "ONNX has no CTC op";
   return {graph, fb};

@@ -29,10 +29,10 @@ struct ForwardBackwardOptions {
 // alignments of the graph's label sequence (the class of each frame whose largest entry is 2,
 // in order) with blanks, the class probabilities softmax of each frame's features (network
 // outputs: no softmax before). graph must be labels_to_graph(labels), with features' dynamic
-// axes and sample size; blank_token_id (< the sample size) is the blank's class. CNTK's value is
-// the minibatch's sum, a scalar; Loom gives each frame of a sequence an equal share of the
-// sequence's loss (shape [], features' dynamic axes), so the Trainer's sum is CNTK's value. The
-// gradient goes to features (softmax − the CTC posterior, per frame), none to graph. DataError
+// axes and sample size; blank_token_id (< the sample size) is the blank's class. The value is
+// CNTK's: the sum over the minibatch's sequences, a scalar without dynamic axes (shape []), which
+// the Trainer divides by the minibatch's frames (graph's samples). The gradient goes to features
+// (softmax − the CTC posterior, per frame), none to graph. DataError
 // for a label that is the blank, or a sequence whose labels no alignment fits (a label repeated
 // on the next frame leaves no frame for the blank between).
 Function forward_backward(const Variable& graph, const Variable& features, size_t blank_token_id,

@@ -116,15 +116,11 @@ Ctc make_ctc(const std::vector<Seq>& seqs, const std::vector<V>& features, size_
   return c;
 }
 
-// Each sequence's loss: the sum of its frames' shares.
-V sequence_losses(const Ctc& c) {
-  V losses;
-  for (const V& frames : c.f.eval_one(c.arguments).as_sequences<double>()) {
-    double sum = 0;
-    for (double x : frames) sum += x;
-    losses.push_back(sum);
-  }
-  return losses;
+// The minibatch's loss: CNTK's one number.
+double loss_of(const Ctc& c) {
+  const V value = values(c.f.eval_one(c.arguments));
+  EXPECT_EQ(value.size(), 1u);
+  return value[0];
 }
 
 TEST(ForwardBackward, LossIsMinusTheLogOfEveryAlignmentSummed) {
@@ -151,18 +147,17 @@ TEST(ForwardBackward, LossIsMinusTheLogOfEveryAlignmentSummed) {
     const Case& k = cases[i];
     const V z = sine_features(k.seq, classes, i);
     const Ctc c = make_ctc({k.seq}, {z}, classes, k.blank, k.delay);
-    EXPECT_NEAR(sequence_losses(c)[0], enumerated_loss(z, k.seq, classes, k.blank, k.delay), 1e-12);
+    EXPECT_NEAR(loss_of(c), enumerated_loss(z, k.seq, classes, k.blank, k.delay), 1e-12);
   }
 }
 
-TEST(ForwardBackward, EachFrameCarriesAnEqualShareOfItsSequencesLoss) {
-  const Seq s{4, {0, 1}, {0, 2}};
-  const V z = sine_features(s, 3, 0);
-  const Ctc c = make_ctc({s}, {z}, 3, 2);
+TEST(ForwardBackward, TheValueIsTheSumOverTheSequencesAScalarWithoutDynamicAxes) {
+  const Seq s{4, {0, 1}, {0, 2}}, r{3, {1}, {1}};
+  const V z = sine_features(s, 3, 0), y = sine_features(r, 3, 1);
+  const Ctc c = make_ctc({s, r}, {z, y}, 3, 2);
   EXPECT_EQ(c.f.output().shape(), NDShape{});
-  const double loss = enumerated_loss(z, s, 3, 2, -1);
-  expect_all_near(c.f.eval_one(c.arguments).as_sequences<double>()[0], V(4, loss / 4), 1e-12,
-                  "shares");
+  EXPECT_TRUE(c.f.output().dynamic_axes().empty());
+  EXPECT_NEAR(loss_of(c), enumerated_loss(z, s, 3, 2, -1) + enumerated_loss(y, r, 3, 2, -1), 1e-12);
 }
 
 // PyTorch 1.13's torch.nn.functional.ctc_loss(log_softmax(z), ..., blank=3, reduction='none')
@@ -191,7 +186,10 @@ TEST(ForwardBackward, MatchesPyTorchsCtcLossAndItsGradient) {
        0.032938315522182127, 0.017579316338604177, -0.13957177420988426, 0.089054142349097948,
        0.013666284783553426, 0.03812185392343851, -0.35303492324865282, 0.30124678454166087}};
   const Ctc c = make_ctc(seqs, {sine_features(seqs[0], 4, 0), sine_features(seqs[1], 4, 1)}, 4, 3);
-  expect_all_near(sequence_losses(c), torch_losses, 1e-12, "loss");
+  EXPECT_NEAR(loss_of(c), torch_losses[0] + torch_losses[1], 1e-12);
+  for (size_t b = 0; b < seqs.size(); ++b)
+    EXPECT_NEAR(loss_of(make_ctc({seqs[b]}, {sine_features(seqs[b], 4, b)}, 4, 3)), torch_losses[b],
+                1e-12);
   const auto g = c.f.grad(c.arguments, {c.features}).at(c.features).as_sequences<double>();
   for (size_t b = 0; b < seqs.size(); ++b)
     expect_all_near(g[b], torch_gradients[b], 1e-12, "gradient of sequence " + std::to_string(b));
@@ -219,7 +217,7 @@ TEST(ForwardBackward, Float32MatchesFloat64) {
 }
 
 // Ragged minibatches, and one large enough for the kernel's threads, give what each sequence
-// gives alone.
+// gives alone: the loss their sum, the gradients each sequence's.
 TEST(ForwardBackward, PackedSequencesMatchOneAtATime) {
   for (const size_t n : {size_t{3}, size_t{9}}) {
     const size_t classes = n == 3 ? 4 : 64, blank = classes - 1;
@@ -237,18 +235,18 @@ TEST(ForwardBackward, PackedSequencesMatchOneAtATime) {
     for (int64_t delay : {-1, 1}) {
       SCOPED_TRACE(std::to_string(n) + " sequences, delayConstraint " + std::to_string(delay));
       const Ctc all = make_ctc(seqs, z, classes, blank, delay);
-      const auto outputs = all.f.eval_one(all.arguments).as_sequences<double>();
       const auto gradients =
           all.f.grad(all.arguments, {all.features}).at(all.features).as_sequences<double>();
+      double sum = 0;
       for (size_t b = 0; b < n; ++b) {
         const Ctc one = make_ctc({seqs[b]}, {z[b]}, classes, blank, delay);
-        expect_all_near(outputs[b], one.f.eval_one(one.arguments).as_sequences<double>()[0], 1e-12,
-                        "output of sequence " + std::to_string(b));
+        sum += loss_of(one);
         expect_all_near(
             gradients[b],
             one.f.grad(one.arguments, {one.features}).at(one.features).as_sequences<double>()[0],
             1e-12, "gradient of sequence " + std::to_string(b));
       }
+      EXPECT_NEAR(loss_of(all), sum, 1e-12 * sum);
     }
   }
 }
@@ -262,10 +260,9 @@ TEST(ForwardBackward, ReadsALabelWhereAFramesFirstLargestEntryIs2) {
   const V rows = {2, 2, 0, 0, 1, 0, 0, 0, 2};
   const Seq read{3, {0, 2}, {0, 2}};
   const V zs = sine_features(read, 3, 0);
-  const auto out = f.eval_one({{labels, Value::create_sequences<double>({3}, {rows})},
-                               {z, Value::create_sequences<double>({3}, {zs})}})
-                       .as_sequences<double>()[0];
-  EXPECT_NEAR(out[0] * 3, enumerated_loss(zs, read, 3, 1, -1), 1e-12);
+  const V out = values(f.eval_one({{labels, Value::create_sequences<double>({3}, {rows})},
+                                   {z, Value::create_sequences<double>({3}, {zs})}}));
+  expect_all_near(out, {enumerated_loss(zs, read, 3, 1, -1)}, 1e-12, "loss");
 }
 
 TEST(ForwardBackward, SavesAndLoads) {

@@ -482,6 +482,7 @@ std::vector<size_t> rows_in_order(const Tensor& t) {
 }
 
 // The three operands of lambda_rank and ndcg_at_1: one number per sample, with dynamic axes.
+// The value is CNTK's one number for the minibatch: a scalar without dynamic axes.
 std::vector<OutputSpec> infer_ranking(const char* fn, const std::vector<Variable>& in) {
   const char* roles[] = {"output", "gain", "group"};
   for (size_t i = 0; i < 3; ++i) {
@@ -490,8 +491,20 @@ std::vector<OutputSpec> infer_ranking(const char* fn, const std::vector<Variable
     LOOM_CHECK(!in[i].dynamic_axes().empty(), ShapeError, fn, ": ", roles[i], " ",
                in[i].type_string(), " needs dynamic axes (the samples to rank)");
   }
-  return {{NDShape{1}, common_dtype(fn, in), common_dynamic_axes(fn, in), false}};
+  common_dynamic_axes(fn, in);  // a ShapeError for operands on different axes
+  return {{NDShape{}, common_dtype(fn, in), {}, false}};
 }
+
+// An op whose value is one number for the minibatch (CNTK's minibatch-level criteria): its
+// inputs' samples must agree, and its output has no layout.
+class MinibatchCriterionOp : public OpDef {
+ public:
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
+                                      LayoutCache& layouts) const override {
+    OpDef::output_layout(in, a, layouts);  // a ShapeError for inputs of other sample counts
+    return nullptr;
+  }
+};
 
 // One sample of a group to rank.
 struct RankedSample {
@@ -538,12 +551,12 @@ std::pair<double, double> dcg(const std::vector<RankedSample>& g) {
   return {ideal, actual};
 }
 
-template <typename T>
-void fill_all(Tensor& out, double v) {
-  std::fill_n(out.ptr<T>(), out.size(), T(v));
+// Writes the minibatch's value into the scalar output.
+void set_scalar(Tensor& out, double v) {
+  dispatch(out.dtype, [&](auto zero) { *out.ptr<decltype(zero)>() = decltype(zero)(v); });
 }
 
-class LambdaRankOp : public OpDef {
+class LambdaRankOp : public MinibatchCriterionOp {
  public:
   const char* name() const override { return "LambdaRank"; }
   OpTraits traits(const Dictionary&) const override {
@@ -561,19 +574,17 @@ class LambdaRankOp : public OpDef {
       const auto [ideal, actual] = dcg(g);
       if (ideal != 0) sum += actual / ideal;
     }
-    const double per_sample = groups.empty() ? 0 : (1 - sum / double(groups.size())) * 100;
-    dispatch(call.output->dtype,
-             [&](auto zero) { fill_all<decltype(zero)>(*call.output, per_sample); });
+    // CNTK's (1 - mean NDCG) · 100 · #samples.
+    const double samples = double(call.inputs[0]->rows());
+    set_scalar(*call.output,
+               groups.empty() ? 0 : (1 - sum / double(groups.size())) * 100 * samples);
   }
   void backward(OpCall& call, size_t, Tensor& g, bool accumulate) const override {
     const auto groups = ranked_groups(call);
     dispatch(g.dtype, [&](auto zero) {
       using T = decltype(zero);
       const size_t rows = g.rows();
-      const T* dy = call.output_gradient->ptr<T>();
-      double scale = 0;  // each row's value is the minibatch's / rows
-      for (size_t r = 0; r < rows; ++r) scale += dy[r];
-      scale /= double(std::max<size_t>(rows, 1));
+      const double scale = double(*call.output_gradient->ptr<T>());
       std::vector<double> lambda(rows, 0.0);
       for (const auto& grp : groups) {
         const double ideal = dcg(grp).first;
@@ -601,7 +612,7 @@ class LambdaRankOp : public OpDef {
   }
 };
 
-class NdcgAt1Op : public OpDef {
+class NdcgAt1Op : public MinibatchCriterionOp {
  public:
   const char* name() const override { return "NDCG"; }
   OpTraits traits(const Dictionary&) const override {
@@ -618,9 +629,9 @@ class NdcgAt1Op : public OpDef {
       for (const RankedSample& s : g)
         if (s.rank == 0) sum += s.gain / g.front().gain;
     }
-    const double per_sample = groups.empty() ? 0 : sum / double(groups.size()) * 100;
-    dispatch(call.output->dtype,
-             [&](auto zero) { fill_all<decltype(zero)>(*call.output, per_sample); });
+    // CNTK's mean NDCG@1 · 100 · #samples.
+    const double samples = double(call.inputs[0]->rows());
+    set_scalar(*call.output, groups.empty() ? 0 : sum / double(groups.size()) * 100 * samples);
   }
   void backward(OpCall&, size_t, Tensor&, bool) const override {
     throw StateError("ndcg_at_1 has no gradient");
@@ -696,7 +707,7 @@ std::vector<size_t> tokens_to_ignore(const Dictionary& a) {
   return tokens;
 }
 
-class EditDistanceErrorOp : public OpDef {
+class EditDistanceErrorOp : public MinibatchCriterionOp {
  public:
   const char* name() const override { return "EditDistanceError"; }
   OpTraits traits(const Dictionary&) const override {
@@ -713,7 +724,8 @@ class EditDistanceErrorOp : public OpDef {
     for (const char* pen : {"subPen", "delPen", "insPen"})
       LOOM_CHECK(a.get<double>(pen) >= 0, ArgumentError, fn, ": ", pen,
                  " must not be negative, not ", a.get<double>(pen));
-    return {{NDShape{1}, common_dtype(fn, in), common_dynamic_axes(fn, in), false}};
+    common_dynamic_axes(fn, in);  // a ShapeError for operands on different axes
+    return {{NDShape{}, common_dtype(fn, in), {}, false}};
   }
   void forward(OpCall& call) const override {
     const Tensor &x = *call.inputs[0], &y = *call.inputs[1];
@@ -731,9 +743,9 @@ class EditDistanceErrorOp : public OpDef {
                               a.get<double>("insPen"));
         reference += bs[b].size();
       }
-      // Each step's share of CNTK's errors · #steps / reference (a reference of no labels at
-      // all counts as one).
-      fill_all<T>(*call.output, double(errors) / double(std::max<size_t>(reference, 1)));
+      // CNTK's errors · #steps / reference (a reference of no labels at all counts as one).
+      set_scalar(*call.output,
+                 double(errors) * double(x.rows()) / double(std::max<size_t>(reference, 1)));
     });
   }
   void backward(OpCall&, size_t, Tensor&, bool) const override {
@@ -993,7 +1005,7 @@ std::vector<OpSchema> losses_schemas() {
        "losses",
        {{"output"}, {"gain"}, {"group"}},
        false,
-       "LambdaRank's criterion over the groups of the minibatch, 100 x (1 - mean NDCG) a sample",
+       "LambdaRank's criterion over the groups of the minibatch, 100 x (1 - mean NDCG) x #samples",
        {.none_because = "ONNX has no ranking criteria"},
        // LambdaRank's gradient is by design not the derivative of its (piecewise constant) value.
        {{{score, gain, group}, {}, true, true, false}}},
@@ -1004,7 +1016,7 @@ std::vector<OpSchema> losses_schemas() {
        "metrics",
        {{"output"}, {"gain"}, {"group"}},
        false,
-       "NDCG at 1 over the groups of the minibatch, as a percentage a sample",
+       "NDCG at 1 over the groups of the minibatch, as a percentage, x #samples",
        {.none_because = "ONNX has no ranking metrics"},
        {{{score, gain, group}}}},
       {&kEditDistanceError,
@@ -1020,7 +1032,8 @@ std::vector<OpSchema> losses_schemas() {
         {"squashInputs", ParamType::Bool, EditDistanceOptions{}.squash_inputs},
         {"tokensToIgnore", ParamType::Ints, int_list_attribute({})}},
        false,
-       "the edit distance between the label sequences (argmax per step) of input_a and input_b",
+       "the edit distance of input_a's label sequences (argmax per step) from input_b's, per label "
+       "of input_b, x #steps",
        {.none_because = "ONNX has no edit distance node"},
        {{{z, z}, edit_distance_attributes(EditDistanceOptions{})},
         {{z, z},

@@ -3,7 +3,8 @@
 // the minibatch's samples. The operands have the same sample shape; an operand without dynamic
 // axes (a constant or parameter) applies to every sample, and its gradient is the sum over the
 // samples. CNTK's minibatch-level criteria (lambda_rank, ndcg_at_1, edit_distance_error) give
-// each sample an equal share of CNTK's minibatch value, so that the Trainer's sum is CNTK's.
+// CNTK's one number for the minibatch instead: a scalar (shape []) without dynamic axes, which
+// the Trainer divides by the samples it counts as CNTK's (trainer.h).
 #pragma once
 
 #include <cstddef>
@@ -72,16 +73,15 @@ Function weighted_binary_cross_entropy(const Variable& output, const Variable& t
 // or []); the samples of the minibatch (sequences one after another, each in step order) form
 // groups of consecutive samples with equal group, each listed in decreasing order of gain. A
 // group's samples are ranked by decreasing score (equal scores: the smaller gain first, as
-// CNTK's sort). CNTK's value is one number for the minibatch, which the Trainer divides by its
-// #samples; Loom gives each of the minibatch's N samples that number / N, so that their sum (the
-// Trainer's) is CNTK's value.
+// CNTK's sort). The value is CNTK's one number for the minibatch of N samples (shape [], no
+// dynamic axes), which the Trainer divides by N.
 //
 // lambda_rank: the minibatch's value is (1 − mean over groups of NDCG) · 100 · N, with NDCG =
 // DCG / (the DCG of the listed order), DCG = Σ gain / ln(2 + rank) (a group of ideal DCG 0 has
 // NDCG 0). Its gradient is not the value's but LambdaRank's: for each pair i before j of a
 // group with gain_i > gain_j (and gain_i above the group's least), λ = −|ΔNDCG_ij| /
-// (1 + exp(s_i − s_j)) is added to s_i's gradient and taken from s_j's, times the mean of the
-// output gradient over the samples. Only output (the scores) has a gradient.
+// (1 + exp(s_i − s_j)) is added to s_i's gradient and taken from s_j's, times the output's
+// gradient. Only output (the scores) has a gradient.
 Function lambda_rank(const Variable& output, const Variable& gain, const Variable& group,
                      const std::string& name = "");
 // ndcg_at_1: the minibatch's value is (mean over groups of gain(top ranked) / gain(first listed))
@@ -99,9 +99,9 @@ struct EditDistanceOptions {
 // largest entry), counted as CNTK's EditDistanceError counts it: the dynamic program minimizes
 // the penalized cost, and the substitutions, deletions and insertions of the path it picks are
 // counted 1 each. Each sequence of the minibatch (a sample without a sequence axis is a sequence
-// of one step) is compared with b's; CNTK's minibatch value is errors · #steps / (Σ length of b's
-// label sequences); Loom gives each step errors / Σ length, so the Trainer's sum is CNTK's value
-// and its per-sample average the error rate. A metric: no gradient.
+// of one step) is compared with b's; the value is CNTK's for the minibatch (shape [], no dynamic
+// axes), errors · #steps / (Σ length of b's label sequences; 1 if that is 0), which the Trainer
+// divides by #steps (a's): its average is the error rate. A metric: no gradient.
 Function edit_distance_error(const Variable& a, const Variable& b,
                              const EditDistanceOptions& options = {}, const std::string& name = "");
 

@@ -614,10 +614,12 @@ TEST(LambdaRank, CntkDocstringExampleGradient) {
   const ValueMap args = in.args({1, 2, 3, 4}, {7, 1, 3, 1}, {1, 1, 2, 2});
   expect_all_near(values(f.grad(args, {in.score}).at(in.score)),
                   {-0.2121461, 0.2121461, -0.14861868, 0.14861868}, 1e-6, "gradient");
-  // Each of the 4 samples carries a quarter of CNTK's minibatch value.
+  // CNTK's one number for the minibatch: a scalar without dynamic axes.
+  EXPECT_EQ(f.output().shape(), NDShape{});
+  EXPECT_TRUE(f.output().dynamic_axes().empty());
   const std::vector<double> out = values(f.eval_one(args));
   const double v = lambda_rank_value_ref({1, 2, 3, 4}, {7, 1, 3, 1}, {1, 1, 2, 2});
-  expect_all_near(out, std::vector<double>(4, v / 4), 1e-12, "value");
+  expect_all_near(out, {v}, 1e-12, "value");
   EXPECT_NEAR(v, (58.038055419921875 + 40.65847396850586) / 2 * 2, 1e-5);
 }
 
@@ -633,7 +635,7 @@ TEST(LambdaRank, CntkLossesTestValues) {
     const RankingInputs in = ranking_inputs();
     const Function f = lambda_rank(in.score, in.gain, in.group);
     const ValueMap args = in.args(c.score, c.gain, {1, 1});
-    EXPECT_NEAR(sum_of(values(f.eval_one(args))), c.value, 1e-5);
+    expect_all_near(values(f.eval_one(args)), {c.value}, 1e-5, "value");
     expect_all_near(values(f.grad(args, {in.score}).at(in.score)), c.grad, 1e-7, "gradient");
   }
 }
@@ -648,7 +650,7 @@ TEST(LambdaRank, MatchesReferenceOnGroupsTiesAndZeroGains) {
   const std::vector<double> q{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3};
   const std::vector<double> out = values(f.eval_one(in.args(s, g, q)));
   const double v = lambda_rank_value_ref(s, g, q);
-  expect_all_near(out, std::vector<double>(s.size(), v / double(s.size())), 1e-12, "value");
+  expect_all_near(out, {v}, 1e-12, "value");
   // The gradient of a group in the ideal order still pushes the pairs apart; a group of equal
   // gains gets none.
   const auto grad = values(f.grad(in.args(s, g, q), {in.score}).at(in.score));
@@ -671,9 +673,8 @@ TEST(LambdaRank, SequencesAreTheMinibatchInOrder) {
   const ValueMap args{{s, Value::create_sequences<double>({1}, {{1, 2, 5}, {3, 4}})},
                       {g, Value::create_sequences<double>({1}, {{7, 1, 0}, {3, 1}})},
                       {q, Value::create_sequences<double>({1}, {{1, 1, 1}, {2, 2}})}};
-  const auto out = f.eval_one(args).as_sequences<double>();
   const double v = lambda_rank_value_ref({1, 2, 5, 3, 4}, {7, 1, 0, 3, 1}, {1, 1, 1, 2, 2});
-  EXPECT_NEAR(sum_of(out[0]) + sum_of(out[1]), v, 1e-12);
+  expect_all_near(values(f.eval_one(args)), {v}, 1e-12, "value");
   const RankingInputs in = ranking_inputs();
   const auto batch_grad =
       values(lambda_rank(in.score, in.gain, in.group)
@@ -689,9 +690,11 @@ TEST(NdcgAt1, CntkDocstringAndTestValues) {
   const RankingInputs in = ranking_inputs();
   const Function f = ndcg_at_1(in.score, in.gain, in.group);
   EXPECT_EQ(f.op_name(), "NDCG");
-  // The docstring: two groups, both ranked right at the top: 100 · 4.
+  EXPECT_EQ(f.output().shape(), NDShape{});
+  EXPECT_TRUE(f.output().dynamic_axes().empty());
+  // The docstring: two groups, both ranked right at the top: 100 · 4 (CNTK: array(400.0)).
   const auto out = values(f.eval_one(in.args({2, 1, 3, 1}, {7, 1, 3, 1}, {1, 1, 2, 2})));
-  expect_all_near(out, {100, 100, 100, 100}, 1e-12, "docstring");
+  expect_all_near(out, {400}, 1e-12, "docstring");
   // metrics_test.py: 200 and 300 for one group of 2 and 3 samples.
   EXPECT_NEAR(sum_of(values(f.eval_one(in.args({2, 1}, {7, 1}, {1, 1})))), 200, 1e-12);
   EXPECT_NEAR(sum_of(values(f.eval_one(in.args({4, 2, 1}, {3, 2, 1}, {1, 1, 1})))), 300, 1e-12);
@@ -748,9 +751,11 @@ TEST(EditDistanceError, CntkMetricsTestCases) {
     Variable a = input_variable({2}, f64()), b = input_variable({2}, f64());
     const Function f = edit_distance_error(a, b, c.options);
     EXPECT_EQ(f.op_name(), "EditDistanceError");
+    EXPECT_EQ(f.output().shape(), NDShape{});
+    EXPECT_TRUE(f.output().dynamic_axes().empty());
     const auto out = values(f.eval_one(
         {{a, Value::create_batch<double>({2}, c.a)}, {b, Value::create_batch<double>({2}, c.b)}}));
-    EXPECT_NEAR(sum_of(out), c.result, 1e-15);
+    expect_all_near(out, {c.result}, 1e-15, "value");
   }
 }
 
@@ -790,17 +795,18 @@ TEST(EditDistanceError, SequencesSquashAndIgnore) {
                                                   {b, Value::create_sequences<double>({3}, vb)}});
   };
   EXPECT_EQ(sum_of(values(eval({s1}, {s2}, {.squash_inputs = true, .tokens_to_ignore = {0}}))), 0);
-  // Without squashing or ignoring, the classic distance over b's 8 labels, spread over 8 steps.
+  // Without squashing or ignoring, the classic distance over b's 8 labels, times 8 steps / 8.
   const Value plain = eval({s1}, {s2}, {});
-  expect_all_near(values(plain), std::vector<double>(8, double(levenshtein(s1, s2)) / 8), 1e-15,
-                  "plain");
-  // Two sequences: errors sum and so do the reference lengths; each step gets the same share.
+  expect_all_near(values(plain), {double(levenshtein(s1, s2))}, 1e-15, "plain");
+  // Two sequences: errors sum and so do the steps and the reference lengths (here 8 + 3 both).
+  // Squashed and without '-': s1 and s2 are both "112" (no error) and x's "21" is 2 edits from
+  // y's "12": CNTK's errors · 11 steps / (3 + 2) reference labels.
   const std::vector<size_t> x{2, 1, 1}, y{1, 2, 2};
-  const Value two = eval({s1, x}, {s2, y}, {});
-  const double share = double(levenshtein(s1, s2) + levenshtein(x, y)) / double(s2.size() + 3);
-  EXPECT_EQ(two.sequence_lengths(), (std::vector<size_t>{8, 3}));
-  for (const auto& seq : two.as_sequences<double>())
-    for (double v : seq) EXPECT_NEAR(v, share, 1e-15);
+  expect_all_near(values(eval({s1, x}, {s2, y}, {})),
+                  {double(levenshtein(s1, s2) + levenshtein(x, y))}, 1e-15, "two");
+  const EditDistanceOptions squashed{.squash_inputs = true, .tokens_to_ignore = {0}};
+  expect_all_near(values(eval({s1, x}, {s2, y}, squashed)),
+                  {double(levenshtein({2, 1}, {1, 2})) * 11 / 5}, 1e-15, "two squashed");
 }
 
 TEST(EditDistanceError, TiesPickSubstitutionThenDeletion) {

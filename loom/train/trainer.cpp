@@ -26,6 +26,44 @@ bool any_sweep_end(const MinibatchMap& minibatch) {
   return false;
 }
 
+// The variable whose samples a minibatch's loss is averaged over, as CNTK's Trainer finds it:
+// the loss where it has dynamic axes; for a loss without (a reduction over the batch axis,
+// lambda_rank, forward_backward: one number for the minibatch), the first input with dynamic
+// axes met depth first from the loss's function, inputs in order (lambda_rank's scores,
+// forward_backward's graph). ArgumentError where there is none.
+Variable training_sample_count_variable(const Variable& loss) {
+  if (loss.has_batch_axis()) return loss;
+  // Depth first with a stack (any depth), each function once.
+  std::vector<std::pair<Function, size_t>> stack;  // a function and its next input
+  std::unordered_set<const void*> seen;
+  if (loss.is_output()) stack.emplace_back(loss.owner(), 0);
+  while (!stack.empty()) {
+    auto& [f, next] = stack.back();
+    const std::vector<Variable> inputs = f.inputs();
+    if (next == inputs.size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Variable in = inputs[next++];
+    if (in.has_batch_axis()) return in;
+    if (in.is_output() && seen.insert(in.owner().impl().get()).second)
+      stack.emplace_back(in.owner(), 0);
+  }
+  throw ArgumentError(detail::concat(
+      "Trainer: the loss ", loss.describe(),
+      " has no dynamic axes and no input with any, from which to count the minibatch's samples: "
+      "compute it from the model's outputs or the minibatch's inputs"));
+}
+
+// The variable whose samples a metric is averaged over, as CNTK's Evaluator takes it: the metric
+// where it has dynamic axes; for a metric without (ndcg_at_1, edit_distance_error), its
+// function's first input (their predictions).
+Variable test_sample_count_variable(const Variable& metric) {
+  if (metric.has_batch_axis() || !metric.is_output()) return metric;
+  const Function owner = metric.owner();
+  return owner.inputs().empty() ? metric : owner.inputs()[0];
+}
+
 std::pair<Variable, Variable> criterion_outputs(const Function& criterion) {
   auto outs = criterion.outputs();
   LOOM_CHECK(outs.size() == 1 || outs.size() == 2, ArgumentError, "Trainer: the criterion ",
@@ -90,6 +128,10 @@ Trainer::Trainer(const Function& model, const std::pair<Variable, Variable>& los
   executor_options_ = executor_options;
   train_outputs_ = {loss_};
   if (metric_.valid()) train_outputs_.push_back(metric_);
+  // A loss without dynamic axes: the samples are counted on another variable, computed too.
+  counted_ = training_sample_count_variable(loss_);
+  if (std::find(train_outputs_.begin(), train_outputs_.end(), counted_) == train_outputs_.end())
+    train_outputs_.push_back(counted_);
   make_training_executor();
 }
 
@@ -164,7 +206,7 @@ bool Trainer::train(const Executor::ArgumentLookup& argument, bool empty, bool n
         distributed_->gradient_ready(p, g);
       };
     train_exec_->backward(loss_, nullptr, ready);
-    samples = train_exec_->sample_count(loss_);
+    samples = train_exec_->sample_count(counted_);
     loss_sum = train_exec_->sum(loss_);
     metric_sum = metric_.valid() ? train_exec_->sum(metric_) : 0;
   }
@@ -245,10 +287,14 @@ double Evaluator::test_minibatch(const ValueMap& arguments, bool distributed) {
   double sums[2] = {0, 0};  // the metric's sum, the samples
   // A worker's share of a distributed evaluation may hold no sequence.
   if (!all_empty(arguments)) {
-    if (!exec_) exec_ = std::make_unique<Executor>(std::vector<Variable>{metric_});
+    const Variable counted = test_sample_count_variable(metric_);
+    if (!exec_)
+      exec_ =
+          std::make_unique<Executor>(counted == metric_ ? std::vector<Variable>{metric_}
+                                                        : std::vector<Variable>{metric_, counted});
     exec_->forward(arguments, /*is_training=*/false);
     sums[0] = exec_->sum(metric_);
-    sums[1] = double(exec_->sample_count(metric_));
+    sums[1] = double(exec_->sample_count(counted));
   }
   if (distributed) {
     if (!communicator_) communicator_ = distributed::mpi_communicator();

@@ -155,6 +155,7 @@ class Trainer {
 
   Function model_;
   Variable loss_, metric_;  // metric_ invalid when there is none
+  Variable counted_;        // whose samples the loss is averaged over (CNTK's rule)
   std::vector<std::shared_ptr<Learner>> learners_;
   std::shared_ptr<distributed::DistributedLearner> distributed_;
   ProgressWriters writers_;

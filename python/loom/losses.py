@@ -1,5 +1,6 @@
 """Loss functions (CNTK's cntk.losses): one value per sample, which the Trainer sums over the
-minibatch. Also at loom.X, as CNTK re-exports them.
+minibatch; lambda_rank gives CNTK's one number for the minibatch (no dynamic axes), which the
+Trainer divides by the samples of the scores. Also at loom.X, as CNTK re-exports them.
 
 The primitives (cosine_distance, cosine_distance_with_negative_samples,
 weighted_binary_cross_entropy, lambda_rank) come from the op table (loom/ops/losses.cpp); the

@@ -1,5 +1,7 @@
-"""Evaluation metrics (CNTK's cntk.metrics): one value per sample. Also at loom.X, as CNTK
-re-exports them.
+"""Evaluation metrics (CNTK's cntk.metrics): one value per sample; ndcg_at_1 and
+edit_distance_error give CNTK's one number for the minibatch (no dynamic axes), which the Trainer
+and the Evaluator divide by the samples of their first input. Also at loom.X, as CNTK re-exports
+them.
 
 ndcg_at_1 and edit_distance_error are CNTK's primitives from the op table
 (loom/ops/losses.cpp); classification_error along an axis of a sample of rank 2 or more is
@@ -50,8 +52,9 @@ def edit_distance_error(input_a, input_b, subPen=1, delPen=1, insPen=1, squashIn
     """The edit distance between the label sequences (argmax per step) of input_a and input_b,
     as CNTK's EditDistanceError counts it: the edits of the path of least penalized cost
     (subPen, delPen, insPen), after squashing runs of a label (squashInputs) and dropping the
-    labels tokensToIgnore lists. The minibatch's total is errors * #steps / (total length of
-    input_b's label sequences), as CNTK's; each step carries its share. No gradient."""
+    labels tokensToIgnore lists. The value is CNTK's one number for the minibatch (no dynamic
+    axes): errors * #steps / (total length of input_b's label sequences), which the Trainer
+    divides by input_a's #steps. No gradient."""
     if tokensToIgnore is None:
         tokensToIgnore = []
     if isinstance(tokensToIgnore, (int, np.integer)) or not all(

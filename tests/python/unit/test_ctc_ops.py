@@ -34,21 +34,22 @@ def test_signatures_are_cntks():
     assert C.ops.forward_backward is C.forward_backward
 
 
-def test_keyword_arguments_and_the_scalar_output_per_frame():
+def test_keyword_arguments_and_the_scalar_output_of_the_minibatch():
     labels = C.sequence.input_variable(4)
     z = C.sequence.input_variable(4)
     fb = C.forward_backward(C.labels_to_graph(labels), z, blankTokenId=3, delayConstraint=2,
                             name='ctc')
     assert fb.name == 'ctc'
     assert fb.shape == ()
+    assert not fb.output.dynamic_axes
     # CNTK's docstring example: the labels of a shorter transcription padded to the features'
-    # length by repeating the last label with the value 1; each frame carries an equal share.
+    # length by repeating the last label with the value 1. The value is CNTK's: one number for
+    # the minibatch, the sum of its sequences' losses.
     L = frame_aligned([0, 2, 1], [0, 1, 2], 6, 4)
     Z = np.zeros((6, 4), np.float32)
-    out = fb.eval({labels: [L], z: [Z]})
-    shares = np.asarray(out[0]).ravel()
-    assert shares.shape == (6,)
-    np.testing.assert_allclose(shares, shares[0])
+    one = fb.eval({labels: [L], z: [Z]})
+    assert np.shape(one) == ()
+    np.testing.assert_allclose(fb.eval({labels: [L, L], z: [Z, Z]}), 2 * one, rtol=1e-6)
 
 
 def test_values_and_gradients_match_torchs_ctc_loss():
@@ -62,15 +63,17 @@ def test_values_and_gradients_match_torchs_ctc_loss():
     L = [frame_aligned(t, s, f, classes).astype(np.float64) for t, s, f in seqs]
     out = fb.eval({labels: L, z: Z})
     grads = fb.grad({labels: L, z: Z}, wrt=[z])
+    total = 0.0
     for b, (tokens, _, frames) in enumerate(seqs):
         zt = torch.tensor(Z[b], requires_grad=True)
         loss = torch.nn.functional.ctc_loss(
             zt.log_softmax(1)[:, None, :], torch.tensor([tokens], dtype=torch.long),
             [frames], [len(tokens)], blank=blank, reduction='sum')
         loss.backward()
-        np.testing.assert_allclose(np.sum(out[b]), loss.item(), rtol=1e-10)
+        total += loss.item()
         np.testing.assert_allclose(np.asarray(grads[b]).reshape(frames, classes),
                                    zt.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(out, total, rtol=1e-10)
 
 
 def test_delay_constraint_keeps_the_alignments_near_the_label_positions():
@@ -81,7 +84,7 @@ def test_delay_constraint_keeps_the_alignments_near_the_label_positions():
     losses = {}
     for delay in [-1, 0, 1, 10]:
         labels, z, fb = ctc(classes, blank, delay)
-        losses[delay] = float(np.sum(fb.eval({labels: [L], z: [Z]})[0]))
+        losses[delay] = float(fb.eval({labels: [L], z: [Z]}))
     assert losses[0] > losses[1] > losses[-1]
     assert losses[10] == pytest.approx(losses[-1], rel=1e-6)
 

@@ -377,10 +377,11 @@ def test_lambda_rank_cntk_values(grad, value, output, gain):
         C.input_variable((1,))
     f = C.lambda_rank(s, n, g)
     args = {s: score, n: gains, g: np.ones_like(score)}
-    # CNTK's value is the minibatch's; Loom spreads it evenly over the samples.
+    # CNTK's value: one number for the minibatch, without dynamic axes.
+    assert f.shape == () and not f.output.dynamic_axes
     out = f.eval(args)
-    np.testing.assert_allclose(out, np.full((len(score), 1), value / len(score)), rtol=1e-6)
-    np.testing.assert_allclose(np.sum(out), value, rtol=1e-6)
+    assert np.shape(out) == ()
+    np.testing.assert_allclose(out, value, rtol=1e-6)
     np.testing.assert_allclose(f.grad(args, wrt=[s]), grad, rtol=1e-5)
 
 
@@ -411,7 +412,7 @@ def test_ndcg_at_1_docstring_and_cntk_values():
     n = np.array([7, 1, 3, 1], dtype=np.float32).reshape(4, 1)
     f = C.ndcg_at_1(score, gain, group)
     out = f.eval({score: s, gain: n, group: g})
-    assert np.sum(out) == 400.0  # CNTK: array(400.0), the minibatch's total
+    assert np.shape(out) == () and out == 400.0  # CNTK: array(400.0), the minibatch's total
     for value, output, gains in [(200, [2, 1], [7, 1]), (300, [4, 2, 1], [3, 2, 1])]:
         sv = np.array(output, np.float32).reshape(-1, 1)
         out = f.eval({score: sv, gain: np.array(gains, np.float32).reshape(-1, 1),
@@ -445,7 +446,8 @@ def test_edit_distance_error_docstring():
     arguments = {i1: np.array([[1, 3], [2, 0]], np.float32),
                  i2: np.array([[2, 0], [2, 0]], np.float32)}
     a = C.edit_distance_error(i1, i2, 0, 1, 1, True, [1])
-    assert np.sum(a.eval(arguments)) == 1.0  # CNTK: array(1.0)
+    out = a.eval(arguments)
+    assert np.shape(out) == () and out == 1.0  # CNTK: array(1.0)
 
 
 @pytest.mark.parametrize('left, right, sub, dele, ins, squash, ignore, result', [
@@ -494,11 +496,9 @@ def test_edit_distance_error_on_sequences_matches_numpy(squash, ignore):
     lb = [_squash_and_drop(list(s.argmax(axis=1)), squash, ignore) for s in b]
     errors = sum(_levenshtein(p, q) for p, q in zip(la, lb))
     reference = max(sum(len(q) for q in lb), 1)
-    assert [len(o) for o in out] == lengths
-    np.testing.assert_allclose(np.concatenate([np.ravel(o) for o in out]),
-                               errors / reference, rtol=1e-13)
-    # CNTK's minibatch value: errors * #steps / reference.
-    np.testing.assert_allclose(sum(np.sum(o) for o in out), errors * sum(lengths) / reference)
+    # CNTK's minibatch value: errors * #steps / reference, one number.
+    assert np.shape(out) == ()
+    np.testing.assert_allclose(out, errors * sum(lengths) / reference, rtol=1e-13)
 
 
 def test_edit_distance_error_bad_arguments():
