@@ -252,13 +252,26 @@ class ClassificationErrorOp : public OpDef {
       T* y = call.output->ptr<T>();
       const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
+        const T* row = z.ptr<T>() + row_start(z, r, n);
+        if (top_n == 1) {
+          // CNTK's top-1 error, 1 - t . hardmax(z) (hardmax: the first largest score), which a
+          // target that is not one-hot makes fractional.
+          const size_t predicted = size_t(std::max_element(row, row + n) - row);
+          T hit = 0;
+          targets.for_each(r, [&](size_t c, T v) {
+            if (c == predicted) hit = v;
+          });
+          y[r] = T(1) - hit;
+          continue;
+        }
+        // CNTK's top-N error (its ClassificationError node): whether the target's largest entry
+        // is outside the N largest scores: entries ranked before it are larger scores, and
+        // equal ones earlier in the row.
         size_t label = 0;
         T best = -std::numeric_limits<T>::infinity();
         targets.for_each(r, [&](size_t c, T v) {
           if (v > best) best = v, label = c;
         });
-        // Entries ranked before the label: larger scores, and equal ones earlier in the row.
-        const T* row = z.ptr<T>() + row_start(z, r, n);
         size_t ahead = 0;
         for (size_t c = 0; c < n; ++c)
           ahead += row[c] > row[label] || (row[c] == row[label] && c < label);

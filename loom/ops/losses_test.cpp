@@ -336,10 +336,17 @@ TEST(Loss, ClassificationErrorByHandWithTopNAndTies) {
   EXPECT_EQ(eval(1, tied, {1, 2}), (std::vector<double>{1, 1}));
   EXPECT_EQ(eval(2, tied, {1, 2}), (std::vector<double>{0, 1}));
   EXPECT_EQ(eval(3, tied, {2, 2}), (std::vector<double>{0, 0}));
-  // The target's class is its largest entry (soft targets too).
-  EXPECT_EQ(values(classification_error(z, t).eval_one(
-                {{z, batch_of(kF64, {3}, {1, 3, 2})}, {t, batch_of(kF64, {3}, {0.1, 0.6, 0.3})}})),
-            (std::vector<double>{0}));
+  // A target that is not one-hot: CNTK's top-1 error is 1 - t . hardmax(z) (CNTK 105 scores
+  // its autoencoder so); top-N takes the target's largest entry as its class.
+  auto soft = [&](size_t top_n, const std::vector<double>& zs, const std::vector<double>& ts) {
+    return values(classification_error(z, t, top_n)
+                      .eval_one({{z, batch_of(kF64, {3}, zs)}, {t, batch_of(kF64, {3}, ts)}}));
+  };
+  EXPECT_NEAR(soft(1, {0.1, 0.9, 0.2}, {0.5, 0.8, 1})[0], 0.2, 1e-15);
+  EXPECT_NEAR(soft(1, {1, 3, 2}, {0.1, 0.6, 0.3})[0], 0.4, 1e-15);
+  EXPECT_EQ(soft(1, {2, 2, 1}, {0, 0.5, 0.5}), (std::vector<double>{1}));  // the first of ties
+  EXPECT_EQ(soft(2, {0.1, 0.9, 0.2}, {0.5, 0.8, 1}), (std::vector<double>{0}));
+  EXPECT_EQ(soft(2, {0.3, 0.9, 0.2}, {0.5, 0.8, 1}), (std::vector<double>{1}));
   EXPECT_THROW(classification_error(z, t, 0), ArgumentError);
 }
 

@@ -180,6 +180,10 @@ def test_cntk_105_autoencoder(tmp_path):
         train = re.fullmatch(r"Average training error: (\d+\.\d\d)%", table[8])
         test = re.fullmatch(r"Average test error: (\d+\.\d\d)%", table[9])
         assert train and test, table[8:10]
+        # CNTK's top-1 error against the image scaled to [0, 1]: 1 - the true intensity of the
+        # brightest reconstructed pixel. The notebook's MNIST strokes are near 255 (about 3 %);
+        # Fashion-MNIST's garments are greyer: Loom's runs give 29-31 %.
+        assert float(test[1]) < 45
         test_errors.append(float(test[1]))
     # The two printed test errors, unrounded.
     assert [round(float(l), 2) for l in out[-2:]] == test_errors
@@ -337,16 +341,12 @@ def test_learners_report_the_learning_rate_only(capfd, learner):
 
 def test_cntk_105_error_metric_is_one_minus_target_at_argmax():
     # CNTK 105 measures its autoencoders with classification_error(model, label / 255): CNTK's
-    # classification_error (topN=1) is 1 - target . hardmax(output), here 1 - 0.8; Loom's
-    # compares the two argmaxes, which gives 1 (and ~99 % for the tutorial's autoencoders,
-    # where the notebook prints ~3 %).
+    # classification_error (topN=1) is 1 - target . hardmax(output), here 1 - 0.8.
     import loom as C
     z, t = C.input_variable(3), C.input_variable(3)
     value = C.classification_error(z, t).eval({z: np.array([[0.1, 0.9, 0.2]], np.float32),
                                                t: np.array([[0.5, 0.8, 1.0]], np.float32)})
-    if float(np.ravel(value)[0]) != pytest.approx(0.2):
-        pytest.xfail("classification_error with a non-one-hot target: Loom gives %s, CNTK 0.2"
-                     % float(np.ravel(value)[0]))
+    assert float(np.ravel(value)[0]) == pytest.approx(0.2)
 
 
 def test_cntk_105_image_cells_map_any_key_and_keep_the_sequence_axis(tmp_path):
