@@ -79,7 +79,10 @@ Dictionary cntk_v1_dictionary(std::span<const uint8_t> bytes, const std::string&
 // Function::parameter("Dense.W")), and the result is the root function (a composite of the
 // block's name when the root is a block). A DataError naming the place in the dictionary, and
 // for a function its uid, name and op, for anything it cannot build (an op Loom cannot map).
-Function function_from_cntk_dictionary(const Dictionary& composite, const std::string& where);
+// CNTK's recurrent LSTM loops become Loom's fused recurrence (cntk_recurrence.h) unless
+// fuse_recurrences is false (the graph exactly as the file has it).
+Function function_from_cntk_dictionary(const Dictionary& composite, const std::string& where,
+                                       bool fuse_recurrences = true);
 
 // CNTK's PrimitiveOpType name of an op number ("Times" for 31; "op <n>" past the last).
 std::string cntk_op_type_name(int64_t op);

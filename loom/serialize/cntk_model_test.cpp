@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,9 +14,12 @@
 #include "loom/core/error.h"
 #include "loom/deploy/onnx.h"
 #include "loom/graph/graph_impl.h"
+#include "loom/layers/recurrent.h"
 #include "loom/learners/sgd.h"
+#include "loom/ops/fused_rnn.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/cntk_model.h"
+#include "loom/serialize/cntk_recurrence.h"
 #include "loom/serialize/cntk_test_util.h"
 #include "loom/serialize/model_file.h"
 #include "loom/train/trainer.h"
@@ -273,6 +277,205 @@ TEST(CntkV2Model, LoadedModelsTrain) {
   for (size_t i = 0; i < params.size(); ++i)
     changed += params[i].value().to_vector<float>() != before[i].to_vector<float>();
   EXPECT_EQ(changed, params.size());
+}
+
+// ---- CNTK's recurrent LSTM loops as Loom's fused recurrence (cntk_recurrence.h) ----
+
+// How many functions of f's graph apply op.
+size_t count_ops(const Function& f, const std::string& op) {
+  size_t n = 0;
+  for (const auto& g : topological_order(f.outputs())) n += g->op && op == g->op->name();
+  return n;
+}
+
+// The file's graph exactly as it is: the loops as loops.
+Function load_cntk_unfused(const std::string& name) {
+  return function_from_cntk_dictionary(cntk_v2_dictionary(read_cntk_file(name), name),
+                                       "'" + name + "'", /*fuse_recurrences=*/false);
+}
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                  const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], 1e-5 * std::max(1.f, std::abs(expected[i])))
+        << what << " [" << i << "]";
+}
+
+// count random sequences of 1 to 25 word indices below vocabulary.
+std::vector<std::vector<size_t>> random_queries(size_t count, size_t vocabulary, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<size_t>> q(count);
+  for (auto& s : q) {
+    s.resize(1 + rng() % 25);
+    for (size_t& w : s) w = rng() % vocabulary;
+  }
+  return q;
+}
+
+// The ATIS tagger's loop is one FusedRecurrence reading the file's own parameters, and gives
+// what the loop gives: on the README's query (the same tags) and on random queries.
+TEST(CntkRecurrence, AtisLstmLoopBecomesOneFusedOp) {
+  Function fused = load_cntk("v2_atis_slot_tagger.cmf");
+  Function loop = load_cntk_unfused("v2_atis_slot_tagger.cmf");
+  EXPECT_EQ(count_ops(fused, "FusedRecurrence"), 1u);
+  EXPECT_EQ(count_ops(fused, "PastValue"), 0u);
+  EXPECT_EQ(count_ops(loop, "FusedRecurrence"), 0u);
+  EXPECT_EQ(count_ops(loop, "PastValue"), 2u);
+  std::vector<std::string> paths = fused.parameter_paths(), loop_paths = loop.parameter_paths();
+  std::sort(paths.begin(), paths.end());
+  std::sort(loop_paths.begin(), loop_paths.end());
+  EXPECT_EQ(paths, loop_paths);
+  // The op reads the LSTM's parameters themselves, and its stabilizer's alpha.
+  for (const auto& g : topological_order(fused.outputs())) {
+    if (g->op->name() != std::string("FusedRecurrence")) continue;
+    const FusedRecurrenceInputs in = fused_recurrence_inputs(g->inputs, g->attributes);
+    EXPECT_EQ(in.cell, "LSTM");
+    EXPECT_EQ(in.activation, "Tanh");
+    EXPECT_FALSE(in.go_backwards);
+    EXPECT_EQ(in.H, fused.parameter("LSTM.H"));
+    EXPECT_EQ(in.W, fused.parameter("LSTM.W"));
+    EXPECT_EQ(in.b, fused.parameter("LSTM.b"));
+    EXPECT_EQ(in.alpha_dh, fused.parameter("dh_stabilizer.alpha"));
+    EXPECT_EQ(in.steepness, 4);
+  }
+  EXPECT_EQ(tag_query(fused).tags, tag_query(loop).tags);
+  const Value words = Value::one_hot_sequences(943, random_queries(32, 943, 5));
+  expect_close(values_of(fused.eval_one({{fused.arguments()[0], words}})),
+               values_of(loop.eval_one({{loop.arguments()[0], words}})), "random queries");
+}
+
+// Training through the fused op: the gradients of every parameter are the loop's.
+TEST(CntkRecurrence, AtisFusedGradientsAreTheLoops) {
+  Function fused = load_cntk("v2_atis_slot_tagger.cmf");
+  Function loop = load_cntk_unfused("v2_atis_slot_tagger.cmf");
+  const std::vector<std::vector<size_t>> queries = random_queries(6, 943, 9);
+  std::vector<std::vector<size_t>> tags = queries;
+  for (auto& s : tags)
+    for (size_t& t : s) t %= 129;
+  const Value w = Value::one_hot_sequences(943, queries), l = Value::one_hot_sequences(129, tags);
+  std::vector<std::string> paths = loop.parameter_paths();
+  std::sort(paths.begin(), paths.end());
+  auto gradients = [&](const Function& model) {
+    Variable labels = sequence::input_variable({129}, {.is_sparse = true, .name = "labels"});
+    Function loss = cross_entropy_with_softmax(model, labels);
+    std::vector<Variable> wrt;
+    for (const std::string& p : paths) wrt.push_back(model.parameter(p));
+    ValueMap g = loss.grad({{model.arguments()[0], w}, {labels, l}}, wrt);
+    std::vector<std::vector<float>> out;
+    for (const Variable& p : wrt) out.push_back(g.at(p).data().to_vector<float>());
+    return out;
+  };
+  const auto expected = gradients(loop), actual = gradients(fused);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t p = 0; p < expected.size(); ++p) {
+    ASSERT_EQ(actual[p].size(), expected[p].size()) << paths[p];
+    float scale = 0;
+    for (float e : expected[p]) scale = std::max(scale, std::abs(e));
+    for (size_t i = 0; i < expected[p].size(); ++i)
+      ASSERT_NEAR(actual[p][i], expected[p][i], 1e-4 * std::max(1.f, scale)) << paths[p] << i;
+  }
+}
+
+// CNTK's Recurrence(LSTM) as its files hold it: the step a block "LSTM" reading delays of its
+// own outputs (initial state s0), then a product that reads h.
+struct LstmLoop {
+  Variable x;
+  Function step, block, model;
+};
+
+LstmLoop cntk_lstm_loop(size_t in, size_t n, const RecurrentCellOptions& o, bool backwards,
+                        double s0, unsigned seed) {
+  LstmLoop r;
+  r.x = sequence::input_variable({in}, {.name = "x"});
+  r.step = LSTM(n, o);
+  const std::vector<Variable> args = r.step.placeholders();  // dh, dc, x
+  Variable ph = placeholder({n}, DataType::Float32, r.x.dynamic_axes());
+  Variable pc = placeholder(args[1].shape(), DataType::Float32, r.x.dynamic_axes());
+  const int T = backwards ? -1 : 1;
+  r.block = as_block(r.step,
+                     {{args[0], sequence::delay(ph, constant(s0), T)},
+                      {args[1], sequence::delay(pc, constant(s0), T)},
+                      {args[2], r.x}},
+                     "LSTM");
+  r.block.replace_placeholders({{ph, r.block.outputs()[0]}, {pc, r.block.outputs()[1]}});
+  r.model =
+      times(r.block.outputs()[0], parameter({n, 3}, glorot_uniform(), DataType::Float32, "V"));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  for (const Parameter& p : r.model.parameters()) {
+    std::vector<float> v(p.shape().total_size());
+    for (float& e : v) e = u(rng);
+    p.set_value(NDArrayView::from_vector<float>(p.shape(), v));
+  }
+  return r;
+}
+
+Value random_sequences(size_t dim, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<std::vector<float>> seqs;
+  for (size_t len : {7, 1, 12, 4}) {
+    seqs.emplace_back(len * dim);
+    for (float& e : seqs.back()) e = u(rng);
+  }
+  return Value::create_sequences<float>({dim}, seqs);
+}
+
+// Exact CNTK LSTM loops (either direction, each activation, constant initial states) become
+// the fused op and give the loop's outputs on random weights and data, also after a round trip
+// through ONNX (whose LSTM the fused op exports to; a nonzero initial state exports as ONNX's
+// Shape and Expand, which Loom's ONNX import does not read).
+TEST(CntkRecurrence, ExactLoopsFuseAndExportToOnnx) {
+  struct Case {
+    const char* what;
+    Activation act;
+    bool backwards;
+    double s0;
+  };
+  const Case cases[] = {{"tanh", Activation(tanh), false, 0},
+                        {"sigmoid backwards", Activation(sigmoid), true, 0},
+                        {"relu from 0.25", Activation(relu), false, 0.25}};
+  unsigned seed = 1;
+  for (const Case& c : cases) {
+    LstmLoop l = cntk_lstm_loop(5, 4, {.activation = c.act}, c.backwards, c.s0, seed++);
+    const Value data = random_sequences(5, seed++);
+    const std::vector<float> expected = values_of(l.model.eval_one({{l.x, data}}));
+    EXPECT_EQ(fuse_cntk_recurrences(l.model), 1u) << c.what;
+    EXPECT_EQ(count_ops(l.model, "FusedRecurrence"), 1u) << c.what;
+    EXPECT_EQ(count_ops(l.model, c.backwards ? "FutureValue" : "PastValue"), 0u) << c.what;
+    expect_close(values_of(l.model.eval_one({{l.x, data}})), expected, c.what);
+    if (c.s0 != 0) continue;
+    Function g = load_onnx_from_bytes(save_onnx_to_bytes(l.model), "lstm.onnx");
+    expect_close(values_of(g.eval_one({{g.arguments()[0], data}})), expected,
+                 std::string(c.what) + " through ONNX");
+  }
+}
+
+// The loaded tagger's loop is no longer what stops its ONNX export: the fused op is, for its dh
+// stabilizer, which ONNX's LSTM has no input for and the exporter does not fold into the
+// recurrent weights yet (docs/cntk-formats.md, "Loaded models as ONNX").
+TEST(CntkRecurrence, AtisOnnxExportStopsOnlyAtTheStabilizer) {
+  try {
+    (void)save_onnx_to_bytes(load_cntk("v2_atis_slot_tagger.cmf"));
+    ADD_FAILURE() << "exported: turn this into a round trip like ExactLoopsFuseAndExportToOnnx";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("(LSTM) has self-stabilization"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Loops the fused op cannot run as they are stay loops: peepholes, a projection, a cell state
+// read outside the loop, h as the model's own output.
+TEST(CntkRecurrence, OtherLoopsStay) {
+  EXPECT_EQ(fuse_cntk_recurrences(cntk_lstm_loop(5, 4, {.use_peepholes = true}, false, 0, 1).model),
+            0u);
+  EXPECT_EQ(fuse_cntk_recurrences(cntk_lstm_loop(5, 4, {.cell_shape = 3}, false, 0, 1).model), 0u);
+  LstmLoop l = cntk_lstm_loop(5, 4, {}, false, 0, 1);
+  Function both = combine({l.model.output(), l.block.outputs()[1]});
+  EXPECT_EQ(fuse_cntk_recurrences(both), 0u);
+  EXPECT_EQ(fuse_cntk_recurrences(combine({l.block.outputs()[0]})), 0u);
+  EXPECT_EQ(fuse_cntk_recurrences(l.model), 1u);  // the same loop, read only through h
 }
 
 // Loads bytes that may be damaged: a Function, or a DataError naming the file; never another

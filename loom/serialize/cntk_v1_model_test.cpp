@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/graph/graph_impl.h"
+#include "loom/graph/op.h"
 #include "loom/serialize/cntk_model.h"
 #include "loom/serialize/cntk_test_util.h"
 #include "loom/serialize/model_file.h"
@@ -828,6 +830,43 @@ TEST(CntkV1Model, RecurrentSlotTaggerTagsTheQuery) {
   const std::vector<float> bos(steps[0].begin(), steps[0].begin() + 4);
   const std::vector<float> expected{-2.84549f, 4.79399f, -0.00558f, -0.15065f};
   for (size_t k = 0; k < 4; k++) EXPECT_NEAR(bos[k], expected[k], 2e-4) << k;
+}
+
+// The tagger's LSTM, primitives in no block (cntk.exe has none) looping through two PastValue
+// nodes from initial states 0.1, is recognised as CNTK's LSTM and runs as one FusedRecurrence
+// op (cntk_recurrence.h), with the loop's outputs.
+TEST(CntkV1Model, SlotTaggerLoopRunsFused) {
+  const std::string name = "v1_slu_forward.cmf";
+  Function fused = load_v1(name);
+  Function loop = function_from_cntk_dictionary(cntk_v1_dictionary(read_cntk_file(name), name),
+                                                "'" + name + "'", /*fuse_recurrences=*/false);
+  auto count = [](const Function& f, const std::string& op) {
+    size_t n = 0;
+    for (const auto& g : topological_order(f.outputs())) n += op == g->op->name();
+    return n;
+  };
+  EXPECT_EQ(count(fused, "FusedRecurrence"), 1u);
+  EXPECT_EQ(count(fused, "PastValue"), 0u);
+  EXPECT_EQ(count(loop, "PastValue"), 2u);
+  std::mt19937 rng(3);
+  std::vector<std::vector<float>> queries(5);
+  for (auto& q : queries) {
+    const size_t length = 1 + rng() % 20;
+    q.assign(length * 943, 0.f);
+    for (size_t t = 0; t < length; ++t) q[t * 943 + rng() % 943] = 1;
+  }
+  const Value data = Value::create_sequences<float>(NDShape{943}, queries);
+  auto scores = [&](const Function& f) {
+    Variable z = output_named(f, "z");
+    std::vector<float> out;
+    for (const auto& s : f.eval({{f.argument("query"), data}}, {z}).at(z).as_sequences<float>())
+      out.insert(out.end(), s.begin(), s.end());
+    return out;
+  };
+  const std::vector<float> expected = scores(loop), actual = scores(fused);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(actual[i], expected[i], 1e-5 * std::max(1.f, std::abs(expected[i]))) << i;
 }
 
 // --- Networks written here ----------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include "loom/graph/graph_impl.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/cntk_model.h"
+#include "loom/serialize/cntk_recurrence.h"
 #include "loom/serialize/cntk_v2.pb.h"
 
 namespace loom {
@@ -488,8 +489,12 @@ struct Record {
 
 class Builder {
  public:
-  Builder(const Dictionary& composite, const std::string& where, bool share_values)
-      : where_(where), top_(composite.map(), "composite", where_), share_values_(share_values) {}
+  Builder(const Dictionary& composite, const std::string& where, bool share_values,
+          bool fuse_recurrences)
+      : where_(where),
+        top_(composite.map(), "composite", where_),
+        share_values_(share_values),
+        fuse_recurrences_(fuse_recurrences) {}
 
   Function build() {
     const std::string type = top_.string_or("type", "CompositeFunction");
@@ -518,6 +523,7 @@ class Builder {
       result = root.outputs[0].owner();
     }
     close_loops(result);
+    if (fuse_recurrences_) fuse_cntk_recurrences(result);
     return result;
   }
 
@@ -951,6 +957,7 @@ class Builder {
   std::string where_;
   Fields top_;
   bool share_values_;
+  bool fuse_recurrences_;                                   // fuse_cntk_recurrences once built
   std::unordered_map<std::string, Variable> leaves_;        // the inputs list, by uid
   std::unordered_map<std::string, std::string> arguments_;  // block placeholder -> argument
   std::unordered_map<std::string, size_t> function_index_;  // function uid -> record
@@ -1512,9 +1519,10 @@ Dictionary cntk_v2_dictionary(std::span<const uint8_t> bytes, const std::string&
 
 namespace {
 
-Function build_function(const Dictionary& composite, const std::string& where, bool share_values) {
+Function build_function(const Dictionary& composite, const std::string& where, bool share_values,
+                        bool fuse_recurrences = true) {
   try {
-    return Builder(composite, where, share_values).build();
+    return Builder(composite, where, share_values, fuse_recurrences).build();
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
@@ -1524,8 +1532,9 @@ Function build_function(const Dictionary& composite, const std::string& where, b
 
 }  // namespace
 
-Function function_from_cntk_dictionary(const Dictionary& composite, const std::string& where) {
-  return build_function(composite, where, /*share_values=*/false);
+Function function_from_cntk_dictionary(const Dictionary& composite, const std::string& where,
+                                       bool fuse_recurrences) {
+  return build_function(composite, where, /*share_values=*/false, fuse_recurrences);
 }
 
 std::string cntk_op_type_name(int64_t op) {

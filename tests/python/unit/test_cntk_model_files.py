@@ -45,3 +45,20 @@ def test_damaged_file_is_a_clear_error(tmp_path):
     damaged.write_bytes((MODELS / 'v2_initial_policy_network.dnn').read_bytes()[:1000])
     with pytest.raises(Exception, match='damaged.dnn'):
         loom.Function.load(str(damaged))
+
+
+def test_atis_lstm_loop_loads_as_the_fused_recurrence():
+    # The LSTM's PastValue loop is recognised at load and runs as one FusedRecurrence op reading
+    # the file's parameters (loom/serialize/cntk_recurrence.h).
+    model = loom.load_model(str(MODELS / 'v2_atis_slot_tagger.cmf'))
+    ops, seen, stack = [], set(), list(model.outputs)
+    while stack:
+        v = stack.pop()
+        if not v.is_output or v.owner.uid in seen:
+            continue
+        seen.add(v.owner.uid)
+        ops.append(v.owner.op_name)
+        stack.extend(v.owner.inputs)
+    assert ops.count('FusedRecurrence') == 1
+    assert 'PastValue' not in ops and 'LSTM' not in ops
+    assert len(model.parameters) == 9
