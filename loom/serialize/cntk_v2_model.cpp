@@ -1039,6 +1039,9 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
       {kReconcileDynamicAxis, reconcile_dynamic_axes},
       {kToSequenceLike, to_sequence_like},
       {kSquaredError, squared_error}};
+  // A Pass of sparse data (CNTK writes one before an Embedding's Times) is the data itself:
+  // Loom's ops write dense outputs, and a dense copy would make that lookup a dense product.
+  if ((r.op == kPass || r.op == kNoOp) && in.size() == 1 && in[0].is_sparse()) return {in[0]};
   if (auto it = unary_ops.find(r.op); it != unary_ops.end()) {
     need_inputs(in, 1, 1);
     return outs(it->second(in[0], name));
