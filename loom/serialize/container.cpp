@@ -92,8 +92,17 @@ void ContainerWriter::add_section(SectionKind kind, std::vector<uint8_t> payload
 
 void ContainerWriter::add_dictionary_section(SectionKind kind, Dictionary dictionary,
                                              uint32_t flags) {
-  sections_.push_back(
-      {uint32_t(kind), flags, {}, std::make_unique<const Dictionary>(std::move(dictionary))});
+  add_streamed_section(
+      kind,
+      [d = std::make_shared<const Dictionary>(std::move(dictionary))](ByteSink& out) {
+        encode_dictionary(*d, out);
+      },
+      flags);
+}
+
+void ContainerWriter::add_streamed_section(SectionKind kind, std::function<void(ByteSink&)> write,
+                                           uint32_t flags) {
+  sections_.push_back({uint32_t(kind), flags, {}, std::move(write)});
 }
 
 // The file's bytes in order, and headers filled in once what follows them is known: a
@@ -148,8 +157,8 @@ void ContainerWriter::write_to(Output& out) const {
     const uint64_t at = out.size();
     out.write(zeros, kSectionHeaderSize);
     PayloadSink payload(out);
-    if (s.dictionary)
-      encode_dictionary(*s.dictionary, payload);
+    if (s.write)
+      s.write(payload);
     else
       payload.write(s.bytes.data(), s.bytes.size());
     uint8_t header[kSectionHeaderSize];

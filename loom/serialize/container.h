@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,8 @@ inline constexpr uint32_t kContainerVersion = 1;
 inline constexpr uint32_t kEndianMarker = 0x01020304;
 inline constexpr size_t kContainerHeaderSize = 40;
 inline constexpr size_t kSectionHeaderSize = 24;
+
+class ByteSink;  // dictionary_codec.h
 
 // What a file holds.
 enum class ContentKind : uint32_t { Model = 1, Checkpoint = 2 };
@@ -59,6 +62,11 @@ class ContainerWriter {
   // change until bytes() or write_file() returns.
   void add_dictionary_section(SectionKind kind, Dictionary dictionary,
                               uint32_t flags = kSectionRequired);
+  // A section whose payload write(out) streams into out as the file is written (once per
+  // bytes() or write_file()), from whatever it captured: what it reads must not change until
+  // then.
+  void add_streamed_section(SectionKind kind, std::function<void(ByteSink&)> write,
+                            uint32_t flags = kSectionRequired);
   // The whole file.
   std::vector<uint8_t> bytes() const;
   // Writes the file atomically (atomic_file.h), streaming the payloads.
@@ -71,7 +79,7 @@ class ContainerWriter {
   struct Pending {
     uint32_t kind, flags;
     std::vector<uint8_t> bytes;
-    std::unique_ptr<const Dictionary> dictionary;  // encoded as written, when set
+    std::function<void(ByteSink&)> write;  // streams the payload, when set
   };
   ContentKind kind_;
   std::vector<Pending> sections_;

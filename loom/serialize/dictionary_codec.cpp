@@ -16,133 +16,146 @@ namespace {
 
 enum class Storage : uint8_t { Dense = 0, SparseCsr = 1 };
 
+}  // namespace
+
 // ---- encoding ----
 
-// Streams an encoding into a ByteSink: the small fields gather in a buffer, and runs of tensor
-// data at least as long as it go straight from the tensor's memory to the sink.
-class Encoder {
- public:
-  explicit Encoder(ByteSink& sink) : sink_(sink) {}
-  Encoder(const Encoder&) = delete;
-  Encoder& operator=(const Encoder&) = delete;
-
-  template <typename T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    put_bytes(&v, sizeof(T));
+void Encoder::raw_bytes(const void* data, size_t n) {
+  if (n == 0) return;
+  if (used_ + n > sizeof buffer_) flush();
+  if (n >= sizeof buffer_) {
+    sink_.write(data, n);
+    return;
   }
+  std::memcpy(buffer_ + used_, data, n);
+  used_ += n;
+}
 
-  void put_bytes(const void* data, size_t n) {
-    if (n == 0) return;
-    if (used_ + n > sizeof buffer_) flush();
-    if (n >= sizeof buffer_) {
-      sink_.write(data, n);
-      return;
-    }
-    std::memcpy(buffer_ + used_, data, n);
-    used_ += n;
+void Encoder::flush() {
+  if (used_) sink_.write(buffer_, used_);
+  used_ = 0;
+}
+
+void Encoder::raw_string(std::string_view s) {
+  raw<uint64_t>(s.size());
+  raw_bytes(s.data(), s.size());
+}
+
+void Encoder::raw_shape(const NDShape& shape) {
+  raw<uint64_t>(shape.rank());
+  for (size_t d : shape.dims()) raw<uint64_t>(d);
+}
+
+void Encoder::begin_map(size_t size) {
+  raw(ValueTag::Map);
+  raw<uint64_t>(size);
+}
+
+void Encoder::key(std::string_view key) {
+  raw_string(key);
+}
+
+void Encoder::begin_vector(size_t size) {
+  raw(ValueTag::Vector);
+  raw<uint64_t>(size);
+}
+
+void Encoder::put_bool(bool v) {
+  raw(ValueTag::Bool);
+  raw<uint8_t>(v ? 1 : 0);
+}
+
+void Encoder::put_int64(int64_t v) {
+  raw(ValueTag::Int64);
+  raw(v);
+}
+
+void Encoder::put_uint64(uint64_t v) {
+  raw(ValueTag::UInt64);
+  raw(v);
+}
+
+void Encoder::put_double(double v) {
+  raw(ValueTag::Double);
+  raw(v);
+}
+
+void Encoder::put_string(std::string_view v) {
+  raw(ValueTag::String);
+  raw_string(v);
+}
+
+void Encoder::put_shape(const NDShape& v) {
+  raw(ValueTag::Shape);
+  raw_shape(v);
+}
+
+void Encoder::put_tensor(const NDArrayView& t) {
+  raw(ValueTag::Tensor);
+  raw<uint8_t>(uint8_t(t.dtype()));
+  raw<uint8_t>(uint8_t(t.is_sparse() ? Storage::SparseCsr : Storage::Dense));
+  raw_shape(t.shape());
+  const size_t elem = size_of(t.dtype());
+  if (!t.is_sparse()) {
+    LOOM_CHECK(!t.shape().has_inferred(), ArgumentError, "cannot encode a tensor of shape ",
+               t.shape().to_string(), ": it has inferred dimensions");
+    raw_bytes(t.raw_data(), t.size() * elem);
+    return;
   }
+  raw<uint64_t>(t.nnz());
+  raw_bytes(t.csr_row_offsets().data(), t.csr_row_offsets().size() * sizeof(int32_t));
+  raw_bytes(t.csr_col_indices().data(), t.csr_col_indices().size() * sizeof(int32_t));
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    raw_bytes(t.csr_values<T>(), t.nnz() * elem);
+  });
+}
 
-  void flush() {
-    if (used_) sink_.write(buffer_, used_);
-    used_ = 0;
+void Encoder::put(const DictionaryValue& value) {
+  std::visit(
+      [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) {
+          raw(ValueTag::None);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          put_bool(v);
+        } else if constexpr (std::is_same_v<V, int64_t>) {
+          put_int64(v);
+        } else if constexpr (std::is_same_v<V, uint64_t>) {
+          put_uint64(v);
+        } else if constexpr (std::is_same_v<V, double>) {
+          put_double(v);
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          put_string(v);
+        } else if constexpr (std::is_same_v<V, NDShape>) {
+          put_shape(v);
+        } else if constexpr (std::is_same_v<V, DictionaryVector>) {
+          begin_vector(v.size());
+          for (const auto& item : v) put(item);
+        } else if constexpr (std::is_same_v<V, DictionaryMap>) {
+          put(v);
+        } else {
+          static_assert(std::is_same_v<V, NDArrayView>);
+          put_tensor(v);
+        }
+      },
+      value.storage());
+}
+
+void Encoder::put(const DictionaryMap& m) {
+  begin_map(m.size());
+  for (const auto& [k, item] : m) {
+    key(k);
+    put(item);
   }
+}
 
-  void put_string(const std::string& s) {
-    put<uint64_t>(s.size());
-    put_bytes(s.data(), s.size());
-  }
+void VectorSink::write(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  out_.insert(out_.end(), p, p + n);
+}
 
-  void put_shape(const NDShape& shape) {
-    put<uint64_t>(shape.rank());
-    for (size_t d : shape.dims()) put<uint64_t>(d);
-  }
-
-  void put_tensor(const NDArrayView& t) {
-    put<uint8_t>(uint8_t(t.dtype()));
-    put<uint8_t>(uint8_t(t.is_sparse() ? Storage::SparseCsr : Storage::Dense));
-    put_shape(t.shape());
-    const size_t elem = size_of(t.dtype());
-    if (!t.is_sparse()) {
-      LOOM_CHECK(!t.shape().has_inferred(), ArgumentError, "cannot encode a tensor of shape ",
-                 t.shape().to_string(), ": it has inferred dimensions");
-      put_bytes(t.raw_data(), t.size() * elem);
-      return;
-    }
-    put<uint64_t>(t.nnz());
-    put_bytes(t.csr_row_offsets().data(), t.csr_row_offsets().size() * sizeof(int32_t));
-    put_bytes(t.csr_col_indices().data(), t.csr_col_indices().size() * sizeof(int32_t));
-    dispatch(t.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      put_bytes(t.csr_values<T>(), t.nnz() * elem);
-    });
-  }
-
-  void put_value(const DictionaryValue& value) {
-    std::visit(
-        [&](const auto& v) {
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::monostate>) {
-            put(ValueTag::None);
-          } else if constexpr (std::is_same_v<V, bool>) {
-            put(ValueTag::Bool);
-            put<uint8_t>(v ? 1 : 0);
-          } else if constexpr (std::is_same_v<V, int64_t>) {
-            put(ValueTag::Int64);
-            put(v);
-          } else if constexpr (std::is_same_v<V, uint64_t>) {
-            put(ValueTag::UInt64);
-            put(v);
-          } else if constexpr (std::is_same_v<V, double>) {
-            put(ValueTag::Double);
-            put(v);
-          } else if constexpr (std::is_same_v<V, std::string>) {
-            put(ValueTag::String);
-            put_string(v);
-          } else if constexpr (std::is_same_v<V, NDShape>) {
-            put(ValueTag::Shape);
-            put_shape(v);
-          } else if constexpr (std::is_same_v<V, DictionaryVector>) {
-            put(ValueTag::Vector);
-            put<uint64_t>(v.size());
-            for (const auto& item : v) put_value(item);
-          } else if constexpr (std::is_same_v<V, DictionaryMap>) {
-            put_map(v);
-          } else {
-            static_assert(std::is_same_v<V, NDArrayView>);
-            put(ValueTag::Tensor);
-            put_tensor(v);
-          }
-        },
-        value.storage());
-  }
-
-  void put_map(const DictionaryMap& m) {
-    put(ValueTag::Map);
-    put<uint64_t>(m.size());
-    for (const auto& [key, item] : m) {
-      put_string(key);
-      put_value(item);
-    }
-  }
-
- private:
-  ByteSink& sink_;
-  size_t used_ = 0;
-  uint8_t buffer_[size_t(1) << 16];
-};
-
-class VectorSink final : public ByteSink {
- public:
-  explicit VectorSink(std::vector<uint8_t>& out) : out_(out) {}
-  void write(const void* data, size_t n) override {
-    const auto* p = static_cast<const uint8_t*>(data);
-    out_.insert(out_.end(), p, p + n);
-  }
-
- private:
-  std::vector<uint8_t>& out_;
-};
+namespace {
 
 // ---- decoding ----
 
@@ -219,7 +232,7 @@ class Decoder {
   DictionaryValue value(size_t depth) {
     size_t at = pos_;
     auto tag = get<uint8_t>("value tag");
-    if (++values_ > max_values_) fail_at(at, "more than the limit of ", max_values_, " values");
+    count_value(at);
     switch (ValueTag(tag)) {
       case ValueTag::None:
         return {};
@@ -246,21 +259,8 @@ class Decoder {
         for (size_t i = 0; i < n; ++i) v.push_back(value(depth + 1));
         return DictionaryValue(std::move(v));
       }
-      case ValueTag::Map: {
-        check_depth(at, depth);
-        size_t n = count("map size", sizeof(uint64_t) + 1);  // key length + value tag
-        DictionaryMap m;
-        for (size_t i = 0; i < n; ++i) {
-          size_t key_at = pos_;
-          std::string key = string("key length");
-          // Keys come sorted, as std::map writes them; anything else (a duplicate) is damage.
-          if (!m.empty() && !(m.rbegin()->first < key))
-            fail_at(key_at, "map key '", printable(key), "' is not after the previous key '",
-                    printable(m.rbegin()->first), "' (keys are written sorted and unique)");
-          m.emplace_hint(m.end(), std::move(key), value(depth + 1));
-        }
-        return DictionaryValue(std::move(m));
-      }
+      case ValueTag::Map:
+        return DictionaryValue(map(at, depth));
       case ValueTag::Tensor:
         return DictionaryValue(tensor(at));
     }
@@ -268,11 +268,40 @@ class Decoder {
             ")");
   }
 
+  // A whole input that holds a map, as a map (decode_map has checked its tag byte), without
+  // the copy that taking it out of a DictionaryValue would make.
+  DictionaryMap top_map() {
+    get<uint8_t>("value tag");
+    count_value(0);
+    return map(0, 0);
+  }
+
   void expect_end() const {
     if (left() != 0) fail_at(pos_, left(), " bytes follow the end of the value");
   }
 
  private:
+  void count_value(size_t at) {
+    if (++values_ > max_values_) fail_at(at, "more than the limit of ", max_values_, " values");
+  }
+
+  // The entries of a map whose tag byte (at `at`) has been read.
+  DictionaryMap map(size_t at, size_t depth) {
+    check_depth(at, depth);
+    size_t n = count("map size", sizeof(uint64_t) + 1);  // key length + value tag
+    DictionaryMap m;
+    for (size_t i = 0; i < n; ++i) {
+      size_t key_at = pos_;
+      std::string key = string("key length");
+      // Keys come sorted, as std::map writes them; anything else (a duplicate) is damage.
+      if (!m.empty() && !(m.rbegin()->first < key))
+        fail_at(key_at, "map key '", printable(key), "' is not after the previous key '",
+                printable(m.rbegin()->first), "' (keys are written sorted and unique)");
+      m.emplace_hint(m.end(), std::move(key), value(depth + 1));
+    }
+    return m;
+  }
+
   void check_depth(size_t at, size_t depth) const {
     if (depth >= limits_.max_depth)
       fail_at(at, "values nest deeper than the limit of ", limits_.max_depth);
@@ -365,13 +394,13 @@ class Decoder {
 
 void encode_value(const DictionaryValue& value, ByteSink& out) {
   Encoder e(out);
-  e.put_value(value);
+  e.put(value);
   e.flush();
 }
 
 void encode_dictionary(const Dictionary& dictionary, ByteSink& out) {
   Encoder e(out);
-  e.put_map(dictionary.map());
+  e.put(dictionary.map());
   e.flush();
 }
 
@@ -405,11 +434,10 @@ Dictionary decode_map(std::span<const uint8_t> bytes, const std::string& where,
     throw DataError(detail::concat(where, ": at byte ", base_offset, ": value tag ", int(bytes[0]),
                                    " where a dictionary (tag ", int(ValueTag::Map),
                                    ") was expected"));
-  DictionaryValue v = decode(bytes, where, base_offset, limits, std::move(view_owner));
-  if (!v.is<DictionaryMap>())
-    throw DataError(detail::concat(where, ": at byte ", base_offset,
-                                   ": empty where a dictionary was expected"));
-  return Dictionary(v.get<DictionaryMap>());
+  Decoder d(bytes, where, base_offset, limits, std::move(view_owner));
+  DictionaryMap m = d.top_map();
+  d.expect_end();
+  return Dictionary(std::move(m));
 }
 
 }  // namespace

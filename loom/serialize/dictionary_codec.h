@@ -9,6 +9,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "loom/core/dictionary.h"
@@ -48,8 +50,58 @@ class ByteSink {
   virtual void write(const void* data, size_t n) = 0;
 };
 
-// Streams the encoding into out: the small fields through a buffer of 64 KiB, tensor data
-// straight from the tensor's memory, so no copy of a tensor is made.
+// Appends what it is given to out.
+class VectorSink final : public ByteSink {
+ public:
+  explicit VectorSink(std::vector<uint8_t>& out) : out_(out) {}
+  void write(const void* data, size_t n) override;
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
+// Writes an encoding value by value, for a writer that has no Dictionary at hand (a model's
+// graph, model_file.cpp): a map is begin_map(n), then n times key(k) and the value, with the
+// keys in increasing order (std::map's, which the decoder checks); a vector is begin_vector(n)
+// and its n values. The small fields gather in a buffer of 64 KiB that flush() passes on; tensor
+// data goes straight from the tensor's memory to the sink, uncopied.
+class Encoder {
+ public:
+  explicit Encoder(ByteSink& sink) : sink_(sink) {}
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+
+  void begin_map(size_t size);
+  void key(std::string_view key);
+  void begin_vector(size_t size);
+  void put(const DictionaryValue& value);
+  void put(const DictionaryMap& map);
+  void put_bool(bool v);
+  void put_int64(int64_t v);
+  void put_uint64(uint64_t v);
+  void put_double(double v);
+  void put_string(std::string_view v);
+  void put_shape(const NDShape& v);
+  void put_tensor(const NDArrayView& v);
+  // Passes what the buffer holds on to the sink (call it after the last value).
+  void flush();
+
+ private:
+  template <typename T>
+  void raw(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    raw_bytes(&v, sizeof(T));
+  }
+  void raw_bytes(const void* data, size_t n);
+  void raw_string(std::string_view s);
+  void raw_shape(const NDShape& shape);
+
+  ByteSink& sink_;
+  size_t used_ = 0;
+  uint8_t buffer_[size_t(1) << 16];
+};
+
+// Streams the encoding into out through an Encoder.
 void encode_value(const DictionaryValue& value, ByteSink& out);
 void encode_dictionary(const Dictionary& dictionary, ByteSink& out);
 // Appends the encoding of value to out.

@@ -39,70 +39,248 @@ const char* kind_name(VariableKind k) {
 
 // ---- writing ----
 
-DictionaryVector axes_to_vector(const std::vector<Axis>& axes) {
-  DictionaryVector v;
-  for (const Axis& a : axes) v.emplace_back(a.name());
-  return v;
+// A graph as its file lists it: the leaves, then the primitive functions in topological order,
+// and the blocks their outputs belong to, numbered in the order they are met. Listing it checks
+// that no two of its variables, functions and blocks share a uid: a file could not tell them
+// apart.
+struct GraphListing {
+  Function f;
+  std::vector<Variable> roots, leaves;
+  std::vector<std::shared_ptr<FunctionImpl>> order;
+  std::vector<const BlockInfo*> blocks;
+  // Each block's outputs that are in the graph (one nothing keeps is gone).
+  std::vector<std::vector<Variable>> block_outputs;
+  std::unordered_map<const BlockInfo*, int64_t> block_numbers;
+};
+
+GraphListing list_graph(const Function& f) {
+  GraphListing g;
+  g.f = f;
+  g.roots = f.outputs();
+  g.order = topological_order(g.roots);
+  std::unordered_set<const VariableImpl*> seen;
+  auto visit = [&](const Variable& v) {
+    if (!v.is_output() && seen.insert(v.impl().get()).second) g.leaves.push_back(v);
+  };
+  for (const auto& fn : g.order)
+    for (const Variable& in : fn->inputs) visit(in);
+  for (const Variable& r : g.roots) visit(r);
+
+  // A loaded model keeps its uids, so two graphs can share one; a file must not.
+  std::unordered_map<std::string, const void*> uids;
+  uids.reserve(g.leaves.size() + 2 * g.order.size());
+  auto claim = [&](const std::string& uid, const void* owner, const char* what) {
+    auto [it, fresh] = uids.emplace(uid, owner);
+    LOOM_CHECK(fresh || it->second == owner, StateError, "cannot save ", f.to_string(), ": two ",
+               what, "s share the uid '", uid,
+               "' (a graph combining two loaded copies of one model?); clone one of them first");
+  };
+  for (const Variable& v : g.leaves) claim(v.uid(), v.impl().get(), "variable");
+  for (const auto& fn : g.order) {
+    claim(fn->uid, fn.get(), "function");
+    for (const auto& o : fn->outputs) {
+      claim(o->uid, o.get(), "variable");
+      for (const auto& b : o->blocks)
+        if (g.block_numbers.emplace(b.get(), int64_t(g.blocks.size())).second)
+          g.blocks.push_back(b.get());
+    }
+  }
+  for (const BlockInfo* b : g.blocks) {
+    claim(b->uid, b, "function");
+    for (const Variable& a : b->arguments)
+      LOOM_CHECK(uids.contains(a.uid()), StateError, "cannot save ", f.to_string(), ": block ",
+                 b->uid, " reads ", a.describe(), ", which is not in the graph");
+    std::vector<Variable>& outputs = g.block_outputs.emplace_back();
+    for (const auto& o : b->outputs)
+      if (auto v = o.lock(); v) {
+        auto it = uids.find(v->uid);
+        if (it != uids.end() && it->second == v.get()) outputs.emplace_back(v);
+      }
+  }
+  return g;
 }
 
-DictionaryMap describe_variable(const VariableImpl& v) {
-  DictionaryMap d;
-  d["kind"] = kind_name(v.kind);
-  d["uid"] = v.uid;
-  d["name"] = v.name;
-  d["shape"] = v.shape;
-  d["shape_known"] = v.shape_known;
-  d["dtype"] = int64_t(v.dtype);
-  d["dynamic_axes"] = axes_to_vector(v.dynamic_axes);
-  d["sparse"] = v.is_sparse;
-  d["needs_gradient"] = v.needs_gradient;
-  return d;
+// The graph's dictionary (model_to_dictionary's) is written field by field, without building
+// it: each map's keys in increasing order, as a std::map holds them (the decoder checks).
+
+void write_uids(Encoder& e, const std::vector<Variable>& vars) {
+  e.begin_vector(vars.size());
+  for (const Variable& x : vars) e.put_string(x.uid());
 }
 
-// layers: the layer tags met so far, numbered in order (a layer's parameters share one).
-DictionaryMap describe_leaf(const VariableImpl& v, std::vector<const LayerTag*>& layers) {
-  DictionaryMap d = describe_variable(v);
-  if (v.value) d["value"] = *v.value;
-  if (v.layer) {
+// A variable: the fields every variable has; a leaf's value, layer (layers: the layer tags met
+// so far, numbered in order: a layer's parameters share one), and a parameter's initializer
+// and generator; an output's blocks, by number, innermost first.
+void write_variable(Encoder& e, const VariableImpl& v, const GraphListing& g,
+                    std::vector<const LayerTag*>& layers) {
+  const bool leaf = v.kind != VariableKind::Output;
+  const bool parameter = v.kind == VariableKind::Parameter;
+  const bool has_blocks = !leaf && !v.blocks.empty();
+  const bool has_layer = leaf && v.layer;
+  const bool has_value = leaf && v.value;
+  e.begin_map(9 + has_blocks + 2 * parameter + has_layer + has_value);
+  if (has_blocks) {
+    e.key("blocks");
+    e.begin_vector(v.blocks.size());
+    for (const auto& b : v.blocks) e.put_int64(g.block_numbers.at(b.get()));
+  }
+  e.key("dtype");
+  e.put_int64(int64_t(v.dtype));
+  e.key("dynamic_axes");
+  e.begin_vector(v.dynamic_axes.size());
+  for (const Axis& a : v.dynamic_axes) e.put_string(a.name());
+  if (parameter) {
+    e.key("generator");
+    e.put(v.init_generator.checkpoint().map());
+    e.key("init");
+    e.begin_map(4 + v.init.seed.has_value());
+    e.key("filter_rank");
+    e.put_int64(v.init.filter_rank);
+    e.key("kind");
+    e.put_int64(int64_t(v.init.kind));
+    e.key("output_rank");
+    e.put_int64(v.init.output_rank);
+    e.key("scale");
+    e.put_double(v.init.scale);
+    if (v.init.seed) {
+      e.key("seed");
+      e.put_uint64(*v.init.seed);
+    }
+  }
+  e.key("kind");
+  e.put_string(kind_name(v.kind));
+  if (has_layer) {
     auto it = std::find(layers.begin(), layers.end(), v.layer.get());
     if (it == layers.end()) it = layers.insert(it, v.layer.get());
-    DictionaryMap layer;
-    layer["block_name"] = v.layer->block_name;
-    layer["name"] = v.layer->name;
-    layer["index"] = int64_t(it - layers.begin());
-    d["layer"] = std::move(layer);
+    e.key("layer");
+    e.begin_map(3);
+    e.key("block_name");
+    e.put_string(v.layer->block_name);
+    e.key("index");
+    e.put_int64(it - layers.begin());
+    e.key("name");
+    e.put_string(v.layer->name);
   }
-  if (v.kind == VariableKind::Parameter) {
-    DictionaryMap init;
-    init["kind"] = int64_t(v.init.kind);
-    init["scale"] = v.init.scale;
-    init["output_rank"] = int64_t(v.init.output_rank);
-    init["filter_rank"] = int64_t(v.init.filter_rank);
-    if (v.init.seed) init["seed"] = *v.init.seed;
-    d["init"] = std::move(init);
-    d["generator"] = v.init_generator.checkpoint();
+  e.key("name");
+  e.put_string(v.name);
+  e.key("needs_gradient");
+  e.put_bool(v.needs_gradient);
+  e.key("shape");
+  e.put_shape(v.shape);
+  e.key("shape_known");
+  e.put_bool(v.shape_known);
+  e.key("sparse");
+  e.put_bool(v.is_sparse);
+  e.key("uid");
+  e.put_string(v.uid);
+  if (has_value) {
+    e.key("value");
+    e.put_tensor(*v.value);
   }
-  return d;
 }
 
-DictionaryVector uids_of(const std::vector<Variable>& vars) {
-  DictionaryVector v;
-  for (const Variable& x : vars) v.emplace_back(x.uid());
-  return v;
+void write_function(Encoder& e, const FunctionImpl& fn, const GraphListing& g,
+                    std::vector<const LayerTag*>& layers) {
+  const bool custom = fn.custom_attributes.size() != 0;
+  e.begin_map(6 + custom + fn.random.has_value());
+  e.key("attributes");
+  e.put(user_function_of(fn) ? user_function_attributes(fn).map() : fn.attributes.map());
+  if (custom) {
+    e.key("custom_attributes");
+    e.put(fn.custom_attributes.map());
+  }
+  e.key("inputs");
+  write_uids(e, fn.inputs);
+  e.key("name");
+  e.put_string(fn.name);
+  e.key("op");
+  e.put_string(fn.op->name());
+  e.key("outputs");
+  e.begin_vector(fn.outputs.size());
+  for (const auto& o : fn.outputs) write_variable(e, *o, g, layers);
+  if (fn.random) {
+    e.key("random");
+    e.put(fn.random->checkpoint().map());
+  }
+  e.key("uid");
+  e.put_string(fn.uid);
+}
+
+// The graph's dictionary: its version, leaves, functions, blocks and root.
+void write_graph(const GraphListing& g, ByteSink& out) {
+  Encoder e(out);
+  const bool has_blocks = !g.blocks.empty();
+  e.begin_map(4 + has_blocks);
+  if (has_blocks) {
+    e.key("blocks");
+    e.begin_vector(g.blocks.size());
+    for (size_t i = 0; i < g.blocks.size(); ++i) {
+      const BlockInfo& b = *g.blocks[i];
+      e.begin_map(5);
+      e.key("arguments");
+      write_uids(e, b.arguments);
+      e.key("name");
+      e.put_string(b.name);
+      e.key("op_name");
+      e.put_string(b.op_name);
+      e.key("outputs");
+      write_uids(e, g.block_outputs[i]);
+      e.key("uid");
+      e.put_string(b.uid);
+    }
+  }
+  std::vector<const LayerTag*> layers;
+  e.key("functions");
+  e.begin_vector(g.order.size());
+  for (const auto& fn : g.order) write_function(e, *fn, g, layers);
+  e.key("graph_version");
+  e.put_int64(has_blocks ? kGraphVersion : 1);
+  const FunctionImpl& f = *g.f.impl();
+  const bool block = g.f.is_block();
+  const bool custom = g.f.is_composite() && f.custom_attributes.size() != 0;
+  e.key("root");
+  e.begin_map(5 + block + custom);
+  if (block) {
+    e.key("block");
+    e.put_bool(true);
+  }
+  e.key("block_name");
+  e.put_string(f.block_name);
+  e.key("composite");
+  e.put_bool(g.f.is_composite());
+  if (custom) {
+    e.key("custom_attributes");
+    e.put(f.custom_attributes.map());
+  }
+  e.key("name");
+  e.put_string(g.f.name());
+  e.key("outputs");
+  write_uids(e, g.roots);
+  e.key("uid");
+  e.put_string(g.f.uid());
+  e.key("variables");
+  e.begin_vector(g.leaves.size());
+  for (const Variable& v : g.leaves) write_variable(e, *v.impl(), g, layers);
+  e.flush();
 }
 
 // ---- reading ----
 
 // A view of one dictionary of the file with its path ("functions[3].outputs[0]"), so every
-// complaint says where it is.
+// complaint says where it is. The path is spelled out only for a complaint: an entry keeps its
+// parent, which must outlive it (detached() makes a copy that keeps the path instead).
 class Fields {
  public:
   Fields(const DictionaryMap& m, std::string path, const std::string& where)
       : m_(m), path_(std::move(path)), where_(where) {}
+  // Entry key of parent, or item index of its vector at key ("key[index]").
+  Fields(const DictionaryMap& m, const Fields& parent, const char* key,
+         std::optional<size_t> index = std::nullopt)
+      : m_(m), parent_(&parent), key_(key), index_(index), where_(parent.where_) {}
 
   template <typename... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
-    throw DataError(detail::concat(where_, ": ", path_, ": ", parts...));
+    throw DataError(detail::concat(where_, ": ", path(), ": ", parts...));
   }
 
   bool has(const std::string& key) const { return m_.count(key) != 0; }
@@ -119,15 +297,21 @@ class Fields {
     return it->second.get<T>();
   }
 
-  Fields child(const std::string& key) const {
-    return Fields(get<DictionaryMap>(key), path_ + "." + key, where_);
+  Fields child(const char* key) const { return Fields(get<DictionaryMap>(key), *this, key); }
+  std::string path() const {
+    if (!parent_) return path_;
+    std::string p = detail::concat(parent_->path(), ".", key_);
+    return index_ ? detail::concat(p, "[", *index_, "]") : p;
   }
-  const std::string& path() const { return path_; }
+  Fields detached() const { return Fields(m_, path(), where_); }
   const std::string& where() const { return where_; }
 
  private:
   const DictionaryMap& m_;
-  std::string path_;
+  std::string path_;  // when parent_ is null
+  const Fields* parent_ = nullptr;
+  const char* key_ = nullptr;
+  std::optional<size_t> index_;
   const std::string& where_;
 };
 
@@ -140,13 +324,13 @@ const NDArrayView& Fields::get<NDArrayView>(const std::string& key) const {
   return it->second.get<NDArrayView>();
 }
 
-Fields item(const Fields& parent, const DictionaryVector& v, size_t i, const std::string& name) {
-  std::string path = parent.path().empty() ? name : parent.path() + "." + name;
-  path += "[" + std::to_string(i) + "]";
+// Item i of the vector v at key name of parent.
+Fields item(const Fields& parent, const DictionaryVector& v, size_t i, const char* name) {
   if (!v[i].is<DictionaryMap>())
-    throw DataError(detail::concat(parent.where(), ": ", path, ": holds ", v[i].type_name(),
+    throw DataError(detail::concat(parent.where(), ": ", parent.path(), ".", name, "[", i,
+                                   "]: holds ", v[i].type_name(),
                                    " where a dictionary is expected"));
-  return Fields(v[i].get<DictionaryMap>(), path, parent.where());
+  return Fields(v[i].get<DictionaryMap>(), parent, name, i);
 }
 
 std::string printable(const std::string& s) {
@@ -316,99 +500,10 @@ std::string show(DataType t) {
 }  // namespace
 
 Dictionary model_to_dictionary(const Function& f) {
-  const std::vector<Variable> roots = f.outputs();
-  const auto order = topological_order(roots);
-  std::vector<Variable> leaves;
-  std::unordered_set<const VariableImpl*> seen;
-  auto visit = [&](const Variable& v) {
-    if (!v.is_output() && seen.insert(v.impl().get()).second) leaves.push_back(v);
-  };
-  for (const auto& fn : order)
-    for (const Variable& in : fn->inputs) visit(in);
-  for (const Variable& r : roots) visit(r);
-
-  // A loaded model keeps its uids, so two graphs can share one; a file must not.
-  std::unordered_map<std::string, const void*> uids;
-  auto claim = [&](const std::string& uid, const void* owner, const char* what) {
-    auto [it, fresh] = uids.emplace(uid, owner);
-    LOOM_CHECK(fresh || it->second == owner, StateError, "cannot save ", f.to_string(), ": two ",
-               what, "s share the uid '", uid,
-               "' (a graph combining two loaded copies of one model?); clone one of them first");
-  };
-  DictionaryVector variables, functions;
-  std::vector<const LayerTag*> layers;
-  // Blocks, numbered in the order their outputs are met; each output lists its blocks'
-  // numbers, innermost first.
-  std::vector<const BlockInfo*> blocks;
-  std::unordered_map<const BlockInfo*, int64_t> block_numbers;
-  for (const Variable& v : leaves) {
-    claim(v.uid(), v.impl().get(), "variable");
-    variables.emplace_back(describe_leaf(*v.impl(), layers));
-  }
-  for (const auto& fn : order) {
-    claim(fn->uid, fn.get(), "function");
-    DictionaryMap d;
-    d["op"] = std::string(fn->op->name());
-    d["uid"] = fn->uid;
-    d["name"] = fn->name;
-    d["attributes"] =
-        user_function_of(*fn) ? user_function_attributes(*fn).map() : fn->attributes.map();
-    d["inputs"] = uids_of(fn->inputs);
-    DictionaryVector outs;
-    for (const auto& o : fn->outputs) {
-      claim(o->uid, o.get(), "variable");
-      DictionaryMap out = describe_variable(*o);
-      if (!o->blocks.empty()) {
-        DictionaryVector numbers;
-        for (const auto& b : o->blocks) {
-          auto [it, fresh] = block_numbers.emplace(b.get(), int64_t(blocks.size()));
-          if (fresh) blocks.push_back(b.get());
-          numbers.emplace_back(it->second);
-        }
-        out["blocks"] = std::move(numbers);
-      }
-      outs.emplace_back(std::move(out));
-    }
-    d["outputs"] = std::move(outs);
-    if (fn->random) d["random"] = fn->random->checkpoint();
-    if (fn->custom_attributes.size() != 0) d["custom_attributes"] = fn->custom_attributes.map();
-    functions.emplace_back(std::move(d));
-  }
-  DictionaryVector block_entries;
-  for (const BlockInfo* b : blocks) {
-    DictionaryMap d;
-    d["op_name"] = b->op_name;
-    d["name"] = b->name;
-    d["uid"] = b->uid;
-    claim(b->uid, b, "function");
-    for (const Variable& a : b->arguments)
-      LOOM_CHECK(uids.contains(a.uid()), StateError, "cannot save ", f.to_string(), ": block ",
-                 b->uid, " reads ", a.describe(), ", which is not in the graph");
-    d["arguments"] = uids_of(b->arguments);
-    std::vector<Variable> outputs;  // those in the graph (one nothing keeps is gone)
-    for (const auto& o : b->outputs)
-      if (auto v = o.lock(); v && uids.contains(v->uid) && uids.at(v->uid) == v.get())
-        outputs.emplace_back(v);
-    d["outputs"] = uids_of(outputs);
-    block_entries.emplace_back(std::move(d));
-  }
-  DictionaryMap root;
-  root["uid"] = f.uid();
-  root["name"] = f.name();
-  root["composite"] = f.is_composite();
-  if (f.is_block()) root["block"] = true;
-  root["block_name"] = f.impl()->block_name;
-  if (f.is_composite() && f.impl()->custom_attributes.size() != 0)
-    root["custom_attributes"] = f.impl()->custom_attributes.map();
-  root["outputs"] = uids_of(roots);
-
-  Dictionary g;
-  g["graph_version"] = blocks.empty() ? int64_t{1} : kGraphVersion;
-  g["variables"] = std::move(variables);
-  g["functions"] = std::move(functions);
-  if (!blocks.empty()) g["blocks"] = std::move(block_entries);
-  g["root"] = std::move(root);
-  return g;
+  std::vector<uint8_t> bytes;
+  VectorSink sink(bytes);
+  write_graph(list_graph(f), sink);
+  return decode_dictionary(bytes, "model_to_dictionary");
 }
 
 namespace {
@@ -455,15 +550,19 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   int64_t version = top.get<int64_t>("graph_version");
   if (version < 1 || version > kGraphVersion)
     top.fail("graph version ", version, " is not one this Loom reads (1 to ", kGraphVersion, ")");
-  // Every variable by uid, as handles that keep their functions alive.
+  const auto& variables = top.get<DictionaryVector>("variables");
+  const auto& functions = top.get<DictionaryVector>("functions");
+  // Every variable by uid, as handles that keep their functions alive, and every function. (The
+  // keys are strings, not views of the uids: a look-up then compares within the table's nodes.)
   std::unordered_map<std::string, Variable> defined;
   std::unordered_map<std::string, std::shared_ptr<FunctionImpl>> functions_by_uid;
-  auto define = [&](const Fields& f, const std::string& uid, Variable v) {
-    if (!defined.emplace(uid, std::move(v)).second)
-      f.fail("uid '", printable(uid), "' is defined twice");
+  defined.reserve(variables.size() + functions.size());  // most functions have one output
+  functions_by_uid.reserve(functions.size());
+  auto define = [&](const Fields& f, const Variable& v) {
+    if (!defined.emplace(v.uid(), v).second)
+      f.fail("uid '", printable(v.uid()), "' is defined twice");
   };
 
-  const auto& variables = top.get<DictionaryVector>("variables");
   std::unordered_map<int64_t, std::shared_ptr<const LayerTag>> layers;  // by stored index
   for (size_t i = 0; i < variables.size(); ++i) {
     Fields f = item(top, variables, i, "variables");
@@ -477,11 +576,9 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
             LayerTag{l.get<std::string>("block_name"), l.get<std::string>("name")});
       v->layer = tag;
     }
-    std::string uid = v->uid;
-    define(f, uid, Variable(std::move(v)));
+    define(f, Variable(std::move(v)));
   }
 
-  const auto& functions = top.get<DictionaryVector>("functions");
   // A delay op may read an output defined after it (a recurrent loop closes there): it reads a
   // placeholder of that output's stored type until the output exists.
   auto later_output = [&](size_t i, const std::string& uid) -> std::optional<Variable> {
@@ -573,7 +670,7 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
     }
     if (f.has("custom_attributes"))
       impl.custom_attributes = Dictionary(f.get<DictionaryMap>("custom_attributes"));
-    if (!functions_by_uid.emplace(uid, fn.impl()).second)
+    if (!functions_by_uid.emplace(impl.uid, fn.impl()).second)
       f.fail("function uid '", printable(uid), "' is defined twice");
     if (outputs.size() != impl.outputs.size())
       f.fail(printable(op_name), " '", printable(uid), "' has ", impl.outputs.size(),
@@ -593,13 +690,14 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
       check("dynamic axes", s.axes, o.dynamic_axes);
       check("sparse flag", s.sparse, o.is_sparse);
       check("needs_gradient", s.needs_gradient, o.needs_gradient);
-      o.uid = s.uid;
-      o.name = s.name;
+      o.uid = std::move(s.uid);
+      o.name = std::move(s.name);
       if (of.has("blocks")) {
         if (version < 2) of.fail("blocks in a graph of version ", version);
-        block_outputs.emplace_back(impl.outputs[k], of.get<DictionaryVector>("blocks"), of);
+        block_outputs.emplace_back(impl.outputs[k], of.get<DictionaryVector>("blocks"),
+                                   of.detached());
       }
-      define(of, s.uid, Variable(impl.outputs[k], fn.impl()));
+      define(of, Variable(impl.outputs[k], fn.impl()));
     }
     if (closes_loop) loop_edges.emplace_back(fn, input_uids[0].get<std::string>(), f);
   }
@@ -663,7 +761,11 @@ ContainerWriter model_container(const Function& f, ContentKind kind, size_t mode
   if (model_outputs > 0) meta["model_outputs"] = uint64_t{model_outputs};
   ContainerWriter w(kind);
   w.add_dictionary_section(SectionKind::Metadata, meta, /*flags=*/0);
-  w.add_dictionary_section(SectionKind::Graph, model_to_dictionary(f));
+  // Listed (and checked) now, written as the file is.
+  w.add_streamed_section(SectionKind::Graph,
+                         [g = std::make_shared<const GraphListing>(list_graph(f))](ByteSink& out) {
+                           write_graph(*g, out);
+                         });
   return w;
 }
 

@@ -91,6 +91,27 @@ for sub in ["info", "eval", "serve"]:
     out, _ = loom(sub, "--help")
     expect("Usage" in out or "usage" in out.lower(), f"loom {sub} --help printed no usage")
 
+# loom info of a model deeper than the stack: a chain of 300,000 negations (a call of a
+# 1,000-op chain on a placeholder, 300 times, through the Python package); nothing recurses
+# over its depth in loading and printing it.
+sys.path.insert(0, os.path.join(build_dir, "python"))
+import loom as loom_py  # noqa: E402 (the package of this build)
+
+deep = loom_py.placeholder()
+for _ in range(1000):
+    deep = loom_py.negate(deep)
+chain = loom_py.input_variable(2, name="x")
+for _ in range(300):
+    chain = deep(chain)
+chain.save(path("deep.cmf"))
+expect(os.path.getsize(path("deep.cmf")) > 300_000 * 100, "deep.cmf is too small for its ops")
+del deep, chain
+out, _ = loom("info", "deep.cmf")
+lines = out.splitlines()
+expect("Signature: Composite(x: Tensor[2]) -> Tensor[2]" in lines, f"loom info of deep.cmf: {out}")
+expect("  x: Tensor[2]" in lines and "Parameters: 0 tensors, 0 values" in lines,
+       f"loom info of deep.cmf: {out}")
+
 # loom eval on a CTF file with one-hot labels: outputs equal the formula's (float32), and the
 # classification error is the one computed here.
 rng = random.Random(14)
