@@ -744,16 +744,26 @@ class Exporter {
   // gate blocks (LSTM i, c~, f, o; GRU z, r, c~) become ONNX's (LSTM i, o, f, c; GRU z, r, h),
   // W [I, G·c] and H [n, G'·c] (with GRU's H1) ONNX's W [1, G·c, I] and R [1, G·c, n], Loom's
   // one bias ONNX's input bias (the recurrent bias zero), the peepholes P [1, 3c] (i, o, f). The
-  // initial states are broadcast to [1, N, n]; zero ones are left to ONNX's default.
+  // initial states are broadcast to [1, N, n]; zero ones are left to ONNX's default. The
+  // self-stabilizers' factors of LSTM and RNNStep (constants of the model) fold into the weights
+  // they scale: the previous output's into R, the previous cell's into the i and f peepholes,
+  // the cell's into o's (GRU's blend carries the stabilized state itself: refused).
   Val fused_recurrence(const FunctionImpl& f, const Val& out) {
     const FusedRecurrenceInputs r = fused_recurrence_inputs(f.inputs, f.attributes);
     const Val x = value(f.inputs[0]);
     LOOM_CHECK(x.dynamic == 2, ArgumentError, "ONNX export: ", function_label(f),
                " (FusedRecurrence) runs over an operand without a sequence axis");
-    LOOM_CHECK(!r.P.valid() && !r.alpha_dh.valid(), ArgumentError,
-               "ONNX export: ", function_label(f), " (", r.cell, ") has ",
-               r.P.valid() ? "a projection (cell_shape)" : "self-stabilization", ", which ONNX's ",
+    LOOM_CHECK(!r.P.valid(), ArgumentError, "ONNX export: ", function_label(f), " (", r.cell,
+               ") has a projection (cell_shape), which ONNX's ",
                r.cell == "RNNStep" ? "RNN" : r.cell, " op cannot express");
+    LOOM_CHECK(r.cell != "GRU" || !r.alpha_dh.valid(), ArgumentError,
+               "ONNX export: ", function_label(f),
+               " (GRU) has self-stabilization, whose stabilized state enters GRU's blend, which "
+               "ONNX's GRU op cannot express");
+    auto factor = [&](const Variable& alpha) {
+      return alpha.valid() ? stabilizer_factor(leaf_values(f, alpha).at(0), r.steepness) : 1.0;
+    };
+    const double s_dh = factor(r.alpha_dh), s_dc = factor(r.alpha_dc), s_c = factor(r.alpha_c);
     static const std::map<std::string, std::string> activations = {
         {"Tanh", "Tanh"}, {"Sigmoid", "Sigmoid"}, {"ReLU", "Relu"}};
     auto act = activations.find(r.activation);
@@ -782,7 +792,7 @@ class Exporter {
       for (size_t j = 0; j < c; ++j)
         for (size_t i = 0; i < n; ++i)
           rec[(k * c + j) * n + i] =
-              order[k] < GH ? H[i * GH * c + order[k] * c + j] : H1[i * c + j];
+              s_dh * (order[k] < GH ? H[i * GH * c + order[k] * c + j] : H1[i * c + j]);
     const std::string base = output_name(f);
     std::vector<std::string> inputs{reshaped(x, NDShape{I}),
                                     add_tensor(base + "_W", dtype, w, {1, G * c, I}),
@@ -793,10 +803,8 @@ class Exporter {
     if (lstm) inputs.push_back(initial_state(f, r.c0, c, x, base + "_c0"));
     if (r.Ci.valid()) {
       std::vector<double> p;
-      for (const Variable& v : {r.Ci, r.Co, r.Cf}) {
-        const std::vector<double> part = leaf_values(f, v);
-        p.insert(p.end(), part.begin(), part.end());
-      }
+      for (const auto& [v, scale] : {std::pair{r.Ci, s_dc}, {r.Co, s_c}, {r.Cf, s_dc}})
+        for (double e : leaf_values(f, v)) p.push_back(scale * e);
       inputs.push_back(add_tensor(base + "_P", dtype, p, {1, 3 * c}));
     }
     while (inputs.back().empty()) inputs.pop_back();

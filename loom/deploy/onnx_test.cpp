@@ -219,15 +219,30 @@ TEST(Onnx, RecurrentModelsRoundTrip) {
     const double tolerance = dtype == DataType::Float32 ? 1e-5 : 1e-12;
     Variable x = sequence::input_variable(4, {.dtype = dtype, .name = "x"});
     const RecurrentCellOptions cell{.init_bias = uniform(0.5), .dtype = dtype};
+    // Self-stabilized LSTM and RNNStep: their factors fold into the exported weights.
     RecurrentCellOptions peepholes = cell;
     peepholes.use_peepholes = true;
+    peepholes.enable_self_stabilization = true;
     RecurrentCellOptions relu_cell = cell;
     relu_cell.activation = relu;
+    relu_cell.enable_self_stabilization = true;
     const Function lstm = Recurrence(LSTM(3, peepholes))(Dense(5, {.dtype = dtype})(x));
     const Function gru = Recurrence(GRU(3, cell), {.go_backwards = true})(x);
     const Function rnn = Recurrence(RNNStep(2, relu_cell))(gru);
     const Function model = combine({Dense(2, {.dtype = dtype})(sequence::last(lstm)),
                                     sequence::first(gru), sequence::last(rnn), rnn});
+    // The stabilizers' scalars start where their factor is 1: each gets a factor of its own.
+    double alpha = 0.1;
+    size_t stabilizers = 0;
+    for (const Parameter& p : model.parameters()) {
+      if (p.shape().rank() != 0) continue;
+      alpha += 0.2;
+      ++stabilizers;
+      p.set_value(dtype == DataType::Float32
+                      ? NDArrayView::from_vector(NDShape{}, std::vector<float>{float(alpha)})
+                      : NDArrayView::from_vector(NDShape{}, std::vector<double>{alpha}));
+    }
+    ASSERT_EQ(stabilizers, 4u);  // LSTM dh, dc, c and RNNStep dh
     const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(model), "rnn.onnx");
     ASSERT_EQ(loaded.arguments().size(), 1u);
     EXPECT_TRUE(loaded.arguments()[0].has_sequence_axis());

@@ -66,11 +66,7 @@ Roles roles(const Dictionary& a) {
   return r;
 }
 
-// A stabilizer's factor softplus(k·alpha) / k and its derivative sigmoid(k·alpha).
-double stabilizer_factor(double alpha, double k) {
-  const double v = k * alpha;
-  return (v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))) / k;
-}
+// A stabilizer's derivative sigmoid(k·alpha).
 double stabilizer_slope(double alpha, double k) {
   return 1 / (1 + std::exp(-k * alpha));
 }
@@ -413,6 +409,11 @@ Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& f,
   check_initial_state(in[r.h0], z.n, "output");
   if (r.c0 != kAbsent) check_initial_state(in[r.c0], z.c, "cell");
   return make_primitive(kFusedRecurrence, std::move(in), std::move(a), name);
+}
+
+double stabilizer_factor(double alpha, double k) {
+  const double v = k * alpha;
+  return (v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))) / k;
 }
 
 bool is_fused_recurrence(const FunctionImpl& f) {

@@ -40,6 +40,10 @@ struct FusedRecurrenceInputs {
 Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& inputs,
                           const std::string& name = "");
 
+// A self-stabilizer's factor softplus(k·alpha) / k (CNTK's Stabilizer, k its steepness), by
+// which it multiplies what it stabilizes.
+double stabilizer_factor(double alpha, double steepness);
+
 // Whether f applies the FusedRecurrence op, which keeps each sequence's final state for the
 // next minibatch of the same executor (where a sequence may continue).
 bool is_fused_recurrence(const FunctionImpl& f);
