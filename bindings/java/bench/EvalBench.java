@@ -58,7 +58,8 @@ public class EvalBench {
         long[] shape = input.getShape().toLoom();
         Runnable bare = () -> {
           long value = Native.createDenseFloat(shape, batch, null, raw);
-          long result = Native.evaluate(bareModel, new long[] {0}, new long[] {value}, new long[] {0})[0];
+          long result =
+              Native.evaluate(bareModel, new long[] {0}, new long[] {value}, new long[] {0}, false)[0];
           Native.valueFloats(result);
           Native.freeValue(result);
           Native.freeValue(value);
