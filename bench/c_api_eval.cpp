@@ -8,7 +8,13 @@
 // instead of wall time: with OMP_NUM_THREADS=1 on a loaded machine it still compares the two
 // paths fairly (it leaves out the time the process waits for a core).
 //
-//   bench_c_api_eval [--calls N] [--rounds N] [--cpu-time]
+// In one process the two paths run different copies of Loom (the program's and libloom_c's),
+// each with oneDNN primitives of its own, whose JIT code runs at one of two speeds about 6 %
+// apart at batch 64 depending on where it lands (two ModelRunners of the program's copy, which
+// share primitives, time alike). --path modelrunner|c times one path alone: alternating
+// processes of each give the comparison without that placement effect.
+//
+//   bench_c_api_eval [--calls N] [--rounds N] [--cpu-time] [--path modelrunner|c]
 #include <time.h>
 #include <unistd.h>
 
@@ -59,14 +65,20 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int calls = 0, rounds = 9;
+  std::string only;  // one path alone: "modelrunner" or "c"
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--cpu-time") {
       cpu_time = true;
+    } else if (arg == "--path" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "modelrunner" || std::string(argv[i + 1]) == "c")) {
+      only = argv[++i];
     } else if ((arg == "--calls" || arg == "--rounds") && i + 1 < argc) {
       (arg == "--calls" ? calls : rounds) = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: bench_c_api_eval [--calls N] [--rounds N] [--cpu-time]\n");
+      std::fprintf(stderr,
+                   "usage: bench_c_api_eval [--calls N] [--rounds N] [--cpu-time] "
+                   "[--path modelrunner|c]\n");
       return 2;
     }
   }
@@ -121,8 +133,13 @@ int main(int argc, char** argv) {
     const int n = calls > 0 ? calls : std::max(3, int(3e5 / micros_per_call(5, cpp)));
     std::vector<double> cpp_us, c_us;
     for (int r = 0; r < rounds; ++r) {
-      cpp_us.push_back(micros_per_call(n, cpp));
-      c_us.push_back(micros_per_call(n, c));
+      if (only != "c") cpp_us.push_back(micros_per_call(n, cpp));
+      if (only != "modelrunner") c_us.push_back(micros_per_call(n, c));
+    }
+    if (!only.empty()) {
+      std::printf("batch %3lld: %s %9.1f us\n", (long long)batch,
+                  only == "c" ? "C API" : "ModelRunner", median(only == "c" ? c_us : cpp_us));
+      continue;
     }
     const double a = median(cpp_us), b = median(c_us);
     std::printf("batch %3lld: ModelRunner %9.1f us  C API %9.1f us  ratio C/ModelRunner %.3f\n",
