@@ -40,10 +40,12 @@ double binary_cross_entropy_ref(const std::vector<double>& o, const std::vector<
     s -= t[i] * std::log(o[i]) + (1 - t[i]) * std::log(1 - o[i]);
   return s;
 }
-// The target's class is its first maximal entry; it is wrong unless fewer than top_n entries of
-// z rank before it (larger, or equal and earlier).
+// CNTK's: top 1, 1 - t . hardmax(z) (hardmax: z's first largest entry); top N, the target's
+// class is its first maximal entry, wrong unless fewer than top_n entries of z rank before it
+// (larger, or equal and earlier).
 double classification_error_ref(const std::vector<double>& z, const std::vector<double>& t,
                                 size_t top_n) {
+  if (top_n == 1) return 1 - t[size_t(std::max_element(z.begin(), z.end()) - z.begin())];
   const size_t label = size_t(std::max_element(t.begin(), t.end()) - t.begin());
   size_t ahead = 0;
   for (size_t c = 0; c < z.size(); ++c) ahead += z[c] > z[label] || (z[c] == z[label] && c < label);
