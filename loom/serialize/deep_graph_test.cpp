@@ -13,9 +13,9 @@
 namespace loom {
 namespace {
 
-// Depths that overflowed the stack before, within CI's time: a million ops passed too, but on a
-// busy 2-core machine it takes 54 s in memory (clone alone 50 s) and 48 s to save and load (the
-// time per op grows with the graph, whose memory outgrows the caches; docs/TODO.md, issue 32).
+// Depths that overflowed the stack before, within CI's time: a million ops pass too, but take
+// 38 s and 6.4 GB on a quiet 2-core machine (build 0.8 s, eval 3.7, grad 3.0, print and clone
+// 2.3, save 5.1, load 21.1: load's decoded Dictionary of the whole graph; docs/TODO.md, issue 32).
 #if defined(__SANITIZE_ADDRESS__)
 constexpr size_t kDepth = 50'000, kSavedDepth = 50'000;  // ASan's frames are larger
 #else
