@@ -131,6 +131,11 @@ public final class Function implements AutoCloseable {
     close();
   }
 
+  /** The loom_model handle (for the bench, which calls the C API beside this Function). */
+  long address() {
+    return model.get();
+  }
+
   private List<Variable> nodes() {
     if (nodes == null) nodes = readVariables(model.get(), Native.KIND_NODE);
     return nodes;
