@@ -45,6 +45,7 @@ ModelRunner::Plan* ModelRunner::new_plan(std::vector<Variable> outputs,
 }
 
 ModelRunner::Plan& ModelRunner::plan_for(const std::vector<Variable>& outputs) const {
+  if (outputs == outputs_) return *all_;  // the model's own outputs, in order: no look-up
   const std::vector<Variable> key = sorted_set(outputs);
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;

@@ -42,16 +42,25 @@ NativeUserFunctionFactory load_factory(const std::string& module_name,
   return reinterpret_cast<NativeUserFunctionFactory>(symbol);
 }
 
+// Registers op_id unless it is already (refused when `unique`). Called with the registry's lock.
+void add_locked(Registry& r, const std::string& op_id, const std::string& module_name,
+                const std::string& factory_name, bool unique) {
+  if (r.by_op_id.contains(op_id)) {
+    LOOM_CHECK(!unique, ArgumentError, "a native user function with op id '", op_id,
+               "' is already registered: op ids must be unique");
+    return;
+  }
+  r.by_op_id.emplace(
+      op_id, Registered{module_name, factory_name, load_factory(module_name, factory_name)});
+}
+
 }  // namespace
 
 void register_native_user_function(const std::string& op_id, const std::string& module_name,
                                    const std::string& factory_method_name) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  LOOM_CHECK(!r.by_op_id.contains(op_id), ArgumentError, "a native user function with op id '",
-             op_id, "' is already registered: op ids must be unique");
-  r.by_op_id.emplace(op_id, Registered{module_name, factory_method_name,
-                                       load_factory(module_name, factory_method_name)});
+  add_locked(r, op_id, module_name, factory_method_name, /*unique=*/true);
 }
 
 Function native_user_function(const std::string& op_id, const std::vector<Variable>& operands,
@@ -90,11 +99,8 @@ Function native_user_function_from_record(const std::vector<Variable>& inputs,
   {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    if (!r.by_op_id.contains(op_id)) {
-      const std::string& module = record.get<std::string>("module");
-      const std::string& factory = record.get<std::string>("factory");
-      r.by_op_id.emplace(op_id, Registered{module, factory, load_factory(module, factory)});
-    }
+    add_locked(r, op_id, record.get<std::string>("module"), record.get<std::string>("factory"),
+               /*unique=*/false);
   }
   return native_user_function(op_id, inputs, Dictionary(record.get<DictionaryMap>("attributes")),
                               name);

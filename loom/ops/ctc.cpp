@@ -5,6 +5,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/ctc.h"
 #include "loom/kernels/elementwise.h"
+#include "loom/ops/op_util.h"
 
 namespace loom {
 
@@ -47,7 +48,7 @@ const LabelsToGraphOp kLabelsToGraph;
 // blankTokenId and delayConstraint (ints). The output is CNTK's one number for the minibatch,
 // the sum of its sequences' losses (no dynamic axes). Forward keeps d loss / d features in the
 // scratch area; backward scales it by the output's gradient.
-class ForwardBackwardOp : public OpDef {
+class ForwardBackwardOp : public op_util::MinibatchCriterionOp {
  public:
   const char* name() const override { return "ForwardBackward"; }
 
@@ -69,13 +70,7 @@ class ForwardBackwardOp : public OpDef {
                " is not a class of features ", features.describe());
     LOOM_CHECK(delay >= -1, ArgumentError, fn, ": delayConstraint must be -1 (none) or >= 0, not ",
                delay);
-    return {{NDShape{}, common_dtype(fn, in), {}, false}};
-  }
-
-  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
-                                      LayoutCache& layouts) const override {
-    OpDef::output_layout(in, a, layouts);  // a ShapeError for graph and features of other lengths
-    return nullptr;
+    return scalar_output(fn, in);
   }
 
   void forward(OpCall& call) const override {
@@ -101,7 +96,7 @@ class ForwardBackwardOp : public OpDef {
                    " (a label repeated on the next frame leaves no frame for the blank between)");
         total += loss[b];
       }
-      *y.ptr<T>() = T(total);
+      set_scalar(y, total);
     });
   }
 

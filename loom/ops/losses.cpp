@@ -16,6 +16,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/op_schema.h"
+#include "loom/ops/op_util.h"
 #include "loom/ops/reduction.h"
 #include "loom/ops/shape_ops.h"
 #include "loom/ops/softmax.h"
@@ -494,6 +495,8 @@ std::vector<size_t> rows_in_order(const Tensor& t) {
   return rows;
 }
 
+using op_util::MinibatchCriterionOp;
+
 // The three operands of lambda_rank and ndcg_at_1: one number per sample, with dynamic axes.
 // The value is CNTK's one number for the minibatch: a scalar without dynamic axes.
 std::vector<OutputSpec> infer_ranking(const char* fn, const std::vector<Variable>& in) {
@@ -504,20 +507,8 @@ std::vector<OutputSpec> infer_ranking(const char* fn, const std::vector<Variable
     LOOM_CHECK(!in[i].dynamic_axes().empty(), ShapeError, fn, ": ", roles[i], " ",
                in[i].type_string(), " needs dynamic axes (the samples to rank)");
   }
-  common_dynamic_axes(fn, in);  // a ShapeError for operands on different axes
-  return {{NDShape{}, common_dtype(fn, in), {}, false}};
+  return MinibatchCriterionOp::scalar_output(fn, in);
 }
-
-// An op whose value is one number for the minibatch (CNTK's minibatch-level criteria): its
-// inputs' samples must agree, and its output has no layout.
-class MinibatchCriterionOp : public OpDef {
- public:
-  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
-                                      LayoutCache& layouts) const override {
-    OpDef::output_layout(in, a, layouts);  // a ShapeError for inputs of other sample counts
-    return nullptr;
-  }
-};
 
 // One sample of a group to rank.
 struct RankedSample {
@@ -562,11 +553,6 @@ std::pair<double, double> dcg(const std::vector<RankedSample>& g) {
     actual += g[k].gain / std::log(2.0 + double(g[k].rank));
   }
   return {ideal, actual};
-}
-
-// Writes the minibatch's value into the scalar output.
-void set_scalar(Tensor& out, double v) {
-  dispatch(out.dtype, [&](auto zero) { *out.ptr<decltype(zero)>() = decltype(zero)(v); });
 }
 
 class LambdaRankOp : public MinibatchCriterionOp {
@@ -737,8 +723,7 @@ class EditDistanceErrorOp : public MinibatchCriterionOp {
     for (const char* pen : {"subPen", "delPen", "insPen"})
       LOOM_CHECK(a.get<double>(pen) >= 0, ArgumentError, fn, ": ", pen,
                  " must not be negative, not ", a.get<double>(pen));
-    common_dynamic_axes(fn, in);  // a ShapeError for operands on different axes
-    return {{NDShape{}, common_dtype(fn, in), {}, false}};
+    return scalar_output(fn, in);
   }
   void forward(OpCall& call) const override {
     const Tensor &x = *call.inputs[0], &y = *call.inputs[1];

@@ -63,4 +63,26 @@ void copy_blocks(size_t count, size_t len, const T* src, size_t src_stride, T* d
     copy_or_add(len, src + i * src_stride, dst + i * dst_stride, accumulate);
 }
 
+// An op whose value is one number for the minibatch (CNTK's minibatch-level criteria:
+// lambda_rank, ndcg_at_1, edit_distance_error, forward_backward): its inputs' samples must
+// agree, and its output is a scalar without dynamic axes or layout.
+class MinibatchCriterionOp : public OpDef {
+ public:
+  const SequenceLayout* output_layout(std::span<const Tensor* const> in, const Dictionary& a,
+                                      LayoutCache& layouts) const override {
+    OpDef::output_layout(in, a, layouts);  // a ShapeError for inputs of other sample counts
+    return nullptr;
+  }
+
+  // The scalar output; a ShapeError for operands on different dynamic axes.
+  static std::vector<OutputSpec> scalar_output(const char* fn, const std::vector<Variable>& in) {
+    common_dynamic_axes(fn, in);
+    return {{NDShape{}, common_dtype(fn, in), {}, false}};
+  }
+  // Writes the minibatch's value into the scalar output.
+  static void set_scalar(Tensor& out, double v) {
+    dispatch(out.dtype, [&](auto zero) { *out.ptr<decltype(zero)>() = decltype(zero)(v); });
+  }
+};
+
 }  // namespace loom::op_util

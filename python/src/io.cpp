@@ -565,27 +565,23 @@ void add_io(py::module_& m) {
              std::optional<size_t> partition_index) -> py::dict {
             const size_t parts = num_data_partitions.value_or(1),
                          index = partition_index.value_or(0);
-            if (input_map.is_none()) {
+            auto by_stream = [&] {
               Minibatch<StreamInformation> mb;
               {
                 py::gil_scoped_release nogil;
                 mb = s.next_minibatch(size, parts, index);
               }
               return minibatch_dict(mb);
-            }
+            };
+            if (input_map.is_none()) return by_stream();
             const py::dict given = input_map.cast<py::dict>();
             if (std::ranges::any_of(given,
                                     [](auto kv) { return !py::isinstance<Variable>(kv.first); })) {
               // CNTK's input map takes any keys: each gets its stream's data.
-              Minibatch<StreamInformation> mb;
-              {
-                py::gil_scoped_release nogil;
-                mb = s.next_minibatch(size, parts, index);
-              }
-              const py::dict by_stream = minibatch_dict(mb);
+              const py::dict streams = by_stream();
               py::dict out;
-              if (by_stream.empty()) return out;
-              for (auto [k, v] : given) out[k] = by_stream[v];
+              if (streams.empty()) return out;
+              for (auto [k, v] : given) out[k] = streams[v];
               return out;
             }
             std::unordered_map<Variable, StreamInformation> map;
