@@ -32,7 +32,7 @@ double seconds(F&& f) {
 
 void report(const char* what, std::vector<double> s, size_t ops) {
   std::sort(s.begin(), s.end());
-  std::printf("%-6s best %8.3f s  median %8.3f s  (%6.2f us/op best)\n", what, s.front(),
+  std::printf("%-11s best %8.3f s  median %8.3f s  (%6.2f us/op best)\n", what, s.front(),
               s[s.size() / 2], 1e6 * s.front() / double(ops));
 }
 
@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::vector<double> build, save, load;
+  std::vector<double> build, save, load, eval_built, eval_loaded;
+  const Value x = Value::create_batch<float>({2}, {1, 2});
+  auto eval = [&](const Function& f) { f.eval_one({{f.arguments().at(0), x}}); };
   size_t bytes = 0;
   for (size_t r = 0; r < repeats; ++r) {
     Function f, loaded;
@@ -60,11 +62,15 @@ int main(int argc, char** argv) {
     save.push_back(seconds([&] { file = save_model_to_bytes(f); }));
     bytes = file.size();
     load.push_back(seconds([&] { loaded = load_model_from_bytes(file); }));
+    eval_built.push_back(seconds([&] { eval(f); }));
+    eval_loaded.push_back(seconds([&] { eval(loaded); }));
   }
   std::printf("a chain of %zu ops: %zu bytes (%.1f an op)\n", ops, bytes,
               double(bytes) / double(ops));
   report("build", build, ops);
   report("save", save, ops);
   report("load", load, ops);
+  report("eval built", eval_built, ops);
+  report("eval loaded", eval_loaded, ops);
   return 0;
 }

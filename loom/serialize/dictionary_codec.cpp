@@ -219,12 +219,16 @@ class Decoder {
     return std::string(reinterpret_cast<const char*>(p), n);
   }
 
-  NDShape shape() {
+  size_t shape_rank() {
     size_t at = pos_;
     size_t rank = count("shape rank", sizeof(uint64_t));
     if (rank > limits_.max_rank)
       fail_at(at, "shape rank ", rank, " exceeds the limit of ", limits_.max_rank);
-    std::vector<size_t> dims(rank);
+    return rank;
+  }
+
+  NDShape shape() {
+    std::vector<size_t> dims(shape_rank());
     for (auto& d : dims) d = size_t(get<uint64_t>("shape dimension"));
     return NDShape(std::move(dims));
   }
@@ -252,8 +256,7 @@ class Decoder {
       case ValueTag::Shape:
         return DictionaryValue(shape());
       case ValueTag::Vector: {
-        check_depth(at, depth);
-        size_t n = count("vector length", 1);  // each item has at least its tag byte
+        size_t n = vector_length(at, depth);
         DictionaryVector v;
         v.reserve(std::min<size_t>(n, 1024));  // grows with what is really there
         for (size_t i = 0; i < n; ++i) v.push_back(value(depth + 1));
@@ -264,8 +267,81 @@ class Decoder {
       case ValueTag::Tensor:
         return DictionaryValue(tensor(at));
     }
-    fail_at(at, "unknown value tag ", int(tag), " (known tags are 0 to ", int(ValueTag::Tensor),
-            ")");
+    unknown_tag(at, tag);
+  }
+
+  // Passes over one value without building it. Its tags, counts, lengths and nesting are
+  // checked as value() checks them; what it holds is checked when it is decoded.
+  void skip(size_t depth) {
+    size_t at = pos_;
+    auto tag = get<uint8_t>("value tag");
+    switch (ValueTag(tag)) {
+      case ValueTag::None:
+        return;
+      case ValueTag::Bool:
+        take(1, "bool");
+        return;
+      case ValueTag::Int64:
+      case ValueTag::UInt64:
+      case ValueTag::Double:
+        take(8, "number");
+        return;
+      case ValueTag::String:
+        take(count("string length", 1), "string");
+        return;
+      case ValueTag::Shape:
+        take(shape_rank() * sizeof(uint64_t), "shape dimensions");
+        return;
+      case ValueTag::Vector:
+        for (size_t i = 0, n = vector_length(at, depth); i < n; ++i) skip(depth + 1);
+        return;
+      case ValueTag::Map:
+        for (size_t i = 0, n = map_size(at, depth); i < n; ++i) {
+          take(count("key length", 1), "key");
+          skip(depth + 1);
+        }
+        return;
+      case ValueTag::Tensor: {
+        const TensorHeader h = tensor_header(at);
+        if (h.dense) {
+          take(h.elements * size_of(h.dtype), "tensor data");
+        } else {
+          const SparseSizes z = sparse_sizes(h);
+          take((z.rows + 1 + z.nnz) * sizeof(int32_t) + z.nnz * size_of(h.dtype), "sparse data");
+        }
+        return;
+      }
+    }
+    unknown_tag(at, tag);
+  }
+
+  // The whole input, a value of tag `expected` (a map or a vector), as its items left encoded:
+  // each one's bytes and offset, and for a map its key.
+  std::vector<std::pair<std::string, EncodedValue>> encoded(ValueTag expected) {
+    size_t at = pos_;
+    auto tag = get<uint8_t>("value tag");
+    if (tag != uint8_t(expected))
+      fail_at(at, "value tag ", int(tag), " where ",
+              expected == ValueTag::Map ? "a dictionary" : "a vector", " (tag ", int(expected),
+              ") was expected");
+    const bool map = expected == ValueTag::Map;
+    const size_t n = map ? map_size(at, 0) : vector_length(at, 0);
+    std::vector<std::pair<std::string, EncodedValue>> items;
+    items.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::string key;
+      if (map) {
+        size_t key_at = pos_;
+        key = string("key length");
+        if (i > 0) check_key_order(key_at, items.back().first, key);
+      }
+      size_t start = pos_;
+      skip(1);
+      items.emplace_back(std::move(key),
+                         EncodedValue{bytes_.subspan(start, pos_ - start), base_ + start});
+    }
+    expect_end();
+    return items;
   }
 
   // A whole input that holds a map, as a map (decode_map has checked its tag byte), without
@@ -287,19 +363,37 @@ class Decoder {
 
   // The entries of a map whose tag byte (at `at`) has been read.
   DictionaryMap map(size_t at, size_t depth) {
-    check_depth(at, depth);
-    size_t n = count("map size", sizeof(uint64_t) + 1);  // key length + value tag
+    size_t n = map_size(at, depth);
     DictionaryMap m;
     for (size_t i = 0; i < n; ++i) {
       size_t key_at = pos_;
       std::string key = string("key length");
-      // Keys come sorted, as std::map writes them; anything else (a duplicate) is damage.
-      if (!m.empty() && !(m.rbegin()->first < key))
-        fail_at(key_at, "map key '", printable(key), "' is not after the previous key '",
-                printable(m.rbegin()->first), "' (keys are written sorted and unique)");
+      if (!m.empty()) check_key_order(key_at, m.rbegin()->first, key);
       m.emplace_hint(m.end(), std::move(key), value(depth + 1));
     }
     return m;
+  }
+
+  // Keys come sorted, as std::map writes them; anything else (a duplicate) is damage.
+  void check_key_order(size_t key_at, const std::string& previous, const std::string& key) const {
+    if (!(previous < key))
+      fail_at(key_at, "map key '", printable(key), "' is not after the previous key '",
+              printable(previous), "' (keys are written sorted and unique)");
+  }
+
+  // The item counts of a vector and a map whose tag byte (at `at`) has been read.
+  size_t vector_length(size_t at, size_t depth) {
+    check_depth(at, depth);
+    return count("vector length", 1);  // each item has at least its tag byte
+  }
+  size_t map_size(size_t at, size_t depth) {
+    check_depth(at, depth);
+    return count("map size", sizeof(uint64_t) + 1);  // key length + value tag
+  }
+
+  [[noreturn]] void unknown_tag(size_t at, uint8_t tag) const {
+    fail_at(at, "unknown value tag ", int(tag), " (known tags are 0 to ", int(ValueTag::Tensor),
+            ")");
   }
 
   void check_depth(size_t at, size_t depth) const {
@@ -314,49 +408,73 @@ class Decoder {
     return out;
   }
 
-  NDArrayView tensor(size_t at) {
+  // A tensor's header, after its tag byte (at `at`): data type, storage and shape, and its
+  // element count without overflow. Each element needs bytes in the input (dense), or the CSR
+  // row offsets need them (sparse), so the count bounds what is allocated.
+  struct TensorHeader {
+    DataType dtype;
+    bool dense;
+    NDShape shape;
+    size_t elements = 1;
+    size_t shape_at;
+  };
+  TensorHeader tensor_header(size_t at) {
     auto dtype_byte = get<uint8_t>("tensor data type");
     if (dtype_byte != uint8_t(DataType::Float32) && dtype_byte != uint8_t(DataType::Float64))
       fail_at(at + 1, "tensor data type ", int(dtype_byte), " is not 1 (float32) or 2 (float64)");
-    const DataType dtype = DataType(dtype_byte);
-    const size_t elem = size_of(dtype);
     auto storage = get<uint8_t>("tensor storage");
     if (storage > uint8_t(Storage::SparseCsr))
       fail_at(at + 2, "tensor storage ", int(storage), " is not 0 (dense) or 1 (sparse CSR)");
-    size_t shape_at = pos_;
-    NDShape shape = this->shape();
-    // The element count, without overflow; each element needs bytes in the input (dense), or
-    // the CSR row offsets need them (sparse), so it is bounded before any allocation.
-    size_t elements = 1;
-    for (size_t d : shape.dims())
-      if (d == NDShape::kInferred || __builtin_mul_overflow(elements, d, &elements))
-        fail_at(shape_at, "tensor shape ", shape.to_string(), " has ",
+    TensorHeader h{DataType(dtype_byte), storage == uint8_t(Storage::Dense), {}, 1, pos_};
+    h.shape = shape();
+    for (size_t d : h.shape.dims())
+      if (d == NDShape::kInferred || __builtin_mul_overflow(h.elements, d, &h.elements))
+        fail_at(h.shape_at, "tensor shape ", h.shape.to_string(), " has ",
                 d == NDShape::kInferred ? "an inferred dimension" : "too many elements");
-    if (storage == uint8_t(Storage::Dense)) {
-      if (elements > left() / elem)
-        fail_at(pos_, "truncated: tensor of shape ", shape.to_string(), " needs ", elements,
-                " elements of ", elem, " bytes, only ", left(), " bytes are left");
+    if (h.dense && h.elements > left() / size_of(h.dtype))
+      fail_at(pos_, "truncated: tensor of shape ", h.shape.to_string(), " needs ", h.elements,
+              " elements of ", size_of(h.dtype), " bytes, only ", left(), " bytes are left");
+    return h;
+  }
+
+  // A sparse tensor's rows and nonzero count (read after its header), checked against its
+  // elements and the bytes left.
+  struct SparseSizes {
+    size_t rows, cols, nnz, nnz_at;
+  };
+  SparseSizes sparse_sizes(const TensorHeader& h) {
+    if (h.shape.rank() == 0) fail_at(h.shape_at, "a sparse tensor needs at least one axis");
+    SparseSizes z;
+    z.cols = h.shape[h.shape.rank() - 1];
+    z.rows = z.cols ? h.elements / z.cols : 0;
+    z.nnz_at = pos_;
+    uint64_t nnz = get<uint64_t>("sparse nonzero count");
+    if (nnz > h.elements)
+      fail_at(z.nnz_at, "sparse tensor of shape ", h.shape.to_string(), " claims ", nnz,
+              " nonzeros, more than its ", h.elements, " elements");
+    if (z.rows >= left() / sizeof(int32_t) ||  // rows + 1 offsets
+        nnz > (left() - (z.rows + 1) * sizeof(int32_t)) / (sizeof(int32_t) + size_of(h.dtype)))
+      fail_at(pos_, "truncated: sparse tensor of shape ", h.shape.to_string(), " with ", nnz,
+              " nonzeros needs more than the ", left(), " bytes left");
+    z.nnz = size_t(nnz);
+    return z;
+  }
+
+  NDArrayView tensor(size_t at) {
+    const TensorHeader h = tensor_header(at);
+    const DataType dtype = h.dtype;
+    const size_t elem = size_of(dtype), elements = h.elements;
+    if (h.dense) {
       const uint8_t* p = take(elements * elem, "tensor data");
       if (view_owner_)  // read-only memory: decode_dictionary_views says how it may be used
         return NDArrayView::over(
-            dtype, shape,
+            dtype, h.shape,
             std::make_shared<Buffer>(const_cast<uint8_t*>(p), elements * elem, view_owner_));
-      NDArrayView t(dtype, shape);
+      NDArrayView t(dtype, h.shape);
       if (elements) std::memcpy(t.raw_data(), p, elements * elem);
       return t;
     }
-    if (shape.rank() == 0) fail_at(shape_at, "a sparse tensor needs at least one axis");
-    const size_t cols = shape[shape.rank() - 1];
-    const size_t rows = cols ? elements / cols : 0;
-    size_t nnz_at = pos_;
-    uint64_t nnz = get<uint64_t>("sparse nonzero count");
-    if (nnz > elements)
-      fail_at(nnz_at, "sparse tensor of shape ", shape.to_string(), " claims ", nnz,
-              " nonzeros, more than its ", elements, " elements");
-    if (rows >= left() / sizeof(int32_t) ||  // rows + 1 offsets
-        nnz > (left() - (rows + 1) * sizeof(int32_t)) / (sizeof(int32_t) + elem))
-      fail_at(pos_, "truncated: sparse tensor of shape ", shape.to_string(), " with ", nnz,
-              " nonzeros needs more than the ", left(), " bytes left");
+    const auto [rows, cols, nnz, nnz_at] = sparse_sizes(h);
     std::vector<int32_t> offsets(rows + 1), cols_idx(nnz);
     std::memcpy(offsets.data(), take(offsets.size() * 4, "row offsets"), offsets.size() * 4);
     size_t cols_at = pos_;
@@ -376,7 +494,7 @@ class Decoder {
       using T = decltype(zero);
       std::vector<T> values(nnz);
       if (nnz) std::memcpy(values.data(), p, nnz * elem);
-      return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(cols_idx), values);
+      return NDArrayView::sparse_csr<T>(h.shape, std::move(offsets), std::move(cols_idx), values);
     });
   }
 
@@ -450,6 +568,21 @@ DictionaryValue decode_value(std::span<const uint8_t> bytes, const std::string& 
 Dictionary decode_dictionary(std::span<const uint8_t> bytes, const std::string& where,
                              uint64_t base_offset, const DecodeLimits& limits) {
   return decode_map(bytes, where, base_offset, limits, nullptr);
+}
+
+std::vector<std::pair<std::string, EncodedValue>> encoded_entries(const EncodedValue& map,
+                                                                  const std::string& where,
+                                                                  const DecodeLimits& limits) {
+  return Decoder(map.bytes, where, map.offset, limits).encoded(ValueTag::Map);
+}
+
+std::vector<EncodedValue> encoded_items(const EncodedValue& vector, const std::string& where,
+                                        const DecodeLimits& limits) {
+  auto items = Decoder(vector.bytes, where, vector.offset, limits).encoded(ValueTag::Vector);
+  std::vector<EncodedValue> out;
+  out.reserve(items.size());
+  for (auto& item : items) out.push_back(item.second);
+  return out;
 }
 
 Dictionary decode_dictionary_views(std::span<const uint8_t> bytes, const std::string& where,

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "loom/core/dictionary.h"
@@ -107,6 +108,24 @@ void encode_dictionary(const Dictionary& dictionary, ByteSink& out);
 // Appends the encoding of value to out.
 void encode_value(const DictionaryValue& value, std::vector<uint8_t>& out);
 std::vector<uint8_t> encode_dictionary(const Dictionary& dictionary);
+
+// One value of an encoding left undecoded: its bytes (from its tag byte) and their offset in
+// the file. decode_value, decode_dictionary and decode_dictionary_views decode it.
+struct EncodedValue {
+  std::span<const uint8_t> bytes;
+  uint64_t offset = 0;
+};
+
+// The entries of an encoded map (keys in order, as decode_dictionary checks them) and the items
+// of an encoded vector, each left encoded: for a reader that decodes a large value piece by
+// piece (a model's graph, one function at a time), so that one piece's Dictionary is in memory
+// at a time. The pieces' tags, counts, lengths and nesting are checked here, what they hold
+// when they are decoded; damage is a DataError as decode_value's.
+std::vector<std::pair<std::string, EncodedValue>> encoded_entries(const EncodedValue& map,
+                                                                  const std::string& where,
+                                                                  const DecodeLimits& limits = {});
+std::vector<EncodedValue> encoded_items(const EncodedValue& vector, const std::string& where,
+                                        const DecodeLimits& limits = {});
 
 // Decodes one value that fills bytes exactly. On any malformation a DataError that starts with
 // `where` (the file and section) and names the byte offset (base_offset + position in bytes)

@@ -268,7 +268,7 @@ void write_graph(const GraphListing& g, ByteSink& out) {
 
 // A view of one dictionary of the file with its path ("functions[3].outputs[0]"), so every
 // complaint says where it is. The path is spelled out only for a complaint: an entry keeps its
-// parent, which must outlive it (detached() makes a copy that keeps the path instead).
+// parent, which must outlive it (detached() keeps just the path, for a later complaint).
 class Fields {
  public:
   Fields(const DictionaryMap& m, std::string path, const std::string& where)
@@ -303,7 +303,11 @@ class Fields {
     std::string p = detail::concat(parent_->path(), ".", key_);
     return index_ ? detail::concat(p, "[", *index_, "]") : p;
   }
-  Fields detached() const { return Fields(m_, path(), where_); }
+  // For complaints only, after the dictionary is gone: the path without the entries.
+  Fields detached() const {
+    static const DictionaryMap kNoEntries;
+    return Fields(kNoEntries, path(), where_);
+  }
   const std::string& where() const { return where_; }
 
  private:
@@ -331,6 +335,20 @@ Fields item(const Fields& parent, const DictionaryVector& v, size_t i, const cha
                                    "]: holds ", v[i].type_name(),
                                    " where a dictionary is expected"));
   return Fields(v[i].get<DictionaryMap>(), parent, name, i);
+}
+
+// Item i of a vector the file holds undecoded (the graph's variables and functions), decoded:
+// one entry's Dictionary in memory at a time. With an owner, tensors are views of the bytes.
+Dictionary decode_item(const Fields& parent, const EncodedValue& v, size_t i, const char* name,
+                       const std::shared_ptr<const void>& owner) {
+  if (v.bytes[0] != uint8_t(ValueTag::Map)) {
+    const DictionaryValue value = decode_value(v.bytes, parent.where(), v.offset);
+    throw DataError(detail::concat(parent.where(), ": ", parent.path(), ".", name, "[", i,
+                                   "]: holds ", value.type_name(),
+                                   " where a dictionary is expected"));
+  }
+  return owner ? decode_dictionary_views(v.bytes, parent.where(), v.offset, owner)
+               : decode_dictionary(v.bytes, parent.where(), v.offset);
 }
 
 std::string printable(const std::string& s) {
@@ -545,13 +563,36 @@ std::vector<std::shared_ptr<BlockInfo>> read_blocks(
 }
 }  // namespace
 
-Function model_from_dictionary(const Dictionary& graph, const std::string& where) {
-  Fields top(graph.map(), "graph", where);
+namespace {
+// The graph from its encoding (a graph section's payload). The variables and functions, nearly
+// all of it, are decoded one entry at a time as the graph is built (a whole graph's Dictionary
+// took several times the memory of the graph it described, and most of the time of a load was
+// allocating and freeing it).
+Function model_from_encoding(const EncodedValue& graph, const std::string& where,
+                             const std::shared_ptr<const void>& owner) {
+  // The small entries decoded; the two vectors as their items' encodings.
+  DictionaryMap small;
+  std::unordered_map<std::string, std::vector<EncodedValue>> pieces;
+  for (auto& [key, value] : encoded_entries(graph, where)) {
+    if ((key == "variables" || key == "functions") && value.bytes[0] == uint8_t(ValueTag::Vector))
+      pieces[key] = encoded_items(value, where);
+    else
+      small.emplace_hint(small.end(), key, decode_value(value.bytes, where, value.offset));
+  }
+  Fields top(small, "graph", where);
   int64_t version = top.get<int64_t>("graph_version");
   if (version < 1 || version > kGraphVersion)
     top.fail("graph version ", version, " is not one this Loom reads (1 to ", kGraphVersion, ")");
-  const auto& variables = top.get<DictionaryVector>("variables");
-  const auto& functions = top.get<DictionaryVector>("functions");
+  auto vector_of = [&](const char* key) -> const std::vector<EncodedValue>& {
+    auto it = pieces.find(key);
+    if (it == pieces.end()) {
+      top.get<DictionaryVector>(key);  // missing or of another type: says which
+      top.fail("'", key, "' is not a vector");
+    }
+    return it->second;
+  };
+  const std::vector<EncodedValue>& variables = vector_of("variables");
+  const std::vector<EncodedValue>& functions = vector_of("functions");
   // Every variable by uid, as handles that keep their functions alive, and every function. (The
   // keys are strings, not views of the uids: a look-up then compares within the table's nodes.)
   std::unordered_map<std::string, Variable> defined;
@@ -565,7 +606,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
 
   std::unordered_map<int64_t, std::shared_ptr<const LayerTag>> layers;  // by stored index
   for (size_t i = 0; i < variables.size(); ++i) {
-    Fields f = item(top, variables, i, "variables");
+    const Dictionary entry = decode_item(top, variables[i], i, "variables", owner);
+    Fields f(entry.map(), top, "variables", i);
     auto v = read_leaf(f);
     if (f.has("layer")) {
       if (v->kind != VariableKind::Parameter) f.fail("only a Parameter belongs to a layer");
@@ -583,7 +625,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   // placeholder of that output's stored type until the output exists.
   auto later_output = [&](size_t i, const std::string& uid) -> std::optional<Variable> {
     for (size_t j = i + 1; j < functions.size(); ++j) {
-      Fields g = item(top, functions, j, "functions");
+      const Dictionary entry = decode_item(top, functions[j], j, "functions", owner);
+      Fields g(entry.map(), top, "functions", j);
       const auto& outs = g.get<DictionaryVector>("outputs");
       for (size_t k = 0; k < outs.size(); ++k) {
         Fields of = item(g, outs, k, "outputs");
@@ -612,7 +655,8 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   // Outputs of blocks: the variable, its blocks' numbers, where it is in the file.
   std::vector<std::tuple<std::shared_ptr<VariableImpl>, DictionaryVector, Fields>> block_outputs;
   for (size_t i = 0; i < functions.size(); ++i) {
-    Fields f = item(top, functions, i, "functions");
+    const Dictionary entry = decode_item(top, functions[i], i, "functions", owner);
+    Fields f(entry.map(), top, "functions", i);
     const std::string& op_name = f.get<std::string>("op");
     const std::string& uid = f.get<std::string>("uid");
     const std::string& name = f.get<std::string>("name");
@@ -699,7 +743,7 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
       }
       define(of, Variable(impl.outputs[k], fn.impl()));
     }
-    if (closes_loop) loop_edges.emplace_back(fn, input_uids[0].get<std::string>(), f);
+    if (closes_loop) loop_edges.emplace_back(fn, input_uids[0].get<std::string>(), f.detached());
   }
   for (auto& [delay, operand, f] : loop_edges) {
     try {  // defined: later_output found it among a later function's outputs
@@ -754,6 +798,24 @@ Function model_from_dictionary(const Dictionary& graph, const std::string& where
   return root;
 }
 
+// As model_from_encoding, with a DataError for every failure (naming where).
+Function checked_model_from_encoding(const EncodedValue& graph, const std::string& where,
+                                     const std::shared_ptr<const void>& owner) {
+  try {
+    return model_from_encoding(graph, where, owner);
+  } catch (const DataError&) {
+    throw;
+  } catch (const Error& e) {
+    throw DataError(where + ": " + e.what());
+  }
+}
+}  // namespace
+
+Function model_from_dictionary(const Dictionary& graph, const std::string& where) {
+  const std::vector<uint8_t> bytes = encode_dictionary(graph);
+  return checked_model_from_encoding({bytes, 0}, where, nullptr);
+}
+
 ContainerWriter model_container(const Function& f, ContentKind kind, size_t model_outputs) {
   Dictionary meta;
   meta["producer"] = "Loom";
@@ -801,17 +863,7 @@ Function load_model_from_bytes(std::span<const uint8_t> bytes, const std::string
 
 Function graph_of(const ContainerReader& file, std::shared_ptr<const void> view_owner) {
   const Section& s = file.require(SectionKind::Graph);
-  const std::string where = file.where(s);
-  Dictionary graph =
-      view_owner ? decode_dictionary_views(s.payload, where, s.offset, std::move(view_owner))
-                 : decode_dictionary(s.payload, where, s.offset);
-  try {
-    return model_from_dictionary(graph, where);
-  } catch (const DataError&) {
-    throw;
-  } catch (const Error& e) {
-    throw DataError(where + ": " + e.what());
-  }
+  return checked_model_from_encoding({s.payload, s.offset}, file.where(s), view_owner);
 }
 
 Function load_model(const std::string& path) {
