@@ -2,8 +2,14 @@
 
 #include <zlib.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <vector>
 
 namespace loom {
 
@@ -78,30 +84,63 @@ double decode(uint8_t type, const uint8_t* p) {
   }
 }
 
-// The whole file, gunzipped when it starts with gzip's magic bytes (zlib reads plain files
-// as they are); `gzip` tells which.
-std::vector<uint8_t> read_bytes(const std::string& path, bool& gzip) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  LOOM_CHECK(f != nullptr, IOError, "Cannot open the IDX file (", path,
-             "): ", std::strerror(errno));
-  gzbuffer(f, 1 << 17);
-  std::vector<uint8_t> bytes;
-  int n = 0;
-  do {
-    size_t old = bytes.size();
-    bytes.resize(old + (1 << 20));
-    n = gzread(f, bytes.data() + old, 1 << 20);
-    bytes.resize(old + size_t(std::max(n, 0)));
-  } while (n > 0);
-  int code = Z_OK;
-  std::string message = gzerror(f, &code);
-  gzip = gzdirect(f) == 0;
-  gzclose(f);
-  LOOM_CHECK(n == 0 && (code == Z_OK || code == Z_STREAM_END), IOError,
-             "Cannot read the IDX file (", path,
-             "): ", code == Z_ERRNO ? std::strerror(errno) : message.c_str(),
-             code == Z_BUF_ERROR ? " (the gzip stream is truncated)" : "");
-  return bytes;
+// A file read through zlib: gunzipped when it starts with gzip's magic bytes, as it is
+// otherwise.
+class GzReader {
+ public:
+  explicit GzReader(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+    LOOM_CHECK(f_ != nullptr, IOError, "Cannot open the IDX file (", path,
+               "): ", std::strerror(errno));
+    gzbuffer(f_, 1 << 17);
+  }
+  GzReader(const GzReader&) = delete;
+  GzReader& operator=(const GzReader&) = delete;
+  ~GzReader() { gzclose(f_); }
+
+  bool gzip() const { return gzdirect(f_) == 0; }
+
+  // Up to n bytes into out; fewer only at the end of the file.
+  size_t read(uint8_t* out, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const int r = gzread(f_, out + got, unsigned(std::min<size_t>(n - got, 1 << 20)));
+      if (r < 0 || (r == 0 && !gzeof(f_))) fail();
+      if (r == 0) break;
+      got += size_t(r);
+    }
+    if (got < n) {  // a gzip stream cut short reads as an end of file with a Z_BUF_ERROR
+      int code = Z_OK;
+      gzerror(f_, &code);
+      if (code != Z_OK && code != Z_STREAM_END) fail();
+    }
+    return got;
+  }
+
+  // Reads to the end, keeping nothing: the number of bytes left.
+  size_t skip_rest() {
+    std::vector<uint8_t> piece(1 << 16);
+    size_t total = 0;
+    for (size_t n; (n = read(piece.data(), piece.size())) > 0;) total += n;
+    return total;
+  }
+
+ private:
+  [[noreturn]] void fail() {
+    int code = Z_OK;
+    const std::string message = gzerror(f_, &code);
+    throw IOError(detail::concat("Cannot read the IDX file (", path_,
+                                 "): ", code == Z_ERRNO ? std::strerror(errno) : message.c_str(),
+                                 code == Z_BUF_ERROR ? " (the gzip stream is truncated)" : ""));
+  }
+
+  std::string path_;
+  gzFile f_;
+};
+
+// The memory of this machine: no IDX file announcing more data is read.
+size_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : SIZE_MAX;
 }
 
 }  // namespace
@@ -115,27 +154,35 @@ size_t IDXDeserializer::File::item_offset(size_t item) const {
 }
 
 IDXDeserializer::File IDXDeserializer::read(const std::string& path) {
+  // The header first, then exactly the data it announces: a file costs no more memory than its
+  // header says, and that is checked against the machine's memory before the data is read (a
+  // damaged header or a small gzip file that unpacks to far more is an error, not an
+  // allocation).
+  GzReader in(path);
   File f;
-  std::vector<uint8_t> bytes = read_bytes(path, f.gzip);
-  LOOM_CHECK(bytes.size() >= 4 && bytes[0] == 0 && bytes[1] == 0, DataError, "The file (", path,
+  uint8_t head[4];
+  size_t got = in.read(head, 4);
+  f.gzip = in.gzip();
+  LOOM_CHECK(got == 4 && head[0] == 0 && head[1] == 0, DataError, "The file (", path,
              ") is not an IDX file: it must start with two zero bytes, a type code and the number "
              "of dimensions");
-  f.type = bytes[2];
+  f.type = head[2];
   f.value_bytes = value_bytes(f.type);
   LOOM_CHECK(f.value_bytes > 0, DataError, "The IDX file (", path, ") has at ", f.offset(2),
              " the unknown type code 0x", std::hex, int(f.type),
              "; known: 0x08 uint8, 0x09 int8, 0x0b int16, 0x0c int32, 0x0d float32, 0x0e float64");
-  const size_t rank = bytes[3];
+  const size_t rank = head[3];
   f.header_bytes = 4 + 4 * rank;
   LOOM_CHECK(rank > 0, DataError, "The IDX file (", path, ") has no dimensions (0 at ", f.offset(3),
              ")");
-  LOOM_CHECK(bytes.size() >= f.header_bytes, DataError, "The IDX file (", path,
-             ") is truncated: ", bytes.size(), " bytes, its header of ", rank, " dimensions needs ",
-             f.header_bytes);
+  std::vector<uint8_t> dims(4 * rank);
+  got = 4 + in.read(dims.data(), dims.size());
+  LOOM_CHECK(got == f.header_bytes, DataError, "The IDX file (", path, ") is truncated: ", got,
+             " bytes, its header of ", rank, " dimensions needs ", f.header_bytes);
   f.item_values = 1;
   bool overflow = false;
   for (size_t i = 0; i < rank; ++i) {
-    f.dims.push_back(big_endian32(bytes.data() + 4 + 4 * i));
+    f.dims.push_back(big_endian32(dims.data() + 4 * i));
     LOOM_CHECK(f.dims[i] > 0, DataError, "The IDX file (", path, ") has dimension ", i,
                " of size 0 at ", f.offset(4 + 4 * i),
                i == 0 ? ": it holds no items, and a source needs at least one" : "");
@@ -147,17 +194,36 @@ IDXDeserializer::File IDXDeserializer::read(const std::string& path) {
   LOOM_CHECK(!overflow, DataError, "The IDX file (", path, ") announces ",
              NDShape(f.dims).to_string(), " ", type_name(f.type),
              " values, more bytes than can be addressed");
-  const size_t data = bytes.size() - f.header_bytes;
   const size_t item_bytes = f.item_values * f.value_bytes;
-  LOOM_CHECK(data >= expected, DataError, "The IDX file (", path, ") is truncated: ", data,
-             " bytes of data after the header, which announces ", f.dims[0], " items of ",
-             f.item_values, " ", type_name(f.type), " values (", expected, " bytes); item ",
-             data / item_bytes, " starting at ", f.offset(f.item_offset(data / item_bytes)),
-             " is cut at ", f.offset(bytes.size()));
-  LOOM_CHECK(data == expected, DataError, "The IDX file (", path, ") has ", data - expected,
-             " bytes after the ", expected, " bytes of data its header announces, from ",
+  auto truncated = [&](size_t data) {
+    throw DataError(detail::concat("The IDX file (", path, ") is truncated: ", data,
+                                   " bytes of data after the header, which announces ", f.dims[0],
+                                   " items of ", f.item_values, " ", type_name(f.type), " values (",
+                                   expected, " bytes); item ", data / item_bytes, " starting at ",
+                                   f.offset(f.item_offset(data / item_bytes)), " is cut at ",
+                                   f.offset(f.header_bytes + data)));
+  };
+  if (!f.gzip) {  // a plain file's size says whether it holds the data
+    std::error_code error;
+    const size_t size = std::filesystem::file_size(path, error);
+    if (!error && size - f.header_bytes < expected) truncated(size - f.header_bytes);
+  }
+  const size_t memory = physical_memory();
+  LOOM_CHECK(expected <= memory, DataError, "The IDX file (", path, ") announces ",
+             NDShape(f.dims).to_string(), " ", type_name(f.type), " values (", expected,
+             " bytes), more than this machine's memory (", memory, " bytes)");
+  // The data, read in pieces (a gzip file's size says nothing of what it unpacks to).
+  while (f.bytes.size() < expected) {
+    const size_t old = f.bytes.size(), piece = std::min<size_t>(expected - old, 1 << 24);
+    f.bytes.resize(old + piece);
+    got = in.read(f.bytes.data() + old, piece);
+    f.bytes.resize(old + got);
+    if (got < piece) truncated(f.bytes.size());
+  }
+  const size_t extra = in.skip_rest();
+  LOOM_CHECK(extra == 0, DataError, "The IDX file (", path, ") has ", extra, " bytes after the ",
+             expected, " bytes of data its header announces, from ",
              f.offset(f.header_bytes + expected));
-  f.bytes.assign(bytes.begin() + ptrdiff_t(f.header_bytes), bytes.end());
   return f;
 }
 

@@ -45,7 +45,8 @@ class IDXDeserializer : public Deserializer {
  public:
   // Reads every file now. IOError when a file cannot be opened or read (or its gzip stream is
   // damaged), DataError (naming the file and the byte offset) when a file is not IDX, holds no
-  // items, is truncated, has bytes past its data, holds a class index outside
+  // items, announces more data than this machine's memory, is truncated, has bytes past its
+  // data, holds a class index outside
   // [0, num_classes), or holds another number of items than the first stream's file;
   // ArgumentError for bad definitions.
   explicit IDXDeserializer(const IDXStreamDefs& streams, ChunkingOptions chunking = {});

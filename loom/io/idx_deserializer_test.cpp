@@ -246,6 +246,28 @@ TEST(IDXDeserializer, OversizedHeaderIsReportedWithoutOverflow) {
                             "starting at byte offset 12 is cut at byte offset 15"),
             std::string::npos)
       << msg;
+  // Compressed, the size of the data is known only by reading it: the header's announcement is
+  // checked against the machine's memory first.
+  path = write_gzip("big.gz", idx_bytes(0x0E, {0xFFFFFFFF, 4}, {1, 2, 3}));
+  msg = error_of<DataError>(defs({path, good.labels}));
+  EXPECT_NE(msg.find(path + ") announces [4294967295,4] float64 values (137438953440 bytes), "
+                            "more than this machine's memory ("),
+            std::string::npos)
+      << msg;
+}
+
+// A small gzip file that unpacks to far more than its header announces (64 MiB of zeros after
+// five items) is an error, and what follows the data is counted, never held.
+TEST(IDXDeserializer, GzipBombIsAnErrorWithoutHoldingIt) {
+  Files good = five_items(false);
+  std::string bytes = idx_bytes(0x08, {5}, {3, 1, 4, 1, 5});
+  bytes.append(size_t(64) << 20, '\0');
+  const std::string path = write_gzip("bomb.gz", bytes);
+  const std::string msg = error_of<DataError>(defs({good.images, path}));
+  EXPECT_NE(msg.find(path + ") has 67108864 bytes after the 5 bytes of data its header "
+                            "announces, from byte offset 13 of the uncompressed data"),
+            std::string::npos)
+      << msg;
 }
 
 // 100 items of 2x2 pixels in 7 chunks of 16: randomized sweeps, and a restored checkpoint
