@@ -122,6 +122,11 @@ ValueMap ModelRunner::run(Plan& plan, const ValueMap& arguments) const {
     return entry.first.has_sequence_axis() && !entry.second.is_sequence();
   });
   std::unique_ptr<Executor> executor = acquire(plan);
+  size_t argument_bytes = 0;
+  for (const auto& [argument, value] : arguments) {
+    const NDArrayView& data = value.data();
+    argument_bytes += (data.is_sparse() ? data.nnz() : data.size()) * size_of(data.dtype());
+  }
   ValueMap result;
   try {
     executor->forward(batch_for_sequence ? batches_as_sequences(arguments) : arguments,
@@ -133,7 +138,16 @@ ValueMap ModelRunner::run(Plan& plan, const ValueMap& arguments) const {
     --alive_;
     throw;
   }
-  release(plan, std::move(executor));
+  // An executor's buffers grow to the largest call it served: one that served a large call is
+  // freed, not kept, so a burst of large requests leaves no memory behind (planning again costs
+  // far less than evaluating such a call).
+  if (argument_bytes > kLargeCallBytes) {
+    executor.reset();
+    std::lock_guard<std::mutex> lock(mutex_);
+    --alive_;
+  } else {
+    release(plan, std::move(executor));
+  }
   return result;
 }
 

@@ -56,7 +56,9 @@ class ModelRunner {
   Value evaluate(const Function::NamedData& data) const;
 
   // Executors alive, over every set of outputs: for each set, the most calls that ran at once
-  // (a call that failed drops its executor).
+  // (a call that failed drops its executor, and so does one whose arguments held more than
+  // kLargeCallBytes: its buffers are returned rather than kept for the next call).
+  static constexpr size_t kLargeCallBytes = size_t(8) << 20;
   size_t executors() const;
 
  private:

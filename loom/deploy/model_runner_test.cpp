@@ -141,6 +141,22 @@ struct Criterion {
   }
 };
 
+// An executor that served a call of more than kLargeCallBytes of arguments is freed after it
+// (its buffers grew to that call); one that served small calls is kept for the next.
+TEST(ModelRunner, AnExecutorOfALargeCallIsNotKept) {
+  const Variable x = input_variable({1024}, {.name = "x"});
+  ModelRunner runner(Dense(2)(x));
+  const size_t large = ModelRunner::kLargeCallBytes / (1024 * sizeof(float)) + 1;
+  const NDArrayView big =
+      NDArrayView::from_vector(NDShape{large, 1024}, std::vector<float>(large * 1024, 0.5f));
+  const Value scores = runner.evaluate(big);
+  EXPECT_EQ(scores.data().shape(), (NDShape{large, 2}));
+  EXPECT_EQ(runner.executors(), 0u);
+  const NDArrayView small = NDArrayView::from_vector(NDShape{2, 1024}, std::vector<float>(2048));
+  for (int i = 0; i < 2; ++i) runner.evaluate(small);
+  EXPECT_EQ(runner.executors(), 1u);
+}
+
 TEST(ModelRunner, ChosenOutputsComputeOnlyWhatTheyNeed) {
   const Criterion c;
   ModelRunner runner(c.model);

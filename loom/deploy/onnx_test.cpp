@@ -614,9 +614,8 @@ TEST(Onnx, ShapeOpsRoundTrip) {
       {"Pad", "symmetrically"});
 }
 
-// Sizes a file states are checked before anything is allocated from them.
-// A chain of 300,000 Relus (7.6 MB) imports, evaluates and is freed: freeing it recursed once
-// per node and overflowed the stack before (issue 32).
+// A chain of 300,000 Relus (7.6 MB) imports, evaluates, exports, imports again and is freed:
+// freeing it recursed once per node and overflowed the stack before (issue 32).
 TEST(OnnxImport, ImportsAChainOfAnyDepth) {
 #if defined(__SANITIZE_ADDRESS__)
   constexpr size_t kNodes = 50'000;
@@ -626,10 +625,14 @@ TEST(OnnxImport, ImportsAChainOfAnyDepth) {
   OnnxGraph g({{"v0", {1, 4}}}, {"v" + std::to_string(kNodes)});
   for (size_t i = 0; i < kNodes; ++i)
     g.node("Relu", {"v" + std::to_string(i)}, {"v" + std::to_string(i + 1)});
-  EXPECT_EQ(evaluate(g.load(), {{"v0", tensor({1, 4}, {-1, 2, -3, 4})}}),
-            (std::vector<float>{0, 2, 0, 4}));
+  const Function loaded = g.load();
+  const std::vector<float> expected{0, 2, 0, 4};
+  EXPECT_EQ(evaluate(loaded, {{"v0", tensor({1, 4}, {-1, 2, -3, 4})}}), expected);
+  const Function again = load_onnx_from_bytes(save_onnx_to_bytes(loaded));
+  EXPECT_EQ(evaluate(again, {{"v0", tensor({1, 4}, {-1, 2, -3, 4})}}), expected);
 }
 
+// Sizes a file states are checked before anything is allocated from them.
 TEST(OnnxImport, RefusesHostileSizes) {
   for (const int64_t size : {int64_t{-1}, int64_t{0}, int64_t{1} << 40}) {
     OnnxGraph g({{"x", {2, size}}}, {"y"});
