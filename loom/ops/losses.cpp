@@ -248,13 +248,15 @@ class ClassificationErrorOp : public OpDef {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
     size_t rows = call.output->rows(), n = z.sample_size();
     size_t top_n = size_t(call.attributes.get<int64_t>("top_n"));
+    const bool by_argmax =
+        call.attributes.contains("argmax_target") && call.attributes.get<bool>("argmax_target");
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
       T* y = call.output->ptr<T>();
       const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
         const T* row = z.ptr<T>() + row_start(z, r, n);
-        if (top_n == 1) {
+        if (top_n == 1 && !by_argmax) {
           // CNTK's top-1 error, 1 - t . hardmax(z) (hardmax: the first largest score), which a
           // target that is not one-hot makes fractional.
           const size_t predicted = size_t(std::max_element(row, row + n) - row);
@@ -965,7 +967,9 @@ std::vector<OpSchema> losses_schemas() {
       hand_bound(kSquaredError, 2, 2, {{{z, z}}}),
       hand_bound(kCrossEntropyWithSoftmax, 2, 2, {{{z, t}}}),
       hand_bound(kBinaryCrossEntropy, 2, 2, {{{{NDShape{4}, true, 0.1, 0.9}, t}}}),
-      hand_bound(kClassificationError, 2, 2, {{{z, t}, Dictionary({{"top_n", int64_t{1}}})}}),
+      hand_bound(kClassificationError, 2, 2,
+                 {{{z, t}, Dictionary({{"top_n", int64_t{1}}})},
+                  {{z, t}, Dictionary({{"top_n", int64_t{1}}, {"argmax_target", true}})}}),
       {&kCosDistance,
        2,
        2,
@@ -1075,12 +1079,25 @@ Function binary_cross_entropy(const Variable& output, const Variable& target,
   return make_primitive(kBinaryCrossEntropy, {output, target}, {}, name);
 }
 
-Function classification_error(const Variable& z, const Variable& target, size_t top_n,
-                              const std::string& name) {
+namespace {
+Function classification_error_op(const Variable& z, const Variable& target, size_t top_n,
+                                 bool argmax_target, const std::string& name) {
   LOOM_CHECK(top_n >= 1, ArgumentError, "classification_error: top_n must be at least 1");
   Dictionary a;
   a["top_n"] = int64_t(top_n);
+  if (argmax_target) a["argmax_target"] = true;
   return make_primitive(kClassificationError, {z, target}, std::move(a), name);
+}
+}  // namespace
+
+Function classification_error(const Variable& z, const Variable& target, size_t top_n,
+                              const std::string& name) {
+  return classification_error_op(z, target, top_n, false, name);
+}
+
+Function classification_error_node(const Variable& z, const Variable& target, size_t top_n,
+                                   const std::string& name) {
+  return classification_error_op(z, target, top_n, true, name);
 }
 
 Function cosine_distance(const Variable& x, const Variable& y, const std::string& name) {

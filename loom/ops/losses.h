@@ -36,11 +36,17 @@ Function cross_entropy_with_softmax(const Variable& z, const Variable& target, c
 // −Σ [target·log(output) + (1 − target)·log(1 − output)].
 Function binary_cross_entropy(const Variable& output, const Variable& target,
                               const std::string& name = "");
-// 1 when target's class (its first largest entry) is not among the top_n largest entries of
-// z, else 0; among equal scores the earlier entry ranks first. Not differentiable: Function::grad
-// of a graph whose output depends on parameters only through it is an ArgumentError.
+// CNTK's classification_error: at top_n 1, 1 - target . hardmax(z) (hardmax: z's first
+// largest entry), fractional for a target that is not one-hot; at top_n > 1, 1 when target's
+// class (its first largest entry) is not among the top_n largest entries of z, else 0, where
+// among equal scores the earlier entry ranks first. Not differentiable: Function::grad of a
+// graph whose output depends on parameters only through it is an ArgumentError.
 Function classification_error(const Variable& z, const Variable& target, size_t top_n = 1,
                               const std::string& name = "");
+// CNTK's ClassificationError node, what CNTK's model files hold: the top_n > 1 rule above at
+// every top_n (at 1: whether z's and target's first largest entries differ).
+Function classification_error_node(const Variable& z, const Variable& target, size_t top_n,
+                                   const std::string& name = "");
 // Along one static axis of the sample (CNTK's axis argument): a vector sample along its axis is
 // the primitive above; otherwise CNTK's composite (top_n must be 1): a slice along the axis is
 // wrong where target differs from (z == its max along the axis), and the value is the mean

@@ -740,6 +740,20 @@ TEST(CntkV1Model, SmallAndConvolutionalNetworksEvaluate) {
     const std::vector<float> z0 = out.as_sequences<float>()[0];
     EXPECT_NEAR(z0[0], -2.1266172f * 1 + -1.1815284f * 2 + 7.4960666f, 1e-5);
     EXPECT_NEAR(z0[2], 1.2157921f * 1 + -0.98275608f * 2 + -0.43497378f, 1e-5);
+    // The error node compares classes (argmaxes), also for labels that are not one-hot, where
+    // 1 - labels . hardmax(z) (cntk.classification_error's top 1) would give 0.4 and 0.7: both
+    // samples' z picks class 0.
+    Variable errs = output_named(model, "errs");
+    const Value soft = one_step_sequences(NDShape{3}, {0.6f, 0.4f, 0, 0.3f, 0.7f, 0});
+    const std::vector<std::vector<float>> errors =
+        model
+            .eval({{model.argument("features"),
+                    one_step_sequences(NDShape{2}, {1.f, 2.f, -1.f, 0.5f})},
+                   {model.argument("labels"), soft}},
+                  {errs})
+            .at(errs)
+            .as_sequences<float>();
+    EXPECT_EQ(errors, (std::vector<std::vector<float>>{{0}, {1}}));
   }
   {
     Function model = load_v1("v1_LR_reg.dnn");

@@ -1219,10 +1219,13 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
     case kClassificationError: {
       need_inputs(in, 2, 3);
       const size_t top_n = in.size() == 3 ? size_t(constant_scalar(in[2], "topN")) : 1;
-      if (a.has("axis"))
+      // The file's op is CNTK's node, which compares classes (CNTK's classification_error function
+      // saves its top-1 error as a composite); a sample of higher rank along an axis is CNTK's
+      // composite for that.
+      if (a.has("axis") && in[0].shape().rank() > 1)
         return outs(
             classification_error(in[0], in[1], top_n, loom_axis(a, a.at("axis"), "axis"), name));
-      return outs(classification_error(in[0], in[1], top_n, name));
+      return outs(classification_error_node(in[0], in[1], top_n, name));
     }
     case kLogistic:
       need_inputs(in, 2, 3);
