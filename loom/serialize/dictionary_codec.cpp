@@ -490,10 +490,10 @@ class Decoder {
         fail_at(cols_at + 4 * k, "sparse column index ", cols_idx[k],
                 " is out of range for dimension ", cols);
     const uint8_t* p = take(nnz * elem, "sparse values");
-    return dispatch(dtype, [&](auto zero) {
+    return dispatch(dtype, [&, count = nnz](auto zero) {
       using T = decltype(zero);
-      std::vector<T> values(nnz);
-      if (nnz) std::memcpy(values.data(), p, nnz * elem);
+      std::vector<T> values(count);
+      if (count) std::memcpy(values.data(), p, count * elem);
       return NDArrayView::sparse_csr<T>(h.shape, std::move(offsets), std::move(cols_idx), values);
     });
   }
