@@ -873,9 +873,29 @@ TEST(CntkV2Ops, PackedGatherIsSequenceGather) {
 
 // Every op the builder says it maps is built (on inputs of a plausible kind), and every other
 // op number is refused naming the op.
+// ConstantOp is CNTK's ConstantLike (zeros_like, ones_like and any fill value);
+// CustomProxyOp stands for an op only an ONNX consumer computes, with its declared output.
+TEST(CntkV2Ops, ConstantLikeAndCustomProxyOps) {
+  for (const double fill : {0.0, 1.0, -2.5}) {
+    Function f = cntk_graph({cntk_input("x", {3})},
+                            {cntk_function("C1", 89, {"x"}, {{"fillValue", fill}})}, "C1");
+    EXPECT_EQ(f.output().shape(), NDShape{3});
+    EXPECT_EQ(eval_sample(f, {4, 5, 6}), std::vector<float>(3, float(fill))) << fill;
+  }
+  Function p = cntk_graph(
+      {cntk_input("x", {3})},
+      {cntk_function(
+          "P1", 93, {"x"},
+          {{"customOp", "MyOnnxOp"}, {"outputShape", NDShape{2, 4}}, {"newDataType", int64_t{1}}})},
+      "P1");
+  EXPECT_EQ(p.output().shape(), (NDShape{4, 2}));  // C++ order reversed
+  EXPECT_EQ(p.output().dtype(), DataType::Float32);
+  EXPECT_EQ(p.op_name(), "CustomProxyOp");
+}
+
 TEST(CntkV2Ops, MappedOpsAreListed) {
   const std::vector<int64_t> mapped = cntk_mapped_op_types();
-  EXPECT_EQ(mapped.size(), 90u);
+  EXPECT_EQ(mapped.size(), 92u);
   EXPECT_EQ(cntk_op_type_name(31), "Times");
   EXPECT_EQ(cntk_op_type_name(97), "ConvolutionSequenceShape");
   EXPECT_EQ(cntk_op_type_name(98), "op 98");

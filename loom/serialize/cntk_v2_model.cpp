@@ -1333,6 +1333,23 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
     case kEyeLikeOp:
       need_inputs(in, 1, 1);
       return outs(eye_like(in[0], a.flag_or("OutputSparse", false), name));
+    case kConstantOp: {
+      // CNTK's ConstantLike (zeros_like and ones_like are its fill values 0 and 1).
+      need_inputs(in, 1, 1);
+      const double fill = a.number("fillValue");
+      if (fill == 0) return outs(zeros_like(in[0], name));
+      if (fill == 1) return outs(ones_like(in[0], name));
+      return outs(plus(zeros_like(in[0]), constant(fill, in[0].dtype()), name));
+    }
+    case kCustomProxyOp: {
+      const int64_t t = a.integer("newDataType");
+      if (t != 1 && t != 2)
+        op_fail("an output of data type ", t, " (Loom's are 1: float, 2: double)");
+      const std::vector<size_t> dims = a.get<NDShape>("outputShape").dims();
+      if (dims.size() > kMaxRank) op_fail("a shape of rank ", dims.size());
+      return outs(custom_proxy_op(in, a.get<std::string>("customOp"), NDShape(reversed(dims)),
+                                  t == 1 ? DataType::Float32 : DataType::Float64, name));
+    }
     case kWhere: {
       need_inputs(in, 1, 1);
       if (a.size_or("newSequenceAxisLengthScalingFactor", 1) != 1 ||
@@ -1560,7 +1577,7 @@ std::vector<int64_t> cntk_mapped_op_types() {
       kLogistic, kReconcileDynamicAxis, kLogSoftmax, kLogPlus, kCosDistance, kSin, kCos, kPass,
       kBlock, kNoOp, kStopGradient, kELU, kOneHot, kPow, kToSequenceLike, kAssign, kGather,
       kStableSigmoid, kSinh, kCosh, kUnpackBatch, kToBatch, kAsin, kAcos, kPad, kAtanh, kAsinh,
-      kSqueeze, kCast, kEyeLikeOp, kStraightThrough, kTan, kAtan,
+      kSqueeze, kCast, kEyeLikeOp, kConstantOp, kCustomProxyOp, kStraightThrough, kTan, kAtan,
       kTopK, kToSequence, kUnpackSequence, kCrop, kRandomSample, kRandomSampleInclusionFrequency,
       kRandomDistribution, kROIPooling, kUnpooling, kCosDistanceWithNegativeSamples, kLambdaRank,
       kNDCG, kEditDistanceError,
