@@ -282,6 +282,7 @@ class Exporter {
         {"LocalResponseNormalization", &Exporter::local_response_normalization},
         {"TopK", &Exporter::top_k},
         {"TopKIndices", &Exporter::top_k},
+        {"OneHot", &Exporter::one_hot},
         {"Argmax", arg_reduce("ArgMax")},
         {"Argmin", arg_reduce("ArgMin")},
     };
@@ -613,6 +614,21 @@ class Exporter {
     produced_.insert(indices);
     set_int(n, "axis", int64_t(axis + x.dynamic));
     return positions ? cast_to(out, base, indices) : named(out, base);
+  }
+
+  // one_hot: ONNX's OneHot with depth num_classes and values (0, 1) of the output's type, its
+  // axis counted in the output with the dynamic axes in front.
+  Val one_hot(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    const size_t axis =
+        op_util::static_axis_index(f.attributes.get<int64_t>("axis"), out.shape.rank());
+    const std::string name = output_name(f);
+    pb::NodeProto& n = node("OneHot",
+                            {use(x), ints({f.attributes.get<int64_t>("num_classes")}),
+                             add_tensor("off_on", out.dtype, {0, 1}, {2})},
+                            name);
+    set_int(n, "axis", int64_t(axis + x.dynamic));
+    return named(out, name);
   }
 
   // local_response_normalization: ONNX's LRN over [N, C, ...] with size 2 depth_radius + 1

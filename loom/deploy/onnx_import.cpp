@@ -418,6 +418,7 @@ class Importer {
         {"ArgMin", arg_reduce(argmin)},
         {"Pad", &Importer::pad_node},
         {"LRN", &Importer::lrn},
+        {"OneHot", &Importer::one_hot_node},
     };
     return ops;
   }
@@ -745,6 +746,35 @@ class Importer {
 
   // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a
   // tensor without a batch axis has its channels moved in front for Loom's op, then back.
+  // OneHot(indices, depth, values): Loom's one_hot along the output's axis, scaled and shifted
+  // where the values are not (0, 1). (Loom's one_hot gives zeros for an index outside
+  // [0, depth), where ONNX counts a negative one from the end.)
+  Val one_hot_node() {
+    const Val x = in(0);
+    // depth: one number of any numeric type.
+    if (!has_input(1)) fail("input 1 (depth) is missing");
+    const pb::TensorProto& d = constant_tensor(node_->input(1));
+    std::vector<int64_t> depth;
+    if (d.data_type() == pb::TensorProto::FLOAT || d.data_type() == pb::TensorProto::DOUBLE) {
+      for (double v : weights(1, tensor_shape(d).dims(), "depth"))
+        depth.push_back(v >= 1 && v <= double(kMaxDim) ? int64_t(v) : -1);
+    } else {
+      depth = input_ints(1);
+    }
+    if (depth.size() != 1 || depth[0] < 1 || depth[0] > kMaxDim)
+      fail("depth must be one number from 1 to 2^31");
+    const std::vector<double> values = weights(2, {2}, "values");
+    const size_t axis = onnx_axis(int_attribute(*node_, "axis", -1), x.rank() + 1);
+    if (axis < x.dynamic) fail("the new axis ", axis, " is before the batch axis");
+    const Variable y = one_hot(x.var, size_t(depth[0]), false, Axis(int(axis - x.dynamic)),
+                               values == std::vector<double>{0, 1} ? out_name() : "");
+    if (values == std::vector<double>{0, 1}) return {y, x.dynamic};
+    const DataType t = x.var.dtype();
+    return {plus(element_times(y, constant(values[1] - values[0], t)), constant(values[0], t),
+                 out_name()),
+            x.dynamic};
+  }
+
   Val lrn() {
     const int64_t size = int_attribute(*node_, "size", 0);
     if (size < 1 || size % 2 == 0 || size > kMaxDim)

@@ -324,9 +324,7 @@ std::vector<OpSchema> indexing_schemas() {
        {kSparseOutput, ParamType::Bool, false},
        {kAxis, ParamType::Axis, axis_attribute(Axis(-1))}},
       "1 at each index's class along a new axis of extent num_classes (at axis), 0 elsewhere",
-      not_exported("OneHot",
-                   "ONNX's OneHot takes depth and values as inputs, and int64 indices (their "
-                   "export is not written yet)"),
+      {"OneHot"} /* depth and values (0, 1) as inputs */,
       {{{indices(NDShape{3}, 4)}, attributes({{kNumClasses, int64_t{4}}})},
        {{indices(NDShape{2, 3}, 3)}, attributes({{kNumClasses, int64_t{3}}, {kAxis, int64_t{0}}})},
        {{indices(NDShape{2, 3}, 5)},
