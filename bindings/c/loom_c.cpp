@@ -337,10 +337,9 @@ void copy_shape(const loom::NDShape& shape, int64_t* dims, int64_t capacity) {
 }
 
 // Evaluates with the arguments chosen by index and the outputs chosen (null: all of them).
-void evaluate(const loom_model* model, const std::vector<size_t>& arguments,
-              loom_value* const* inputs, int64_t num_outputs,
-              const std::vector<loom::Variable>* chosen, loom_value** outputs) {
-  const loom_model& m = model_of(model);
+void evaluate(const loom_model& m, const std::vector<size_t>& arguments, loom_value* const* inputs,
+              int64_t num_outputs, const std::vector<loom::Variable>* chosen,
+              loom_value** outputs) {
   const loom::ModelRunner& runner = m.model->runner;
   const std::vector<loom::Variable>& args = runner.arguments();
   LOOM_CHECK(inputs || arguments.empty(), loom::ArgumentError, "inputs is NULL");
@@ -380,6 +379,8 @@ void evaluate(const loom_model* model, const std::vector<size_t>& arguments,
 // The packed data: the value's own storage when it has no padding and is dense.
 const void* packed_data(const loom_value& v) {
   const loom::Value& value = v.value;
+  // Dense samples (no sequence axis, so no padding): no look at the lengths.
+  if (!value.is_sequence() && !value.is_sparse()) return value.data().raw_data();
   const std::vector<size_t> lengths = value.sequence_lengths();
   const bool padded = std::any_of(lengths.begin(), lengths.end(),
                                   [&](size_t len) { return len != value.max_sequence_length(); });
@@ -446,7 +447,7 @@ void evaluate_by(const loom_model* model, int64_t num_inputs, const Key* input_k
   for (size_t i = 0; i < n_in; ++i) arguments.push_back(find_argument(m, input_keys[i]));
   for (size_t i = 0; output_keys && i < n_out; ++i)
     chosen.push_back(find_output(m, output_keys[i]));
-  evaluate(model, arguments, inputs, num_outputs, output_keys ? &chosen : nullptr, outputs);
+  evaluate(m, arguments, inputs, num_outputs, output_keys ? &chosen : nullptr, outputs);
 }
 
 // Arguments and outputs by index (loom_model_evaluate_by_index and _nodes).

@@ -3,6 +3,9 @@
 using System;
 using System.Collections.Generic;
 using System.Linq;
+using System.Runtime.CompilerServices;
+
+[assembly: InternalsVisibleTo("EvalBench")]
 
 namespace CNTK
 {
@@ -88,53 +91,81 @@ namespace CNTK
         // Computes the outputs that `outputs` names from the arguments' values in `inputs`. An
         // output whose Value is null gets a new Value; one that has a Value gets the result in
         // place of its data (its shape must match).
-        public void Evaluate(IDictionary<Variable, Value> inputs, IDictionary<Variable, Value> outputs,
-                             DeviceDescriptor computeDevice)
+        public unsafe void Evaluate(IDictionary<Variable, Value> inputs, IDictionary<Variable, Value> outputs,
+                                    DeviceDescriptor computeDevice)
         {
             if (inputs == null) throw new ArgumentNullException("inputs");
             if (outputs == null) throw new ArgumentNullException("outputs");
-            ModelHandle self = Handle;
-            var inputIndices = new long[inputs.Count];
-            var inputHandles = new ValueHandle[inputs.Count];
-            int n = 0;
-            foreach (KeyValuePair<Variable, Value> pair in inputs)
+            // The indices and raw handles the C API takes: on the stack unless there are many.
+            int count = inputs.Count + outputs.Count;
+            if (count <= 256)
             {
-                Variable argument = Find(arguments, pair.Key, "argument");
-                if (pair.Value == null)
-                    throw new ArgumentException("Function.Evaluate: the input value of " + pair.Key + " is null");
-                inputIndices[n] = argument.Index;
-                inputHandles[n++] = pair.Value.Handle;
+                long* indices = stackalloc long[count];
+                IntPtr* handles = stackalloc IntPtr[count];
+                Evaluate(inputs, outputs, indices, handles);
             }
-            Variable[] wanted = outputs.Keys.ToArray();
+            else
+            {
+                fixed (long* indices = new long[count])
+                fixed (IntPtr* handles = new IntPtr[count])
+                    Evaluate(inputs, outputs, indices, handles);
+            }
+        }
+
+        public void Dispose() { model.Dispose(); }
+
+        // Evaluate with room for the arguments' and outputs' indices and handles: the inputs'
+        // first, then the outputs'.
+        private unsafe void Evaluate(IDictionary<Variable, Value> inputs, IDictionary<Variable, Value> outputs,
+                                     long* indices, IntPtr* handles)
+        {
+            ModelHandle self = Handle;
+            int numInputs = inputs.Count, numOutputs = outputs.Count;
+            var inputHandles = new ValueHandle[numInputs];
+            int n = 0;
+            // A Dictionary's own enumerator is a struct; through the interface it is boxed.
+            var dictionary = inputs as Dictionary<Variable, Value>;
+            if (dictionary != null)
+                foreach (KeyValuePair<Variable, Value> pair in dictionary) Input(pair, n++, indices, inputHandles);
+            else
+                foreach (KeyValuePair<Variable, Value> pair in inputs) Input(pair, n++, indices, inputHandles);
+            var wanted = new Variable[numOutputs];
+            outputs.Keys.CopyTo(wanted, 0);
             // The model's outputs by index; with an inner function's output among them, all by
             // node index.
-            bool byNode = wanted.Any(v => v != null && v.IsNode && !this.outputs.Contains(v));
-            long[] outputIndices = wanted.Select(v => (long)(byNode ? NodeIndex(v) : Find(this.outputs, v, "output").Index)).ToArray();
-            var results = new IntPtr[wanted.Length];
-            var rawInputs = new IntPtr[inputHandles.Length];
-            var added = new bool[inputHandles.Length];
+            bool byNode = false;
+            foreach (Variable v in wanted)
+                byNode |= v != null && v.IsNode && Array.IndexOf(this.outputs, v) < 0;
+            long* outputIndices = indices + numInputs;
+            IntPtr* results = handles + numInputs;
+            for (int i = 0; i < numOutputs; ++i)
+                outputIndices[i] = byNode ? NodeIndex(wanted[i]) : Find(this.outputs, wanted[i], "output").Index;
+            // The model and input handles stay alive (not freed by another thread's Dispose)
+            // for the call: one reference each, taken here rather than by the marshaller.
+            bool modelAdded = false;
+            int added = 0;
             try
             {
-                // The input handles stay alive (not freed by another thread's Dispose) for the call.
-                for (int i = 0; i < inputHandles.Length; ++i)
+                self.DangerousAddRef(ref modelAdded);
+                for (; added < numInputs; ++added)
                 {
-                    inputHandles[i].DangerousAddRef(ref added[i]);
-                    rawInputs[i] = inputHandles[i].DangerousGetHandle();
+                    bool success = false;
+                    inputHandles[added].DangerousAddRef(ref success);
+                    handles[added] = inputHandles[added].DangerousGetHandle();
                 }
-                if (byNode)
-                    Native.Check(Native.loom_model_evaluate_nodes(self, inputIndices.Length, inputIndices, rawInputs,
-                                                                  outputIndices.Length, outputIndices, results));
-                else
-                    Native.Check(Native.loom_model_evaluate_by_index(self, inputIndices.Length, inputIndices, rawInputs,
-                                                                     outputIndices.Length, outputIndices, results));
+                IntPtr raw = self.DangerousGetHandle();
+                Native.Check(byNode
+                    ? Native.loom_model_evaluate_nodes(raw, numInputs, indices, handles, numOutputs, outputIndices, results)
+                    : Native.loom_model_evaluate_by_index(raw, numInputs, indices, handles, numOutputs, outputIndices, results));
             }
             finally
             {
-                for (int i = 0; i < inputHandles.Length; ++i)
-                    if (added[i]) inputHandles[i].DangerousRelease();
+                while (added > 0) inputHandles[--added].DangerousRelease();
+                if (modelAdded) self.DangerousRelease();
             }
-            var made = results.Select(r => new Value(new ValueHandle(r))).ToArray();
-            for (int i = 0; i < wanted.Length; ++i)
+            var made = new Value[numOutputs];
+            for (int i = 0; i < numOutputs; ++i) made[i] = new Value(new ValueHandle(results[i]));
+            for (int i = 0; i < numOutputs; ++i)
             {
                 Value given = outputs[wanted[i]];
                 if (given == null)
@@ -144,7 +175,18 @@ namespace CNTK
             }
         }
 
-        public void Dispose() { model.Dispose(); }
+        private unsafe void Input(KeyValuePair<Variable, Value> pair, int n, long* indices, ValueHandle[] handles)
+        {
+            Variable argument = Find(arguments, pair.Key, "argument");
+            if (pair.Value == null)
+                throw new ArgumentException("Function.Evaluate: the input value of " + pair.Key + " is null");
+            indices[n] = argument.Index;
+            handles[n] = pair.Value.Handle;
+        }
+
+        // The loom_model handle, for the bench, which calls the C API on a clone of it beside
+        // this Function (EvalBench.exe sees the internals: InternalsVisibleTo above).
+        internal IntPtr Address { get { return Handle.DangerousGetHandle(); } }
 
         private ModelHandle Handle
         {

@@ -13,6 +13,11 @@ namespace CNTK
         public static readonly int FreeDimension = -3;      // LOOM_DIM_FREE
 
         private readonly int[] dims;
+        // Computed once (an NDShape does not change): Loom's order, whether a dimension is
+        // inferred or free, the number of elements.
+        private readonly long[] loomDims;
+        private readonly bool inferred, free;
+        private readonly int totalSize;
 
         public NDShape() : this(new int[0]) { }
         public NDShape(int numAxes) : this(Enumerable.Repeat(InferredDimension, numAxes).ToArray()) { }
@@ -25,6 +30,16 @@ namespace CNTK
                     throw new ArgumentException(string.Format(
                         "NDShape dimension {0}: a dimension is a size (>= 0), InferredDimension or FreeDimension", d));
             dims = dimensions;
+            loomDims = new long[dims.Length];
+            int size = 1;
+            for (int i = 0; i < dims.Length; ++i)
+            {
+                loomDims[i] = dims[dims.Length - 1 - i];
+                inferred |= dims[i] == InferredDimension;
+                free |= dims[i] == FreeDimension;
+                size = unchecked(size * dims[i]);
+            }
+            totalSize = size;
         }
 
         public static NDShape CreateNDShape(IEnumerable<int> dimensions) { return new NDShape(dimensions.ToArray()); }
@@ -34,20 +49,18 @@ namespace CNTK
         public IList<int> Dimensions { get { return Array.AsReadOnly(dims); } }
         public int this[int axis] { get { return dims[axis]; } }
         public bool IsUnknown { get { return false; } }
-        public bool HasInferredDimension { get { return dims.Contains(InferredDimension); } }
-        public bool HasFreeDimension { get { return dims.Contains(FreeDimension); } }
-        public bool HasUnboundDimension { get { return HasInferredDimension || HasFreeDimension; } }
+        public bool HasInferredDimension { get { return inferred; } }
+        public bool HasFreeDimension { get { return free; } }
+        public bool HasUnboundDimension { get { return inferred || free; } }
 
         public int TotalSize
         {
             get
             {
-                if (HasUnboundDimension)
+                if (inferred || free)
                     throw new InvalidOperationException("NDShape " + this +
                         " has an inferred or free dimension: its total size is not known before data are given");
-                int size = 1;
-                foreach (int d in dims) size *= d;
-                return size;
+                return totalSize;
             }
         }
 
@@ -67,7 +80,8 @@ namespace CNTK
         {
             return new NDShape(loomDims.Reverse().Select(d => checked((int)d)).ToArray());
         }
-        internal long[] ToLoom() { return dims.Reverse().Select(d => (long)d).ToArray(); }
+        // Loom's order: the shape's own array, which the caller only reads (the C API does).
+        internal long[] ToLoom() { return loomDims; }
 
         public bool Equals(NDShape other) { return other != null && dims.SequenceEqual(other.dims); }
         public override bool Equals(object obj) { return Equals(obj as NDShape); }

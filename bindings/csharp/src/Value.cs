@@ -23,18 +23,21 @@ namespace CNTK
         public static Value CreateBatch<T>(NDShape sampleShape, IEnumerable<T> batch, DeviceDescriptor device,
                                            bool readOnly = false)
         {
-            return DenseBatch(sampleShape, Materialize(batch, "batch"));
+            // An array goes to the C API as it is (the C API copies it); other sequences are
+            // gathered into one first.
+            T[] data = batch as T[] ?? Materialize(batch, "batch");
+            return DenseBatch(sampleShape, data, 0, data.Length);
         }
 
         public static Value CreateBatch<T>(NDShape sampleShape, T[] dataBuffer, int dataStart, int dataSize,
                                            DeviceDescriptor device, bool readOnly = false)
         {
             if (dataBuffer == null) throw new ArgumentNullException("dataBuffer");
-            if (dataStart < 0 || dataSize < 0 || dataStart + dataSize > dataBuffer.Length)
+            if (dataStart < 0 || dataSize < 0 || dataStart > dataBuffer.Length - dataSize)
                 throw new ArgumentException(string.Format(
                     "Value.CreateBatch: [{0}, {0} + {1}) is not inside the buffer of {2} values", dataStart, dataSize, dataBuffer.Length));
-            // A copy: the batch may be made again after the caller changed the buffer.
-            return DenseBatch(sampleShape, dataBuffer.Skip(dataStart).Take(dataSize).ToArray());
+            // The C API copies the part of the buffer: the caller may change it at once.
+            return DenseBatch(sampleShape, dataBuffer, dataStart, dataSize);
         }
 
         // One sequence: its steps one after another.
@@ -187,33 +190,68 @@ namespace CNTK
         }
 
         // The data of each sequence (or sample), its steps one after another in CNTK's order.
-        public IList<IList<T>> GetDenseData<T>(Variable outputVariable)
+        public unsafe IList<IList<T>> GetDenseData<T>(Variable outputVariable)
         {
             if (outputVariable == null) throw new ArgumentNullException("outputVariable");
-            NDShape sample = SampleShape();
-            if (!outputVariable.Shape.HasUnboundDimension && outputVariable.Shape.TotalSize != sample.TotalSize)
-                throw new ArgumentException(string.Format(
-                    "Value.GetDenseData: the value's samples have shape {0}, the variable {1} has {2}",
-                    sample, outputVariable, outputVariable.Shape));
-            long count;
-            Native.Check(Native.loom_value_element_count(Handle, out count));
-            T[] data = new T[count];
-            object buffer = data;
-            if (buffer is float[])
-                Native.Check(Native.loom_value_copy_data(Handle, (int)DataType.Float, (float[])buffer, count));
-            else
-                Native.Check(Native.loom_value_copy_data(Handle, (int)DataTypes.Of<T>(), (double[])buffer, count));
-            var result = new List<IList<T>>();
-            int start = 0, sampleSize = sample.TotalSize;
-            foreach (long length in SequenceLengths())
+            int dtype = (int)DataTypes.Of<T>();
+            // One reference to the handle for all the calls (the marshaller would take one per
+            // call).
+            ValueHandle self = Handle;
+            bool added = false;
+            try
             {
-                int size = checked((int)length * sampleSize);
-                var sequence = new T[size];
-                Array.Copy(data, start, sequence, 0, size);
-                result.Add(sequence);
-                start += size;
+                self.DangerousAddRef(ref added);
+                IntPtr raw = self.DangerousGetHandle();
+                long rank, n;
+                Native.Check(Native.loom_value_sample_rank(raw, out rank));
+                var dims = new long[rank];
+                fixed (long* d = dims) Native.Check(Native.loom_value_sample_shape(raw, d, rank));
+                long sampleSize = 1;
+                foreach (long d in dims) sampleSize *= d;
+                NDShape expected = outputVariable.Shape;
+                if (!expected.HasUnboundDimension && expected.TotalSize != sampleSize)
+                    throw new ArgumentException(string.Format(
+                        "Value.GetDenseData: the value's samples have shape {0}, the variable {1} has {2}",
+                        NDShape.FromLoom(dims), outputVariable, expected));
+                Native.Check(Native.loom_value_num_sequences(raw, out n));
+                var lengths = new long[n];
+                long count = 0;
+                fixed (long* l = lengths) Native.Check(Native.loom_value_sequence_lengths(raw, l, n));
+                foreach (long length in lengths) count += length * sampleSize;
+                T[] data = new T[count];
+                object buffer = data;
+                float[] floats = buffer as float[];
+                if (floats != null)
+                {
+                    fixed (float* f = floats) Native.Check(Native.loom_value_copy_data(raw, dtype, f, count));
+                }
+                else
+                {
+                    fixed (double* f = (double[])buffer) Native.Check(Native.loom_value_copy_data(raw, dtype, f, count));
+                }
+                var result = new List<IList<T>>((int)n);
+                // One sequence (a batch of one sample) takes the array as it is; more take their
+                // part each.
+                if (n == 1)
+                {
+                    result.Add(data);
+                    return result;
+                }
+                int start = 0;
+                foreach (long length in lengths)
+                {
+                    int size = checked((int)(length * sampleSize));
+                    var sequence = new T[size];
+                    Array.Copy(data, start, sequence, 0, size);
+                    result.Add(sequence);
+                    start += size;
+                }
+                return result;
             }
-            return result;
+            finally
+            {
+                if (added) self.DangerousRelease();
+            }
         }
 
         public void Dispose() { handle.Dispose(); }
@@ -281,14 +319,38 @@ namespace CNTK
             return value;
         }
 
-        private static Value DenseBatch<T>(NDShape sampleShape, T[] data)
+        // Dense samples from data[start .. start + count), straight to the C API (which copies
+        // them) from the pinned array.
+        private static unsafe Value DenseBatch<T>(NDShape sampleShape, T[] data, int start, int count)
         {
+            int dtype = (int)DataTypes.Of<T>();
             int sampleSize = SampleSize(sampleShape, "Value.CreateBatch");
-            if (data.Length % sampleSize != 0 || data.Length == 0)
+            if (count % sampleSize != 0 || count == 0)
                 throw new ArgumentException(string.Format(
                     "Value.CreateBatch: {0} values are not a whole number (at least 1) of samples of shape {1} ({2} values each)",
-                    data.Length, sampleShape, sampleSize));
-            return new Value(new ValueHandle(Create(Dense(sampleShape, data, null))));
+                    count, sampleShape, sampleSize));
+            Native.CheckVersion();
+            long[] shape = sampleShape.ToLoom();
+            long samples = count / sampleSize;
+            IntPtr value;
+            int status;
+            object buffer = data;
+            float[] floats = buffer as float[];
+            fixed (long* dims = shape)
+            {
+                if (floats != null)
+                {
+                    fixed (float* d = floats)
+                        status = Native.loom_value_create_dense(dtype, dims, shape.Length, samples, d + start, count, out value);
+                }
+                else
+                {
+                    fixed (double* d = (double[])buffer)
+                        status = Native.loom_value_create_dense(dtype, dims, shape.Length, samples, d + start, count, out value);
+                }
+            }
+            Native.Check(status);
+            return new Value(new ValueHandle(value));
         }
 
         // Makes dense samples (lengths null) or sequences of sampleShape from data in CNTK's

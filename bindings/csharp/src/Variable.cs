@@ -22,7 +22,10 @@ namespace CNTK
             IsSparse = (flags & Native.FlagSparse) != 0;
             HasSequenceAxis = (flags & Native.FlagSequenceAxis) != 0;
             HasBatchAxis = (flags & Native.FlagBatchAxis) != 0;
+            hash = uid.GetHashCode() ^ (int)kind;  // once: a Variable is a dictionary key in every Evaluate
         }
+
+        private readonly int hash;
 
         public string Name { get; private set; }
         public string Uid { get; private set; }
@@ -42,9 +45,12 @@ namespace CNTK
 
         // A model's variables, and a clone's, are the same when their uids are: a Variable
         // taken from one handle of a model may be used with any clone of it.
-        public bool Equals(Variable other) { return other != null && Kind == other.Kind && Uid == other.Uid; }
+        public bool Equals(Variable other)
+        {
+            return ReferenceEquals(this, other) || (!ReferenceEquals(other, null) && Kind == other.Kind && Uid == other.Uid);
+        }
         public override bool Equals(object obj) { return Equals(obj as Variable); }
-        public override int GetHashCode() { return Uid.GetHashCode() ^ (int)Kind; }
+        public override int GetHashCode() { return hash; }
         public static bool operator ==(Variable a, Variable b) { return ReferenceEquals(a, b) || (!ReferenceEquals(a, null) && a.Equals(b)); }
         public static bool operator !=(Variable a, Variable b) { return !(a == b); }
 

@@ -93,6 +93,21 @@ static class EvalTest
             List<float> expected = LoomEval(path, outputVar, "mnist", Idx(features, pixels), Idx(labels, oneHot));
             var inputVal = Value.CreateBatch(features.Shape, pixels, device);
             SameBits("batch of 4 images", Evaluate(scores, features, inputVal, outputVar), expected);
+            // A part of a larger buffer (CreateBatch's start and size), and a list (not an array).
+            int sampleSize = features.Shape.TotalSize;
+            float[] padded = new float[pixels.Length + 3 * sampleSize + 5];
+            Array.Copy(pixels, 0, padded, 3 * sampleSize, pixels.Length);
+            SameBits("batch from a part of a buffer",
+                     Evaluate(scores, features, Value.CreateBatch(features.Shape, padded, 3 * sampleSize, pixels.Length, device), outputVar),
+                     expected);
+            SameBits("batch from a list",
+                     Evaluate(scores, features, Value.CreateBatch(features.Shape, pixels.ToList(), device), outputVar), expected);
+            // The scores read as doubles (the C API converts).
+            var asDoubleMap = new Dictionary<Variable, Value> { { outputVar, null } };
+            scores.Evaluate(new Dictionary<Variable, Value> { { features, inputVal } }, asDoubleMap, device);
+            IList<IList<double>> asDoubles = asDoubleMap[outputVar].GetDenseData<double>(outputVar);
+            Expect(asDoubles.Count == images && asDoubles.SelectMany(v => v).SequenceEqual(expected.Select(x => (double)x)),
+                   "the scores read as doubles: " + images + " images of 10, equal to the floats");
 
             var clones = new List<Function> { scores, scores.Clone(ParameterCloningMethod.Share), scores.Clone(ParameterCloningMethod.Share) };
             Task<IList<IList<float>>>[] tasks = clones.Select(clone => Task.Factory.StartNew(() => {

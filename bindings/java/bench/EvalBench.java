@@ -4,8 +4,10 @@
 // JNI methods (one C API call each, as bench_c_api_eval calls them from C: its cost over Loom's
 // C++ ModelRunner is that bench's figure). The class sits in the client's package to reach
 // those methods. The two alternate in rounds, so the machine's drift falls on both alike;
-// prints the median microseconds per call and the ratio. --cpu-time measures the process's
-// CPU time (as bench_c_api_eval --cpu-time: fair on a loaded machine with OMP_NUM_THREADS=1).
+// prints the median microseconds per call and the ratio. --cpu-time measures the CPU time of
+// the thread that calls (to the nanosecond; the process's is counted in 10 ms ticks, and would
+// add the JIT compiler's threads), as bench_c_api_eval --cpu-time measures its one thread's:
+// fair on a loaded machine with OMP_NUM_THREADS=1.
 //
 //   java -Djava.library.path=DIR -cp cntk.jar:cntk_java_bench.jar com.microsoft.CNTK.EvalBench
 //        MODEL [--calls N] [--rounds N] [--cpu-time]
@@ -59,24 +61,27 @@ public class EvalBench {
             }
           };
           float[] raw = data.toArray();
-          long[] shape = input.getShape().toLoom();
+          long[] shape = input.getShape().toLoom(), first = {0};
+          long[] values = new long[1];
           Runnable bare = () -> {
-            long value = Native.createDenseFloat(shape, batch, null, raw);
-            long result =
-                Native.evaluate(bareModel, new long[] {0}, new long[] {value}, new long[] {0}, false)[0];
+            values[0] = Native.createDenseFloat(shape, batch, null, raw, raw.length);
+            long result = Native.evaluate(bareModel, first, values, first, false)[0];
             Native.valueFloats(result);
             Native.freeValue(result);
-            Native.freeValue(value);
+            Native.freeValue(values[0]);
           };
           // The JVM compiles a path fully after some 10,000 calls: both paths run 20,000 calls
-          // (at least 2 s) before the rounds are timed.
+          // (at least 2 s, at most 15 s: at batch 64 a call takes milliseconds) before the
+          // rounds are timed.
           for (Runnable path : new Runnable[] {client, bare}) {
             long start = System.nanoTime();
-            for (int i = 0; i < 20000 || System.nanoTime() - start < 2_000_000_000L; ++i) path.run();
+            for (int i = 0; (i < 20000 && System.nanoTime() - start < 15_000_000_000L)
+                            || System.nanoTime() - start < 2_000_000_000L;
+                 ++i)
+              path.run();
           }
-          // About 0.2 s of calls a round (1 s of CPU time, which the system counts in 10 ms
-          // ticks) unless --calls says.
-          int n = calls > 0 ? calls : Math.max(1, (int) ((cpuTime ? 1e6 : 2e5) / microsPerCall(5, client)));
+          // About 0.2 s of calls a round unless --calls says.
+          int n = calls > 0 ? calls : Math.max(1, (int) (2e5 / microsPerCall(5, client)));
           List<Double> clientUs = new ArrayList<>(), bareUs = new ArrayList<>();
           for (int r = 0; r < rounds; ++r) {
             clientUs.add(microsPerCall(n, client));
@@ -99,11 +104,11 @@ public class EvalBench {
 
   static boolean cpuTime;
 
+  static final java.lang.management.ThreadMXBean THREADS =
+      java.lang.management.ManagementFactory.getThreadMXBean();
+
   static double nowMicros() {
-    return (cpuTime ? ((com.sun.management.OperatingSystemMXBean)
-                           java.lang.management.ManagementFactory.getOperatingSystemMXBean())
-                          .getProcessCpuTime()
-                    : System.nanoTime()) / 1e3;
+    return (cpuTime ? THREADS.getCurrentThreadCpuTime() : System.nanoTime()) / 1e3;
   }
 
   static double microsPerCall(int calls, Runnable call) {

@@ -95,11 +95,53 @@ class Elements {
   int64_t size_ = 0;
 };
 
-std::vector<int64_t> longs(JNIEnv* env, jlongArray array) {
-  std::vector<int64_t> v(static_cast<size_t>(env->GetArrayLength(array)));
-  env->GetLongArrayRegion(array, 0, jsize(v.size()), reinterpret_cast<jlong*>(v.data()));
-  return v;
-}
+// A Java long[]'s elements (none for null), copied: on the stack when they are few, as an
+// evaluation's indices and a shape are.
+class Longs {
+ public:
+  Longs(JNIEnv* env, jlongArray array) {
+    if (array == nullptr) return;
+    size_ = env->GetArrayLength(array);
+    if (size_ > jsize(kInline)) {
+      heap_.resize(size_t(size_));
+      data_ = heap_.data();
+    }
+    env->GetLongArrayRegion(array, 0, size_, reinterpret_cast<jlong*>(data_));
+  }
+  Longs(const Longs&) = delete;
+  Longs& operator=(const Longs&) = delete;
+  const int64_t* data() const { return data_; }
+  int64_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  int64_t inline_[kInline];
+  std::vector<int64_t> heap_;
+  int64_t* data_ = inline_;
+  jsize size_ = 0;
+};
+
+// count pointers, on the stack when they are few.
+template <typename T>
+class Pointers {
+ public:
+  explicit Pointers(size_t count) {
+    if (count > kInline) {
+      heap_.resize(count);
+      data_ = heap_.data();
+    }
+  }
+  Pointers(const Pointers&) = delete;
+  Pointers& operator=(const Pointers&) = delete;
+  T** data() { return data_; }
+  T*& operator[](size_t i) { return data_[i]; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  T* inline_[kInline] = {};
+  std::vector<T*> heap_;
+  T** data_ = inline_;
+};
 
 jlongArray long_array(JNIEnv* env, const std::vector<int64_t>& values) {
   jlongArray out = env->NewLongArray(jsize(values.size()));
@@ -116,24 +158,33 @@ jbyteArray byte_array(JNIEnv* env, const char* text) {
   return out;
 }
 
-// num_samples dense samples (lengths null) or sequences; data holds dtype elements.
+// Throws an IllegalArgumentException with this message.
+void throw_argument_error(JNIEnv* env, const char* message) {
+  jclass cls = env->FindClass("java/lang/IllegalArgumentException");
+  if (cls != nullptr) env->ThrowNew(cls, message);
+}
+
+// num_samples dense samples (lengths null) or sequences from the first count elements of data
+// (dtype's elements): the caller's vector storage, often longer than its contents.
 template <typename Array, typename T>
 jlong create_dense(JNIEnv* env, loom_dtype dtype, jlongArray shape, jlong num_samples,
-                   jlongArray lengths, Array data) {
+                   jlongArray lengths, Array data, jint count) {
   // Read first: no JNI call may come between GetPrimitiveArrayCritical and its release.
-  const std::vector<int64_t> dims = longs(env, shape);
-  const std::vector<int64_t> lens =
-      lengths != nullptr ? longs(env, lengths) : std::vector<int64_t>();
+  const Longs dims(env, shape), lens(env, lengths);
+  if (data != nullptr && (count < 0 || count > env->GetArrayLength(data))) {
+    throw_argument_error(env, "createDense: count is outside the data array");
+    return 0;
+  }
   loom_value* value = nullptr;
   loom_status status;
   {
     Elements<Array, T> values(env, data);
+    const int64_t n = data != nullptr ? int64_t(count) : 0;
     status = lengths == nullptr
-                 ? loom_value_create_dense(dtype, dims.data(), int64_t(dims.size()), num_samples,
-                                           values.data(), values.size(), &value)
-                 : loom_value_create_dense_sequences(dtype, dims.data(), int64_t(dims.size()),
-                                                     int64_t(lens.size()), lens.data(),
-                                                     values.data(), values.size(), &value);
+                 ? loom_value_create_dense(dtype, dims.data(), dims.size(), num_samples,
+                                           values.data(), n, &value)
+                 : loom_value_create_dense_sequences(dtype, dims.data(), dims.size(), lens.size(),
+                                                     lens.data(), values.data(), n, &value);
   }
   return ok(env, status) ? reinterpret_cast<jlong>(value) : 0;
 }
@@ -231,40 +282,52 @@ LOOM_JNI(jlongArray, variableShape)(JNIEnv* env, jclass, jlong model, jint kind,
 LOOM_JNI(jlongArray, evaluate)
 (JNIEnv* env, jclass, jlong model, jlongArray input_indices, jlongArray inputs,
  jlongArray output_indices, jboolean nodes) {
-  const std::vector<int64_t> in_index = longs(env, input_indices), handles = longs(env, inputs),
-                             out_index = longs(env, output_indices);
-  std::vector<loom_value*> in(handles.size());
-  for (size_t i = 0; i < handles.size(); ++i) in[i] = value_of(handles[i]);
-  std::vector<loom_value*> out(out_index.size());
-  const auto evaluate = nodes ? loom_model_evaluate_nodes : loom_model_evaluate_by_index;
-  if (!ok(env, evaluate(model_of(model), int64_t(in.size()), in_index.data(), in.data(),
-                        int64_t(out.size()), out_index.data(), out.data())))
+  const Longs in_index(env, input_indices), handles(env, inputs), out_index(env, output_indices);
+  if (handles.size() != in_index.size()) {
+    throw_argument_error(env, "evaluate: as many input values as input indices are needed");
     return nullptr;
-  std::vector<int64_t> results(out.size());
-  for (size_t i = 0; i < out.size(); ++i) results[i] = reinterpret_cast<int64_t>(out[i]);
-  return long_array(env, results);
+  }
+  Pointers<loom_value> in(size_t(handles.size()));
+  for (int64_t i = 0; i < handles.size(); ++i) in[size_t(i)] = value_of(handles.data()[i]);
+  Pointers<loom_value> out(size_t(out_index.size()));
+  const auto evaluate = nodes ? loom_model_evaluate_nodes : loom_model_evaluate_by_index;
+  if (!ok(env, evaluate(model_of(model), in_index.size(), in_index.data(), in.data(),
+                        out_index.size(), out_index.data(), out.data())))
+    return nullptr;
+  jlongArray results = env->NewLongArray(jsize(out_index.size()));
+  if (results == nullptr) {  // an OutOfMemoryError is pending: the values are not returned
+    for (int64_t i = 0; i < out_index.size(); ++i) loom_value_free(out[size_t(i)]);
+    return nullptr;
+  }
+  for (int64_t i = 0; i < out_index.size(); ++i) {
+    const jlong h = reinterpret_cast<jlong>(out[size_t(i)]);
+    env->SetLongArrayRegion(results, jsize(i), 1, &h);
+  }
+  return results;
 }
 
 LOOM_JNI(jlong, createDenseFloat)
-(JNIEnv* env, jclass, jlongArray shape, jlong num_samples, jlongArray lengths, jfloatArray data) {
-  return create_dense<jfloatArray, jfloat>(env, LOOM_FLOAT32, shape, num_samples, lengths, data);
+(JNIEnv* env, jclass, jlongArray shape, jlong num_samples, jlongArray lengths, jfloatArray data,
+ jint count) {
+  return create_dense<jfloatArray, jfloat>(env, LOOM_FLOAT32, shape, num_samples, lengths, data,
+                                           count);
 }
 
 LOOM_JNI(jlong, createDenseDouble)
-(JNIEnv* env, jclass, jlongArray shape, jlong num_samples, jlongArray lengths, jdoubleArray data) {
-  return create_dense<jdoubleArray, jdouble>(env, LOOM_FLOAT64, shape, num_samples, lengths, data);
+(JNIEnv* env, jclass, jlongArray shape, jlong num_samples, jlongArray lengths, jdoubleArray data,
+ jint count) {
+  return create_dense<jdoubleArray, jdouble>(env, LOOM_FLOAT64, shape, num_samples, lengths, data,
+                                             count);
 }
 
 LOOM_JNI(jlong, createOneHot)
 (JNIEnv* env, jclass, jint dtype, jlong dimension, jlongArray lengths, jlongArray indices) {
-  const std::vector<int64_t> hot = longs(env, indices);
-  const std::vector<int64_t> lens =
-      lengths != nullptr ? longs(env, lengths) : std::vector<int64_t>();
+  const Longs hot(env, indices), lens(env, lengths);
   loom_value* value = nullptr;
   const loom_status status =
       lengths == nullptr
-          ? loom_value_create_one_hot(dtype, dimension, int64_t(hot.size()), hot.data(), &value)
-          : loom_value_create_one_hot_sequences(dtype, dimension, int64_t(lens.size()), lens.data(),
+          ? loom_value_create_one_hot(dtype, dimension, hot.size(), hot.data(), &value)
+          : loom_value_create_one_hot_sequences(dtype, dimension, lens.size(), lens.data(),
                                                 hot.data(), &value);
   return ok(env, status) ? reinterpret_cast<jlong>(value) : 0;
 }
@@ -281,20 +344,20 @@ LOOM_JNI(jint, valueFlags)(JNIEnv* env, jclass, jlong value) {
   return flags;
 }
 
-LOOM_JNI(jlongArray, valueSampleShape)(JNIEnv* env, jclass, jlong value) {
-  int64_t rank = 0;
-  if (!ok(env, loom_value_sample_rank(value_of(value), &rank))) return nullptr;
-  std::vector<int64_t> dims(static_cast<size_t>(rank));
-  if (!ok(env, loom_value_sample_shape(value_of(value), dims.data(), rank))) return nullptr;
-  return long_array(env, dims);
-}
-
-LOOM_JNI(jlongArray, valueSequenceLengths)(JNIEnv* env, jclass, jlong value) {
-  int64_t n = 0;
-  if (!ok(env, loom_value_num_sequences(value_of(value), &n))) return nullptr;
-  std::vector<int64_t> lengths(static_cast<size_t>(n));
-  if (!ok(env, loom_value_sequence_lengths(value_of(value), lengths.data(), n))) return nullptr;
-  return long_array(env, lengths);
+// A value's layout in one call: {rank, the sample shape's rank dimensions (Loom's order),
+// the number of sequences n, the n sequence lengths}.
+LOOM_JNI(jlongArray, valueLayout)(JNIEnv* env, jclass, jlong value) {
+  const loom_value* v = value_of(value);
+  int64_t rank = 0, n = 0;
+  if (!ok(env, loom_value_sample_rank(v, &rank)) || !ok(env, loom_value_num_sequences(v, &n)))
+    return nullptr;
+  std::vector<int64_t> layout(size_t(rank + n + 2));
+  layout[0] = rank;
+  layout[size_t(rank) + 1] = n;
+  if (!ok(env, loom_value_sample_shape(v, layout.data() + 1, rank)) ||
+      !ok(env, loom_value_sequence_lengths(v, layout.data() + rank + 2, n)))
+    return nullptr;
+  return long_array(env, layout);
 }
 
 LOOM_JNI(jfloatArray, valueFloats)(JNIEnv* env, jclass, jlong value) {

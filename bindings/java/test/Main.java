@@ -98,6 +98,34 @@ public class Main {
       float[] expected = loomEval(path, outputVar, "mnist", idx(features, pixels), idx(labels, oneHot));
       Value inputVal = Value.createBatchFloat(features.getShape(), vector(pixels, 0, pixels.length), device);
       sameBits("batch of 4 images", evaluate(scores, features, inputVal, outputVar), expected);
+      // The scores read as doubles (the C API converts), and a vector read back grows as any.
+      UnorderedMapVariableValuePtr in = new UnorderedMapVariableValuePtr(), out = new UnorderedMapVariableValuePtr();
+      in.add(features, inputVal);
+      out.add(outputVar, null);
+      scores.evaluate(in, out, device);
+      DoubleVectorVector asDoubles = new DoubleVectorVector();
+      out.getitem(outputVar).copyVariableValueToDouble(outputVar, asDoubles);
+      boolean same = asDoubles.size() == images;
+      for (int i = 0; same && i < images; ++i) {
+        same = asDoubles.get(i).size() == 10;
+        for (int j = 0; same && j < 10; ++j) same = asDoubles.get(i).get(j) == (double) expected[i * 10 + j];
+      }
+      expect(same, "the scores read as doubles: " + images + " images of 10, equal to the floats");
+      DoubleVector first = asDoubles.get(0);
+      first.add(7.0);
+      expect(first.size() == 11 && first.get(10) == 7.0 && first.get(0) == (double) expected[0],
+          "a vector read back takes another element");
+      // Doubles in: a batch of double samples reads back as it was made.
+      DoubleVector doubles = new DoubleVector();
+      for (float p : pixels) doubles.add(p);
+      try (Value batch64 = Value.createBatchDouble(features.getShape(), doubles, device)) {
+        DoubleVectorVector back = new DoubleVectorVector();
+        batch64.copyVariableValueToDouble(features, back);
+        boolean equal = batch64.getDataType() == DataType.Double && back.size() == images;
+        for (int i = 0; equal && i < pixels.length; ++i)
+          equal = back.get(i / 784).get(i % 784) == (double) pixels[i];
+        expect(equal, "a batch of doubles reads back as it was made");
+      }
 
       List<Function> clones = Arrays.asList(scores, scores.clone(ParameterCloningMethod.Share),
           scores.clone(ParameterCloningMethod.Share));

@@ -10,6 +10,11 @@ public class DoubleVector extends PrimitiveVector {
     super(double.class, n);
   }
 
+  /** A vector over data (not copied). */
+  DoubleVector(double[] data, int n) {
+    super(n, data);
+  }
+
   public void add(double x) {
     int i = append(); // first: it may replace the array
     ((double[]) items)[i] = x;
@@ -21,6 +26,10 @@ public class DoubleVector extends PrimitiveVector {
 
   public void set(int i, double value) {
     ((double[]) items)[index(i)] = value;
+  }
+
+  double[] storageDoubles() {
+    return (double[]) storage();
   }
 
   double[] toArray() {

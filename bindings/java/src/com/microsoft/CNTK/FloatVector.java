@@ -10,6 +10,11 @@ public class FloatVector extends PrimitiveVector {
     super(float.class, n);
   }
 
+  /** A vector over data (not copied). */
+  FloatVector(float[] data, int n) {
+    super(n, data);
+  }
+
   public void add(float x) {
     int i = append(); // first: it may replace the array
     ((float[]) items)[i] = x;
@@ -21,6 +26,10 @@ public class FloatVector extends PrimitiveVector {
 
   public void set(int i, float value) {
     ((float[]) items)[index(i)] = value;
+  }
+
+  float[] storageFloats() {
+    return (float[]) storage();
   }
 
   float[] toArray() {

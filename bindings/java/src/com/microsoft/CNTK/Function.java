@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 
 /**
  * CNTK's Function, for evaluation: a loaded model (one loom_model handle) with its arguments
@@ -95,29 +96,30 @@ public final class Function implements AutoCloseable {
     long self = model.get();
     long[] inputIndices = new long[(int) inputs.size()], inputValues = new long[inputIndices.length];
     int n = 0;
-    for (Variable key : inputs.keySet()) {
-      Variable argument = find(arguments, key, "argument");
-      Value value = inputs.getitem(key);
+    for (Map.Entry<Variable, Value> entry : inputs.entries()) {
+      Variable argument = find(arguments, entry.getKey(), "argument");
+      Value value = entry.getValue();
       if (value == null)
-        throw new IllegalArgumentException("Function.evaluate: the input value of " + key + " is null");
+        throw new IllegalArgumentException("Function.evaluate: the input value of " + entry.getKey() + " is null");
       inputIndices[n] = argument.index;
       inputValues[n++] = value.address();
     }
-    Variable[] wanted = outputs.keySet().toArray(new Variable[0]);
     // The model's outputs by index; with an inner function's output among them, all by node
     // index.
     boolean byNode = false;
-    for (Variable v : wanted) byNode |= v != null && v.node && !this.outputs.contains(v);
-    long[] outputIndices = new long[wanted.length];
-    for (int i = 0; i < wanted.length; ++i)
-      outputIndices[i] = find(byNode ? nodes() : this.outputs, wanted[i], "output").index;
+    for (Variable v : outputs.keySet()) byNode |= v != null && v.node && !this.outputs.contains(v);
+    long[] outputIndices = new long[(int) outputs.size()];
+    n = 0;
+    for (Variable v : outputs.keySet())
+      outputIndices[n++] = find(byNode ? nodes() : this.outputs, v, "output").index;
     long[] results = Native.evaluate(self, inputIndices, inputValues, outputIndices, byNode);
     Value[] made = new Value[results.length];
     for (int i = 0; i < results.length; ++i) made[i] = new Value(results[i]);
-    for (int i = 0; i < wanted.length; ++i) {
-      Value given = outputs.getitem(wanted[i]);
-      if (given == null) outputs.setitem(wanted[i], made[i]);
-      else given.takeDataOf(made[i], wanted[i]);
+    n = 0;
+    for (Map.Entry<Variable, Value> entry : outputs.entries()) {
+      Value given = entry.getValue();
+      if (given == null) entry.setValue(made[n++]);
+      else given.takeDataOf(made[n++], entry.getKey());
     }
   }
 

@@ -12,6 +12,11 @@ public final class NDShape {
   public static final long FreeDimension = -3; // LOOM_DIM_FREE
 
   private final long[] dims;
+  // Computed once (an NDShape does not change): Loom's order, whether a dimension is inferred or
+  // free, the number of elements.
+  private final long[] loomDims;
+  private final boolean inferred, free;
+  private final long totalSize;
 
   public NDShape() {
     this(new long[0]);
@@ -36,6 +41,17 @@ public final class NDShape {
             "NDShape dimension " + d
                 + ": a dimension is a size (>= 0), InferredDimension or FreeDimension");
     dims = dimensions;
+    loomDims = reversed(dimensions);
+    boolean anyInferred = false, anyFree = false;
+    long size = 1;
+    for (long d : dimensions) {
+      anyInferred |= d == InferredDimension;
+      anyFree |= d == FreeDimension;
+      size *= d;
+    }
+    inferred = anyInferred;
+    free = anyFree;
+    totalSize = size;
   }
 
   public long getRank() {
@@ -55,26 +71,24 @@ public final class NDShape {
   }
 
   public boolean hasInferredDimension() {
-    return Arrays.stream(dims).anyMatch(d -> d == InferredDimension);
+    return inferred;
   }
 
   public boolean hasFreeDimension() {
-    return Arrays.stream(dims).anyMatch(d -> d == FreeDimension);
+    return free;
   }
 
   public boolean hasUnboundDimension() {
-    return hasInferredDimension() || hasFreeDimension();
+    return inferred || free;
   }
 
   public long getTotalSize() {
-    if (hasUnboundDimension())
+    if (inferred || free)
       throw new IllegalStateException(
           "NDShape " + this
               + " has an inferred or free dimension: its total size is not known before data"
               + " are given");
-    long size = 1;
-    for (long d : dims) size *= d;
-    return size;
+    return totalSize;
   }
 
   public NDShape appendShape(NDShape shape) {
@@ -88,8 +102,9 @@ public final class NDShape {
     return new NDShape(reversed(loomDims));
   }
 
+  /** Loom's order: the shape's own array, which the caller only reads (the JNI calls do). */
   long[] toLoom() {
-    return reversed(dims);
+    return loomDims;
   }
 
   @Override

@@ -59,10 +59,15 @@ final class Native {
   static native long[] evaluate(long model, long[] inputIndices, long[] inputs, long[] outputIndices,
       boolean nodes);
 
-  /** numSamples dense samples (lengths null) or sequences of a sample shape in Loom's order. */
-  static native long createDenseFloat(long[] shape, long numSamples, long[] lengths, float[] data);
+  /**
+   * numSamples dense samples (lengths null) or sequences of a sample shape in Loom's order, from
+   * the first count elements of data (a vector's storage, often longer than the vector).
+   */
+  static native long createDenseFloat(long[] shape, long numSamples, long[] lengths, float[] data,
+      int count);
 
-  static native long createDenseDouble(long[] shape, long numSamples, long[] lengths, double[] data);
+  static native long createDenseDouble(long[] shape, long numSamples, long[] lengths, double[] data,
+      int count);
 
   /** One-hot samples (lengths null) or sequences. */
   static native long createOneHot(int dataType, long dimension, long[] lengths, long[] indices);
@@ -71,9 +76,11 @@ final class Native {
 
   static native int valueFlags(long value);
 
-  static native long[] valueSampleShape(long value);
-
-  static native long[] valueSequenceLengths(long value);
+  /**
+   * A value's layout in one call: {rank, the sample shape's rank dimensions in Loom's order, the
+   * number of sequences n, the n sequence lengths}; see Value.Layout.
+   */
+  static native long[] valueLayout(long value);
 
   static native float[] valueFloats(long value);
 

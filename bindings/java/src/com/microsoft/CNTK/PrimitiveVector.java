@@ -17,6 +17,12 @@ abstract class PrimitiveVector {
     size = (int) n;
   }
 
+  /** A vector over an array of its own (not copied): its first n elements. */
+  PrimitiveVector(int n, Object array) {
+    items = array;
+    size = n;
+  }
+
   public long size() {
     return size;
   }
@@ -39,7 +45,7 @@ abstract class PrimitiveVector {
 
   /** The index a new element goes to (growing the storage when full). */
   protected int append() {
-    if (size == capacity()) resize(2 * size);
+    if (size == capacity()) resize(Math.max(16, 2 * size));
     return size++;
   }
 
@@ -48,6 +54,11 @@ abstract class PrimitiveVector {
       throw new IndexOutOfBoundsException(
           "index " + i + " of a " + getClass().getSimpleName() + " of " + size + " elements");
     return i;
+  }
+
+  /** The storage: the elements are its first size() entries (for a native call to read). */
+  Object storage() {
+    return items;
   }
 
   /** The elements, as a primitive array of their own. */

@@ -1,5 +1,7 @@
 package com.microsoft.CNTK;
 
+import java.util.Arrays;
+
 /**
  * CNTK's Value: data going into or coming out of an evaluation (one loom_value handle). The C
  * API copies the caller's data when a Value is made, so the vectors may be reused at once.
@@ -33,15 +35,16 @@ public final class Value implements AutoCloseable {
 
   /** A batch of samples, one after another. */
   public static Value createBatchFloat(NDShape sampleShape, FloatVector batch, DeviceDescriptor device) {
-    float[] data = batch.toArray();
-    int n = samples(sampleShape, data.length, "Value.createBatchFloat");
-    return new Value(Native.createDenseFloat(sampleShape.toLoom(), n, null, data));
+    // The vector's own storage: the C API copies the elements.
+    int count = (int) batch.size();
+    int n = samples(sampleShape, count, "Value.createBatchFloat");
+    return new Value(Native.createDenseFloat(sampleShape.toLoom(), n, null, batch.storageFloats(), count));
   }
 
   public static Value createBatchDouble(NDShape sampleShape, DoubleVector batch, DeviceDescriptor device) {
-    double[] data = batch.toArray();
-    int n = samples(sampleShape, data.length, "Value.createBatchDouble");
-    return new Value(Native.createDenseDouble(sampleShape.toLoom(), n, null, data));
+    int count = (int) batch.size();
+    int n = samples(sampleShape, count, "Value.createBatchDouble");
+    return new Value(Native.createDenseDouble(sampleShape.toLoom(), n, null, batch.storageDoubles(), count));
   }
 
   public static Value createSequenceFloat(NDShape sampleShape, FloatVector sequence, DeviceDescriptor device) {
@@ -135,39 +138,48 @@ public final class Value implements AutoCloseable {
    * number of sequences (samples of a batch are sequences of length 1).
    */
   public NDShape getShape() {
-    long[] lengths = Native.valueSequenceLengths(address());
+    Layout layout = layout();
     long longest = 0;
-    for (long l : lengths) longest = Math.max(longest, l);
+    for (int i = 0; i < layout.sequences(); ++i) longest = Math.max(longest, layout.length(i));
     SizeTVector axes = new SizeTVector();
     axes.add(longest);
-    axes.add(lengths.length);
-    return sampleShape().appendShape(new NDShape(axes));
+    axes.add(layout.sequences());
+    return layout.sampleShape().appendShape(new NDShape(axes));
   }
 
   /** The data of each sequence (or sample) into `sequences`, its steps in CNTK's order. */
   public void copyVariableValueToFloat(Variable outputVariable, FloatVectorVector sequences) {
-    long[] lengths = checkedLengths(outputVariable);
-    float[] data = Native.valueFloats(address());
+    long self = address();
+    Layout layout = checkedLayout(outputVariable, self);
+    float[] data = Native.valueFloats(self);
     sequences.clear();
-    int start = 0, size = (int) sampleShape().getTotalSize();
-    for (long length : lengths) {
-      FloatVector sequence = new FloatVector();
-      sequence.reserve(length * size);
-      for (int i = 0; i < length * size; ++i) sequence.add(data[start++]);
-      sequences.add(sequence);
+    // One sequence takes the array as it is; more take their part each.
+    if (layout.sequences() == 1) {
+      sequences.add(new FloatVector(data, data.length));
+      return;
+    }
+    int start = 0;
+    for (int i = 0; i < layout.sequences(); ++i) {
+      int size = layout.elements(i);
+      sequences.add(new FloatVector(Arrays.copyOfRange(data, start, start + size), size));
+      start += size;
     }
   }
 
   public void copyVariableValueToDouble(Variable outputVariable, DoubleVectorVector sequences) {
-    long[] lengths = checkedLengths(outputVariable);
-    double[] data = Native.valueDoubles(address());
+    long self = address();
+    Layout layout = checkedLayout(outputVariable, self);
+    double[] data = Native.valueDoubles(self);
     sequences.clear();
-    int start = 0, size = (int) sampleShape().getTotalSize();
-    for (long length : lengths) {
-      DoubleVector sequence = new DoubleVector();
-      sequence.reserve(length * size);
-      for (int i = 0; i < length * size; ++i) sequence.add(data[start++]);
-      sequences.add(sequence);
+    if (layout.sequences() == 1) {
+      sequences.add(new DoubleVector(data, data.length));
+      return;
+    }
+    int start = 0;
+    for (int i = 0; i < layout.sequences(); ++i) {
+      int size = layout.elements(i);
+      sequences.add(new DoubleVector(Arrays.copyOfRange(data, start, start + size), size));
+      start += size;
     }
   }
 
@@ -189,9 +201,8 @@ public final class Value implements AutoCloseable {
 
   /** Evaluate's result into an output Value the caller gave: CNTK writes into it. */
   synchronized void takeDataOf(Value result, Variable output) {
-    if (!result.sampleShape().equals(sampleShape())
-        || !java.util.Arrays.equals(Native.valueSequenceLengths(result.address()),
-            Native.valueSequenceLengths(address()))) {
+    Layout mine = layout(), theirs = result.layout();
+    if (!theirs.sameAs(mine)) {
       String message = "Function.evaluate: the Value given for output " + output + " has shape "
           + getShape() + "; the output has " + result.getShape() + ": give null to get a new Value";
       result.close();
@@ -201,16 +212,60 @@ public final class Value implements AutoCloseable {
     handle = result.handle;
   }
 
-  private NDShape sampleShape() {
-    return NDShape.fromLoom(Native.valueSampleShape(address()));
+  /**
+   * A value's sample shape and sequence lengths, read in one native call: {rank, the rank
+   * dimensions in Loom's order, the number of sequences n, the n lengths}.
+   */
+  private static final class Layout {
+    private final long[] v;
+    private final int rank;
+    private final long sampleSize;
+
+    Layout(long[] v) {
+      this.v = v;
+      rank = (int) v[0];
+      long size = 1;
+      for (int i = 1; i <= rank; ++i) size *= v[i];
+      sampleSize = size;
+    }
+
+    int sequences() {
+      return (int) v[rank + 1];
+    }
+
+    long length(int i) {
+      return v[rank + 2 + i];
+    }
+
+    /** The elements of sequence i. */
+    int elements(int i) {
+      return (int) (length(i) * sampleSize);
+    }
+
+    long sampleSize() {
+      return sampleSize;
+    }
+
+    NDShape sampleShape() {
+      return NDShape.fromLoom(Arrays.copyOfRange(v, 1, rank + 1));
+    }
+
+    boolean sameAs(Layout other) {
+      return Arrays.equals(v, other.v);
+    }
   }
 
-  private long[] checkedLengths(Variable outputVariable) {
-    NDShape sample = sampleShape(), expected = outputVariable.getShape();
-    if (!expected.hasUnboundDimension() && expected.getTotalSize() != sample.getTotalSize())
+  private Layout layout() {
+    return new Layout(Native.valueLayout(address()));
+  }
+
+  private static Layout checkedLayout(Variable outputVariable, long value) {
+    Layout layout = new Layout(Native.valueLayout(value));
+    NDShape expected = outputVariable.getShape();
+    if (!expected.hasUnboundDimension() && expected.getTotalSize() != layout.sampleSize())
       throw new IllegalArgumentException("Value.copyVariableValueTo: the value's samples have shape "
-          + sample + ", the variable " + outputVariable + " has " + expected);
-    return Native.valueSequenceLengths(address());
+          + layout.sampleShape() + ", the variable " + outputVariable + " has " + expected);
+    return layout;
   }
 
   private static Value denseSequences(NDShape sampleShape, Object[] each, Object data, String what) {
@@ -225,8 +280,9 @@ public final class Value implements AutoCloseable {
       lengths[i] = n / size;
     }
     long[] shape = sampleShape.toLoom();
-    return new Value(data instanceof float[] ? Native.createDenseFloat(shape, 0, lengths, (float[]) data)
-                                             : Native.createDenseDouble(shape, 0, lengths, (double[]) data));
+    int count = java.lang.reflect.Array.getLength(data);
+    return new Value(data instanceof float[] ? Native.createDenseFloat(shape, 0, lengths, (float[]) data, count)
+                                             : Native.createDenseDouble(shape, 0, lengths, (double[]) data, count));
   }
 
   private static Value oneHotSequences(DataType type, long dimension, SizeTVectorVector sequences) {
