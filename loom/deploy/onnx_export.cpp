@@ -283,6 +283,10 @@ class Exporter {
         {"TopK", &Exporter::top_k},
         {"TopKIndices", &Exporter::top_k},
         {"OneHot", &Exporter::one_hot},
+        {"SquaredError", &Exporter::loss},
+        {"CrossEntropyWithSoftmax", &Exporter::loss},
+        {"BinaryCrossEntropy", &Exporter::loss},
+        {"ClassificationError", &Exporter::loss},
         {"Argmax", arg_reduce("ArgMax")},
         {"Argmin", arg_reduce("ArgMin")},
     };
@@ -614,6 +618,77 @@ class Exporter {
     produced_.insert(indices);
     set_int(n, "axis", int64_t(axis + x.dynamic));
     return positions ? cast_to(out, base, indices) : named(out, base);
+  }
+
+  // The per-sample losses, summed over the sample's static axes (keepdims 0):
+  // squared_error as ReduceSumSquare(a - b), cross_entropy_with_softmax as ReduceLogSumExp(z) -
+  // ReduceSum(t z), binary_cross_entropy as -ReduceSum(t log p + (1 - t) log(1 - p)), and
+  // classification_error (a vector sample, top 1) as 1 - ReduceSum(t Hardmax(z)), or CNTK's
+  // node's Cast(Not(Equal(ArgMax(z), ArgMax(t)))).
+  Val loss(const FunctionImpl& f, const Val& out) {
+    const Val a = value(f.inputs[0]), b = value(f.inputs[1]);
+    const std::string op = f.op->name();
+    LOOM_CHECK(a.shape == b.shape && a.dynamic == b.dynamic, ArgumentError,
+               "ONNX export: ", function_label(f), " (", op, ") has operands of types ",
+               f.inputs[0].type_string(), " and ", f.inputs[1].type_string(),
+               "; the export takes two of one type");
+    std::vector<int64_t> axes;
+    for (size_t k = 0; k < a.shape.rank(); ++k) axes.push_back(int64_t(k + a.dynamic));
+    const std::string base = output_name(f);
+    auto step = [&](const std::string& what) { return fresh(base + "_" + what); };
+    auto sum = [&](const char* reduce, const std::string& x, const std::string& name) {
+      const bool axes_input = std::string(reduce) == "ReduceSum";
+      pb::NodeProto& n =
+          node(reduce, axes_input ? std::vector{x, ints(axes)} : std::vector{x}, name);
+      if (!axes_input) set_ints(n, "axes", axes);
+      set_int(n, "keepdims", 0);
+      return name;
+    };
+    auto binary_node = [&](const char* o, const std::string& x, const std::string& y) {
+      const std::string name = step(o);
+      node(o, {x, y}, name);
+      return name;
+    };
+    const std::string x = use(a), t = use(b);
+    if (op == "SquaredError") {
+      sum("ReduceSumSquare", binary_node("Sub", x, t), base);
+    } else if (op == "CrossEntropyWithSoftmax") {
+      node("Sub",
+           {sum("ReduceLogSumExp", x, step("logsumexp")),
+            sum("ReduceSum", binary_node("Mul", t, x), step("dot"))},
+           base);
+    } else if (op == "BinaryCrossEntropy") {
+      const std::string one = scalar(1, out.dtype), log_p = step("log"), log_q = step("log1m");
+      node("Log", {x}, log_p);
+      node("Log", {binary_node("Sub", one, x)}, log_q);
+      const std::string terms = binary_node("Add", binary_node("Mul", t, log_p),
+                                            binary_node("Mul", binary_node("Sub", one, t), log_q));
+      node("Neg", {sum("ReduceSum", terms, step("sum"))}, base);
+    } else {  // ClassificationError
+      LOOM_CHECK(a.shape.rank() == 1 && f.attributes.get<int64_t>("top_n") == 1, ArgumentError,
+                 "ONNX export: ", function_label(f),
+                 " (ClassificationError) is exported for a vector sample and top_n 1, not ",
+                 f.inputs[0].type_string(), " and top_n ", f.attributes.get<int64_t>("top_n"));
+      const int64_t axis = int64_t(a.dynamic);
+      if (f.attributes.contains("argmax_target") && f.attributes.get<bool>("argmax_target")) {
+        auto argmax = [&](const std::string& v) {
+          const std::string name = step("argmax");
+          pb::NodeProto& n = node("ArgMax", {v}, name);
+          set_int(n, "axis", axis);
+          set_int(n, "keepdims", 0);
+          return name;
+        };
+        const std::string differ = step("differ");
+        node("Not", {binary_node("Equal", argmax(x), argmax(t))}, differ);
+        return cast_to(out, base, differ);
+      }
+      const std::string hard = step("hardmax");
+      set_int(node("Hardmax", {x}, hard), "axis", axis);
+      node("Sub",
+           {scalar(1, out.dtype), sum("ReduceSum", binary_node("Mul", t, hard), step("hit"))},
+           base);
+    }
+    return named(out, base);
   }
 
   // one_hot: ONNX's OneHot with depth num_classes and values (0, 1) of the output's type, its

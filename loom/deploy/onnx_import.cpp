@@ -151,7 +151,11 @@ class Importer {
     for (const pb::ValueInfoProto& o : g.output()) {
       auto it = values_.find(o.name());
       if (it != values_.end())
-        outputs.push_back(it->second.var);
+        // An output keeps its name where its value was made under another (an Identity node's,
+        // a Cast to the type it has).
+        outputs.push_back(it->second.var.name() == o.name()
+                              ? it->second.var
+                              : Variable(alias(it->second.var, o.name())));
       else if (constants_.count(o.name()))  // an initializer or a Constant node's output
         outputs.push_back(constant_output(o.name()));
       else if (const std::string why = unavailable(o.name()); !why.empty())
@@ -419,6 +423,7 @@ class Importer {
         {"Pad", &Importer::pad_node},
         {"LRN", &Importer::lrn},
         {"OneHot", &Importer::one_hot_node},
+        {"Hardmax", &Importer::hardmax_node},
     };
     return ops;
   }
@@ -773,6 +778,16 @@ class Importer {
     return {plus(element_times(y, constant(values[1] - values[0], t)), constant(values[0], t),
                  out_name()),
             x.dynamic};
+  }
+
+  // Hardmax: 1 at the first largest entry along one static axis, as the one-hot of Loom's
+  // argmax there.
+  Val hardmax_node() {
+    const Val x = in(0);
+    const Axis axis = static_axis(x, int_attribute(*node_, "axis", -1));
+    const int k = axis.static_index();
+    const Variable positions = loom::squeeze(argmax(x.var, axis), std::vector<int>{k});
+    return {one_hot(positions, x.var.shape()[size_t(k)], false, axis, out_name()), x.dynamic};
   }
 
   Val lrn() {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/deploy/onnx.h"
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/op.h"
 #include "loom/serialize/cntk_model.h"
@@ -486,6 +487,38 @@ Variable output_named(const Function& f, const std::string& name) {
     if (o.owner().name() == name) return o;
   ADD_FAILURE() << "no output named " << name;
   return f.outputs().at(0);
+}
+
+// The feed-forward networks round-trip through ONNX with every output the same, the criteria
+// (cross entropy, the error count, the logistic and squared errors) as ONNX compositions.
+TEST(CntkV1Model, FeedForwardNetworksRoundTripThroughOnnx) {
+  for (const char* file : {"v1_MC.dnn", "v1_LR_reg.dnn"}) {
+    SCOPED_TRACE(file);
+    const Function f = load_v1(file);
+    const Function g = load_onnx_from_bytes(save_onnx_to_bytes(f), std::string(file) + ".onnx");
+    ValueMap for_f, for_g;
+    for (const Variable& a : f.arguments()) {
+      std::vector<float> data(3 * a.shape().total_size());
+      for (size_t i = 0; i < data.size(); ++i) data[i] = float((i * 7) % 10) / 10.f + 0.05f;
+      const Value v = one_step_sequences(a.shape(), data);
+      for_f.emplace(a, v);
+      for_g.emplace(g.argument(a.name()), v);
+    }
+    const ValueMap expected = f.eval(for_f), got = g.eval(for_g);
+    ASSERT_EQ(got.size(), expected.size());
+    for (const auto& [output, value] : expected) {
+      const std::string name = output.owner().name();
+      const std::vector<std::vector<float>> want = value.as_sequences<float>(),
+                                            have =
+                                                got.at(output_named(g, name)).as_sequences<float>();
+      ASSERT_EQ(have.size(), want.size()) << name;
+      for (size_t s = 0; s < want.size(); ++s) {
+        ASSERT_EQ(have[s].size(), want[s].size()) << name;
+        for (size_t i = 0; i < want[s].size(); ++i)
+          EXPECT_NEAR(have[s][i], want[s][i], 1e-5 * std::max(1.f, std::abs(want[s][i]))) << name;
+      }
+    }
+  }
 }
 
 // A digit drawn as MNIST's are (LeCun et al.): white pen strokes on black, the drawing scaled

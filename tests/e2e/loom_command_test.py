@@ -566,10 +566,10 @@ try:
     expect(status == 408 and "--body-timeout" in body["error"], f"slow body: {status} {body}")
     refused += 3
 
-    # A 15.7 MB request: the server's peak grows by under 4 times the body (its numbers are read
-    # straight into the batch: before, 260 MB), and the memory goes back after it. The first
-    # such request plans an executor for its batch size, which the model runner keeps: measured
-    # on the second.
+    # A 15.7 MB request: the server's peak grows by under 5 times the body (its numbers are read
+    # straight into the batch, about 3.3 times, then evaluated by an executor whose buffers fit
+    # the batch: before, 260 MB), and the memory goes back after it, the executor's too (the
+    # model runner frees one that served a call over 8 MiB). Two in turn: the second's the same.
     big = b'{"inputs": [' + b",".join([b"[0.25,-1.5,0.75]"] * 980000) + b"]}"
     server_big = Server("--max-body", str(len(big)))
     try:
@@ -581,7 +581,7 @@ try:
             status, body = post_raw(server_big.port, big)
             expect(status == 200 and len(body["outputs"]) == 980000, f"15.7 MB: {status}")
         peak, after = kib(big_pid, "VmHWM") - rss, kib(big_pid, "VmRSS") - rss
-        expect(peak < 4 * len(big) / 1024, f"a {len(big)} B request took {peak} KiB at its peak")
+        expect(peak < 5 * len(big) / 1024, f"a {len(big)} B request took {peak} KiB at its peak")
         expect(after < len(big) / 8 / 1024, f"{after} KiB stayed after a {len(big)} B request")
     finally:
         server_big.stop()
