@@ -150,7 +150,7 @@ Function as_block(const Function& composite,
     LOOM_CHECK(substitutions.emplace(p, a).second, ArgumentError, label, ": ", p.describe(),
                " is mapped twice");
     placeholders.push_back(p);
-    arguments.emplace_back(a.impl());
+    arguments.push_back(a);
   }
   std::string unmapped;
   for (const Variable& a : composite_arguments) {
@@ -162,22 +162,37 @@ Function as_block(const Function& composite,
   }
   LOOM_CHECK(unmapped.empty(), ArgumentError, label, ": no variable is given for ", unmapped);
 
+  const std::vector<Variable> composite_outputs = composite.outputs();
+  for (size_t i = 0; i < composite_outputs.size(); ++i)
+    LOOM_CHECK(composite_outputs[i].is_output(), ArgumentError, label, ": output ", i,
+               " of the composite is ", composite_outputs[i].describe(),
+               ", which no function of the composite computes; pass it through alias()");
+  return block_view(expand_block(composite, std::move(placeholders), arguments, op_name,
+                                 instance_name, substitutions)
+                        .first);
+}
+
+std::pair<std::shared_ptr<BlockInfo>, std::vector<Variable>> expand_block(
+    const Function& composite, std::vector<Variable> placeholders,
+    const std::vector<Variable>& arguments, const std::string& op_name, const std::string& name,
+    const std::unordered_map<Variable, Variable>& substitutions) {
   const std::vector<Variable> outputs =
       clone_graph(composite.outputs(), ParameterCloneMethod::Share, substitutions);
   auto block = std::make_shared<BlockInfo>();
   block->op_name = op_name;
-  block->name = instance_name;
+  block->name = name;
   block->uid = new_uid("Block");
-  block->arguments = std::move(arguments);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    LOOM_CHECK(computed_inside(*block, outputs[i]), ArgumentError, label, ": output ", i,
-               " of the composite is ", outputs[i].describe(),
-               ", which no function of the composite computes; pass it through alias()");
-    block->outputs.push_back(outputs[i].impl());
+  for (const Variable& a : arguments) block->arguments.emplace_back(a.impl());
+  for (const Variable& o : outputs) {
+    // The composite's outputs are its functions' (as_block and Function::operator() check),
+    // so their copies are the block's functions'.
+    LOOM_CHECK(computed_inside(*block, o), StateError, "block ", op_name, ": ", o.describe(),
+               " is not computed inside the block");
+    block->outputs.push_back(o.impl());
   }
   attach_block(block);
   block->set_definition({composite, std::move(placeholders)});
-  return block_view(block);
+  return {block, outputs};
 }
 
 }  // namespace loom

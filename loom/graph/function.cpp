@@ -326,7 +326,7 @@ const Dictionary& Function::attributes() const {
 void Function::set_attribute(const std::string& name, const DictionaryValue& value) const {
   get(impl_);  // checks it is a function
   FunctionImpl& f = is_composite() && outputs().size() == 1 && output().is_output()
-                        ? *output().owner().impl()
+                        ? *output().producer().impl()  // inside a layer's block too
                         : *impl_;
   LOOM_CHECK(f.op, ArgumentError, "set_attribute('", name, "'): ", to_string(),
              " is not a primitive function");
@@ -378,13 +378,15 @@ std::string Function::op_name() const {
 
 std::string Function::to_string() const {
   const FunctionImpl& f = get(impl_);
-  // A primitive is shown as its op only when it is applied to the arguments themselves.
+  // A primitive or block (a layer's call) is shown as its op only when it is applied to the
+  // arguments themselves.
   bool direct = true;
   for (auto& in : f.inputs) direct = direct && !in.is_output();
   std::string s = (f.name.empty() ? "" : f.name + ": ") +
-                  (!f.op    ? f.block_name
-                   : direct ? op_name_of(f)
-                            : "Composite") +
+                  (!f.op && !f.block ? f.block_name
+                   : !direct         ? "Composite"
+                   : f.op            ? op_name_of(f)
+                                     : f.block_name) +
                   "(";
   auto args = arguments();
   for (size_t i = 0; i < args.size(); ++i)
@@ -465,10 +467,11 @@ Function combine(const std::vector<Variable>& outputs, const std::string& name) 
 }
 
 Function as_layer(const std::vector<Variable>& outputs, const std::string& block_name,
-                  const std::string& name, const std::vector<Variable>& arguments) {
+                  const std::string& name, const std::vector<Variable>& arguments, LayerCall call) {
   Function c = combine(outputs, name);
   c.impl()->block_name = block_name;
   c.impl()->signature = arguments;
+  c.impl()->call_as_block = call == LayerCall::Block;
   auto layer = std::make_shared<const LayerTag>(LayerTag{block_name, name});
   for (auto& p : c.parameters())
     if (!p.impl()->layer) p.impl()->layer = layer;
@@ -587,6 +590,7 @@ Function Function::clone(ParameterCloneMethod method,
   if (f.op) return new_roots[0].producer();
   Function c = combine(new_roots, name());  // not as_layer: the layer tags stay as they are
   c.impl()->block_name = f.block_name;
+  c.impl()->call_as_block = f.call_as_block;
   c.impl()->custom_attributes = f.custom_attributes;
   std::unordered_map<const VariableImpl*, Variable> substitute;
   for (auto& [from, to] : substitutions) substitute.emplace(from.impl().get(), to);
@@ -691,9 +695,39 @@ Function Function::operator()(const std::vector<Variable>& args) const {
     subst.emplace(params[i], args[i]);
     on_arguments = on_arguments && !args[i].is_output();
   }
+  if (Function block = call_as_block(params, args, subst); block.valid()) {
+    if (!on_arguments) block.impl()->block_name = "Composite";
+    return block;
+  }
   Function result = clone(ParameterCloneMethod::Share, subst);
   if (result.is_composite() && !on_arguments) result.impl()->block_name = "Composite";
+  result.impl()->call_as_block = false;  // a layer's result, not a layer
   return result;
+}
+
+Function Function::call_as_block(const std::vector<Variable>& params,
+                                 const std::vector<Variable>& args,
+                                 const std::unordered_map<Variable, Variable>& subst) const {
+  const FunctionImpl& f = get(impl_);
+  if (!f.call_as_block) return {};
+  // A block is a function of placeholders whose outputs its functions compute; a layer typed in
+  // place (update_signature: inputs for placeholders) or passing an argument through is inlined.
+  for (const Variable& p : params)
+    if (!p.is_placeholder()) return {};
+  if (arguments().size() != params.size()) return {};
+  for (const auto& o : f.outputs)
+    if (o->kind != VariableKind::Output) return {};
+  auto [block, outs] = expand_block(*this, params, args, f.block_name, f.name, subst);
+  // The call's result as CNTK's: a composite whose root is the block.
+  Function c = combine(outs, f.name);
+  c.impl()->block_name = f.block_name;
+  c.impl()->custom_attributes = f.custom_attributes;
+  for (const Variable& v : f.signature) {
+    auto it = subst.find(v);
+    const Variable& now = it == subst.end() ? v : it->second;
+    if (now.is_placeholder()) c.impl()->signature.push_back(now);
+  }
+  return c;
 }
 
 ValueMap Function::eval(const ValueMap& arguments, const std::vector<Variable>& outs) const {

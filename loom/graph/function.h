@@ -189,6 +189,10 @@ class Function {
 
  private:
   Value eval_named(const NamedData& data) const;
+  // A layer's call as a block (as_layer, LayerCall::Block): the composite of its outputs; an
+  // empty Function where the layer is not called as a block.
+  Function call_as_block(const std::vector<Variable>& params, const std::vector<Variable>& args,
+                         const std::unordered_map<Variable, Variable>& subst) const;
   // args with the placeholders of the signature (as_layer's arguments) first, in its order.
   std::vector<Variable> in_signature_order(std::vector<Variable> args) const;
 
@@ -212,12 +216,25 @@ Function combine(const std::vector<Variable>& outputs, const std::string& name =
 Function as_block(const Function& composite,
                   const std::vector<std::pair<Variable, Variable>>& arguments_map,
                   const std::string& op_name, const std::string& instance_name = "");
+// What a call of a layer (as_layer) leaves in the graph it is applied to.
+enum class LayerCall {
+  // A block of op block_name named name (CNTK's @BlockFunction layers: Dense, Embedding,
+  // Convolution, LSTM, ...): walks at depth 0 meet it, find_by_name finds it by the layer's name.
+  // A layer that passes an argument through (an identity, Activation(None)) is inlined instead.
+  Block,
+  // The composite's functions, inlined (CNTK's Recurrence, RecurrenceFrom, Fold and UnfoldFrom,
+  // which are composites, not blocks).
+  Inline,
+};
+
 // A composite of the given outputs that prints as block_name (how layers present themselves:
-// "Dense(Tensor[2]) -> Tensor[2]"); calling it gives a composite of the same block name. The
-// parameters it uses that belong to no layer yet become this layer's (Function::parameter).
+// "Dense(Tensor[2]) -> Tensor[2]"); calling it gives a composite of the same block name whose
+// root is the block of the call (LayerCall::Block, as CNTK's layers are). The parameters it uses
+// that belong to no layer yet become this layer's (Function::parameter).
 // arguments: its placeholders in the order a call binds them (default: the order of first use).
 Function as_layer(const std::vector<Variable>& outputs, const std::string& block_name,
-                  const std::string& name = "", const std::vector<Variable>& arguments = {});
+                  const std::string& name = "", const std::vector<Variable>& arguments = {},
+                  LayerCall call = LayerCall::Block);
 
 }  // namespace loom
 

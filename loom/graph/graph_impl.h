@@ -106,6 +106,9 @@ class FunctionImpl {
   std::string uid;
   // Set for combine() results and layer calls: the name it prints as ("Composite", "Dense").
   std::string block_name;
+  // A layer (as_layer) whose call is a block of op block_name and this function's name, as
+  // CNTK's layers are (Function::operator()).
+  bool call_as_block = false;
   // Composites: placeholders in the order a call binds them (as_layer's arguments), ahead of the
   // others; empty: the order of first use.
   std::vector<Variable> signature;
@@ -158,6 +161,15 @@ bool computed_inside(const BlockInfo& block, const Variable& v);
 // Records block on its outputs (each once, innermost blocks first) and gives them the block's
 // name, as CNTK's block outputs have.
 void attach_block(const std::shared_ptr<BlockInfo>& block);
+// composite (a function of the placeholders only, each output computed by one of its functions)
+// applied to arguments (placeholders[i] -> arguments[i], as substitutions holds), recorded as a
+// block of op op_name: the expansion, clone(Share) onto the arguments, and the block on its
+// outputs. as_block and the call of a layer (Function::operator()) make blocks with it. The
+// block, and its outputs held with their functions (the block keeps them weakly).
+std::pair<std::shared_ptr<BlockInfo>, std::vector<Variable>> expand_block(
+    const Function& composite, std::vector<Variable> placeholders,
+    const std::vector<Variable>& arguments, const std::string& op_name, const std::string& name,
+    const std::unordered_map<Variable, Variable>& substitutions);
 // A block's inputs as CNTK's: the parameters and constants its expansion reads, in order of
 // first use, then its arguments.
 std::vector<Variable> block_inputs(const BlockInfo& block);

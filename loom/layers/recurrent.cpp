@@ -232,9 +232,10 @@ Function Recurrence(const Function& step, const RecurrenceOptions& o) {
   const std::vector<Variable> inits = initial_states(states, o);
   if (o.fused && !o.return_full_state)
     if (std::optional<Variable> h = fused_recurrence_of(step, inits, x, o.go_backwards))
-      return as_layer({*h}, "Recurrence", o.name, {x});
+      return as_layer({*h}, "Recurrence", o.name, {x}, LayerCall::Inline);
   auto outs = recurrence(step, states, inits, x, o.go_backwards);
-  return as_layer(returned(outs, o.return_full_state), "Recurrence", o.name, {x});
+  return as_layer(returned(outs, o.return_full_state), "Recurrence", o.name, {x},
+                  LayerCall::Inline);
 }
 
 Function RecurrenceFrom(const Function& step, const RecurrenceOptions& o) {
@@ -248,7 +249,8 @@ Function RecurrenceFrom(const Function& step, const RecurrenceOptions& o) {
   auto outs = recurrence(step, states, inits, x, o.go_backwards);
   std::vector<Variable> arguments = inits;
   arguments.push_back(x);
-  return as_layer(returned(outs, o.return_full_state), "RecurrenceFrom", o.name, arguments);
+  return as_layer(returned(outs, o.return_full_state), "RecurrenceFrom", o.name, arguments,
+                  LayerCall::Inline);
 }
 
 Function Fold(const Function& step, const RecurrenceOptions& o) {
@@ -259,7 +261,7 @@ Function Fold(const Function& step, const RecurrenceOptions& o) {
        returned(recurrence(step, states, initial_states(states, o), x, o.go_backwards),
                 o.return_full_state))
     finals.push_back(o.go_backwards ? sequence::first(s) : sequence::last(s));
-  return as_layer(finals, "Fold", o.name, {x});
+  return as_layer(finals, "Fold", o.name, {x}, LayerCall::Inline);
 }
 
 Function LSTM(size_t shape, const RecurrentCellOptions& o) {
@@ -356,7 +358,7 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   const Variable emitted = z.outputs()[0];
   const Variable output = outputs == 1 ? state : owning(emitted, {state});
   if (!o.until_predicate.valid())
-    return as_layer({output}, "UnfoldFrom", o.name, {initial_state, like});
+    return as_layer({output}, "UnfoldFrom", o.name, {initial_state, like}, LayerCall::Inline);
   const Function& until = o.until_predicate;
   LOOM_CHECK(until.placeholders().size() == 1 && until.outputs().size() == 1, ArgumentError,
              "UnfoldFrom: until_predicate ", until.to_string(),
@@ -369,7 +371,8 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   Variable h = placeholder(p.shape(), p.dtype(), p.dynamic_axes(), "valid");
   Function valid = element_times(before, sequence::past_value(h, constant(1, p.dtype())));
   valid.replace_placeholders({{h, valid}});
-  return as_layer({sequence::gather(output, valid)}, "UnfoldFrom", o.name, {initial_state, like});
+  return as_layer({sequence::gather(output, valid)}, "UnfoldFrom", o.name, {initial_state, like},
+                  LayerCall::Inline);
 }
 
 Function Delay(int64_t T, const Variable& initial_state, const std::string& name) {

@@ -605,9 +605,14 @@ void add_graph(py::module_& m) {
       .def_static("load", &load_function, py::arg("model"), py::arg("device") = py::none(),
                   py::arg("format") = ModelFormat::Loom)
       // model.W: a parameter by name or path; otherwise the single output's attribute (z.shape).
-      // ... or the one node of that name (a Label's: model.hidden), as CNTK's.
+      // ... or the one node of that name (a Label's: model.hidden), as CNTK's. A block (a
+      // layer's call: model.classify) looks inside itself first, as CNTK's: model.classify.b.
       .def("__getattr__", [](const Function& f, const std::string& name) -> py::object {
         if (name.rfind("__", 0) != 0) {
+          if (f.is_block()) {
+            const std::vector<GraphNode> inside = find_all_with_name(f.block_root(), name, 1);
+            if (inside.size() == 1) return node_object(inside[0]);
+          }
           for (const std::string& path : f.parameter_paths())
             if (path == name || path.substr(path.rfind('.') + 1) == name)
               return py::cast(f.parameter(name));

@@ -101,3 +101,59 @@ def test_as_block_bad_input_is_a_clear_error():
         C.sigmoid(x).block_root
     with pytest.raises(TypeError, match='op_name'):
         C.Function(lambda a: a, make_block=True)
+
+
+def test_a_layers_call_is_a_block_of_its_op_name_and_name():
+    # CNTK's layers are @BlockFunctions: Dense(10, name='classify')(x)'s root is a block.
+    x = C.input_variable(2, name='x')
+    z = C.layers.Dense(10, name='classify')(x)
+    assert str(z) == 'classify: Dense(x: Tensor[2]) -> Tensor[10]'
+    root = z.root_function
+    assert root.is_block and root.op_name == 'Dense' and root.name == 'classify'
+    assert root.inputs[-1] == x and z.output.name == 'classify'
+    assert [f.op_name for f in depth_first_search(z, lambda n: isinstance(n, C.Function))] == \
+        ['Dense']
+    assert 'Times' in [f.op_name for f in depth_first_search(
+        z, lambda n: isinstance(n, C.Function), depth=-1)]
+    for layer, op_name in [(C.layers.Embedding(4), 'Embedding'),
+                           (C.layers.BatchNormalization(), 'BatchNormalization'),
+                           (C.layers.LayerNormalization(), 'LayerNormalization'),
+                           (C.layers.Dropout(0.5), 'Dropout'),
+                           (C.layers.Activation(C.relu), 'Activation'),
+                           (C.layers.Stabilizer(), 'Stabilizer')]:
+        assert layer(x).root_function.is_block, op_name
+        assert layer(x).root_function.op_name == op_name
+    img = C.input_variable((1, 6, 6))
+    for layer, op_name in [(C.layers.Convolution((3, 3), 2), 'Convolution'),
+                           (C.layers.Convolution2D((3, 3), 2), 'Convolution2D'),
+                           (C.layers.MaxPooling((2, 2)), 'MaxPooling'),
+                           (C.layers.AveragePooling((2, 2)), 'AveragePooling'),
+                           (C.layers.GlobalAveragePooling(), 'GlobalAveragePooling')]:
+        assert layer(img).root_function.op_name == op_name
+    # Recurrence is a composite, as CNTK's; an identity passes its argument through.
+    s = C.sequence.input_variable(3)
+    assert not C.layers.Recurrence(C.layers.GRU(4))(s).root_function.is_block
+    assert C.layers.Activation(None)(x).output == x
+
+
+def test_layers_are_found_by_name_and_their_parameters_inside_them(tmp_path):
+    # CNTK 202's model: z.embed.E and z.classify.b; the LSTM's b does not hide classify's.
+    x = C.sequence.input_variable(943)
+    z = C.layers.Sequential([C.layers.Embedding(150, name='embed'),
+                             C.layers.Recurrence(C.layers.LSTM(300)),
+                             C.layers.Dense(129, name='classify')])
+    assert z.classify.is_block and z.classify.op_name == 'Dense'
+    assert z.classify.b.shape == (129,) and z(x).embed.E.shape == (943, 150)
+    assert z(x).classify.b == z.classify.b
+    assert find_by_name(z(x), 'classify').op_name == 'Dense'
+    # Parameter paths are the layers'.
+    assert z.parameter_paths == ['embed.E', 'LSTM.b', 'LSTM.W', 'LSTM.H', 'classify.W',
+                                 'classify.b']
+    # The blocks survive save and load, and compute the same.
+    data = [np.eye(943, dtype=np.float32)[[1, 5, 7]]]
+    path = str(tmp_path / 'z.model')
+    z(x).save(path)
+    loaded = C.load_model(path)
+    assert loaded.classify.op_name == 'Dense' and loaded.classify.b.shape == (129,)
+    np.testing.assert_array_equal(loaded.eval({loaded.arguments[0]: data}),
+                                  z(x).eval({x: data}))
