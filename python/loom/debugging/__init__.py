@@ -31,27 +31,15 @@ def dump_signature(root, tag=None):
 
 
 def _graph_nodes(root):
-    # CNTK's depth_first_search(root.root_function, lambda x: not an output variable, depth=-1)
-    # over Loom's graph: each primitive Function before its inputs, then the leaves, once each.
-    stack = [root] if isinstance(root, _loom.Function) else [root.owner if root.is_output else root]
-    accum, visited = [], set()
-    while stack:
-        node = stack.pop(0)
-        is_function = isinstance(node, _loom.Function)
-        key = (is_function, node.uid)
-        if key in visited:
-            continue
-        visited.add(key)
-        if is_function and node.is_composite:
-            stack = [o.owner if o.is_output else o for o in node.outputs] + stack
-            continue
-        if is_function:
-            stack = list(node.inputs) + stack
-        elif node.is_output:
-            stack.insert(0, node.owner)
-            continue
-        accum.append(node)
-    return accum
+    # CNTK's depth_first_search(root.root_function, lambda x: not an output variable, depth=-1):
+    # every function, blocks and what is inside them (a layer's call is a block), then the
+    # leaves, once each.
+    if not isinstance(root, _loom.Function):
+        if not root.is_output:
+            return [root]
+        root = root.owner
+    return _loom.depth_first_search(
+        root.root_function, lambda n: not (isinstance(n, _loom.Variable) and n.is_output), -1)
 
 
 def dump_function(root, tag=None):

@@ -248,6 +248,11 @@ def test_dump_function_and_signature(capsys):
     assert sorted(kinds) == ['Constant', 'Input', 'Parameter', 'Plus', 'Times']
     assert any(l.split()[:3] == ['Input', 'features', x.uid] for l in lines)
     assert '[b*](2,)' in lines[1]
+    # As CNTK's (depth=-1): a layer's call is a block, listed with what is inside it.
+    dense = C.layers.Dense(3, activation=C.relu, name='hidden')(x)
+    D.dump_function(dense)
+    kinds = [l.split()[0] for l in capsys.readouterr().out.splitlines()[1:]]
+    assert sorted(kinds) == ['Dense', 'Input', 'Parameter', 'Parameter', 'Plus', 'ReLU', 'Times']
 
 
 def test_trace_levels(capfd):
