@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -300,7 +301,42 @@ class Exporter {
     auto it = ops.find(op);
     LOOM_CHECK(it != ops.end(), ArgumentError, "ONNX export: the op ", op, " of ",
                function_label(f), " has no ONNX mapping (docs/onnx.md lists the ops Loom exports)");
-    values_[&o] = it->second(*this, f, out);
+    static const std::set<std::string> batch_only = {"Convolution", "Pooling", "BatchNormalization",
+                                                     "LocalResponseNormalization"};
+    values_[&o] =
+        batch_only.count(op) ? over_sequences(f, out, it->second) : it->second(*this, f, out);
+  }
+
+  // An op whose ONNX op takes [N, ...], over sequences: the sequence and batch axes merged into
+  // one around it (a Reshape to [-1, sample...]) and split again after it (a Reshape to
+  // Concat(Slice(Shape(x), 0, 2), the output's sample shape)), as the importer reads back.
+  Val over_sequences(const FunctionImpl& f, const Val& out, const Exporting& exporting) {
+    std::vector<std::pair<const VariableImpl*, Val>> sequences;
+    for (const Variable& v : f.inputs) {
+      const Val x = value(v);
+      if (x.dynamic != 2) continue;
+      Val flat = x;
+      flat.dynamic = 1;
+      flat.name = fresh(x.name + "_flat");
+      std::vector<int64_t> dims = to_int64(x.shape.dims());
+      dims.insert(dims.begin(), -1);
+      node("Reshape", {use(x), ints(dims)}, flat.name);
+      sequences.emplace_back(v.impl().get(), x);
+      values_[v.impl().get()] = flat;
+    }
+    if (sequences.empty()) return exporting(*this, f, out);
+    Val flat_out = out;
+    flat_out.dynamic = 1;
+    const Val y = exporting(*this, f, flat_out);
+    for (const auto& [v, x] : sequences) values_[v] = x;
+    const std::string base = y.name, source = sequences.front().second.name;
+    const std::string shape = fresh(base + "_shape"), steps = fresh(base + "_steps"),
+                      target = fresh(base + "_target"), name = fresh(base + "_sequences");
+    node("Shape", {source}, shape);
+    node("Slice", {shape, ints({0}), ints({2})}, steps);
+    set_int(node("Concat", {steps, ints(to_int64(out.shape.dims()))}, target), "axis", 0);
+    node("Reshape", {use(y), target}, name);
+    return named(out, name);
   }
 
   // out named `name` (the node computing it is made).
@@ -623,8 +659,9 @@ class Exporter {
   // The per-sample losses, summed over the sample's static axes (keepdims 0):
   // squared_error as ReduceSumSquare(a - b), cross_entropy_with_softmax as ReduceLogSumExp(z) -
   // ReduceSum(t z), binary_cross_entropy as -ReduceSum(t log p + (1 - t) log(1 - p)), and
-  // classification_error (a vector sample, top 1) as 1 - ReduceSum(t Hardmax(z)), or CNTK's
-  // node's Cast(Not(Equal(ArgMax(z), ArgMax(t)))).
+  // classification_error (a vector sample) at top 1 as 1 - ReduceSum(t Hardmax(z)), or CNTK's
+  // node's Cast(Not(Equal(ArgMax(z), ArgMax(t)))), at top N as 1 - ReduceMax(Cast(Equal(TopK's
+  // positions, ArgMax(t)))).
   Val loss(const FunctionImpl& f, const Val& out) {
     const Val a = value(f.inputs[0]), b = value(f.inputs[1]);
     const std::string op = f.op->name();
@@ -636,6 +673,9 @@ class Exporter {
     for (size_t k = 0; k < a.shape.rank(); ++k) axes.push_back(int64_t(k + a.dynamic));
     const std::string base = output_name(f);
     auto step = [&](const std::string& what) { return fresh(base + "_" + what); };
+    // A number per sample, reshaped to the output's sample shape where it has one ([1]: CNTK's
+    // v1 criteria).
+    const std::string result = out.shape.rank() == 0 ? base : step("value");
     auto sum = [&](const char* reduce, const std::string& x, const std::string& name) {
       const bool axes_input = std::string(reduce) == "ReduceSum";
       pb::NodeProto& n =
@@ -651,42 +691,65 @@ class Exporter {
     };
     const std::string x = use(a), t = use(b);
     if (op == "SquaredError") {
-      sum("ReduceSumSquare", binary_node("Sub", x, t), base);
+      sum("ReduceSumSquare", binary_node("Sub", x, t), result);
     } else if (op == "CrossEntropyWithSoftmax") {
       node("Sub",
            {sum("ReduceLogSumExp", x, step("logsumexp")),
             sum("ReduceSum", binary_node("Mul", t, x), step("dot"))},
-           base);
+           result);
     } else if (op == "BinaryCrossEntropy") {
       const std::string one = scalar(1, out.dtype), log_p = step("log"), log_q = step("log1m");
       node("Log", {x}, log_p);
       node("Log", {binary_node("Sub", one, x)}, log_q);
       const std::string terms = binary_node("Add", binary_node("Mul", t, log_p),
                                             binary_node("Mul", binary_node("Sub", one, t), log_q));
-      node("Neg", {sum("ReduceSum", terms, step("sum"))}, base);
+      node("Neg", {sum("ReduceSum", terms, step("sum"))}, result);
     } else {  // ClassificationError
-      LOOM_CHECK(a.shape.rank() == 1 && f.attributes.get<int64_t>("top_n") == 1, ArgumentError,
-                 "ONNX export: ", function_label(f),
-                 " (ClassificationError) is exported for a vector sample and top_n 1, not ",
-                 f.inputs[0].type_string(), " and top_n ", f.attributes.get<int64_t>("top_n"));
+      const int64_t top_n = f.attributes.get<int64_t>("top_n");
+      LOOM_CHECK(a.shape.rank() == 1, ArgumentError, "ONNX export: ", function_label(f),
+                 " (ClassificationError) is exported for a vector sample, not ",
+                 f.inputs[0].type_string());
       const int64_t axis = int64_t(a.dynamic);
-      if (f.attributes.contains("argmax_target") && f.attributes.get<bool>("argmax_target")) {
-        auto argmax = [&](const std::string& v) {
-          const std::string name = step("argmax");
-          pb::NodeProto& n = node("ArgMax", {v}, name);
-          set_int(n, "axis", axis);
-          set_int(n, "keepdims", 0);
-          return name;
-        };
+      auto argmax = [&](const std::string& v, int64_t keepdims) {
+        const std::string name = step("argmax");
+        pb::NodeProto& n = node("ArgMax", {v}, name);
+        set_int(n, "axis", axis);
+        set_int(n, "keepdims", keepdims);
+        return name;
+      };
+      if (top_n > 1) {
+        // Whether t's class is among the top_n scores (ties: the earlier entry first, as ONNX's
+        // TopK orders them).
+        const std::string values = step("top_values"), positions = step("top_positions"),
+                          among = step("among"), hit = step("hit");
+        pb::NodeProto& top =
+            node("TopK", {x, ints({std::min(top_n, int64_t(a.shape[0]))})}, values);
+        top.add_output(positions);
+        produced_.insert(positions);
+        set_int(top, "axis", axis);
+        set_int(node("Cast", {binary_node("Equal", positions, argmax(t, 1))}, among), "to",
+                onnx_type(out.dtype));
+        pb::NodeProto& most = node("ReduceMax", {among}, hit);
+        set_ints(most, "axes", {axis});
+        set_int(most, "keepdims", 0);
+        node("Sub", {scalar(1, out.dtype), hit}, result);
+      } else if (f.attributes.contains("argmax_target") &&
+                 f.attributes.get<bool>("argmax_target")) {
         const std::string differ = step("differ");
-        node("Not", {binary_node("Equal", argmax(x), argmax(t))}, differ);
-        return cast_to(out, base, differ);
+        node("Not", {binary_node("Equal", argmax(x, 0), argmax(t, 0))}, differ);
+        set_int(node("Cast", {differ}, result), "to", onnx_type(out.dtype));
+      } else {
+        const std::string hard = step("hardmax");
+        set_int(node("Hardmax", {x}, hard), "axis", axis);
+        node("Sub",
+             {scalar(1, out.dtype), sum("ReduceSum", binary_node("Mul", t, hard), step("hit"))},
+             result);
       }
-      const std::string hard = step("hardmax");
-      set_int(node("Hardmax", {x}, hard), "axis", axis);
-      node("Sub",
-           {scalar(1, out.dtype), sum("ReduceSum", binary_node("Mul", t, hard), step("hit"))},
-           base);
+    }
+    if (result != base) {
+      std::vector<int64_t> dims = to_int64(out.shape.dims());
+      dims.insert(dims.begin(), out.dynamic, 0);
+      node("Reshape", {result, ints(dims)}, base);
     }
     return named(out, base);
   }

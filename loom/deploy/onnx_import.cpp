@@ -450,6 +450,7 @@ class Importer {
       (this->*r->second)();
       return;
     }
+    if (sequence_shape_node()) return;
     auto it = importings().find(n.op_type());
     const OpSchema* generic_op = it == importings().end() ? generic_schema(n.op_type()) : nullptr;
     if (it == importings().end() && !generic_op)
@@ -462,6 +463,75 @@ class Importer {
         second_outputs_[n.output(i)] =
             detail::concat("output ", i, " of ", n.op_type(), " node '", n.name(), "'");
     values_[n.output(0)] = generic_op ? generic(*generic_op) : it->second(*this);
+  }
+
+  // ---- ops over sequences ----
+  // Loom's exporter writes an op that ONNX takes as [N, ...] over sequences [T, N, ...] between
+  // a Reshape to [-1, sample...] and a Reshape back to Concat(Slice(Shape(x), 0, 2), shape).
+  // The merged value is a Val of one dynamic axis over a variable of two (Loom's ops take
+  // sequences as they are); the Shape's first two entries stand for T and N.
+  static constexpr int64_t kSteps = -2, kSamples = -3;
+
+  // Whether x is a sequence tensor seen as [T * N, ...].
+  static bool merged(const Val& x) { return x.var.dynamic_axes().size() > x.dynamic; }
+
+  // Shape, Slice and Concat of such shapes, and the Reshape that splits T and N again; false for
+  // any other node.
+  bool sequence_shape_node() {
+    const pb::NodeProto& n = *node_;
+    auto symbolic = [&](size_t i) {
+      return has_input(i) ? shapes_.find(n.input(int(i))) : shapes_.end();
+    };
+    if (n.op_type() == "Shape") {
+      const Val x = in(0);
+      if (x.dynamic != 2 || merged(x) || find_attribute(n, "start") || find_attribute(n, "end"))
+        fail("Loom imports Shape of a tensor of sequences [T, N, ...] only");
+      std::vector<int64_t> dims{kSteps, kSamples};
+      for (size_t d : x.var.shape().dims()) dims.push_back(int64_t(d));
+      shapes_[out_name()] = dims;
+      return true;
+    }
+    if (n.op_type() == "Slice" && symbolic(0) != shapes_.end()) {
+      const std::vector<int64_t> dims = symbolic(0)->second;
+      const auto starts = input_ints(1), ends = input_ints(2);
+      if (starts.size() != 1 || ends.size() != 1 ||
+          (has_input(3) && input_ints(3) != std::vector<int64_t>{0}) ||
+          (has_input(4) && input_ints(4) != std::vector<int64_t>{1}))
+        fail("Loom slices a shape along its one axis with step 1");
+      const int64_t size = int64_t(dims.size());
+      auto clamp = [&](int64_t k) { return std::clamp(k < 0 ? k + size : k, int64_t{0}, size); };
+      const int64_t begin = clamp(starts[0]), end = std::max(begin, clamp(ends[0]));
+      shapes_[out_name()] = {dims.begin() + begin, dims.begin() + end};
+      return true;
+    }
+    if (n.op_type() == "Concat") {
+      bool any = false;
+      for (size_t i = 0; i < inputs(); ++i) any = any || symbolic(i) != shapes_.end();
+      if (!any) return false;
+      std::vector<int64_t> dims;
+      for (size_t i = 0; i < inputs(); ++i) {
+        const auto part = symbolic(i) != shapes_.end() ? symbolic(i)->second : input_ints(i);
+        dims.insert(dims.end(), part.begin(), part.end());
+      }
+      shapes_[out_name()] = dims;
+      return true;
+    }
+    if (n.op_type() == "Reshape" && symbolic(1) != shapes_.end()) {
+      const Val x = in(0);
+      const std::vector<int64_t>& target = symbolic(1)->second;
+      if (!merged(x) || target.size() < 2 || target[0] != kSteps || target[1] != kSamples)
+        fail(
+            "Loom reads a computed shape only where it splits the sequence and batch axes of "
+            "merged sequences again ([T, N, ...] from Shape of the sequences)");
+      std::vector<size_t> dims;
+      for (size_t k = 2; k < target.size(); ++k) {
+        if (target[k] < 1 || target[k] > kMaxDim) fail("target shape entry ", target[k]);
+        dims.push_back(size_t(target[k]));
+      }
+      values_[out_name()] = {reshaped(x, NDShape(dims)).var, 2};
+      return true;
+    }
+    return false;
   }
 
   void constant_node() {
@@ -848,6 +918,18 @@ class Importer {
 
   // The Loom shape for ONNX's target shape of x (0 copies x's dimension, -1 is inferred).
   Val reshape_to(const Val& x, const std::vector<int64_t>& target) {
+    // [-1, sample...] of sequences [T, N, ...]: T and N merged (see sequence_shape_node).
+    if (x.dynamic == 2 && !merged(x) && !target.empty() && target[0] == -1) {
+      std::vector<size_t> sample;
+      for (size_t k = 1; k < target.size(); ++k) {
+        if (target[k] < 1 || target[k] > kMaxDim)
+          fail("target shape ", list(target),
+               " merges the sequence and batch axes with a sample "
+               "shape of sizes other than 1 to 2^31");
+        sample.push_back(size_t(target[k]));
+      }
+      return {reshaped(x, NDShape(sample)).var, 1};
+    }
     std::vector<size_t> dims;
     uint64_t total = 1;
     const NDShape& s = x.var.shape();
@@ -1207,6 +1289,8 @@ class Importer {
   const pb::NodeProto* node_ = nullptr;
   std::unordered_map<std::string, const pb::TensorProto*> constants_;
   std::unordered_map<std::string, Val> values_;
+  // Shapes of sequences and their parts (kSteps, kSamples for T and N: sequence_shape_node).
+  std::unordered_map<std::string, std::vector<int64_t>> shapes_;
   std::map<std::tuple<std::string, bool, std::vector<size_t>>, Variable> leaves_;
   std::unordered_set<std::string> lengths_;                  // the int32 inputs of lengths
   std::unordered_map<std::string, Recurrence> recurrences_;  // outputs of recurrent ops

@@ -159,8 +159,9 @@ TEST(Onnx, ExportNamesWhatItCannotExport) {
   Variable y = input_variable(3, {.name = "y"});
   expect_error<ArgumentError>([&] { save_onnx_to_bytes(cosine_distance(x, y)); },
                               {"CosDistance", "no ONNX mapping", "docs/onnx.md"});
-  expect_error<ArgumentError>([&] { save_onnx_to_bytes(classification_error(x, y, 2)); },
-                              {"ClassificationError", "vector sample and top_n 1", "top_n 2"});
+  Variable image = input_variable({2, 3}, {.name = "image"});
+  expect_error<ArgumentError>([&] { save_onnx_to_bytes(classification_error(image, image, 2)); },
+                              {"ClassificationError", "a vector sample", "Tensor[2,3]"});
   Variable s = sequence::input_variable(3, {.name = "s"});
   expect_error<ArgumentError>(
       [&] { save_onnx_to_bytes(Recurrence(LSTM(2, {.cell_shape = 4}))(s)); },
@@ -259,6 +260,30 @@ TEST(Onnx, RecurrentModelsRoundTrip) {
       for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], tolerance) << k << ": " << i;
     }
   }
+}
+
+// Convolution, pooling, batch and local response normalization over sequences: ONNX's ops
+// take [N, ...], so the sequence and batch axes are merged around them and split after (Shape,
+// Slice, Concat, Reshape), and the importer reads that back as the op over sequences.
+TEST(Onnx, ConvolutionOverSequencesRoundTrip) {
+  Variable x = sequence::input_variable({2, 6, 6}, {.name = "frames"});
+  Function model = Sequential({Convolution2D({3, 3}, 4, {.activation = relu, .pad = true}),
+                               BatchNormalization({.map_rank = 1}),
+                               MaxPooling({2, 2}, {.strides = {2, 2}}), Dense(3)})(x);
+  loom::testing::set_trained_statistics(model);
+  const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(model), "frames.onnx");
+  ASSERT_TRUE(loaded.arguments().at(0).has_sequence_axis());
+  const Value data = sequences(x);
+  const auto want = model.eval({{x, data}}).at(model.output()).as_sequences<float>();
+  const auto got =
+      loaded.eval({{loaded.arguments()[0], data}}).at(loaded.output()).as_sequences<float>();
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t s = 0; s < 3; ++s) {
+    ASSERT_EQ(got[s].size(), want[s].size());
+    for (size_t i = 0; i < want[s].size(); ++i) EXPECT_NEAR(got[s][i], want[s][i], 1e-4) << i;
+  }
+  EXPECT_EQ(got[1].size(), 3u);  // the sequence of one step
 }
 
 std::vector<uint8_t> replaced(std::vector<uint8_t> bytes, const std::string& from,
@@ -620,9 +645,12 @@ TEST(Onnx, ShapeOpsRoundTrip) {
 // values (soft targets tell classification_error's two rules apart).
 TEST(Onnx, LossesRoundTrip) {
   const Variable z = input_variable({4}, {.name = "z"}), t = input_variable({4}, {.name = "t"});
-  const std::vector<Function> losses{
-      squared_error(z, t), cross_entropy_with_softmax(z, t), binary_cross_entropy(sigmoid(z), t),
-      classification_error(z, t), classification_error_node(z, t, 1)};
+  const std::vector<Function> losses{squared_error(z, t),
+                                     cross_entropy_with_softmax(z, t),
+                                     binary_cross_entropy(sigmoid(z), t),
+                                     classification_error(z, t),
+                                     classification_error_node(z, t, 1),
+                                     classification_error(z, t, 2)};
   const std::vector<std::pair<std::string, NDArrayView>> data{
       {"z", tensor({3, 4}, {0.5f, -1, 2, 0.25f, 3, 1, -2, 0, -0.5f, 0.75f, 0.5f, 1.5f})},
       {"t", tensor({3, 4}, {0.1f, 0.2f, 0.6f, 0.1f, 0.3f, 0.4f, 0.2f, 0.1f, 0, 0, 0, 1})}};
@@ -641,6 +669,8 @@ TEST(Onnx, LossesRoundTrip) {
   EXPECT_NEAR(dot_rule[1], 0.7, 1e-6);
   EXPECT_EQ(dot_rule[2], 0);
   EXPECT_EQ(evaluate(losses[4], data), (std::vector<float>{0, 1, 0}));
+  // Top 2: the second sample's class 1 scores second (1 after 3).
+  EXPECT_EQ(evaluate(losses[5], data), (std::vector<float>{0, 0, 0}));
 }
 
 // A chain of 300,000 Relus (7.6 MB) imports, evaluates, exports, imports again and is freed:

@@ -489,10 +489,13 @@ Variable output_named(const Function& f, const std::string& name) {
   return f.outputs().at(0);
 }
 
-// The feed-forward networks round-trip through ONNX with every output the same, the criteria
-// (cross entropy, the error count, the logistic and squared errors) as ONNX compositions.
+// The feed-forward networks round-trip through ONNX with every output the same: the criteria
+// (cross entropy, the error counts, the logistic and squared errors) as ONNX compositions, and
+// convolution, pooling and batch normalization over cntk.exe's sequences with the sequence and
+// batch axes merged around them.
 TEST(CntkV1Model, FeedForwardNetworksRoundTripThroughOnnx) {
-  for (const char* file : {"v1_MC.dnn", "v1_LR_reg.dnn"}) {
+  for (const char* file :
+       {"v1_MC.dnn", "v1_LR_reg.dnn", "v1_01_OneHidden.dnn", "v1_cifar10_pretrained.cmf"}) {
     SCOPED_TRACE(file);
     const Function f = load_v1(file);
     const Function g = load_onnx_from_bytes(save_onnx_to_bytes(f), std::string(file) + ".onnx");
