@@ -172,12 +172,14 @@ ConformanceCase own_bench_case(const std::string& op) {
   return {};
 }
 
-// How a case's shapes grow to the bench's size. Each per-sample input's last axis is widened by
-// one factor k, chosen so that the first per-sample input holds about kSampleFloats floats a
-// sample; every axis of every input, and of an NDShape attribute (reshape's target), whose
-// extent is one of those last axes' original extents is widened by k too. That keeps the
-// case's relations: broadcasting ([3,4] against a shared [4]), products (x [3] times W [3,2]),
-// reshapes ([3,4] to [4,3]), splices along the last axis ([3,4] and [3,2]).
+// How a case's shapes grow to the bench's size. Each per-sample input's last axis of extent > 1
+// is widened by one factor k, chosen so that the first per-sample input holds about
+// kSampleFloats floats a sample; every axis of every input, and of an NDShape attribute
+// (reshape's target), whose extent is one of those axes' original extents is widened by k too.
+// That keeps the case's relations: broadcasting ([3,4] against a shared [4]), products (x [3]
+// times W [3,2]), reshapes ([3,4] to [4,3]), splices along the last axis ([3,4] and [3,2]).
+// Axes of extent 1 never grow (squeeze's [3,1,4,1] became [3,341,4,341], 1.4M floats a sample,
+// and the bench ran out of memory).
 struct Widening {
   size_t k = 1;
   std::set<size_t> extents;
@@ -190,12 +192,16 @@ struct Widening {
       if (extents.empty())
         k = std::max<size_t>(1,
                              (kSampleFloats + in.shape.total_size() / 2) / in.shape.total_size());
-      extents.insert(in.shape[in.shape.rank() - 1]);
+      for (size_t i = in.shape.rank(); i-- > 0;) {
+        if (in.shape[i] == 1) continue;
+        extents.insert(in.shape[i]);
+        break;
+      }
     }
   }
   NDShape operator()(NDShape s) const {
     for (size_t i = 0; i < s.rank(); ++i)
-      if (extents.contains(s[i])) s[i] *= k;
+      if (s[i] != 1 && extents.contains(s[i])) s[i] *= k;
     return s;
   }
   Dictionary operator()(const Dictionary& attributes) const {

@@ -189,18 +189,67 @@ void with_inner_strides(const Plan& p, F&& f) {
     f(Zero{}, Zero{});
 }
 
-enum class Combine { Sum, Max };
+enum class Combine { Sum, Max, Prod };
+
+// The accumulator of a combine (sums and products in double) and its identity.
+template <Combine C, class T>
+using CombineAccumulator = std::conditional_t<C == Combine::Max, T, double>;
+template <Combine C, class A>
+constexpr A combine_identity() {
+  return C == Combine::Sum ? A(0)
+                           : (C == Combine::Prod ? A(1) : -std::numeric_limits<A>::infinity());
+}
+// acc combined with v (Max ignores NaN: a NaN is never larger).
+template <Combine C, class A>
+A combine(A acc, A v) {
+  if constexpr (C == Combine::Sum)
+    return acc + v;
+  else if constexpr (C == Combine::Prod)
+    return acc * v;
+  else
+    return v > acc ? v : acc;
+}
+
+// Partial results of a combine kept in kLanes interleaved lanes, so that the loop over a run
+// vectorizes and pipelines (one running accumulator stayed scalar, bound by the operation's
+// latency; a max's compare and select did not vectorize at all): lane j takes steps j,
+// j + kLanes, ... of each run, so the order is fixed by the shapes alone.
+template <Combine C, class A>
+struct Lanes {
+  static constexpr size_t kLanes = 16;
+  A lane[kLanes];
+  Lanes() { std::fill_n(lane, kLanes, combine_identity<C, A>()); }
+  // Combines f(i) for i < len, f(i) of a type convertible to A. f should capture by value:
+  // what it reads through references the loop may reload per element, and not vectorize.
+  template <class F>
+  void add(size_t len, F f) {
+    const F g = f;
+    size_t i = 0;
+    for (; i + kLanes <= len; i += kLanes) {
+      LOOM_OMP_SIMD()
+      for (size_t j = 0; j < kLanes; ++j) lane[j] = combine<C>(lane[j], static_cast<A>(g(i + j)));
+    }
+    for (size_t j = 0; i + j < len; ++j) lane[j] = combine<C>(lane[j], static_cast<A>(g(i + j)));
+  }
+  // The lanes combined in order.
+  A result() const {
+    A acc = combine_identity<C, A>();
+    for (const A v : lane) acc = combine<C>(acc, v);
+    return acc;
+  }
+};
 
 // Reduces the space of p into operand `target` (stride 0 on its reduced axes):
 // out[t] = scale * combine(load(off0, off1, off2, i)) (+ out[t] when Accumulate), where
-// load(off0, off1, off2, i) is the value at step i of a run along p's innermost axis. Sums
-// accumulate in double. Each output is combined in row-major order of the space by one thread,
-// and a single output splits into blocks fixed by the size alone, so results do not depend on
-// the thread count.
+// load(off0, off1, off2, i) is the value at step i of a run along p's innermost axis. Sums and
+// products accumulate in double. Each output is combined by one thread in an order fixed by the
+// shape alone (kLanes interleaved partial results along the innermost axis, then those in
+// order), and a single output splits into blocks fixed by the size alone, so results do not
+// depend on the thread count.
 template <Combine C, bool Accumulate, class T, class Load>
 void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
-  using A = std::conditional_t<C == Combine::Sum, double, T>;
-  constexpr A identity = C == Combine::Sum ? A(0) : -std::numeric_limits<A>::infinity();
+  using A = CombineAccumulator<C, T>;
+  constexpr A identity = combine_identity<C, A>();
   const Plan kept = sub_plan(p, target, false);
   const Plan red = sub_plan(p, target, true);
   const size_t inner = p.rank - 1;
@@ -210,37 +259,20 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
   };
 
   if (p.stride[target][inner] == 0) {
-    // Innermost axis reduced: each output combines runs that are contiguous in the source.
+    // Innermost axis reduced: each output combines runs that are contiguous in the source, in
+    // Lanes (a convolution's bias gradient, [N,C,H,W] -> [C], is this case).
     auto combine_range = [&](size_t k0, size_t k1, size_t k2, size_t begin, size_t end) {
-      A acc = identity;
-      if constexpr (C == Combine::Sum) {
-        // One running double sum stayed scalar, bound by add latency (a convolution's bias
-        // gradient, [N,C,H,W] -> [C], is this case). kLanes partial sums vectorize and
-        // pipeline; lane j takes steps j, j + kLanes, ... of each run, so the order is still
-        // fixed by the shape alone.
-        constexpr size_t kLanes = 16;
-        A lane[kLanes] = {};
-        walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
-          size_t i = 0;
-          for (; i + kLanes <= len; i += kLanes) {
-            LOOM_OMP_SIMD()
-            for (size_t j = 0; j < kLanes; ++j)
-              lane[j] += static_cast<A>(load(k0 + r0, k1 + r1, k2 + r2, i + j));
-          }
-          for (size_t j = 0; i + j < len; ++j)
-            lane[j] += static_cast<A>(load(k0 + r0, k1 + r1, k2 + r2, i + j));
+      // A local copy keeps the pointers load captured in registers: read through the reference
+      // the loop reloaded them per element, and a load of two of them (log_sum_exp's) stayed
+      // scalar.
+      const Load f = load;
+      Lanes<C, A> lanes;
+      walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
+        lanes.add(len, [f, o0 = k0 + r0, o1 = k1 + r1, o2 = k2 + r2](size_t i) {
+          return f(o0, o1, o2, i);
         });
-        for (const A v : lane) acc += v;
-      } else {
-        walk(red, begin, end, [&](size_t r0, size_t r1, size_t r2, size_t len) {
-          LOOM_OMP_SIMD(reduction(max : acc))
-          for (size_t i = 0; i < len; ++i) {
-            const A v = load(k0 + r0, k1 + r1, k2 + r2, i);
-            acc = v > acc ? v : acc;
-          }
-        });
-      }
-      return acc;
+      });
+      return lanes.result();
     };
     if (kept.size == 1 && red.size >= 2 * kGrain) {
       constexpr size_t kMaxBlocks = 64;
@@ -251,8 +283,7 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
           partial[b] = combine_range(0, 0, 0, red.size * b / blocks, red.size * (b + 1) / blocks);
       });
       A acc = partial[0];
-      for (size_t b = 1; b < blocks; ++b)
-        acc = C == Combine::Sum ? acc + partial[b] : (partial[b] > acc ? partial[b] : acc);
+      for (size_t b = 1; b < blocks; ++b) acc = combine<C>(acc, partial[b]);
       finish(out[0], acc);
       return;
     }
@@ -271,6 +302,7 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
 
   // Innermost axis kept: combine whole rows into a stack buffer, one chunk of a row at a time.
   parallel_for(kept.size, p.size, [&](size_t j0, size_t j1) {
+    const Load f = load;  // as in combine_range
     constexpr size_t kChunk = 256;
     A buf[kChunk];
     walk(kept, j0, j1, [&](size_t k0, size_t k1, size_t k2, size_t len) {
@@ -283,13 +315,8 @@ void reduce_plan(const Plan& p, size_t target, T* out, T scale, Load load) {
             const size_t o1 = k1 + r1 + m * red.stride[1][red.rank - 1];
             const size_t o2 = k2 + r2 + m * red.stride[2][red.rank - 1];
             LOOM_OMP_SIMD()
-            for (size_t i = 0; i < n; ++i) {
-              const A v = load(o0, o1, o2, c + i);
-              if constexpr (C == Combine::Sum)
-                buf[i] += v;
-              else
-                buf[i] = v > buf[i] ? v : buf[i];
-            }
+            for (size_t i = 0; i < n; ++i)
+              buf[i] = combine<C>(buf[i], static_cast<A>(f(o0, o1, o2, c + i)));
           }
         });
         const size_t o[kMaxOperands] = {k0, k1, k2};

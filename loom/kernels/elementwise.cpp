@@ -79,7 +79,7 @@ void by_trig_reduction(size_t n, const T* x, Fast fast, Exact exact) {
   });
 }
 
-// 1 / (1 + e^-v): fast_exp gives inf below v = -88.7 (so 0) and 0 above v = 87.3 (so 1).
+// 1 / (1 + e^-v): fast_exp gives inf below v = -88.72 (so 0) and 0 above v = 87.68 (so 1).
 template <typename T>
 T sigmoid(T v) {
   return T(1) / (T(1) + fast_exp(-v));

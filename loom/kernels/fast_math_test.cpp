@@ -66,6 +66,10 @@ TEST(FastMath, ExpIsWithinTwoUlpFromMinus87Point3To88) {
   EXPECT_EQ(fast_exp(-100.0f), 0.0f);
   EXPECT_EQ(fast_exp(100.0f), std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(fast_exp(std::numeric_limits<float>::quiet_NaN())));
+  // The ends of exp_in_range's domain, reached by clamping: 0 and inf without selects.
+  for (float x : {-88.0f, -87.7f, -kInf}) EXPECT_EQ(fast_exp(x), 0.0f) << x;
+  for (float x : {88.73f, 89.0f, kInf}) EXPECT_EQ(fast_exp(x), kInf) << x;
+  EXPECT_NEAR(fast_exp(-87.5f), std::exp(-87.5), 1.5e-45);  // subnormal
 }
 
 TEST(FastMath, TanhIsWithinFourUlpEverywhere) {

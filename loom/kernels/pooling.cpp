@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include <immintrin.h>
 
@@ -420,24 +421,41 @@ template <typename T>
 void roi_pooling_forward(const RoiPoolShape& s, const T* x, const T* rois, T* y, ArgMax* where) {
   const size_t plane = s.height * s.width, cells = s.pooled_height * s.pooled_width;
   detail::parallel_for(s.batch * s.rois, s.output_size() * 4, [&](size_t b, size_t e) {
+    // Each cell's rows [h0, h1) and columns [w0, w1), computed once a region (not per step of
+    // every channel's loops), and the best value kept in a register rather than read again
+    // through its index, updated by selects (ROIPooling was 0.67-0.81x PyTorch's speed).
+    std::vector<size_t> h0(s.pooled_height), h1(s.pooled_height), w0(s.pooled_width),
+        w1(s.pooled_width);
     for (size_t r = b; r < e; ++r) {
       const T* roi = rois + r * 4;
       const T* xn = x + r / s.rois * s.channels * plane;
       const RoiAxis rows{double(roi[1]), double(roi[3]), s.spatial_scale, s.pooled_height,
                          s.height},
           cols{double(roi[0]), double(roi[2]), s.spatial_scale, s.pooled_width, s.width};
+      for (size_t ph = 0; ph < s.pooled_height; ++ph) {
+        h0[ph] = rows.first(ph);
+        h1[ph] = rows.last(ph);
+      }
+      for (size_t pw = 0; pw < s.pooled_width; ++pw) {
+        w0[pw] = cols.first(pw);
+        w1[pw] = cols.last(pw);
+      }
       for (size_t c = 0; c < s.channels; ++c)
         for (size_t ph = 0; ph < s.pooled_height; ++ph)
           for (size_t pw = 0; pw < s.pooled_width; ++pw) {
             const size_t o = (r * s.channels + c) * cells + ph * s.pooled_width + pw;
             const T* xp = xn + c * plane;
             ArgMax best = kNoInput;
-            for (size_t h = rows.first(ph); h < rows.last(ph); ++h)
-              for (size_t w = cols.first(pw); w < cols.last(pw); ++w)
-                if (best == kNoInput || xp[h * s.width + w] > xp[best])
-                  best = ArgMax(h * s.width + w);
+            T best_value = T(0);  // the output of an empty cell
+            for (size_t h = h0[ph]; h < h1[ph]; ++h)
+              for (size_t w = w0[pw]; w < w1[pw]; ++w) {
+                const T v = xp[h * s.width + w];
+                const bool take = best == kNoInput || v > best_value;  // selects, not branches
+                best = take ? ArgMax(h * s.width + w) : best;
+                best_value = take ? v : best_value;
+              }
             where[o] = best;
-            y[o] = best == kNoInput ? T(0) : xp[best];
+            y[o] = best_value;
           }
     }
   });
