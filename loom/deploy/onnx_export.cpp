@@ -377,6 +377,16 @@ class Exporter {
   static Exporting softmax(const char* op);
   static Exporting reduce(const char* op);
 
+  // A reduction over axes into `name` (ReduceSum takes them as an input, the others as an
+  // attribute).
+  void reduce_node(const std::string& op, const std::string& x, const std::vector<int64_t>& axes,
+                   bool keepdims, const std::string& name) {
+    const bool axes_input = op == "ReduceSum";
+    pb::NodeProto& n = node(op, axes_input ? std::vector{x, ints(axes)} : std::vector{x}, name);
+    if (!axes_input) set_ints(n, "axes", axes);
+    set_int(n, "keepdims", keepdims);
+  }
+
   // The scalar initializer v of type dtype, one per value and type.
   std::string scalar(double v, DataType dtype) {
     auto it = scalars_.find({v, dtype});
@@ -677,11 +687,7 @@ class Exporter {
     // v1 criteria).
     const std::string result = out.shape.rank() == 0 ? base : step("value");
     auto sum = [&](const char* reduce, const std::string& x, const std::string& name) {
-      const bool axes_input = std::string(reduce) == "ReduceSum";
-      pb::NodeProto& n =
-          node(reduce, axes_input ? std::vector{x, ints(axes)} : std::vector{x}, name);
-      if (!axes_input) set_ints(n, "axes", axes);
-      set_int(n, "keepdims", 0);
+      reduce_node(reduce, x, axes, false, name);
       return name;
     };
     auto binary_node = [&](const char* o, const std::string& x, const std::string& y) {
@@ -729,9 +735,7 @@ class Exporter {
         set_int(top, "axis", axis);
         set_int(node("Cast", {binary_node("Equal", positions, argmax(t, 1))}, among), "to",
                 onnx_type(out.dtype));
-        pb::NodeProto& most = node("ReduceMax", {among}, hit);
-        set_ints(most, "axes", {axis});
-        set_int(most, "keepdims", 0);
+        reduce_node("ReduceMax", among, {axis}, false, hit);
         node("Sub", {scalar(1, out.dtype), hit}, result);
       } else if (f.attributes.contains("argmax_target") &&
                  f.attributes.get<bool>("argmax_target")) {
@@ -1122,13 +1126,8 @@ Exporter::Exporting Exporter::reduce(const char* op) {
     std::vector<int64_t> axes;
     for (size_t a : reduced_static_axes(f.attributes, x.shape.rank()))
       axes.push_back(int64_t(a + x.dynamic));
-    const bool axes_input = std::string(op) == "ReduceSum";  // an attribute in the others
-    std::vector<std::string> inputs{e.use(x)};
-    if (axes_input) inputs.push_back(e.ints(axes));
     const std::string name = e.output_name(f);
-    pb::NodeProto& n = e.node(op, inputs, name);
-    if (!axes_input) set_ints(n, "axes", axes);
-    set_int(n, "keepdims", reduction_keeps_dims(f.attributes));
+    e.reduce_node(op, e.use(x), axes, reduction_keeps_dims(f.attributes), name);
     return named(out, name);
   };
 }

@@ -819,8 +819,6 @@ class Importer {
     };
   }
 
-  // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a
-  // tensor without a batch axis has its channels moved in front for Loom's op, then back.
   // OneHot(indices, depth, values): Loom's one_hot along the output's axis, scaled and shifted
   // where the values are not (0, 1). (Loom's one_hot gives zeros for an index outside
   // [0, depth), where ONNX counts a negative one from the end.)
@@ -841,9 +839,10 @@ class Importer {
     const std::vector<double> values = weights(2, {2}, "values");
     const size_t axis = onnx_axis(int_attribute(*node_, "axis", -1), x.rank() + 1);
     if (axis < x.dynamic) fail("the new axis ", axis, " is before the batch axis");
+    const bool zero_one = values == std::vector<double>{0, 1};
     const Variable y = one_hot(x.var, size_t(depth[0]), false, Axis(int(axis - x.dynamic)),
-                               values == std::vector<double>{0, 1} ? out_name() : "");
-    if (values == std::vector<double>{0, 1}) return {y, x.dynamic};
+                               zero_one ? out_name() : "");
+    if (zero_one) return {y, x.dynamic};
     const DataType t = x.var.dtype();
     return {plus(element_times(y, constant(values[1] - values[0], t)), constant(values[0], t),
                  out_name()),
@@ -860,6 +859,8 @@ class Importer {
     return {one_hot(positions, x.var.shape()[size_t(k)], false, axis, out_name()), x.dynamic};
   }
 
+  // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a
+  // tensor without a batch axis has its channels moved in front for Loom's op, then back.
   Val lrn() {
     const int64_t size = int_attribute(*node_, "size", 0);
     if (size < 1 || size % 2 == 0 || size > kMaxDim)

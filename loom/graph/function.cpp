@@ -383,10 +383,9 @@ std::string Function::to_string() const {
   bool direct = true;
   for (auto& in : f.inputs) direct = direct && !in.is_output();
   std::string s = (f.name.empty() ? "" : f.name + ": ") +
-                  (!f.op && !f.block ? f.block_name
-                   : !direct         ? "Composite"
-                   : f.op            ? op_name_of(f)
-                                     : f.block_name) +
+                  ((f.op || f.block) && !direct ? "Composite"
+                   : f.op                       ? op_name_of(f)
+                                                : f.block_name) +
                   "(";
   auto args = arguments();
   for (size_t i = 0; i < args.size(); ++i)

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <sstream>
+#include <string>
 
 #include "loom/io/idx_test_util.h"
 #include "loom/io/minibatch_source.h"
@@ -258,16 +260,34 @@ TEST(IDXDeserializer, OversizedHeaderIsReportedWithoutOverflow) {
 
 // A small gzip file that unpacks to far more than its header announces (64 MiB of zeros after
 // five items) is an error, and what follows the data is counted, never held.
+// The process's peak resident memory in KiB (Linux's VmHWM); 0 where /proc does not say.
+size_t peak_memory_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
+}
+
 TEST(IDXDeserializer, GzipBombIsAnErrorWithoutHoldingIt) {
   Files good = five_items(false);
-  std::string bytes = idx_bytes(0x08, {5}, {3, 1, 4, 1, 5});
-  bytes.append(size_t(64) << 20, '\0');
-  const std::string path = write_gzip("bomb.gz", bytes);
+  std::string path;
+  {
+    std::string bytes = idx_bytes(0x08, {5}, {3, 1, 4, 1, 5});
+    bytes.append(size_t(64) << 20, '\0');
+    path = write_gzip("bomb.gz", bytes);
+  }
+  // The peak from here on (writing 5 to clear_refs sets it to the resident memory now).
+  const bool measured = bool(std::ofstream("/proc/self/clear_refs") << "5");
+  const size_t before = peak_memory_kib();
   const std::string msg = error_of<DataError>(defs({good.images, path}));
   EXPECT_NE(msg.find(path + ") has 67108864 bytes after the 5 bytes of data its header "
                             "announces, from byte offset 13 of the uncompressed data"),
             std::string::npos)
       << msg;
+  // Holding what follows the data (as reading the whole stream did) would add 64 MiB or more.
+  if (measured && before > 0) {
+    EXPECT_LT(peak_memory_kib() - before, 32u * 1024);
+  }
 }
 
 // 100 items of 2x2 pixels in 7 chunks of 16: randomized sweeps, and a restored checkpoint

@@ -328,12 +328,17 @@ const NDArrayView& Fields::get<NDArrayView>(const std::string& key) const {
   return it->second.get<NDArrayView>();
 }
 
+// Item i of a vector at key name of parent holds a value of another type than a dictionary.
+[[noreturn]] void not_a_dictionary(const Fields& parent, const char* name, size_t i,
+                                   const DictionaryValue& value) {
+  throw DataError(detail::concat(parent.where(), ": ", parent.path(), ".", name, "[", i,
+                                 "]: holds ", value.type_name(),
+                                 " where a dictionary is expected"));
+}
+
 // Item i of the vector v at key name of parent.
 Fields item(const Fields& parent, const DictionaryVector& v, size_t i, const char* name) {
-  if (!v[i].is<DictionaryMap>())
-    throw DataError(detail::concat(parent.where(), ": ", parent.path(), ".", name, "[", i,
-                                   "]: holds ", v[i].type_name(),
-                                   " where a dictionary is expected"));
+  if (!v[i].is<DictionaryMap>()) not_a_dictionary(parent, name, i, v[i]);
   return Fields(v[i].get<DictionaryMap>(), parent, name, i);
 }
 
@@ -341,12 +346,8 @@ Fields item(const Fields& parent, const DictionaryVector& v, size_t i, const cha
 // one entry's Dictionary in memory at a time. With an owner, tensors are views of the bytes.
 Dictionary decode_item(const Fields& parent, const EncodedValue& v, size_t i, const char* name,
                        const std::shared_ptr<const void>& owner) {
-  if (v.bytes[0] != uint8_t(ValueTag::Map)) {
-    const DictionaryValue value = decode_value(v.bytes, parent.where(), v.offset);
-    throw DataError(detail::concat(parent.where(), ": ", parent.path(), ".", name, "[", i,
-                                   "]: holds ", value.type_name(),
-                                   " where a dictionary is expected"));
-  }
+  if (v.bytes[0] != uint8_t(ValueTag::Map))
+    not_a_dictionary(parent, name, i, decode_value(v.bytes, parent.where(), v.offset));
   return owner ? decode_dictionary_views(v.bytes, parent.where(), v.offset, owner)
                : decode_dictionary(v.bytes, parent.where(), v.offset);
 }
