@@ -351,6 +351,9 @@ class Importer {
   // Why the value `name` cannot be read (a recurrent op's output, a node's second output), or
   // empty.
   std::string unavailable(const std::string& name) const {
+    if (states_.count(name))
+      return "a state of every sample [1, N, size], which Loom reads only as a recurrent op's "
+             "initial state";
     if (recurrences_.count(name))
       return "a recurrent op's output with its direction axis, which Loom imports only through "
              "a Squeeze of that axis";
@@ -475,8 +478,9 @@ class Importer {
   // Whether x is a sequence tensor seen as [T * N, ...].
   static bool merged(const Val& x) { return x.var.dynamic_axes().size() > x.dynamic; }
 
-  // Shape, Slice and Concat of such shapes, and the Reshape that splits T and N again; false for
-  // any other node.
+  // Shape, Slice, Gather, Unsqueeze and Concat of such shapes, the Reshape that splits T and N
+  // again, and the per-sample states of a shape [1, N, size] (Expand, ConstantOfShape: a
+  // recurrent op's initial states); false for any other node.
   bool sequence_shape_node() {
     const pb::NodeProto& n = *node_;
     auto symbolic = [&](size_t i) {
@@ -502,6 +506,27 @@ class Importer {
       auto clamp = [&](int64_t k) { return std::clamp(k < 0 ? k + size : k, int64_t{0}, size); };
       const int64_t begin = clamp(starts[0]), end = std::max(begin, clamp(ends[0]));
       shapes_[out_name()] = {dims.begin() + begin, dims.begin() + end};
+      return true;
+    }
+    // Entries of a shape: a scalar index gives one entry (held as a shape of one entry, which
+    // Unsqueeze along axis 0 leaves as it is).
+    if (n.op_type() == "Gather" && symbolic(0) != shapes_.end()) {
+      const std::vector<int64_t> dims = symbolic(0)->second;
+      if (int_attribute(n, "axis", 0) != 0) fail("Loom gathers entries of a shape along axis 0");
+      std::vector<int64_t> picked;
+      for (int64_t k : input_ints(1)) picked.push_back(dims[onnx_axis(k, dims.size())]);
+      shapes_[out_name()] = picked;
+      return true;
+    }
+    if (n.op_type() == "Unsqueeze" && symbolic(0) != shapes_.end()) {
+      if (symbolic(0)->second.size() != 1 || input_ints(1) != std::vector<int64_t>{0})
+        fail("Loom unsqueezes one entry of a shape along axis 0 only");
+      shapes_[out_name()] = symbolic(0)->second;
+      return true;
+    }
+    if ((n.op_type() == "Expand" || n.op_type() == "ConstantOfShape") &&
+        symbolic(n.op_type() == "Expand" ? 1 : 0) != shapes_.end()) {
+      per_sample_state();
       return true;
     }
     if (n.op_type() == "Concat") {
@@ -532,6 +557,49 @@ class Importer {
       return true;
     }
     return false;
+  }
+
+  // A value of shape [1, N, size] that is the same for every sample: the Expand of a value
+  // without dynamic axes, or ConstantOfShape, to Concat(1, N from Shape of sequences, size).
+  // It is read as the state (of shape [size] or [1]) of states_, which a recurrent op takes as
+  // its initial state (the state of size 1 broadcast as ONNX broadcasts it).
+  void per_sample_state() {
+    const pb::NodeProto& n = *node_;
+    const bool expand = n.op_type() == "Expand";
+    const std::vector<int64_t> target = shapes_.at(n.input(expand ? 1 : 0));
+    if (target.size() != 3 || target[0] != 1 || target[1] != kSamples || target[2] < 1 ||
+        target[2] > kMaxDim)
+      fail("Loom reads a computed shape here only as a recurrent op's initial state [1, N, size] ",
+           "(N from Shape of the sequences)");
+    Variable state;
+    if (expand) {
+      // An initializer stays a constant (as the initial state Loom exported was one).
+      const std::string& name = n.input(0);
+      const bool initializer = constants_.count(name) > 0;
+      const Val x = initializer ? Val{} : in(0);
+      const std::vector<size_t> dims =
+          initializer ? tensor_shape(constant_tensor(name)).dims() : x.var.shape().dims();
+      if (x.dynamic || dims.size() > 3 ||
+          std::any_of(dims.begin(), dims.end() - (dims.empty() ? 0 : 1),
+                      [](size_t d) { return d != 1; }) ||
+          (!dims.empty() && dims.back() != 1 && dims.back() != size_t(target[2])))
+        fail("Loom expands to [1, N, size] only a value without dynamic axes of shape [size] or ",
+             "[1] (with leading axes of 1)");
+      const NDShape shape{dims.empty() ? 1 : dims.back()};
+      state = initializer ? leaf(name, true, shape) : reshaped(x, shape).var;
+    } else {
+      const pb::AttributeProto* value = find_attribute(n, "value");
+      if (value && (!value->has_t() || tensor_shape(value->t()).total_size() != 1))
+        fail("the value must be a tensor of one element");
+      const DataType dtype =
+          value ? data_type(value->t().data_type(), "the value") : DataType::Float32;
+      const double v = !value ? 0.0
+                       : dtype == DataType::Float32
+                           ? double(elements<float>(value->t(), value->t().float_data())[0])
+                           : elements<double>(value->t(), value->t().double_data())[0];
+      state = constant(v, dtype, out_name());
+    }
+    states_[out_name()] = {state, size_t(target[2])};
   }
 
   void constant_node() {
@@ -1171,9 +1239,27 @@ class Importer {
     return parameter(NDArrayView::from_vector(shape, std::vector<float>(v.begin(), v.end())), name);
   }
 
+  // Input i of a recurrent op, an initial state: zero where it is missing, else the same state
+  // [size] or [1] for every sample (per_sample_state).
+  Variable initial_state(size_t i, size_t size, DataType dtype, const std::string& name) {
+    if (!has_input(i)) return constant(0.0, dtype, name);
+    auto it = states_.find(node_->input(int(i)));
+    if (it == states_.end())
+      fail("input ", i, " (an initial state) must be one state for every sample: the Expand of ",
+           "a value without dynamic axes to [1, N, ", size, "] (N from Shape of the sequences), ",
+           "or ConstantOfShape of that shape");
+    const auto& [s, expanded] = it->second;
+    if (s.dtype() != dtype) fail("input ", i, " (an initial state) is not of X's type");
+    if (expanded != size)
+      fail("input ", i, " (an initial state) has shape [1, N, ", expanded, "], not [1, N, ", size,
+           "]");
+    return s;
+  }
+
   // LSTM, GRU and RNN over [T, N, I] in one direction as Loom's fused recurrence: ONNX's gate
   // blocks (LSTM i, o, f, c; GRU z, r, h) in Loom's order, the recurrent bias added to the input
-  // bias (Loom has one), zero initial states; the export's inverse (docs/onnx.md).
+  // bias (Loom has one), the initial states one per op (initial_state); the export's inverse
+  // (docs/onnx.md).
   void recurrent() {
     const pb::NodeProto& n = *node_;
     const std::string op = n.op_type();
@@ -1215,8 +1301,6 @@ class Importer {
            " with f Tanh, Sigmoid or Relu (Loom's cells)");
     if (has_input(4) && !lengths_.count(n.input(4)))
       fail("sequence_lens must be the graph's int32 input of the sequences' lengths");
-    if (has_input(5) || has_input(6))
-      fail("initial states are not imported (Loom imports recurrent ops that start from zero)");
     const int64_t hidden = int_attribute(n, "hidden_size", 0);
     if (hidden <= 0 || hidden > kMaxDim) fail("hidden_size must be given and positive");
     const size_t c = size_t(hidden), I = x.var.shape()[0], GH = gru ? 2 : G;
@@ -1251,9 +1335,9 @@ class Importer {
                             .b = weight_parameter(b, NDShape{G * c}, dtype, name + ".b"),
                             .W = weight_parameter(w, NDShape{I, G * c}, dtype, name + ".W"),
                             .H = weight_parameter(h, NDShape{c, GH * c}, dtype, name + ".H"),
-                            .h0 = constant(0.0, dtype, name + ".h0")};
+                            .h0 = initial_state(5, c, dtype, name + ".h0")};
     if (gru) r.H1 = weight_parameter(h1, NDShape{c, c}, dtype, name + ".H1");
-    if (lstm) r.c0 = constant(0.0, dtype, name + ".c0");
+    if (lstm) r.c0 = initial_state(6, c, dtype, name + ".c0");
     if (lstm && has_input(7)) {
       const std::vector<double> p = weights(7, {1, 3 * c}, "P");
       auto part = [&](size_t k, const char* suffix) {
@@ -1295,6 +1379,8 @@ class Importer {
   std::map<std::tuple<std::string, bool, std::vector<size_t>>, Variable> leaves_;
   std::unordered_set<std::string> lengths_;                  // the int32 inputs of lengths
   std::unordered_map<std::string, Recurrence> recurrences_;  // outputs of recurrent ops
+  // Per-sample states (per_sample_state) and the size of the shape they were given.
+  std::unordered_map<std::string, std::pair<Variable, size_t>> states_;
   // Outputs other than the first of the ops that make one value, and which they are.
   std::unordered_map<std::string, std::string> second_outputs_;
   std::unordered_set<std::string> names_;  // the graph's inputs, initializers and node outputs

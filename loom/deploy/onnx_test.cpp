@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -768,6 +769,90 @@ TEST(OnnxImport, RecurrentStateAsGraphOutputSaysWhy) {
   set(g.node("LSTM", {"x", "W", "R"}, {"", "y_h"}), "hidden_size", int64_t{1});
   expect_error<DataError>([&] { g.load(); },
                           {"g.onnx", "graph output 'y_h'", "recurrent op's output", "Squeeze"});
+}
+
+// An initial state given as ONNX allows it: the same state for every sample, of shape
+// [1, N, hidden] with N read from the sequences' shape (Shape, Gather of entry 1, as a scalar
+// then unsqueezed or as a vector, Concat), made by ConstantOfShape or by the Expand of a
+// constant. Other initial states, and such a state read by any other op, are refused.
+TEST(OnnxImport, InitialStatesOfEverySample) {
+  // An RNN of one unit (tanh(x + 0.5 h)) over X [T, N, 1], its initial state made by `state`.
+  auto rnn = [](const std::function<void(OnnxGraph&)>& state) {
+    OnnxGraph g({{"x", {1, 1, 1}}}, {"y"});
+    for (int k = 0; k < 2; ++k)
+      g.graph()
+          .mutable_input(0)
+          ->mutable_type()
+          ->mutable_tensor_type()
+          ->mutable_shape()
+          ->mutable_dim(k)
+          ->set_dim_param(k ? "N" : "T");
+    g.initializer("W", {1, 1, 1}, {1});
+    g.initializer("R", {1, 1, 1}, {0.5f});
+    pb::TensorProto* one = g.graph().add_initializer();
+    one->set_name("one");
+    one->set_data_type(pb::TensorProto::INT64);
+    one->add_dims(1);
+    one->add_int64_data(1);
+    g.node("Shape", {"x"}, {"shape"});
+    state(g);
+    set(g.node("RNN", {"x", "W", "R", "", "", "h0"}, {"steps"}), "hidden_size", int64_t{1});
+    g.node("Squeeze", {"steps", "one"}, {"y"});
+    return g;
+  };
+  const float h1 = std::tanh(1 + 0.25f), h2 = std::tanh(2 + 0.5f * h1), h3 = std::tanh(3 + 0.25f);
+  const Value data = Value::create_sequences<float>(NDShape{1}, {{1, 2}, {3}});
+  auto expect_states = [&](const OnnxGraph& g) {
+    const Function f = g.load();
+    const auto y = f.eval({{f.arguments()[0], data}}).at(f.output()).as_sequences<float>();
+    ASSERT_EQ(y.size(), 2u);
+    ASSERT_EQ(y[0].size(), 2u);
+    ASSERT_EQ(y[1].size(), 1u);
+    EXPECT_NEAR(y[0][0], h1, 1e-6);
+    EXPECT_NEAR(y[0][1], h2, 1e-6);
+    EXPECT_NEAR(y[1][0], h3, 1e-6);
+  };
+  // ConstantOfShape(Concat(1, Unsqueeze(Gather(Shape(x), 1 as a scalar)), 1)), value 0.5.
+  expect_states(rnn([](OnnxGraph& g) {
+    pb::TensorProto* scalar = g.graph().add_initializer();
+    scalar->set_name("index");
+    scalar->set_data_type(pb::TensorProto::INT64);
+    scalar->add_int64_data(1);
+    g.node("Gather", {"shape", "index"}, {"n"});
+    pb::TensorProto* zero = g.graph().add_initializer();
+    zero->set_name("zero");
+    zero->set_data_type(pb::TensorProto::INT64);
+    zero->add_dims(1);
+    zero->add_int64_data(0);
+    g.node("Unsqueeze", {"n", "zero"}, {"n1"});
+    set(g.node("Concat", {"one", "n1", "one"}, {"target"}), "axis", int64_t{0});
+    pb::AttributeProto* value = g.node("ConstantOfShape", {"target"}, {"h0"}).add_attribute();
+    value->set_name("value");
+    value->set_type(pb::AttributeProto::TENSOR);
+    value->mutable_t()->set_data_type(pb::TensorProto::FLOAT);
+    value->mutable_t()->add_dims(1);
+    value->mutable_t()->add_float_data(0.5f);
+  }));
+  // Expand(0.5 as [1, 1, 1], Concat(1, Gather(Shape(x), [1]), 1)): Loom's export.
+  auto expanded = [](OnnxGraph& g) {
+    g.node("Gather", {"shape", "one"}, {"n"});
+    set(g.node("Concat", {"one", "n", "one"}, {"target"}), "axis", int64_t{0});
+    g.initializer("s0", {1, 1, 1}, {0.5f});
+    g.node("Expand", {"s0", "target"}, {"h0"});
+  };
+  expect_states(rnn(expanded));
+  // An initializer of shape [1, 1, 1] holds the state of one sample only.
+  expect_error<DataError>(
+      [&] { rnn([](OnnxGraph& g) {
+              g.initializer("h0", {1, 1, 1}, {0.5f});
+            }).load(); },
+      {"g.onnx", "RNN", "initial state", "Expand", "ConstantOfShape"});
+  // Read by another op, the expanded state says what Loom reads it as.
+  OnnxGraph other = rnn(expanded);
+  other.graph().mutable_output(0)->set_name("sum");
+  other.node("Add", {"h0", "h0"}, {"sum"});
+  expect_error<DataError>([&] { other.load(); },
+                          {"g.onnx", "Add", "only as a recurrent op's initial state"});
 }
 
 }  // namespace

@@ -424,8 +424,8 @@ Value random_sequences(size_t dim, unsigned seed) {
 
 // Exact CNTK LSTM loops (either direction, each activation, constant initial states) become
 // the fused op and give the loop's outputs on random weights and data, also after a round trip
-// through ONNX (whose LSTM the fused op exports to; a nonzero initial state exports as ONNX's
-// Shape and Expand, which Loom's ONNX import does not read).
+// through ONNX (whose LSTM the fused op exports to; a nonzero initial state exports as the
+// Expand of the state to [1, N, n], which Loom's ONNX import reads back).
 TEST(CntkRecurrence, ExactLoopsFuseAndExportToOnnx) {
   struct Case {
     const char* what;
