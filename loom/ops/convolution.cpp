@@ -423,8 +423,35 @@ Dictionary window_attributes(const std::vector<size_t>& strides, const std::vect
 }  // namespace
 
 std::vector<OpSchema> convolution_schemas() {
-  return {{&kConvolution, 2, 3},  // W, x and, from the layers, the bias
-          {&kConvolutionTranspose, 2, 2}};
+  // Kernels (O, C, kh, kw) over (C, H, W) images: 3x3 with same padding; 2x2 at stride 2 without
+  // padding, with a bias; two groups with a dilated kernel.
+  auto conv = [](std::vector<size_t> strides, std::vector<bool> pad, std::vector<size_t> dilation,
+                 int64_t groups) {
+    Dictionary a = window_attributes(strides, {true}, pad, {0}, {0}, dilation, 1);
+    a["groups"] = groups;
+    return a;
+  };
+  const ConformanceInput image{NDShape{2, 5, 6}};
+  std::vector<ConformanceCase> convolutions{
+      {{{NDShape{3, 2, 3, 3}, false}, image}, conv({1}, {true}, {1}, 1)},
+      {{{NDShape{3, 2, 2, 2}, false}, image, {NDShape{3, 1, 1}, false}},
+       conv({2}, {false}, {1}, 1)},
+      {{{NDShape{4, 1, 2, 2}, false}, image}, conv({1}, {true}, {2}, 2)}};
+  // Transposed kernels (C, O, kh, kw): 3x3 with same padding; 2x2 at stride 2.
+  auto transposed = [](std::vector<size_t> strides, std::vector<bool> pad) {
+    Dictionary a = window_attributes(strides, {true}, pad, {0}, {0}, {1}, 1);
+    a["groups"] = int64_t{1};
+    a["output_shape"] = NDShape();
+    return a;
+  };
+  std::vector<ConformanceCase> transposes{
+      {{{NDShape{2, 3, 3, 3}, false}, image}, transposed({1}, {true})},
+      {{{NDShape{2, 3, 2, 2}, false}, image}, transposed({2}, {false})}};
+  OpSchema convolution = hand_bound(kConvolution, 2, 3, std::move(convolutions));  // W, x, bias
+  convolution.onnx = {"Conv"};
+  OpSchema transpose = hand_bound(kConvolutionTranspose, 2, 2, std::move(transposes));
+  transpose.onnx.none_because = "the exporter does not write ConvTranspose yet";
+  return {convolution, transpose};
 }
 
 Function convolution(const Variable& convolution_map, const Variable& operand,

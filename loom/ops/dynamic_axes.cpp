@@ -247,6 +247,9 @@ std::vector<OpSchema> dynamic_axes_schemas() {
   ConformanceCase unpack{{{NDShape{2, 3}}}};
   unpack.sequences = false;
   ConformanceCase tensor{{{NDShape{3, 2}, false}}};  // to_batch of a parameter
+  // Each sample's 3 steps cut to its sequence's length (the longest is 3).
+  ConformanceCase like{{{.shape = NDShape{3, 2}, .over_sequences = false}, {NDShape{1}}}};
+  like.batch = false;
   tensor.sequences = false;
   return {
       schema(kToSequence, 1, 2, "to_sequence",
@@ -258,7 +261,8 @@ std::vector<OpSchema> dynamic_axes_schemas() {
              {batch_of_steps, batch_with_lengths}),
       schema(kToSequenceLike, 2, 2, "to_sequence_like", {{"x"}, {"dynamic_axes_like"}},
              "x's leading static axis as the sequence axis of dynamic_axes_like, with its "
-             "lengths"),
+             "lengths",
+             {like}),
       schema(kUnpackBatch, 1, 1, "unpack_batch", {{"x"}}, "the batch axis as a leading static axis",
              {unpack}),
       schema(kToBatch, 1, 1, "to_batch", {{"x"}}, "the leading static axis as the batch axis",

@@ -383,7 +383,32 @@ const FusedRecurrenceOp kFusedRecurrence;
 }  // namespace
 
 std::vector<OpSchema> fused_rnn_schemas() {
-  return {{&kFusedRecurrence, 5, 15}};  // x, b, W, H, then what the attributes ask for
+  // Steps of 3 values into states of 2: an LSTM; one running backwards with peepholes,
+  // self-stabilizers and a projection of its cell of 3; a GRU; an RNNStep with ReLU.
+  auto attributes = [](const char* cell, const char* activation, bool backwards, bool extras) {
+    return Dictionary({{"cell", std::string(cell)},
+                       {"activation", std::string(activation)},
+                       {"go_backwards", backwards},
+                       {"use_peepholes", extras},
+                       {"projection", extras},
+                       {"self_stabilization", extras},
+                       {"steepness", 4.0}});
+  };
+  auto shared = [](std::initializer_list<NDShape> shapes) {
+    std::vector<ConformanceInput> in{{NDShape{3}}};
+    for (const NDShape& s : shapes) in.push_back({s, false, -0.5, 0.5});
+    return in;
+  };
+  std::vector<ConformanceCase> cases{
+      {shared({{8}, {3, 8}, {2, 8}, {2}, {2}}), attributes("LSTM", "Tanh", false, false)},
+      // b, W, H (of the projection's 2), Ci, Cf, Co, P (3 -> 2), the stabilizers of the
+      // previous output and cell, the peephole's cell and the projection, h0, c0 (the cell's 3).
+      {shared({{12}, {3, 12}, {2, 12}, {3}, {3}, {3}, {3, 2}, {}, {}, {}, {}, {2}, {3}}),
+       attributes("LSTM", "Tanh", true, true)},
+      {shared({{6}, {3, 6}, {2, 4}, {2, 2}, {2}}), attributes("GRU", "Tanh", false, false)},
+      {shared({{2}, {3, 2}, {2, 2}, {2}}), attributes("RNNStep", "ReLU", false, false)}};
+  for (ConformanceCase& c : cases) c.batch = false;                // x is a sequence
+  return {hand_bound(kFusedRecurrence, 5, 15, std::move(cases))};  // x, b, W, H, then as asked
 }
 
 Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& f,

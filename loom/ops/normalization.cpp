@@ -325,7 +325,36 @@ std::vector<OpSchema> normalization_schemas() {
                                            {"bias", bias},
                                            {"alpha", alpha},
                                            {"beta", beta}})});
-  return {{&kBatchNormalization, 6, 6}, {&kLayerNormalization, 3, 3}, lrn};
+  // Over each sample's 6 values, with a scale and bias per value.
+  const ConformanceInput x{NDShape{2, 3}}, per_value{NDShape{2, 3}, false, 0.5, 1.5};
+  std::vector<ConformanceCase> layer{
+      {{x, per_value, {NDShape{2, 3}, false}}, Dictionary({{"epsilon", 1e-5}})}};
+  // Per value, and spatial (per channel of (C, H, W)). Gradients are taken in training mode, on
+  // the batch's statistics, which make each sample's output depend on the others: the finite
+  // differences and the sequences one at a time are normalization_test.cpp's.
+  auto statistics = [](NDShape s) {
+    return std::vector<ConformanceInput>{{s, false, 0.5, 1.5},
+                                         {s, false},
+                                         {s, false, -1, 1, true},
+                                         {s, false, 0.5, 1.5, true},
+                                         {NDShape{}, false, 1, 2, true}};
+  };
+  auto batch_norm = [](bool spatial) {
+    return Dictionary({{"spatial", spatial},
+                       {"normalization_time_constant", 5000.0},
+                       {"blend_time_constant", 0.0},
+                       {"epsilon", 1e-5}});
+  };
+  std::vector<ConformanceCase> batch;
+  for (auto [x, s, spatial] : {std::tuple{NDShape{2, 3}, NDShape{2, 3}, false},
+                               std::tuple{NDShape{2, 3, 2}, NDShape{2}, true}}) {
+    std::vector<ConformanceInput> inputs{{x}};
+    for (const ConformanceInput& in : statistics(s)) inputs.push_back(in);
+    batch.push_back({inputs, batch_norm(spatial), true, false, false});
+  }
+  OpSchema batch_schema = hand_bound(kBatchNormalization, 6, 6, std::move(batch));
+  batch_schema.onnx = {"BatchNormalization"};
+  return {batch_schema, hand_bound(kLayerNormalization, 3, 3, std::move(layer)), lrn};
 }
 
 Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,

@@ -91,6 +91,11 @@ struct ConformanceInput {
   // With the batch (or sequence) axes of the case; else a parameter that every sample shares.
   bool per_sample = true;
   double low = -1, high = 1;  // values drawn uniformly (never within 0.05 of 0 across 0)
+  bool constant = false;      // a shared input that is a Constant, not a Parameter
+  // In the sequence mode a per-sample input is a sequence; false: one sample for each sequence,
+  // without a sequence axis (broadcast_as's operand).
+  bool over_sequences = true;
+  bool integers = false;  // the values rounded down to integers (where's 0/1 conditions)
 };
 
 // Inputs the conformance harness evaluates an op on, in every mode it has: gradients against

@@ -352,7 +352,27 @@ std::vector<OpSchema> pooling_schemas() {
        unpooling_attributes(PoolingType::Max, NDShape{2, 2}, {2}, {false})},
       {{{NDShape{1, 3, 3}}, {NDShape{1, 5, 5}}},
        unpooling_attributes(PoolingType::Max, NDShape{3, 3}, {2}, {true})}};
-  return {{&kPooling, 1, 1}, hand_bound(kUnpooling, 2, 2, std::move(unpool)), roi};
+  // Max over 2x2 windows at stride 2; average over 3x3 ones with padding, counted with and
+  // without the pad; max over 3x3 windows at stride 2 with the last window cut (ceil_out_dim).
+  auto pool = [](PoolingType type, NDShape window, std::vector<size_t> strides, bool pad,
+                 bool include_pad, bool ceil_out_dim) {
+    Dictionary a = window_attributes(window, strides, {pad});
+    a["pooling_type"] = int64_t(type);
+    a["global"] = false;
+    a["include_pad"] = include_pad;
+    a["ceil_out_dim"] = ceil_out_dim;
+    return a;
+  };
+  const ConformanceInput image{NDShape{2, 5, 6}};
+  std::vector<ConformanceCase> pooling{
+      {{image}, pool(PoolingType::Max, NDShape{2, 2}, {2}, false, false, false)},
+      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, false, false)},
+      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, true, false)},
+      {{image}, pool(PoolingType::Max, NDShape{3, 3}, {2}, false, false, true)}};
+  pooling.back().onnx = false;  // the exporter refuses ceil_out_dim's partial last window
+  OpSchema pool_schema = hand_bound(kPooling, 1, 1, std::move(pooling));
+  pool_schema.onnx = {"MaxPool"};  // or AveragePool
+  return {pool_schema, hand_bound(kUnpooling, 2, 2, std::move(unpool)), roi};
 }
 
 Function pooling(const Variable& operand, PoolingType type, const NDShape& pooling_window_shape,

@@ -588,6 +588,7 @@ namespace loom {
 std::vector<OpSchema> sequence_schemas() {
   using namespace sequence;
   const std::vector<ConformanceCase> steps = {{{{NDShape{3}}}, {}, false}};
+  const ConformanceInput condition{.shape = NDShape{}, .low = 0, .high = 1.99, .integers = true};
   return {
       hand_bound(kFirst, 1, 1, steps),
       hand_bound(kLast, 1, 1, steps),
@@ -599,9 +600,12 @@ std::vector<OpSchema> sequence_schemas() {
       hand_bound(kReduceMax, 1, 1, steps),
       hand_bound(kIsFirst, 1, 1, steps),
       hand_bound(kIsLast, 1, 1, steps),
-      {&kBroadcastAs, 2, 2},
-      {&kWhere, 1, 1},
-      {&kGather, 2, 2},
+      // A sample of each sequence's batch item over the sequence's steps.
+      hand_bound(kBroadcastAs, 2, 2,
+                 {{{{.shape = NDShape{3}, .over_sequences = false}, {NDShape{2}}}, {}, false}}),
+      // Conditions of 0 or 1 per step: empty sequences among where's and gather's outputs.
+      hand_bound(kWhere, 1, 1, {{{condition}, {}, false}}),
+      hand_bound(kGather, 2, 2, {{{{NDShape{2}}, condition}, {}, false}}),
       {&kScatter, 2, 2},
       {&kUnpack, 1, 1},
       {&kUnpackMask, 1, 1},
