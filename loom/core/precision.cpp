@@ -3,7 +3,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
-#include <iostream>
+#include <string>
+
+#include "loom/core/trace.h"
 
 namespace loom {
 
@@ -70,8 +72,8 @@ namespace detail {
 
 void note_unsupported_bf16(ComputePrecision p, const char* who) {
   if (p != ComputePrecision::BFloat16 || bf16_supported()) return;
-  std::cerr << "Loom: " << who << "(bf16): this CPU has no AVX512-BF16 (oneDNN's ISA is "
-            << isa_name(dnnl::get_effective_cpu_isa()) << "); computing in float32\n";
+  warn(std::string(who) + "(bf16): this CPU has no AVX512-BF16 (oneDNN's ISA is " +
+       isa_name(dnnl::get_effective_cpu_isa()) + "); computing in float32");
 }
 
 void force_bf16_support_for_testing(std::optional<bool> supported) {

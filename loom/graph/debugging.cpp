@@ -35,7 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_timing{false}, g_checked{false}, g_deterministic{false};
 std::atomic<int> g_network_trace{0};
-std::atomic<TraceLevel> g_trace_level{TraceLevel::Warning};
 
 // One profiled event kind (a node's forward or backward): CNTK's FixedEventRecord.
 struct ProfileRecord {
@@ -199,17 +198,13 @@ Value value_of(const Tensor& t) {
 }  // namespace
 
 void set_trace_level(TraceLevel level) {
-  const TraceLevel previous = g_trace_level.exchange(level);
+  const TraceLevel previous = exchange_trace_level(level);
   if (previous == level) return;
   if (level == TraceLevel::Info) {
     set_computation_network_trace_level(int(level));
   } else if (previous == TraceLevel::Info) {
     set_computation_network_trace_level(0);
   }
-}
-
-TraceLevel get_trace_level() {
-  return g_trace_level;
 }
 
 void set_computation_network_trace_level(int level) {

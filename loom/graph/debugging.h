@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/trace.h"
 #include "loom/core/value.h"
 #include "loom/graph/function.h"
 #include "loom/graph/tensor.h"
@@ -20,12 +21,10 @@ namespace loom {
 
 class FunctionImpl;
 
-// CNTK's TraceLevel: the global verbosity of Loom's messages (default Warning).
-enum class TraceLevel { Error = 0, Warning = 1, Info = 2 };
-// Setting Info also sets the computation network trace level to 2 (CNTK's), and leaving Info
-// sets it back to 0.
+// CNTK's set_trace_level (TraceLevel and get_trace_level are loom/core/trace.h's). Setting Info
+// also sets the computation network trace level to 2 (CNTK's), and leaving Info sets it back
+// to 0.
 void set_trace_level(TraceLevel level);
-TraceLevel get_trace_level();
 
 // CNTK's computation network trace level: 0 off; >= 1 each executor prints its nodes and their
 // shapes when it plans; >= 1000 every node prints the absolute sum of its value after forward

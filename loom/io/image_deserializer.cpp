@@ -5,10 +5,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -16,6 +14,7 @@
 #include <variant>
 
 #include "loom/core/random.h"
+#include "loom/core/trace.h"
 #include "loom/io/image_header.h"
 #include "loom/io/reader_threads.h"
 
@@ -547,7 +546,7 @@ ImageDeserializer::ImageDeserializer(const std::string& map_file, const StreamDe
     std::string message = detail::concat(name_, ": ", what, " in line ", line + 1,
                                          " of the map file (", map_file, ")");
     LOOM_CHECK(skipped_ < options.max_errors, DataError, message);
-    std::cerr << "WARNING: " << message << "; skipped\n";
+    warn(message + "; skipped");
     ++skipped_;
   };
   // The class index of a map line, or SIZE_MAX (reported) when it is not one of the label

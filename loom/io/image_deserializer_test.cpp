@@ -1,5 +1,6 @@
 #include "loom/io/image_deserializer.h"
 #include "loom/core/error_test_util.h"
+#include "loom/core/trace.h"
 
 #include <gtest/gtest.h>
 
@@ -213,6 +214,14 @@ TEST_F(ImageDeserializerTest, BadMapLinesAndImagesNameTheFileAndLine) {
             std::string::npos)
       << printed;
   EXPECT_EQ(tolerant.sequence_infos(0)[1].key, 6u);
+  // Quiet at trace level Error (CNTK's set_trace_level), skipping the same.
+  const TraceLevel level = exchange_trace_level(TraceLevel::Error);
+  testing::internal::CaptureStderr();
+  ImageDeserializer quiet(dir + "/all_bad.txt", gray(), {.max_errors = 5});
+  printed = testing::internal::GetCapturedStderr();
+  exchange_trace_level(level);
+  EXPECT_EQ(quiet.number_of_skipped(), 5u);
+  EXPECT_EQ(printed, "");
   msg = message_of([&] { ImageDeserializer(dir + "/all_bad.txt", gray(), {.max_errors = 4}); });
   EXPECT_NE(msg.find("line 6"), std::string::npos) << msg;
   msg = message_of([&] { ImageDeserializer(dir + "/none.txt", gray()); });

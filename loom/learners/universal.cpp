@@ -1,10 +1,10 @@
 #include "loom/learners/universal.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <unordered_set>
 
 #include "loom/core/error.h"
+#include "loom/core/trace.h"
 
 namespace loom {
 
@@ -39,10 +39,8 @@ UniversalLearner::UniversalLearner(const ParameterUpdateFunction& update_functio
   }
   for (size_t i = 0; i < gradients_.size(); ++i)
     if (!read.count(gradients_[i]))  // as CNTK: allowed, but most likely a mistake
-      std::fprintf(stderr,
-                   "WARNING: the universal learner's update function does not use the gradient "
-                   "of parameter %s\n",
-                   this->parameters()[i].describe().c_str());
+      warn("the universal learner's update function does not use the gradient of parameter " +
+           this->parameters()[i].describe());
 
   state_ = update_function_.constants();
   executor_ = std::make_unique<Executor>(update_function_.outputs());

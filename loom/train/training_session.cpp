@@ -7,6 +7,7 @@
 #include <set>
 
 #include "loom/core/error.h"
+#include "loom/core/trace.h"
 #include "loom/distributed/distributed_learner.h"
 
 namespace loom {
@@ -317,7 +318,7 @@ void TrainingSession::restore() {
   std::vector<std::string> damaged;
   std::string failures;
   auto failed = [&](const std::string& file, const Error& e) {
-    say("Warning: cannot restore from checkpoint '" + file + "': " + e.what());
+    warn("cannot restore from checkpoint '" + file + "': " + e.what());
     failures += "\n  '" + file + "': " + e.what();
     damaged.push_back(file);
   };
@@ -455,8 +456,7 @@ void TrainingSession::set_aside(const std::vector<std::string>& damaged) const {
     const std::string aside = file + kDamagedSuffix;
     std::filesystem::rename(file, aside, ec);
     if (ec) {
-      say("Warning: cannot move the damaged checkpoint '" + file + "' to '" + aside +
-          "': " + ec.message());
+      warn("cannot move the damaged checkpoint '" + file + "' to '" + aside + "': " + ec.message());
     } else {
       say("Moved the damaged checkpoint '" + file + "' to '" + aside + "'");
       std::filesystem::last_write_time(aside, std::filesystem::file_time_type::clock::now(), ec);

@@ -369,10 +369,10 @@ TEST(CheckpointPolicy, FallsBackPastDamagedNewestCheckpointsWithAWarning) {
   ::testing::internal::CaptureStderr();
   run(second, {.filename = f.ckpt(), .preserve_all = true}, 16);
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("Warning: cannot restore from checkpoint '" + f.ckpt() + "'"),
+  EXPECT_NE(err.find("WARNING: cannot restore from checkpoint '" + f.ckpt() + "'"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("Warning: cannot restore from checkpoint '" + newest + "'"), std::string::npos)
+  EXPECT_NE(err.find("WARNING: cannot restore from checkpoint '" + newest + "'"), std::string::npos)
       << err;
   EXPECT_NE(err.find("Restoring training session from the checkpoint '" + f.ckpt() + "2'"),
             std::string::npos)
