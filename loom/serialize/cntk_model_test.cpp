@@ -871,6 +871,73 @@ TEST(CntkV2Ops, PackedGatherIsSequenceGather) {
   EXPECT_EQ(values_of(f.eval_one({{in, data}})), (std::vector<float>{1, 2, 7, 8}));
 }
 
+// Slices with strides (CNTK's sliceStrides, sliceStridesVec): every s-th element from begin, or
+// backwards from end - 1 for a negative s, on x of C++ [4, 3] (Loom x[j][i] = 4 j + i).
+TEST(CntkV2Ops, StridedSlicesTakeEverySthElement) {
+  const DictionaryVector x = {cntk_input("x", {4, 3})};
+  Function one = cntk_graph(x,
+                            {cntk_function("Slice1", 14, {"x"},
+                                           {{"axis", cntk_axis(0)},
+                                            {"beginIndex", int64_t{1}},
+                                            {"endIndex", int64_t{0}},
+                                            {"sliceStrides", int64_t{2}}})},
+                            "Slice1");
+  EXPECT_EQ(one.output().shape(), (NDShape{3, 2}));
+  EXPECT_EQ(eval_sample(one, iota(12)), (std::vector<float>{1, 3, 5, 7, 9, 11}));
+  Function two =
+      cntk_graph(x,
+                 {cntk_function("Slice2", 14, {"x"},
+                                {{"axisVec", DictionaryVector{cntk_axis(0), cntk_axis(1)}},
+                                 {"beginIndexVec", DictionaryVector{int64_t{0}, int64_t{0}}},
+                                 {"endIndexVec", DictionaryVector{int64_t{3}, int64_t{3}}},
+                                 {"sliceStridesVec", DictionaryVector{int64_t{1}, int64_t{-2}}}})},
+                 "Slice2");
+  // C++ axis 1 (Loom's first) backwards by 2 from 2: rows 2 and 0; columns 0 to 2.
+  EXPECT_EQ(two.output().shape(), (NDShape{2, 3}));
+  EXPECT_EQ(eval_sample(two, iota(12)), (std::vector<float>{8, 9, 10, 0, 1, 2}));
+  try {
+    cntk_graph(x,
+               {cntk_function("Slice3", 14, {"x"},
+                              {{"axis", cntk_axis(0)},
+                               {"beginIndex", int64_t{0}},
+                               {"endIndex", int64_t{2}},
+                               {"sliceStrides", int64_t{3}}})},
+               "Slice3");
+    ADD_FAILURE() << "a stride longer than the slice built";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("with stride 3"), std::string::npos) << e.what();
+  }
+}
+
+// CNTK's CTC pair: ForwardBackward(LabelsToGraph(labels), features) is -log P(labels), the
+// probability summed over the alignments with blanks (class 1). One label (class 0) on two
+// frames: alignments "0 0", "0 -", "- 0".
+TEST(CntkV2Ops, LabelsToGraphAndForwardBackwardAreCtc) {
+  auto sequence_input = [](const std::string& uid) {
+    DictionaryMap v = cntk_input(uid, {2});
+    v["name"] = uid;
+    v["dynamic_axis"] = DictionaryVector{cntk_axis(kDynamic, "defaultDynamicAxis"),
+                                         cntk_axis(kDynamic, "defaultBatchAxis")};
+    return v;
+  };
+  Function f =
+      cntk_graph({sequence_input("labels"), sequence_input("features")},
+                 {cntk_function("L1", 63, {"labels"}),
+                  cntk_function("F1", 66, {"L1_Output_0", "features"},
+                                {{"BlankTokenId", uint64_t{1}}, {"DelayConstraint", int64_t{-1}}})},
+                 "F1");
+  EXPECT_EQ(f.op_name(), "ForwardBackward");
+  Value labels = Value::create_sequences<float>({2}, {{2, 0, 1, 0}});
+  Value features = Value::create_sequences<float>({2}, {{1, 0, 0, 2}});
+  const double e = std::exp(1.0), e2 = std::exp(2.0);
+  const double a0 = e / (e + 1), a1 = 1 / (e + 1), b0 = 1 / (1 + e2), b1 = e2 / (1 + e2);
+  const double loss = -std::log(a0 * b0 + a0 * b1 + a1 * b0);
+  const std::vector<float> got =
+      values_of(f.eval_one({{f.argument("labels"), labels}, {f.argument("features"), features}}));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NEAR(got[0], loss, 1e-5);
+}
+
 // Every op the builder says it maps is built (on inputs of a plausible kind), and every other
 // op number is refused naming the op.
 // ConstantOp is CNTK's ConstantLike (zeros_like, ones_like and any fill value);
@@ -895,7 +962,7 @@ TEST(CntkV2Ops, ConstantLikeAndCustomProxyOps) {
 
 TEST(CntkV2Ops, MappedOpsAreListed) {
   const std::vector<int64_t> mapped = cntk_mapped_op_types();
-  EXPECT_EQ(mapped.size(), 92u);
+  EXPECT_EQ(mapped.size(), 94u);
   EXPECT_EQ(cntk_op_type_name(31), "Times");
   EXPECT_EQ(cntk_op_type_name(97), "ConvolutionSequenceShape");
   EXPECT_EQ(cntk_op_type_name(98), "op 98");

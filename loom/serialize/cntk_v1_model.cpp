@@ -4,7 +4,9 @@
 // CNTK 2.x's own legacy loader maps v1 nodes to v2 primitive functions (BackCompat.cpp), so one
 // builder serves both of CNTK's formats.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,9 +27,29 @@ namespace {
 struct Matrix {
   size_t rows = 0, cols = 0;
   DataType dtype = DataType::Float32;
-  const uint8_t* data = nullptr;  // into the file's bytes
+  size_t element_size = 4;        // as stored: 2 (half, read as float), 4 or 8
+  const uint8_t* data = nullptr;  // into the file's bytes, or into decoded
   size_t at = 0;                  // where its "BMAT" marker starts
+  // The elements of a half-precision or sparse matrix, converted to dense float or double.
+  std::shared_ptr<std::vector<uint8_t>> decoded = nullptr;
 };
+
+// An IEEE half-precision number as a float (exact: every half is a float).
+float half_to_float(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  float f;
+  if (exponent == 0)  // zero or subnormal: mantissa x 2^-24
+    f = std::ldexp(float(mantissa), -24);
+  else if (exponent == 31)
+    f = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else  // (1024 + mantissa) x 2^(exponent - 25)
+    f = std::ldexp(float(mantissa | 0x400), exponent - 25);
+  return (h & 0x8000) ? -f : f;
+}
+
+// The most elements a sparse matrix may have once dense (Loom's parameters are dense): its size
+// is not bounded by the bytes of the file, so a damaged one could ask for any amount of memory.
+constexpr uint64_t kMaxDensified = uint64_t(1) << 30;
 
 // cntk.exe's File class in binary mode: numbers little-endian in their C++ sizes (size_t 8, int
 // 4, bool 1, float 4, double 8), strings as UTF-16 code units ending in a 0 unit, and section
@@ -155,42 +177,114 @@ class Stream {
     return v;
   }
 
-  // A matrix: its type character ('d' dense; 's' sparse, which cntk.exe could not read back on
-  // a CPU either), "BMAT", the element size, a name, a format word, rows, cols, the elements and
-  // "EMAT".
+  // A number of a node's precision (element_size 2: half, read as float).
+  double element(size_t element_size, const std::string& what) {
+    if (element_size == 2) return half_to_float(pod<uint16_t>(what));
+    return element_size == 8 ? f64(what) : f32(what);
+  }
+
+  // A matrix: its type character ('d' dense, 's' sparse), "BMAT", the element size, a name, a
+  // format word, then a dense matrix's rows, cols and elements, or a sparse one's (sparse()),
+  // and "EMAT". Half-precision and sparse matrices are converted to dense float (double).
   Matrix matrix(const std::string& what) {
     size_t at = pos_;
     uint8_t type = pod<uint8_t>(what + "'s matrix type");
-    if (type != 'd')
-      fail("expected the dense matrix type 'd' of " + what + ", found " + std::to_string(type), at);
+    if (type != 'd' && type != 's')
+      fail("expected the matrix type 'd' (dense) or 's' (sparse) of " + what + ", found " +
+               std::to_string(type),
+           at);
     Matrix m;
     m.at = pos_;
     marker("BMAT");
     size_t size_at = pos_;
-    uint64_t element_size = u64(what + "'s element size");
-    if (element_size == 4)
-      m.dtype = DataType::Float32;
-    else if (element_size == 8)
-      m.dtype = DataType::Float64;
-    else if (element_size == 2)
-      fail("half-precision values (of " + what + ") are not supported", size_at);
-    else
-      fail(
-          "expected the element size 4 or 8 of " + what + ", found " + std::to_string(element_size),
-          size_at);
+    m.element_size = u64(what + "'s element size");
+    if (m.element_size != 2 && m.element_size != 4 && m.element_size != 8)
+      fail("expected the element size 2, 4 or 8 of " + what + ", found " +
+               std::to_string(m.element_size),
+           size_at);
+    m.dtype = m.element_size == 8 ? DataType::Float64 : DataType::Float32;
     wstring(what + "'s matrix name");
-    i32(what + "'s matrix format");
-    size_t dims_at = pos_;
-    m.rows = u64(what + "'s rows");
-    m.cols = u64(what + "'s columns");
-    size_t max_elements = left() / element_size;
-    if ((m.cols != 0 && m.rows > max_elements / m.cols) || m.rows * m.cols > max_elements)
-      fail("implausible matrix size " + std::to_string(m.rows) + " x " + std::to_string(m.cols) +
-               " of " + what + " (only " + std::to_string(left()) + " bytes left)",
-           dims_at);
-    m.data = take(m.rows * m.cols * element_size, what + "'s elements");
+    size_t format_at = pos_;
+    int32_t format = i32(what + "'s matrix format");
+    if (type == 's') {
+      sparse(m, format, format_at, what);
+    } else {
+      size_t dims_at = pos_;
+      m.rows = u64(what + "'s rows");
+      m.cols = u64(what + "'s columns");
+      size_t max_elements = left() / m.element_size;
+      if ((m.cols != 0 && m.rows > max_elements / m.cols) || m.rows * m.cols > max_elements)
+        fail("implausible matrix size " + std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+                 " of " + what + " (only " + std::to_string(left()) + " bytes left)",
+             dims_at);
+      m.data = take(m.rows * m.cols * m.element_size, what + "'s elements");
+      if (m.element_size == 2) {
+        m.decoded = std::make_shared<std::vector<uint8_t>>(m.rows * m.cols * sizeof(float));
+        float* out = reinterpret_cast<float*>(m.decoded->data());
+        for (size_t i = 0; i < m.rows * m.cols; i++) {
+          uint16_t h;
+          std::memcpy(&h, m.data + 2 * i, 2);
+          out[i] = half_to_float(h);
+        }
+        m.data = m.decoded->data();
+      }
+    }
     marker("EMAT");
     return m;
+  }
+
+  // A sparse matrix as CNTK's GPUSparseMatrix wrote it: after the format word (6: compressed
+  // columns, CSC; 7: compressed rows, CSR) the number of non-zero elements, the columns, the
+  // rows, and where there are non-zero elements, their values, their row (CSC) or column (CSR)
+  // indices as size_t, and the cols + 1 (rows + 1) size_t offsets where each column's (row's)
+  // elements start. The matrix becomes dense, column-major as a dense one is stored.
+  void sparse(Matrix& m, int32_t format, size_t format_at, const std::string& what) {
+    if (format != 6 && format != 7)
+      fail("expected the sparse format 6 (CSC) or 7 (CSR) of " + what + ", found " +
+               std::to_string(format),
+           format_at);
+    const bool csc = format == 6;
+    size_t count_at = pos_;
+    uint64_t nonzeros = u64(what + "'s number of non-zero elements");
+    size_t dims_at = pos_;
+    m.cols = u64(what + "'s columns");
+    m.rows = u64(what + "'s rows");
+    if ((m.cols != 0 && m.rows > kMaxDensified / m.cols) || m.rows * m.cols > kMaxDensified)
+      fail("the sparse matrix " + what + " of " + std::to_string(m.rows) + " x " +
+               std::to_string(m.cols) + " elements is larger than Loom makes dense (2^30)",
+           dims_at);
+    if (nonzeros > m.rows * m.cols || nonzeros > left() / (m.element_size + 8))
+      fail("implausible count " + std::to_string(nonzeros) + " of non-zero elements of " + what +
+               " (only " + std::to_string(left()) + " bytes left)",
+           count_at);
+    std::vector<double> values(nonzeros);
+    for (double& v : values) v = element(m.element_size, what + "'s non-zero elements");
+    std::vector<uint64_t> index(nonzeros);
+    for (uint64_t& i : index) i = u64(what + "'s indices");
+    const uint64_t lines = csc ? m.cols : m.rows, extent = csc ? m.rows : m.cols;
+    std::vector<uint64_t> starts;
+    if (nonzeros > 0) {
+      if (lines >= left() / 8) fail("truncated file: expected the offsets of " + what);
+      for (uint64_t i = 0; i <= lines; i++) starts.push_back(u64(what + "'s offsets"));
+      if (starts[0] != 0 || starts[lines] != nonzeros ||
+          !std::is_sorted(starts.begin(), starts.end()))
+        fail("the offsets of the sparse matrix " + what + " are not ascending from 0 to " +
+             std::to_string(nonzeros));
+      for (uint64_t i : index)
+        if (i >= extent)
+          fail("the sparse matrix " + what + " has the index " + std::to_string(i) +
+               " outside its " + std::to_string(extent) + (csc ? " rows" : " columns"));
+    }
+    const size_t n = m.rows * m.cols;
+    m.decoded = std::make_shared<std::vector<uint8_t>>(n * size_of(m.dtype), 0);
+    dispatch(m.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* out = reinterpret_cast<T*>(m.decoded->data());
+      for (uint64_t line = 0; line + 1 < starts.size(); line++)
+        for (uint64_t k = starts[line]; k < starts[line + 1]; k++)
+          out[csc ? index[k] + m.rows * line : line + m.rows * index[k]] = T(values[k]);
+    });
+    m.data = m.decoded->data();
   }
 
   // The element type of the first matrix after the current position (float where there is
@@ -244,13 +338,14 @@ struct Node {
   size_t at = 0;  // where its record starts
   std::vector<Node*> inputs;
   DataType dtype = DataType::Float32;
+  size_t element_size = 4;  // of its numbers: 2 (half, computed in float32), 4 or 8
 
   // LearnableParameter, InputValue, PastValue, Mean/InvStdDev: the sample layout (CNTK's order).
   std::vector<size_t> layout;
   float lr_multiplier = 1;
   std::optional<Matrix> value;
   bool sparse = false;
-  std::string dynamic_axis;
+  std::string dynamic_axis;  // also Where's new axis
   bool has_computed = true;
 
   int32_t time_step = 1;  // PastValue, FutureValue
@@ -264,6 +359,18 @@ struct Node {
   int32_t reshape_begin = 0, reshape_end = 0;  // Reshape
   int32_t axis1 = 1, axis2 = 2;                // TransposeDimensions
   std::vector<uint64_t> permutation;
+  uint64_t target_rows = 0;           // LegacyReshape (with layout)
+  uint64_t repeats = 1;               // RowRepeat
+  double spatial_scale = 1.0 / 16;    // ROIPooling (layout: the output shape; pool_kind)
+  double offset_x = 0, offset_y = 0;  // Crop
+  // EditDistanceError
+  double substitution_penalty = 1, deletion_penalty = 1, insertion_penalty = 1;
+  bool squash_inputs = false;
+  std::vector<uint64_t> tokens_to_ignore;
+  int32_t delay_constraint = -1;  // ForwardBackward
+  uint64_t blank_token = 0;
+  bool allow_duplicates = false;  // RandomSample, RandomSampleInclusionFrequency
+  uint64_t num_samples = 0;
   // Convolution and Pooling (ConvolutionNodeBase) and the legacy pooling nodes
   std::vector<size_t> kernel, map_count, stride, lower_pad, upper_pad, output_shape, dilation;
   std::vector<bool> sharing, auto_pad;
@@ -274,7 +381,7 @@ struct Node {
   bool spatial = false, use_cntk_engine = true, inv_std_dev = false;
   double norm_time_constant = 0, blend_time_constant = 0, epsilon = 0;
   uint64_t run_count = 0;
-  // Dropout (the rate is not saved: cntk.exe set it from the SGD configuration)
+  // Dropout (the rate is not saved: cntk.exe set it from the SGD configuration), RandomSample
   uint64_t rng_seed = 0, rng_offset = 0;
 
   // Nodes that become variables rather than functions.
@@ -346,6 +453,7 @@ const std::map<std::string, int>& plain_ops() {
       {"Pass", 56},
       {"LambdaRank", 59},
       {"NDCG1Eval", 60},
+      {"LabelsToGraph", 63},
       {"StopGradient", 64},
       {"CosDistanceWithNegativeSamples", 67},
       {"StableSigmoid", 75},
@@ -355,7 +463,8 @@ const std::map<std::string, int>& plain_ops() {
       {"Acos", 82},
       {"Atanh", 85},
       {"Asinh", 86},
-      {"StraightThrough", 94}};
+      {"StraightThrough", 94},
+      {"Cast", 91}};
   return ops;
 }
 
@@ -382,8 +491,56 @@ const std::set<std::string>& field_ops() {
                                             "MaxPooling",
                                             "AveragePooling",
                                             "BatchNormalization",
-                                            "PerDimMeanVarNormalization"};
+                                            "PerDimMeanVarNormalization",
+                                            "Where",
+                                            "ROIPooling",
+                                            "MaxUnpooling",
+                                            "Crop",
+                                            "RowRepeat",
+                                            "LegacyReshape",
+                                            "EditDistanceError",
+                                            "ForwardBackward",
+                                            "RandomSample",
+                                            "RandomSampleInclusionFrequency"};
   return ops;
+}
+
+// Node types cntk.exe wrote that Loom does not read, and why.
+const std::map<std::string, std::string>& refused_ops() {
+  static const std::map<std::string, std::string> ops = {
+      {"Padding",
+       "cntk.exe saved none of its fields (each axis's padding, the mode, the fill value), so "
+       "the file does not say how it pads"},
+      {"OneHot",
+       "cntk.exe saved none of its fields (the number of classes, the axis, sparse output), so "
+       "the file does not say what it computes"},
+      {"CustomProxyOpNode",
+       "cntk.exe saved neither the custom operation's name nor its output shape (and could not "
+       "evaluate it either)"},
+      {"OptimizedRNNStack", "it is cuDNN's recurrent network, which CNTK ran on GPUs only"},
+      {"GMMLogLikelihood", "Gaussian mixture likelihoods are outside Loom's scope"},
+      {"SequenceWithSoftmax", "sequence training on lattices is outside Loom's scope"},
+      {"LatticeSequenceWithSoftmax", "sequence training on lattices is outside Loom's scope"},
+      {"CRF", "the linear-chain CRF criterion is outside Loom's scope"},
+      {"ClassBasedCrossEntropyWithSoftmax",
+       "the class-based softmax criterion is outside Loom's scope (CNTK 2 did not load it either)"},
+      {"NoiseContrastiveEstimation",
+       "this legacy NCE node (sampling inside the node, with its own evaluation modes) matches "
+       "none of Loom's operations, cntk.losses.nce_loss among them (CNTK 2 did not load it "
+       "either)"},
+      {"EnvironmentInput",
+       "it reads cntk.exe's run-time state, which a loaded model has no counterpart of (CNTK 2 "
+       "did not load it either)"}};
+  return ops;
+}
+
+// The random seed and offset of the nodes that draw random numbers (CNTK's RngUser).
+void read_rng_state(Stream& s, Node& n, uint64_t version) {
+  if (version < 16) return;
+  // Version 16 wrote the seed as an unsigned long, 4 bytes where cntk.exe was built (Windows).
+  const std::string seed = "the random seed of node '" + n.name + "'";
+  n.rng_seed = version == 16 ? s.u32(seed) : s.u64(seed);
+  n.rng_offset = s.u64("the random offset of node '" + n.name + "'");
 }
 
 // The fields of n's type as its Load method reads them for the given model version.
@@ -436,9 +593,7 @@ void read_fields(Stream& s, Node& n, uint64_t version) {
       n.layout = {s.u64(what("the rows"))};
       s.u64(what("the columns"));
     }
-    if (version >= 2)
-      n.initial_value = n.dtype == DataType::Float64 ? s.f64(what("the initial value"))
-                                                     : s.f32(what("the initial value"));
+    if (version >= 2) n.initial_value = s.element(n.element_size, what("the initial value"));
   } else if (op == "Times" || op == "TransposeTimes") {
     if (version >= 3) n.output_rank = s.u64(what("the output rank"));
     if (version >= 12) n.infer_input_rank = s.i32(what("the inferred input rank"));
@@ -485,13 +640,8 @@ void read_fields(Stream& s, Node& n, uint64_t version) {
       }
     }
   } else if (op == "Dropout") {
-    if (version >= 16) {
-      // Version 16 wrote the seed as an unsigned long, 4 bytes where cntk.exe was built
-      // (Windows).
-      n.rng_seed = version == 16 ? s.u32(what("the random seed")) : s.u64(what("the random seed"));
-      n.rng_offset = s.u64(what("the random offset"));
-    }
-  } else if (op == "Convolution" || op == "Pooling") {
+    read_rng_state(s, n, version);
+  } else if (op == "Convolution" || op == "Pooling" || op == "MaxUnpooling") {
     if (version >= 5) {
       n.kernel = s.tensor_shape(what("the kernel shape"));
       n.map_count = s.tensor_shape(what("the map count"));
@@ -576,6 +726,38 @@ void read_fields(Stream& s, Node& n, uint64_t version) {
       }
     }
     n.inv_std_dev = version < 13;  // these stored 1/stddev where newer ones store the variance
+  } else if (op == "Where") {
+    n.dynamic_axis = version >= 11 ? s.wstring(what("the new dynamic axis")) : "WhereNodeAxis";
+  } else if (op == "ROIPooling") {
+    n.layout = s.tensor_shape(what("the output shape"));
+    n.pool_kind = 1;  // before version 26: max pooling of 1/16 scale, as cntk.exe assumed
+    if (version >= 26) {
+      n.pool_kind = s.i32(what("the pooling kind"));
+      n.spatial_scale = s.f64(what("the spatial scale"));
+    }
+  } else if (op == "Crop") {
+    n.offset_x = s.f64(what("the x offset"));
+    n.offset_y = s.f64(what("the y offset"));
+  } else if (op == "RowRepeat") {
+    n.repeats = s.u64(what("the number of repeats"));
+  } else if (op == "LegacyReshape") {
+    n.target_rows = s.u64(what("the number of rows"));
+    n.layout = s.tensor_shape(what("the image layout"), true);
+  } else if (op == "EditDistanceError") {
+    n.substitution_penalty = s.f32(what("the substitution penalty"));
+    n.deletion_penalty = s.f32(what("the deletion penalty"));
+    n.insertion_penalty = s.f32(what("the insertion penalty"));
+    n.squash_inputs = s.boolean(what("the squash flag"));
+    uint64_t count = s.count(what("the number of tokens to ignore"), 8);
+    for (uint64_t i = 0; i < count; i++)
+      n.tokens_to_ignore.push_back(s.u64(what("a token to ignore")));
+  } else if (op == "ForwardBackward") {
+    n.delay_constraint = s.i32(what("the delay constraint"));
+    n.blank_token = s.u64(what("the blank token"));
+  } else if (op == "RandomSample" || op == "RandomSampleInclusionFrequency") {
+    n.allow_duplicates = s.boolean(what("the allow-duplicates flag"));
+    n.num_samples = s.u64(what("the number of samples"));
+    read_rng_state(s, n, version);
   } else if (op == "SumColumnElements" || op == "PerDimMeanVarNormalization") {
     // no fields of their own
   }
@@ -617,18 +799,29 @@ Network read_network(Stream& s) {
     size_t op_at = s.offset();
     n.op = canonical_op(s.wstring("the type of node " + std::to_string(i)));
     n.name = s.wstring("the name of node " + std::to_string(i));
-    if (n.precision == "double" || (n.precision.empty() && legacy_dtype == DataType::Float64))
+    // A Cast node (version 31) says "<output>,<input>": the node computes in its output's.
+    std::string precision = n.precision;
+    if (n.op == "Cast") precision = precision.substr(0, precision.find(','));
+    if (precision == "double" || (precision.empty() && legacy_dtype == DataType::Float64)) {
       n.dtype = DataType::Float64;
-    else if (n.precision != "float" && !n.precision.empty())
+      n.element_size = 8;
+    } else if (precision == "half") {  // computed in float32, as the v2 reader reads float16
+      n.element_size = 2;
+    } else if (precision != "float" && !precision.empty()) {
       s.fail("node '" + n.name + "' has the precision \"" + Stream::printable(n.precision) +
-                 "\"; Loom reads float and double",
+                 "\"; Loom reads float, double and half",
              n.at);
+    }
+    if (auto refused = refused_ops().find(n.op); refused != refused_ops().end())
+      s.fail("node '" + Stream::printable(n.name) + "' has the type '" + n.op +
+                 "', which Loom does not read: " + refused->second,
+             op_at);
     if (!plain_ops().count(n.op) && !field_ops().count(n.op))
       s.fail("node '" + Stream::printable(n.name) + "' has the type '" + Stream::printable(n.op) +
                  "', which Loom cannot read",
              op_at);
     read_fields(s, n, net.version);
-    if (n.value && n.value->dtype != n.dtype)
+    if (n.value && n.value->element_size != n.element_size)
       s.fail("the value of node '" + n.name + "' does not have the node's precision", n.value->at);
     if (!net.by_name.emplace(n.name, &n).second)
       s.fail("two nodes are named '" + Stream::printable(n.name) + "'", n.at);
@@ -729,6 +922,14 @@ DictionaryMap axis_of(int32_t internal) {
     default:
       return static_axis(internal - 1);
   }
+}
+
+// CNTK's DynamicAxesFromInternalDynamicAxisName; an empty name is the network's default layout,
+// which is what "*" names.
+DictionaryVector dynamic_axes(const std::string& name) {
+  if (name.empty() || name[0] == '*') return {default_dynamic_axis(), default_batch_axis()};
+  if (name.rfind("__noSequenceAxis", 0) == 0) return {default_batch_axis()};
+  return {axis_value(kDynamicAxisIndex, name, true), default_batch_axis()};
 }
 
 DictionaryVector bools(const std::vector<bool>& v) {
@@ -851,18 +1052,9 @@ class Translator {
 
   std::string leaf(const Node* n) {
     if (n->op == "InputValue" || n->op == "SparseInputValue") {
-      // CNTK's DynamicAxesFromInternalDynamicAxisName; an empty name is the network's default
-      // layout, which is what "*" names.
-      DictionaryVector axes;
-      if (n->dynamic_axis.empty() || n->dynamic_axis[0] == '*')
-        axes = {default_dynamic_axis(), default_batch_axis()};
-      else if (n->dynamic_axis.rfind("__noSequenceAxis", 0) == 0)
-        axes = {default_batch_axis()};
-      else
-        axes = {axis_value(kDynamicAxisIndex, n->dynamic_axis, true), default_batch_axis()};
       std::string uid = uid_of(n, "Input");
       add_input(variable(0, uid, name_of(n), n->layout, n->dtype, n->sparse, n->lr_multiplier != 0,
-                         std::move(axes)));
+                         dynamic_axes(n->dynamic_axis)));
       return uid;
     }
     std::vector<size_t> shape = n->layout;
@@ -1005,7 +1197,10 @@ class Translator {
         {"SumColumnElements", "ReduceElements"},
         {"MaxPooling", "Pooling"},
         {"AveragePooling", "Pooling"},
-        {"PerDimMeanVarNormalization", "ElementTimes"}};
+        {"PerDimMeanVarNormalization", "ElementTimes"},
+        {"MaxUnpooling", "Unpooling"},
+        {"RowRepeat", "Splice"},
+        {"LegacyReshape", "Reshape"}};
     auto it = renamed.find(n->op);
     return it == renamed.end() ? n->op : it->second;
   }
@@ -1058,22 +1253,26 @@ class Translator {
     } else if (op == "Slice") {
       check_inputs(n, 1, 1);
       v2_op = 14;
-      for (int32_t s : n->strides)
-        if (s != 1) fail(n, "slices with a stride, which Loom does not translate");
+      // CNTK 2's loader dropped the strides (version 27 on); they are kept, with CNTK 2's keys.
+      bool strided = false;
+      for (int32_t s : n->strides) strided |= s != 1;
       if (n->axes.size() == 1) {
         attributes["axis"] = axis_of(n->axes[0]);
         attributes["beginIndex"] = int64_t{n->begin[0]};
         attributes["endIndex"] = int64_t{n->end[0]};
+        if (strided) attributes["sliceStrides"] = int64_t{n->strides[0]};
       } else {
-        DictionaryVector axes, begins, ends;
+        DictionaryVector axes, begins, ends, strides;
         for (size_t i = 0; i < n->axes.size(); i++) {
           axes.push_back(axis_of(n->axes[i]));
           begins.push_back(int64_t{n->begin[i]});
           ends.push_back(int64_t{n->end[i]});
+          strides.push_back(int64_t{n->strides[i]});
         }
         attributes["axisVec"] = std::move(axes);
         attributes["beginIndexVec"] = std::move(begins);
         attributes["endIndexVec"] = std::move(ends);
+        if (strided) attributes["sliceStridesVec"] = std::move(strides);
       }
     } else if (op == "RowStack") {
       if (n->inputs.empty()) fail(n, "has no inputs");
@@ -1105,10 +1304,22 @@ class Translator {
       if (n->reshape_end > 0) attributes["endAxis"] = static_axis(n->reshape_end - 1);
     } else if (op == "TransposeDimensions") {
       check_inputs(n, 1, 1);
-      if (!n->permutation.empty()) fail(n, "permutes axes, which Loom does not translate");
       v2_op = 12;
-      attributes["axis1"] = axis_of(n->axis1);
-      attributes["axis2"] = axis_of(n->axis2);
+      if (n->axis1 == 0 && n->axis2 == 0) {
+        // A permutation (version 25 on): output axis i is input axis permutation[i], as CNTK 2
+        // saves TransposeAxes' axisVec (CNTK 2's loader kept only axis1 and axis2).
+        DictionaryVector axes;
+        for (uint64_t p : n->permutation) {
+          if (p >= n->permutation.size())
+            fail(n, "has the permutation entry " + std::to_string(p) + " of " +
+                        std::to_string(n->permutation.size()) + " axes");
+          axes.push_back(static_axis(int64_t(p)));
+        }
+        attributes["axisVec"] = std::move(axes);
+      } else {
+        attributes["axis1"] = axis_of(n->axis1);
+        attributes["axis2"] = axis_of(n->axis2);
+      }
     } else if (op == "Dropout") {
       check_inputs(n, 1, 1);
       v2_op = 15;
@@ -1169,7 +1380,77 @@ class Translator {
       functions_.push_back(
           primitive(21, uid, name_of(n), DictionaryVector{minus + "_Output_0", in[2]}, {}));
       return uid + "_Output_0";
+    } else if (op == "Where") {
+      check_inputs(n, 1, 1);
+      v2_op = 13;
+      attributes["newDynamicAxes"] = dynamic_axes(n->dynamic_axis);
+    } else if (op == "ROIPooling") {
+      check_inputs(n, 2, 2);
+      if (n->pool_kind != 1 && n->pool_kind != 2)
+        fail(n, "has the pooling kind " + std::to_string(n->pool_kind));
+      v2_op = 47;
+      attributes["poolingType"] = uint64_t(n->pool_kind == 1 ? 0 : 1);
+      attributes["roiOutputShape"] = NDShape(n->layout);
+      attributes["spatialScale"] = n->spatial_scale;
+    } else if (op == "MaxUnpooling") {
+      check_inputs(n, 2, 2);
+      v2_op = 58;
+      attributes["poolingType"] = uint64_t{0};
+      attributes["unpoolingWindowShape"] = NDShape(n->kernel);
+      attributes["strides"] = NDShape(n->stride);
+      attributes["autoPadding"] = bools(n->auto_pad);
+      attributes["lowerPad"] = NDShape(n->lower_pad);
+      attributes["upperPad"] = NDShape(n->upper_pad);
+    } else if (op == "Crop") {
+      check_inputs(n, 2, 4);
+      if (in.size() == 3) fail(n, "has 3 inputs; its type takes 2 or 4");
+      v2_op = 84;
+      // cntk.exe saved the offsets once it had computed them (an automatic crop's too) and
+      // crops at the saved ones; never computed, they are the largest double and the crop is
+      // automatic (CNTK 2's loader dropped them: every crop was automatic).
+      constexpr double unset = std::numeric_limits<double>::max();
+      if (n->offset_x != unset || n->offset_y != unset) {
+        for (double o : {n->offset_x, n->offset_y})
+          if (!(o >= 0 && o < 1e15)) fail(n, "has the crop offset " + std::to_string(o));
+        // cntk.exe narrows at the offsets' whole parts.
+        attributes["offset"] = DictionaryVector{uint64_t(n->offset_x), uint64_t(n->offset_y)};
+        in.resize(2);
+      }
+    } else if (op == "RowRepeat") {
+      // The sample repeated: numRepeats copies spliced along its last (C++) axis.
+      check_inputs(n, 1, 1);
+      if (n->repeats < 1 || n->repeats > (uint64_t(1) << 16))
+        fail(n, "has the implausible number of repeats " + std::to_string(n->repeats));
+      v2_op = 43;
+      attributes["axis"] = static_axis(-1);
+      in.assign(n->repeats, in[0]);
+    } else if (op == "LegacyReshape") {
+      check_inputs(n, 1, 1);
+      v2_op = 16;
+      attributes["newShape"] = NDShape(legacy_reshape_layout(n));
+    } else if (op == "EditDistanceError") {
+      check_inputs(n, 2, 2);
+      v2_op = 61;
+      attributes["SubstitutionPenalty"] = n->substitution_penalty;
+      attributes["DeletionPenalty"] = n->deletion_penalty;
+      attributes["InsertionPenalty"] = n->insertion_penalty;
+      attributes["SquashInputs"] = n->squash_inputs;
+      attributes["TokensToIgnore"] =
+          DictionaryVector(n->tokens_to_ignore.begin(), n->tokens_to_ignore.end());
+    } else if (op == "ForwardBackward") {
+      check_inputs(n, 2, 2);
+      v2_op = 66;
+      attributes["DelayConstraint"] = int64_t{n->delay_constraint};
+      attributes["BlankTokenId"] = n->blank_token;
+    } else if (op == "RandomSample" || op == "RandomSampleInclusionFrequency") {
+      check_inputs(n, 1, 1);
+      v2_op = op == "RandomSample" ? 45 : 46;
+      attributes["numSamples"] = n->num_samples;
+      attributes["allowDuplicates"] = n->allow_duplicates;
+      attributes["rngSeed"] = n->rng_seed;
+      attributes["rngOffset"] = n->rng_offset;
     }
+    if (op == "Cast") attributes["newDataType"] = int64_t(data_type(n->dtype));  // its output's
     if (v2_op < 0) fail(n, "has a type Loom does not translate");
 
     // v2's order of inputs where it differs from the node's (ReorderAsPrimitiveFunctionInputs).
@@ -1194,6 +1475,32 @@ class Translator {
     functions_.push_back(
         primitive(uint64_t(v2_op), uid, name_of(n), std::move(inputs), std::move(attributes)));
     return uid + "_Output_0";
+  }
+
+  // LegacyReshape's sample layout, as its InferTargetSampleLayout completes it: a legacy image
+  // layout [C, W, H] may leave one of W and H, or C, 0, inferred from the number of rows (none
+  // given: [1, rows, 1]); any other layout must hold the rows.
+  std::vector<size_t> legacy_reshape_layout(const Node* n) const {
+    std::vector<size_t> d = n->layout;
+    const uint64_t rows = n->target_rows;
+    if (d.size() == 3) {
+      const int known = (d[0] > 0) + (d[1] > 0) + (d[2] > 0);
+      if (known == 0) {
+        d = {1, size_t(rows), 1};
+      } else if (known == 1) {
+        fail(n, "gives one image dimension; cntk.exe needed two");
+      } else if (known == 2) {
+        size_t& missing = d[0] == 0 ? d[0] : d[1] == 0 ? d[1] : d[2];
+        missing = 1;
+        if (rows % elements(d) != 0)
+          fail(n, "has " + std::to_string(rows) + " rows, not a multiple of its image dimensions");
+        missing = size_t(rows / elements(d));
+      }
+    }
+    if (elements(d) != rows)
+      fail(n,
+           "has the layout " + NDShape(d).to_string() + " for " + std::to_string(rows) + " rows");
+    return d;
   }
 
   DictionaryMap* input_variable(const std::string& uid) {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -1287,8 +1288,8 @@ TEST(CntkV1Model, InconsistentNetworksGiveDataErrors) {
   {
     V1Writer w;
     w.begin(31, 1);
-    w.str("half").str("InputValue").str("x");
-    EXPECT_NE(error_of(w.end({}, {}, {})).find("precision \"half\""), std::string::npos);
+    w.str("int8").str("InputValue").str("x");
+    EXPECT_NE(error_of(w.end({}, {}, {})).find("precision \"int8\""), std::string::npos);
   }
   {
     // A PastValue loop translates; its future counterpart too.
@@ -1303,6 +1304,385 @@ TEST(CntkV1Model, InconsistentNetworksGiveDataErrors) {
     EXPECT_EQ(t.function("next").at("op").get<uint64_t>(), 38u);
     EXPECT_EQ(map_of(t.function("next").at("attributes")).at("offset").get<uint64_t>(), 2u);
   }
+}
+
+// --- Node types of issue 30: written as their Save methods wrote them ---------------------------
+
+// The outputs of a model on one-step sequences of x (the file's sole feature), by name.
+std::map<std::string, std::vector<float>> outputs_on(const Function& model, const NDShape& sample,
+                                                     const std::vector<float>& x) {
+  ValueMap out = model.eval({{model.argument("x"), one_step_sequences(sample, x)}});
+  std::map<std::string, std::vector<float>> by_name;
+  for (const auto& [o, v] : out) by_name[o.owner().name()] = v.as_sequences<float>().at(0);
+  return by_name;
+}
+
+// Sparse parameter values (GPUSparseMatrix's format: CSC and CSR) become dense, as cntk.exe's
+// Times read them: W = [[1, 0, 2], [0, 3, 0]] twice, W x for x = (1, 2, 3) is (7, 6).
+TEST(CntkV1Model, SparseParametersBecomeDense) {
+  auto sparse = [](V1Writer& w, int32_t format, std::vector<float> values,
+                   std::vector<uint64_t> index, std::vector<uint64_t> starts) {
+    w.num('s').str("BMAT").num(uint64_t{4}).str("nnmatrix").num(format);
+    w.num(uint64_t(values.size())).num(uint64_t{3}).num(uint64_t{2});  // nz, cols, rows
+    for (float v : values) w.num(v);
+    for (uint64_t i : index) w.num(i);
+    for (uint64_t s : starts) w.num(s);
+    w.str("EMAT");
+  };
+  auto network = [&](std::vector<uint64_t> csc_rows, uint64_t csr_nonzeros) {
+    V1Writer w;
+    w.begin(31, 5);
+    input_node(w, "x", {3});
+    w.node(31, "LearnableParameter", "Wc").num(1.f).shape({2, 3});
+    sparse(w, 6, {1, 3, 2}, csc_rows, {0, 1, 2, 3});
+    w.node(31, "LearnableParameter", "Wr").num(1.f).shape({2, 3});
+    w.num('s').str("BMAT").num(uint64_t{4}).str("nnmatrix").num(int32_t{7});
+    w.num(csr_nonzeros).num(uint64_t{3}).num(uint64_t{2});
+    for (float v : {1.f, 2.f, 3.f}) w.num(v);
+    for (uint64_t i : {0, 2, 1}) w.num(uint64_t(i));
+    for (uint64_t s : {0, 2, 3}) w.num(uint64_t(s));
+    w.str("EMAT");
+    w.node(31, "Times", "a").num(uint64_t{1}).num(int32_t{-1});
+    w.node(31, "Times", "b").num(uint64_t{1}).num(int32_t{-1});
+    return w.end({{"x", {}}, {"Wc", {}}, {"Wr", {}}, {"a", {"Wc", "x"}}, {"b", {"Wr", "x"}}}, {"x"},
+                 {"a", "b"});
+  };
+  Translation t(cntk_v1_dictionary(network({0, 1, 0}, 3), "sparse.dnn"));
+  // Loom's order: W's columns are its rows.
+  EXPECT_EQ(value_of(t.input("Wc")), (std::vector<float>{1, 0, 0, 3, 2, 0}));
+  EXPECT_EQ(value_of(t.input("Wr")), (std::vector<float>{1, 0, 0, 3, 2, 0}));
+  auto out = outputs_on(function_from_cntk_dictionary(t.d, "sparse.dnn"), NDShape{3}, {1, 2, 3});
+  EXPECT_EQ(out.at("a"), (std::vector<float>{7, 6}));
+  EXPECT_EQ(out.at("b"), (std::vector<float>{7, 6}));
+  // A row index past the rows, and more non-zero elements than the bytes hold.
+  std::string e = error_of(network({0, 2, 0}, 3), "sparse.dnn");
+  EXPECT_NE(e.find("has the index 2 outside its 2 rows"), std::string::npos) << e;
+  e = error_of(network({0, 1, 0}, uint64_t(1) << 50), "sparse.dnn");
+  EXPECT_NE(e.find("implausible count 1125899906842624 of non-zero elements"), std::string::npos)
+      << e;
+}
+
+// Half-precision nodes compute in float32 with their values converted exactly (normal,
+// subnormal and the largest half): y = W x + b.
+TEST(CntkV1Model, HalfPrecisionNetworksComputeInFloat) {
+  auto half_matrix = [](V1Writer& w, size_t rows, size_t cols, std::vector<uint16_t> bits) {
+    w.num('d').str("BMAT").num(uint64_t{2}).str("unnamed").num(int32_t{0});
+    w.num(uint64_t(rows)).num(uint64_t(cols));
+    for (uint16_t h : bits) w.num(h);
+    w.str("EMAT");
+  };
+  V1Writer w;
+  w.begin(31, 5);
+  w.str("half").str("InputValue").str("x").num(uint64_t{0}).num(uint64_t{0}).shape({2});
+  w.num(uint32_t{1}).str("").num(0.f);
+  // W = [[1, 0.5], [-2, -0.25]] column-major; b = (65504, 2^-24).
+  w.str("half").str("LearnableParameter").str("W").num(1.f).shape({2, 2});
+  half_matrix(w, 2, 2, {0x3C00, 0xC000, 0x3800, 0xB400});
+  w.str("half").str("LearnableParameter").str("b").num(1.f).shape({2});
+  half_matrix(w, 2, 1, {0x7BFF, 0x0001});
+  w.str("half").str("Times").str("Wx").num(uint64_t{1}).num(int32_t{-1});
+  w.str("half").str("Plus").str("y");
+  Translation t(cntk_v1_dictionary(
+      w.end({{"x", {}}, {"W", {}}, {"b", {}}, {"Wx", {"W", "x"}}, {"y", {"Wx", "b"}}}, {"x"},
+            {"y"}),
+      "half.dnn"));
+  EXPECT_EQ(value_of(t.input("W")), (std::vector<float>{1, -2, 0.5f, -0.25f}));
+  EXPECT_EQ(value_of(t.input("b")), (std::vector<float>{65504, std::ldexp(1.f, -24)}));
+  EXPECT_EQ(t.input("x").at("data_type").get<uint64_t>(), 1u);
+  auto out = outputs_on(function_from_cntk_dictionary(t.d, "half.dnn"), NDShape{2}, {2, 1});
+  EXPECT_EQ(out.at("y"), (std::vector<float>{2.5f + 65504, -4.25f + std::ldexp(1.f, -24)}));
+}
+
+// Strided slices (version 27 on; CNTK 2's loader dropped the strides) and permutations of
+// TransposeDimensions (version 25 on) on x, CNTK's [4, 3], Loom's x[j][i] = 4 j + i.
+TEST(CntkV1Model, StridedSlicesAndPermutationsEvaluate) {
+  V1Writer w;
+  w.begin(31, 5);
+  input_node(w, "x", {4, 3});
+  auto slice = [&](const std::string& name, int64_t begin, int64_t length, int32_t axis,
+                   int32_t stride) {
+    w.node(31, "Slice", name).num(int32_t{1}).num(begin).num(length).num(axis).num(stride);
+  };
+  slice("even", 0, 4, 1, 2);       // i = 0, 2
+  slice("tail", -3, 3, 1, 2);      // i in [1, 4) by 2: 1, 3
+  slice("reversed", 0, 3, 2, -1);  // j = 2, 1, 0
+  w.node(31, "TransposeDimensions", "permuted").num(int32_t{0}).num(int32_t{0});
+  w.num(uint64_t{2}).num(uint64_t{1}).num(uint64_t{0});
+  const auto bytes =
+      w.end({{"x", {}}, {"even", {"x"}}, {"tail", {"x"}}, {"reversed", {"x"}}, {"permuted", {"x"}}},
+            {"x"}, {"even", "tail", "reversed", "permuted"});
+  Translation t(cntk_v1_dictionary(bytes, "strided.dnn"));
+  EXPECT_EQ(map_of(t.function("even").at("attributes")).at("sliceStrides").get<int64_t>(), 2);
+  EXPECT_EQ(
+      map_of(t.function("permuted").at("attributes")).at("axisVec").get<DictionaryVector>().size(),
+      2u);
+  Function model = function_from_cntk_dictionary(t.d, "strided.dnn");
+  EXPECT_EQ(output_named(model, "even").shape(), (NDShape{3, 2}));
+  EXPECT_EQ(output_named(model, "permuted").shape(), (NDShape{4, 3}));
+  std::vector<float> x(12);
+  for (size_t i = 0; i < 12; i++) x[i] = float(i);
+  auto out = outputs_on(model, NDShape{3, 4}, x);
+  EXPECT_EQ(out.at("even"), (std::vector<float>{0, 2, 4, 6, 8, 10}));
+  EXPECT_EQ(out.at("tail"), (std::vector<float>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(out.at("reversed"), (std::vector<float>{8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3}));
+  EXPECT_EQ(out.at("permuted"), (std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+}
+
+// RowRepeat (the sample repeated along its last axis), LegacyReshape (a legacy image layout
+// with one dimension inferred) and Cast ("double,float": a double output of a float input).
+TEST(CntkV1Model, RepeatReshapeAndCastNodesEvaluate) {
+  V1Writer w;
+  w.begin(31, 4);
+  input_node(w, "x", {4, 3});
+  w.node(31, "RowRepeat", "twice").num(uint64_t{2});
+  w.node(31, "LegacyReshape", "image").num(uint64_t{12}).shape({2, 3, 0});
+  w.str("double,float").str("Cast").str("wide");
+  Translation t(
+      cntk_v1_dictionary(w.end({{"x", {}}, {"twice", {"x"}}, {"image", {"x"}}, {"wide", {"x"}}},
+                               {"x"}, {"twice", "image", "wide"}),
+                         "repeat.dnn"));
+  EXPECT_EQ(t.function("twice").at("op").get<uint64_t>(), 43u);
+  EXPECT_EQ(map_of(t.function("image").at("attributes")).at("newShape").get<NDShape>(),
+            (NDShape{2, 3, 2}));
+  EXPECT_EQ(map_of(t.function("wide").at("attributes")).at("newDataType").get<int64_t>(), 2);
+  Function model = function_from_cntk_dictionary(t.d, "repeat.dnn");
+  EXPECT_EQ(output_named(model, "twice").shape(), (NDShape{6, 4}));
+  EXPECT_EQ(output_named(model, "image").shape(), (NDShape{2, 3, 2}));
+  EXPECT_EQ(output_named(model, "wide").dtype(), DataType::Float64);
+  std::vector<float> x(12);
+  for (size_t i = 0; i < 12; i++) x[i] = float(i) / 4;
+  ValueMap out = model.eval({{model.argument("x"), one_step_sequences(NDShape{3, 4}, x)}});
+  std::vector<float> twice = x;
+  twice.insert(twice.end(), x.begin(), x.end());
+  EXPECT_EQ(out.at(output_named(model, "twice")).as_sequences<float>().at(0), twice);
+  EXPECT_EQ(out.at(output_named(model, "image")).as_sequences<float>().at(0), x);
+  EXPECT_EQ(out.at(output_named(model, "wide")).as_sequences<double>().at(0),
+            std::vector<double>(x.begin(), x.end()));
+}
+
+// The fields of ConvolutionNodeBase (Pooling, MaxUnpooling) of version 31: a 2 x 2 max window
+// with stride 2 over [W, H, C].
+void pooling_fields(V1Writer& w) {
+  w.shape({2, 2, 1}).shape({1}).shape({2, 2, 1});
+  w.num(uint64_t{1}).num(true).num(uint64_t{1}).num(false);  // sharing, auto padding
+  w.shape({0}).shape({0}).num(int32_t{1}).num(int32_t{1}).num(uint64_t{0});
+  w.num(false).shape({0}).num(false).num(false);  // transpose, output shape, ceil, include pad
+}
+
+// Crop at the offsets cntk.exe saved, ROIPooling (max, scale 1) and MaxUnpooling of a max
+// pooling, on a 4 x 4 image x[h][w] = 4 h + w (CNTK's [W, H, C] = [4, 4, 1]).
+TEST(CntkV1Model, ImageNodesEvaluate) {
+  V1Writer w;
+  w.begin(31, 7);
+  input_node(w, "x", {4, 4, 1});
+  input_node(w, "ref", {3, 2, 1});
+  input_node(w, "rois", {4, 1});
+  w.node(31, "Crop", "cropped").num(1.0).num(2.0);  // x offset 1, y offset 2
+  w.node(31, "ROIPooling", "regions").shape({2, 2}).num(int32_t{1}).num(1.0);
+  w.node(31, "Pooling", "pooled");
+  pooling_fields(w);
+  w.node(31, "MaxUnpooling", "unpooled");
+  pooling_fields(w);
+  const auto bytes = w.end({{"x", {}},
+                            {"ref", {}},
+                            {"rois", {}},
+                            {"cropped", {"x", "ref"}},
+                            {"regions", {"x", "rois"}},
+                            {"pooled", {"x"}},
+                            {"unpooled", {"pooled", "x"}}},
+                           {"x", "ref", "rois"}, {"cropped", "regions", "unpooled"});
+  Translation t(cntk_v1_dictionary(bytes, "image.dnn"));
+  EXPECT_EQ(t.function("cropped").at("op").get<uint64_t>(), 84u);
+  EXPECT_EQ(map_of(t.function("cropped").at("attributes"))
+                .at("offset")
+                .get<DictionaryVector>()
+                .at(1)
+                .get<uint64_t>(),
+            2u);
+  EXPECT_EQ(t.function("regions").at("op").get<uint64_t>(), 47u);
+  EXPECT_EQ(t.function("unpooled").at("op").get<uint64_t>(), 58u);
+
+  Function model = function_from_cntk_dictionary(t.d, "image.dnn");
+  std::vector<float> image(16);
+  for (size_t i = 0; i < 16; i++) image[i] = float((i * 7) % 16);  // a permutation of 0..15
+  ValueMap out = model.eval(
+      {{model.argument("x"), one_step_sequences(NDShape{1, 4, 4}, image)},
+       {model.argument("ref"), one_step_sequences(NDShape{1, 2, 3}, std::vector<float>(6))},
+       {model.argument("rois"), one_step_sequences(NDShape{1, 4}, {0, 0, 3, 3})}});
+  auto result = [&](const std::string& name) {
+    return out.at(output_named(model, name)).as_sequences<float>().at(0);
+  };
+  // Rows 2 and 3, columns 1 to 3.
+  EXPECT_EQ(result("cropped"),
+            (std::vector<float>{image[9], image[10], image[11], image[13], image[14], image[15]}));
+  // The whole image in 2 x 2 cells: each quadrant's maximum; unpooled, each maximum in its place.
+  std::vector<float> maxima, unpooled(16, 0);
+  for (size_t qh = 0; qh < 2; qh++)
+    for (size_t qw = 0; qw < 2; qw++) {
+      size_t best = 8 * qh + 2 * qw;
+      for (size_t at : {best, best + 1, best + 4, best + 5})
+        if (image[at] > image[best]) best = at;
+      maxima.push_back(image[best]);
+      unpooled[best] = image[best];
+    }
+  EXPECT_EQ(result("regions"), maxima);
+  EXPECT_EQ(result("unpooled"), unpooled);
+
+  // Offsets never computed (the largest double) leave the crop automatic.
+  V1Writer a;
+  a.begin(31, 3);
+  input_node(a, "x", {4, 4, 1});
+  input_node(a, "ref", {3, 2, 1});
+  a.node(31, "Crop", "automatic").num(std::numeric_limits<double>::max());
+  a.num(std::numeric_limits<double>::max());
+  Translation u(cntk_v1_dictionary(
+      a.end({{"x", {}}, {"ref", {}}, {"automatic", {"x", "ref"}}}, {"x", "ref"}, {"automatic"}),
+      "crop.dnn"));
+  EXPECT_FALSE(map_of(u.function("automatic").at("attributes")).count("offset"));
+}
+
+// BrainScript's gather: GatherPacked(PackedIndex(x, Where(condition)), x) is Loom's
+// sequence::gather; a sequence of 3 steps with condition (1, 0, 1) keeps steps 0 and 2.
+TEST(CntkV1Model, WhereAndPackedGatherEvaluate) {
+  V1Writer w;
+  w.begin(31, 5);
+  input_node(w, "x", {2});
+  input_node(w, "keep", {1});
+  w.node(31, "Where", "where").str("whereAxis");
+  w.node(31, "PackedIndex", "index");
+  w.node(31, "GatherPacked", "gathered");
+  Translation t(cntk_v1_dictionary(w.end({{"x", {}},
+                                          {"keep", {}},
+                                          {"where", {"keep"}},
+                                          {"index", {"x", "where"}},
+                                          {"gathered", {"index", "x"}}},
+                                         {"x", "keep"}, {"gathered"}),
+                                   "gather.dnn"));
+  EXPECT_EQ(t.function("where").at("op").get<uint64_t>(), 13u);
+  Function model = function_from_cntk_dictionary(t.d, "gather.dnn");
+  ValueMap out = model.eval(
+      {{model.argument("x"), Value::create_sequences<float>(NDShape{2}, {{1, 2, 3, 4, 5, 6}})},
+       {model.argument("keep"), Value::create_sequences<float>(NDShape{1}, {{1, 0, 1}})}});
+  EXPECT_EQ(out.begin()->second.as_sequences<float>().at(0), (std::vector<float>{1, 2, 5, 6}));
+}
+
+// The criteria and samplers: EditDistanceError, CTC's LabelsToGraph and ForwardBackward, and
+// RandomSample translate with CNTK 2's attributes and build Loom's ops; node types whose fields
+// cntk.exe never saved, or that are outside Loom's scope, are refused with the reason.
+TEST(CntkV1Model, CriterionAndSamplerNodesTranslate) {
+  V1Writer w;
+  w.begin(31, 8);
+  input_node(w, "x", {3});
+  input_node(w, "labels", {3});
+  w.node(31, "EditDistanceError", "ed").num(1.f).num(2.f).num(3.f).num(true);
+  w.num(uint64_t{1}).num(uint64_t{2});
+  w.node(31, "LabelsToGraph", "graph");
+  w.node(31, "ForwardBackward", "ctc").num(int32_t{3}).num(uint64_t{2});
+  w.node(31, "LearnableParameter", "weights").num(0.f).shape({3}).matrix(3, 1, {1, 2, 3});
+  w.node(31, "RandomSample", "samples")
+      .num(false)
+      .num(uint64_t{2})
+      .num(uint64_t{7})
+      .num(uint64_t{0});
+  w.node(31, "RandomSampleInclusionFrequency", "frequency")
+      .num(true)
+      .num(uint64_t{2})
+      .num(uint64_t{7})
+      .num(uint64_t{0});
+  Translation t(cntk_v1_dictionary(w.end({{"x", {}},
+                                          {"labels", {}},
+                                          {"ed", {"x", "labels"}},
+                                          {"graph", {"labels"}},
+                                          {"ctc", {"graph", "x"}},
+                                          {"weights", {}},
+                                          {"samples", {"weights"}},
+                                          {"frequency", {"weights"}}},
+                                         {"x", "labels"}, {"ed", "ctc", "samples", "frequency"}),
+                                   "criteria.dnn"));
+  const DictionaryMap ed = map_of(t.function("ed").at("attributes"));
+  EXPECT_EQ(ed.at("DeletionPenalty").get<double>(), 2);
+  EXPECT_EQ(ed.at("TokensToIgnore").get<DictionaryVector>().at(0).get<uint64_t>(), 2u);
+  EXPECT_EQ(t.function("graph").at("op").get<uint64_t>(), 63u);
+  EXPECT_EQ(map_of(t.function("ctc").at("attributes")).at("BlankTokenId").get<uint64_t>(), 2u);
+  EXPECT_EQ(map_of(t.function("samples").at("attributes")).at("numSamples").get<uint64_t>(), 2u);
+  EXPECT_EQ(t.function("frequency").at("op").get<uint64_t>(), 46u);
+  Function model = function_from_cntk_dictionary(t.d, "criteria.dnn");
+  std::set<std::string> ops;
+  for (const Variable& o : model.outputs()) ops.insert(o.owner().op_name());
+  EXPECT_EQ(ops, (std::set<std::string>{"EditDistanceError", "ForwardBackward", "RandomSample",
+                                        "RandomSampleInclusionFrequency"}));
+  EXPECT_EQ(output_named(model, "samples").shape(), (NDShape{2, 3}));
+
+  for (const char* type : {"Padding", "OneHot", "OptimizedRNNStack", "EnvironmentInput"}) {
+    V1Writer r;
+    r.begin(31, 1);
+    r.node(31, type, "n");
+    const std::string e = error_of(r.end({}, {}, {}), "refused.dnn");
+    EXPECT_NE(
+        e.find("node 'n' has the type '" + std::string(type) + "', which Loom does not read: "),
+        std::string::npos)
+        << e;
+  }
+}
+
+// The new node types' fields, cut at every byte or with each byte flipped, give DataErrors
+// naming the file, and their counts allocate nothing before they are checked.
+TEST(CntkV1Model, NewNodeFieldsDamagedGiveDataErrors) {
+  auto network = [](uint64_t tokens, uint64_t sparse_rows, uint64_t repeats) {
+    V1Writer w;
+    w.begin(31, 12);
+    input_node(w, "x", {4, 4, 1});
+    input_node(w, "r", {4, 1});
+    w.node(31, "LearnableParameter", "W").num(1.f).shape({2, 1});
+    w.num('s').str("BMAT").num(uint64_t{4}).str("nnmatrix").num(int32_t{6});
+    w.num(uint64_t{1}).num(uint64_t{1}).num(sparse_rows).num(1.f).num(uint64_t{1});
+    w.num(uint64_t{0}).num(uint64_t{1}).str("EMAT");
+    w.node(31, "EditDistanceError", "ed").num(1.f).num(1.f).num(1.f).num(false).num(tokens);
+    w.num(uint64_t{5});
+    w.node(31, "Slice", "s").num(int32_t{1}).num(int64_t{0}).num(int64_t{4}).num(int32_t{1});
+    w.num(int32_t{2});
+    w.node(31, "TransposeDimensions", "t").num(int32_t{0}).num(int32_t{0}).num(uint64_t{3});
+    w.num(uint64_t{2}).num(uint64_t{0}).num(uint64_t{1});
+    w.node(31, "ROIPooling", "roi").shape({2, 2}).num(int32_t{1}).num(0.5);
+    w.node(31, "Crop", "c").num(1.0).num(1.0);
+    w.node(31, "RowRepeat", "rep").num(repeats);
+    // (A first dimension 0 would read as the older format, in cntk.exe too.)
+    w.node(31, "LegacyReshape", "lr").num(uint64_t{16}).shape({1, 4, 0});
+    w.node(31, "ForwardBackward", "fb").num(int32_t{-1}).num(uint64_t{0});
+    w.node(31, "RandomSample", "rs").num(true).num(uint64_t{3}).num(uint64_t{1}).num(uint64_t{2});
+    return w.end({{"x", {}},
+                  {"r", {}},
+                  {"W", {}},
+                  {"ed", {"x", "x"}},
+                  {"s", {"x"}},
+                  {"t", {"x"}},
+                  {"roi", {"x", "r"}},
+                  {"c", {"x", "x"}},
+                  {"rep", {"x"}},
+                  {"lr", {"x"}},
+                  {"fb", {"x", "x"}},
+                  {"rs", {"W"}}},
+                 {"x", "r"}, {"ed", "s", "t", "roi", "c", "rep", "lr", "fb", "rs"});
+  };
+  const std::vector<uint8_t> bytes = network(1, 2, 2);
+  Translation t(cntk_v1_dictionary(bytes, "all.dnn"));
+  EXPECT_EQ(map_of(t.function("lr").at("attributes")).at("newShape").get<NDShape>(),
+            (NDShape{1, 4, 4}));
+  for (size_t n = 0; n < bytes.size(); n++) {
+    const std::string e = error_of(std::vector<uint8_t>(bytes.begin(), bytes.begin() + long(n)));
+    EXPECT_NE(e.find("'bad.dnn'"), std::string::npos) << "cut at " << n << ": " << e;
+  }
+  for (size_t i = 0; i < bytes.size(); i++) {
+    std::vector<uint8_t> b = bytes;
+    b[i] ^= 0xA5;
+    expect_translates_or_data_error(b, "byte " + std::to_string(i) + " flipped");
+  }
+  EXPECT_NE(error_of(network(uint64_t(1) << 60, 2, 2)).find("implausible count"),
+            std::string::npos);
+  EXPECT_NE(error_of(network(1, uint64_t(1) << 40, 2)).find("larger than Loom makes dense"),
+            std::string::npos);
+  EXPECT_NE(error_of(network(1, 2, uint64_t(1) << 40)).find("implausible number of repeats"),
+            std::string::npos);
 }
 
 }  // namespace

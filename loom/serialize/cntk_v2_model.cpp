@@ -11,6 +11,7 @@
 
 #include "loom/core/error.h"
 #include "loom/graph/graph_impl.h"
+#include "loom/graph/user_function.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/cntk_model.h"
 #include "loom/serialize/cntk_recurrence.h"
@@ -373,7 +374,11 @@ enum Op : int64_t {
 static_assert(kConvolutionSequenceShape == 97 && kOpCount == 98,
               "the op numbers and names follow CNTK 2.7's PrimitiveOpType");
 
+// A user-defined function (a function of type "UserDefinedFunction"): it has no op number.
+constexpr int64_t kUserDefinedFunction = -2;
+
 std::string op_name(int64_t op) {
+  if (op == kUserDefinedFunction) return "UserDefinedFunction";
   return op >= 0 && uint64_t(op) < kOpCount ? kOpNames[op] : "op " + std::to_string(op);
 }
 
@@ -642,13 +647,14 @@ class Builder {
     for (size_t i = 0; i < functions.size(); ++i) {
       Fields f = top_.item("primitive_functions", i);
       const std::string type = f.string_or("type", "PrimitiveFunction");
-      if (type != "PrimitiveFunction")
+      if (type != "PrimitiveFunction" && type != "UserDefinedFunction")
         f.fail("a function of type '", printable(type),
-               "' (a user-defined function, whose code is not in the file): Loom cannot load it");
+               "' (CNTK writes PrimitiveFunction and UserDefinedFunction)");
+      const bool user = type == "UserDefinedFunction";
       Record r{f};
       r.uid = f.get<std::string>("uid");
       r.name = f.string_or("name", "");
-      r.op = f.integer("op");
+      r.op = user ? kUserDefinedFunction : f.integer("op");
       if (r.uid.empty()) f.fail("an empty uid");
       if (r.op == kBlock) {
         Fields c = f.child("block_function_composite");
@@ -671,7 +677,8 @@ class Builder {
         r.inputs = f.strings("inputs");
       else
         f.fail("missing 'inputs'");
-      f.get<DictionaryMap>("attributes");  // present in every CNTK function
+      // Present in every CNTK function; a user function keeps its state instead.
+      f.get<DictionaryMap>(user ? "user_defined_state" : "attributes");
       if (!function_index_.emplace(r.uid, records_.size()).second)
         f.fail("the function uid '", printable(r.uid), "' is given twice");
       // One uid names one thing in a Loom graph (a saved model could not tell them apart).
@@ -864,7 +871,9 @@ class Builder {
       } else {
         std::vector<Variable> inputs;
         for (const auto& in : r.reads) inputs.push_back(resolve(r, in));
-        r.outputs = build_op(r, inputs, r.f.child("attributes"));
+        r.outputs =
+            build_op(r, inputs,
+                     r.f.child(r.op == kUserDefinedFunction ? "user_defined_state" : "attributes"));
         if (r.op != kCombine) claim_uids(r, inputs);
       }
     } catch (const DataError&) {
@@ -985,6 +994,29 @@ double constant_scalar(const Variable& v, const char* what) {
   return v.value().to_vector<double>()[0];
 }
 
+// CNTK's slice with a stride (TensorShape::NarrowTo): the elements begin, begin + s, ... below
+// end for s > 0, and end - 1, end - 1 + s, ... down to begin for s < 0, a negative begin and an
+// end <= 0 counting from the end of the axis. Loom's slice has no stride: the same elements are
+// gathered by their indices (the gradient adds back into them, as CNTK's does).
+Function strided_slice(const Variable& x, const Axis& axis, int64_t begin, int64_t end,
+                       int64_t stride, const std::string& name) {
+  if (!axis.is_static() || !x.has_known_shape())
+    op_fail("a slice with stride ", stride, " of a non-static axis or of an unknown shape");
+  const int64_t rank = int64_t(x.shape().rank()), k = axis.static_index();
+  if (k < -rank || k >= rank) op_fail("slice axis ", k, " of a rank-", rank, " input");
+  const int64_t dim = int64_t(x.shape()[size_t(k < 0 ? k + rank : k)]);
+  if (begin < 0) begin += dim;
+  if (end <= 0) end += dim;
+  if (stride == 0 || begin < 0 || end > dim || begin >= end || std::abs(stride) > end - begin)
+    op_fail("a slice [", begin, ", ", end, ") with stride ", stride, " of an axis of ", dim);
+  const int64_t step = std::abs(stride), count = (end - begin + step - 1) / step;
+  std::vector<float> indices;
+  for (int64_t i = 0; i < count; ++i)
+    indices.push_back(float(stride > 0 ? begin + i * step : end - 1 - i * step));
+  return gather(x, constant(NDArrayView::from_vector<float>(NDShape{size_t(count)}, indices)), axis,
+                name);
+}
+
 std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Variable>& in,
                                         const Fields& a) {
   const std::string& name = r.name;
@@ -1102,14 +1134,17 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
       if (begins.size() != axes.size() || ends.size() != axes.size())
         op_fail(axes.size(), " axes with ", begins.size(), " begin and ", ends.size(),
                 " end indices");
-      for (int64_t s : strides)
-        if (s != 1) op_fail("a slice with stride ", s, " (Loom slices with stride 1)");
+      if (!strides.empty() && strides.size() != axes.size())
+        op_fail(axes.size(), " axes with ", strides.size(), " strides");
       Variable x = in[0];
       for (size_t i = 0; i < axes.size(); ++i) {
         if (begins[i] < INT32_MIN || begins[i] > INT32_MAX || ends[i] < INT32_MIN ||
             ends[i] > INT32_MAX)
           op_fail("slice indices ", begins[i], ":", ends[i], " are out of range");
-        x = Variable(slice(x, axes[i], int(begins[i]), int(ends[i]), name));
+        if (strides.empty() || strides[i] == 1)
+          x = Variable(slice(x, axes[i], int(begins[i]), int(ends[i]), name));
+        else
+          x = Variable(strided_slice(x, axes[i], begins[i], ends[i], strides[i], name));
       }
       return {x};
     }
@@ -1491,6 +1526,35 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
       need_inputs(in, 3, 3);
       return outs(r.op == kLambdaRank ? lambda_rank(in[0], in[1], in[2], name)
                                       : ndcg_at_1(in[0], in[1], in[2], name));
+    case kUserDefinedFunction: {
+      // A Python UserFunction as CNTK's Python saved it: its state is {class, module, op_name,
+      // state}, which Loom's Python takes back as it does from its own files (the deserializer
+      // registered for op_name, or the class imported and its static deserialize called).
+      const std::string module = a.string_or("module", ""), cls = a.string_or("class", "");
+      if (r.f.flag_or("native", false))
+        op_fail("a native (C++ library) user function of module '", printable(module),
+                "' (Loom loads native user functions from its own files only)");
+      Dictionary attributes;
+      attributes["op_name"] = a.string_or("op_name", module + "." + cls);
+      attributes["state"] = r.f.get<DictionaryMap>("user_defined_state");
+      try {
+        return outs(user_function_from_attributes(in, attributes, name));
+      } catch (const std::exception& e) {
+        op_fail("the user function of class '", printable(cls), "' of module '", printable(module),
+                "' cannot be loaded: ", e.what());
+      }
+    }
+    case kLabelsToGraph:
+      need_inputs(in, 1, 1);
+      return outs(labels_to_graph(in[0], name));
+    case kForwardBackward: {
+      // CNTK's CTC criterion: graph (a LabelsToGraph), then the features.
+      need_inputs(in, 2, 2);
+      const int64_t delay = a.integer_or("DelayConstraint", -1);
+      if (delay < -1 || delay > INT32_MAX) op_fail("delay constraint ", delay);
+      return outs(forward_backward(in[0], in[1], a.size("BlankTokenId"),
+                                   {.delay_constraint = delay}, name));
+    }
     case kEditDistanceError: {
       need_inputs(in, 2, 2);
       EditDistanceOptions o;
@@ -1581,7 +1645,7 @@ std::vector<int64_t> cntk_mapped_op_types() {
       kTopK, kToSequence, kUnpackSequence, kCrop, kRandomSample, kRandomSampleInclusionFrequency,
       kRandomDistribution, kROIPooling, kUnpooling, kCosDistanceWithNegativeSamples, kLambdaRank,
       kNDCG, kEditDistanceError,
-      kWhere, kGatherPacked, kScatterPacked,
+      kWhere, kGatherPacked, kScatterPacked, kLabelsToGraph, kForwardBackward,
   };
   // clang-format on
   std::sort(ops.begin(), ops.end());
