@@ -103,6 +103,14 @@ class Deserializer {
   // keeps a chunk from one sweep to the next when the next one's window reads it, instead of
   // loading it again.
   virtual bool same_in_every_sweep() const { return true; }
+  // Whether stream `stream` holds samples, one per sequence, rather than sequences: a
+  // MinibatchSource delivers such a stream as a batch [N, sample...] (CNTK's
+  // MinibatchSourceFromData over arrays). Files' deserializers hold sequences, a sample being a
+  // sequence of one step, delivered [N, T, sample...] as CNTK's readers deliver them.
+  virtual bool holds_samples(size_t stream) const {
+    (void)stream;
+    return false;
+  }
 
   size_t number_of_sequences() const {
     size_t n = 0;

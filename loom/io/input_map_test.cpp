@@ -1,4 +1,4 @@
-// next_minibatch keyed by graph variables: batch vs sequence form, and bad input maps.
+// next_minibatch keyed by graph variables: the data as the reader gives them, and bad input maps.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -18,7 +18,9 @@ StreamDefs xy_streams() {
           {"y", StreamDef{.field = "y", .shape = 3, .is_sparse = true}}};
 }
 
-TEST(InputMap, BatchVariablesGetBatchValuesSequenceVariablesGetSequences) {
+// CNTK's: a file's streams come as sequences whatever the variable; a sample is a sequence of one
+// step, which a variable without a sequence axis takes.
+TEST(InputMap, EveryVariableGetsTheStreamAsTheReaderGivesIt) {
   std::string path = write_temp("rows.ctf", "|x 1 2 |y 0:1\n|x 3 4 |y 2:1\n|x 5 6 |y 1:1\n");
   MinibatchSource source(std::make_shared<CTFDeserializer>(path, xy_streams()),
                          {.randomize = false});
@@ -26,8 +28,8 @@ TEST(InputMap, BatchVariablesGetBatchValuesSequenceVariablesGetSequences) {
   Variable y = sequence::input_variable({3}, {.is_sparse = true});
   auto mb = source.next_minibatch(2, {{x, source["x"]}, {y, source["y"]}});
   const Value& xv = mb.at(x).data;
-  EXPECT_FALSE(xv.is_sequence());
-  EXPECT_EQ(xv.data().shape(), (NDShape{2, 2}));
+  EXPECT_TRUE(xv.is_sequence());
+  EXPECT_EQ(xv.data().shape(), (NDShape{2, 1, 2}));
   EXPECT_EQ(xv.data().to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
   const Value& yv = mb.at(y).data;
   EXPECT_TRUE(yv.is_sequence());

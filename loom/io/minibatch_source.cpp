@@ -557,6 +557,10 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
     }
     return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(columns), values);
   });
+  // A stream of samples, each piece one sample, is a batch (no piece is missing).
+  if (corpus.deserializer->holds_samples(local) && samples == batch && max_length == 1)
+    return MinibatchData{Value(data.reshaped(NDShape{batch}.append(info.sample_shape)), false),
+                         batch, samples, sweep_end};
   NDMask mask(batch, max_length);
   for (size_t b = 0; b < batch; ++b) {
     mask.invalidate_from(b, slices[b].length);

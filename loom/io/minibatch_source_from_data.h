@@ -49,6 +49,8 @@ class ArrayDeserializer : public Deserializer {
   const std::vector<ChunkInfo>& chunk_infos() const override { return chunk_infos_; }
   std::vector<SequenceInfo> sequence_infos(size_t chunk) const override;
   std::shared_ptr<const Chunk> load_chunk(size_t chunk) override;
+  // A stream given as samples (not as a sequence Value) is delivered as a batch.
+  bool holds_samples(size_t stream) const override { return !data_.at(stream).is_sequence(); }
 
  private:
   std::vector<StreamInformation> streams_;

@@ -12,7 +12,8 @@ namespace {
 
 using namespace testing_io;
 
-// Everything in a minibatch, byte for byte: per stream its counts, flags, shape, mask and data.
+// Everything in a minibatch but its form (files give sequences of one sample, arrays of samples
+// a batch), byte for byte: per stream its counts, flags, sample shape, sequences and data.
 std::string bytes_of(MinibatchSource& source, const Minibatch<StreamInformation>& mb) {
   if (mb.empty()) return "end";
   std::string out;
@@ -21,8 +22,8 @@ std::string bytes_of(MinibatchSource& source, const Minibatch<StreamInformation>
     const NDArrayView& a = d.data.data();
     out += s.name + ":" + std::to_string(d.number_of_sequences) + "/" +
            std::to_string(d.number_of_samples) + "/" + std::to_string(d.sweep_end) +
-           a.shape().to_string();
-    for (MaskKind k : d.data.mask()->kinds()) out += char('0' + int(k));
+           d.data.sample_shape().to_string();
+    for (size_t length : d.data.sequence_lengths()) out += std::to_string(length) + ",";
     auto append = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
     if (a.is_sparse()) {
       append(a.csr_row_offsets().data(), a.csr_row_offsets().size() * sizeof(int32_t));
@@ -42,8 +43,11 @@ TEST(MinibatchSourceFromData, DenseAndSparseSamplesInOrder) {
                               {.randomize = false, .max_samples = 6});
   EXPECT_EQ(source["x"].sample_shape, (NDShape{1, 2}));
   EXPECT_EQ(source["y"].storage, StorageFormat::SparseCSR);
+  // Samples come as a batch (CNTK's MinibatchSourceFromData makes Value(batch)).
   Minibatch<StreamInformation> mb = source.next_minibatch(3);
-  EXPECT_EQ(mb.at(source["x"]).data.data().shape(), (NDShape{3, 1, 1, 2}));
+  EXPECT_FALSE(mb.at(source["x"]).data.is_sequence());
+  EXPECT_EQ(mb.at(source["x"]).data.data().shape(), (NDShape{3, 1, 2}));
+  EXPECT_EQ(mb.at(source["y"]).data.data().shape(), (NDShape{3, 3}));
   EXPECT_EQ(mb.at(source["x"]).data.data().to_vector<float>(),
             (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(mb.at(source["y"]).data.data().csr_col_indices(), (std::vector<int32_t>{2, 0, 1}));

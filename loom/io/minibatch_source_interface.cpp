@@ -97,17 +97,11 @@ Minibatch<Variable> MinibatchSourceInterface::next_minibatch(
   if (by_stream.empty()) return out;
   check_minibatch(by_stream, declared);
   for (auto& [var, stream] : input_map) {
-    MinibatchData data = by_stream[stream];
-    if (!var.has_sequence_axis() && data.data.is_sequence()) {
-      const Value& v = data.data;
-      LOOM_CHECK(v.number_of_samples() == v.num_sequences() && v.max_sequence_length() <= 1,
-                 ShapeError, "stream '", stream.name,
-                 "' has sequences longer than one sample, but variable '", var.name(),
-                 "' has no sequence axis");
-      NDShape shape = v.sample_shape().prepend(v.num_sequences());
-      data.data = Value(v.data().reshaped(shape), false);
-    }
-    out.emplace(var, std::move(data));
+    const MinibatchData& data = by_stream[stream];
+    // The data as the source gives them (CNTK's): sequences of one step for an input without a
+    // sequence axis, which it takes as they are; longer ones are an error now, not at training.
+    if (!var.has_sequence_axis()) check_value_form(var, data.data);
+    out.emplace(var, data);
   }
   return out;
 }

@@ -75,10 +75,11 @@ class MinibatchSourceInterface {
   // The minibatch keyed by the variables of input_map (variable -> stream), checked: every
   // stream returned must be one of stream_infos(), its counts must be those of its Value, all
   // streams must hold equally many sequences, and every mapped stream must be there (else an
-  // ArgumentError or DataError naming the stream and both counts). A stream bound to a
-  // variable without a sequence axis comes as a batch of samples; its sequences must have
-  // length 1. (A class that declares next_minibatch hides this overload: call it through
-  // the interface, or add `using MinibatchSourceInterface::next_minibatch;`.)
+  // ArgumentError or DataError naming the stream and both counts). Each stream's data come as
+  // the source gives them (CNTK's): a stream bound to a variable without a sequence axis must
+  // hold sequences of one step (which the variable takes as they are) or samples, else a
+  // ShapeError naming the variable. (A class that declares next_minibatch hides this overload: call
+  // it through the interface, or add `using MinibatchSourceInterface::next_minibatch;`.)
   Minibatch<Variable> next_minibatch(
       size_t num_samples, const std::unordered_map<Variable, StreamInformation>& input_map,
       size_t number_of_workers = 1, size_t worker_rank = 0);

@@ -74,7 +74,8 @@ struct StreamInformation {
   bool operator==(const StreamInformation&) const = default;
 };
 
-// One stream's part of a minibatch: a sequence Value [B, T, sample...] with a mask.
+// One stream's part of a minibatch: a sequence Value [B, T, sample...] with a mask, or a batch
+// [B, sample...] for a stream of samples (Deserializer::holds_samples).
 struct MinibatchData {
   Value data;
   size_t number_of_sequences = 0;

@@ -361,8 +361,5 @@ def test_cntk_105_image_cells_map_any_key_and_keep_the_sequence_axis(tmp_path):
     data = source.next_minibatch(2, input_map={input: source.streams.features})[input]
     np.testing.assert_array_equal(data.asarray().reshape(2, 3), [[0, 1, 2], [1, 2, 3]])
     image = C.input_variable(3)
-    shape = source.next_minibatch(2, input_map={image: source.streams.features})[image] \
-        .asarray().shape
-    if shape != (2, 1, 3):
-        pytest.xfail("MinibatchData.asarray() of a minibatch mapped to a non-sequence input: "
-                     "Loom gives %s, CNTK (2, 1, 3)" % (shape,))
+    assert source.next_minibatch(2, input_map={image: source.streams.features})[image] \
+        .asarray().shape == (2, 1, 3)

@@ -124,6 +124,6 @@ def test_idx_deserializer_reads_fashion_mnist():
     assert source['features'].shape == (28, 28) and source['labels'].is_sparse
     x, y = C.input_variable((28, 28)), C.input_variable(10, is_sparse=True)
     mb = source.next_minibatch(100, {x: source['features'], y: source['labels']})
-    images = mb[x].asarray()
-    assert images.shape == (100, 28, 28) and 0 <= images.min() and images.max() <= 1
-    assert mb[y].asarray().sum(axis=1).tolist() == [1] * 100
+    images = mb[x].asarray()  # a file's samples come as sequences of one step, as CNTK's do
+    assert images.shape == (100, 1, 28, 28) and 0 <= images.min() and images.max() <= 1
+    assert mb[y].asarray().sum(axis=2).tolist() == [[1]] * 100

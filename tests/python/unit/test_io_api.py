@@ -443,3 +443,59 @@ def test_asarray_gives_the_padded_data_and_next_minibatch_maps_any_key(tmp_path)
     assert padded.shape == (2, 2, 1) and padded[:, :, 0].tolist() == [[1, 2], [3, 0]]
     assert [s.ravel().tolist() for s in mb['xs'].as_sequences()] == [[1, 2], [3]]
     assert mb['ys'].asarray().shape == (2, 1, 1)  # one step each: no padding, no warning
+
+
+def test_non_sequence_data_comes_as_each_cntk_source_gives_it(tmp_path):
+    # CNTK's deserializers give every sample as a sequence of one step, [N, 1, dim], whether the
+    # minibatch is keyed by stream or mapped to an input without a sequence axis;
+    # MinibatchSourceFromData gives arrays as a batch [N, dim] (it makes Value(batch)).
+    path = tmp_path / 'rows.ctf'
+    path.write_text(''.join('|x %d %d |y %d:1\n' % (i, i + 1, i % 3) for i in range(4)))
+    ctf = MinibatchSource(CTFDeserializer(str(path), StreamDefs(
+        x=StreamDef(field='x', shape=2), y=StreamDef(field='y', shape=3, is_sparse=True))),
+        randomize=False)
+    x, y = C.input_variable(2), C.input_variable(3, is_sparse=True)
+    from_data = MinibatchSourceFromData(dict(
+        x=np.arange(8, dtype=np.float32).reshape(4, 2),
+        y=sp.csr_matrix(np.eye(3, dtype=np.float32)[[0, 1, 2, 0]])))
+    for source, step in ((ctf, (1,)), (from_data, ())):
+        by_stream = source.next_minibatch(2)
+        mapped = source.next_minibatch(2, input_map={x: source.streams.x, y: source.streams.y})
+        for mb, xk, yk in ((by_stream, source.streams.x, source.streams.y), (mapped, x, y)):
+            assert mb[xk].asarray().shape == mb[xk].shape == (2,) + step + (2,)
+            assert mb[xk].data.asarray().shape == (2,) + step + (2,)
+            assert mb[yk].asarray().shape == (2,) + step + (3,)
+        np.testing.assert_array_equal(mapped[x].asarray().reshape(2, 2), [[4, 5], [6, 7]]
+                                      if source is from_data else [[2, 3], [3, 4]])
+
+    # Both train a model of inputs without a sequence axis through the Trainer and
+    # Function.train alike, to the same parameters.
+    def train(source, through_function):
+        z = C.layers.Dense(3, init=C.glorot_uniform(seed=1))(x)
+        loss = C.cross_entropy_with_softmax(z, y)
+        learner = C.sgd(z.parameters, C.learning_parameter_schedule(0.1))
+        if through_function:
+            loss.train(source, minibatch_size=2, max_epochs=2, epoch_size=4,
+                       parameter_learners=[learner],
+                       model_inputs_to_streams={x: source.streams.x, y: source.streams.y})
+        else:
+            trainer = C.Trainer(z, (loss, None), [learner])
+            for _ in range(4):
+                trainer.train_minibatch(source.next_minibatch(
+                    2, input_map={x: source.streams.x, y: source.streams.y}))
+        return z.parameters[0].value
+
+    def fresh_ctf():
+        return MinibatchSource(CTFDeserializer(str(path), StreamDefs(
+            x=StreamDef(field='x', shape=2), y=StreamDef(field='y', shape=3, is_sparse=True))),
+            randomize=False)
+
+    def fresh_data():
+        return MinibatchSourceFromData(dict(
+            x=np.array([[i, i + 1] for i in range(4)], np.float32),
+            y=sp.csr_matrix(np.eye(3, dtype=np.float32)[[i % 3 for i in range(4)]])))
+
+    trained = [train(make(), through_function) for make in (fresh_ctf, fresh_data)
+               for through_function in (False, True)]
+    for w in trained[1:]:
+        np.testing.assert_allclose(w, trained[0], rtol=1e-6)

@@ -215,7 +215,7 @@ def test_sequences_and_labels_as_the_seed_builds_them():
     f, l = C.sequence.input_variable(10), C.input_variable(2)
     mb = C.io.MinibatchSourceInterface.next_minibatch(source, 5, {f: source.fsi, l: source.lsi})
     assert mb[f].data.sequence_lengths == [3, 2] and mb[f].is_sparse
-    np.testing.assert_array_equal(mb[l].asarray(), [[1, 0], [0, 1]])
+    np.testing.assert_array_equal(mb[l].asarray(), [[[1, 0]], [[0, 1]]])  # as the source gave it
 
 
 def rss_bytes():
