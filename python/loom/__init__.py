@@ -8,10 +8,11 @@ metrics, initializer and default_options, plus Parameter, Constant, and the subm
 import numpy as np
 
 from loom import _loom
-from loom._loom import (ArgumentError, DataError, Dictionary, Error, IOError,  # noqa: F401
-                        ShapeError, StateError, VariableKind, bf16_supported,
-                        get_compute_precision, get_max_num_cpu_threads, set_compute_precision,
-                        set_max_num_cpu_threads)
+from loom._loom import (ArgumentError, DataError, Error, IOError, ShapeError,  # noqa: F401
+                        StateError, VariableKind, bf16_supported, get_compute_precision,
+                        set_compute_precision)
+from loom._loom.cntk_py import (Dictionary, get_max_num_cpu_threads,  # noqa: F401
+                                set_max_num_cpu_threads)
 from loom import (axis, cntk_py, core, debugging, default_options, device, distributed,  # noqa
                   eval, initializer, internal, io, layers, learners, logging, losses, metrics,
                   misc, ops, random, sequence, tests, train, variables)

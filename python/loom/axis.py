@@ -1,2 +1,2 @@
 """Axes (CNTK's cntk.axis)."""
-from loom._loom import Axis  # noqa: F401
+from loom._loom.axis import Axis  # noqa: F401

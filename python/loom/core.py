@@ -1,7 +1,7 @@
 """Tensors and minibatch values (CNTK's cntk.core)."""
 import numpy as np
 
-from loom._loom import NDArrayView, Value
+from loom._loom.core import NDArrayView, Value
 from loom.ops.functions import user_function  # noqa: F401 (CNTK's cntk.core has it)
 
 

@@ -1,6 +1,6 @@
 """Devices (CNTK's cntk.device). Loom computes on the CPU: asking for a GPU is an error, as in
 CNTK on a machine without one."""
-from loom._loom import DeviceDescriptor, DeviceKind  # noqa: F401
+from loom._loom.device import DeviceDescriptor, DeviceKind  # noqa: F401
 
 
 def all_devices():

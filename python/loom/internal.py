@@ -7,7 +7,9 @@ import numbers
 
 import numpy as np
 
-from loom._loom import Axis, Function, NDArrayView, Value, Variable, combine, constant
+from loom._loom import Function, Variable, combine, constant
+from loom._loom.axis import Axis
+from loom._loom.core import NDArrayView, Value
 
 _FLOAT32 = ('float', 'float32')
 _FLOAT64 = ('double', 'float64')

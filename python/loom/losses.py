@@ -39,7 +39,7 @@ def _operands(*xs):
 def _static_axis(function, axis, shape):
     """A static axis of a sample of `shape` as a non-negative index (Python order); an
     ArgumentError naming `function` for anything else."""
-    if isinstance(axis, _loom.Axis):
+    if isinstance(axis, _loom.axis.Axis):
         if not axis.is_static_axis:
             raise ArgumentError(f'{function}: axis {axis.name} is not a static axis; '
                                 'only an axis of the sample is supported')

@@ -100,17 +100,31 @@ void check_device(py::handle device);
 // An Activation from None (none) or a callable on a Variable.
 Activation activation_of(py::handle callable);
 
-void add_core(py::module_& m);
-void add_graph(py::module_& m);
+// The submodule `name` of parent (def_submodule), importable by its dotted name.
+py::module_ submodule(py::module_& parent, const char* name);
+// Each adds one CNTK module's names to m (the submodule of that name, or the top for what is
+// still there).
+void add_device(py::module_ m);
+void add_axis(py::module_ m);
+void add_core(py::module_ m);
+void add_cntk_py(py::module_ m);
+void add_graph(py::module_ m);
 void add_user_function(py::module_& m);
-void add_ops(py::module_& m);
-void add_initializer(py::module_& m);
-void add_layers(py::module_& m);
-void add_learners(py::module_& m);
-void add_io(py::module_& m);
-void add_train(py::module_& m);
-void add_distributed(py::module_& m);
-void add_debugging(py::module_& m);
+void add_ops(py::module_ m);
+void add_initializer(py::module_ m);
+void add_layers(py::module_ m);
+void add_learners(py::module_ m);
+void add_io(py::module_ m);
+void add_train(py::module_ m);
+void add_distributed(py::module_ m);
+void add_debugging(py::module_ m);
+
+// The Python class of T, which another file registered (pybind11's types are global), to add
+// methods to it.
+template <typename T, typename... Options>
+py::class_<T, Options...> class_of() {
+  return py::reinterpret_borrow<py::class_<T, Options...>>(py::type::of<T>());
+}
 
 // What a method of a user's Python object (a source, learner or callback) returned, as T; a
 // TypeError naming the method, the value's type and what it must return otherwise (pybind11's

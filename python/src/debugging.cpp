@@ -35,12 +35,11 @@ std::vector<Variable> trainer_roots(const Trainer& t) {
 
 }  // namespace
 
-void add_debugging(py::module_& m) {
+void add_debugging(py::module_ m) {
   m.def("set_node_timing", &set_node_timing, py::arg("enable"));
   m.def("set_checked_mode", &set_checked_mode, py::arg("enable"));
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level,
         py::arg("level"));
-  m.def("force_deterministic_algorithms", &force_deterministic_algorithms);
   m.attr("default_profiler_buffer_size") = ProfilerOptions{}.reserve_mem;
   m.def(
       "start_profiler",
@@ -81,13 +80,13 @@ void add_debugging(py::module_& m) {
       },
       py::arg("model"), py::arg("callback"));
 
-  py::reinterpret_borrow<py::class_<Function>>(m.attr("Function"))
-      .def("print_node_timing", [](const Function& f) { print_node_timing(f.outputs()); });
-  py::reinterpret_borrow<py::class_<Trainer, std::shared_ptr<Trainer>>>(m.attr("Trainer"))
-      .def("print_node_timing", [](const Trainer& t) { print_node_timing(trainer_roots(t)); });
-  py::reinterpret_borrow<py::class_<Evaluator, std::shared_ptr<Evaluator>>>(m.attr("Evaluator"))
-      .def("print_node_timing",
-           [](const Evaluator& e) { print_node_timing({e.evaluation_function()}); });
+  class_of<Function>().def("print_node_timing",
+                           [](const Function& f) { print_node_timing(f.outputs()); });
+  class_of<Trainer, std::shared_ptr<Trainer>>().def(
+      "print_node_timing", [](const Trainer& t) { print_node_timing(trainer_roots(t)); });
+  class_of<Evaluator, std::shared_ptr<Evaluator>>().def(
+      "print_node_timing",
+      [](const Evaluator& e) { print_node_timing({e.evaluation_function()}); });
 }
 
 }  // namespace loom::python

@@ -4,7 +4,7 @@
 
 namespace loom::python {
 
-void add_distributed(py::module_& m) {
+void add_distributed(py::module_ m) {
   using namespace distributed;
   py::class_<WorkerDescriptor>(m, "WorkerDescriptor")
       .def_readonly("global_rank", &WorkerDescriptor::global_rank)

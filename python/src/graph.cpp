@@ -273,7 +273,7 @@ std::vector<Parameter> cntk_order(const std::vector<Parameter>& parameters) {
 
 }  // namespace
 
-void add_graph(py::module_& m) {
+void add_graph(py::module_ m) {
   py::enum_<VariableKind>(m, "VariableKind")
       .value("Input", VariableKind::Input)
       .value("Output", VariableKind::Output)

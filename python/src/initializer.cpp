@@ -3,7 +3,7 @@
 
 namespace loom::python {
 
-void add_initializer(py::module_& m) {
+void add_initializer(py::module_ m) {
   py::class_<Initializer>(m, "Initializer");
   m.def("zeros", &zeros);
   m.def("constant_initializer", &constant_initializer, py::arg("value"));

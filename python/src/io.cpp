@@ -335,7 +335,7 @@ std::shared_ptr<MinibatchSource> gil_free_deleting(MinibatchSource* source) {
 
 }  // namespace
 
-void add_io(py::module_& m) {
+void add_io(py::module_ m) {
   add_transforms(m);
   m.attr("INFINITELY_REPEAT") = INFINITELY_REPEAT;
   m.attr("FULL_DATA_SWEEP") = FULL_DATA_SWEEP;

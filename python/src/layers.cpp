@@ -110,7 +110,7 @@ class DefaultOptions {
 
 }  // namespace
 
-void add_layers(py::module_& m) {
+void add_layers(py::module_ m) {
   m.attr("UNSET") = unset();
   const py::object u = unset();
 

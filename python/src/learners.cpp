@@ -60,7 +60,7 @@ class PyUserLearner : public UserLearner {
 
 }  // namespace
 
-void add_learners(py::module_& m) {
+void add_learners(py::module_ m) {
   py::enum_<UnitType>(m, "UnitType")
       .value("sample", UnitType::sample)
       .value("minibatch", UnitType::minibatch);

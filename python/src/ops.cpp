@@ -305,7 +305,7 @@ void add_operators(Class& c) {
 
 }  // namespace
 
-void add_ops(py::module_& m) {
+void add_ops(py::module_ m) {
   auto variable = py::reinterpret_borrow<py::class_<Variable>>(m.attr("Variable"));
   auto function = py::reinterpret_borrow<py::class_<Function>>(m.attr("Function"));
   add_operators(variable);

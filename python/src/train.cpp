@@ -203,7 +203,7 @@ std::shared_ptr<PyTrainingSession> make_session(
 
 }  // namespace
 
-void add_train(py::module_& m) {
+void add_train(py::module_ m) {
   py::enum_<DataUnit>(m, "DataUnit")
       .value("sample", DataUnit::sample)
       .value("minibatch", DataUnit::minibatch)

@@ -19,8 +19,8 @@ def force_deterministic(seed):
         seed (int): set the random seed for all random ops in the graph and readers.
     '''
     warnings.warn("RNN based nodes don't run deterministically yet.", Warning)
-    _loom.set_fixed_random_seed(seed)
-    _loom.force_deterministic_algorithms()
+    _loom.cntk_py.set_fixed_random_seed(seed)
+    _loom.cntk_py.force_deterministic_algorithms()
 
 
 def dump_signature(root, tag=None):

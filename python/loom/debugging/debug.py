@@ -62,7 +62,7 @@ def set_checked_mode(enable):
     Args:
         enable (bool): whether to enable checked mode (with performance impact)
     '''
-    _loom.set_checked_mode(bool(enable))
+    _loom.debugging.set_checked_mode(bool(enable))
 
 
 def set_computation_network_trace_level(level):
@@ -81,7 +81,7 @@ def set_computation_network_trace_level(level):
     Args:
         level (int): trace level
     '''
-    _loom.set_computation_network_trace_level(int(level))
+    _loom.debugging.set_computation_network_trace_level(int(level))
 
 
 def set_node_timing(enable):
@@ -92,7 +92,7 @@ def set_node_timing(enable):
     Args:
         enable (bool): whether to enable per-node timing
     '''
-    _loom.set_node_timing(bool(enable))
+    _loom.debugging.set_node_timing(bool(enable))
 
 
 class _DebugState(object):
@@ -288,7 +288,7 @@ def debug_model(model, in_stream=sys.stdin, out_stream=sys.stdout, exit_func=sys
         else:
             node.backward(None, value)
 
-    debugged, followed = _loom.debug_graph(model, on_node)
+    debugged, followed = _loom.debugging.debug_graph(model, on_node)
     nodes = [v.owner if v.is_output else v for v in followed]
     state = _DebugState(nodes)
     debug_nodes.extend(_DebugNode(n, state, in_stream, out_stream, exit_func) for n in nodes)

@@ -5,7 +5,8 @@ chrome://tracing's format)."""
 from loom import _loom
 
 
-def start_profiler(dir='profiler', sync_gpu=True, reserve_mem=_loom.default_profiler_buffer_size):
+def start_profiler(dir='profiler', sync_gpu=True,
+                   reserve_mem=_loom.debugging.default_profiler_buffer_size):
     '''
     Start profiler to prepare performance statistics gathering. Note that
     the profiler is not enabled after start.
@@ -15,28 +16,28 @@ def start_profiler(dir='profiler', sync_gpu=True, reserve_mem=_loom.default_prof
         sync_gpu: whether profiler syncs CPU with GPU when timing (Loom runs on the CPU)
         reserve_mem: size in byte for profiler memory reserved (the detail events)
     '''
-    _loom.start_profiler(dir, sync_gpu, reserve_mem)
+    _loom.debugging.start_profiler(dir, sync_gpu, reserve_mem)
 
 
 def stop_profiler():
     '''
     Stop profiler from gathering performance statistics and flush them to file
     '''
-    _loom.stop_profiler()
+    _loom.debugging.stop_profiler()
 
 
 def enable_profiler():
     '''
     Enable profiler to gather data.
     '''
-    _loom.enable_profiler()
+    _loom.debugging.enable_profiler()
 
 
 def disable_profiler():
     '''
     Disable profiler from gathering data.
     '''
-    _loom.disable_profiler()
+    _loom.debugging.disable_profiler()
 
 
 __all__ = ['start_profiler', 'stop_profiler', 'enable_profiler', 'disable_profiler']

@@ -6,13 +6,13 @@ UserMinibatchSource, the base of a source written in Python (MinibatchSourceInte
 base of both)."""
 import numpy as np
 
-from loom._loom import (DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, FULL_DATA_SWEEP,  # noqa: F401
-                        INFINITELY_REPEAT, Base64ImageDeserializer, CBFDeserializer,
-                        CTFDeserializer, HTKFeatureDeserializer,
-                        HTKMLFDeserializer, IDXDeserializer, IDXStreamDef, ImageDeserializer,
-                        MinibatchData, MinibatchSource, MinibatchSourceFromData,
-                        MinibatchSourceInterface, StreamConfiguration, StreamDef,
-                        StreamInformation, UserDeserializer, UserMinibatchSource)
+from loom._loom.io import (DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS, FULL_DATA_SWEEP,  # noqa: F401
+                           INFINITELY_REPEAT, Base64ImageDeserializer, CBFDeserializer,
+                           CTFDeserializer, HTKFeatureDeserializer, HTKMLFDeserializer,
+                           IDXDeserializer, IDXStreamDef, ImageDeserializer, MinibatchData,
+                           MinibatchSource, MinibatchSourceFromData, MinibatchSourceInterface,
+                           StreamConfiguration, StreamDef, StreamInformation, UserDeserializer,
+                           UserMinibatchSource)
 from loom.io import transforms  # noqa: F401
 from loom.variables import Record
 

@@ -5,7 +5,7 @@ import inspect
 
 import numpy as np
 
-from loom._loom import Axis
+from loom._loom.axis import Axis
 from loom.variables import _Type
 
 __all__ = ['Tensor', 'SparseTensor', 'ParameterTensor', 'tensor', 'Sequence',

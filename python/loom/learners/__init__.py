@@ -8,12 +8,12 @@ minibatch)."""
 import numpy as np
 
 from loom import _loom
-from loom._loom import (IGNORE, Learner, TrainingParameterSchedule,  # noqa: F401
-                        UnitType, default_unit_gain_value, learning_parameter_schedule,
-                        learning_parameter_schedule_per_sample, learning_rate_schedule,
-                        minibatch_size_schedule, momentum_as_time_constant_schedule,
-                        momentum_schedule, momentum_schedule_per_sample,
-                        set_default_unit_gain_value, universal)
+from loom._loom.learners import (IGNORE, Learner, TrainingParameterSchedule, UnitType,  # noqa: F401
+                                 default_unit_gain_value, learning_parameter_schedule,
+                                 learning_parameter_schedule_per_sample, learning_rate_schedule,
+                                 minibatch_size_schedule, momentum_as_time_constant_schedule,
+                                 momentum_schedule, momentum_schedule_per_sample,
+                                 set_default_unit_gain_value, universal)
 
 
 def training_parameter_schedule(schedule, unit=UnitType.minibatch, epoch_size=None):
@@ -40,7 +40,7 @@ def _options(unit_gain=None, l1_regularization_weight=0.0, l2_regularization_wei
              minibatch_size=None):
     if use_mean_gradient:
         minibatch_size = IGNORE
-    return _loom.LearnerOptions(
+    return _loom.learners.LearnerOptions(
         default_unit_gain_value() if unit_gain is None else unit_gain, l1_regularization_weight,
         l2_regularization_weight, gaussian_noise_injection_std_dev,
         gradient_clipping_threshold_per_sample, gradient_clipping_with_truncation, minibatch_size)
@@ -53,7 +53,7 @@ def sgd(parameters, lr, l1_regularization_weight=0.0, l2_regularization_weight=0
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
-    return _loom.sgd(list(parameters), _lr(lr, epoch_size), options)
+    return _loom.learners.sgd(list(parameters), _lr(lr, epoch_size), options)
 
 
 def momentum_sgd(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=0.0,
@@ -64,8 +64,8 @@ def momentum_sgd(parameters, lr, momentum, unit_gain=None, l1_regularization_wei
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
-    return _loom.momentum_sgd(list(parameters), _lr(lr, epoch_size),
-                              _momentum(momentum, epoch_size), options)
+    return _loom.learners.momentum_sgd(list(parameters), _lr(lr, epoch_size),
+                                       _momentum(momentum, epoch_size), options)
 
 
 def nesterov(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=0.0,
@@ -75,8 +75,8 @@ def nesterov(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
-    return _loom.nesterov(list(parameters), _lr(lr, epoch_size), _momentum(momentum, epoch_size),
-                          options)
+    return _loom.learners.nesterov(list(parameters), _lr(lr, epoch_size),
+                                   _momentum(momentum, epoch_size), options)
 
 
 def adagrad(parameters, lr, need_ave_multiplier=True, l1_regularization_weight=0.0,
@@ -86,7 +86,8 @@ def adagrad(parameters, lr, need_ave_multiplier=True, l1_regularization_weight=0
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
-    return _loom.adagrad(list(parameters), _lr(lr, epoch_size), need_ave_multiplier, options)
+    return _loom.learners.adagrad(list(parameters), _lr(lr, epoch_size), need_ave_multiplier,
+                                  options)
 
 
 def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8, l1_regularization_weight=0.0,
@@ -98,7 +99,7 @@ def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8, l1_regularization_weig
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
     if lr is None:
         lr = learning_parameter_schedule_per_sample(1)
-    return _loom.adadelta(list(parameters), _lr(lr, epoch_size), rho, epsilon, options)
+    return _loom.learners.adadelta(list(parameters), _lr(lr, epoch_size), rho, epsilon, options)
 
 
 def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
@@ -110,9 +111,10 @@ def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
     if variance_momentum is None:
-        variance_momentum = _loom.default_variance_momentum_schedule()
-    return _loom.adam(list(parameters), _lr(lr, epoch_size), _momentum(momentum, epoch_size),
-                      _momentum(variance_momentum, epoch_size), epsilon, adamax, options)
+        variance_momentum = _loom.learners.default_variance_momentum_schedule()
+    return _loom.learners.adam(list(parameters), _lr(lr, epoch_size),
+                               _momentum(momentum, epoch_size),
+                               _momentum(variance_momentum, epoch_size), epsilon, adamax, options)
 
 
 def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
@@ -124,9 +126,10 @@ def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
     if variance_momentum is None:
-        variance_momentum = _loom.default_variance_momentum_schedule()
-    return _loom.fsadagrad(list(parameters), _lr(lr, epoch_size), _momentum(momentum, epoch_size),
-                           _momentum(variance_momentum, epoch_size), options)
+        variance_momentum = _loom.learners.default_variance_momentum_schedule()
+    return _loom.learners.fsadagrad(list(parameters), _lr(lr, epoch_size),
+                                    _momentum(momentum, epoch_size),
+                                    _momentum(variance_momentum, epoch_size), options)
 
 
 def rmsprop(parameters, lr, gamma, inc, dec, max, min, need_ave_multiplier=True,
@@ -137,11 +140,11 @@ def rmsprop(parameters, lr, gamma, inc, dec, max, min, need_ave_multiplier=True,
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
-    return _loom.rmsprop(list(parameters), _lr(lr, epoch_size), gamma, inc, dec, max, min,
-                         need_ave_multiplier, options)
+    return _loom.learners.rmsprop(list(parameters), _lr(lr, epoch_size), gamma, inc, dec, max, min,
+                                  need_ave_multiplier, options)
 
 
-class UserLearner(_loom.UserLearner):
+class UserLearner(_loom.learners.UserLearner):
     """The base of a learner written in Python: override update(gradient_values,
     training_sample_count, sweep_end), which a Trainer calls with {Parameter: gradient} (an
     NDArrayView, or a numpy array with as_numpy=True) and returns True to go on."""

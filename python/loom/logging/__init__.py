@@ -43,7 +43,7 @@ def set_trace_level(value):
     Args:
         value (:class:`~loom.logging.TraceLevel` or int): required verbosity level.
     '''
-    _loom.set_trace_level(value.value if isinstance(value, TraceLevel) else int(value))
+    _loom.debugging.set_trace_level(value.value if isinstance(value, TraceLevel) else int(value))
 
 
 def get_trace_level():
@@ -51,4 +51,4 @@ def get_trace_level():
     Returns current logging verbosity level (an int, as CNTK's; it compares equal to the
     TraceLevel member).
     '''
-    return _loom.get_trace_level()
+    return _loom.debugging.get_trace_level()

@@ -3,7 +3,7 @@ any operand; they become constants of the other operand's dtype."""
 import warnings
 
 from loom import _loom
-from loom._loom import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
+from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
 from loom._loom import (assign, binary_cross_entropy, classification_error, constant,
                         cross_entropy_with_softmax, depth_to_space, dropout, eye_like,
                         input_variable, log_softmax, parameter, placeholder, slice, softmax,

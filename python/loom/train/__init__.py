@@ -1,7 +1,7 @@
 """Training (CNTK's cntk.train): Trainer, Evaluator, training_session and its configs."""
-from loom._loom import (CheckpointConfig, CrossValidationConfig, DataUnit,  # noqa: F401
-                        Frequency, TestConfig, TrainingSession, training_session)
-from loom._loom import minibatch_size_schedule  # noqa: F401
+from loom._loom import (CheckpointConfig, CrossValidationConfig, DataUnit, Frequency,  # noqa: F401
+                        TestConfig, TrainingSession, training_session)
+from loom._loom.learners import minibatch_size_schedule  # noqa: F401
 from loom import _loom
 from loom.train import distributed  # noqa: F401
 from loom.train.distributed import *  # noqa: F401,F403 (as CNTK's cntk.train)
