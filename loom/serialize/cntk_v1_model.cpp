@@ -1345,7 +1345,9 @@ class Translator {
       if (n->pool_kind != 1 && n->pool_kind != 2)
         fail(n, "has the pooling kind " + std::to_string(n->pool_kind));
       if (op != "Pooling" && n->image_layout != 1)
-        fail(n, "pools images in the HWC layout, which CNTK 2 did not load either");
+        fail(n,
+             "pools images in the HWC layout, which v2's pooling (channels first) does not have; "
+             "CNTK 2 did not load it either");
       v2_op = 17;
       attributes["poolingType"] = uint64_t(n->pool_kind == 1 ? 0 : 1);  // v2: Max 0, Average 1
       attributes["poolingWindowShape"] = NDShape(n->kernel);

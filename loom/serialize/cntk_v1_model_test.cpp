@@ -1623,6 +1623,16 @@ TEST(CntkV1Model, CriterionAndSamplerNodesTranslate) {
         std::string::npos)
         << e;
   }
+  // Legacy pooling in the HWC layout (0): v2's pooling has none.
+  V1Writer h;
+  h.begin(31, 2);
+  input_node(h, "x", {2, 4, 4});
+  h.node(31, "MaxPooling", "pool").num(uint32_t{2}).num(uint32_t{0}).num(uint64_t{2});
+  h.num(uint64_t{2}).num(uint64_t{2});
+  const std::string e = error_of(h.end({{"x", {}}, {"pool", {"x"}}}, {"x"}, {"pool"}), "hwc.dnn");
+  EXPECT_NE(e.find("node 'pool' (MaxPooling) of the CNTK v1 model pools images in the HWC layout"),
+            std::string::npos)
+      << e;
 }
 
 // The new node types' fields, cut at every byte or with each byte flipped, give DataErrors
