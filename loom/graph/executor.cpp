@@ -193,13 +193,28 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
                "gradients exist for parameters and inputs only, not for ", v.describe());
   }
   for (auto& f : order) {
-    LOOM_CHECK(f->outputs.size() == 1, StateError, "op ", f->op->name(),
-               " with several outputs is not supported by the executor yet");
     for (auto& out : f->outputs)
       LOOM_CHECK(out->shape_known, StateError, "output of ", f->uid,
                  " has an unknown shape: its graph has unbound placeholders");
     slot_index_[f->outputs[0].get()] = leaf_vars_.size() + nodes_.size();
     nodes_.push_back(Node{f, {}, {}, leaf_vars_.size() + nodes_.size(), {}});
+  }
+  // An op of several outputs (a user function) runs as one node; its further outputs take the
+  // slots after the nodes'.
+  size_t next_slot = slots_.size();
+  for (auto& n : nodes_)
+    for (size_t i = 1; i < n.fn->outputs.size(); ++i) {
+      slot_index_[n.fn->outputs[i].get()] = next_slot;
+      n.more_outputs.push_back(next_slot++);
+    }
+  slots_.resize(next_slot);
+  for (auto& n : nodes_) {
+    n.output_values.push_back(&slots_[n.output].value);
+    n.output_grads.push_back(&slots_[n.output].grad);
+    for (size_t slot : n.more_outputs) {
+      n.output_values.push_back(&slots_[slot].value);
+      n.output_grads.push_back(&slots_[slot].grad);
+    }
   }
   for (size_t l = 0; l < loops_.size(); ++l)
     for (size_t k = loops_[l].begin; k < loops_[l].end; ++k) {
@@ -229,6 +244,7 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
       }
       changed = changed || needs != slots_[n.output].needs_grad;
       slots_[n.output].needs_grad = needs;
+      for (size_t slot : n.more_outputs) slots_[slot].needs_grad = needs;
     }
   }
   for (auto& loop : loops_) plan_loop(loop);
@@ -295,6 +311,7 @@ void Executor::plan_buffers(bool share) {
     if (backward_runs && traits.backward_reads_output) value_end[n.output] = backward_time(k);
     // A free dimension (NDShape::kFree) leaves the size of a sample unknown when planning.
     if (n.fn->outputs[0]->shape.has_free()) pinned[n.output] = true;
+    for (size_t slot : n.more_outputs) pinned[slot] = true;  // outside the nodes' timeline
     // Loops run step by step on views, zero gradients ahead and carry values to the next
     // minibatch: their values and what they read keep their own buffers.
     if (n.loop != kNoLoop || n.delay || traits.time_shift != 0) {
@@ -633,26 +650,32 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
     }
     const FunctionImpl& f = *node.fn;
     std::span<const Tensor* const> ins = node.input_values;
-    Slot& out = slots_[node.output];
-    const VariableImpl& spec = *f.outputs[0];
-    out.value.dtype = spec.dtype;
-    out.value.layout = f.op->output_layout(ins, f.attributes, layouts_);
-    const NDShape& sample =
-        spec.shape.has_free() ? (node.free_shape = f.op->output_shape(f.inputs, ins, f.attributes))
-                              : spec.shape;
-    if (out.value.layout) {
-      out.value.shape.assign_prepended(out.value.layout->rows(), sample);
-    } else {
-      out.value.shape = sample;
+    const SequenceLayout* layout = f.op->output_layout(ins, f.attributes, layouts_);
+    // Outputs after the first have no free dimensions (user_function.h refuses them).
+    for (size_t i = 0; i < node.output_values.size(); ++i) {
+      Tensor& out = *node.output_values[i];
+      const VariableImpl& spec = *f.outputs[i];
+      out.dtype = spec.dtype;
+      out.layout = layout;
+      const NDShape& sample =
+          i == 0 && spec.shape.has_free()
+              ? (node.free_shape = f.op->output_shape(f.inputs, ins, f.attributes))
+              : spec.shape;
+      if (layout) {
+        out.shape.assign_prepended(layout->rows(), sample);
+      } else {
+        out.shape = sample;
+      }
+      out.sparse = nullptr;
+      out.data = slots_[i == 0 ? node.output : node.more_outputs[i - 1]].value_buffer->ensure(
+          out.size() * size_of(spec.dtype));
     }
-    out.value.sparse = nullptr;
-    out.value.data = out.value_buffer->ensure(out.value.size() * size_of(spec.dtype));
     OpCall call = whole_call(node, false);
     if (!observe_) [[likely]] {
       f.op->forward(call);
     } else {
-      const Tensor* result = &out.value;
-      observe_node(f, NodePass::Forward, [&] { f.op->forward(call); }, {&result, 1});
+      observe_node(
+          f, NodePass::Forward, [&] { f.op->forward(call); }, call.outputs);
     }
   }
   forward_done_ = true;
@@ -728,7 +751,10 @@ OpCall Executor::whole_call(Node& node, bool with_gradient) {
                 node.carried.data ? &node.carried : nullptr,
                 &node.state,
                 node.fn.get(),
-                &node.user_state};
+                &node.user_state,
+                node.output_values,
+                with_gradient ? std::span<const Tensor* const>(node.output_grads)
+                              : std::span<const Tensor* const>()};
 }
 
 void Executor::carry_over(Node& node) {
@@ -760,6 +786,16 @@ void Executor::zero_gradient_once(size_t index) {
   Tensor& g = gradient_tensor(index);
   std::memset(g.data, 0, g.size() * size_of(g.dtype));
   slot.grad_written = true;
+}
+
+bool Executor::gradient_reached(const Node& node) {
+  bool reached = slots_[node.output].grad_written;
+  for (size_t slot : node.more_outputs) reached = reached || slots_[slot].grad_written;
+  if (reached && !node.more_outputs.empty()) {
+    zero_gradient_once(node.output);
+    for (size_t slot : node.more_outputs) zero_gradient_once(slot);
+  }
+  return reached;
 }
 
 void Executor::backward_loop(const Loop& loop) {
@@ -885,7 +921,7 @@ void Executor::backward(const Variable& root, const Value* root_gradient,
       const Loop& loop = loops_[node.loop];
       backward_loop(loop);
       k = loop.begin;
-    } else if (slots_[node.output].grad_written) {
+    } else if (gradient_reached(node)) {
       const FunctionImpl& f = *node.fn;
       OpCall call = whole_call(node, true);
       auto run = [&] {

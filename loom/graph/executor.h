@@ -88,10 +88,16 @@ class Executor {
     std::shared_ptr<FunctionImpl> fn;
     std::vector<size_t> inputs;               // slot indices
     std::vector<const Tensor*> input_values;  // those slots' value tensors
-    size_t output;                            // slot index (single-output ops)
+    size_t output;                            // slot index of output 0
     std::vector<bool> gradient_wanted;        // per input: gets a gradient in backward
-    size_t loop = kNoLoop;                    // index in loops_ for a node of a recurrent loop
-    bool delay = false;  // a delay op of a loop: runs OpDef::forward_step/backward_step
+    // An op of several outputs: the slots of outputs 1, 2, ... (after all nodes' slots, each
+    // with buffers of its own).
+    std::vector<size_t> more_outputs = {};
+    // Every output's value and gradient tensor (OpCall::outputs, output_gradients).
+    std::vector<Tensor*> output_values = {};
+    std::vector<const Tensor*> output_grads = {};
+    size_t loop = kNoLoop;  // index in loops_ for a node of a recurrent loop
+    bool delay = false;     // a delay op of a loop: runs OpDef::forward_step/backward_step
     // The views of one step's rows that a loop's node runs on, reused from step to step.
     std::vector<Tensor> step_inputs = {};
     std::vector<const Tensor*> step_input_values = {};
@@ -124,6 +130,9 @@ class Executor {
   void backward_loop(const Loop& loop);
   // Marks a gradient written, filling it with zeros first if it was not.
   void zero_gradient_once(size_t slot);
+  // Whether a gradient reached any output of node; where one did, the outputs of an op of
+  // several outputs that none reached get zeros (its backward reads them all).
+  bool gradient_reached(const Node& node);
   // Keeps node's operand's last steps for the minibatch about to start (Node::carried).
   void carry_over(Node& node);
   // The OpCall of node's whole tensors (without output gradient in forward).

@@ -1,11 +1,12 @@
 // Native user functions: a factory in a library loaded at run time (tests/support/
-// native_scale_plugin.cpp) makes a user function that evaluates, differentiates, saves and
-// loads; the errors of a wrong library, factory or op id.
+// native_scale_plugin.cpp) makes a user function, of one output or two, that evaluates,
+// differentiates, saves and loads; the errors of a wrong library, factory or op id.
 #include "loom/graph/native_user_function.h"
 
 #include <gtest/gtest.h>
 
 #include "loom/graph/user_function.h"
+#include "loom/ops/elementwise.h"
 #include "loom/serialize/model_file.h"
 
 namespace loom {
@@ -15,6 +16,8 @@ namespace {
 void register_scale() {
   static const bool registered = [] {
     register_native_user_function("test.Scale", LOOM_NATIVE_SCALE_PLUGIN, "create_scale_function");
+    register_native_user_function("test.ScaleAndSquare", LOOM_NATIVE_SCALE_PLUGIN,
+                                  "create_scale_and_square_function");
     return true;
   }();
   (void)registered;
@@ -41,6 +44,30 @@ TEST(NativeUserFunction, EvaluatesDifferentiatesSavesAndLoads) {
   const Function loaded = load_model_from_bytes(save_model_to_bytes(f));
   EXPECT_EQ(loaded.eval(data).data().to_vector<float>(), f.eval(data).data().to_vector<float>());
   EXPECT_EQ(loaded.output().owner().op_name(), "test.NativeScale");
+}
+
+TEST(NativeUserFunction, TwoOutputsEvaluateDifferentiateSaveAndLoad) {
+  register_scale();
+  Variable x = input_variable({2}, {.name = "x", .needs_gradient = true});
+  Function f = native_user_function("test.ScaleAndSquare", {x}, scale(3), "both");
+  ASSERT_EQ(f.outputs().size(), 2u);
+  const Variable scaled = f.outputs()[0], squared = f.outputs()[1];
+  const Value data = Value::create_batch<float>({2}, {1, -2, 0.5f, 4});
+  const ValueMap values = f.eval({{x, data}});
+  EXPECT_EQ(values.at(scaled).data().to_vector<float>(), (std::vector<float>{3, -6, 1.5f, 12}));
+  EXPECT_EQ(values.at(squared).data().to_vector<float>(), (std::vector<float>{1, 4, 0.25f, 16}));
+  // d/dx of the sum of both outputs: 3 + 2x.
+  const Function sum = plus(scaled, squared);
+  EXPECT_EQ(sum.grad({{x, data}}, {x}).at(x).data().to_vector<float>(),
+            (std::vector<float>{5, -1, 4, 11}));
+
+  const Function loaded = load_model_from_bytes(save_model_to_bytes(f));
+  ASSERT_EQ(loaded.outputs().size(), 2u);
+  const ValueMap reloaded = loaded.eval({{loaded.argument("x"), data}});
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_EQ(reloaded.at(loaded.outputs()[k]).data().to_vector<float>(),
+              values.at(f.outputs()[k]).data().to_vector<float>());
+  EXPECT_EQ(loaded.outputs()[1].owner().op_name(), "test.NativeScaleAndSquare");
 }
 
 TEST(NativeUserFunction, BadLibrariesFactoriesAndOpIdsAreErrors) {

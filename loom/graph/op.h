@@ -54,6 +54,11 @@ struct OpCall {
   // when that is not a tensor (user functions, loom/graph/user_function.h).
   const FunctionImpl* function = nullptr;
   std::any* user_state = nullptr;
+  // Every output's tensor, output 0 (`output`) first, and in backward every output's gradient
+  // (zeros where no gradient reached an output of an op of several outputs); empty inside a
+  // recurrent loop. Ops of several outputs (user functions) compute them all in one call.
+  std::span<Tensor* const> outputs = {};
+  std::span<const Tensor* const> output_gradients = {};
 };
 
 // Whether an op takes an input in the blocked layout (Tensor::blocked).

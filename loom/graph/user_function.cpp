@@ -11,11 +11,11 @@
 
 namespace loom {
 
-OutputSpec UserFunction::infer_output(const std::vector<Variable>& inputs) const {
+std::vector<OutputSpec> UserFunction::infer_outputs(const std::vector<Variable>& inputs) const {
   LOOM_CHECK(!inputs.empty(), ShapeError, op_name(),
-             ": a user function without inputs must say its output's type (infer_outputs)");
+             ": a user function without inputs must say its outputs' types (infer_outputs)");
   const Variable& x = inputs[0];
-  return {x.shape(), x.dtype(), x.dynamic_axes(), false};
+  return {{x.shape(), x.dtype(), x.dynamic_axes(), false}};
 }
 
 std::shared_ptr<UserFunction> UserFunction::clone(const std::vector<Variable>&) const {
@@ -43,23 +43,43 @@ class UserOpDef final : public OpDef {
  public:
   explicit UserOpDef(std::shared_ptr<UserFunction> user) : user_(std::move(user)) {}
   const std::shared_ptr<UserFunction>& user() const { return user_; }
+  // How many outputs the function was made with: one where its inputs' shapes were unknown
+  // then (placeholders), which inference once they are bound must then give.
+  void set_outputs(size_t n) { outputs_ = n; }
 
   const char* name() const override { return kUserFunctionOp; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
                                 const Dictionary&) const override {
-    OutputSpec spec = user_->infer_output(inputs);
+    std::vector<OutputSpec> specs = user_->infer_outputs(inputs);
     const std::string op = user_->op_name();
-    LOOM_CHECK(!spec.is_sparse, ShapeError, op, ": a user function's output is dense");
-    LOOM_CHECK(spec.dtype == DataType::Float32 || spec.dtype == DataType::Float64, ShapeError, op,
-               ": a user function's output is float32 or float64, not ", to_string(spec.dtype));
-    // The executor gives the output the rows of the inputs' layout, so its dynamic axes are
+    LOOM_CHECK(!specs.empty(), ShapeError, op, ": infer_outputs gave no outputs");
+    LOOM_CHECK(outputs_ == 0 || specs.size() == outputs_, ShapeError, op, ": infer_outputs gave ",
+               specs.size(),
+               " outputs; made on inputs of unknown shape (placeholders), the "
+               "function has one: make a user function of several outputs on typed inputs");
+    // The executor gives the outputs the rows of the inputs' layout, so their dynamic axes are
     // theirs (or none when the inputs have none).
     const std::vector<Axis> axes = common_dynamic_axes(op.c_str(), inputs);
-    LOOM_CHECK(spec.dynamic_axes == axes, ShapeError, op,
-               ": a user function's output has its inputs' dynamic axes (", axes_string(axes),
-               "), not ", axes_string(spec.dynamic_axes));
-    return {std::move(spec)};
+    for (size_t k = 0; k < specs.size(); ++k) {
+      const OutputSpec& spec = specs[k];
+      LOOM_CHECK(!spec.is_sparse, ShapeError, op, ": output ", k,
+                 " is sparse; a user function's "
+                 "outputs are dense");
+      LOOM_CHECK(spec.dtype == DataType::Float32 || spec.dtype == DataType::Float64, ShapeError, op,
+                 ": output ", k, " is ", to_string(spec.dtype),
+                 "; a user function's outputs are float32 or float64");
+      LOOM_CHECK(spec.dynamic_axes == axes, ShapeError, op, ": output ", k,
+                 " has the dynamic axes ", axes_string(spec.dynamic_axes),
+                 "; a user function's outputs have its inputs' (", axes_string(axes), ")");
+      LOOM_CHECK(k == 0 || !spec.shape.has_free(), ShapeError, op, ": output ", k,
+                 " has free "
+                 "dimensions (",
+                 spec.shape.to_string(),
+                 "); only a user function's first output "
+                 "may");
+    }
+    return specs;
   }
 
   // An output with free dimensions (CNTK's FreeDimension) must be sized before forward runs:
@@ -67,7 +87,7 @@ class UserOpDef final : public OpDef {
   // sees its inputs' types, not this minibatch's sizes).
   NDShape output_shape(const std::vector<Variable>& inputs, std::span<const Tensor* const> tensors,
                        const Dictionary&) const override {
-    const NDShape declared = user_->infer_output(inputs).shape;
+    const NDShape declared = user_->infer_outputs(inputs)[0].shape;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const NDShape actual = tensors[i]->sample_shape();
       bool fits = actual.rank() == declared.rank();
@@ -90,8 +110,13 @@ class UserOpDef final : public OpDef {
     auto& state = *call.user_state;
     state = CallState{};
     CallState& s = std::any_cast<CallState&>(state);
-    const Value out = user_->forward(inputs, call.is_training, s.user);
-    write(out, *call.output, false, f.outputs[0]->dynamic_axes.size() > 1, "forward's output");
+    const std::vector<Variable> outputs(f.outputs.begin(), f.outputs.end());
+    const std::vector<Value> values = user_->forward(inputs, outputs, call.is_training, s.user);
+    LOOM_CHECK(values.size() == outputs.size(), ShapeError, user_->op_name(), ": forward gave ",
+               values.size(), " values for ", outputs.size(), " outputs");
+    for (size_t k = 0; k < values.size(); ++k)
+      write(values[k], *call.outputs[k], false, outputs[k].has_sequence_axis(),
+            "forward's output " + output_label(f, k));
   }
 
   void backward(OpCall& call, size_t index, Tensor& input_gradient,
@@ -102,8 +127,10 @@ class UserOpDef final : public OpDef {
     size_t first = 0;
     while (!wanted[first]) ++first;
     if (index == first) {
-      const Value root = to_value(*call.output_gradient, f.outputs[0]->dynamic_axes.size() > 1);
-      s.gradients = user_->backward(s.user, root, wanted);
+      std::vector<Value> roots;
+      for (size_t k = 0; k < f.outputs.size(); ++k)
+        roots.push_back(to_value(*call.output_gradients[k], f.outputs[k]->dynamic_axes.size() > 1));
+      s.gradients = user_->backward(s.user, roots, wanted);
       LOOM_CHECK(s.gradients.size() == wanted.size(), ArgumentError, user_->op_name(),
                  ": backward gave ", s.gradients.size(), " gradients for ", wanted.size(),
                  " inputs");
@@ -112,7 +139,8 @@ class UserOpDef final : public OpDef {
                ": backward gave no gradient for input ", index, " (", f.inputs[index].describe(),
                ")");
     write(*s.gradients[index], input_gradient, accumulate, f.inputs[index].has_sequence_axis(),
-          "the gradient of input " + std::to_string(index));
+          "backward's gradient of input " + std::to_string(index) + " (" +
+              f.inputs[index].describe() + ")");
     s.gradients[index].reset();
   }
 
@@ -122,6 +150,11 @@ class UserOpDef final : public OpDef {
   }
 
  private:
+  // How messages name output k: its index, and its name where it has one.
+  static std::string output_label(const FunctionImpl& f, size_t k) {
+    return std::to_string(k) + " (" + Variable(f.outputs[k]).describe() + ")";
+  }
+
   // Copies value (the user's, in its variable's form) into t (packed), or adds it; a ShapeError
   // naming what it is when its form differs from t's.
   void write(const Value& value, Tensor& t, bool accumulate, bool as_sequence,
@@ -170,6 +203,7 @@ class UserOpDef final : public OpDef {
   }
 
   std::shared_ptr<UserFunction> user_;
+  size_t outputs_ = 0;  // 0 while the function is being made
 };
 
 struct Deserializers {
@@ -188,10 +222,11 @@ Deserializers& deserializers() {
 Function user_function(std::shared_ptr<UserFunction> user, std::vector<Variable> inputs,
                        const std::string& name) {
   LOOM_CHECK(user != nullptr, ArgumentError, "user_function: no user function given");
-  auto op = std::make_shared<const UserOpDef>(std::move(user));
+  auto op = std::make_shared<UserOpDef>(std::move(user));
   Dictionary attributes;
   attributes["op_name"] = op->user()->op_name();
   Function f = make_primitive(*op, std::move(inputs), std::move(attributes), name);
+  op->set_outputs(f.impl()->outputs.size());
   f.impl()->owned_op = std::move(op);
   return f;
 }

@@ -1,11 +1,16 @@
-// CNTK's user-defined functions: a primitive whose output type, forward and backward are the
+// CNTK's user-defined functions: a primitive whose outputs' types, forward and backward are the
 // user's code (a Python UserFunction, or C++ through this interface), usable anywhere an op is:
 // evaluation, gradients, training, clone, save and load.
 //
 // The user's code sees whole minibatches as Values in their variables' forms (padded sequences
 // with a mask, or [batch, sample...]), as CNTK's Function::Forward/Backward give them; the
-// executor packs and unpacks. A user function has one output, and does not run inside a
-// recurrent loop (it sees whole sequences, not steps).
+// executor packs and unpacks. A user function has one or several outputs (CNTK's
+// infer_outputs), all on its inputs' dynamic axes: one forward call computes them all, and one
+// backward call per minibatch gets the gradients of them all (zeros for an output no gradient
+// reached; CNTK passed that output's buffer as it found it), as CNTK's UserDefinedV2FunctionNode
+// did: the executor runs it as one node of several outputs. It does not run inside a recurrent
+// loop (it sees whole sequences, not steps), and only its first output may have free
+// dimensions.
 #pragma once
 
 #include <any>
@@ -29,16 +34,19 @@ class UserFunction : public std::enable_shared_from_this<UserFunction> {
   // CNTK's op_name: how the function prints, and the key its deserializer is found by when a
   // model holding it is loaded.
   virtual std::string op_name() const = 0;
-  // The output's type from the inputs' (CNTK's InferOutputs; all input shapes are known).
-  // By default input 0's type.
-  virtual OutputSpec infer_output(const std::vector<Variable>& inputs) const;
-  // The output for the inputs' values; state is what backward of this minibatch receives.
-  virtual Value forward(const std::vector<Value>& inputs, bool is_training,
-                        std::any& state) const = 0;
+  // The outputs' types from the inputs' (CNTK's InferOutputs; all input shapes are known), at
+  // least one. By default one output of input 0's type.
+  virtual std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& inputs) const;
+  // The outputs' values for the inputs' values, one per output in infer_outputs' order.
+  // outputs are the function's output variables (the keys of CNTK's outputs map); state is what
+  // backward of this minibatch receives.
+  virtual std::vector<Value> forward(const std::vector<Value>& inputs,
+                                     const std::vector<Variable>& outputs, bool is_training,
+                                     std::any& state) const = 0;
   // The gradients of the inputs that wanted[i] asks for (others may be left empty), from the
-  // output's gradient, each a Value of its input's form.
+  // outputs' gradients (one per output), each a Value of its input's form.
   virtual std::vector<std::optional<Value>> backward(const std::any& state,
-                                                     const Value& output_gradient,
+                                                     const std::vector<Value>& output_gradients,
                                                      const std::vector<bool>& wanted) const = 0;
   // What a model file keeps of this function besides its inputs (CNTK's serialize); the
   // deserializer registered for op_name() gets it back.
@@ -49,7 +57,8 @@ class UserFunction : public std::enable_shared_from_this<UserFunction> {
 };
 
 // The Function applying user to inputs (CNTK's user_function / Function(UserFunction)).
-// A ShapeError naming the op when infer_output fails or gives a sparse output.
+// A ShapeError naming the op when infer_outputs fails or gives no output, a sparse one or one off
+// the inputs' dynamic axes.
 Function user_function(std::shared_ptr<UserFunction> user, std::vector<Variable> inputs,
                        const std::string& name = "");
 

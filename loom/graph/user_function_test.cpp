@@ -1,6 +1,7 @@
 // User functions (CNTK's UserFunction in C++): forward and backward in the user's code, checked
 // against finite differences and built-in ops, on batches and ragged sequences, in training,
-// cloned, saved and loaded, and with the errors a wrong implementation gets.
+// cloned, saved and loaded, with one output and with two, and with the errors a wrong
+// implementation gets.
 #include "loom/graph/user_function.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "loom/ops/reduction.h"
 #include "loom/ops/sequence_ops.h"
 #include "loom/serialize/model_file.h"
+#include "loom/train/trainer.h"
 
 namespace loom {
 namespace {
@@ -23,16 +25,17 @@ namespace {
 class Cube : public UserFunction {
  public:
   std::string op_name() const override { return "test.Cube"; }
-  Value forward(const std::vector<Value>& inputs, bool, std::any& state) const override {
+  std::vector<Value> forward(const std::vector<Value>& inputs, const std::vector<Variable>&, bool,
+                             std::any& state) const override {
     ++forwards;
     state = inputs[0];
-    return map(inputs[0], [](double x) { return x * x * x; });
+    return {map(inputs[0], [](double x) { return x * x * x; })};
   }
-  std::vector<std::optional<Value>> backward(const std::any& state, const Value& root,
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
                                              const std::vector<bool>&) const override {
     const Value& x = std::any_cast<const Value&>(state);
     Value g = map(x, [](double v) { return 3 * v * v; });
-    multiply(g, root);
+    multiply(g, roots[0]);
     return {g};
   }
   Dictionary serialize() const override {
@@ -67,13 +70,14 @@ class Cube : public UserFunction {
 class Product : public UserFunction {
  public:
   std::string op_name() const override { return "test.Product"; }
-  Value forward(const std::vector<Value>& inputs, bool, std::any& state) const override {
+  std::vector<Value> forward(const std::vector<Value>& inputs, const std::vector<Variable>&, bool,
+                             std::any& state) const override {
     state = inputs;
     Value out = Cube::map(inputs[0], [](double x) { return x; });
     Cube::multiply(out, inputs[1]);
-    return out;
+    return {out};
   }
-  std::vector<std::optional<Value>> backward(const std::any& state, const Value& root,
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
                                              const std::vector<bool>& wanted) const override {
     const auto& in = std::any_cast<const std::vector<Value>&>(state);
     std::vector<std::optional<Value>> g(2);
@@ -81,12 +85,77 @@ class Product : public UserFunction {
       if (!wanted[i]) continue;
       ++gradients_given;
       Value gi = Cube::map(in[1 - i], [](double x) { return x; });
-      Cube::multiply(gi, root);
+      Cube::multiply(gi, roots[0]);
       g[i] = gi;
     }
     return g;
   }
   mutable int gradients_given = 0;
+};
+
+// Two outputs of different shapes from two inputs of rank-1 samples: a * b, and the sum of a's
+// squares per sample (shape [1]). Counts its calls and keeps the gradients backward was given.
+class ProductAndSquares : public UserFunction {
+ public:
+  std::string op_name() const override { return "test.ProductAndSquares"; }
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
+    return {{in[0].shape(), in[0].dtype(), in[0].dynamic_axes()},
+            {NDShape{1}, in[0].dtype(), in[0].dynamic_axes()}};
+  }
+  std::vector<Value> forward(const std::vector<Value>& in, const std::vector<Variable>& outputs,
+                             bool, std::any& state) const override {
+    ++forwards;
+    EXPECT_EQ(outputs.size(), 2u);
+    state = in;
+    Value product = Cube::map(in[0], [](double x) { return x; });
+    Cube::multiply(product, in[1]);
+    return {product, squares(in[0])};
+  }
+  // d/da = g0 b + 2 a g1, d/db = g0 a.
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
+                                             const std::vector<bool>& wanted) const override {
+    ++backwards;
+    given = roots;
+    const auto& in = std::any_cast<const std::vector<Value>&>(state);
+    NDArrayView da = in[0].data().deep_clone(), db = in[1].data().deep_clone();
+    const size_t n = da.shape().dims().back();
+    dispatch(da.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T *a = in[0].data().data<T>(), *b = in[1].data().data<T>();
+      const T *g0 = roots[0].data().data<T>(), *g1 = roots[1].data().data<T>();
+      T *pa = da.data<T>(), *pb = db.data<T>();
+      for (size_t i = 0; i < da.size(); ++i) {
+        pa[i] = g0[i] * b[i] + 2 * a[i] * g1[i / n];
+        pb[i] = g0[i] * a[i];
+      }
+    });
+    std::vector<std::optional<Value>> g(2);
+    if (wanted[0]) g[0] = Value(da, in[0].is_sequence(), in[0].mask());
+    if (wanted[1]) g[1] = Value(db, in[1].is_sequence(), in[1].mask());
+    return g;
+  }
+
+  // The sum of each sample's (or step's) squares, of shape [1].
+  static Value squares(const Value& a) {
+    const NDArrayView& x = a.data();
+    std::vector<size_t> dims = x.shape().dims();
+    const size_t n = dims.back();
+    dims.back() = 1;
+    NDArrayView out(x.dtype(), NDShape(dims));
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* d = x.data<T>();
+      T* o = out.data<T>();
+      for (size_t r = 0; r < out.size(); ++r) {
+        o[r] = 0;
+        for (size_t k = 0; k < n; ++k) o[r] += d[r * n + k] * d[r * n + k];
+      }
+    });
+    return Value(out, a.is_sequence(), a.mask());
+  }
+
+  mutable int forwards = 0, backwards = 0;
+  mutable std::vector<Value> given;
 };
 
 std::vector<double> values_of(const Value& v) {
@@ -201,10 +270,11 @@ TEST(UserFunction, ClonesShareOrCopyAndSaveAndLoadThroughADeserializer) {
 class WrongShape : public UserFunction {
  public:
   std::string op_name() const override { return "test.WrongShape"; }
-  Value forward(const std::vector<Value>& inputs, bool, std::any&) const override {
-    return Value(NDArrayView(DataType::Float32, {inputs[0].num_sequences(), 5}), false);
+  std::vector<Value> forward(const std::vector<Value>& inputs, const std::vector<Variable>&, bool,
+                             std::any&) const override {
+    return {Value(NDArrayView(DataType::Float32, {inputs[0].num_sequences(), 5}), false)};
   }
-  std::vector<std::optional<Value>> backward(const std::any&, const Value&,
+  std::vector<std::optional<Value>> backward(const std::any&, const std::vector<Value>&,
                                              const std::vector<bool>&) const override {
     return {};
   }
@@ -212,8 +282,8 @@ class WrongShape : public UserFunction {
 
 class NoBatchAxis : public WrongShape {
  public:
-  OutputSpec infer_output(const std::vector<Variable>& inputs) const override {
-    return {inputs[0].shape(), inputs[0].dtype(), {}, false};
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& inputs) const override {
+    return {{inputs[0].shape(), inputs[0].dtype(), {}, false}};
   }
 };
 
@@ -224,8 +294,10 @@ TEST(UserFunction, WrongOutputsAreErrorsNamingTheOp) {
     f.eval_one({{x, random_batch({2}, 3, DataType::Float32, 1)}});
     FAIL() << "a wrong shape went through";
   } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("test.WrongShape: forward's output has samples of "
-                                         "shape [5], expected [2]"),
+    EXPECT_NE(std::string(e.what()).find("test.WrongShape: forward's output 0 ("),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(") has samples of shape [5], expected [2]"),
               std::string::npos)
         << e.what();
   }
@@ -233,10 +305,202 @@ TEST(UserFunction, WrongOutputsAreErrorsNamingTheOp) {
     user_function(std::make_shared<NoBatchAxis>(), {x});
     FAIL() << "an output off the inputs' axes went through";
   } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("has its inputs' dynamic axes"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("output 0 has the dynamic axes []; a user function's "
+                                         "outputs have its inputs'"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(user_function(nullptr, {x}), ArgumentError);
+}
+
+ValueMap two_inputs(const Variable& a, const Variable& b, bool sequences, DataType dtype) {
+  if (sequences)
+    return {{a, random_sequences({3}, {4, 1, 3}, dtype, 5)},
+            {b, random_sequences({3}, {4, 1, 3}, dtype, 6)}};
+  return {{a, random_batch({3}, 5, dtype, 5)}, {b, random_batch({3}, 5, dtype, 6)}};
+}
+
+TEST(UserFunction, TwoOutputsEvaluateAloneAndTogetherFromOneForwardCall) {
+  for (bool sequences : {false, true}) {
+    const InputOptions options{
+        .dtype = DataType::Float64,
+        .dynamic_axes = sequences ? default_sequence_axes() : default_batch_axes()};
+    Variable a = input_variable({3}, options), b = input_variable({3}, options);
+    auto user = std::make_shared<ProductAndSquares>();
+    Function f = user_function(user, {a, b}, "ps");
+    ASSERT_EQ(f.outputs().size(), 2u);
+    const Variable product = f.outputs()[0], squares = f.outputs()[1];
+    EXPECT_EQ(squares.shape(), NDShape{1});
+    EXPECT_EQ(squares.owner().op_name(), "test.ProductAndSquares");
+    const ValueMap args = two_inputs(a, b, sequences, DataType::Float64);
+    const std::vector<double> expected_product = values_of(element_times(a, b).eval_one(args));
+    const std::vector<double> expected_squares =
+        values_of(reduce_sum(element_times(a, a), Axis(0)).eval_one(args));
+
+    const ValueMap both = f.eval(args);
+    EXPECT_EQ(user->forwards, 1);
+    EXPECT_EQ(values_of(both.at(product)), expected_product);
+    gradient_check_detail::expect_all_near(values_of(both.at(squares)), expected_squares, 1e-12,
+                                           "both outputs: the squares");
+    EXPECT_EQ(values_of(f.eval(args, {squares}).at(squares)), values_of(both.at(squares)));
+    EXPECT_EQ(values_of(f.eval(args, {product}).at(product)), expected_product);
+    EXPECT_EQ(user->forwards, 3);  // each output alone: one forward call each
+  }
+}
+
+TEST(UserFunction, GradientsOfBothOutputsReachOneBackwardCallAndMatchFiniteDifferences) {
+  for (bool sequences : {false, true}) {
+    const InputOptions options{
+        .dtype = DataType::Float64,
+        .needs_gradient = true,
+        .dynamic_axes = sequences ? default_sequence_axes() : default_batch_axes()};
+    Variable a = input_variable({3}, options), b = input_variable({3}, options);
+    Parameter W = parameter({1, 2}, uniform(1, 3), DataType::Float64);
+    auto user = std::make_shared<ProductAndSquares>();
+    Function f = user_function(user, {a, b});
+    const Variable product = f.outputs()[0], squares = f.outputs()[1];
+    const ValueMap args = two_inputs(a, b, sequences, DataType::Float64);
+    // A loss of both outputs: sum(product^2) + squares W.
+    Function loss = plus(reduce_sum(element_times(product, product), Axis(0)), times(squares, W));
+    expect_gradients_match(loss, args, {a, b, W});
+    const int backwards = user->backwards;
+    loss.grad(args, {a});
+    EXPECT_EQ(user->backwards, backwards + 1);
+
+    // A loss of one output: the other's gradient is zeros.
+    expect_gradients_match(times(squares, W), args, {a, b, W});
+    for (double g : user->given[0].data().to_vector<double>()) EXPECT_EQ(g, 0.0);
+    expect_gradients_match(combine({product}), args, {a, b});
+    for (double g : user->given[1].data().to_vector<double>()) EXPECT_EQ(g, 0.0);
+  }
+}
+
+TEST(UserFunction, ATrainerTrainsThroughTwoOutputs) {
+  // h = x W, fitted so that h * x matches t, with the squares of h as a penalty.
+  Variable x = input_variable({2}, {.dtype = DataType::Float64, .name = "x"});
+  Variable t = input_variable({2}, {.dtype = DataType::Float64, .name = "t"});
+  Parameter W = parameter({2, 2}, constant_initializer(0.1), DataType::Float64);
+  auto user = std::make_shared<ProductAndSquares>();
+  Function f = user_function(user, {times(x, W), x});
+  Function loss = plus(squared_error(f.outputs()[0], t),
+                       element_times(f.outputs()[1], constant(0.001, DataType::Float64)));
+  Trainer trainer(f, loss, {sgd(loss.parameters(), learning_parameter_schedule(0.05))});
+  const Value xs = Value::create_batch<double>({2}, {1, 2, -1, 0.5, 0.5, -2});
+  const Value ts = Value::create_batch<double>({2}, {2, 8, 2, 0.5, 0.5, 8});  // h = 2x
+  double first = 0;
+  for (int step = 0; step < 300; ++step) {
+    trainer.train_minibatch({{x, xs}, {t, ts}});
+    if (step == 0) first = trainer.previous_minibatch_loss_average();
+  }
+  EXPECT_LT(trainer.previous_minibatch_loss_average(), first / 50);
+  EXPECT_EQ(user->forwards, 300);
+  EXPECT_EQ(user->backwards, 300);
+}
+
+TEST(UserFunction, TwoOutputsCloneAndSaveAndLoad) {
+  Variable a = input_variable({3}, {.name = "a"}), b = input_variable({3}, {.name = "b"});
+  Function f = user_function(std::make_shared<ProductAndSquares>(), {a, b}, "ps");
+  const ValueMap args = two_inputs(a, b, false, DataType::Float32);
+  const ValueMap expected = f.eval(args);
+  auto values = [](const Function& g, const ValueMap& by_name_of) {
+    ValueMap in;
+    for (const auto& [v, value] : by_name_of) in.emplace(g.argument(v.name()), value);
+    std::vector<std::vector<double>> out;
+    for (const Variable& o : g.outputs()) out.push_back(values_of(g.eval(in, {o}).at(o)));
+    return out;
+  };
+  const std::vector<std::vector<double>> original = values(f, args);
+  ASSERT_EQ(original.size(), 2u);
+  EXPECT_EQ(original[1], values_of(expected.at(f.outputs()[1])));
+
+  Function copy = f.clone(ParameterCloneMethod::Clone);
+  ASSERT_EQ(copy.outputs().size(), 2u);
+  EXPECT_EQ(values(copy, args), original);
+
+  register_user_function_deserializer(
+      "test.ProductAndSquares",
+      [](const std::vector<Variable>& inputs, const std::string& name,
+         const Dictionary&) -> std::shared_ptr<UserFunction> {
+        EXPECT_EQ(inputs.size(), 2u);
+        EXPECT_EQ(name, "ps");
+        return std::make_shared<ProductAndSquares>();
+      });
+  Function loaded = load_model_from_bytes(save_model_to_bytes(f));
+  ASSERT_EQ(loaded.outputs().size(), 2u);
+  EXPECT_EQ(loaded.outputs()[1].shape(), NDShape{1});
+  EXPECT_EQ(loaded.outputs()[0].uid(), f.outputs()[0].uid());
+  EXPECT_EQ(values(loaded, args), original);
+}
+
+// ProductAndSquares gone wrong in one way.
+enum class Fault { NoOutputs, FreeSecondOutput, OneValue, WrongShape, WrongGradient };
+class Faulty : public ProductAndSquares {
+ public:
+  explicit Faulty(Fault fault) : fault_(fault) {}
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
+    if (fault_ == Fault::NoOutputs) return {};
+    std::vector<OutputSpec> specs = ProductAndSquares::infer_outputs(in);
+    if (fault_ == Fault::FreeSecondOutput) specs[1].shape = NDShape{NDShape::kFree};
+    return specs;
+  }
+  std::vector<Value> forward(const std::vector<Value>& in, const std::vector<Variable>& outputs,
+                             bool training, std::any& state) const override {
+    std::vector<Value> values = ProductAndSquares::forward(in, outputs, training, state);
+    if (fault_ == Fault::OneValue) values.pop_back();
+    if (fault_ == Fault::WrongShape) values[1] = values[0];
+    return values;
+  }
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
+                                             const std::vector<bool>& wanted) const override {
+    std::vector<std::optional<Value>> g = ProductAndSquares::backward(state, roots, wanted);
+    if (fault_ == Fault::WrongGradient) g[0] = roots[1];
+    return g;
+  }
+
+ private:
+  Fault fault_;
+};
+
+void expect_error(const std::function<void()>& run, const std::vector<std::string>& parts) {
+  try {
+    run();
+    ADD_FAILURE() << "no error; expected one saying " << parts[0];
+  } catch (const ShapeError& e) {
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(UserFunction, WrongOutputsOfSeveralAreErrorsNamingTheOpTheOutputAndTheShapes) {
+  Variable a = input_variable({3}, {.needs_gradient = true}), b = input_variable({3});
+  const ValueMap args = two_inputs(a, b, false, DataType::Float32);
+  auto made = [&](Fault fault) { return user_function(std::make_shared<Faulty>(fault), {a, b}); };
+  expect_error([&] { made(Fault::NoOutputs); },
+               {"test.ProductAndSquares: infer_outputs gave no outputs"});
+  expect_error([&] { made(Fault::FreeSecondOutput); },
+               {"test.ProductAndSquares: output 1 has free dimensions"});
+  expect_error([&] { made(Fault::OneValue).eval(args); },
+               {"test.ProductAndSquares: forward gave 1 values for 2 outputs"});
+  expect_error(
+      [&] { made(Fault::WrongShape).eval(args); },
+      {"test.ProductAndSquares: forward's output 1 (", ") has samples of shape [3], expected [1]"});
+  // Made on placeholders a user function has one output; a second is an error once bound.
+  Variable p = placeholder(), q = placeholder();
+  Function unbound = user_function(std::make_shared<ProductAndSquares>(), {p, q});
+  EXPECT_EQ(unbound.outputs().size(), 1u);
+  expect_error(
+      [&] {
+        unbound.replace_placeholders({{p, a}, {q, b}});
+      },
+      {"test.ProductAndSquares: infer_outputs gave 2 outputs; made on inputs of unknown "
+       "shape (placeholders), the function has one"});
+  expect_error(
+      [&] {
+        const Function f = made(Fault::WrongGradient);
+        plus(reduce_sum(f.outputs()[0], Axis(0)), f.outputs()[1]).grad(args, {a});
+      },
+      {"test.ProductAndSquares: backward's gradient of input 0 (",
+       ") has samples of shape [1], expected [3]"});
 }
 
 }  // namespace

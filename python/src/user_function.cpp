@@ -10,9 +10,11 @@ namespace loom::python {
 
 namespace {
 
-// The Python object a Python user function's state or gradient is, held across calls.
+// What a Python user function's forward leaves for its backward: the user's state (held across
+// calls) and the function's outputs (the keys of root_gradients).
 struct PythonState {
   std::shared_ptr<py::object> object;
+  std::vector<Variable> outputs;
 };
 
 // A Python UserFunction instance as a loom::UserFunction.
@@ -25,22 +27,27 @@ class PythonUserFunction final : public UserFunction {
 
   std::string op_name() const override { return op_name_; }
 
-  OutputSpec infer_output(const std::vector<Variable>&) const override {
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>&) const override {
     py::gil_scoped_acquire gil;
     const py::object outputs = udf_->attr("infer_outputs")();
     const auto list = returned<std::vector<Variable>>(outputs, op_name_ + ".infer_outputs",
                                                       "a list of output_variable(...)");
-    if (list.size() != 1)
-      throw py::value_error(op_name_ + ".infer_outputs gave " + std::to_string(list.size()) +
-                            " outputs: a Loom user function has one");
-    const Variable& o = list[0];
-    output_ = placeholder(o.shape(), o.dtype(), o.dynamic_axes());
-    return {o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()};
+    if (list.empty())
+      throw py::value_error(op_name_ +
+                            ".infer_outputs returned no outputs; it must return a list of "
+                            "output_variable(...), one per output");
+    std::vector<OutputSpec> specs;
+    for (const Variable& o : list)
+      specs.push_back({o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()});
+    return specs;
   }
 
-  // CNTK's Python forward has no training flag (CNTK passes none either).
-  Value forward(const std::vector<Value>& inputs, bool /*is_training*/,
-                std::any& state) const override {
+  // CNTK's call forms: forward(arguments, device, outputs_to_retain) returns (state, output) for
+  // one output; forward(arguments, outputs, device, outputs_to_retain) fills the dict outputs
+  // ({output: None} on the way in) and returns the state for several. outputs_to_retain lists
+  // every output in training and none otherwise, as CNTK's did.
+  std::vector<Value> forward(const std::vector<Value>& inputs, const std::vector<Variable>& outputs,
+                             bool is_training, std::any& state) const override {
     py::gil_scoped_acquire gil;
     const bool as_numpy = udf_->attr("as_numpy").cast<bool>();
     py::list args;
@@ -48,32 +55,64 @@ class PythonUserFunction final : public UserFunction {
       args.append(argument(inputs[i], inputs_[i], as_numpy));
     py::object arguments = args.size() == 1 ? py::object(args[0]) : py::object(py::tuple(args));
     const py::object device = py::cast(DeviceDescriptor::cpu_device());
-    const py::object result = udf_->attr("forward")(arguments, device, py::none());
-    if (!py::isinstance<py::tuple>(result) || py::len(result) != 2)
-      throw py::type_error(op_name_ + ".forward returned " + type_name(result) +
-                           "; it must return (state, output)");
-    const py::tuple pair = result.cast<py::tuple>();
-    state = PythonState{hold(pair[0])};
-    return value_of(output_, pair[1], op_name_ + ".forward's output");
+    const py::list keys = py::cast(outputs);
+    udf_->attr("outputs") = keys;  // CNTK's self.outputs, the keys of outputs and root_gradients
+    const py::list retain = is_training ? py::list(keys) : py::list();
+    std::vector<Value> values;
+    py::object user_state;
+    if (outputs.size() == 1) {
+      const py::object result = udf_->attr("forward")(arguments, device, retain);
+      if (!py::isinstance<py::tuple>(result) || py::len(result) != 2)
+        throw py::type_error(op_name_ + ".forward returned " + type_name(result) +
+                             "; it must return (state, output)");
+      const py::tuple pair = result.cast<py::tuple>();
+      user_state = pair[0];
+      values.push_back(value_of(outputs[0], pair[1], op_name_ + ".forward's output"));
+    } else {
+      py::dict filled;
+      for (py::handle key : keys) filled[key] = py::none();
+      user_state = udf_->attr("forward")(arguments, filled, device, retain);
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        const std::string what = op_name_ + ".forward's output " + std::to_string(k) + " (" +
+                                 outputs[k].describe() + ")";
+        const py::object value = filled.attr("get")(keys[k]);
+        if (value.is_none())
+          throw py::value_error(what + " was not set: set outputs[self.outputs[" +
+                                std::to_string(k) + "]]");
+        values.push_back(value_of(outputs[k], value, what));
+      }
+    }
+    state = PythonState{hold(user_state), outputs};
+    return values;
   }
 
-  std::vector<std::optional<Value>> backward(const std::any& state, const Value& root,
+  // CNTK's call forms: root_gradients is the gradient itself for one output, {output: gradient}
+  // for several; backward(state, root_gradients) returns the gradient of a single input, and
+  // backward(state, root_gradients, variables) fills {input: gradient} for the inputs asked.
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
                                              const std::vector<bool>& wanted) const override {
     py::gil_scoped_acquire gil;
     const bool as_numpy = udf_->attr("as_numpy").cast<bool>();
-    const py::object s = *std::any_cast<const PythonState&>(state).object;
-    const py::object root_gradient = argument(root, output_, as_numpy);
+    const PythonState& s = std::any_cast<const PythonState&>(state);
+    py::object root_gradients;
+    if (roots.size() == 1) {
+      root_gradients = argument(roots[0], s.outputs[0], as_numpy);
+    } else {
+      py::dict by_output;
+      for (size_t k = 0; k < roots.size(); ++k)
+        by_output[py::cast(s.outputs[k])] = argument(roots[k], s.outputs[k], as_numpy);
+      root_gradients = by_output;
+    }
     std::vector<std::optional<Value>> gradients(inputs_.size());
     if (inputs_.size() == 1) {
-      const py::object g = udf_->attr("backward")(s, root_gradient);
-      gradients[0] = value_of(inputs_[0], g, op_name_ + ".backward's gradient");
+      const py::object g = udf_->attr("backward")(*s.object, root_gradients);
+      gradients[0] = value_of(inputs_[0], g, gradient_label(0));
       return gradients;
     }
-    // CNTK's form for several inputs: backward fills {input: gradient} for the inputs asked.
     py::dict variables;
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (wanted[i]) variables[py::cast(inputs_[i])] = py::none();
-    udf_->attr("backward")(s, root_gradient, variables);
+    udf_->attr("backward")(*s.object, root_gradients, variables);
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (!wanted[i]) continue;
       const py::object g = variables[py::cast(inputs_[i])];
@@ -81,7 +120,7 @@ class PythonUserFunction final : public UserFunction {
         throw py::value_error(op_name_ + ".backward gave no gradient for input " +
                               std::to_string(i) + " (" + inputs_[i].describe() +
                               "): set variables[self.inputs[" + std::to_string(i) + "]]");
-      gradients[i] = value_of(inputs_[i], g, op_name_ + ".backward's gradient");
+      gradients[i] = value_of(inputs_[i], g, gradient_label(i));
     }
     return gradients;
   }
@@ -108,6 +147,11 @@ class PythonUserFunction final : public UserFunction {
   }
 
  private:
+  std::string gradient_label(size_t i) const {
+    return op_name_ + ".backward's gradient of input " + std::to_string(i) + " (" +
+           inputs_[i].describe() + ")";
+  }
+
   static std::string type_name(py::handle o) {
     return py::str(py::type::of(o).attr("__name__")).cast<std::string>();
   }
@@ -141,7 +185,6 @@ class PythonUserFunction final : public UserFunction {
   std::shared_ptr<py::object> udf_;
   std::string op_name_;
   std::vector<Variable> inputs_;
-  mutable Variable output_;  // the output's type, from infer_output
 };
 
 // Loads a Python user function: Python's deserializer (the registered callback for its op
@@ -167,7 +210,12 @@ void add_user_function(py::module_& m) {
         auto user = std::make_shared<PythonUserFunction>(udf);
         std::vector<Variable> inputs;
         for (py::handle in : udf.attr("inputs")) inputs.push_back(in.cast<Variable>());
-        return loom::user_function(std::move(user), std::move(inputs), name);
+        Function f = loom::user_function(std::move(user), std::move(inputs), name);
+        // CNTK's self.outputs (the function's outputs, held without it: no cycle through udf).
+        std::vector<Variable> outputs;
+        for (const auto& o : f.impl()->outputs) outputs.emplace_back(o);
+        udf.attr("outputs") = outputs;
+        return f;
       },
       py::arg("user_func"));
   m.def("register_native_user_function", &register_native_user_function, py::arg("op_id"),

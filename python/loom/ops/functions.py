@@ -27,14 +27,21 @@ class UserFunction:
     are numpy arrays ([batch, ...]; a list of arrays [length, ...] for sequences; the array
     itself for a parameter), else ``Value`` objects. ``backward(state, root_gradients)`` returns
     the gradient of a single input; with several inputs, ``backward(state, root_gradients,
-    variables)`` sets ``variables[input]`` for each input in ``variables``. Loom's UserFunction
-    is not itself a Function (see docs/decisions.md): wrap it with ``user_function``."""
+    variables)`` sets ``variables[input]`` for each input in ``variables``.
+
+    With several outputs (``infer_outputs`` returns several), ``forward(arguments, outputs,
+    device=None, outputs_to_retain=None)`` sets ``outputs[self.outputs[k]]`` for each output
+    and returns the state, and ``root_gradients`` is a dict {output: gradient} holding every
+    output (zeros for one no gradient reached). ``self.outputs`` are the function's outputs;
+    ``outputs_to_retain`` lists them all in training, none otherwise. Loom's UserFunction is
+    not itself a Function (see docs/decisions.md): wrap it with ``user_function``."""
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
         self.inputs = [_loom.Variable(i) if isinstance(i, Function) else i for i in inputs]
         self.as_numpy = as_numpy
         self.attributes = dict(attributes or {})
         self.name = name
+        self.outputs = []  # the Function's outputs, once user_function has made it
 
     @property
     def op_name(self):
