@@ -14,6 +14,7 @@
 #include "loom/core/error.h"
 #include "loom/deploy/onnx.h"
 #include "loom/graph/graph_impl.h"
+#include "loom/graph/user_function.h"
 #include "loom/layers/recurrent.h"
 #include "loom/learners/sgd.h"
 #include "loom/ops/fused_rnn.h"
@@ -936,6 +937,67 @@ TEST(CntkV2Ops, LabelsToGraphAndForwardBackwardAreCtc) {
       values_of(f.eval_one({{f.argument("labels"), labels}, {f.argument("features"), features}}));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_NEAR(got[0], loss, 1e-5);
+}
+
+// A user function that scales its input by the factor its state holds (float inputs).
+class Scale : public UserFunction {
+ public:
+  explicit Scale(float factor) : factor_(factor) {}
+  std::string op_name() const override { return "cntk_model_test.Scale"; }
+  std::vector<Value> forward(const std::vector<Value>& inputs, const std::vector<Variable>&, bool,
+                             std::any&) const override {
+    NDArrayView out = inputs[0].data().deep_clone();
+    float* d = out.data<float>();
+    for (size_t i = 0; i < out.shape().total_size(); ++i) d[i] *= factor_;
+    return {Value(out, inputs[0].is_sequence(), inputs[0].mask())};
+  }
+  std::vector<std::optional<Value>> backward(const std::any&, const std::vector<Value>&,
+                                             const std::vector<bool>&) const override {
+    return {std::nullopt};
+  }
+
+ private:
+  float factor_;
+};
+
+// A Python UserFunction in a v2 file (type UserDefinedFunction, its user_defined_state as CNTK's
+// Python wrote it: class, module, op_name, state) loads through the deserializer registered for
+// its op name (Loom's Python imports the class where none is); without one the error names the
+// module, the class and the function.
+TEST(CntkV2Ops, UserDefinedFunctionsLoadThroughTheirDeserializer) {
+  auto udf = [](const std::string& op_name) {
+    DictionaryMap state{{"class", "Scale"},
+                        {"module", "cntk_model_test"},
+                        {"op_name", op_name},
+                        {"state", DictionaryMap{{"factor", 3.0}}},
+                        {"version", uint64_t{1}}};
+    return DictionaryMap{{"type", "UserDefinedFunction"},
+                         {"uid", "UserDefinedFunction7"},
+                         {"name", "tripled"},
+                         {"inputs", DictionaryVector{"x"}},
+                         {"native", false},
+                         {"user_defined_state", state}};
+  };
+  register_user_function_deserializer(
+      "cntk_model_test.Scale",
+      [](const std::vector<Variable>&, const std::string&, const Dictionary& saved) {
+        const DictionaryMap& state = saved.get<DictionaryMap>("state");
+        return std::make_shared<Scale>(float(state.at("factor").get<double>()));
+      });
+  Function f = cntk_graph(
+      {cntk_input("x", {2})},
+      {udf("cntk_model_test.Scale"), cntk_function("Abs1", 8, {"UserDefinedFunction7_Output_0"})},
+      "Abs1");
+  EXPECT_EQ(eval_sample(f, {1, -2}), (std::vector<float>{3, 6}));
+  try {
+    cntk_graph({cntk_input("x", {2})}, {udf("cntk_model_test.Unknown")}, "UserDefinedFunction7");
+    ADD_FAILURE() << "loaded";
+  } catch (const DataError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("UserDefinedFunction 'UserDefinedFunction7' (tripled)"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("class 'Scale' of module 'cntk_model_test'"), std::string::npos) << m;
+  }
 }
 
 // Every op the builder says it maps is built (on inputs of a plausible kind), and every other
