@@ -752,10 +752,8 @@ TEST(OnnxImport, RefusesHostileSizes) {
   expect_error<DataError>([&] { d.load(); }, {"node 1 'second'", "output 'y' is already"});
 }
 
-// A recurrent op's Y_h is read through a Squeeze of its direction axis; as a graph output the
-// error says so.
-TEST(OnnxImport, RecurrentStateAsGraphOutputSaysWhy) {
-  OnnxGraph g({{"x", {1, 1, 1}}}, {"y_h"});
+// g's first input as sequences [T, N, ...]: its axes 0 and 1 without a fixed size.
+void sequence_axes(OnnxGraph& g) {
   for (int k = 0; k < 2; ++k)
     g.graph()
         .mutable_input(0)
@@ -764,6 +762,13 @@ TEST(OnnxImport, RecurrentStateAsGraphOutputSaysWhy) {
         ->mutable_shape()
         ->mutable_dim(k)
         ->set_dim_param(k ? "N" : "T");
+}
+
+// A recurrent op's Y_h is read through a Squeeze of its direction axis; as a graph output the
+// error says so.
+TEST(OnnxImport, RecurrentStateAsGraphOutputSaysWhy) {
+  OnnxGraph g({{"x", {1, 1, 1}}}, {"y_h"});
+  sequence_axes(g);
   g.initializer("W", {1, 4, 1}, {1, 1, 1, 1});
   g.initializer("R", {1, 4, 1}, {1, 1, 1, 1});
   set(g.node("LSTM", {"x", "W", "R"}, {"", "y_h"}), "hidden_size", int64_t{1});
@@ -779,14 +784,7 @@ TEST(OnnxImport, InitialStatesOfEverySample) {
   // An RNN of one unit (tanh(x + 0.5 h)) over X [T, N, 1], its initial state made by `state`.
   auto rnn = [](const std::function<void(OnnxGraph&)>& state) {
     OnnxGraph g({{"x", {1, 1, 1}}}, {"y"});
-    for (int k = 0; k < 2; ++k)
-      g.graph()
-          .mutable_input(0)
-          ->mutable_type()
-          ->mutable_tensor_type()
-          ->mutable_shape()
-          ->mutable_dim(k)
-          ->set_dim_param(k ? "N" : "T");
+    sequence_axes(g);
     g.initializer("W", {1, 1, 1}, {1});
     g.initializer("R", {1, 1, 1}, {0.5f});
     pb::TensorProto* one = g.graph().add_initializer();

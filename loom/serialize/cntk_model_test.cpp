@@ -378,6 +378,17 @@ TEST(CntkRecurrence, AtisFusedGradientsAreTheLoops) {
   }
 }
 
+// Every parameter of f drawn uniformly from [-0.5, 0.5).
+void randomize(const Function& f, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  for (const Parameter& p : f.parameters()) {
+    std::vector<float> v(p.shape().total_size());
+    for (float& e : v) e = u(rng);
+    p.set_value(NDArrayView::from_vector<float>(p.shape(), v));
+  }
+}
+
 // CNTK's Recurrence(LSTM) as its files hold it: the step a block "LSTM" reading delays of its
 // own outputs (initial state s0), then a product that reads h.
 struct LstmLoop {
@@ -402,13 +413,7 @@ LstmLoop cntk_lstm_loop(size_t in, size_t n, const RecurrentCellOptions& o, bool
   r.block.replace_placeholders({{ph, r.block.outputs()[0]}, {pc, r.block.outputs()[1]}});
   r.model =
       times(r.block.outputs()[0], parameter({n, 3}, glorot_uniform(), DataType::Float32, "V"));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  for (const Parameter& p : r.model.parameters()) {
-    std::vector<float> v(p.shape().total_size());
-    for (float& e : v) e = u(rng);
-    p.set_value(NDArrayView::from_vector<float>(p.shape(), v));
-  }
+  randomize(r.model, seed);
   return r;
 }
 
@@ -446,7 +451,6 @@ TEST(CntkRecurrence, ExactLoopsFuseAndExportToOnnx) {
     EXPECT_EQ(count_ops(l.model, "FusedRecurrence"), 1u) << c.what;
     EXPECT_EQ(count_ops(l.model, c.backwards ? "FutureValue" : "PastValue"), 0u) << c.what;
     expect_close(values_of(l.model.eval_one({{l.x, data}})), expected, c.what);
-    if (c.s0 != 0) continue;
     Function g = load_onnx_from_bytes(save_onnx_to_bytes(l.model), "lstm.onnx");
     expect_close(values_of(g.eval_one({{g.arguments()[0], data}})), expected,
                  std::string(c.what) + " through ONNX");
@@ -476,6 +480,164 @@ TEST(CntkRecurrence, OtherLoopsStay) {
   Function both = combine({l.model.output(), l.block.outputs()[1]});
   EXPECT_EQ(fuse_cntk_recurrences(both), 0u);
   EXPECT_EQ(fuse_cntk_recurrences(combine({l.block.outputs()[0]})), 0u);
+  EXPECT_EQ(fuse_cntk_recurrences(l.model), 1u);  // the same loop, read only through h
+}
+
+// ---- CNTK's GRU and RNNStep loops as Loom's fused recurrence ----
+
+// CNTK's Recurrence of a one-state step (GRU, RNNStep) as its files hold it: the step reading a
+// delay of its own output h (initial state s0) as a block of op name `op` (v2 files), or as
+// primitives in no block (v1 files: op empty), then a product that reads h.
+struct StepLoop {
+  Variable x, h;
+  Function model;
+};
+
+StepLoop cntk_step_loop(const Function& step, const std::string& op, bool backwards, double s0,
+                        unsigned seed) {
+  StepLoop r;
+  r.x = sequence::input_variable({5}, {.name = "x"});
+  const std::vector<Variable> args = step.placeholders();  // dh, x
+  const size_t n = args[0].shape()[0];
+  Variable ph = placeholder({n}, DataType::Float32, r.x.dynamic_axes());
+  const Variable dh = sequence::delay(ph, constant(s0), backwards ? -1 : 1);
+  Function f = op.empty() ? step.clone(ParameterCloneMethod::Share, {{args[0], dh}, {args[1], r.x}})
+                          : as_block(step, {{args[0], dh}, {args[1], r.x}}, op);
+  f.replace_placeholders({{ph, f.output()}});
+  r.h = f.output();
+  r.model = times(r.h, parameter({n, 3}, glorot_uniform(), DataType::Float32, "V"));
+  randomize(r.model, seed);
+  return r;
+}
+
+// The step of a GRU or an RNNStep loop.
+Function cell_step(const std::string& cell, size_t n, const RecurrentCellOptions& o) {
+  return cell == "GRU" ? GRU(n, o) : RNNStep(n, o);
+}
+
+// The gradients of a loss over f's output (cross entropy against fixed labels) by f's
+// parameters, in the order of their names.
+std::vector<std::vector<float>> gradients_by_name(const StepLoop& l, const Value& data) {
+  std::vector<std::vector<size_t>> labels;
+  for (const auto& s : data.as_sequences<float>()) labels.emplace_back(s.size() / 5, 1);
+  Variable y = sequence::input_variable({3}, {.is_sparse = true, .name = "labels"});
+  Function loss = cross_entropy_with_softmax(l.model, y);
+  std::vector<Parameter> params = l.model.parameters();
+  std::sort(params.begin(), params.end(),
+            [](const Parameter& a, const Parameter& b) { return a.name() < b.name(); });
+  std::vector<Variable> wrt(params.begin(), params.end());
+  ValueMap g = loss.grad({{l.x, data}, {y, Value::one_hot_sequences(3, labels)}}, wrt);
+  std::vector<std::vector<float>> out;
+  for (const Variable& p : wrt) out.push_back(g.at(p).data().to_vector<float>());
+  return out;
+}
+
+// Exact CNTK GRU and RNNStep loops (blocks and primitives, either direction, each activation,
+// zero and nonzero initial states) become one fused op of that cell reading the step's own
+// parameters, with the loop's outputs and gradients, and export to ONNX's GRU and RNN and back.
+TEST(CntkRecurrence, GruAndRnnStepLoopsFuseAndExportToOnnx) {
+  struct Case {
+    const char* cell;
+    Activation act;
+    const char* op;  // the activation's op
+    bool backwards;
+    double s0;
+  };
+  const Case cases[] = {{"GRU", Activation(tanh), "Tanh", false, 0},
+                        {"GRU", Activation(sigmoid), "Sigmoid", true, 0.25},
+                        {"GRU", Activation(relu), "ReLU", false, 0.5},
+                        {"RNNStep", Activation(sigmoid), "Sigmoid", false, 0},
+                        {"RNNStep", Activation(tanh), "Tanh", true, 0},
+                        {"RNNStep", Activation(relu), "ReLU", false, 0.5}};
+  unsigned seed = 1;
+  for (const Case& c : cases)
+    for (const bool in_block : {true, false}) {
+      const std::string what = std::string(c.cell) + " " + c.op + (in_block ? " block" : "") +
+                               (c.backwards ? " backwards" : "") + " from " + std::to_string(c.s0);
+      auto make = [&] {
+        return cntk_step_loop(cell_step(c.cell, 4, {.activation = c.act}), in_block ? c.cell : "",
+                              c.backwards, c.s0, seed);
+      };
+      StepLoop loop = make(), l = make();
+      EXPECT_EQ(loop.h.impl()->blocks.empty(), !in_block) << what;
+      const Value data = random_sequences(5, seed + 100);
+      ++seed;
+      const std::vector<float> expected = values_of(l.model.eval_one({{l.x, data}}));
+      ASSERT_EQ(fuse_cntk_recurrences(l.model), 1u) << what;
+      EXPECT_EQ(count_ops(l.model, "FusedRecurrence"), 1u) << what;
+      EXPECT_EQ(count_ops(l.model, c.backwards ? "FutureValue" : "PastValue"), 0u) << what;
+      for (const auto& g : topological_order(l.model.outputs())) {
+        if (g->op->name() != std::string("FusedRecurrence")) continue;
+        const FusedRecurrenceInputs in = fused_recurrence_inputs(g->inputs, g->attributes);
+        EXPECT_EQ(in.cell, c.cell) << what;
+        EXPECT_EQ(in.activation, c.op) << what;
+        EXPECT_EQ(in.go_backwards, c.backwards) << what;
+        EXPECT_EQ(in.H, l.model.parameter("H")) << what;
+        EXPECT_EQ(in.W, l.model.parameter("W")) << what;
+        EXPECT_EQ(in.b, l.model.parameter("b")) << what;
+        if (c.cell == std::string("GRU")) {
+          EXPECT_EQ(in.H1, l.model.parameter("H1")) << what;
+        }
+      }
+      expect_close(values_of(l.model.eval_one({{l.x, data}})), expected, what);
+      const auto want = gradients_by_name(loop, data), got = gradients_by_name(l, data);
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (size_t p = 0; p < want.size(); ++p) {
+        ASSERT_EQ(got[p].size(), want[p].size()) << what;
+        for (size_t i = 0; i < want[p].size(); ++i)
+          EXPECT_NEAR(got[p][i], want[p][i], 1e-4)
+              << what << " parameter " << p << " [" << i << "]";
+      }
+      Function g = load_onnx_from_bytes(save_onnx_to_bytes(l.model), "cell.onnx");
+      EXPECT_EQ(count_ops(g, "FusedRecurrence"), 1u) << what;
+      expect_close(values_of(g.eval_one({{g.arguments()[0], data}})), expected,
+                   what + " through ONNX");
+    }
+}
+
+// Loops that are not exactly CNTK's GRU or RNNStep stay loops: another activation, an extra
+// op, h read as the model's own output. The same step written by hand fuses, also with CNTK's
+// self-stabilizer of dh (its softplus as CNTK's block computes it), and gives the loop's outputs.
+TEST(CntkRecurrence, OtherGruAndRnnStepLoopsStay) {
+  const Activation elu_act([](const Variable&v) { return elu(v); }),
+      softplus_act([](const Variable&v) { return softplus(v); });
+  EXPECT_EQ(fuse_cntk_recurrences(
+                cntk_step_loop(GRU(4, {.activation = elu_act}), "GRU", false, 0, 1).model),
+            0u);
+  EXPECT_EQ(fuse_cntk_recurrences(
+                cntk_step_loop(RNNStep(4, {.activation = softplus_act}), "", false, 0, 1).model),
+            0u);
+  // tanh(x·W + (b + S(dh)·H)), S(dh) dh, -dh (an extra op) or CNTK's Stabilizer of dh.
+  enum class State { Plain, Negated, Stabilized };
+  auto by_hand = [](State state) {
+    const Variable dh = placeholder({4}, DataType::Float32, default_sequence_axes(), "dh"),
+                   x = placeholder({5}, DataType::Float32, default_sequence_axes(), "x");
+    const Variable b = parameter({4}, uniform(0.5), DataType::Float32, "b"),
+                   W = parameter({5, 4}, uniform(0.5), DataType::Float32, "W"),
+                   H = parameter({4, 4}, uniform(0.5), DataType::Float32, "H");
+    Variable s = dh;
+    if (state == State::Negated) s = negate(dh);
+    if (state == State::Stabilized) {
+      const Variable alpha = parameter({}, uniform(0.5), DataType::Float32, "alpha");
+      const Variable k = constant(4.0),
+                     softplus = log_add_exp(element_times(k, alpha), constant(0.0));
+      s = element_times(element_times(softplus, reciprocal(k)), dh);
+    }
+    return as_layer({tanh(plus(times(x, W), plus(b, times(s, H))))}, "Step", "", {dh, x});
+  };
+  EXPECT_EQ(fuse_cntk_recurrences(cntk_step_loop(by_hand(State::Plain), "", false, 0, 1).model),
+            1u);
+  EXPECT_EQ(fuse_cntk_recurrences(cntk_step_loop(by_hand(State::Negated), "", false, 0, 1).model),
+            0u);
+  StepLoop stabilized = cntk_step_loop(by_hand(State::Stabilized), "", true, 0.5, 2);
+  const Value data = random_sequences(5, 3);
+  const std::vector<float> expected = values_of(stabilized.model.eval_one({{stabilized.x, data}}));
+  EXPECT_EQ(fuse_cntk_recurrences(stabilized.model), 1u);
+  EXPECT_EQ(count_ops(stabilized.model, "FusedRecurrence"), 1u);
+  expect_close(values_of(stabilized.model.eval_one({{stabilized.x, data}})), expected,
+               "stabilized RNNStep");
+  StepLoop l = cntk_step_loop(GRU(4), "GRU", false, 0, 1);
+  EXPECT_EQ(fuse_cntk_recurrences(combine({l.model.output(), l.h})), 0u);
   EXPECT_EQ(fuse_cntk_recurrences(l.model), 1u);  // the same loop, read only through h
 }
 
