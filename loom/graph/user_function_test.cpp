@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "loom/graph/debugging.h"
 #include "loom/learners/sgd.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/gradient_check.h"
@@ -346,6 +347,28 @@ TEST(UserFunction, TwoOutputsEvaluateAloneAndTogetherFromOneForwardCall) {
     EXPECT_EQ(values_of(f.eval(args, {product}).at(product)), expected_product);
     EXPECT_EQ(user->forwards, 3);  // each output alone: one forward call each
   }
+}
+
+TEST(UserFunction, CheckedModeChecksEveryOutput) {
+  Variable a = input_variable({3}), b = input_variable({3});
+  Function f = user_function(std::make_shared<ProductAndSquares>(), {a, b}, "ps");
+  const ValueMap args = two_inputs(a, b, false, DataType::Float32);
+  // a = 1e30, b = 0: the product is 0, the sum of squares overflows to infinity.
+  NDArrayView va = args.at(a).data(), vb = args.at(b).data();
+  va.data<float>()[0] = 1e30f;
+  vb.data<float>()[0] = 0;
+  EXPECT_TRUE(std::isfinite(f.eval(args).at(f.outputs()[0]).data().to_vector<float>()[0]));
+  set_checked_mode(true);
+  try {
+    f.eval(args);
+    ADD_FAILURE() << "checked mode let an infinite second output through";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.ProductAndSquares operation unexpectedly "
+                                         "produced infinite values"),
+              std::string::npos)
+        << e.what();
+  }
+  set_checked_mode(false);
 }
 
 TEST(UserFunction, GradientsOfBothOutputsReachOneBackwardCallAndMatchFiniteDifferences) {
