@@ -159,6 +159,18 @@ class ProductAndSquares : public UserFunction {
   mutable std::vector<Value> given;
 };
 
+// Expects run to throw an E whose message holds every one of parts.
+template <typename E = ShapeError>
+void expect_error(const std::function<void()>& run, const std::vector<std::string>& parts) {
+  try {
+    run();
+    ADD_FAILURE() << "no error; expected one saying " << parts[0];
+  } catch (const E& e) {
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 std::vector<double> values_of(const Value& v) {
   std::vector<double> out;
   for (const auto& s : v.as_sequences<double>()) out.insert(out.end(), s.begin(), s.end());
@@ -241,13 +253,8 @@ TEST(UserFunction, ClonesShareOrCopyAndSaveAndLoadThroughADeserializer) {
 
   // Without a deserializer the file names the op and how to register one.
   const std::vector<uint8_t> bytes = save_model_to_bytes(f);
-  try {
-    load_model_from_bytes(bytes, "cube.model");
-    FAIL() << "loaded a user function no deserializer knows";
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("cube.model"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("'test.Cube'"), std::string::npos) << e.what();
-  }
+  expect_error<DataError>([&] { load_model_from_bytes(bytes, "cube.model"); },
+                          {"cube.model", "'test.Cube'"});
   int version = 0;
   register_user_function_deserializer(
       "test.Cube",
@@ -291,26 +298,13 @@ class NoBatchAxis : public WrongShape {
 TEST(UserFunction, WrongOutputsAreErrorsNamingTheOp) {
   Variable x = input_variable({2});
   Function f = user_function(std::make_shared<WrongShape>(), {x});
-  try {
-    f.eval_one({{x, random_batch({2}, 3, DataType::Float32, 1)}});
-    FAIL() << "a wrong shape went through";
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("test.WrongShape: forward's output 0 ("),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find(") has samples of shape [5], expected [2]"),
-              std::string::npos)
-        << e.what();
-  }
-  try {
-    user_function(std::make_shared<NoBatchAxis>(), {x});
-    FAIL() << "an output off the inputs' axes went through";
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("output 0 has the dynamic axes []; a user function's "
-                                         "outputs have its inputs'"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error(
+      [&] {
+        f.eval_one({{x, random_batch({2}, 3, DataType::Float32, 1)}});
+      },
+      {"test.WrongShape: forward's output 0 (", ") has samples of shape [5], expected [2]"});
+  expect_error([&] { user_function(std::make_shared<NoBatchAxis>(), {x}); },
+               {"output 0 has the dynamic axes []; a user function's outputs have its inputs'"});
   EXPECT_THROW(user_function(nullptr, {x}), ArgumentError);
 }
 
@@ -359,15 +353,9 @@ TEST(UserFunction, CheckedModeChecksEveryOutput) {
   vb.data<float>()[0] = 0;
   EXPECT_TRUE(std::isfinite(f.eval(args).at(f.outputs()[0]).data().to_vector<float>()[0]));
   set_checked_mode(true);
-  try {
-    f.eval(args);
-    ADD_FAILURE() << "checked mode let an infinite second output through";
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("test.ProductAndSquares operation unexpectedly "
-                                         "produced infinite values"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error<DataError>(
+      [&] { f.eval(args); },
+      {"test.ProductAndSquares operation unexpectedly produced infinite values"});
   set_checked_mode(false);
 }
 
@@ -483,16 +471,6 @@ class Faulty : public ProductAndSquares {
  private:
   Fault fault_;
 };
-
-void expect_error(const std::function<void()>& run, const std::vector<std::string>& parts) {
-  try {
-    run();
-    ADD_FAILURE() << "no error; expected one saying " << parts[0];
-  } catch (const ShapeError& e) {
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
 
 TEST(UserFunction, WrongOutputsOfSeveralAreErrorsNamingTheOpTheOutputAndTheShapes) {
   Variable a = input_variable({3}, {.needs_gradient = true}), b = input_variable({3});
