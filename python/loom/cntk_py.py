@@ -1,5 +1,5 @@
 """The names CNTK scripts reach through cntk.cntk_py (CNTK's SWIG module)."""
-from loom._loom import ProgressWriter  # noqa: F401
+from loom._loom.logging import ProgressWriter  # noqa: F401
 from loom._loom.cntk_py import force_deterministic_algorithms, set_fixed_random_seed  # noqa: F401
 
 # Shape entries (CNTK's NDShape sentinels): inferred at first use, or free (any size per

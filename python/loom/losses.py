@@ -11,7 +11,8 @@ way, so that their gradients come from their parts.
 import numpy as np
 
 from loom import _loom
-from loom._loom import ArgumentError, ShapeError, binary_cross_entropy, squared_error  # noqa: F401
+from loom._loom import ArgumentError, ShapeError  # noqa: F401
+from loom._loom.ops import binary_cross_entropy, squared_error  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 
 globals().update(_op_functions('losses'))
@@ -74,7 +75,7 @@ def cross_entropy_with_softmax(output_vector, target_vector, axis=-1, name=''):
         # @Function): the primitive, which checks the shapes when they are known.
         if shape:
             _static_axis('cross_entropy_with_softmax', axis, shape)
-        return _loom.cross_entropy_with_softmax(z, t, name)
+        return _loom.ops.cross_entropy_with_softmax(z, t, name)
     index = _static_axis('cross_entropy_with_softmax', axis, shape)
     _same_shapes('cross_entropy_with_softmax', z, t, ('output_vector', 'target_vector'))
     from loom import ops

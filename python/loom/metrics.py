@@ -35,7 +35,7 @@ def classification_error(output_vector, target_vector, axis=-1, topN=1, name='')
         # A vector, or a placeholder's shape not known yet: the primitive checks it later.
         if shape:
             _static_axis('classification_error', axis, shape)
-        return _loom.classification_error(z, t, int(topN), name)
+        return _loom.ops.classification_error(z, t, int(topN), name)
     index = _static_axis('classification_error', axis, shape)
     if topN != 1:
         raise ArgumentError('classification_error: topN is not supported along an axis of a '

@@ -93,6 +93,27 @@ ComputePrecision precision_of(const std::string& name);
 // like's dtype).
 Variable as_variable(py::handle x, DataType like = DataType::Float32);
 
+// A Function from None (an invalid Function), a Function, or a Variable (its owner).
+Function function_or_none(py::handle f);
+
+// A minibatch from next_minibatch (every value a MinibatchData) passed to call as such, so that
+// its sweep end reaches the learners; other data as values. Call runs without the GIL.
+template <typename Call>
+auto with_minibatch(const py::dict& arguments, Call call) {
+  bool all_minibatch_data = py::len(arguments) > 0;
+  for (auto [k, v] : arguments)
+    all_minibatch_data = all_minibatch_data && py::isinstance<MinibatchData>(v);
+  if (all_minibatch_data) {
+    MinibatchMap mb;
+    for (auto [k, v] : arguments) mb.emplace(py::cast<Variable>(k), py::cast<MinibatchData>(v));
+    py::gil_scoped_release nogil;
+    return call(mb);
+  }
+  ValueMap values = value_map(arguments);
+  py::gil_scoped_release nogil;
+  return call(values);
+}
+
 // CNTK's device= arguments: None or a DeviceDescriptor (the CPU: asking for a GPU already
 // failed); TypeError for anything else.
 void check_device(py::handle device);
@@ -115,6 +136,8 @@ void add_initializer(py::module_ m);
 void add_layers(py::module_ m);
 void add_learners(py::module_ m);
 void add_io(py::module_ m);
+void add_logging(py::module_ m);
+void add_eval(py::module_ m);
 void add_train(py::module_ m);
 void add_distributed(py::module_ m);
 void add_debugging(py::module_ m);

@@ -269,6 +269,12 @@ DataSource data_source(py::handle data, const std::vector<Variable>& arguments) 
   return DataSource(std::move(arrays));
 }
 
+Function function_or_none(py::handle f) {
+  if (f.is_none()) return Function();
+  if (py::isinstance<Function>(f)) return f.cast<Function>();
+  return Function(as_variable(f));
+}
+
 Variable as_variable(py::handle x, DataType like) {
   if (py::isinstance<Variable>(x)) return x.cast<Variable>();
   if (py::isinstance<Function>(x)) return Variable(x.cast<Function>());

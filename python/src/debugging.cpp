@@ -51,17 +51,6 @@ void add_debugging(py::module_ m) {
   m.def("stop_profiler", &stop_profiler);
   m.def("enable_profiler", &enable_profiler);
   m.def("disable_profiler", &disable_profiler);
-  m.def(
-      "set_trace_level",
-      [](int value) {
-        if (value < 0 || value > 2)
-          throw py::value_error("trace level " + std::to_string(value) +
-                                ": use TraceLevel.Error (0), TraceLevel.Warning (1) or "
-                                "TraceLevel.Info (2)");
-        set_trace_level(TraceLevel(value));
-      },
-      py::arg("value"));
-  m.def("get_trace_level", [] { return int(get_trace_level()); });
 
   // (model, nodes): model with a debug node after every node; callback(pass, index, value) is
   // called with the GIL taken, pass 'f' or 'b', value a numpy array (a list of them for

@@ -61,7 +61,7 @@ Function layer_of(py::handle x) {
     for (py::handle l : x) layers.push_back(layer_of(l));
     return Sequential(layers);
   }
-  return py::module_::import("loom._loom").attr("Function")(x).cast<Function>();
+  return py::type::of<Function>()(x).cast<Function>();
 }
 
 // The options both convolution layers share, from their Python arguments.

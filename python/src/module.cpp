@@ -77,12 +77,14 @@ PYBIND11_MODULE(_loom, m) {
   add_cntk_py(submodule(m, "cntk_py"));
   add_graph(m);
   add_user_function(m);
-  add_ops(m);
+  add_ops(submodule(m, "ops"));
   add_initializer(submodule(m, "initializer"));
-  add_layers(m);
+  add_layers(submodule(m, "layers"));
   add_learners(submodule(m, "learners"));
   add_io(submodule(m, "io"));
-  add_train(m);
+  add_logging(submodule(m, "logging"));
+  add_eval(submodule(m, "eval"));
+  add_train(train);
   add_distributed(submodule(train, "distributed"));
   add_debugging(submodule(m, "debugging"));
 }

@@ -306,8 +306,8 @@ void add_operators(Class& c) {
 }  // namespace
 
 void add_ops(py::module_ m) {
-  auto variable = py::reinterpret_borrow<py::class_<Variable>>(m.attr("Variable"));
-  auto function = py::reinterpret_borrow<py::class_<Function>>(m.attr("Function"));
+  auto variable = class_of<Variable>();
+  auto function = class_of<Function>();
   add_operators(variable);
   add_operators(function);
 

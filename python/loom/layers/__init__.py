@@ -9,6 +9,7 @@ import inspect
 import numpy as np
 
 from loom import _loom
+from loom._loom import layers as _layers
 from loom.default_options import (default_options, default_options_for,  # noqa: F401
                                   default_override_or, get_default_override, get_global_option,
                                   is_default_override, set_global_option)
@@ -17,7 +18,7 @@ from loom.ops import sigmoid, tanh
 
 #: CNTK's identity: a Function whose argument ``keep`` is its output. As an activation it means
 #: none.
-identity = _loom.identity()
+identity = _layers.identity()
 
 __all__ = ['Activation', 'AttentionModel', 'AveragePooling', 'BatchNormalization', 'Convolution',
            'Convolution1D', 'Convolution2D', 'Convolution3D', 'ConvolutionTranspose',
@@ -31,9 +32,9 @@ __all__ = ['Activation', 'AttentionModel', 'AveragePooling', 'BatchNormalization
            'get_default_override', 'get_global_option', 'identity', 'is_default_override',
            'set_global_option']
 
-Identity = _loom.Identity
-GlobalMaxPooling = _loom.GlobalMaxPooling
-GlobalAveragePooling = _loom.GlobalAveragePooling
+Identity = _layers.Identity
+GlobalMaxPooling = _layers.GlobalMaxPooling
+GlobalAveragePooling = _layers.GlobalAveragePooling
 
 
 def _resolve(layer, **options):
@@ -54,12 +55,12 @@ def _dtype(dtype):
 
 def Label(name):
     """x passed through an alias named name, so that the value can be found by that name."""
-    return _loom.Label(name)
+    return _layers.Label(name)
 
 
 def MaxUnpooling(filter_shape, strides=1, pad=False, name=''):
     """(x, pooling_input) -> unpooling(x, pooling_input) with max pooling's window."""
-    return _loom.MaxUnpooling(filter_shape, strides=strides, pad=pad, name=name)
+    return _layers.MaxUnpooling(filter_shape, strides=strides, pad=pad, name=name)
 
 
 def UntestedBranchError(name):
@@ -72,18 +73,18 @@ def Dense(shape, activation=default_override_or(identity), init=default_override
           init_bias=default_override_or(0), name='', dtype=None):
     """activation(x @ W + b); W (input axes inferred, shape), b (shape): ``.W``, ``.b``."""
     o = _resolve(Dense, activation=activation, init=init, bias=bias, init_bias=init_bias)
-    return _loom.Dense(shape, activation=_activation(o['activation']), init=o['init'],
-                       input_rank=input_rank, map_rank=map_rank, bias=o['bias'],
-                       init_bias=o['init_bias'], dtype=_dtype(dtype), name=name)
+    return _layers.Dense(shape, activation=_activation(o['activation']), init=o['init'],
+                         input_rank=input_rank, map_rank=map_rank, bias=o['bias'],
+                         init_bias=o['init_bias'], dtype=_dtype(dtype), name=name)
 
 
 def Embedding(shape=None, init=default_override_or(glorot_uniform()), weights=None, name='',
               dtype=None):
     """x @ E with E (input dim inferred, shape), or the fixed table weights: ``.E``."""
     if weights is not None:
-        return _loom.Embedding(weights=weights, name=name)
-    return _loom.Embedding(shape, init=get_default_override(Embedding, init=init),
-                           dtype=_dtype(dtype), name=name)
+        return _layers.Embedding(weights=weights, name=name)
+    return _layers.Embedding(shape, init=get_default_override(Embedding, init=init),
+                             dtype=_dtype(dtype), name=name)
 
 
 def _convolution(layer, cxx, filter_shape, num_filters, o, dtype, name, **fixed):
@@ -109,7 +110,7 @@ def Convolution(filter_shape, num_filters=None, sequential=False,
     if transpose_weight:
         raise NotImplementedError("Convolution: transpose_weight option currently not supported")
     o = _conv_options(Convolution, activation, init, pad, bias, init_bias)
-    return _convolution(Convolution, _loom.Convolution, filter_shape, num_filters, o, dtype, name,
+    return _convolution(Convolution, _layers.Convolution, filter_shape, num_filters, o, dtype, name,
                         sequential=sequential, strides=strides, sharing=sharing,
                         reduction_rank=reduction_rank, dilation=dilation, groups=groups,
                         max_temp_mem_size_in_samples=max_temp_mem_size_in_samples,
@@ -128,7 +129,7 @@ def SequentialConvolution(filter_shape, num_filters=None,
     if transpose_weight:
         raise NotImplementedError("Convolution: transpose_weight option currently not supported")
     o = _conv_options(SequentialConvolution, activation, init, pad, bias, init_bias)
-    return _convolution(SequentialConvolution, _loom.SequentialConvolution, filter_shape,
+    return _convolution(SequentialConvolution, _layers.SequentialConvolution, filter_shape,
                         num_filters, o, dtype, name, strides=strides, sharing=sharing,
                         reduction_rank=reduction_rank, dilation=dilation, groups=groups,
                         max_temp_mem_size_in_samples=max_temp_mem_size_in_samples,
@@ -141,7 +142,7 @@ def Convolution1D(filter_shape, num_filters=None, activation=default_override_or
                   reduction_rank=1, dilation=1, name='', dtype=None):
     """Convolution with a 1-axis filter_shape."""
     o = _conv_options(Convolution1D, activation, init, pad, bias, init_bias)
-    return _convolution(Convolution1D, _loom.Convolution1D, filter_shape, num_filters, o, dtype,
+    return _convolution(Convolution1D, _layers.Convolution1D, filter_shape, num_filters, o, dtype,
                         name, strides=strides, reduction_rank=reduction_rank, dilation=dilation)
 
 
@@ -161,8 +162,8 @@ def _convolution_nd(layer, cxx):
     return build
 
 
-Convolution2D = _convolution_nd('Convolution2D', _loom.Convolution2D)
-Convolution3D = _convolution_nd('Convolution3D', _loom.Convolution3D)
+Convolution2D = _convolution_nd('Convolution2D', _layers.Convolution2D)
+Convolution3D = _convolution_nd('Convolution3D', _layers.Convolution3D)
 
 
 def ConvolutionTranspose(filter_shape, num_filters, activation=default_override_or(identity),
@@ -175,7 +176,7 @@ def ConvolutionTranspose(filter_shape, num_filters, activation=default_override_
     extents."""
     o = _conv_options(ConvolutionTranspose, activation, init, pad, bias, init_bias)
     output_shape = get_default_override(ConvolutionTranspose, output_shape=output_shape)
-    return _convolution(ConvolutionTranspose, _loom.ConvolutionTranspose, filter_shape,
+    return _convolution(ConvolutionTranspose, _layers.ConvolutionTranspose, filter_shape,
                         num_filters, o, dtype, name, strides=strides, sharing=sharing,
                         output_shape=output_shape, reduction_rank=reduction_rank,
                         dilation=dilation,
@@ -197,32 +198,32 @@ def _transpose_nd(layer, cxx):
     return build
 
 
-ConvolutionTranspose1D = _transpose_nd('ConvolutionTranspose1D', _loom.ConvolutionTranspose1D)
-ConvolutionTranspose2D = _transpose_nd('ConvolutionTranspose2D', _loom.ConvolutionTranspose2D)
-ConvolutionTranspose3D = _transpose_nd('ConvolutionTranspose3D', _loom.ConvolutionTranspose3D)
+ConvolutionTranspose1D = _transpose_nd('ConvolutionTranspose1D', _layers.ConvolutionTranspose1D)
+ConvolutionTranspose2D = _transpose_nd('ConvolutionTranspose2D', _layers.ConvolutionTranspose2D)
+ConvolutionTranspose3D = _transpose_nd('ConvolutionTranspose3D', _layers.ConvolutionTranspose3D)
 
 
 def MaxPooling(filter_shape, strides=1, pad=default_override_or(False), name=''):
     """Max pooling over the spatial axes."""
-    return _loom.MaxPooling(filter_shape, strides=strides,
-                            pad=get_default_override(MaxPooling, pad=pad), name=name)
+    return _layers.MaxPooling(filter_shape, strides=strides,
+                              pad=get_default_override(MaxPooling, pad=pad), name=name)
 
 
 def AveragePooling(filter_shape, strides=1, pad=default_override_or(False), name=''):
     """Average pooling over the spatial axes."""
-    return _loom.AveragePooling(filter_shape, strides=strides,
-                                pad=get_default_override(AveragePooling, pad=pad), name=name)
+    return _layers.AveragePooling(filter_shape, strides=strides,
+                                  pad=get_default_override(AveragePooling, pad=pad), name=name)
 
 
 def Dropout(dropout_rate=None, keep_prob=None, seed=None, name=''):
     """Dropout (training only); give dropout_rate or keep_prob. seed None: CNTK's auto_select."""
-    return _loom.Dropout(dropout_rate=dropout_rate, keep_prob=keep_prob, seed=seed, name=name)
+    return _layers.Dropout(dropout_rate=dropout_rate, keep_prob=keep_prob, seed=seed, name=name)
 
 
 def Activation(activation=default_override_or(identity), name=''):
     """activation as a layer (a block "Activation")."""
     activation = get_default_override(Activation, activation=activation)
-    return _loom.Activation(_activation(activation), name=name)
+    return _layers.Activation(_activation(activation), name=name)
 
 
 def BatchNormalization(map_rank=default_override_or(None), init_scale=1,
@@ -238,22 +239,23 @@ def BatchNormalization(map_rank=default_override_or(None), init_scale=1,
                  use_cntk_engine=use_cntk_engine, disable_regularization=disable_regularization)
     if o['map_rank'] is not None and o['map_rank'] != 1:
         UntestedBranchError("BatchNormalization map_rank can only be 1 or None for now")
-    return _loom.BatchNormalization(init_scale=init_scale, blend_time_constant=blend_time_constant,
-                                    dtype=_dtype(dtype), name=name, **o)
+    return _layers.BatchNormalization(init_scale=init_scale,
+                                      blend_time_constant=blend_time_constant,
+                                      dtype=_dtype(dtype), name=name, **o)
 
 
 def LayerNormalization(initial_scale=1, initial_bias=0, epsilon=default_override_or(0.00001),
                        name='', dtype=None):
     """(x - mean) / (std + epsilon) * scale + bias over each sample."""
-    return _loom.LayerNormalization(initial_scale=initial_scale, initial_bias=initial_bias,
-                                    epsilon=get_default_override(LayerNormalization,
+    return _layers.LayerNormalization(initial_scale=initial_scale, initial_bias=initial_bias,
+                                      epsilon=get_default_override(LayerNormalization,
                                                                  epsilon=epsilon),
                                     dtype=_dtype(dtype), name=name)
 
 
 def ForwardDeclaration(name='forward_declaration'):
     """A placeholder with ``.resolve_to(value)``, which closes a loop written by hand."""
-    return _ForwardDeclaration(_loom.ForwardDeclaration(name))
+    return _ForwardDeclaration(_layers.ForwardDeclaration(name))
 
 
 class _ForwardDeclaration(_loom.Variable):
@@ -264,7 +266,7 @@ class _ForwardDeclaration(_loom.Variable):
 
     def resolve_to(self, value):
         """Replace this placeholder by value in value's graph."""
-        _loom.resolve_to(self, value)
+        _layers.resolve_to(self, value)
 
 
 def Stabilizer(steepness=4, enable_self_stabilization=default_override_or(True), name='',
@@ -274,7 +276,7 @@ def Stabilizer(steepness=4, enable_self_stabilization=default_override_or(True),
     enable = get_default_override(Stabilizer, enable_self_stabilization=enable_self_stabilization)
     if not enable:
         return identity
-    return _loom.Stabilizer(steepness, True, dtype=_dtype(dtype), name=name)
+    return _layers.Stabilizer(steepness, True, dtype=_dtype(dtype), name=name)
 
 
 def _cell(layer, cxx, shape, cell_shape, activation, use_peepholes, init, init_bias,
@@ -293,7 +295,7 @@ def LSTM(shape, cell_shape=None, activation=default_override_or(tanh),
          name='', dtype=None):
     """LSTM step (h, c, x) -> (h, c) for Recurrence."""
     use_peepholes = get_default_override(LSTM, use_peepholes=use_peepholes)
-    return _cell(LSTM, _loom.LSTM, shape, cell_shape, activation, use_peepholes, init, init_bias,
+    return _cell(LSTM, _layers.LSTM, shape, cell_shape, activation, use_peepholes, init, init_bias,
                  enable_self_stabilization, name, dtype)
 
 
@@ -301,7 +303,7 @@ def GRU(shape, cell_shape=None, activation=default_override_or(tanh),
         init=default_override_or(glorot_uniform()), init_bias=default_override_or(0),
         enable_self_stabilization=default_override_or(False), name='', dtype=None):
     """GRU step (h, x) -> h."""
-    return _cell(GRU, _loom.GRU, shape, cell_shape, activation, False, init, init_bias,
+    return _cell(GRU, _layers.GRU, shape, cell_shape, activation, False, init, init_bias,
                  enable_self_stabilization, name, dtype)
 
 
@@ -309,29 +311,29 @@ def RNNStep(shape, cell_shape=None, activation=default_override_or(sigmoid),
             init=default_override_or(glorot_uniform()), init_bias=default_override_or(0),
             enable_self_stabilization=default_override_or(False), name='', dtype=None):
     """Plain RNN step h = activation(x W + h H + b)."""
-    return _cell(RNNStep, _loom.RNNStep, shape, cell_shape, activation, False, init, init_bias,
+    return _cell(RNNStep, _layers.RNNStep, shape, cell_shape, activation, False, init, init_bias,
                  enable_self_stabilization, name, dtype)
 
 
 def Delay(T=1, initial_state=default_override_or(0), name=''):
     """sequence.delay as a layer: T > 0 past, T < 0 future, 0 x itself."""
     initial_state = get_default_override(Delay, initial_state=initial_state)
-    return _loom.Delay(T, initial_state=initial_state, name=name)
+    return _layers.Delay(T, initial_state=initial_state, name=name)
 
 
 def PastValueWindow(window_size, axis, go_backwards=default_override_or(False), name=''):
     """(value, valid): the last window_size steps of each sequence, newest first, stacked along
     axis, and 1 for the steps that exist."""
     go_backwards = get_default_override(PastValueWindow, go_backwards=go_backwards)
-    return _loom.PastValueWindow(window_size, axis, go_backwards=go_backwards, name=name)
+    return _layers.PastValueWindow(window_size, axis, go_backwards=go_backwards, name=name)
 
 
 def RecurrenceFrom(step_function, go_backwards=default_override_or(False),
                    return_full_state=False, name=''):
     """Recurrence whose initial states are the first arguments of the call."""
     go_backwards = get_default_override(RecurrenceFrom, go_backwards=go_backwards)
-    return _loom.RecurrenceFrom(step_function, go_backwards=go_backwards,
-                                return_full_state=return_full_state, name=name)
+    return _layers.RecurrenceFrom(step_function, go_backwards=go_backwards,
+                                  return_full_state=return_full_state, name=name)
 
 
 def Recurrence(step_function, go_backwards=default_override_or(False),
@@ -339,28 +341,28 @@ def Recurrence(step_function, go_backwards=default_override_or(False),
     """step_function run along each sequence: the sequence of its first state (all states with
     return_full_state)."""
     o = _resolve(Recurrence, go_backwards=go_backwards, initial_state=initial_state)
-    return _loom.Recurrence(step_function, return_full_state=return_full_state, name=name, **o)
+    return _layers.Recurrence(step_function, return_full_state=return_full_state, name=name, **o)
 
 
 def Fold(folder_function, go_backwards=default_override_or(False),
          initial_state=default_override_or(0), return_full_state=False, name=''):
     """Recurrence's final state (no sequence axis)."""
     o = _resolve(Fold, go_backwards=go_backwards, initial_state=initial_state)
-    return _loom.Fold(folder_function, return_full_state=return_full_state, name=name, **o)
+    return _layers.Fold(folder_function, return_full_state=return_full_state, name=name, **o)
 
 
 def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name=''):
     """(initial_state, dynamic_axes_like) -> the sequence generator_function generates from
     initial_state, up to length_increase x the length of dynamic_axes_like."""
-    return _loom.UnfoldFrom(generator_function, until_predicate=until_predicate,
-                            length_increase=length_increase, name=name)
+    return _layers.UnfoldFrom(generator_function, until_predicate=until_predicate,
+                              length_increase=length_increase, name=name)
 
 
 def Sequential(layers, name=''):
     """Sequential([f, g, h])(x) = h(g(f(x))); a non-list is returned as it is."""
     if not isinstance(layers, list):
         return layers
-    return _loom.Sequential(layers, name=name)
+    return _layers.Sequential(layers, name=name)
 
 
 def For(what_range, constructor, name=''):
@@ -374,12 +376,12 @@ def For(what_range, constructor, name=''):
 
 def SequentialClique(functions, name=''):
     """Each function gets the sum of the input and all previous outputs; the last output."""
-    return _loom.SequentialClique(functions, name=name)
+    return _layers.SequentialClique(functions, name=name)
 
 
 def ResNetBlock(f, name=''):
     """x -> f(x) + x."""
-    return _loom.ResNetBlock(f, name=name)
+    return _layers.ResNetBlock(f, name=name)
 
 
 def AttentionModel(attention_dim, attention_span=None, attention_axis=None,
@@ -402,9 +404,9 @@ def AttentionModel(attention_dim, attention_span=None, attention_axis=None,
         warnings.warn('Specifying non-default values for attention_span and attention_axis has '
                       'been deprecated since version 2.2. These arguments will be removed in the '
                       'future.', DeprecationWarning, stacklevel=2)
-    return _loom.AttentionModel(attention_dim, attention_span=attention_span,
-                                attention_axis=attention_axis, dtype=_dtype(dtype), name=name,
-                                **o)
+    return _layers.AttentionModel(attention_dim, attention_span=attention_span,
+                                  attention_axis=attention_axis, dtype=_dtype(dtype), name=name,
+                                  **o)
 
 # CNTK's cntk.layers also star-imports cntk.layers.typing.
 from loom.layers.typing import *  # noqa: F401,F403,E402

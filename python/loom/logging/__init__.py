@@ -4,7 +4,8 @@ last) pair), on_write_test_update(samples, updates, aggregate_metric),
 on_write_training_summary(samples, updates, summaries, aggregate_loss, aggregate_metric,
 elapsed_milliseconds), on_write_test_summary(samples, updates, summaries, aggregate_metric,
 elapsed_milliseconds) and write(key, value) to receive progress."""
-from loom._loom import ProgressPrinter, ProgressWriter, TensorBoardProgressWriter  # noqa: F401
+from loom._loom.logging import (ProgressPrinter, ProgressWriter,  # noqa: F401
+                                TensorBoardProgressWriter)
 from loom.logging import graph  # noqa: F401
 from loom.logging.graph import *  # noqa: F401,F403
 from loom.logging.progress_print import *  # noqa: F401,F403
@@ -43,7 +44,7 @@ def set_trace_level(value):
     Args:
         value (:class:`~loom.logging.TraceLevel` or int): required verbosity level.
     '''
-    _loom.debugging.set_trace_level(value.value if isinstance(value, TraceLevel) else int(value))
+    _loom.logging.set_trace_level(value.value if isinstance(value, TraceLevel) else int(value))
 
 
 def get_trace_level():
@@ -51,4 +52,4 @@ def get_trace_level():
     Returns current logging verbosity level (an int, as CNTK's; it compares equal to the
     TraceLevel member).
     '''
-    return _loom.debugging.get_trace_level()
+    return _loom.logging.get_trace_level()

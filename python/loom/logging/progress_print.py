@@ -2,7 +2,7 @@
 import functools
 import operator
 
-from loom._loom import ProgressWriter
+from loom._loom.logging import ProgressWriter
 
 
 class TrainingSummaryProgressCallback(ProgressWriter):

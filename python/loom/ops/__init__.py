@@ -4,10 +4,11 @@ import warnings
 
 from loom import _loom
 from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
-from loom._loom import (assign, binary_cross_entropy, classification_error, constant,
-                        cross_entropy_with_softmax, depth_to_space, dropout, eye_like,
-                        input_variable, log_softmax, parameter, placeholder, slice, softmax,
-                        space_to_depth, splice, squared_error, times, times_transpose)
+from loom._loom import constant, input_variable, parameter, placeholder
+from loom._loom.ops import (assign, binary_cross_entropy, classification_error,
+                            cross_entropy_with_softmax, depth_to_space, dropout, eye_like,
+                            log_softmax, slice, softmax, space_to_depth, splice, squared_error,
+                            times, times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
@@ -63,12 +64,12 @@ def as_block(composite, block_arguments_map, block_op_name, block_instance_name=
 
 def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
     """The elementwise sum of the operands, broadcasting (varargs or a list)."""
-    return _loom._sum(_operands(operands), name)
+    return _loom.ops._sum(_operands(operands), name)
 
 
 def mean(*operands, name=''):
     """The elementwise mean of the operands, broadcasting (varargs or a list)."""
-    return _loom._mean(_operands(operands), name)
+    return _loom.ops._mean(_operands(operands), name)
 
 
 def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
@@ -84,15 +85,15 @@ def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_n
     for o in _operands(operands):
         outputs = getattr(o, 'outputs', None)
         unfolded += list(outputs) if outputs is not None and len(outputs) > 1 else [o]
-    return _loom._apply_op('CustomProxyOp', unfolded,
-                           {'custom_op': custom_op, 'output_shape': output_shape,
+    return _loom.ops._apply_op('CustomProxyOp', unfolded,
+                               {'custom_op': custom_op, 'output_shape': output_shape,
                             'output_data_type': output_data_type}, name)
 
 
 def top_k(x, k, axis=-1, name=''):
     """The k largest values of x along axis in decreasing order (outputs[0]) and their positions
     along axis (outputs[1]); ties go to the lower position."""
-    return _loom._top_k(x, k, axis, name)
+    return _loom.ops._top_k(x, k, axis, name)
 
 
 def random_sample(weights, num_samples, allow_duplicates, seed=None, name=''):
@@ -101,8 +102,8 @@ def random_sample(weights, num_samples, allow_duplicates, seed=None, name=''):
     (num_samples, len(weights)) one-hot rows, no dynamic axis, drawn anew at every evaluation.
     Without duplicates num_samples must be below len(weights). seed: None (CNTK's auto_select)
     or an int, as loom.random's."""
-    return _loom._random_sample(weights, _num_samples('random_sample', num_samples),
-                                allow_duplicates, _seed('random_sample', seed), name)
+    return _loom.ops._random_sample(weights, _num_samples('random_sample', num_samples),
+                                    allow_duplicates, _seed('random_sample', seed), name)
 
 
 def random_sample_inclusion_frequency(weights, num_samples, allow_duplicates, seed=None,
@@ -112,7 +113,7 @@ def random_sample_inclusion_frequency(weights, num_samples, allow_duplicates, se
     1 - (1 - p)^T, p = weights / sum(weights) and T the mean number of draws 10 trial samplings
     took (a rough estimate for few samples). The arguments are random_sample()'s."""
     function = 'random_sample_inclusion_frequency'
-    return _loom._random_sample_inclusion_frequency(
+    return _loom.ops._random_sample_inclusion_frequency(
         weights, _num_samples(function, num_samples), allow_duplicates, _seed(function, seed),
         name)
 
@@ -121,7 +122,7 @@ def crop_automatic(node_input, node_referent, name=''):
     """node_input cropped to node_referent's height and width (the two trailing axes) at the
     offsets that align them, computed from the ops between the two and their common ancestor
     (convolutions and poolings by stride and window centre, elementwise ops as the identity)."""
-    return _loom._crop_automatic(node_input, node_referent, name)
+    return _loom.ops._crop_automatic(node_input, node_referent, name)
 
 
 def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, ancestor_referent,
@@ -129,19 +130,19 @@ def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, anc
     """crop_automatic() where node_input and node_referent descend from different, aligned
     nodes: ancestor_input (above node_input) and ancestor_referent (above node_referent) count as
     one."""
-    return _loom._crop_automatic_with_ancestors(node_input, node_referent, ancestor_input,
-                                                ancestor_referent, name)
+    return _loom.ops._crop_automatic_with_ancestors(node_input, node_referent, ancestor_input,
+                                                    ancestor_referent, name)
 
 
 def per_dim_mean_variance_normalize(operand, mean, inv_stddev, name=''):
     """(operand - mean) * inv_stddev, elementwise with broadcasting (mean and inv_stddev:
     variables, numbers or arrays, made constants of operand's dtype)."""
-    return _loom._per_dim_mean_variance_normalize(operand, mean, inv_stddev, name)
+    return _loom.ops._per_dim_mean_variance_normalize(operand, mean, inv_stddev, name)
 
 
 def image_scaler(x, scalar, biases, name=''):
     """x [channels, height, width] * scalar + biases[c] on channel c (one bias per channel)."""
-    return _loom._image_scaler(x, float(scalar), [float(b) for b in biases], name)
+    return _loom.ops._image_scaler(x, float(scalar), [float(b) for b in biases], name)
 
 
 def mean_variance_normalization(operand, epsilon=0.00001, use_stats_across_channels=False,
@@ -149,8 +150,8 @@ def mean_variance_normalization(operand, epsilon=0.00001, use_stats_across_chann
     """operand minus its mean, divided (do_variance_scaling) by its standard deviation plus
     epsilon; the statistics per channel (the first axis) or, use_stats_across_channels, over
     the whole sample."""
-    return _loom._mean_variance_normalization(operand, epsilon, use_stats_across_channels,
-                                              do_variance_scaling, name)
+    return _loom.ops._mean_variance_normalization(operand, epsilon, use_stats_across_channels,
+                                                  do_variance_scaling, name)
 
 
 def _per_axis(value, kind=int):
@@ -175,9 +176,9 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True],  # noqa:
         raise _loom.ArgumentError('convolution: sequential=True (convolving along the sequence '
                                   'axis) is not supported; unpack the sequence '
                                   '(sequence.unpack) and convolve the static axes')
-    return _loom._convolution(convolution_map, operand, _per_axis(strides),
-                              _per_axis(sharing, bool), _per_axis(auto_padding, bool),
-                              _per_axis(dilation), reduction_rank, groups, name)
+    return _loom.ops._convolution(convolution_map, operand, _per_axis(strides),
+                                  _per_axis(sharing, bool), _per_axis(auto_padding, bool),
+                                  _per_axis(dilation), reduction_rank, groups, name)
 
 
 def convolution_transpose(convolution_map, operand, strides=(1,),
@@ -188,7 +189,7 @@ def convolution_transpose(convolution_map, operand, strides=(1,),
     kernel...): (O, out...), the shape a convolution with the same map takes back to operand's.
     output_shape: the spatial extents (or (O, extents...)) where several would do; None: the
     smallest. The options are convolution()'s."""
-    return _loom._convolution_transpose(
+    return _loom.ops._convolution_transpose(
         convolution_map, operand, _per_axis(strides), _per_axis(sharing, bool),
         _per_axis(auto_padding, bool), None if output_shape is None else _per_axis(output_shape),
         _per_axis(dilation), reduction_rank, name)
@@ -202,9 +203,9 @@ def pooling(operand, pooling_type, pooling_window_shape, strides=(1,),
     one per window axis. Average pooling divides by the window's elements inside the input
     unless include_pad; ceil_out_dim (without auto_padding) adds the window that overhangs the
     input's end."""
-    return _loom._pooling(operand, pooling_type, _per_axis(pooling_window_shape),
-                          _per_axis(strides), _per_axis(auto_padding, bool), ceil_out_dim,
-                          include_pad, name)
+    return _loom.ops._pooling(operand, pooling_type, _per_axis(pooling_window_shape),
+                              _per_axis(strides), _per_axis(auto_padding, bool), ceil_out_dim,
+                              include_pad, name)
 
 
 def unpooling(operand, pooling_input, unpooling_type, unpooling_window_shape, strides=(1,),
@@ -212,9 +213,9 @@ def unpooling(operand, pooling_input, unpooling_type, unpooling_window_shape, st
     """The inverse of max pooling pooling_input (MAX_UNPOOLING only): operand has the pooled
     shape; the result, pooling_input's shape, is 0 but where the pooling with these options
     finds its maxima, which take operand's values."""
-    return _loom._unpooling(operand, pooling_input, unpooling_type,
-                            _per_axis(unpooling_window_shape), _per_axis(strides),
-                            _per_axis(auto_padding, bool), name)
+    return _loom.ops._unpooling(operand, pooling_input, unpooling_type,
+                                _per_axis(unpooling_window_shape), _per_axis(strides),
+                                _per_axis(auto_padding, bool), name)
 
 
 def batch_normalization(operand, scale, bias, running_mean, running_inv_std, spatial,
@@ -231,6 +232,6 @@ def batch_normalization(operand, scale, bias, running_mean, running_inv_std, spa
         running_count = 0
         warnings.warn("batch_normalization requires an additional 'running_count' parameter, "
                       "which can be instantiated as 'constant(0)'", Warning, stacklevel=2)
-    return _loom._batch_normalization(operand, scale, bias, running_mean, running_inv_std,
-                                      running_count, spatial, normalization_time_constant,
-                                      blend_time_constant, epsilon, name)
+    return _loom.ops._batch_normalization(operand, scale, bias, running_mean, running_inv_std,
+                                          running_count, spatial, normalization_time_constant,
+                                          blend_time_constant, epsilon, name)

@@ -11,7 +11,7 @@ _Parameter = inspect.Parameter
 
 def _signature(params):
     """CNTK's parameters in their order, then name=''. A parameter the caller must give has the
-    default inspect.Parameter.empty (_loom._op_table gives it so)."""
+    default inspect.Parameter.empty (_loom.ops._op_table gives it so)."""
     kind = _Parameter.POSITIONAL_OR_KEYWORD
     parameters = [_Parameter(name, kind, default=default) for name, _, default in params]
     parameters.append(_Parameter('name', kind, default=''))
@@ -34,8 +34,8 @@ def _function(entry):
         inputs = [given[name] for name in tensors]
         while inputs and inputs[-1] is None:  # optional inputs left out (they come last)
             inputs.pop()
-        return _loom._apply_op(op, inputs, {name: given[name] for name in attributes},
-                               given['name'])
+        return _loom.ops._apply_op(op, inputs, {name: given[name] for name in attributes},
+                                   given['name'])
 
     function.__name__ = function.__qualname__ = entry['python']
     function.__doc__ = entry['doc']
@@ -73,4 +73,4 @@ def associative_multi_arg(f):
 def op_functions(module):
     """{name: function} for the table's functions of loom.<module> ('ops', ...)."""
     return {entry['python']: _function(entry)
-            for entry in _loom._op_table() if entry['module'] == module}
+            for entry in _loom.ops._op_table() if entry['module'] == module}

@@ -1,6 +1,6 @@
 """Training (CNTK's cntk.train): Trainer, Evaluator, training_session and its configs."""
-from loom._loom import (CheckpointConfig, CrossValidationConfig, DataUnit, Frequency,  # noqa: F401
-                        TestConfig, TrainingSession, training_session)
+from loom._loom.train import (CheckpointConfig, CrossValidationConfig, DataUnit,  # noqa: F401
+                              Frequency, TestConfig, TrainingSession, training_session)
 from loom._loom.learners import minibatch_size_schedule  # noqa: F401
 from loom import _loom
 from loom.train import distributed  # noqa: F401
@@ -13,7 +13,7 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-class Trainer(_loom.Trainer):
+class Trainer(_loom.train.Trainer):
     """Trainer(model, criterion, parameter_learners, progress_writers=None): criterion is a
     Function with outputs (loss, metric), a tuple (loss, metric) or a loss; model may be None;
     learners and writers are one object or a list."""
@@ -43,7 +43,7 @@ class Trainer(_loom.Trainer):
         return super().test_minibatch(self._argument_map(arguments), device)
 
 
-class Evaluator(_loom.Evaluator):
+class Evaluator(_loom.eval.Evaluator):
     """Evaluator(eval_function, progress_writers=None)."""
 
     def __init__(self, eval_function, progress_writers=None):

@@ -179,7 +179,7 @@ def _check(name, dtype, inputs, data, arrays):
 
 
 def _table_names(module='ops'):
-    return [e['python'] for e in _loom._op_table() if e['module'] == module]
+    return [e['python'] for e in _loom.ops._op_table() if e['module'] == module]
 
 
 # Functions whose result is not of their inputs' type, or whose inputs are not the samples [3,
