@@ -55,8 +55,7 @@ class UserOpDef final : public OpDef {
     const std::string op = user_->op_name();
     LOOM_CHECK(!specs.empty(), ShapeError, op, ": infer_outputs gave no outputs");
     LOOM_CHECK(outputs_ == 0 || specs.size() == outputs_, ShapeError, op, ": infer_outputs gave ",
-               specs.size(),
-               " outputs; made on inputs of unknown shape (placeholders), the "
+               specs.size(), " outputs; made on inputs of unknown shape (placeholders), the ",
                "function has one: make a user function of several outputs on typed inputs");
     // The executor gives the outputs the rows of the inputs' layout, so their dynamic axes are
     // theirs (or none when the inputs have none).
@@ -64,8 +63,7 @@ class UserOpDef final : public OpDef {
     for (size_t k = 0; k < specs.size(); ++k) {
       const OutputSpec& spec = specs[k];
       LOOM_CHECK(!spec.is_sparse, ShapeError, op, ": output ", k,
-                 " is sparse; a user function's "
-                 "outputs are dense");
+                 " is sparse; a user function's outputs are dense");
       LOOM_CHECK(spec.dtype == DataType::Float32 || spec.dtype == DataType::Float64, ShapeError, op,
                  ": output ", k, " is ", to_string(spec.dtype),
                  "; a user function's outputs are float32 or float64");
@@ -73,11 +71,8 @@ class UserOpDef final : public OpDef {
                  " has the dynamic axes ", axes_string(spec.dynamic_axes),
                  "; a user function's outputs have its inputs' (", axes_string(axes), ")");
       LOOM_CHECK(k == 0 || !spec.shape.has_free(), ShapeError, op, ": output ", k,
-                 " has free "
-                 "dimensions (",
-                 spec.shape.to_string(),
-                 "); only a user function's first output "
-                 "may");
+                 " has free dimensions (", spec.shape.to_string(),
+                 "); only a user function's first output may");
     }
     return specs;
   }
