@@ -1541,29 +1541,38 @@ TEST(CntkV1Model, ImageNodesEvaluate) {
   EXPECT_FALSE(map_of(u.function("automatic").at("attributes")).count("offset"));
 }
 
-// BrainScript's gather: GatherPacked(PackedIndex(x, Where(condition)), x) is Loom's
-// sequence::gather; a sequence of 3 steps with condition (1, 0, 1) keeps steps 0 and 2.
+// BrainScript's Gather and Scatter: GatherPacked(PackedIndex(x, Where(condition)), x) is Loom's
+// sequence::gather, ScatterPacked(condition, PackedIndex(condition, Where(condition)), y) its
+// sequence::scatter; a sequence of 3 steps with condition (1, 0, 1) keeps steps 0 and 2, and
+// scattered back they are in their places again with zeros between.
 TEST(CntkV1Model, WhereAndPackedGatherEvaluate) {
   V1Writer w;
-  w.begin(31, 5);
+  w.begin(31, 7);
   input_node(w, "x", {2});
   input_node(w, "keep", {1});
   w.node(31, "Where", "where").str("whereAxis");
   w.node(31, "PackedIndex", "index");
   w.node(31, "GatherPacked", "gathered");
+  w.node(31, "PackedIndex", "places");
+  w.node(31, "ScatterPacked", "scattered");
   Translation t(cntk_v1_dictionary(w.end({{"x", {}},
                                           {"keep", {}},
                                           {"where", {"keep"}},
                                           {"index", {"x", "where"}},
-                                          {"gathered", {"index", "x"}}},
-                                         {"x", "keep"}, {"gathered"}),
+                                          {"gathered", {"index", "x"}},
+                                          {"places", {"keep", "where"}},
+                                          {"scattered", {"keep", "places", "gathered"}}},
+                                         {"x", "keep"}, {"gathered", "scattered"}),
                                    "gather.dnn"));
   EXPECT_EQ(t.function("where").at("op").get<uint64_t>(), 13u);
   Function model = function_from_cntk_dictionary(t.d, "gather.dnn");
   ValueMap out = model.eval(
       {{model.argument("x"), Value::create_sequences<float>(NDShape{2}, {{1, 2, 3, 4, 5, 6}})},
        {model.argument("keep"), Value::create_sequences<float>(NDShape{1}, {{1, 0, 1}})}});
-  EXPECT_EQ(out.begin()->second.as_sequences<float>().at(0), (std::vector<float>{1, 2, 5, 6}));
+  EXPECT_EQ(out.at(output_named(model, "gathered")).as_sequences<float>().at(0),
+            (std::vector<float>{1, 2, 5, 6}));
+  EXPECT_EQ(out.at(output_named(model, "scattered")).as_sequences<float>().at(0),
+            (std::vector<float>{1, 2, 0, 0, 5, 6}));
 }
 
 // The criteria and samplers: EditDistanceError, CTC's LabelsToGraph and ForwardBackward, and
