@@ -514,7 +514,13 @@ class Importer {
       const std::vector<int64_t> dims = symbolic(0)->second;
       if (int_attribute(n, "axis", 0) != 0) fail("Loom gathers entries of a shape along axis 0");
       std::vector<int64_t> picked;
-      for (int64_t k : input_ints(1)) picked.push_back(dims[onnx_axis(k, dims.size())]);
+      const int64_t size = int64_t(dims.size());
+      for (int64_t k : input_ints(1)) {
+        const int64_t i = k < 0 ? k + size : k;
+        if (i < 0 || i >= size)
+          fail("index ", k, " is out of range for a shape of ", size, " entries");
+        picked.push_back(dims[size_t(i)]);
+      }
       shapes_[out_name()] = picked;
       return true;
     }

@@ -839,6 +839,19 @@ TEST(OnnxImport, InitialStatesOfEverySample) {
     g.node("Expand", {"s0", "target"}, {"h0"});
   };
   expect_states(rnn(expanded));
+  // Entry 3 of the shape [T, N, 1] does not exist.
+  expect_error<DataError>(
+      [&] {
+        rnn([](OnnxGraph& g) {
+          pb::TensorProto* three = g.graph().add_initializer();
+          three->set_name("three");
+          three->set_data_type(pb::TensorProto::INT64);
+          three->add_dims(1);
+          three->add_int64_data(3);
+          g.node("Gather", {"shape", "three"}, {"h0"});
+        }).load();
+      },
+      {"g.onnx", "Gather", "index 3 is out of range for a shape of 3 entries"});
   // An initializer of shape [1, 1, 1] holds the state of one sample only.
   expect_error<DataError>(
       [&] { rnn([](OnnxGraph& g) {
