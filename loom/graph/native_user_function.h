@@ -9,11 +9,11 @@
 //                                               const loom::Dictionary* attributes,
 //                                               const char* name);
 //
-// returning a UserFunction made with `new` (Loom owns it from then on), or null to refuse. It is
-// built against the same Loom release as the program (it may link Loom itself: the two share
-// Loom's types, which must be identical). A model holding a native user function saves the op
-// id, library, factory and attributes, so load_model makes it again through the factory,
-// registering the op id if this process has not.
+// returning a UserFunction made with `new` (Loom owns it from then on; of one output or several,
+// as its infer_outputs says), or null to refuse. It is built against the same Loom release as
+// the program (it may link Loom itself: the two share Loom's types, which must be identical). A
+// model holding a native user function saves the op id, library, factory and attributes, so
+// load_model makes it again through the factory, registering the op id if this process has not.
 #pragma once
 
 #include <cstddef>
