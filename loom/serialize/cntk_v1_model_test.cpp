@@ -1458,6 +1458,22 @@ TEST(CntkV1Model, RepeatReshapeAndCastNodesEvaluate) {
   EXPECT_EQ(out.at(output_named(model, "image")).as_sequences<float>().at(0), x);
   EXPECT_EQ(out.at(output_named(model, "wide")).as_sequences<double>().at(0),
             std::vector<double>(x.begin(), x.end()));
+
+  // A LegacyReshape of 24 rows stacks two frames of 12 into one: the time axis changes, which a
+  // reshape cannot do. The build fails naming the node and the sizes.
+  V1Writer f;
+  f.begin(31, 2);
+  input_node(f, "x", {4, 3});
+  f.node(31, "LegacyReshape", "stacked").num(uint64_t{24}).shape({1, 24, 1});
+  const Dictionary d =
+      cntk_v1_dictionary(f.end({{"x", {}}, {"stacked", {"x"}}}, {"x"}, {"stacked"}), "frames.dnn");
+  try {
+    function_from_cntk_dictionary(d, "'frames.dnn'");
+    ADD_FAILURE() << "a reshape changing the frames built";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("(stacked)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("24"), std::string::npos) << e.what();
+  }
 }
 
 // The fields of ConvolutionNodeBase (Pooling, MaxUnpooling) of version 31: a 2 x 2 max window
