@@ -40,6 +40,7 @@ void add_distributed(py::module_ m) {
       },
       py::arg("learner"), py::arg("distributed_after") = 0, py::arg("num_quantization_bits") = 32,
       py::arg("use_async_buffered_parameter_update") = false, py::keep_alive<0, 1>());
+  const BlockMomentumOptions block_momentum;  // the defaults
   m.def(
       "block_momentum_distributed_learner",
       [](std::shared_ptr<Learner> learner, size_t block_size, std::optional<double> time_constant,
@@ -55,9 +56,11 @@ void add_distributed(py::module_ m) {
       },
       py::arg("learner"), py::arg("block_size"),
       py::arg("block_momentum_as_time_constant") = py::none(),
-      py::arg("use_nestrov_momentum") = true,  // CNTK's spelling
-      py::arg("reset_sgd_momentum_after_aggregation") = true, py::arg("block_learning_rate") = 1.0,
-      py::arg("distributed_after") = 0, py::keep_alive<0, 1>());
+      py::arg("use_nestrov_momentum") = block_momentum.use_nesterov_momentum,  // CNTK's spelling
+      py::arg("reset_sgd_momentum_after_aggregation") =
+          block_momentum.reset_sgd_momentum_after_aggregation,
+      py::arg("block_learning_rate") = block_momentum.block_learning_rate,
+      py::arg("distributed_after") = block_momentum.distributed_after, py::keep_alive<0, 1>());
 }
 
 }  // namespace loom::python

@@ -38,6 +38,29 @@ E choice(const char* function, const char* argument, const std::string& name,
                         ", not '" + name + "'");
 }
 
+// The name of value among names (a C++ default as CNTK's string).
+template <typename E, size_t N>
+const char* name_of(const std::pair<const char*, E> (&names)[N], E value) {
+  return std::ranges::find(names, value, &std::pair<const char*, E>::second)->first;
+}
+
+// CNTK's names of the transforms' choices.
+constexpr std::pair<const char*, CropType> kCropTypes[] = {{"center", CropType::center},
+                                                           {"randomside", CropType::randomside},
+                                                           {"randomarea", CropType::randomarea},
+                                                           {"multiview10", CropType::multiview10}};
+constexpr std::pair<const char*, JitterType> kJitterTypes[] = {{"none", JitterType::none},
+                                                               {"uniratio", JitterType::uniratio},
+                                                               {"unilength", JitterType::unilength},
+                                                               {"uniarea", JitterType::uniarea}};
+constexpr std::pair<const char*, Interpolation> kInterpolations[] = {
+    {"nearest", Interpolation::nearest},
+    {"linear", Interpolation::linear},
+    {"cubic", Interpolation::cubic},
+    {"lanczos", Interpolation::lanczos}};
+constexpr std::pair<const char*, ScaleMode> kScaleModes[] = {
+    {"fill", ScaleMode::fill}, {"crop", ScaleMode::crop}, {"pad", ScaleMode::pad}};
+
 // A deserializer's streams: a dict {name: StreamDef} (CNTK's StreamDefs), or CNTK's list of
 // StreamConfiguration.
 StreamDefs stream_defs(py::handle streams) {
@@ -81,49 +104,41 @@ void add_transforms(py::module_& m) {
   py::class_<transforms::Mean>(t, "Mean");
   py::class_<transforms::ColorOptions>(t, "Color");
   py::class_<transforms::Intensity>(t, "Intensity");
+  const transforms::CropOptions crop;  // the defaults
   t.def(
       "crop",
       [](const std::string& crop_type, py::handle size, py::handle side_ratio,
          py::handle area_ratio, py::handle aspect_ratio, const std::string& jitter_type) {
         return transforms::crop(
-            {.crop_type = choice("transforms.crop", "crop_type", crop_type,
-                                 {std::pair{"center", CropType::center},
-                                  std::pair{"randomside", CropType::randomside},
-                                  std::pair{"randomarea", CropType::randomarea},
-                                  std::pair{"multiview10", CropType::multiview10}}),
+            {.crop_type = choice("transforms.crop", "crop_type", crop_type, kCropTypes),
              .crop_size = crop_size(size),
              .side_ratio = ratio_range(side_ratio),
              .area_ratio = ratio_range(area_ratio),
              .aspect_ratio = ratio_range(aspect_ratio),
-             .jitter_type = choice(
-                 "transforms.crop", "jitter_type", jitter_type,
-                 {std::pair{"none", JitterType::none}, std::pair{"uniratio", JitterType::uniratio},
-                  std::pair{"unilength", JitterType::unilength},
-                  std::pair{"uniarea", JitterType::uniarea}})});
+             .jitter_type = choice("transforms.crop", "jitter_type", jitter_type, kJitterTypes)});
       },
-      py::arg("crop_type") = "center", py::arg("crop_size") = 0, py::arg("side_ratio") = 0.0,
-      py::arg("area_ratio") = 0.0, py::arg("aspect_ratio") = 1.0, py::arg("jitter_type") = "none");
+      py::arg("crop_type") = name_of(kCropTypes, crop.crop_type),
+      py::arg("crop_size") = crop.crop_size.width, py::arg("side_ratio") = crop.side_ratio.min,
+      py::arg("area_ratio") = crop.area_ratio.min, py::arg("aspect_ratio") = crop.aspect_ratio.min,
+      py::arg("jitter_type") = name_of(kJitterTypes, crop.jitter_type));
+  const transforms::ScaleOptions scale;
   t.def(
       "scale",
       [](size_t width, size_t height, size_t channels, const std::string& interpolations,
          const std::string& scale_mode, int pad_value) {
         return transforms::scale(
             width, height, channels,
-            {.interpolations = choice("transforms.scale", "interpolations", interpolations,
-                                      {std::pair{"nearest", Interpolation::nearest},
-                                       std::pair{"linear", Interpolation::linear},
-                                       std::pair{"cubic", Interpolation::cubic},
-                                       std::pair{"lanczos", Interpolation::lanczos}}),
-             .scale_mode =
-                 choice("transforms.scale", "scale_mode", scale_mode,
-                        {std::pair{"fill", ScaleMode::fill}, std::pair{"crop", ScaleMode::crop},
-                         std::pair{"pad", ScaleMode::pad}}),
+            {.interpolations =
+                 choice("transforms.scale", "interpolations", interpolations, kInterpolations),
+             .scale_mode = choice("transforms.scale", "scale_mode", scale_mode, kScaleModes),
              .pad_value = pad_value});
       },
       py::arg("width"), py::arg("height"), py::arg("channels"),
-      py::arg("interpolations") = "linear", py::arg("scale_mode") = "fill",
-      py::arg("pad_value") = -1);
+      py::arg("interpolations") = name_of(kInterpolations, scale.interpolations),
+      py::arg("scale_mode") = name_of(kScaleModes, scale.scale_mode),
+      py::arg("pad_value") = scale.pad_value);
   t.def("mean", &transforms::mean, py::arg("filename"));
+  const transforms::ColorOptions color;
   t.def(
       "color",
       [](double brightness_radius, double contrast_radius, double saturation_radius) {
@@ -131,8 +146,9 @@ void add_transforms(py::module_& m) {
                                   .contrast_radius = contrast_radius,
                                   .saturation_radius = saturation_radius});
       },
-      py::arg("brightness_radius") = 0.0, py::arg("contrast_radius") = 0.0,
-      py::arg("saturation_radius") = 0.0);
+      py::arg("brightness_radius") = color.brightness_radius,
+      py::arg("contrast_radius") = color.contrast_radius,
+      py::arg("saturation_radius") = color.saturation_radius);
   t.def("intensity", &transforms::intensity, py::arg("intensity_stdev"), py::arg("intensity_file"));
 }
 
@@ -344,6 +360,7 @@ void add_io(py::module_ m) {
   // CNTK's StreamDef: field (the name in the file; CNTK's stream_alias), shape (CNTK's dim),
   // and the HTK deserializers' context, scp, mlf (which makes the stream sparse), broadcast and
   // max_sequence_length.
+  const StreamDef stream_def;  // the defaults
   py::class_<StreamDef>(m, "StreamDef")
       .def(py::init([](py::handle field, std::optional<size_t> shape, bool is_sparse,
                        std::optional<std::vector<ImageTransform>> transforms, py::handle context,
@@ -369,10 +386,11 @@ void add_io(py::module_ m) {
              return d;
            }),
            py::arg("field") = py::none(), py::arg("shape") = py::none(),
-           py::arg("is_sparse") = false, py::arg("transforms") = py::none(),
+           py::arg("is_sparse") = stream_def.is_sparse, py::arg("transforms") = py::none(),
            py::arg("context") = py::none(), py::arg("scp") = py::none(),
            py::arg("mlf") = py::none(), py::arg("broadcast") = py::none(),
-           py::arg("defines_mb_size") = false, py::arg("max_sequence_length") = 65535,
+           py::arg("defines_mb_size") = stream_def.defines_mb_size,
+           py::arg("max_sequence_length") = stream_def.max_sequence_length,
            py::arg("dtype") = py::none())
       .def_readonly("field", &StreamDef::field)
       .def_property_readonly("stream_alias",
@@ -392,13 +410,15 @@ void add_io(py::module_ m) {
       .def_readonly("max_sequence_length", &StreamDef::max_sequence_length);
 
   // CNTK's low-level stream configuration of the text and binary format readers.
+  const StreamConfiguration stream_configuration;
   py::class_<StreamConfiguration>(m, "StreamConfiguration")
       .def(py::init([](const std::string& name, size_t dim, bool is_sparse,
                        const std::string& stream_alias, bool defines_mb_size) {
              return StreamConfiguration{name, dim, is_sparse, stream_alias, defines_mb_size};
            }),
-           py::arg("name"), py::arg("dim"), py::arg("is_sparse") = false,
-           py::arg("stream_alias") = "", py::arg("defines_mb_size") = false)
+           py::arg("name"), py::arg("dim"), py::arg("is_sparse") = stream_configuration.is_sparse,
+           py::arg("stream_alias") = stream_configuration.stream_alias,
+           py::arg("defines_mb_size") = stream_configuration.defines_mb_size)
       .def_readwrite("name", &StreamConfiguration::name)
       .def_readwrite("dim", &StreamConfiguration::dim)
       .def_readwrite("is_sparse", &StreamConfiguration::is_sparse)
@@ -408,6 +428,7 @@ void add_io(py::module_ m) {
         return "StreamConfiguration(" + c.name + ", " + std::to_string(c.dim) + ")";
       });
 
+  const IDXStreamDef idx_stream_def;
   py::class_<IDXStreamDef>(m, "IDXStreamDef")
       .def(py::init([](const std::string& path, py::handle shape, double scale, size_t num_classes,
                        bool is_sparse, py::handle dtype) {
@@ -418,8 +439,9 @@ void add_io(py::module_ m) {
                                  .is_sparse = is_sparse,
                                  .dtype = data_type(dtype)};
            }),
-           py::arg("path"), py::arg("shape") = py::none(), py::arg("scale") = 1.0,
-           py::arg("num_classes") = 0, py::arg("is_sparse") = false, py::arg("dtype") = py::none());
+           py::arg("path"), py::arg("shape") = py::none(), py::arg("scale") = idx_stream_def.scale,
+           py::arg("num_classes") = idx_stream_def.num_classes,
+           py::arg("is_sparse") = idx_stream_def.is_sparse, py::arg("dtype") = py::none());
 
   py::class_<StreamInformation>(m, "StreamInformation")
       .def(py::init([](const std::string& name, size_t id, const std::string& storage,
@@ -482,6 +504,7 @@ void add_io(py::module_ m) {
 
   py::class_<Deserializer, std::shared_ptr<Deserializer>>(m, "Deserializer")
       .def_property_readonly("stream_infos", &Deserializer::stream_infos);
+  const CTFOptions ctf;
   py::class_<CTFDeserializer, Deserializer, std::shared_ptr<CTFDeserializer>>(m, "CTFDeserializer")
       .def(py::init([](const std::string& filename, py::handle streams, size_t max_errors,
                        int trace_level, bool skip_sequence_ids) {
@@ -491,8 +514,9 @@ void add_io(py::module_ m) {
                             .trace_level = trace_level,
                             .skip_sequence_ids = skip_sequence_ids});
            }),
-           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0,
-           py::arg("trace_level") = 1, py::arg("skip_sequence_ids") = false);
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = ctf.max_errors,
+           py::arg("trace_level") = ctf.trace_level,
+           py::arg("skip_sequence_ids") = ctf.skip_sequence_ids);
   py::class_<IDXDeserializer, Deserializer, std::shared_ptr<IDXDeserializer>>(m, "IDXDeserializer")
       .def(py::init([](py::dict streams) {
              IDXStreamDefs defs;
@@ -501,13 +525,14 @@ void add_io(py::module_ m) {
              return std::make_shared<IDXDeserializer>(defs);
            }),
            py::arg("streams"));
+  const ImageOptions image;
   py::class_<ImageDeserializer, Deserializer, std::shared_ptr<ImageDeserializer>>(
       m, "ImageDeserializer")
       .def(py::init([](const std::string& filename, py::handle streams, size_t max_errors) {
              return std::make_shared<ImageDeserializer>(filename, stream_defs(streams),
                                                         ImageOptions{.max_errors = max_errors});
            }),
-           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0)
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = image.max_errors)
       .def_property_readonly("number_of_skipped", &ImageDeserializer::number_of_skipped);
   // CNTK's Base64ImageDeserializer: the images in the map file, "[key\t]label\tbase64" lines.
   py::class_<Base64ImageDeserializer, ImageDeserializer, std::shared_ptr<Base64ImageDeserializer>>(
@@ -516,7 +541,7 @@ void add_io(py::module_ m) {
              return std::make_shared<Base64ImageDeserializer>(
                  filename, stream_defs(streams), ImageOptions{.max_errors = max_errors});
            }),
-           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = 0);
+           py::arg("filename"), py::arg("streams"), py::arg("max_errors") = image.max_errors);
   // CNTK's binary format reader (cbf_deserializer.h): the streams, a dict of StreamDef or a
   // list of StreamConfiguration, rename the file's streams; every stream of the file is read.
   py::class_<CBFDeserializer, Deserializer, std::shared_ptr<CBFDeserializer>>(m, "CBFDeserializer")
@@ -600,6 +625,7 @@ void add_io(py::module_ m) {
       .def("restore_from_checkpoint", &MinibatchSourceInterface::restore_from_checkpoint,
            py::arg("checkpoint"), py::call_guard<py::gil_scoped_release>());
 
+  const MinibatchSourceConfig config;  // the defaults
   // CNTK's MinibatchSource. trace_level and multithreaded_deserializer do not change what is
   // read (Loom reads on reader threads always); max_errors is a deserializer's option in Loom
   // (CTFDeserializer, ImageDeserializer): here it must be 0.
@@ -632,13 +658,15 @@ void add_io(py::module_ m) {
                          .frame_mode = frame_mode,
                          .truncation_length = truncation_length}));
           }),
-          py::arg("deserializers"), py::arg("max_samples") = INFINITELY_REPEAT,
-          py::arg("max_sweeps") = INFINITELY_REPEAT,
-          py::arg("randomization_window_in_chunks") = DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
-          py::arg("randomization_window_in_samples") = 0, py::arg("randomization_seed") = 0,
+          py::arg("deserializers"), py::arg("max_samples") = config.max_samples,
+          py::arg("max_sweeps") = config.max_sweeps,
+          py::arg("randomization_window_in_chunks") = config.randomization_window_in_chunks,
+          py::arg("randomization_window_in_samples") = config.randomization_window_in_samples,
+          py::arg("randomization_seed") = config.randomization_seed,
           py::arg("trace_level") = py::none(), py::arg("multithreaded_deserializer") = py::none(),
-          py::arg("frame_mode") = false, py::arg("truncation_length") = 0,
-          py::arg("randomize") = true, py::arg("max_errors") = 0)
+          py::arg("frame_mode") = config.frame_mode,
+          py::arg("truncation_length") = config.truncation_length,
+          py::arg("randomize") = config.randomize, py::arg("max_errors") = 0)
       .def_property_readonly("samples_per_sweep", &MinibatchSource::samples_per_sweep)
       .def_property_readonly("position", &MinibatchSource::position)
       // CNTK: the checkpoint state; setting it restores the source to that position.
@@ -684,8 +712,9 @@ void add_io(py::module_ m) {
             streams,
             {.randomize = randomize, .max_samples = max_samples, .max_sweeps = max_sweeps}));
       },
-      py::arg("data_streams"), py::arg("max_samples") = INFINITELY_REPEAT,
-      py::arg("max_sweeps") = INFINITELY_REPEAT, py::arg("randomize") = false);
+      py::arg("data_streams"), py::arg("max_samples") = config.max_samples,
+      py::arg("max_sweeps") = config.max_sweeps,
+      py::arg("randomize") = false);  // CNTK's reads in order (the C++ config randomizes)
 }
 
 }  // namespace loom::python

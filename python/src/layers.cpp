@@ -150,6 +150,7 @@ void add_layers(py::module_ m) {
 
   // The convolutions take every option of CNTK's Convolution; loom.layers gives each its
   // CNTK signature.
+  const ConvolutionLayerOptions conv;  // the defaults
   using Conv = Function (*)(const NDShape&, std::optional<size_t>, const ConvolutionLayerOptions&);
   for (auto [layer, f] : {std::pair<const char*, Conv>{"Convolution", &Convolution},
                           {"SequentialConvolution", &SequentialConvolution},
@@ -176,12 +177,15 @@ void add_layers(py::module_ m) {
           o.op_name = op_name;
           return f(shape_of(filter_shape), filters, o);
         },
-        py::arg("filter_shape"), py::arg("num_filters") = py::none(), py::arg("sequential") = false,
-        py::arg("activation") = u, py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1,
-        py::arg("sharing") = true, py::arg("bias") = u, py::arg("init_bias") = u,
-        py::arg("reduction_rank") = 1, py::arg("transpose_weight") = false, py::arg("dilation") = 1,
-        py::arg("groups") = 1, py::arg("max_temp_mem_size_in_samples") = 0, py::arg("op_name") = "",
-        py::arg("dtype") = py::none(), py::arg("name") = "");
+        py::arg("filter_shape"), py::arg("num_filters") = py::none(),
+        py::arg("sequential") = conv.sequential, py::arg("activation") = u, py::arg("init") = u,
+        py::arg("pad") = u, py::arg("strides") = 1, py::arg("sharing") = true, py::arg("bias") = u,
+        py::arg("init_bias") = u, py::arg("reduction_rank") = conv.reduction_rank,
+        py::arg("transpose_weight") = conv.transpose_weight, py::arg("dilation") = 1,
+        py::arg("groups") = conv.groups,
+        py::arg("max_temp_mem_size_in_samples") = conv.max_temp_mem_size_in_samples,
+        py::arg("op_name") = conv.op_name, py::arg("dtype") = py::none(), py::arg("name") = "");
+  const ConvolutionTransposeLayerOptions conv_t;
   using ConvT = Function (*)(const NDShape&, size_t, const ConvolutionTransposeLayerOptions&);
   for (auto [layer, f] :
        {std::pair<const char*, ConvT>{"ConvolutionTranspose", &ConvolutionTranspose},
@@ -204,9 +208,9 @@ void add_layers(py::module_ m) {
         py::arg("filter_shape"), py::arg("num_filters"), py::arg("activation") = u,
         py::arg("init") = u, py::arg("pad") = u, py::arg("strides") = 1, py::arg("sharing") = true,
         py::arg("bias") = u, py::arg("init_bias") = u, py::arg("output_shape") = py::none(),
-        py::arg("reduction_rank") = 1, py::arg("dilation") = 1,
-        py::arg("max_temp_mem_size_in_samples") = 0, py::arg("dtype") = py::none(),
-        py::arg("name") = "");
+        py::arg("reduction_rank") = conv_t.reduction_rank, py::arg("dilation") = 1,
+        py::arg("max_temp_mem_size_in_samples") = conv_t.max_temp_mem_size_in_samples,
+        py::arg("dtype") = py::none(), py::arg("name") = "");
 
   using Pool = Function (*)(const NDShape&, const PoolingLayerOptions&);
   for (auto [layer, f] : {std::pair<const char*, Pool>{"MaxPooling", &MaxPooling},
@@ -239,6 +243,7 @@ void add_layers(py::module_ m) {
       },
       py::arg("dropout_rate") = py::none(), py::arg("keep_prob") = py::none(),
       py::arg("seed") = py::none(), py::arg("name") = "");
+  const BatchNormalizationOptions batch_norm;
   m.def(
       "BatchNormalization",
       [](std::optional<int> map_rank, double init_scale, double normalization_time_constant,
@@ -254,11 +259,13 @@ void add_layers(py::module_ m) {
                                    .dtype = data_type(dtype),
                                    .name = name});
       },
-      py::arg("map_rank") = py::none(), py::arg("init_scale") = 1.0,
-      py::arg("normalization_time_constant") = 5000.0, py::arg("blend_time_constant") = 0.0,
-      py::arg("epsilon") = 0.00001, py::arg("use_cntk_engine") = false,
-      py::arg("disable_regularization") = false, py::arg("dtype") = py::none(),
-      py::arg("name") = "");
+      py::arg("map_rank") = py::none(), py::arg("init_scale") = batch_norm.init_scale,
+      py::arg("normalization_time_constant") = batch_norm.normalization_time_constant,
+      py::arg("blend_time_constant") = batch_norm.blend_time_constant,
+      py::arg("epsilon") = batch_norm.epsilon,
+      py::arg("use_cntk_engine") = batch_norm.use_cntk_engine,
+      py::arg("disable_regularization") = batch_norm.disable_regularization,
+      py::arg("dtype") = py::none(), py::arg("name") = "");
   m.def(
       "LayerNormalization",
       [](double initial_scale, double initial_bias, double epsilon, py::handle dtype,
@@ -269,8 +276,10 @@ void add_layers(py::module_ m) {
                                    .dtype = data_type(dtype),
                                    .name = name});
       },
-      py::arg("initial_scale") = 1.0, py::arg("initial_bias") = 0.0, py::arg("epsilon") = 0.00001,
-      py::arg("dtype") = py::none(), py::arg("name") = "");
+      py::arg("initial_scale") = LayerNormalizationOptions{}.initial_scale,
+      py::arg("initial_bias") = LayerNormalizationOptions{}.initial_bias,
+      py::arg("epsilon") = LayerNormalizationOptions{}.epsilon, py::arg("dtype") = py::none(),
+      py::arg("name") = "");
   m.def(
       "Sequential",
       [](py::list layers, const std::string& name) {
@@ -327,9 +336,9 @@ void add_layers(py::module_ m) {
           if (o.initial_state.size() == 1 && !o.initial_state[0].valid()) o.initial_state.clear();
           return f(layer_of(step), o);
         },
-        py::arg("step_function"), py::arg("go_backwards") = false,
-        py::arg("initial_state") = py::none(), py::arg("return_full_state") = false,
-        py::arg("name") = "");
+        py::arg("step_function"), py::arg("go_backwards") = RecurrenceOptions{}.go_backwards,
+        py::arg("initial_state") = py::none(),
+        py::arg("return_full_state") = RecurrenceOptions{}.return_full_state, py::arg("name") = "");
   m.def(
       "Delay",
       [](int64_t T, py::handle initial_state, const std::string& name) {
@@ -341,8 +350,8 @@ void add_layers(py::module_ m) {
       [](size_t window_size, int axis, bool go_backwards, const std::string& name) {
         return PastValueWindow(window_size, axis, {.go_backwards = go_backwards, .name = name});
       },
-      py::arg("window_size"), py::arg("axis"), py::arg("go_backwards") = false,
-      py::arg("name") = "");
+      py::arg("window_size"), py::arg("axis"),
+      py::arg("go_backwards") = PastValueWindowOptions{}.go_backwards, py::arg("name") = "");
   m.def(
       "UnfoldFrom",
       [](py::handle generator_function, py::handle until_predicate, double length_increase,
@@ -354,7 +363,7 @@ void add_layers(py::module_ m) {
              .name = name});
       },
       py::arg("generator_function"), py::arg("until_predicate") = py::none(),
-      py::arg("length_increase") = 1.0, py::arg("name") = "");
+      py::arg("length_increase") = UnfoldOptions{}.length_increase, py::arg("name") = "");
   m.def(
       "AttentionModel",
       [](size_t attention_dim, std::optional<size_t> attention_span,
@@ -391,9 +400,10 @@ void add_layers(py::module_ m) {
                            .name = name});
         },
         py::arg("shape"), py::arg("cell_shape") = py::none(), py::arg("activation") = u,
-        py::arg("use_peepholes") = false, py::arg("init") = u, py::arg("init_bias") = u,
-        py::arg("enable_self_stabilization") = false, py::arg("dtype") = py::none(),
-        py::arg("name") = "");
+        py::arg("use_peepholes") = RecurrentCellOptions{}.use_peepholes, py::arg("init") = u,
+        py::arg("init_bias") = u,
+        py::arg("enable_self_stabilization") = RecurrentCellOptions{}.enable_self_stabilization,
+        py::arg("dtype") = py::none(), py::arg("name") = "");
   m.def(
       "Embedding",
       [](std::optional<size_t> shape, py::handle init, py::handle weights, py::handle dtype,

@@ -125,6 +125,7 @@ void add_logging(py::module_ m) {
       .def_property_readonly("total_training_updates", &ProgressWriter::total_training_updates)
       .def_property_readonly("total_test_updates", &ProgressWriter::total_test_updates);
 
+  const ProgressPrinterOptions printer;  // the defaults
   py::class_<ProgressPrinter, ProgressWriter, std::shared_ptr<ProgressPrinter>>(m,
                                                                                 "ProgressPrinter")
       .def(py::init([](std::optional<size_t> freq, size_t first, const std::string& tag,
@@ -146,12 +147,14 @@ void add_logging(py::module_ m) {
                                         .distributed_first = distributed_first,
                                         .out = &python_stdout()});
            }),
-           py::arg("freq") = py::none(), py::arg("first") = 0, py::arg("tag") = "",
-           py::arg("log_to_file") = py::none(), py::arg("rank") = py::none(),
-           py::arg("gen_heartbeat") = false, py::arg("num_epochs") = py::none(),
-           py::arg("test_freq") = py::none(), py::arg("test_first") = 0,
-           py::arg("metric_is_pct") = true, py::arg("distributed_freq") = py::none(),
-           py::arg("distributed_first") = 0)
+           py::arg("freq") = py::none(), py::arg("first") = printer.first,
+           py::arg("tag") = printer.tag, py::arg("log_to_file") = py::none(),
+           py::arg("rank") = py::none(), py::arg("gen_heartbeat") = false,
+           py::arg("num_epochs") = py::none(), py::arg("test_freq") = py::none(),
+           py::arg("test_first") = printer.test_first,
+           py::arg("metric_is_pct") = printer.metric_is_pct,
+           py::arg("distributed_freq") = py::none(),
+           py::arg("distributed_first") = printer.distributed_first)
       .def("end_progress_print", &ProgressPrinter::end_progress_print, py::arg("msg") = "")
       .def("log", &ProgressPrinter::log, py::arg("message"))
       // CNTK's writer callbacks, called directly: (first, last) pairs for updates, totals for

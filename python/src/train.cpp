@@ -198,6 +198,7 @@ void add_train(py::module_ m) {
 
   // monitor() -> number, save_state() -> dict and restore_state(dict): Loom's checkpoint
   // callables (checkpoint_policy.h), called with the GIL taken.
+  const CheckpointConfig checkpoint;  // the defaults
   py::class_<CheckpointConfig>(m, "CheckpointConfig")
       .def(
           py::init([](const std::string& filename, py::handle frequency, bool restore,
@@ -232,9 +233,13 @@ void add_train(py::module_ m) {
               };
             return c;
           }),
-          py::arg("filename"), py::arg("frequency") = py::none(), py::arg("restore") = true,
-          py::arg("preserve_all") = false, py::arg("max_to_keep") = 0, py::arg("keep_best") = 0,
-          py::arg("mode") = "min", py::arg("keep_latest") = true, py::arg("monitor") = py::none(),
+          py::arg("filename"), py::arg("frequency") = py::none(),
+          py::arg("restore") = checkpoint.restore,
+          py::arg("preserve_all") = checkpoint.preserve_all,
+          py::arg("max_to_keep") = checkpoint.max_to_keep,
+          py::arg("keep_best") = checkpoint.keep_best,
+          py::arg("mode") = checkpoint.mode == MonitorMode::min ? "min" : "max",
+          py::arg("keep_latest") = checkpoint.keep_latest, py::arg("monitor") = py::none(),
           py::arg("save_state") = py::none(), py::arg("restore_state") = py::none())
       .def_readonly("filename", &CheckpointConfig::filename);
 
@@ -253,9 +258,9 @@ void add_train(py::module_ m) {
                                           .criterion = c};
            }),
            py::arg("minibatch_source") = py::none(), py::arg("frequency") = py::none(),
-           py::arg("minibatch_size") = MinibatchSizeSchedule(32), py::arg("callback") = py::none(),
-           py::arg("max_samples") = py::none(), py::arg("model_inputs_to_streams") = py::none(),
-           py::arg("criterion") = py::none());
+           py::arg("minibatch_size") = CrossValidationConfig{}.minibatch_size,
+           py::arg("callback") = py::none(), py::arg("max_samples") = py::none(),
+           py::arg("model_inputs_to_streams") = py::none(), py::arg("criterion") = py::none());
 
   py::class_<TestConfig>(m, "TestConfig")
       .def(py::init([](py::handle source, const MinibatchSizeSchedule& minibatch_size,
@@ -267,14 +272,15 @@ void add_train(py::module_ m) {
                                .criterion = c};
            }),
            py::arg("minibatch_source") = py::none(),
-           py::arg("minibatch_size") = MinibatchSizeSchedule(32),
+           py::arg("minibatch_size") = TestConfig{}.minibatch_size,
            py::arg("model_inputs_to_streams") = py::none(), py::arg("criterion") = py::none());
 
   // CNTK's TrainingSession(...) and training_session(...), with CNTK's parameters in CNTK's
   // order, then Loom's max_sweeps. A Python subclass may override on_cross_validation_end.
   auto session_args = [] {
     return std::make_tuple(
-        py::arg("trainer"), py::arg("mb_source"), py::arg("mb_size") = MinibatchSizeSchedule(32),
+        py::arg("trainer"), py::arg("mb_source"),
+        py::arg("mb_size") = TrainingSessionConfig{}.mb_size,
         py::arg("model_inputs_to_streams") = py::none(), py::arg("progress_frequency") = py::none(),
         py::arg("max_samples") = py::none(), py::arg("checkpoint_config") = py::none(),
         py::arg("cv_config") = py::none(), py::arg("test_config") = py::none(),
@@ -342,10 +348,9 @@ void add_train(py::module_ m) {
         py::gil_scoped_release nogil;
         return f.train(data, o);
       },
-      py::arg("minibatch_source"), py::arg("minibatch_size") = MinibatchSizeSchedule(32),
-      py::arg("streams") = std::vector<std::string>{},
-      py::arg("model_inputs_to_streams") = py::none(),
-      py::arg("parameter_learners") = std::vector<std::shared_ptr<Learner>>{},
+      py::arg("minibatch_source"), py::arg("minibatch_size") = TrainOptions{}.minibatch_size,
+      py::arg("streams") = TrainOptions{}.streams, py::arg("model_inputs_to_streams") = py::none(),
+      py::arg("parameter_learners") = TrainOptions{}.parameter_learners,
       py::arg("callbacks") = py::list(), py::arg("progress_frequency") = py::none(),
       py::arg("max_epochs") = py::none(), py::arg("epoch_size") = py::none(),
       py::arg("max_samples") = py::none());
@@ -362,9 +367,9 @@ void add_train(py::module_ m) {
         py::gil_scoped_release nogil;
         return f.test(data, o);
       },
-      py::arg("minibatch_source"), py::arg("minibatch_size") = MinibatchSizeSchedule(32),
-      py::arg("streams") = std::vector<std::string>{},
-      py::arg("model_inputs_to_streams") = py::none(), py::arg("callbacks") = ProgressWriters{});
+      py::arg("minibatch_source"), py::arg("minibatch_size") = TestOptions{}.minibatch_size,
+      py::arg("streams") = TestOptions{}.streams, py::arg("model_inputs_to_streams") = py::none(),
+      py::arg("callbacks") = ProgressWriters{});
 }
 
 }  // namespace loom::python
