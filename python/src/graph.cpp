@@ -283,6 +283,7 @@ void add_graph(py::module_ m) {
 
   py::class_<Variable> variable(m, "Variable");
   py::class_<Function> function(m, "Function");
+  const InputOptions input;  // the defaults
 
   variable
       .def(py::init<const Function&>())
@@ -297,7 +298,7 @@ void add_graph(py::module_ m) {
                                                 .dynamic_axes = std::move(dynamic_axes)});
            }),
            py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
-           py::arg("needs_gradient") = false, py::arg("is_sparse") = false,
+           py::arg("needs_gradient") = input.needs_gradient, py::arg("is_sparse") = input.is_sparse,
            py::arg("dynamic_axes") = default_sequence_axes(), py::arg("name") = "")
       .def_property_readonly("shape", [](const Variable& v) { return shape_tuple(v.shape()); })
       .def_property_readonly("dtype", [](const Variable& v) { return numpy_dtype(v.dtype()); })
@@ -691,8 +692,9 @@ void add_graph(py::module_ m) {
         if (!dynamic_axes.is_none()) o.dynamic_axes = dynamic_axes.cast<std::vector<Axis>>();
         return input_variable(shape_of(shape), o);
       },
-      py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
-      py::arg("is_sparse") = false, py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
+      py::arg("shape"), py::arg("dtype") = py::none(),
+      py::arg("needs_gradient") = input.needs_gradient, py::arg("is_sparse") = input.is_sparse,
+      py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
   m.def(
       "sequence_input_variable",
       [](py::handle shape, py::handle dtype, bool needs_gradient, bool is_sparse,
@@ -704,8 +706,9 @@ void add_graph(py::module_ m) {
         if (sequence_axis.is_none()) return sequence::input_variable(shape_of(shape), o);
         return sequence::input_variable(shape_of(shape), sequence_axis.cast<Axis>(), o);
       },
-      py::arg("shape"), py::arg("dtype") = py::none(), py::arg("needs_gradient") = false,
-      py::arg("is_sparse") = false, py::arg("sequence_axis") = py::none(), py::arg("name") = "");
+      py::arg("shape"), py::arg("dtype") = py::none(),
+      py::arg("needs_gradient") = input.needs_gradient, py::arg("is_sparse") = input.is_sparse,
+      py::arg("sequence_axis") = py::none(), py::arg("name") = "");
   m.def(
       "constant",
       [](py::handle value, py::handle shape, py::handle dtype, py::handle device,

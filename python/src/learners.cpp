@@ -154,7 +154,15 @@ void add_learners(py::module_ m) {
            py::arg("unit_gain"), py::arg("l1_regularization_weight"),
            py::arg("l2_regularization_weight"), py::arg("gaussian_noise_injection_std_dev"),
            py::arg("gradient_clipping_threshold_per_sample"),
-           py::arg("gradient_clipping_with_truncation"), py::arg("minibatch_size"));
+           py::arg("gradient_clipping_with_truncation"), py::arg("minibatch_size"))
+      // The defaults, which loom.learners' keyword arguments take.
+      .def(py::init<>())
+      .def_readonly("l1_regularization_weight", &LearnerOptions::l1_regularization_weight)
+      .def_readonly("l2_regularization_weight", &LearnerOptions::l2_regularization_weight)
+      .def_readonly("gradient_clipping_threshold_per_sample",
+                    &LearnerOptions::gradient_clipping_threshold_per_sample)
+      .def_readonly("gradient_clipping_with_truncation",
+                    &LearnerOptions::gradient_clipping_with_truncation);
 
   py::class_<Learner, std::shared_ptr<Learner>>(m, "Learner")
       .def_property_readonly("parameters", &Learner::parameters)

@@ -5,8 +5,6 @@ A learning rate or momentum given as a number or a list becomes a schedule
 minibatch_size is the reference minibatch size of schedules made without one, and
 use_mean_gradient=True selects CNTK's compatible mode (the gradient averaged over the
 minibatch)."""
-import numpy as np
-
 from loom import _loom
 from loom._loom.learners import (IGNORE, Learner, TrainingParameterSchedule, UnitType,  # noqa: F401
                                  default_unit_gain_value, learning_parameter_schedule,
@@ -14,6 +12,9 @@ from loom._loom.learners import (IGNORE, Learner, TrainingParameterSchedule, Uni
                                  minibatch_size_schedule, momentum_as_time_constant_schedule,
                                  momentum_schedule, momentum_schedule_per_sample,
                                  set_default_unit_gain_value, universal)
+
+# The C++ learners' defaults (LearnerOptions), which the keyword arguments take.
+_CPP = _loom.learners.LearnerOptions()
 
 
 def training_parameter_schedule(schedule, unit=UnitType.minibatch, epoch_size=None):
@@ -34,10 +35,12 @@ def _momentum(momentum, epoch_size):
     return momentum_schedule(momentum, epoch_size=epoch_size)
 
 
-def _options(unit_gain=None, l1_regularization_weight=0.0, l2_regularization_weight=0.0,
-             gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
-             gradient_clipping_with_truncation=True, use_mean_gradient=None,
-             minibatch_size=None):
+def _options(unit_gain=None, l1_regularization_weight=_CPP.l1_regularization_weight,
+             l2_regularization_weight=_CPP.l2_regularization_weight,
+             gaussian_noise_injection_std_dev=0.0,
+             gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+             gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
+             use_mean_gradient=None, minibatch_size=None):
     if use_mean_gradient:
         minibatch_size = IGNORE
     return _loom.learners.LearnerOptions(
@@ -46,21 +49,25 @@ def _options(unit_gain=None, l1_regularization_weight=0.0, l2_regularization_wei
         gradient_clipping_threshold_per_sample, gradient_clipping_with_truncation, minibatch_size)
 
 
-def sgd(parameters, lr, l1_regularization_weight=0.0, l2_regularization_weight=0.0,
-        gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
-        gradient_clipping_with_truncation=True, use_mean_gradient=None, minibatch_size=None,
-        epoch_size=None):
+def sgd(parameters, lr, l1_regularization_weight=_CPP.l1_regularization_weight,
+        l2_regularization_weight=_CPP.l2_regularization_weight,
+        gaussian_noise_injection_std_dev=0.0,
+        gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+        gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
+        use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
     return _loom.learners.sgd(list(parameters), _lr(lr, epoch_size), options)
 
 
-def momentum_sgd(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=0.0,
-                 l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
-                 gradient_clipping_threshold_per_sample=np.inf,
-                 gradient_clipping_with_truncation=True, use_mean_gradient=None,
-                 minibatch_size=None, epoch_size=None):
+def momentum_sgd(parameters, lr, momentum, unit_gain=None,
+                 l1_regularization_weight=_CPP.l1_regularization_weight,
+                 l2_regularization_weight=_CPP.l2_regularization_weight,
+                 gaussian_noise_injection_std_dev=0.0,
+                 gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+                 gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
+                 use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
@@ -68,9 +75,12 @@ def momentum_sgd(parameters, lr, momentum, unit_gain=None, l1_regularization_wei
                                        _momentum(momentum, epoch_size), options)
 
 
-def nesterov(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=0.0,
-             l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
-             gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
+def nesterov(parameters, lr, momentum, unit_gain=None,
+             l1_regularization_weight=_CPP.l1_regularization_weight,
+             l2_regularization_weight=_CPP.l2_regularization_weight,
+             gaussian_noise_injection_std_dev=0.0,
+             gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+             gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
              use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
@@ -79,9 +89,12 @@ def nesterov(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=
                                    _momentum(momentum, epoch_size), options)
 
 
-def adagrad(parameters, lr, need_ave_multiplier=True, l1_regularization_weight=0.0,
-            l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
-            gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
+def adagrad(parameters, lr, need_ave_multiplier=True,
+            l1_regularization_weight=_CPP.l1_regularization_weight,
+            l2_regularization_weight=_CPP.l2_regularization_weight,
+            gaussian_noise_injection_std_dev=0.0,
+            gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+            gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
             use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
@@ -90,9 +103,12 @@ def adagrad(parameters, lr, need_ave_multiplier=True, l1_regularization_weight=0
                                   options)
 
 
-def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8, l1_regularization_weight=0.0,
-             l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
-             gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
+def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8,
+             l1_regularization_weight=_CPP.l1_regularization_weight,
+             l2_regularization_weight=_CPP.l2_regularization_weight,
+             gaussian_noise_injection_std_dev=0.0,
+             gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+             gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
              use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
@@ -103,10 +119,12 @@ def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8, l1_regularization_weig
 
 
 def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
-         l1_regularization_weight=0.0, l2_regularization_weight=0.0,
-         gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
-         gradient_clipping_with_truncation=True, use_mean_gradient=None, epsilon=1e-8,
-         adamax=False, minibatch_size=None, epoch_size=None):
+         l1_regularization_weight=_CPP.l1_regularization_weight,
+         l2_regularization_weight=_CPP.l2_regularization_weight,
+         gaussian_noise_injection_std_dev=0.0,
+         gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+         gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
+         use_mean_gradient=None, epsilon=1e-8, adamax=False, minibatch_size=None, epoch_size=None):
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
@@ -118,10 +136,12 @@ def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
 
 
 def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
-              l1_regularization_weight=0.0, l2_regularization_weight=0.0,
-              gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
-              gradient_clipping_with_truncation=True, use_mean_gradient=None,
-              minibatch_size=None, epoch_size=None):
+              l1_regularization_weight=_CPP.l1_regularization_weight,
+              l2_regularization_weight=_CPP.l2_regularization_weight,
+              gaussian_noise_injection_std_dev=0.0,
+              gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+              gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
+              use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
@@ -133,10 +153,12 @@ def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
 
 
 def rmsprop(parameters, lr, gamma, inc, dec, max, min, need_ave_multiplier=True,
-            l1_regularization_weight=0.0, l2_regularization_weight=0.0,
-            gaussian_noise_injection_std_dev=0.0, gradient_clipping_threshold_per_sample=np.inf,
-            gradient_clipping_with_truncation=True, use_mean_gradient=None, minibatch_size=None,
-            epoch_size=None):
+            l1_regularization_weight=_CPP.l1_regularization_weight,
+            l2_regularization_weight=_CPP.l2_regularization_weight,
+            gaussian_noise_injection_std_dev=0.0,
+            gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
+            gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
+            use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     options = _options(None, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
