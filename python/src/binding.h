@@ -114,6 +114,13 @@ auto with_minibatch(const py::dict& arguments, Call call) {
   return call(values);
 }
 
+// A node of a graph walk as Python sees it: a Function, or a Variable as its kind's class; a
+// list of them.
+py::object node_object(const GraphNode& node);
+py::list node_objects(const std::vector<GraphNode>& nodes);
+// CNTK's find_by_name: the one node named name, None for none, ValueError for several.
+py::object find_one_by_name(const Function& root, const std::string& name, int depth);
+
 // CNTK's device= arguments: None or a DeviceDescriptor (the CPU: asking for a GPU already
 // failed); TypeError for anything else.
 void check_device(py::handle device);
@@ -137,6 +144,7 @@ void add_layers(py::module_ m);
 void add_learners(py::module_ m);
 void add_io(py::module_ m);
 void add_logging(py::module_ m);
+void add_logging_graph(py::module_ m);
 void add_eval(py::module_ m);
 void add_train(py::module_ m);
 void add_distributed(py::module_ m);

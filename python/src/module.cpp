@@ -82,7 +82,9 @@ PYBIND11_MODULE(_loom, m) {
   add_layers(submodule(m, "layers"));
   add_learners(submodule(m, "learners"));
   add_io(submodule(m, "io"));
-  add_logging(submodule(m, "logging"));
+  py::module_ logging = submodule(m, "logging");
+  add_logging(logging);
+  add_logging_graph(submodule(logging, "graph"));
   add_eval(submodule(m, "eval"));
   add_train(train);
   add_distributed(submodule(train, "distributed"));

@@ -38,7 +38,7 @@ def _graph_nodes(root):
         if not root.is_output:
             return [root]
         root = root.owner
-    return _loom.depth_first_search(
+    return _loom.logging.graph.depth_first_search(
         root.root_function, lambda n: not (isinstance(n, _loom.Variable) and n.is_output), -1)
 
 

@@ -5,8 +5,9 @@ import os
 import shutil
 import subprocess
 
-from loom._loom import (depth_first_search, find_all_with_name, find_by_name,  # noqa: F401
-                        find_by_uid, get_node_outputs, Function, Variable)
+from loom._loom import Function, Variable
+from loom._loom.logging.graph import (depth_first_search, find_all_with_name,  # noqa: F401
+                                      find_by_name, find_by_uid, get_node_outputs)
 
 
 def _dot(root):
