@@ -40,6 +40,8 @@ constexpr uint64_t kMaxElements = uint64_t(1) << 40;
 struct Val {
   Variable var;
   size_t dynamic = 0;
+  // An ONNX integer tensor (held as float values): Div of two truncates.
+  bool integer = false;
   size_t rank() const { return var.shape().rank() + dynamic; }
 };
 
@@ -84,6 +86,28 @@ std::string string_attribute(const pb::NodeProto& n, const std::string& name,
   return a ? a->s() : fallback;
 }
 
+// ONNX's integer element types, which Loom holds as float values.
+bool is_integer_type(int32_t t) {
+  switch (t) {
+    case pb::TensorProto::INT8:
+    case pb::TensorProto::UINT8:
+    case pb::TensorProto::INT16:
+    case pb::TensorProto::UINT16:
+    case pb::TensorProto::INT32:
+    case pb::TensorProto::UINT32:
+    case pb::TensorProto::INT64:
+    case pb::TensorProto::UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// x rounded toward zero (ONNX's integer division, its Cast to an integer type).
+Variable truncated(const Variable& x, const std::string& name = "") {
+  return element_select(less(x, constant(0.0, x.dtype())), ceil(x), floor(x), name);
+}
+
 // An ONNX axis (negative counts from the end) of a value of `rank` axes.
 size_t onnx_axis(int64_t axis, size_t rank) {
   const int64_t a = axis < 0 ? axis + int64_t(rank) : axis;
@@ -124,6 +148,16 @@ class Importer {
 
   Function import() {
     const pb::GraphProto& g = model_.graph();
+    // Integer and boolean tensors are read as values of the graph's float type.
+    auto is_double = [](const pb::ValueInfoProto& v) {
+      return v.type().tensor_type().elem_type() == pb::TensorProto::DOUBLE;
+    };
+    if (std::any_of(g.input().begin(), g.input().end(), is_double) ||
+        std::any_of(g.output().begin(), g.output().end(), is_double) ||
+        std::any_of(g.initializer().begin(), g.initializer().end(), [](const pb::TensorProto& t) {
+          return t.data_type() == pb::TensorProto::DOUBLE;
+        }))
+      integer_dtype_ = DataType::Float64;
     for (const pb::TensorProto& t : g.initializer()) {
       constants_[t.name()] = &t;
       names_.insert(t.name());
@@ -218,9 +252,9 @@ class Importer {
       lengths_.insert(in.name());
       return;
     }
-    // A boolean input is read as float32 0/1 values (Loom's comparisons and logic ops give them).
-    const DataType dtype = t.elem_type() == pb::TensorProto::BOOL ? DataType::Float32
-                                                                  : data_type(t.elem_type(), where);
+    // A boolean input is read as 0/1 values (Loom's comparisons and logic ops give them), an
+    // integer one as float values (the caller gives them so).
+    const DataType dtype = data_type(t.elem_type(), where);
     // [T, N, sample...]: a batch of sequences (ONNX's recurrent ops take them so); a fixed
     // axis 0 is the batch axis, or a static one (OnnxImportOptions).
     const int rank = t.shape().dim_size();
@@ -242,14 +276,19 @@ class Importer {
     if (dynamic == 0) options.dynamic_axes = {};
     values_[in.name()] = {dynamic == 2 ? sequence::input_variable(NDShape(dims), options)
                                        : input_variable(NDShape(dims), options),
-                          size_t(dynamic)};
+                          size_t(dynamic), is_integer_type(t.elem_type())};
   }
 
-  DataType data_type(int32_t t, const std::string& where) {
+  // The Loom type of an ONNX element type: float and double as they are, booleans (0/1) and
+  // integers as the graph's float type (integer_dtype_).
+  DataType data_type(int32_t t, const std::string& where) const {
     if (t == pb::TensorProto::FLOAT) return DataType::Float32;
     if (t == pb::TensorProto::DOUBLE) return DataType::Float64;
-    throw DataError(detail::concat(where, " has ONNX element type ", t,
-                                   "; Loom reads float (1) and double (11)"));
+    if (t == pb::TensorProto::BOOL || is_integer_type(t)) return integer_dtype_;
+    throw DataError(detail::concat(
+        where, " has ONNX element type ", t, " (", pb::TensorProto::DataType_Name(t),
+        "); Loom reads float, double, bool and the integer types int8 to int64 and uint8 to ",
+        "uint64 (float16, bfloat16, strings and complex numbers are not read)"));
   }
 
   // ---- constants (initializers and Constant nodes) ----
@@ -293,6 +332,52 @@ class Importer {
     return v;
   }
 
+  // The values of t, a tensor of a type data_type reads, as doubles. Integers that dtype (the
+  // type they become) cannot hold exactly, beyond 2^24 for float32 and 2^53 for float64, are an
+  // error: Loom holds integer tensors as float values and never rounds them.
+  std::vector<double> numbers(const pb::TensorProto& t, DataType dtype) const {
+    const std::string what = "tensor '" + t.name() + "'";
+    data_type(t.data_type(), what);
+    auto all = [&]<typename T>(const auto& field) {
+      const std::vector<T> v = elements<T>(t, field);
+      const double limit = dtype == DataType::Float32 ? 0x1p24 : 0x1p53;
+      std::vector<double> d;
+      d.reserve(v.size());
+      for (T x : v) {
+        if constexpr (std::is_integral_v<T> && sizeof(T) >= 4)
+          if (x > T(limit) || (std::is_signed_v<T> && x < -T(limit)))
+            fail(what, " holds the integer ", x, ", which ", to_string(dtype),
+                 " values do not hold exactly (Loom reads integer tensors as ", to_string(dtype),
+                 " values of magnitude up to 2^", dtype == DataType::Float32 ? 24 : 53, ")");
+        d.push_back(double(x));
+      }
+      return d;
+    };
+    switch (t.data_type()) {
+      case pb::TensorProto::FLOAT:
+        return all.operator()<float>(t.float_data());
+      case pb::TensorProto::DOUBLE:
+        return all.operator()<double>(t.double_data());
+      case pb::TensorProto::BOOL:
+      case pb::TensorProto::UINT8:
+        return all.operator()<uint8_t>(t.int32_data());
+      case pb::TensorProto::INT8:
+        return all.operator()<int8_t>(t.int32_data());
+      case pb::TensorProto::INT16:
+        return all.operator()<int16_t>(t.int32_data());
+      case pb::TensorProto::UINT16:
+        return all.operator()<uint16_t>(t.int32_data());
+      case pb::TensorProto::INT32:
+        return all.operator()<int32_t>(t.int32_data());
+      case pb::TensorProto::INT64:
+        return all.operator()<int64_t>(t.int64_data());
+      case pb::TensorProto::UINT32:
+        return all.operator()<uint32_t>(t.uint64_data());
+      default:  // UINT64
+        return all.operator()<uint64_t>(t.uint64_data());
+    }
+  }
+
   // A constant of integers (shapes, axes, slice bounds).
   std::vector<int64_t> ints(const std::string& name) {
     const pb::TensorProto& t = constant_tensor(name);
@@ -312,10 +397,12 @@ class Importer {
     const auto key = std::make_tuple(name, is_constant, want.dims());
     auto it = leaves_.find(key);
     if (it != leaves_.end()) return it->second;
+    const DataType dtype = data_type(t.data_type(), "tensor '" + name + "'");
+    const std::vector<double> values = numbers(t, dtype);
     const NDArrayView data =
-        data_type(t.data_type(), "tensor '" + name + "'") == DataType::Float32
-            ? NDArrayView::from_vector(want, elements<float>(t, t.float_data()))
-            : NDArrayView::from_vector(want, elements<double>(t, t.double_data()));
+        dtype == DataType::Float32
+            ? NDArrayView::from_vector(want, std::vector<float>(values.begin(), values.end()))
+            : NDArrayView::from_vector(want, values);
     Variable v = is_constant ? Variable(constant(data, name)) : Variable(parameter(data, name));
     return leaves_[key] = v;
   }
@@ -340,7 +427,8 @@ class Importer {
     const std::string& name = node_->input(int(i));
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
-    if (constants_.count(name)) return {leaf(name, false), 0};
+    if (constants_.count(name))
+      return {leaf(name, false), 0, is_integer_type(constants_.at(name)->data_type())};
     if (const std::string why = unavailable(name); !why.empty())
       fail("input '", name, "' is ", why);
     if (lengths_.count(name))
@@ -364,8 +452,8 @@ class Importer {
   Val reshaped(const Val& v, const NDShape& shape) {
     if (v.var.shape() == shape) return v;
     if (!v.dynamic && v.var.is_parameter() && v.var.shape().total_size() == shape.total_size())
-      return {leaf(v.var.name(), false, shape), 0};
-    return {reshape(v.var, shape, out_name()), v.dynamic};
+      return {leaf(v.var.name(), false, shape), 0, v.integer};
+    return {reshape(v.var, shape, out_name()), v.dynamic, v.integer};
   }
   // Input i, a constant of integers.
   std::vector<int64_t> input_ints(size_t i) {
@@ -415,14 +503,14 @@ class Importer {
         {"Or", table_op("Or")},
         {"Xor", table_op("Xor")},
         {"Not", table_op("Not")},
-        {"Where", table_op("Select")},
+        {"Where", table_op("Select", {}, 1)},
         {"PRelu", table_op("PReLU", {1, 0})},
         {"Softplus", table_op("Softplus")},
         {"Clip", &Importer::clip_node},
         {"Round", &Importer::round_half_even},
         {"Cast", &Importer::cast_node},
-        {"ArgMax", arg_reduce(argmax)},
-        {"ArgMin", arg_reduce(argmin)},
+        {"ArgMax", arg_reduce(argmax, static_cast<ReduceAxisFn>(reduce_max))},
+        {"ArgMin", arg_reduce(argmin, static_cast<ReduceAxisFn>(reduce_min))},
         {"Pad", &Importer::pad_node},
         {"LRN", &Importer::lrn},
         {"OneHot", &Importer::one_hot_node},
@@ -599,10 +687,7 @@ class Importer {
         fail("the value must be a tensor of one element");
       const DataType dtype =
           value ? data_type(value->t().data_type(), "the value") : DataType::Float32;
-      const double v = !value ? 0.0
-                       : dtype == DataType::Float32
-                           ? double(elements<float>(value->t(), value->t().float_data())[0])
-                           : elements<double>(value->t(), value->t().double_data())[0];
+      const double v = value ? numbers(value->t(), dtype)[0] : 0.0;
       state = constant(v, dtype, out_name());
     }
     states_[out_name()] = {state, size_t(target[2])};
@@ -624,12 +709,16 @@ class Importer {
 
   // A node of the table's op `loom_op` whose inputs are the node's in `order` (empty: the
   // node's order), with its attributes' defaults. ONNX's booleans are Loom's 0/1 values, which
-  // Loom's logic ops (x > 0 is true) and element_select (flag != 0) read as ONNX reads them.
-  static Importing table_op(const char* loom_op, std::vector<size_t> order = {}) {
-    return [loom_op, order](Importer& m) {
+  // Loom's logic ops (x > 0 is true) and element_select (flag != 0) read as ONNX reads them. The
+  // result is an integer tensor where input `integer_from` is one (none: a boolean or float).
+  static Importing table_op(const char* loom_op, std::vector<size_t> order = {},
+                            std::optional<size_t> integer_from = {}) {
+    return [loom_op, order, integer_from](Importer& m) {
       const OpSchema* s = find_schema(loom_op);
       LOOM_CHECK(s, StateError, "ONNX import: Loom has no op ", loom_op);
-      return m.generic(*s, order);
+      Val y = m.generic(*s, order);
+      y.integer = integer_from && m.in(*integer_from).integer;
+      return y;
     };
   }
 
@@ -660,12 +749,17 @@ class Importer {
     Dictionary attributes;
     for (const OnnxAttribute& a : s.onnx.attributes)
       attributes[a.key] = double(float_attribute(*node_, a.onnx, float(a.onnx_default)));
+    // ONNX's ops of integers give integers (Pow those of its base's type); Div of integers
+    // rounds toward zero.
+    const bool integer = args[0].integer;
+    if (node_->op_type() == "Div" && integer && args[1].integer)
+      return {truncated(s.apply(std::move(vars), attributes), out_name()), dynamic, true};
     if (!s.associative || vars.size() == 2)
-      return Val{s.apply(std::move(vars), attributes, out_name()), dynamic};
+      return Val{s.apply(std::move(vars), attributes, out_name()), dynamic, integer};
     Variable y = vars[0];
     for (size_t i = 1; i < vars.size(); ++i)
       y = s.apply({y, vars[i]}, attributes, i + 1 == vars.size() ? out_name() : "");
-    return {y, dynamic};
+    return {y, dynamic, integer};
   }
 
   // ONNX right-aligns whole tensors, Loom the samples behind the dynamic axes: values with
@@ -709,16 +803,20 @@ class Importer {
     return {minus(r, element_times(tie, odd), out_name()), x.dynamic};
   }
 
-  // Cast to float or double (Loom's cast; a boolean is a 0/1 value already), or to bool
-  // (x != 0, held as 0/1).
+  // Cast to float or double (Loom's cast; a boolean is a 0/1 value already), to bool (x != 0,
+  // held as 0/1), or to an integer type (rounded toward zero; of a value outside the type's
+  // range, which ONNX leaves undefined, the rounded value).
   Val cast_node() {
     const Val x = in(0);
     const int64_t to = int_attribute(*node_, "to", 0);
     if (to == pb::TensorProto::BOOL)
       return {not_equal(x.var, constant(0.0, x.var.dtype()), out_name()), x.dynamic};
     const DataType t = data_type(int32_t(to), "the type 'to'");
-    if (t == x.var.dtype()) return x;
-    return {cast(x.var, t, out_name()), x.dynamic};
+    const bool integer = is_integer_type(int32_t(to));
+    const Variable y =
+        t == x.var.dtype() ? x.var : Variable(cast(x.var, t, integer ? "" : out_name()));
+    if (integer) return {x.integer ? y : truncated(y, out_name()), x.dynamic, true};
+    return {y, x.dynamic};
   }
 
   // The identity at inference; training mode (a training_mode input that is not a constant
@@ -900,24 +998,22 @@ class Importer {
     const Val x = in(0);
     // depth: one number of any numeric type.
     if (!has_input(1)) fail("input 1 (depth) is missing");
-    const pb::TensorProto& d = constant_tensor(node_->input(1));
     std::vector<int64_t> depth;
-    if (d.data_type() == pb::TensorProto::FLOAT || d.data_type() == pb::TensorProto::DOUBLE) {
-      for (double v : weights(1, tensor_shape(d).dims(), "depth"))
-        depth.push_back(v >= 1 && v <= double(kMaxDim) ? int64_t(v) : -1);
-    } else {
-      depth = input_ints(1);
-    }
+    for (double v : weights(1, tensor_shape(constant_tensor(node_->input(1))).dims(), "depth"))
+      depth.push_back(v >= 1 && v <= double(kMaxDim) ? int64_t(v) : -1);
     if (depth.size() != 1 || depth[0] < 1 || depth[0] > kMaxDim)
       fail("depth must be one number from 1 to 2^31");
     const std::vector<double> values = weights(2, {2}, "values");
     const size_t axis = onnx_axis(int_attribute(*node_, "axis", -1), x.rank() + 1);
     if (axis < x.dynamic) fail("the new axis ", axis, " is before the batch axis");
     const bool zero_one = values == std::vector<double>{0, 1};
-    const Variable y = one_hot(x.var, size_t(depth[0]), false, Axis(int(axis - x.dynamic)),
+    // A negative index counts from the end (Loom's one_hot gives zeros for it).
+    const DataType t = x.var.dtype();
+    const Variable indices =
+        plus(x.var, element_times(less(x.var, constant(0.0, t)), constant(double(depth[0]), t)));
+    const Variable y = one_hot(indices, size_t(depth[0]), false, Axis(int(axis - x.dynamic)),
                                zero_one ? out_name() : "");
     if (zero_one) return {y, x.dynamic};
-    const DataType t = x.var.dtype();
     return {plus(element_times(y, constant(values[1] - values[0], t)), constant(values[0], t),
                  out_name()),
             x.dynamic};
@@ -1084,13 +1180,14 @@ class Importer {
     return reshaped(x, NDShape(dims));
   }
 
-  // Pad in constant or reflect mode (Loom's pad has no "edge"), of the static axes only; a pad
-  // at most the axis's extent, so that the sizes bound the output by the input.
+  // Pad in constant or reflect mode, or edge mode (which Loom's pad has not) as each axis's first
+  // and last slices spliced on; of the static axes only, a pad at most the axis's extent, so
+  // that the sizes bound the output by the input.
   Val pad_node() {
     const Val x = in(0);
     const std::string mode = string_attribute(*node_, "mode", "constant");
-    if (mode != "constant" && mode != "reflect")
-      fail("mode ", mode, " is not imported (Loom pads with a constant or a reflection)");
+    if (mode != "constant" && mode != "reflect" && mode != "edge")
+      fail("mode ", mode, " is not one of ONNX's (constant, reflect, edge)");
     const std::vector<int64_t> pads = input_ints(1);
     const size_t rank = x.rank();
     if (pads.size() != 2 * rank) fail("pads ", list(pads), " must have ", 2 * rank, " values");
@@ -1108,11 +1205,24 @@ class Importer {
              " (Loom reads pads up to the extent)");
       pattern.emplace_back(size_t(before), size_t(after));
     }
+    if (mode == "edge") {
+      Variable y = x.var;
+      for (size_t k = 0; k < pattern.size(); ++k) {
+        const auto [before, after] = pattern[k];
+        if (!before && !after) continue;
+        const Axis axis{int(k)};
+        std::vector<Variable> parts(before, slice(y, axis, 0, 1));
+        parts.push_back(y);
+        parts.insert(parts.end(), after, slice(y, axis, int(y.shape()[k]) - 1, 0));
+        y = splice(parts, axis);
+      }
+      return {y, x.dynamic, x.integer};
+    }
     const double value = has_input(2) ? weights(2, {}, "constant_value")[0] : 0.0;
     return {pad(x.var, pattern,
                 {.mode = mode == "constant" ? kConstantPad : kReflectPad, .constant_value = value},
                 out_name()),
-            x.dynamic};
+            x.dynamic, x.integer};
   }
 
   Val slice_node() {
@@ -1183,27 +1293,45 @@ class Importer {
   }
 
   // ArgMax and ArgMin: Loom's keep the axis (keepdims 0 reshapes it away) and take the first
-  // extreme; their positions are values of x's type (ONNX's int64).
-  static Importing arg_reduce(Function (*op)(const Variable&, const Axis&, const std::string&)) {
-    return [op](Importer& m) {
+  // extreme; their positions are values of x's type (ONNX's int64). select_last_index 1: the
+  // largest position where x equals its extreme (extreme: reduce_max or reduce_min).
+  using ReduceAxisFn = Function (*)(const Variable&, const Axis&, bool, const std::string&);
+  static Importing arg_reduce(Function (*op)(const Variable&, const Axis&, const std::string&),
+                              ReduceAxisFn extreme) {
+    return [op, extreme](Importer& m) {
       const Val x = m.in(0);
-      if (int_attribute(*m.node_, "select_last_index", 0) != 0)
-        fail("select_last_index must be 0 (Loom takes the first extreme)");
       const Axis axis = static_axis(x, int_attribute(*m.node_, "axis", 0));
-      if (int_attribute(*m.node_, "keepdims", 1) != 0)
-        return Val{op(x.var, axis, m.out_name()), x.dynamic};
+      const bool keep = int_attribute(*m.node_, "keepdims", 1) != 0;
+      const std::string name = m.out_name();
+      if (int_attribute(*m.node_, "select_last_index", 0) != 0) {
+        // The positions along the axis, [n, 1...] to broadcast against the axes behind it.
+        const size_t k = size_t(axis.static_index()), n = x.var.shape()[k];
+        std::vector<size_t> dims(x.var.shape().rank() - k, 1);
+        dims[0] = n;
+        std::vector<double> at(n);
+        for (size_t i = 0; i < n; ++i) at[i] = double(i);
+        const DataType t = x.var.dtype();
+        const Variable positions = constant(
+            t == DataType::Float64 ? NDArrayView::from_vector(NDShape(dims), at)
+                                   : NDArrayView::from_vector(
+                                         NDShape(dims), std::vector<float>(at.begin(), at.end())));
+        const Variable hit = equal(x.var, extreme(x.var, axis, true, ""));
+        return Val{reduce_max(element_times(hit, positions), axis, keep, name), x.dynamic, true};
+      }
+      if (keep) return Val{op(x.var, axis, name), x.dynamic, true};
       std::vector<size_t> dims = x.var.shape().dims();
       dims.erase(dims.begin() + axis.static_index());
-      return Val{reshape(op(x.var, axis, ""), NDShape(dims), m.out_name()), x.dynamic};
+      return Val{reshape(op(x.var, axis, ""), NDShape(dims), name), x.dynamic, true};
     };
   }
 
   // TopK's values and positions (int64 in ONNX: values of x's type), the k largest along one
-  // static axis in decreasing order (which ONNX's sorted 0 leaves open); largest 0 is refused.
+  // static axis in decreasing order (which ONNX's sorted 0 leaves open); largest 0: the k
+  // smallest in increasing order, as the negated top k of -x.
   void top_k_node() {
-    const Val x = in(0);
-    if (int_attribute(*node_, "largest", 1) == 0)
-      fail("largest must be 1 (Loom's top_k takes the largest)");
+    const bool largest = int_attribute(*node_, "largest", 1) != 0;
+    Val x = in(0);
+    if (!largest) x.var = negate(x.var);
     const Axis axis = static_axis(x, int_attribute(*node_, "axis", -1));
     const std::vector<int64_t> k = input_ints(1);
     const size_t extent = x.var.shape()[size_t(axis.static_index())];
@@ -1211,10 +1339,13 @@ class Importer {
       fail("K ", list(k), " must be one number from 1 to the axis's extent ", extent);
     const Dictionary attributes({{"k", k[0]}, {"axis", axis_attribute(axis)}});
     const char* ops[] = {"TopK", "TopKIndices"};
-    for (int i = 0; i < 2 && i < node_->output_size(); ++i)
-      if (!node_->output(i).empty())
-        values_[node_->output(i)] = {
-            find_schema(ops[i])->apply({x.var}, attributes, node_->output(i)), x.dynamic};
+    for (int i = 0; i < 2 && i < node_->output_size(); ++i) {
+      if (node_->output(i).empty()) continue;
+      const std::string& name = node_->output(i);
+      const bool negated = i == 0 && !largest;
+      const Variable y = find_schema(ops[i])->apply({x.var}, attributes, negated ? "" : name);
+      values_[name] = {negated ? Variable(negate(y, name)) : y, x.dynamic, i == 1 || x.integer};
+    }
   }
 
   // ---- recurrent ops ----
@@ -1227,16 +1358,14 @@ class Importer {
     bool backwards = false;
   };
 
-  // The float values of a constant input of the node, of the given shape.
+  // The values of a constant input of the node (of any type data_type reads), of the given
+  // shape.
   std::vector<double> weights(size_t i, const std::vector<size_t>& shape, const char* what) {
     if (!has_input(i)) fail(what, " (input ", i, ") is missing");
     const pb::TensorProto& t = constant_tensor(node_->input(int(i)));
     if (tensor_shape(t) != NDShape(shape))
       fail(what, " has shape ", tensor_shape(t).to_string(), ", not ", NDShape(shape).to_string());
-    if (data_type(t.data_type(), std::string(what)) == DataType::Float64)
-      return elements<double>(t, t.double_data());
-    const std::vector<float> v = elements<float>(t, t.float_data());
-    return {v.begin(), v.end()};
+    return numbers(t, DataType::Float64);
   }
 
   Variable weight_parameter(const std::vector<double>& v, const NDShape& shape, DataType dtype,
@@ -1377,6 +1506,9 @@ class Importer {
   const std::string file_;
   const OnnxImportOptions options_;
   pb::ModelProto model_;
+  // The type of integer and boolean tensors: float64 where the graph's inputs, outputs or
+  // initializers include a double tensor.
+  DataType integer_dtype_ = DataType::Float32;
   const pb::NodeProto* node_ = nullptr;
   std::unordered_map<std::string, const pb::TensorProto*> constants_;
   std::unordered_map<std::string, Val> values_;

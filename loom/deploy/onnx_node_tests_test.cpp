@@ -67,34 +67,53 @@ int64_t default_opset(const pb::ModelProto& model) {
   return 0;
 }
 
-// A float or double tensor of the test data (numpy_helper writes raw data); a boolean one as
-// float 0/1 and an int64 one (ArgMax's positions) as doubles, as Loom imports them.
-NDArrayView to_array(const pb::TensorProto& t) {
-  std::vector<size_t> dims(t.dims().begin(), t.dims().end());
-  const NDShape shape(dims);
+// The values of a tensor of the test data (numpy_helper writes raw data) as doubles: float,
+// double, bool (0/1) and the integer types, which Loom imports as float values.
+std::vector<double> numbers(const pb::TensorProto& t) {
+  const size_t n = NDShape(std::vector<size_t>(t.dims().begin(), t.dims().end())).total_size();
   auto values = [&]<typename T>(const auto& field) {
-    std::vector<T> v(shape.total_size());
+    std::vector<T> v(n);
     if (t.has_raw_data()) {
       if (t.raw_data().size() != v.size() * sizeof(T)) throw DataError(t.name() + ": bad size");
       std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
     } else {
       v.assign(field.begin(), field.end());
     }
-    return v;
+    return std::vector<double>(v.begin(), v.end());
   };
-  if (t.data_type() == pb::TensorProto::FLOAT)
-    return NDArrayView::from_vector(shape, values.operator()<float>(t.float_data()));
-  if (t.data_type() == pb::TensorProto::DOUBLE)
-    return NDArrayView::from_vector(shape, values.operator()<double>(t.double_data()));
-  if (t.data_type() == pb::TensorProto::BOOL) {
-    const std::vector<uint8_t> flags = values.operator()<uint8_t>(t.int32_data());
-    return NDArrayView::from_vector(shape, std::vector<float>(flags.begin(), flags.end()));
+  switch (t.data_type()) {
+    case pb::TensorProto::FLOAT:
+      return values.operator()<float>(t.float_data());
+    case pb::TensorProto::DOUBLE:
+      return values.operator()<double>(t.double_data());
+    case pb::TensorProto::BOOL:
+    case pb::TensorProto::UINT8:
+      return values.operator()<uint8_t>(t.int32_data());
+    case pb::TensorProto::INT8:
+      return values.operator()<int8_t>(t.int32_data());
+    case pb::TensorProto::INT16:
+      return values.operator()<int16_t>(t.int32_data());
+    case pb::TensorProto::UINT16:
+      return values.operator()<uint16_t>(t.int32_data());
+    case pb::TensorProto::INT32:
+      return values.operator()<int32_t>(t.int32_data());
+    case pb::TensorProto::INT64:
+      return values.operator()<int64_t>(t.int64_data());
+    case pb::TensorProto::UINT32:
+      return values.operator()<uint32_t>(t.uint64_data());
+    case pb::TensorProto::UINT64:
+      return values.operator()<uint64_t>(t.uint64_data());
+    default:
+      throw DataError(detail::concat(t.name(), ": test data of ONNX element type ", t.data_type()));
   }
-  if (t.data_type() == pb::TensorProto::INT64) {
-    const std::vector<int64_t> positions = values.operator()<int64_t>(t.int64_data());
-    return NDArrayView::from_vector(shape, std::vector<double>(positions.begin(), positions.end()));
-  }
-  throw DataError(detail::concat(t.name(), ": test data of ONNX element type ", t.data_type()));
+}
+
+// A tensor of the test data as an array of the given type.
+NDArrayView to_array(const pb::TensorProto& t, DataType dtype) {
+  const NDShape shape(std::vector<size_t>(t.dims().begin(), t.dims().end()));
+  const std::vector<double> v = numbers(t);
+  if (dtype == DataType::Float64) return NDArrayView::from_vector(shape, v);
+  return NDArrayView::from_vector(shape, std::vector<float>(v.begin(), v.end()));
 }
 
 // The model with every graph input but the first made an initializer holding its test data:
@@ -138,23 +157,24 @@ Outcome run_model(const pb::ModelProto& model, const fs::path& data, const std::
       if (initializers.count(input)) continue;
       for (const Variable& a : f.arguments())
         if (a.name() == input)
-          args.insert_or_assign(a, ArgumentData(to_array(parse<pb::TensorProto>(
-                                                    data / ("input_" + std::to_string(j) + ".pb"))))
-                                       .to_value(a));
+          args.insert_or_assign(
+              a, ArgumentData(
+                     to_array(parse<pb::TensorProto>(data / ("input_" + std::to_string(j) + ".pb")),
+                              a.dtype()))
+                     .to_value(a));
     }
     const std::vector<Variable> outputs = f.outputs();
     const ValueMap values = f.eval(args, outputs);
     for (size_t j = 0; j < outputs.size(); ++j) {
       const auto want = parse<pb::TensorProto>(data / ("output_" + std::to_string(j) + ".pb"));
-      const NDArrayView expected = to_array(want);
+      const NDShape expected(std::vector<size_t>(want.dims().begin(), want.dims().end()));
       const NDArrayView got = values.at(outputs[j]).data();
       // A value without a batch axis is one sample: [1, shape...].
-      const NDShape shape =
-          outputs[j].has_batch_axis() ? expected.shape() : expected.shape().prepend(1);
+      const NDShape shape = outputs[j].has_batch_axis() ? expected : expected.prepend(1);
       if (got.shape() != shape)
         throw DataError(detail::concat("output ", j, " has shape ", got.shape().to_string(),
                                        ", ONNX's ", shape.to_string()));
-      const std::vector<double> g = doubles(got), e = doubles(expected);
+      const std::vector<double> g = doubles(got), e = numbers(want);
       for (size_t i = 0; i < e.size(); ++i)
         if (!(std::abs(g[i] - e[i]) <= kAtol + kRtol * std::abs(e[i])) &&
             !(std::isnan(g[i]) && std::isnan(e[i])) && g[i] != e[i])

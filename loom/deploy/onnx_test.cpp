@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -605,6 +606,102 @@ TEST(OnnxImport, TopKValuesAndPositions) {
   EXPECT_EQ(v.at(f.outputs()[1]).data().to_vector<float>(), (std::vector<float>{1, 2, 0, 2}));
   k->set_int64_data(0, 4);
   expect_error<DataError>([&] { g.load(); }, {"TopK", "K [4] must be one number from 1"});
+}
+
+// An integer initializer holding the values given.
+void int64_initializer(OnnxGraph& g, const std::string& name, const std::vector<int64_t>& dims,
+                       const std::vector<int64_t>& values) {
+  pb::TensorProto* t = g.graph().add_initializer();
+  t->set_name(name);
+  t->set_data_type(pb::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+// Integer tensors are float values of the graph's float type: an integer input takes floats,
+// Div of integers (inputs, initializers, a Cast to an integer type, an op of integers) rounds
+// toward zero, Cast to an integer type rounds toward zero, OneHot takes integer indices
+// (negative ones from the end); an integer the float type cannot hold exactly is an error
+// naming its tensor.
+TEST(OnnxImport, IntegerTensorsAsFloatValues) {
+  OnnxGraph g({{"a", {4}}, {"b", {4}}, {"x", {4}}}, {"quotient", "halves", "hot"});
+  for (int i : {0, 1})
+    g.graph().mutable_input(i)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        pb::TensorProto::INT64);
+  g.node("Div", {"a", "b"}, {"quotient"});
+  set(g.node("Cast", {"x"}, {"truncated"}), "to", int64_t{pb::TensorProto::INT32});
+  int64_initializer(g, "two", {}, {2});
+  g.node("Add", {"truncated", "truncated"}, {"doubled"});
+  g.node("Div", {"doubled", "two"}, {"back"});
+  g.node("Div", {"back", "two"}, {"halves"});
+  int64_initializer(g, "indices", {2}, {-1, 1});
+  int64_initializer(g, "depth", {}, {3});
+  g.initializer("off_on", {2}, {0, 1});
+  g.node("OneHot", {"indices", "depth", "off_on"}, {"hot"});
+  const Function f = g.load();
+  ValueMap args;
+  const std::map<std::string, NDArrayView> data = {{"a", tensor({4}, {7, -7, 6, -1})},
+                                                   {"b", tensor({4}, {2, 2, 4, 3})},
+                                                   {"x", tensor({4}, {-1.5f, 2.7f, -0.2f, 3})}};
+  for (const Variable& arg : f.arguments()) {
+    EXPECT_EQ(arg.dtype(), DataType::Float32) << arg.name();
+    args.insert_or_assign(arg, ArgumentData(data.at(arg.name())).to_value(arg));
+  }
+  const ValueMap v = f.eval(args, f.outputs());
+  auto output = [&](size_t k) { return v.at(f.outputs()[k]).data().to_vector<float>(); };
+  EXPECT_EQ(output(0), (std::vector<float>{3, -3, 1, 0}));
+  EXPECT_EQ(output(1), (std::vector<float>{0, 1, 0, 1}));  // -1, 2, 0, 3 halved
+  EXPECT_EQ(output(2), (std::vector<float>{0, 0, 1, 0, 1, 0}));
+
+  // float32 holds integers up to 2^24 exactly, float64 (a graph with a double tensor) 2^53.
+  OnnxGraph big({{"x", {1}}}, {"y"});
+  int64_initializer(big, "offset", {1}, {(int64_t{1} << 24) + 1});
+  big.node("Add", {"x", "offset"}, {"y"});
+  expect_error<DataError>([&] { big.load(); },
+                          {"tensor 'offset'", "16777217", "float32", "up to 2^24"});
+  big.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      pb::TensorProto::DOUBLE);
+  const Function wide = big.load();
+  EXPECT_EQ(wide.arguments()[0].dtype(), DataType::Float64);
+  EXPECT_EQ(wide.eval({{"x", NDArrayView::from_vector(NDShape{1}, std::vector<double>{1})}})
+                .data()
+                .to_vector<double>(),
+            std::vector<double>{16777218});
+  big.graph().mutable_initializer(0)->set_int64_data(0, (int64_t{1} << 53) + 1);
+  expect_error<DataError>([&] { big.load(); }, {"tensor 'offset'", "float64", "up to 2^53"});
+
+  // float16 is not read: the message names the types that are.
+  OnnxGraph half({{"x", {1}}}, {"x"});
+  half.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      pb::TensorProto::FLOAT16);
+  expect_error<DataError>([&] { half.load(); }, {"'x'", "FLOAT16", "bool", "int8 to int64"});
+}
+
+// Pad's edge mode repeats each axis's first and last slices; ArgMax and ArgMin with
+// select_last_index take the last extreme; TopK with largest 0 the smallest, increasing.
+TEST(OnnxImport, EdgePadLastExtremesAndSmallest) {
+  OnnxGraph g({{"x", {2, 3}}}, {"padded", "last_max", "last_min", "smallest", "where"});
+  int64_initializer(g, "pads", {4}, {1, 0, 0, 2});
+  set(g.node("Pad", {"x", "pads"}, {"padded"}), "mode", std::string("edge"));
+  pb::NodeProto& last_max = g.node("ArgMax", {"x"}, {"last_max"});
+  set(last_max, "axis", int64_t{1});
+  set(last_max, "select_last_index", int64_t{1});
+  pb::NodeProto& last_min = g.node("ArgMin", {"x"}, {"last_min"});
+  set(last_min, "select_last_index", int64_t{1});
+  set(last_min, "keepdims", int64_t{0});
+  int64_initializer(g, "k", {1}, {2});
+  set(g.node("TopK", {"x", "k"}, {"smallest", "where"}), "largest", int64_t{0});
+  const Function f = g.load();
+  const ValueMap v =
+      f.eval({{f.arguments()[0],
+               ArgumentData(tensor({2, 3}, {1, 5, 5, 2, 2, 1})).to_value(f.arguments()[0])}},
+             f.outputs());
+  auto output = [&](size_t k) { return v.at(f.outputs()[k]).data().to_vector<float>(); };
+  EXPECT_EQ(output(0), (std::vector<float>{1, 5, 5, 5, 5, 1, 5, 5, 5, 5, 2, 2, 1, 1, 1}));
+  EXPECT_EQ(output(1), (std::vector<float>{2, 1}));
+  EXPECT_EQ(output(2), (std::vector<float>{0, 1, 1}));
+  EXPECT_EQ(output(3), (std::vector<float>{1, 5, 1, 2}));
+  EXPECT_EQ(output(4), (std::vector<float>{0, 1, 2, 0}));
 }
 
 // Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip
