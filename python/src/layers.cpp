@@ -114,6 +114,34 @@ void add_layers(py::module_ m) {
   m.attr("UNSET") = unset();
   const py::object u = unset();
 
+  // The options' defaults, which loom.layers' keyword arguments take.
+  py::class_<ConvolutionLayerOptions>(m, "ConvolutionLayerOptions")
+      .def(py::init<>())
+      .def_readonly("reduction_rank", &ConvolutionLayerOptions::reduction_rank)
+      .def_readonly("groups", &ConvolutionLayerOptions::groups)
+      .def_readonly("max_temp_mem_size_in_samples",
+                    &ConvolutionLayerOptions::max_temp_mem_size_in_samples);
+  py::class_<ConvolutionTransposeLayerOptions>(m, "ConvolutionTransposeLayerOptions")
+      .def(py::init<>())
+      .def_readonly("reduction_rank", &ConvolutionTransposeLayerOptions::reduction_rank)
+      .def_readonly("max_temp_mem_size_in_samples",
+                    &ConvolutionTransposeLayerOptions::max_temp_mem_size_in_samples);
+  py::class_<BatchNormalizationOptions>(m, "BatchNormalizationOptions")
+      .def(py::init<>())
+      .def_readonly("init_scale", &BatchNormalizationOptions::init_scale)
+      .def_readonly("normalization_time_constant",
+                    &BatchNormalizationOptions::normalization_time_constant)
+      .def_readonly("blend_time_constant", &BatchNormalizationOptions::blend_time_constant)
+      .def_readonly("epsilon", &BatchNormalizationOptions::epsilon);
+  py::class_<LayerNormalizationOptions>(m, "LayerNormalizationOptions")
+      .def(py::init<>())
+      .def_readonly("initial_scale", &LayerNormalizationOptions::initial_scale)
+      .def_readonly("initial_bias", &LayerNormalizationOptions::initial_bias)
+      .def_readonly("epsilon", &LayerNormalizationOptions::epsilon);
+  py::class_<UnfoldOptions>(m, "UnfoldOptions")
+      .def(py::init<>())
+      .def_readonly("length_increase", &UnfoldOptions::length_increase);
+
   py::class_<DefaultOptions>(m, "DefaultOptions")
       .def(py::init([](py::handle activation, py::handle init, py::handle bias,
                        py::handle init_bias, py::handle pad) {

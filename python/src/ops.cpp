@@ -306,6 +306,18 @@ void add_operators(Class& c) {
 }  // namespace
 
 void add_ops(py::module_ m) {
+  // The options' defaults, which loom.ops' keyword arguments take.
+  py::class_<ConvolutionOptions>(m, "ConvolutionOptions")
+      .def(py::init<>())
+      .def_readonly("reduction_rank", &ConvolutionOptions::reduction_rank)
+      .def_readonly("groups", &ConvolutionOptions::groups);
+  py::class_<MeanVarianceNormalizationOptions>(m, "MeanVarianceNormalizationOptions")
+      .def(py::init<>())
+      .def_readonly("epsilon", &MeanVarianceNormalizationOptions::epsilon)
+      .def_readonly("use_stats_across_channels",
+                    &MeanVarianceNormalizationOptions::use_stats_across_channels)
+      .def_readonly("do_variance_scaling", &MeanVarianceNormalizationOptions::do_variance_scaling);
+
   auto variable = class_of<Variable>();
   auto function = class_of<Function>();
   add_operators(variable);

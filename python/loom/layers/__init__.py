@@ -20,6 +20,13 @@ from loom.ops import sigmoid, tanh
 #: none.
 identity = _layers.identity()
 
+# The C++ layers' defaults, which the keyword arguments take.
+_CONV = _layers.ConvolutionLayerOptions()
+_CONV_T = _layers.ConvolutionTransposeLayerOptions()
+_BN = _layers.BatchNormalizationOptions()
+_LN = _layers.LayerNormalizationOptions()
+_UNFOLD = _layers.UnfoldOptions()
+
 __all__ = ['Activation', 'AttentionModel', 'AveragePooling', 'BatchNormalization', 'Convolution',
            'Convolution1D', 'Convolution2D', 'Convolution3D', 'ConvolutionTranspose',
            'ConvolutionTranspose1D', 'ConvolutionTranspose2D', 'ConvolutionTranspose3D', 'Delay',
@@ -99,11 +106,13 @@ def _conv_options(layer, activation, init, pad, bias, init_bias):
 
 
 def Convolution(filter_shape, num_filters=None, sequential=False,
-                activation=default_override_or(identity), init=default_override_or(glorot_uniform()),
-                pad=default_override_or(False), strides=1, sharing=True,
-                bias=default_override_or(True), init_bias=default_override_or(0),
-                reduction_rank=1, transpose_weight=False, dilation=1, groups=1,
-                max_temp_mem_size_in_samples=0, op_name='Convolution', name='', dtype=None):
+                activation=default_override_or(identity),
+                init=default_override_or(glorot_uniform()), pad=default_override_or(False),
+                strides=1, sharing=True, bias=default_override_or(True),
+                init_bias=default_override_or(0), reduction_rank=_CONV.reduction_rank,
+                transpose_weight=False, dilation=1, groups=_CONV.groups,
+                max_temp_mem_size_in_samples=_CONV.max_temp_mem_size_in_samples,
+                op_name='Convolution', name='', dtype=None):
     """Convolution over the trailing axes of [C, spatial...] (W: num_filters, C, filter_shape);
     num_filters None: no output channel axis; sequential: filter_shape[0] runs along the
     sequence."""
@@ -117,14 +126,14 @@ def Convolution(filter_shape, num_filters=None, sequential=False,
                         op_name=op_name)
 
 
-def SequentialConvolution(filter_shape, num_filters=None,
-                          activation=default_override_or(identity),
+def SequentialConvolution(filter_shape, num_filters=None, activation=default_override_or(identity),
                           init=default_override_or(glorot_uniform()),
                           pad=default_override_or(False), strides=1, sharing=True,
                           bias=default_override_or(True), init_bias=default_override_or(0),
-                          reduction_rank=1, transpose_weight=False, dilation=1, groups=1,
-                          max_temp_mem_size_in_samples=0, op_name='Convolution', name='',
-                          dtype=None):
+                          reduction_rank=_CONV.reduction_rank, transpose_weight=False, dilation=1,
+                          groups=_CONV.groups,
+                          max_temp_mem_size_in_samples=_CONV.max_temp_mem_size_in_samples,
+                          op_name='Convolution', name='', dtype=None):
     """Convolution that also convolves along the sequence axis (filter_shape[0])."""
     if transpose_weight:
         raise NotImplementedError("Convolution: transpose_weight option currently not supported")
@@ -139,7 +148,7 @@ def SequentialConvolution(filter_shape, num_filters=None,
 def Convolution1D(filter_shape, num_filters=None, activation=default_override_or(identity),
                   init=default_override_or(glorot_uniform()), pad=default_override_or(False),
                   strides=1, bias=default_override_or(True), init_bias=default_override_or(0),
-                  reduction_rank=1, dilation=1, name='', dtype=None):
+                  reduction_rank=_CONV.reduction_rank, dilation=1, name='', dtype=None):
     """Convolution with a 1-axis filter_shape."""
     o = _conv_options(Convolution1D, activation, init, pad, bias, init_bias)
     return _convolution(Convolution1D, _layers.Convolution1D, filter_shape, num_filters, o, dtype,
@@ -152,7 +161,8 @@ def _convolution_nd(layer, cxx):
     def build(filter_shape, num_filters=None, activation=default_override_or(identity),
               init=default_override_or(glorot_uniform()), pad=default_override_or(False),
               strides=1, bias=default_override_or(True), init_bias=default_override_or(0),
-              reduction_rank=1, dilation=1, groups=1, name='', dtype=None):
+              reduction_rank=_CONV.reduction_rank, dilation=1, groups=_CONV.groups, name='',
+              dtype=None):
         o = _conv_options(build, activation, init, pad, bias, init_bias)
         return _convolution(build, cxx, filter_shape, num_filters, o, dtype, name,
                             strides=strides, reduction_rank=reduction_rank, dilation=dilation,
@@ -167,11 +177,12 @@ Convolution3D = _convolution_nd('Convolution3D', _layers.Convolution3D)
 
 
 def ConvolutionTranspose(filter_shape, num_filters, activation=default_override_or(identity),
-                         init=default_override_or(glorot_uniform()),
-                         pad=default_override_or(False), strides=1, sharing=True,
-                         bias=default_override_or(True), init_bias=default_override_or(0),
-                         output_shape=None, reduction_rank=1, dilation=1,
-                         max_temp_mem_size_in_samples=0, name='', dtype=None):
+                         init=default_override_or(glorot_uniform()), pad=default_override_or(False),
+                         strides=1, sharing=True, bias=default_override_or(True),
+                         init_bias=default_override_or(0), output_shape=None,
+                         reduction_rank=_CONV_T.reduction_rank, dilation=1,
+                         max_temp_mem_size_in_samples=_CONV_T.max_temp_mem_size_in_samples, name='',
+                         dtype=None):
     """Transposed convolution, W (C, num_filters, filter_shape); output_shape fixes the spatial
     extents."""
     o = _conv_options(ConvolutionTranspose, activation, init, pad, bias, init_bias)
@@ -187,7 +198,8 @@ def _transpose_nd(layer, cxx):
     def build(filter_shape, num_filters, activation=default_override_or(identity),
               init=default_override_or(glorot_uniform()), pad=default_override_or(False),
               strides=1, bias=default_override_or(True), init_bias=default_override_or(0),
-              output_shape=None, reduction_rank=1, dilation=1, name='', dtype=None):
+              output_shape=None, reduction_rank=_CONV_T.reduction_rank, dilation=1, name='',
+              dtype=None):
         o = _conv_options(build, activation, init, pad, bias, init_bias)
         output_shape = get_default_override(build, output_shape=output_shape)
         return _convolution(build, cxx, filter_shape, num_filters, o, dtype, name,
@@ -226,9 +238,11 @@ def Activation(activation=default_override_or(identity), name=''):
     return _layers.Activation(_activation(activation), name=name)
 
 
-def BatchNormalization(map_rank=default_override_or(None), init_scale=1,
-                       normalization_time_constant=default_override_or(5000),
-                       blend_time_constant=0, epsilon=default_override_or(0.00001),
+def BatchNormalization(map_rank=default_override_or(None), init_scale=_BN.init_scale,
+                       normalization_time_constant=default_override_or(
+                           _BN.normalization_time_constant),
+                       blend_time_constant=_BN.blend_time_constant,
+                       epsilon=default_override_or(_BN.epsilon),
                        use_cntk_engine=default_override_or(False),
                        disable_regularization=default_override_or(False), name='', dtype=None):
     """Batch normalization: ``.scale``, ``.bias``, running aggregate_mean, aggregate_variance,
@@ -244,8 +258,8 @@ def BatchNormalization(map_rank=default_override_or(None), init_scale=1,
                                       dtype=_dtype(dtype), name=name, **o)
 
 
-def LayerNormalization(initial_scale=1, initial_bias=0, epsilon=default_override_or(0.00001),
-                       name='', dtype=None):
+def LayerNormalization(initial_scale=_LN.initial_scale, initial_bias=_LN.initial_bias,
+                       epsilon=default_override_or(_LN.epsilon), name='', dtype=None):
     """(x - mean) / (std + epsilon) * scale + bias over each sample."""
     return _layers.LayerNormalization(initial_scale=initial_scale, initial_bias=initial_bias,
                                       epsilon=get_default_override(LayerNormalization,
@@ -351,7 +365,8 @@ def Fold(folder_function, go_backwards=default_override_or(False),
     return _layers.Fold(folder_function, return_full_state=return_full_state, name=name, **o)
 
 
-def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name=''):
+def UnfoldFrom(generator_function, until_predicate=None, length_increase=_UNFOLD.length_increase,
+               name=''):
     """(initial_state, dynamic_axes_like) -> the sequence generator_function generates from
     initial_state, up to length_increase x the length of dynamic_axes_like."""
     return _layers.UnfoldFrom(generator_function, until_predicate=until_predicate,

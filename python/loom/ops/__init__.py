@@ -21,6 +21,10 @@ from loom.random import _num_samples, _seed
 # built-ins only in loom.ops and loom (`from loom.ops import *`), which call none of them.
 globals().update(_op_functions('ops'))
 
+# The C++ ops' defaults, which the keyword arguments take.
+_CONV = _loom.ops.ConvolutionOptions()
+_MVN = _loom.ops.MeanVarianceNormalizationOptions()
+
 # pooling()'s and unpooling()'s types (CNTK's values).
 MAX_POOLING = 0
 AVG_POOLING = 1
@@ -145,8 +149,9 @@ def image_scaler(x, scalar, biases, name=''):
     return _loom.ops._image_scaler(x, float(scalar), [float(b) for b in biases], name)
 
 
-def mean_variance_normalization(operand, epsilon=0.00001, use_stats_across_channels=False,
-                                do_variance_scaling=True, name=''):
+def mean_variance_normalization(operand, epsilon=_MVN.epsilon,
+                                use_stats_across_channels=_MVN.use_stats_across_channels,
+                                do_variance_scaling=_MVN.do_variance_scaling, name=''):
     """operand minus its mean, divided (do_variance_scaling) by its standard deviation plus
     epsilon; the statistics per channel (the first axis) or, use_stats_across_channels, over
     the whole sample."""
@@ -164,7 +169,8 @@ def _per_axis(value, kind=int):
 
 
 def convolution(convolution_map, operand, strides=(1,), sharing=[True],  # noqa: B006 (CNTK's)
-                auto_padding=[True], sequential=False, dilation=(1,), reduction_rank=1, groups=1,
+                auto_padding=[True], sequential=False, dilation=(1,),
+                reduction_rank=_CONV.reduction_rank, groups=_CONV.groups,
                 max_temp_mem_size_in_samples=0, name=''):
     """The convolution of operand (C, spatial...) with convolution_map (O, C / groups,
     kernel...): (O, out...). strides, sharing (only True), auto_padding (centred, zero padded,
