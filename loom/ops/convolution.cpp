@@ -4,7 +4,10 @@
 
 #include "loom/core/precision.h"
 #include "loom/graph/op.h"
+#include "loom/ops/dynamic_axes.h"
+#include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
+#include "loom/ops/sequence_ops.h"
 #include "loom/ops/shape_ops.h"
 
 namespace loom {
@@ -118,6 +121,10 @@ kernels::ConvShape geometry(const char* op, const NDShape& x, const NDShape& ker
   const size_t first_kernel_axis = w.rank() - n;
   for (size_t i = 0; i < n; ++i) {
     const size_t in = transpose_out ? (*transpose_out)[i] : x[rr + i];
+    if (in == NDShape::kFree) {  // each minibatch's (a sequential convolution's steps)
+      s.axes.push_back({in, w[first_kernel_axis + i], NDShape::kFree, strides[i], dilation[i]});
+      continue;
+    }
     s.axes.push_back(conv_detail::window_axis(op, in, w[first_kernel_axis + i], strides[i],
                                               dilation[i], auto_pad[i] != 0, lower[i], upper[i]));
   }
@@ -141,7 +148,7 @@ kernels::ConvShape geometry(const char* op, const NDShape& x, const NDShape& ker
                " must have ", C / s.groups, " input channels (the operand of shape ", x.to_string(),
                " has ", C, " channels in ", s.groups, " group(s))");
   }
-  kernels::check_conv_shape(s, op);
+  if (!x.has_free()) kernels::check_conv_shape(s, op);  // else when a minibatch decides it
   return s;
 }
 
@@ -240,7 +247,7 @@ class ConvolutionOp : public OpDef {
   // The operand's positions go to the outputs whose windows they centre.
   std::optional<SpatialTransform> spatial_transform(size_t index, const std::vector<Variable>& in,
                                                     const Dictionary& a) const override {
-    if (index != 1) return std::nullopt;
+    if (index != 1 || in[1].shape().has_free()) return std::nullopt;
     auto t = conv_detail::window_centres(
         geometry(name(), in[1].shape(), in[0].shape(), a, nullptr).axes);
     return t ? std::optional(inverse(*t)) : std::nullopt;
@@ -248,14 +255,15 @@ class ConvolutionOp : public OpDef {
 
   BlockedInput blocked_input(size_t index, const std::vector<Variable>& in,
                              const Dictionary& a) const override {
-    if (index != 1 || in[1].dtype() != DataType::Float32 || a.get<int64_t>("reduction_rank") == 0)
+    if (index != 1 || in[1].dtype() != DataType::Float32 || a.get<int64_t>("reduction_rank") == 0 ||
+        in[1].shape().has_free())
       return BlockedInput::No;
     const kernels::ConvShape s = geometry(name(), in[1].shape(), in[0].shape(), a, nullptr);
     return kernels::can_block(s, s.in_channels) ? BlockedInput::Yes : BlockedInput::No;
   }
   bool blocked_output(const std::vector<Variable>& in, const Dictionary& a,
                       const std::vector<bool>&) const override {
-    if (in[1].dtype() != DataType::Float32) return false;
+    if (in[1].dtype() != DataType::Float32 || in[1].shape().has_free()) return false;
     const kernels::ConvShape s = geometry(name(), in[1].shape(), in[0].shape(), a, nullptr);
     return kernels::can_block(s, s.out_channels);
   }
@@ -454,8 +462,64 @@ std::vector<OpSchema> convolution_schemas() {
   return {convolution, transpose};
 }
 
+namespace {
+
+constexpr const char* kSequentialAxisPrefix = "ConvOverSequenceAxisPrefix";  // CNTK's
+
+// A sequential convolution's operand: a sequence of steps [C, spatial...] ([spatial...] at
+// reduction rank 0).
+void check_sequential_operand(const Variable& operand, const ConvolutionOptions& o) {
+  LOOM_CHECK(operand.has_sequence_axis(), ShapeError, "convolution: sequential=True convolves ",
+             "along the sequence axis, but the operand ", operand.describe(), " has none");
+  LOOM_CHECK(operand.shape().rank() >= o.reduction_rank, ShapeError, "convolution: the operand ",
+             operand.describe(), " has no channel axis (reduction_rank ", o.reduction_rank, ")");
+}
+
+}  // namespace
+
+Function convolution_sequence_lengths(const Variable& convolution_map, const Variable& operand,
+                                      const ConvolutionOptions& o) {
+  check_sequential_operand(operand, o);
+  const size_t spatial = operand.shape().rank() - o.reduction_rank + 1;
+  const NDShape& w = convolution_map.shape();
+  LOOM_CHECK(w.rank() >= spatial && w[w.rank() - spatial] != NDShape::kInferred, ShapeError,
+             "convolution: sequential=True needs a kernel with ", spatial,
+             " filter axes, the sequence's first; ", convolution_map.describe(), " has not");
+  auto first = [&](const char* option, std::vector<size_t> v) {
+    return conv_detail::per_axis("convolution", option, v, spatial)[0];
+  };
+  const size_t kernel = w[w.rank() - spatial], stride = first("strides", o.strides),
+               dilation = first("dilation", o.dilation);
+  const bool auto_pad =
+      first("auto_padding", std::vector<size_t>(o.auto_padding.begin(), o.auto_padding.end())) != 0;
+  const DataType dtype = operand.dtype();
+  const Variable length = sequence::reduce_sum(sequence::broadcast_as(1.0, operand));
+  auto add = [&](const Variable& x, double v) { return Variable(plus(x, constant(v, dtype))); };
+  // ceil(L / s) with automatic padding, else floor((L + pads - extent) / s) + 1, at least 0.
+  const double extent = double((kernel - 1) * dilation + 1);
+  const double shift =
+      auto_pad ? double(stride) - 1
+               : double(first("lower_pad", o.lower_pad) + first("upper_pad", o.upper_pad)) - extent;
+  Variable out = floor(element_divide(add(length, shift), constant(double(stride), dtype)));
+  if (!auto_pad) out = relu(add(out, 1));
+  return stop_gradient(out, o.name.empty() ? "" : o.name + "_sequence_shape");
+}
+
 Function convolution(const Variable& convolution_map, const Variable& operand,
                      const ConvolutionOptions& o) {
+  if (o.sequential) {
+    check_sequential_operand(operand, o);
+    // [T, C, spatial...] per sequence, then the channel in front: [C, T, spatial...].
+    Variable steps = sequence::unpack(operand, 0.0, true);
+    if (o.reduction_rank == 1) steps = swapaxes(steps, {.axis1 = 0, .axis2 = 1});
+    ConvolutionOptions static_axes = o;
+    static_axes.sequential = false;
+    static_axes.name.clear();
+    const Variable y = convolution(convolution_map, steps, static_axes);  // [O, T', out...]
+    return to_sequence(swapaxes(y, {.axis1 = 0, .axis2 = 1}),
+                       convolution_sequence_lengths(convolution_map, operand, o),
+                       kSequentialAxisPrefix, o.name);
+  }
   Dictionary a = window_attributes(o.strides, o.sharing, o.auto_padding, o.lower_pad, o.upper_pad,
                                    o.dilation, o.reduction_rank);
   a["groups"] = int64_t(o.groups);

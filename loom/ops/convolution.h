@@ -36,6 +36,9 @@ struct ConvolutionOptions {
   // make it. Not in CNTK's convolution(), whose layers add it with plus(); here oneDNN adds it
   // inside the convolution and takes its gradient in the weights' pass.
   std::optional<Variable> bias{};
+  // CNTK's sequential: the operand's sequence axis is the first spatial axis, ahead of its
+  // static ones (see convolution below).
+  bool sequential = false;
   std::string name{};
 };
 
@@ -43,8 +46,22 @@ struct ConvolutionOptions {
 // kernel...] (plus the bias): output [O, out...]. W's input-channel axis may be
 // NDShape::kInferred (a parameter learns C / groups at the first call). A W of the operand's
 // rank has no O axis (CNTK's): one output channel, W reshaped to [1, W...].
+//
+// Sequential (CNTK's convolution(sequential=True)): the operand is a sequence of steps
+// [C, spatial...] and W is [O, C / groups, kT, kernel...], kT along the sequence. As CNTK
+// builds it: the sequences unpacked into [C, T, spatial...] (zeros after each sequence's end,
+// up to the minibatch's longest), convolved with every option per axis, the sequence's first,
+// then packed again into sequences of [O, out...] on a new sequence axis, each as long as its
+// own length convolved (convolution_sequence_lengths). With automatic padding and a stride
+// along the sequence above 1, where the windows start depends on the longest sequence, as in
+// CNTK.
 Function convolution(const Variable& convolution_map, const Variable& operand,
                      const ConvolutionOptions& options = {});
+// The length of each of operand's sequences after a sequential convolution with these options
+// (CNTK's ConvolutionSequenceShape): the sequence axis's output extent for the sequence's
+// length, as a number per sequence (no gradient).
+Function convolution_sequence_lengths(const Variable& convolution_map, const Variable& operand,
+                                      const ConvolutionOptions& options);
 
 struct ConvolutionTransposeOptions {
   std::vector<size_t> strides{1};

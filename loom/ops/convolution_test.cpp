@@ -318,6 +318,88 @@ std::vector<TransposeCase> transpose_cases() {
   };
 }
 
+// CNTK's convolution(sequential=True): each sequence's steps as the first spatial axis. Each
+// sequence gives what the plain convolution gives on its steps [C, T, spatial...] alone, as many
+// steps as its own length convolves to (where the windows start does not depend on the
+// minibatch's longest here: stride 1 along the sequence, or no automatic padding there).
+TEST(Convolution, SequentialConvolvesAlongTheSequence) {
+  struct Case {
+    const char* name;
+    NDShape w, step;  // W [O, C, kT, k...]; a step [C, spatial...]
+    ConvolutionOptions options;
+  };
+  const std::vector<size_t> lengths{5, 1, 3, 4};
+  const std::vector<Case> cases{
+      {"same", {3, 2, 3, 3}, {2, 4}, {}},
+      {"valid along the sequence", {3, 2, 2, 3}, {2, 4}, {.auto_padding = {false, true}}},
+      {"stride 2, valid", {2, 2, 3, 2}, {2, 5}, {.strides = {2, 1}, .auto_padding = {false}}},
+      {"reduction rank 0", {2, 1, 3, 3}, {4}, {.reduction_rank = 0}},
+      {"sequence axis only", {2, 3, 3}, {3}, {}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ConvolutionOptions sequential = c.options;
+    sequential.sequential = true;
+    const Parameter W = parameter(random_array(c.w, kF64, 7), "W");
+    const Variable x = sequence::input_variable(c.step, f64("x"));
+    const Value xs = random_sequences(c.step, lengths, kF64, 8);
+    const Function f = convolution(W, x, sequential);
+    const std::vector<std::vector<double>> got = f.eval_one({{x, xs}}).as_sequences<double>();
+    ASSERT_EQ(got.size(), lengths.size());
+    const std::vector<std::vector<double>> steps = xs.as_sequences<double>();
+    const size_t per_step = c.step.total_size(), channels = c.options.reduction_rank;
+    const size_t C = channels ? c.step[0] : 1, rest = per_step / C;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      // The sequence alone as one sample [C, T, spatial...] (a unit channel at reduction rank 0).
+      const size_t T = lengths[s];
+      std::vector<double> sample(per_step * T);
+      for (size_t t = 0; t < T; ++t)
+        for (size_t ch = 0; ch < C; ++ch)
+          for (size_t i = 0; i < rest; ++i)
+            sample[(ch * T + t) * rest + i] = steps[s][t * per_step + ch * rest + i];
+      std::vector<size_t> dims{C, T};
+      for (size_t k = channels; k < c.step.rank(); ++k) dims.push_back(c.step[k]);
+      const Variable alone = input_variable(NDShape(dims), f64("alone"));
+      ConvolutionOptions plain = c.options;
+      plain.reduction_rank = 1;
+      std::vector<double> want;
+      const NDShape xshape(dims);
+      if (!c.options.auto_padding[0] && T < c.w[2]) {  // too short for a window: no steps
+        EXPECT_TRUE(got[s].empty()) << "sequence " << s;
+        continue;
+      }
+      const Value y =
+          convolution(W, alone, plain)
+              .eval_one({{alone, Value(array(xshape.prepend(1), sample, kF64), false)}});
+      // [O, T', out...] -> steps [O, out...]
+      const NDShape ys = y.data().shape();  // [1, O, T', out...]
+      const size_t O = ys[1], Tout = ys[2], out = ys.total_size() / (O * Tout);
+      const std::vector<double> v = y.data().to_vector<double>();
+      for (size_t t = 0; t < Tout; ++t)
+        for (size_t o = 0; o < O; ++o)
+          for (size_t i = 0; i < out; ++i) want.push_back(v[(o * Tout + t) * out + i]);
+      gradient_check_detail::expect_all_near(got[s], want, 1e-12, "sequence " + std::to_string(s));
+    }
+    expect_gradients_match(f, {{x, xs}}, {x, W});
+  }
+  // The lengths alone (CNTK's ConvolutionSequenceShape): ceil(T / 2) with automatic padding,
+  // floor((T - 3) / 2) + 1 without, none for the sequence of 1.
+  const Variable x = sequence::input_variable({2}, f64("x"));
+  const Value xs = random_sequences({2}, lengths, kF64, 9);
+  const Parameter W = parameter(random_array({1, 2, 3}, kF64, 10), "W");
+  EXPECT_EQ(convolution_sequence_lengths(W, x, {.strides = {2}})
+                .eval_one({{x, xs}})
+                .data()
+                .to_vector<double>(),
+            (std::vector<double>{3, 1, 2, 2}));
+  EXPECT_EQ(convolution_sequence_lengths(W, x, {.strides = {2}, .auto_padding = {false}})
+                .eval_one({{x, xs}})
+                .data()
+                .to_vector<double>(),
+            (std::vector<double>{2, 0, 1, 1}));
+  // An operand without a sequence axis.
+  EXPECT_THROW(convolution(W, input_variable({2}), {.sequential = true}), ShapeError);
+}
+
 TEST(ConvolutionTranspose, ShapesGradientsAndFloat32) {
   Variable x = input_variable({2, 4, 5});
   EXPECT_EQ(out_shape(convolution_transpose(parameter({2, 3, 3, 3}), x)), (NDShape{3, 4, 5}));
