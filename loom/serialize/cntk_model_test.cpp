@@ -979,6 +979,48 @@ TEST(CntkV2Ops, ConvolutionAndPoolingVectorsAreReversed) {
   EXPECT_EQ(eval_sample(p, iota(16)), (std::vector<float>{5, 7, 13, 15}));
 }
 
+// CNTK's sequential convolution: a Convolution with sequential set, and the sequence lengths
+// CNTK's own composite computes with ConvolutionSequenceShape; W C++ [3, 2, 1, 2] (kT 2 along
+// the sequence, 3 along the step's axis, 1 channel, 2 maps) over steps C++ [5, 1].
+TEST(CntkV2Ops, SequentialConvolutionAndItsSequenceLengths) {
+  DictionaryMap x = cntk_input("x", {5, 1});
+  x["dynamic_axis"] = DictionaryVector{cntk_axis(kDynamic, "defaultDynamicAxis"),
+                                       cntk_axis(kDynamic, "defaultBatchAxis")};
+  std::vector<float> w(12);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * float(i) - 0.5f;
+  const DictionaryVector leaves{x, cntk_leaf("W", {3, 2, 1, 2}, w)};
+  auto attributes = [](bool sequential) {
+    return DictionaryMap{{"strides", NDShape{1, 2, 1}},
+                         {"sharing", DictionaryVector{true, true, true}},
+                         {"autoPadding", DictionaryVector{true, false, false}},
+                         {"lowerPad", NDShape{0}},
+                         {"upperPad", NDShape{0}},
+                         {"dilation", NDShape{1, 1, 1}},
+                         {"transpose", false},
+                         {"sequential", sequential},
+                         {"maxTempMemSizeInSamples", uint64_t{0}}};
+  };
+  const Function conv =
+      cntk_graph(leaves, {cntk_function("Conv1", 33, {"W", "x"}, attributes(true))}, "Conv1");
+  const Function lengths = cntk_graph(
+      leaves, {cntk_function("Shape1", 97, {"W", "x"}, attributes(true))}, "Shape1");
+  // Loom's own: W [2, 1, 2, 3] over steps [1, 5], stride 2 and no padding along the sequence.
+  const Variable xs = sequence::input_variable({1, 5});
+  const Parameter W = parameter(NDArrayView::from_vector<float>({2, 1, 2, 3}, w));
+  const ConvolutionOptions o{.strides = {2, 1}, .auto_padding = {false, true}, .sequential = true};
+  std::vector<std::vector<float>> steps{std::vector<float>(25), std::vector<float>(5),
+                                        std::vector<float>(20)};  // 5, 1 and 4 steps
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (size_t i = 0; i < steps[s].size(); ++i) steps[s][i] = std::sin(float(7 * s + i));
+  const Value data = Value::create_sequences<float>({1, 5}, steps);
+  const Value want = convolution(W, xs, o).eval_one({{xs, data}});
+  const Value got = conv.eval_one({{conv.arguments().at(0), data}});
+  EXPECT_EQ(got.as_sequences<float>(), want.as_sequences<float>());
+  EXPECT_EQ(got.sequence_lengths(), (std::vector<size_t>{2, 0, 2}));
+  EXPECT_EQ(values_of(lengths.eval_one({{lengths.arguments().at(0), data}})),
+            (std::vector<float>{2, 0, 2}));
+}
+
 // A block whose placeholder is bound to its argument, with a parameter of its own.
 TEST(CntkV2Ops, BlocksBecomeLayers) {
   DictionaryMap p = cntk_input("P1", {2});
@@ -1184,7 +1226,7 @@ TEST(CntkV2Ops, ConstantLikeAndCustomProxyOps) {
 
 TEST(CntkV2Ops, MappedOpsAreListed) {
   const std::vector<int64_t> mapped = cntk_mapped_op_types();
-  EXPECT_EQ(mapped.size(), 94u);
+  EXPECT_EQ(mapped.size(), 95u);
   EXPECT_EQ(cntk_op_type_name(31), "Times");
   EXPECT_EQ(cntk_op_type_name(97), "ConvolutionSequenceShape");
   EXPECT_EQ(cntk_op_type_name(98), "op 98");

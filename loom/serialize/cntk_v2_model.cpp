@@ -1296,11 +1296,15 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
       o.name = name;
       return outs(pooling(in[0], pt, NDShape(reversed(window)), o));
     }
-    case kConvolution: {
-      // C++ Convolution(W, x) has Python's argument order; vectors are in C++ order.
+    case kConvolution:
+    case kConvolutionSequenceShape: {
+      // C++ Convolution(W, x) has Python's argument order; vectors are in C++ order. CNTK
+      // writes its sequential convolution as Unpack, TransposeAxes, Convolution,
+      // ConvolutionSequenceShape (the lengths of the sequences it packs again), ToSequence.
       need_inputs(in, 2, 2);
-      if (a.flag_or("sequential", false)) op_fail("a sequential convolution");
       const bool transpose = a.flag_or("transpose", false);
+      if (transpose && r.op == kConvolutionSequenceShape)
+        op_fail("the sequence lengths of a transposed convolution");
       auto vec = [&](const char* key, std::vector<size_t> fallback) {
         return a.has(key) ? reversed(a.sizes(key)) : fallback;
       };
@@ -1317,6 +1321,9 @@ std::vector<Variable> Builder::build_op(const Record& r, const std::vector<Varia
         o.dilation = vec("dilation", o.dilation);
         o.groups = a.size_or("groups", 1);
         o.name = name;
+        if (r.op == kConvolutionSequenceShape)
+          return outs(convolution_sequence_lengths(in[0], in[1], o));
+        o.sequential = a.flag_or("sequential", false);
         return outs(convolution(in[0], in[1], o));
       }
       ConvolutionTransposeOptions o;
@@ -1646,6 +1653,7 @@ std::vector<int64_t> cntk_mapped_op_types() {
       kRandomDistribution, kROIPooling, kUnpooling, kCosDistanceWithNegativeSamples, kLambdaRank,
       kNDCG, kEditDistanceError,
       kWhere, kGatherPacked, kScatterPacked, kLabelsToGraph, kForwardBackward,
+      kConvolutionSequenceShape,
   };
   // clang-format on
   std::sort(ops.begin(), ops.end());
