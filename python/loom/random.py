@@ -49,46 +49,46 @@ def _shape(function, shape):
 def uniform(shape, dtype=np.float32, low=0.0, high=1.0, seed=None, name=''):
     """A tensor of shape and dtype (np.float32 or np.float64) uniform in [low, high), drawn anew
     at every evaluation; ArgumentError unless low < high."""
-    return _loom.ops._uniform_random(_shape('uniform', shape), dtype, low, high,
-                                     _seed('uniform', seed), name)
+    return _loom.random._uniform_random(_shape('uniform', shape), dtype, low, high,
+                                        _seed('uniform', seed), name)
 
 
 def normal(shape, dtype=np.float32, mean=0.0, scale=1.0, seed=None, name=''):
     """A tensor of shape and dtype, normal with mean and standard deviation scale (>= 0), drawn
     anew at every evaluation."""
-    return _loom.ops._normal_random(_shape('normal', shape), dtype, mean, scale,
-                                    _seed('normal', seed), name)
+    return _loom.random._normal_random(_shape('normal', shape), dtype, mean, scale,
+                                       _seed('normal', seed), name)
 
 
 def gumbel(shape, dtype=np.float32, loc=0.0, scale=1.0, seed=None, name=''):
     """A tensor of shape and dtype from the Gumbel distribution of location loc and scale (>= 0;
     mean loc + 0.5772 scale), drawn anew at every evaluation."""
-    return _loom.ops._gumbel_random(_shape('gumbel', shape), dtype, loc, scale,
-                                    _seed('gumbel', seed), name)
+    return _loom.random._gumbel_random(_shape('gumbel', shape), dtype, loc, scale,
+                                       _seed('gumbel', seed), name)
 
 
 def bernoulli(shape, dtype=np.float32, mean=0.5, seed=None, name=''):
     """A tensor of shape and dtype of 1s with probability mean (in [0, 1]) and 0s otherwise,
     drawn anew at every evaluation."""
-    return _loom.ops._bernoulli_random(_shape('bernoulli', shape), dtype, mean,
-                                       _seed('bernoulli', seed), name)
+    return _loom.random._bernoulli_random(_shape('bernoulli', shape), dtype, mean,
+                                          _seed('bernoulli', seed), name)
 
 
 def uniform_like(x, low=0.0, high=1.0, seed=None, name=''):
     """uniform() of x's shape, dtype and dynamic axes; ArgumentError unless low < high."""
-    return _loom.ops._uniform_random_like(x, low, high, _seed('uniform_like', seed), name)
+    return _loom.random._uniform_random_like(x, low, high, _seed('uniform_like', seed), name)
 
 
 def normal_like(x, mean=0.0, scale=1.0, seed=None, name=''):
     """normal() of x's shape, dtype and dynamic axes; scale >= 0."""
-    return _loom.ops._normal_random_like(x, mean, scale, _seed('normal_like', seed), name)
+    return _loom.random._normal_random_like(x, mean, scale, _seed('normal_like', seed), name)
 
 
 def gumbel_like(x, loc=0.0, scale=1.0, seed=None, name=''):
     """gumbel() of x's shape, dtype and dynamic axes; scale >= 0."""
-    return _loom.ops._gumbel_random_like(x, loc, scale, _seed('gumbel_like', seed), name)
+    return _loom.random._gumbel_random_like(x, loc, scale, _seed('gumbel_like', seed), name)
 
 
 def bernoulli_like(x, mean=0.5, seed=None, name=''):
     """bernoulli() of x's shape, dtype and dynamic axes; mean in [0, 1]."""
-    return _loom.ops._bernoulli_random_like(x, mean, _seed('bernoulli_like', seed), name)
+    return _loom.random._bernoulli_random_like(x, mean, _seed('bernoulli_like', seed), name)

@@ -77,7 +77,10 @@ PYBIND11_MODULE(_loom, m) {
   add_cntk_py(submodule(m, "cntk_py"));
   add_graph(m);
   add_user_function(m);
-  add_ops(submodule(m, "ops"));
+  py::module_ ops = submodule(m, "ops");
+  add_ops(ops);
+  add_ops_sequence(submodule(ops, "sequence"));
+  add_random(submodule(m, "random"));
   add_initializer(submodule(m, "initializer"));
   add_layers(submodule(m, "layers"));
   add_learners(submodule(m, "learners"));

@@ -439,41 +439,9 @@ void add_ops(py::module_ m) {
       },
       py::arg("x"), py::arg("dropout_rate") = 0.0, py::arg("seed") = py::none(),
       py::arg("name") = "");
-  // cntk.random's tensors and cntk.ops' random_sample, random_sample_inclusion_frequency:
-  // python/loom/random.py and python/loom/ops/__init__.py give them CNTK's signatures and check
-  // the shapes, counts and seeds (None: auto_select).
+  // cntk.ops' random_sample, random_sample_inclusion_frequency: python/loom/ops/__init__.py gives
+  // them CNTK's signatures and checks the counts and seeds (None: auto_select).
   using Seed = std::optional<uint64_t>;
-  m.def("_uniform_random", [](py::handle shape, py::handle dtype, double low, double high,
-                              Seed seed, const std::string& n) {
-    return uniform_random(shape_of(shape), data_type(dtype), {low, high, seed}, n);
-  });
-  m.def("_normal_random", [](py::handle shape, py::handle dtype, double mean, double scale,
-                             Seed seed, const std::string& n) {
-    return normal_random(shape_of(shape), data_type(dtype), {mean, scale, seed}, n);
-  });
-  m.def("_gumbel_random", [](py::handle shape, py::handle dtype, double loc, double scale,
-                             Seed seed, const std::string& n) {
-    return gumbel_random(shape_of(shape), data_type(dtype), {loc, scale, seed}, n);
-  });
-  m.def("_bernoulli_random",
-        [](py::handle shape, py::handle dtype, double mean, Seed seed, const std::string& n) {
-          return bernoulli_random(shape_of(shape), data_type(dtype), {mean, seed}, n);
-        });
-  m.def("_uniform_random_like",
-        [](py::handle x, double low, double high, Seed seed, const std::string& n) {
-          return uniform_random_like(as_variable(x), {low, high, seed}, n);
-        });
-  m.def("_normal_random_like",
-        [](py::handle x, double mean, double scale, Seed seed, const std::string& n) {
-          return normal_random_like(as_variable(x), {mean, scale, seed}, n);
-        });
-  m.def("_gumbel_random_like",
-        [](py::handle x, double loc, double scale, Seed seed, const std::string& n) {
-          return gumbel_random_like(as_variable(x), {loc, scale, seed}, n);
-        });
-  m.def("_bernoulli_random_like", [](py::handle x, double mean, Seed seed, const std::string& n) {
-    return bernoulli_random_like(as_variable(x), {mean, seed}, n);
-  });
   m.def("_random_sample", [](py::handle weights, size_t num_samples, bool allow_duplicates,
                              Seed seed, const std::string& n) {
     return random_sample(as_variable(weights), num_samples, allow_duplicates, seed, n);
@@ -485,68 +453,6 @@ void add_ops(py::module_ m) {
                                                    allow_duplicates, seed, n);
         });
 
-  // Sequence ops and recurrence (loom.sequence).
-  m.def("sequence_first", &sequence::first, py::arg("seq"), py::arg("name") = "");
-  m.def("sequence_last", &sequence::last, py::arg("seq"), py::arg("name") = "");
-  m.def("sequence_reduce_sum", &sequence::reduce_sum, py::arg("seq"), py::arg("name") = "");
-  m.def("sequence_reduce_max", &sequence::reduce_max, py::arg("seq"), py::arg("name") = "");
-  m.def("sequence_softmax", &sequence::softmax, py::arg("seq"), py::arg("name") = "");
-  m.def("sequence_slice", &sequence::slice, py::arg("seq"), py::arg("begin_index"),
-        py::arg("end_index"), py::arg("name") = "");
-  m.def("sequence_is_first", &sequence::is_first, py::arg("seq"), py::arg("name") = "");
-  m.def("sequence_is_last", &sequence::is_last, py::arg("seq"), py::arg("name") = "");
-  m.def(
-      "sequence_broadcast_as",
-      [](py::handle op, const Variable& ref, const std::string& n) {
-        return sequence::broadcast_as(as_variable(op, ref.dtype()), ref, n);
-      },
-      py::arg("operand"), py::arg("broadcast_as_operand"), py::arg("name") = "");
-  m.def("sequence_where", &sequence::where, py::arg("condition"), py::arg("name") = "");
-  m.def(
-      "sequence_gather",
-      [](const Variable& x, const Variable& cond, const std::string& n) {
-        return sequence::gather(x, cond, n);
-      },
-      py::arg("seq"), py::arg("condition"), py::arg("name") = "");
-  m.def("sequence_unpack", &sequence::unpack, py::arg("seq"), py::arg("padding_value"),
-        py::arg("no_mask_output") = false, py::arg("name") = "");
-  m.def("sequence_scatter", &sequence::scatter, py::arg("seq"), py::arg("condition"),
-        py::arg("name") = "");
-  auto delay = [&m](const char* name, auto with_state, auto without_state) {
-    m.def(
-        name,
-        [with_state, without_state](const Variable& x, py::handle initial_state, size_t time_step,
-                                    const std::string& n) {
-          if (initial_state.is_none()) return without_state(x, time_step, n);
-          return with_state(x, as_variable(initial_state, x.dtype()), time_step, n);
-        },
-        py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
-        py::arg("name") = "");
-  };
-  m.def(
-      "sequence_delay",
-      [](const Variable& x, py::handle initial_state, int64_t time_step, const std::string& n) {
-        if (initial_state.is_none()) return sequence::delay(x, time_step, n);
-        return sequence::delay(x, as_variable(initial_state, x.dtype()), time_step, n);
-      },
-      py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
-      py::arg("name") = "");
-  delay(
-      "past_value",
-      [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
-        return sequence::past_value(x, s, t, n);
-      },
-      [](const Variable& x, size_t t, const std::string& n) {
-        return sequence::past_value(x, t, n);
-      });
-  delay(
-      "future_value",
-      [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
-        return sequence::future_value(x, s, t, n);
-      },
-      [](const Variable& x, size_t t, const std::string& n) {
-        return sequence::future_value(x, t, n);
-      });
   // per_dim_mean_variance_normalize, image_scaler: python/loom/ops/__init__.py gives them
   // CNTK's signatures.
   m.def("_per_dim_mean_variance_normalize",

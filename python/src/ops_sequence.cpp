@@ -1,0 +1,70 @@
+// CNTK's cntk.ops.sequence (cntk.sequence): the ops along the sequence axis and the recurrence
+// (past_value, future_value, delay).
+#include "python/src/binding.h"
+
+namespace loom::python {
+
+void add_ops_sequence(py::module_ m) {
+  m.def("first", &sequence::first, py::arg("seq"), py::arg("name") = "");
+  m.def("last", &sequence::last, py::arg("seq"), py::arg("name") = "");
+  m.def("reduce_sum", &sequence::reduce_sum, py::arg("seq"), py::arg("name") = "");
+  m.def("reduce_max", &sequence::reduce_max, py::arg("seq"), py::arg("name") = "");
+  m.def("softmax", &sequence::softmax, py::arg("seq"), py::arg("name") = "");
+  m.def("slice", &sequence::slice, py::arg("seq"), py::arg("begin_index"), py::arg("end_index"),
+        py::arg("name") = "");
+  m.def("is_first", &sequence::is_first, py::arg("seq"), py::arg("name") = "");
+  m.def("is_last", &sequence::is_last, py::arg("seq"), py::arg("name") = "");
+  m.def(
+      "broadcast_as",
+      [](py::handle op, const Variable& ref, const std::string& n) {
+        return sequence::broadcast_as(as_variable(op, ref.dtype()), ref, n);
+      },
+      py::arg("operand"), py::arg("broadcast_as_operand"), py::arg("name") = "");
+  m.def("where", &sequence::where, py::arg("condition"), py::arg("name") = "");
+  m.def(
+      "gather",
+      [](const Variable& x, const Variable& cond, const std::string& n) {
+        return sequence::gather(x, cond, n);
+      },
+      py::arg("seq"), py::arg("condition"), py::arg("name") = "");
+  m.def("unpack", &sequence::unpack, py::arg("seq"), py::arg("padding_value"),
+        py::arg("no_mask_output") = false, py::arg("name") = "");
+  m.def("scatter", &sequence::scatter, py::arg("seq"), py::arg("condition"), py::arg("name") = "");
+  auto delay = [&m](const char* name, auto with_state, auto without_state) {
+    m.def(
+        name,
+        [with_state, without_state](const Variable& x, py::handle initial_state, size_t time_step,
+                                    const std::string& n) {
+          if (initial_state.is_none()) return without_state(x, time_step, n);
+          return with_state(x, as_variable(initial_state, x.dtype()), time_step, n);
+        },
+        py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
+        py::arg("name") = "");
+  };
+  m.def(
+      "delay",
+      [](const Variable& x, py::handle initial_state, int64_t time_step, const std::string& n) {
+        if (initial_state.is_none()) return sequence::delay(x, time_step, n);
+        return sequence::delay(x, as_variable(initial_state, x.dtype()), time_step, n);
+      },
+      py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
+      py::arg("name") = "");
+  delay(
+      "past_value",
+      [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
+        return sequence::past_value(x, s, t, n);
+      },
+      [](const Variable& x, size_t t, const std::string& n) {
+        return sequence::past_value(x, t, n);
+      });
+  delay(
+      "future_value",
+      [](const Variable& x, const Variable& s, size_t t, const std::string& n) {
+        return sequence::future_value(x, s, t, n);
+      },
+      [](const Variable& x, size_t t, const std::string& n) {
+        return sequence::future_value(x, t, n);
+      });
+}
+
+}  // namespace loom::python
