@@ -18,11 +18,13 @@ struct OnnxWindowAxis {
   size_t output = 0;
 };
 
-// Loom's window along one axis (conv_detail::window_axis, CNTK's padding rules) as ONNX pads.
-// An upper pad the window never reaches (negative) becomes 0. The caller checks that `before`
-// is not negative (CNTK's centring can start the first window past the first element, which
-// ONNX cannot say) and that `output` is Loom's.
+// Loom's window along one axis (conv_detail::window_axis, CNTK's padding rules; ceil_out_dim:
+// pooling's last window overhanging the input) as ONNX pads. An upper pad the window never
+// reaches (negative) becomes 0. The caller checks that `before` is not negative (CNTK's
+// centring can start the first window past the first element, which ONNX cannot say) and that
+// `output` is Loom's.
 OnnxWindowAxis onnx_window_axis(size_t input, size_t kernel, size_t stride, size_t dilation,
-                                bool auto_pad, size_t lower_pad, size_t upper_pad);
+                                bool auto_pad, size_t lower_pad, size_t upper_pad,
+                                bool ceil_out_dim = false);
 
 }  // namespace loom::onnx_detail

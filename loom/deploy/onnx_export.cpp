@@ -226,8 +226,10 @@ class Exporter {
         {"Square", &Exporter::square},
         {"Times", &Exporter::times},
         {"Convolution", &Exporter::convolution},
+        {"ConvolutionTranspose", &Exporter::convolution_transpose},
         {"Pooling", &Exporter::pooling},
         {"BatchNormalization", &Exporter::batch_normalization},
+        {"LayerNormalization", &Exporter::layer_normalization},
         {"Dropout", identity},  // at inference
         {"StopGradient", identity},
         {"Softmax", softmax("Softmax")},
@@ -542,10 +544,12 @@ class Exporter {
     const auto dilation = convolution ? per_axis(f, "dilation", rank) : one,
                lower = convolution ? per_axis(f, "lower_pad", rank) : zero,
                upper = convolution ? per_axis(f, "upper_pad", rank) : zero;
+    // Pooling's ceil_out_dim: the last window's overhang is an explicit upper pad.
+    const bool ceil_out_dim = !convolution && f.attributes.get<bool>("ceil_out_dim");
     std::vector<int64_t> before, after;
     for (size_t i = 0; i < rank; ++i) {
       const OnnxWindowAxis a = onnx_window_axis(input[i], kernel[i], strides[i], dilation[i],
-                                                auto_pad[i] != 0, lower[i], upper[i]);
+                                                auto_pad[i] != 0, lower[i], upper[i], ceil_out_dim);
       LOOM_CHECK(a.before >= 0 && a.output == output[i], ArgumentError,
                  "ONNX export: ", function_label(f), " (", f.op->name(),
                  ") places its windows along spatial axis ", i, " (extent ", input[i], ", kernel ",
@@ -583,6 +587,53 @@ class Exporter {
     pb::NodeProto& conv = node("Conv", inputs, name);
     set_window(conv, f, spatial, kernel, out.shape.sub_shape(1).dims(), true);
     set_int(conv, "group", f.attributes.get<int64_t>("groups"));
+    return named(out, name);
+  }
+
+  // convolution_transpose(W, x): ConvTranspose over [N, C, spatial...] with W [C, O, kernel...]
+  // as it is. Its windows are those of the convolution from the output back to x: their lower
+  // pads, and upper pads that give the output's extents (output_padding where the convolution
+  // leaves the output's last elements out of every window).
+  Val convolution_transpose(const FunctionImpl& f, const Val& out) {
+    const Val W = value(f.inputs[0]), x = value(f.inputs[1]);
+    require_batch(f, x);
+    LOOM_CHECK(f.attributes.get<int64_t>("reduction_rank") == 1 &&
+                   f.attributes.get<int64_t>("groups") == 1 && W.shape.rank() == x.shape.rank() + 1,
+               ArgumentError, "ONNX export: ", function_label(f),
+               " (ConvolutionTranspose) needs a channel axis (reduction rank 1), one group and ",
+               "a kernel [C, O, spatial...]");
+    const size_t n = x.shape.rank() - 1;
+    const std::vector<size_t> input = x.shape.sub_shape(1).dims(),
+                              output = out.shape.sub_shape(1).dims(),
+                              kernel = W.shape.sub_shape(2).dims();
+    const auto strides = per_axis(f, "strides", n), dilation = per_axis(f, "dilation", n),
+               auto_pad = per_axis(f, "auto_padding", n), lower = per_axis(f, "lower_pad", n),
+               upper = per_axis(f, "upper_pad", n);
+    std::vector<int64_t> pads, after, output_padding;
+    for (size_t i = 0; i < n; ++i) {
+      const kernels::SpatialAxis a =
+          conv_detail::window_axis("ONNX", output[i], kernel[i], strides[i], dilation[i],
+                                   auto_pad[i] != 0, lower[i], upper[i]);
+      // ONNX's output extent: stride (in - 1) + output_padding + extent - pads.
+      const int64_t upper_pad =
+          int64_t((input[i] - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1) -
+          int64_t(output[i]) - a.pad_lower;
+      LOOM_CHECK(a.pad_lower >= 0 && upper_pad > -int64_t(strides[i]), ArgumentError,
+                 "ONNX export: ", function_label(f),
+                 " (ConvolutionTranspose) places its windows along spatial axis ", i,
+                 " where ONNX's pads cannot");
+      pads.push_back(a.pad_lower);
+      after.push_back(std::max<int64_t>(upper_pad, 0));
+      output_padding.push_back(std::max<int64_t>(-upper_pad, 0));
+    }
+    pads.insert(pads.end(), after.begin(), after.end());
+    const std::string name = output_name(f);
+    pb::NodeProto& t = node("ConvTranspose", {use(x), use(W)}, name);
+    set_ints(t, "kernel_shape", to_int64(kernel));
+    set_ints(t, "strides", to_int64(strides));
+    set_ints(t, "dilations", to_int64(dilation));
+    set_ints(t, "pads", pads);
+    set_ints(t, "output_padding", output_padding);
     return named(out, name);
   }
 
@@ -625,6 +676,30 @@ class Exporter {
     Val y = named(out, name);
     y.shape = spatial ? x.shape : stats;
     return named(out, reshaped(y, out.shape));
+  }
+
+  // layer_normalization(x, scale, bias) over each sample's static axes, as CNTK computes it:
+  // (x - mean) / (std + epsilon) scale + bias, std the population one (ONNX's
+  // LayerNormalization divides by sqrt(var + epsilon)).
+  Val layer_normalization(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]);
+    std::vector<int64_t> axes;
+    for (size_t k = 0; k < x.shape.rank(); ++k) axes.push_back(int64_t(k + x.dynamic));
+    const std::string base = output_name(f), mean = fresh(base + "_mean"),
+                      centred = fresh(base + "_centred"), squares = fresh(base + "_squares"),
+                      variance = fresh(base + "_variance"), deviation = fresh(base + "_std"),
+                      divisor = fresh(base + "_divisor"), normalized = fresh(base + "_normalized"),
+                      scaled = fresh(base + "_scaled");
+    reduce_node("ReduceMean", use(x), axes, true, mean);
+    node("Sub", {use(x), mean}, centred);
+    node("Mul", {centred, centred}, squares);
+    reduce_node("ReduceMean", squares, axes, true, variance);
+    node("Sqrt", {variance}, deviation);
+    node("Add", {deviation, scalar(f.attributes.get<double>("epsilon"), x.dtype)}, divisor);
+    node("Div", {centred, divisor}, normalized);
+    node("Mul", {normalized, use(value(f.inputs[1]))}, scaled);
+    node("Add", {scaled, use(value(f.inputs[2]))}, base);
+    return named(out, base);
   }
 
   Val slice(const FunctionImpl& f, const Val& out) {

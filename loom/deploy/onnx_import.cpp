@@ -471,6 +471,7 @@ class Importer {
         {"MatMul", &Importer::matmul},
         {"Gemm", &Importer::gemm},
         {"Conv", &Importer::conv},
+        {"ConvTranspose", &Importer::conv_transpose},
         {"MaxPool", pool(PoolingType::Max)},
         {"AveragePool", pool(PoolingType::Average)},
         {"GlobalMaxPool", global_pool(PoolingType::Max)},
@@ -944,9 +945,83 @@ class Importer {
     });
   }
 
-  // Loom pools without padding or with CNTK's automatic padding: the windows ONNX places from
-  // the pads (and ceil_mode) must be those of one of them. Windows that reach past the input
-  // are cut at its end in both; average pooling counts the padding where count_include_pad.
+  // ConvTranspose as Loom's convolution_transpose (W [C, O, kernel...] alike) with explicit pads
+  // and the output extents ONNX computes from them (ONNX's formulas: the output extent is
+  // stride (input - 1) + output_padding + dilated kernel - pads); B added per output channel.
+  Val conv_transpose() {
+    const Val w = in(1);
+    return windows([&](const Variable& x) {
+      const size_t rank = x.shape().rank() - 1;
+      if (w.dynamic || w.rank() != rank + 2 || w.var.shape()[0] != x.shape()[0])
+        fail("W must be [C, O, kernel...] without a batch axis, C the input's ", x.shape()[0],
+             " channels");
+      if (int_attribute(*node_, "group", 1) != 1) fail("group must be 1");
+      const std::vector<size_t> kernel = w.var.shape().sub_shape(2).dims();
+      const std::vector<int64_t> given(kernel.begin(), kernel.end());
+      if (ints_attribute(*node_, "kernel_shape", given) != given)
+        fail("kernel_shape ", list(ints_attribute(*node_, "kernel_shape", {})),
+             " contradicts W's kernel ", list(given));
+      ConvolutionTransposeOptions o{.strides = per_axis("strides", rank),
+                                    .auto_padding = {false},
+                                    .dilation = per_axis("dilations", rank)};
+      const auto extra =
+          to_sizes(ints_attribute(*node_, "output_padding", std::vector<int64_t>(rank, 0)),
+                   "output_padding");
+      if (extra.size() != rank) fail("output_padding must have ", rank, " values");
+      // The pads: given, or (from output_shape, or auto_pad SAME_*'s input * stride) the
+      // total the output's extents leave, its odd element after (SAME_UPPER) or before.
+      const std::string auto_pad = string_attribute(*node_, "auto_pad", "NOTSET");
+      if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+          auto_pad != "SAME_LOWER")
+        fail("auto_pad ", auto_pad, " is not one of ONNX's");
+      const bool same = auto_pad.starts_with("SAME"),
+                 shaped = find_attribute(*node_, "output_shape");
+      std::vector<int64_t> pads = ints_attribute(*node_, "pads", std::vector<int64_t>(2 * rank, 0));
+      if (auto_pad == "VALID") pads.assign(2 * rank, 0);
+      if (pads.size() != 2 * rank) fail("pads must have ", 2 * rank, " values");
+      const std::vector<int64_t> target =
+          shaped ? ints_attribute(*node_, "output_shape", {}) : std::vector<int64_t>{};
+      if (shaped && target.size() != rank)
+        fail("output_shape must give the ", rank, " spatial extents");
+      std::vector<size_t> extents;
+      for (size_t i = 0; i < rank; ++i) {
+        const size_t s = o.strides[i], extent = (kernel[i] - 1) * o.dilation[i] + 1;
+        if (extra[i] >= s) fail("output_padding ", extra[i], " must be less than the stride ", s);
+        const int64_t full = int64_t(s * (x.shape()[1 + i] - 1) + extra[i] + extent);
+        if (shaped || same) {
+          const int64_t total = full - (shaped ? target[i] : int64_t(x.shape()[1 + i] * s));
+          // Halves rounded down (a negative total: the output longer by zeros at its end).
+          const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+          pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+          pads[rank + i] = total - pads[i];
+        }
+        // The output is bounded by the input: pads at most the window's extent (an end pad
+        // down to 1 - stride: zeros after the last window, as Loom's output_shape adds them).
+        if (pads[i] < 0 || pads[rank + i] <= -int64_t(s) || pads[i] > int64_t(extent) ||
+            pads[rank + i] > int64_t(extent))
+          fail("pads ", list(pads), " must be 0 to the window's extent ", extent,
+               " along spatial axis ", i);
+        const int64_t e = full - pads[i] - pads[rank + i];
+        if (e < 1) fail("the pads leave no output along spatial axis ", i);
+        extents.push_back(size_t(e));
+        o.lower_pad.push_back(size_t(pads[i]));
+        o.upper_pad.push_back(size_t(std::max<int64_t>(pads[rank + i], 0)));
+      }
+      o.output_shape = NDShape(extents);
+      o.name = has_input(2) ? "" : out_name();
+      const Variable y = convolution_transpose(w.var, x, o);
+      if (!has_input(2)) return y;
+      std::vector<size_t> per_channel(rank + 1, 1);
+      per_channel[0] = y.shape()[0];
+      return Variable(plus(y, reshaped(in(2), NDShape(per_channel)).var, out_name()));
+    });
+  }
+
+  // Loom pools without padding, with CNTK's automatic padding, or unpadded with ceil_out_dim's
+  // last window overhanging the end: the windows ONNX places from the pads (and ceil_mode) must
+  // be those of one of them. Windows that reach past the input are cut at its end in both;
+  // average pooling counts the padding where count_include_pad (so there an overhanging window
+  // must end within ONNX's pads, as Loom counts all of it).
   static Importing pool(PoolingType type) {
     return [type](Importer& m) {
       return m.windows([&](const Variable& x) {
@@ -960,7 +1035,10 @@ class Importer {
         if (kernel.size() != rank) fail("kernel_shape must have ", rank, " values");
         const auto strides = m.per_axis("strides", rank);
         const auto p = m.pads(x.shape(), kernel, strides, dilations);
+        const bool include_pad = int_attribute(n, "count_include_pad", 0) != 0;
         std::vector<bool> auto_pad;
+        // Whether an axis needs ceil_out_dim (an overhanging last window), or must not have it.
+        bool ceil = false, floor = false;
         for (size_t i = 0; i < rank; ++i) {
           const int64_t in = int64_t(x.shape()[1 + i]), k = int64_t(kernel[i]),
                         s = int64_t(strides[i]), span = in + p[i] + p[rank + i] - k;
@@ -968,18 +1046,30 @@ class Importer {
           const int64_t outputs = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
           const OnnxWindowAxis a =
               onnx_window_axis(size_t(in), kernel[i], strides[i], 1, true, 0, 0);
-          const bool unpadded = p[i] == 0 && in >= k && outputs == (in - k) / s + 1;
-          if (!unpadded && (p[i] != a.before || outputs != int64_t(a.output)))
+          const bool from_0 = p[i] == 0 && in >= k, cut = (in - k) % s != 0;
+          const bool unpadded = from_0 && outputs == (in - k) / s + 1;
+          const bool overhang = from_0 && cut && outputs == (in - k) / s + 2 &&
+                                (outputs - 1) * s < in &&
+                                (!include_pad || (outputs - 1) * s + k <= in + p[rank + i]);
+          if (!unpadded && !overhang && (p[i] != a.before || outputs != int64_t(a.output)))
             fail("pads ", list(p), ceil_mode ? " with ceil_mode" : "", " give ", outputs,
-                 " windows from ", -p[i], " along spatial axis ", i, ": Loom pools unpadded or ",
-                 "padded as CNTK's auto padding does (", a.output, " windows from ", -a.before,
-                 ")");
-          auto_pad.push_back(!unpadded);
+                 " windows from ", -p[i], " along spatial axis ", i, ": Loom pools unpadded (",
+                 in >= k ? (in - k) / s + 1 : 0, " windows from 0, or ",
+                 in >= k ? (in - k + s - 1) / s + 1 : 0,
+                 " with the last one overhanging) or padded as CNTK's auto padding does (",
+                 a.output, " windows from ", -a.before, ")");
+          ceil = ceil || overhang;
+          floor = floor || (unpadded && cut);
+          auto_pad.push_back(!unpadded && !overhang);
         }
+        if (ceil && floor)
+          fail("pads ", list(p), " overhang the input's end on one spatial axis and not on ",
+               "another where a window would (Loom's ceil_out_dim applies to all unpadded axes)");
         return Variable(pooling(x, type, NDShape(kernel),
                                 {.strides = strides,
                                  .auto_padding = auto_pad,
-                                 .include_pad = int_attribute(n, "count_include_pad", 0) != 0,
+                                 .include_pad = include_pad,
+                                 .ceil_out_dim = ceil,
                                  .name = m.out_name()}));
       });
     };

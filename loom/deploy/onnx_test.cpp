@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "loom/layers/pooling.h"
 #include "loom/layers/recurrent.h"
 #include "loom/layers/sequential.h"
+#include "loom/ops/gradient_check.h"
 #include "loom/ops/ops.h"
 #include "loom/serialize/model_file.h"
 #include "tests/support/trained_statistics.h"
@@ -100,6 +102,27 @@ TEST(Onnx, ConvnetRoundTrip) {
   loom::testing::set_trained_statistics(
       per_element);  // statistics [6,12,12]: ONNX's per channel of the flattened
   round_trip(per_element, false, 1e-4);
+}
+
+// convolution_transpose as ConvTranspose: automatic padding at strides 1 and 2 (the output's
+// last element in no window: output_padding), explicit pads, and an output_shape larger than
+// the windows reach, in float32 and float64.
+TEST(Onnx, ConvolutionTransposeRoundTrip) {
+  for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+    const Variable x = input_variable(NDShape{2, 4, 3}, {.dtype = dtype, .name = "x"});
+    const NDArrayView w = random_array(NDShape{2, 3, 3, 2}, dtype, 7, -1, 1);
+    for (const ConvolutionTransposeOptions& o :
+         {ConvolutionTransposeOptions{.strides = {2}, .output_shape = NDShape{8, 6}},
+          ConvolutionTransposeOptions{.strides = {1, 2}},
+          ConvolutionTransposeOptions{
+              .strides = {2}, .auto_padding = {false}, .lower_pad = {1}, .upper_pad = {0}},
+          ConvolutionTransposeOptions{
+              .strides = {3, 2}, .auto_padding = {false}, .output_shape = NDShape{13, 7}}}) {
+      const Function y = convolution_transpose(parameter(w, "w"), x, o);
+      const Function loaded = round_trip(y, false, dtype == DataType::Float32 ? 1e-5 : 1e-12);
+      EXPECT_EQ(loaded.output().shape(), y.output().shape());
+    }
+  }
 }
 
 // The elementwise, shape, reduction and softmax ops.
@@ -476,7 +499,8 @@ TEST(OnnxImport, GemmAttributesAndMaxOfMany) {
 }
 
 // Convolution and pooling over one sample [1, C, H, W] without a batch axis, auto_pad
-// SAME_UPPER, and ceil_mode where it places CNTK's windows; batch normalization of a tensor.
+// SAME_UPPER, and ceil_mode where it places CNTK's windows or overhangs the end (ceil_out_dim);
+// batch normalization of a tensor.
 TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
   const std::vector<float> image = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // [1, 1, 3, 3]
   OnnxGraph conv({{"x", {1, 1, 3, 3}}, {"w", {1, 1, 2, 2}}}, {"y"});
@@ -493,6 +517,38 @@ TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
   set(p, "ceil_mode", int64_t{1});  // 2 windows from 0 per axis, as CNTK's auto padding
   EXPECT_EQ(evaluate(pool.load(), {{"x", tensor({1, 1, 3, 3}, image)}}),
             (std::vector<float>{5, 6, 8, 9}));
+  // Windows from 0 whose last overhangs the end (Loom's ceil_out_dim): with ceil_mode, or as
+  // explicit pads (as Loom exports them); counting the padding only where it lies within the
+  // pads (Loom counts the whole window).
+  auto average = [](int64_t include_pad, int64_t ceil_mode, const std::vector<int64_t>& pads) {
+    auto g = std::make_unique<OnnxGraph>(
+        std::vector<std::pair<std::string, std::vector<int64_t>>>{{"x", {1, 1, 1, 4}}},
+        std::vector<std::string>{"y"});
+    pb::NodeProto& n = g->node("AveragePool", {"x"}, {"y"});
+    set(n, "kernel_shape", std::vector<int64_t>{1, 3});
+    set(n, "strides", std::vector<int64_t>{1, 2});
+    set(n, "pads", pads);
+    set(n, "ceil_mode", ceil_mode);
+    set(n, "count_include_pad", include_pad);
+    return g;
+  };
+  const NDArrayView row = tensor({1, 1, 1, 4}, {1, 2, 3, 4});
+  EXPECT_EQ(evaluate(average(0, 1, {0, 0, 0, 0})->load(), {{"x", row}}),
+            (std::vector<float>{2, 3.5f}));
+  EXPECT_EQ(evaluate(average(1, 0, {0, 0, 0, 1})->load(), {{"x", row}}),
+            (std::vector<float>{2, 7.f / 3}));
+  expect_error<DataError>(
+      [&] {
+        average(1, 1, {0, 0, 0, 0})->load();
+      },
+      {"AveragePool", "with ceil_mode give 2 windows from 0 along spatial axis 1",
+       "or 2 with the last one overhanging"});
+  for (bool include_pad : {false, true}) {
+    const Variable x = input_variable(NDShape{2, 5, 4}, {.name = "x"});
+    round_trip(pooling(x, PoolingType::Average, NDShape{3, 3},
+                       {.strides = {2}, .include_pad = include_pad, .ceil_out_dim = true}));
+  }
+
   OnnxGraph bn({{"x", {2, 2, 1}}}, {"y"});
   bn.initializer("scale", {2}, {1, 2});
   bn.initializer("bias", {2}, {0, 1});

@@ -458,7 +458,7 @@ std::vector<OpSchema> convolution_schemas() {
   OpSchema convolution = hand_bound(kConvolution, 2, 3, std::move(convolutions));  // W, x, bias
   convolution.onnx = {"Conv"};
   OpSchema transpose = hand_bound(kConvolutionTranspose, 2, 2, std::move(transposes));
-  transpose.onnx.none_because = "the exporter does not write ConvTranspose yet";
+  transpose.onnx = {"ConvTranspose"};
   return {convolution, transpose};
 }
 

@@ -354,7 +354,11 @@ std::vector<OpSchema> normalization_schemas() {
   }
   OpSchema batch_schema = hand_bound(kBatchNormalization, 6, 6, std::move(batch));
   batch_schema.onnx = {"BatchNormalization"};
-  return {batch_schema, hand_bound(kLayerNormalization, 3, 3, std::move(layer)), lrn};
+  OpSchema layer_schema = hand_bound(kLayerNormalization, 3, 3, std::move(layer));
+  // Written as ReduceMean, Sub, Sqrt, Add, Div, Mul, Add: CNTK divides by std + epsilon, ONNX's
+  // LayerNormalization (opset 17) by sqrt(var + epsilon).
+  layer_schema.onnx = {"LayerNormalization"};
+  return {batch_schema, layer_schema, lrn};
 }
 
 Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,

@@ -369,7 +369,6 @@ std::vector<OpSchema> pooling_schemas() {
       {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, false, false)},
       {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, true, false)},
       {{image}, pool(PoolingType::Max, NDShape{3, 3}, {2}, false, false, true)}};
-  pooling.back().onnx = false;  // the exporter refuses ceil_out_dim's partial last window
   OpSchema pool_schema = hand_bound(kPooling, 1, 1, std::move(pooling));
   pool_schema.onnx = {"MaxPool"};  // or AveragePool
   return {pool_schema, hand_bound(kUnpooling, 2, 2, std::move(unpool)), roi};
