@@ -121,6 +121,19 @@ py::list node_objects(const std::vector<GraphNode>& nodes);
 // CNTK's find_by_name: the one node named name, None for none, ValueError for several.
 py::object find_one_by_name(const Function& root, const std::string& name, int depth);
 
+// Variables from a sequence of Variables, Functions and numbers (as_variable).
+std::vector<Variable> variables_of(py::handle items);
+// CNTK's parameter: init is an Initializer (shape needed), a number (filling shape, a scalar
+// without one), an array or list (its own shape), or None: 0, as CNTK's parameters start.
+// array_dtype_wins: an init array's dtype sets the parameter's when dtype is None (cntk.parameter;
+// the class Parameter converts to float32).
+Parameter make_parameter(py::handle shape, py::handle init, py::handle dtype, py::handle device,
+                         const std::string& name, bool array_dtype_wins);
+// CNTK's constant: a number filling shape (a scalar without one), an array or list (its own
+// shape), or None: zeros of shape (0 without one); array_dtype_wins as make_parameter's.
+Constant make_constant(py::handle value, py::handle shape, py::handle dtype, py::handle device,
+                       const std::string& name, bool array_dtype_wins);
+
 // CNTK's device= arguments: None or a DeviceDescriptor (the CPU: asking for a GPU already
 // failed); TypeError for anything else.
 void check_device(py::handle device);

@@ -306,6 +306,81 @@ void add_operators(Class& c) {
 }  // namespace
 
 void add_ops(py::module_ m) {
+  // The inputs, constants, parameters and placeholders, combine and as_block.
+  const InputOptions input;  // the defaults
+  // CNTK's as_block: the composite applied to the variables given for its placeholders, seen
+  // as one function of op block_op_name ([(placeholder, variable), ...] or a dict).
+  m.def(
+      "as_block",
+      [](const Function& composite, py::handle block_arguments_map,
+         const std::string& block_op_name, const std::string& block_instance_name) {
+        std::vector<std::pair<Variable, Variable>> arguments;
+        py::object pairs =
+            py::isinstance<py::dict>(block_arguments_map)
+                ? py::reinterpret_borrow<py::dict>(block_arguments_map).attr("items")()
+                : py::reinterpret_borrow<py::object>(block_arguments_map);
+        for (py::handle pair : pairs) {
+          py::tuple t = py::cast<py::tuple>(pair);
+          if (t.size() != 2)
+            throw py::type_error(
+                "as_block: block_arguments_map holds (placeholder, variable) pairs");
+          arguments.emplace_back(as_variable(t[0]), as_variable(t[1]));
+        }
+        return as_block(composite, arguments, block_op_name, block_instance_name);
+      },
+      py::arg("composite"), py::arg("block_arguments_map"), py::arg("block_op_name"),
+      py::arg("block_instance_name") = "");
+
+  m.def(
+      "input_variable",
+      [](py::handle shape, py::handle dtype, bool needs_gradient, bool is_sparse,
+         py::handle dynamic_axes, const std::string& name) {
+        InputOptions o{.dtype = data_type(dtype),
+                       .is_sparse = is_sparse,
+                       .name = name,
+                       .needs_gradient = needs_gradient};
+        if (!dynamic_axes.is_none()) o.dynamic_axes = dynamic_axes.cast<std::vector<Axis>>();
+        return input_variable(shape_of(shape), o);
+      },
+      py::arg("shape"), py::arg("dtype") = py::none(),
+      py::arg("needs_gradient") = input.needs_gradient, py::arg("is_sparse") = input.is_sparse,
+      py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
+  m.def(
+      "constant",
+      [](py::handle value, py::handle shape, py::handle dtype, py::handle device,
+         const std::string& name) {
+        return make_constant(value, shape, dtype, device, name, true);
+      },
+      py::arg("value") = py::none(), py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("name") = "");
+  m.def(
+      "parameter",
+      [](py::handle shape, py::handle init, py::handle dtype, py::handle device,
+         const std::string& name) {
+        return make_parameter(shape, init, dtype, device, name, true);
+      },
+      py::arg("shape") = py::none(), py::arg("init") = py::none(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("name") = "");
+  m.def(
+      "placeholder",
+      [](py::handle shape, py::handle dtype, py::handle dynamic_axes, const std::string& name) {
+        if (shape.is_none()) return placeholder(name);
+        // Loom knows a placeholder's type whole or not at all: with a shape, axes left unknown
+        // are the batch axis.
+        std::vector<Axis> axes =
+            dynamic_axes.is_none() ? default_batch_axes() : dynamic_axes.cast<std::vector<Axis>>();
+        if (axes == unknown_dynamic_axes()) axes = default_batch_axes();
+        return placeholder(shape_of(shape), data_type(dtype), axes, name);
+      },
+      py::arg("shape") = py::none(), py::arg("dtype") = py::none(),
+      py::arg("dynamic_axes") = py::none(), py::arg("name") = "");
+  m.def(
+      "combine",
+      [](py::handle operands, const std::string& name) {
+        return combine(variables_of(operands), name);
+      },
+      py::arg("operands"), py::arg("name") = "");
+
   // The options' defaults, which loom.ops' keyword arguments take.
   py::class_<ConvolutionOptions>(m, "ConvolutionOptions")
       .def(py::init<>())

@@ -276,7 +276,7 @@ class _ForwardDeclaration(_loom.Variable):
     """The placeholder of ForwardDeclaration: a Variable with resolve_to."""
 
     def __init__(self, placeholder):
-        _loom.Variable.__init__(self, _loom.combine([placeholder]))
+        _loom.Variable.__init__(self, _loom.ops.combine([placeholder]))
 
     def resolve_to(self, value):
         """Replace this placeholder by value in value's graph."""

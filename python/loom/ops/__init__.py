@@ -4,7 +4,7 @@ import warnings
 
 from loom import _loom
 from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
-from loom._loom import constant, input_variable, parameter, placeholder
+from loom._loom.ops import constant, input_variable, parameter, placeholder
 from loom._loom.ops import (assign, binary_cross_entropy, classification_error,
                             cross_entropy_with_softmax, depth_to_space, dropout, eye_like,
                             log_softmax, slice, softmax, space_to_depth, splice, squared_error,
@@ -49,13 +49,13 @@ def _operands(operands):
 
 def combine(*operands, name=''):
     """A Function with all outputs of the operands (CNTK's cntk.combine: varargs or a list)."""
-    return _loom.combine(_operands(operands), name)
+    return _loom.ops.combine(_operands(operands), name)
 
 
 def as_composite(root_function, name=''):
     """A composite Function of root_function's outputs and the graph below them, named name
     (CNTK's: a primitive Function made a composite)."""
-    return _loom.combine(root_function.outputs, name)
+    return _loom.ops.combine(root_function.outputs, name)
 
 
 def as_block(composite, block_arguments_map, block_op_name, block_instance_name=''):
@@ -63,7 +63,7 @@ def as_block(composite, block_arguments_map, block_op_name, block_instance_name=
     block_arguments_map ([(placeholder, variable), ...]) gives for its placeholders, seen as one
     function of op block_op_name (is_block; block_root and block_arguments_mapping give the
     composite back; graph walks enter it only at depth > 0)."""
-    return _loom.as_block(composite, block_arguments_map, block_op_name, block_instance_name)
+    return _loom.ops.as_block(composite, block_arguments_map, block_op_name, block_instance_name)
 
 
 def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
