@@ -286,6 +286,7 @@ class Exporter {
         {"TopK", &Exporter::top_k},
         {"TopKIndices", &Exporter::top_k},
         {"OneHot", &Exporter::one_hot},
+        {"Gather", &Exporter::gather},
         {"SquaredError", &Exporter::loss},
         {"CrossEntropyWithSoftmax", &Exporter::loss},
         {"BinaryCrossEntropy", &Exporter::loss},
@@ -846,6 +847,44 @@ class Exporter {
                             name);
     set_int(n, "axis", int64_t(axis + x.dynamic));
     return named(out, name);
+  }
+
+  // gather(reference, indices) along static axis a: ONNX's Gather of the indices cast to int64
+  // (truncated, as Loom reads them). A batched reference gathers along a + 1; batched indices
+  // from a shared reference gather along axis 0 of the reference with axis a moved in front,
+  // then a Transpose puts the indices' axes in a's place (the batch axis stays in front). Both
+  // batched (each sample's own reference) would need GatherND: an ArgumentError.
+  Val gather(const FunctionImpl& f, const Val& out) {
+    const Val ref = value(f.inputs[0]), idx = value(f.inputs[1]);
+    LOOM_CHECK(!ref.dynamic || !idx.dynamic, ArgumentError, "ONNX export: ", function_label(f),
+               " (Gather) gathers from each sample's own reference (both operands have dynamic ",
+               "axes), which needs ONNX's GatherND (not written)");
+    const Axis given = attribute_axis(f.attributes.at("axis"));
+    const size_t r = ref.shape.rank(),
+                 a = given.is_all_static() ? 0
+                                           : op_util::static_axis_index(given.static_index(), r);
+    const std::string base = output_name(f), positions = fresh(base + "_positions");
+    set_int(node("Cast", {use(idx)}, positions), "to", pb::TensorProto::INT64);
+    if (!idx.dynamic || a == 0) {
+      set_int(node("Gather", {use(ref), positions}, base), "axis", int64_t(a + ref.dynamic));
+      return named(out, base);
+    }
+    std::vector<int64_t> front{int64_t(a)};
+    for (size_t k = 0; k < r; ++k)
+      if (k != a) front.push_back(int64_t(k));
+    const std::string moved = fresh(base + "_axis_in_front"), gathered = fresh(base + "_gathered");
+    set_ints(node("Transpose", {use(ref)}, moved), "perm", front);
+    set_int(node("Gather", {moved, positions}, gathered), "axis", 0);
+    // [dynamic (d), indices (m), ref[:a], ref[a+1:]] -> [dynamic, ref[:a], indices, ref[a+1:]].
+    const int64_t d = int64_t(idx.dynamic), m = int64_t(idx.shape.rank()),
+                  rank = d + m + int64_t(r) - 1;
+    std::vector<int64_t> perm;
+    for (int64_t k = 0; k < d; ++k) perm.push_back(k);
+    for (int64_t k = 0; k < int64_t(a); ++k) perm.push_back(d + m + k);
+    for (int64_t k = 0; k < m; ++k) perm.push_back(d + k);
+    for (int64_t k = d + m + int64_t(a); k < rank; ++k) perm.push_back(k);
+    set_ints(node("Transpose", {gathered}, base), "perm", perm);
+    return named(out, base);
   }
 
   // local_response_normalization: ONNX's LRN over [N, C, ...] with size 2 depth_radius + 1

@@ -515,6 +515,7 @@ class Importer {
         {"Pad", &Importer::pad_node},
         {"LRN", &Importer::lrn},
         {"OneHot", &Importer::one_hot_node},
+        {"Gather", &Importer::gather_node},
         {"Hardmax", &Importer::hardmax_node},
     };
     return ops;
@@ -1107,6 +1108,27 @@ class Importer {
     return {plus(element_times(y, constant(values[1] - values[0], t)), constant(values[0], t),
                  out_name()),
             x.dynamic};
+  }
+
+  // Gather as Loom's gather: along a static axis of data, or, with indices that have dynamic
+  // axes, along axis 0 of data without any (the output's dynamic axes in front). A negative
+  // index counts from the end.
+  Val gather_node() {
+    const Val data = in(0), indices = in(1);
+    const int64_t given = int_attribute(*node_, "axis", 0);
+    if (data.dynamic && indices.dynamic)
+      fail("data and indices both have dynamic axes (Loom's gather of each sample's own data is ",
+           "not ONNX's Gather)");
+    if (indices.dynamic && onnx_axis(given, data.rank()) != 0)
+      fail("indices with dynamic axes gather along axis 0 of data only (the output's dynamic ",
+           "axes in front)");
+    const Axis axis = static_axis(data, given);
+    const DataType t = indices.var.dtype();
+    const double n = double(data.var.shape()[size_t(axis.static_index())]);
+    const Variable from_start =
+        plus(indices.var, element_times(less(indices.var, constant(0.0, t)), constant(n, t)));
+    return {gather(data.var, from_start, axis, out_name()), std::max(data.dynamic, indices.dynamic),
+            data.integer};
   }
 
   // Hardmax: 1 at the first largest entry along one static axis, as the one-hot of Loom's

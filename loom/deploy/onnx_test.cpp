@@ -760,6 +760,28 @@ TEST(OnnxImport, EdgePadLastExtremesAndSmallest) {
   EXPECT_EQ(output(4), (std::vector<float>{0, 1, 2, 0}));
 }
 
+// gather: a shared reference indexed by each sample's indices along a middle axis round trips
+// (Gather along axis 0 between Transposes); each sample's own reference is refused (GatherND).
+// Import reads a negative index from the end.
+TEST(Onnx, GatherBothWays) {
+  const Variable indices = input_variable(NDShape{2}, {.name = "i"});
+  const Variable reference = parameter(random_array(NDShape{3, 4, 2}, DataType::Float32, 3), "r");
+  const Function y = gather(reference, indices, Axis(1));
+  const Function loaded = load_onnx_from_bytes(save_onnx_to_bytes(y));
+  const NDArrayView i = tensor({2, 2}, {3, 0, 1.5f, 2});
+  EXPECT_EQ(loaded.eval(i).data().to_vector<float>(), y.eval(i).data().to_vector<float>());
+  EXPECT_EQ(loaded.output().shape(), (NDShape{3, 2, 2}));
+  const Variable own = input_variable(NDShape{3, 4}, {.name = "own"});
+  expect_error<ArgumentError>([&] { save_onnx_to_bytes(gather(own, indices)); },
+                              {"Gather", "GatherND"});
+
+  OnnxGraph g({{"data", {3, 2}}}, {"y"});
+  int64_initializer(g, "at", {2}, {-1, 0});
+  g.node("Gather", {"data", "at"}, {"y"});
+  EXPECT_EQ(evaluate(g.load(), {{"data", tensor({3, 2}, {1, 2, 3, 4, 5, 6})}}),
+            (std::vector<float>{5, 6, 1, 2}));
+}
+
 // Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip
 // with tensor bounds, log_add_exp, softplus with a steepness) round trips in float32 and
 // float64.
