@@ -100,8 +100,8 @@ void ref_parameter_gradients(size_t N, size_t C, size_t S, const T* x, const T* 
 template <typename T>
 void ref_input_gradient(size_t N, size_t C, size_t S, const T* x, const T* dy, const T* mean,
                         const T* inv_std, const T* scale, const T* dscale, const T* dbias,
-                        bool batch_statistics, T* dx, bool accumulate) {
-  const T inv_M = T(1.0 / double(N * S));
+                        double batch_weight, T* dx, bool accumulate) {
+  const T inv_M = T(batch_weight / double(N * S));
   detail::parallel_for(N, N * C * S, [&](size_t n0, size_t n1) {
     detail::with_accumulate(accumulate, [&](auto acc) {
       for (size_t n = n0; n < n1; ++n)
@@ -109,8 +109,8 @@ void ref_input_gradient(size_t N, size_t C, size_t S, const T* x, const T* dy, c
           const size_t o = (n * C + c) * S;
           const T k = scale[c] * inv_std[c];
           // dx = k * dy - k * dbias / M - k * xhat * dscale / M, xhat = (x - mean) * inv_std.
-          const T shift = batch_statistics ? k * dbias[c] * inv_M : T(0);
-          const T slope = batch_statistics ? k * dscale[c] * inv_M * inv_std[c] : T(0);
+          const T shift = k * dbias[c] * inv_M;
+          const T slope = k * dscale[c] * inv_M * inv_std[c];
           const T m = mean[c];
 #pragma omp simd
           for (size_t i = 0; i < S; ++i) {
@@ -209,13 +209,13 @@ void batch_norm_forward<double>(const BatchNormShape& s, const double* x, const 
 template <>
 void batch_norm_backward<double>(const BatchNormShape& s, const double* x, const double* dy,
                                  const double* mean, const double* var, const double* scale,
-                                 const double* /*bias*/, double epsilon, bool batch_statistics,
+                                 const double* /*bias*/, double epsilon, double batch_weight,
                                  double* dx, bool accumulate, double* dscale, double* dbias) {
   const std::vector<double> inv_std = inverse_std(s.C, var, epsilon);
   ref_parameter_gradients(s.N, s.C, s.S, x, dy, mean, inv_std.data(), dscale, dbias);
   if (dx)
     ref_input_gradient(s.N, s.C, s.S, x, dy, mean, inv_std.data(), scale, dscale, dbias,
-                       batch_statistics, dx, accumulate);
+                       batch_weight, dx, accumulate);
 }
 
 template <>
@@ -238,9 +238,24 @@ void batch_norm_forward<float>(const BatchNormShape& s, const float* x, const fl
 template <>
 void batch_norm_backward<float>(const BatchNormShape& s, const float* x, const float* dy,
                                 const float* mean, const float* var, const float* scale,
-                                const float* bias, double epsilon, bool batch_statistics, float* dx,
+                                const float* bias, double epsilon, double batch_weight, float* dx,
                                 bool accumulate, float* dscale, float* dbias) {
-  BnPrimitives& p = primitives(s, epsilon, batch_statistics);
+  if (dx && batch_weight != 0 && batch_weight != 1) {
+    // oneDNN has the two ends: dx is linear in the weight, so a blend of their gradients.
+    const size_t n = s.N * s.C * s.S;  // both layouts hold every element once (C blocks whole)
+    std::vector<float> batch(n), constant(n);
+    batch_norm_backward(s, x, dy, mean, var, scale, bias, epsilon, 1.0, batch.data(), false, dscale,
+                        dbias);
+    batch_norm_backward(s, x, dy, mean, var, scale, bias, epsilon, 0.0, constant.data(), false,
+                        dscale, dbias);
+    const float w = float(batch_weight);
+    for (size_t i = 0; i < n; ++i) {
+      const float v = w * batch[i] + (1 - w) * constant[i];
+      dx[i] = accumulate ? dx[i] + v : v;
+    }
+    return;
+  }
+  BnPrimitives& p = primitives(s, epsilon, batch_weight != 0);
   memory diff_dst = dnn::to_layout(p.y, dy, p.bwd_pd.diff_dst_desc(), 0);
   // The primitive writes dx whether wanted or not: without dx, into a buffer.
   float* out = dx ? dx : static_cast<float*>(dnn::buffer(1, p.x.get_size()));

@@ -26,16 +26,18 @@ template <typename T>
 void batch_norm_forward(const BatchNormShape& s, const T* x, const T* scale, const T* bias,
                         double epsilon, bool batch_statistics, T* mean, T* var, T* y);
 
-// The gradients given dy and the forward's mean, var and batch_statistics, with
-// xhat = (x - mean[c]) * inv_std[c], inv_std[c] = 1 / sqrt(var[c] + epsilon):
-// dscale[c] = Σ dy * xhat and dbias[c] = Σ dy (written), and unless dx is null, dx (written,
-// or added when accumulate): with batch statistics dx = scale * inv_std * (dy - dbias / M -
-// xhat * dscale / M), M = N * S; with constant (running) ones dx = dy * scale * inv_std.
-// bias enters no gradient; oneDNN's primitive takes it all the same.
+// The gradients given dy and the forward's mean and var, with xhat = (x - mean[c]) *
+// inv_std[c], inv_std[c] = 1 / sqrt(var[c] + epsilon): dscale[c] = Σ dy * xhat and dbias[c] =
+// Σ dy (written), and unless dx is null, dx (written, or added when accumulate) =
+// scale * inv_std * (dy - batch_weight * (dbias + xhat * dscale) / M), M = N * S. batch_weight
+// is CNTK's weight of the minibatch's own statistics in mean and var (mbStatsWeight): 1 for
+// batch statistics (the exact gradient), 0 for constant (running) ones, between for a blend of
+// the two (CNTK's gradient of a blend, which weights the batch statistics' terms). bias enters
+// no gradient; oneDNN's primitive takes it all the same.
 template <typename T>
 void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const T* mean,
                          const T* var, const T* scale, const T* bias, double epsilon,
-                         bool batch_statistics, T* dx, bool accumulate, T* dscale, T* dbias);
+                         double batch_weight, T* dx, bool accumulate, T* dscale, T* dbias);
 
 // Layer normalization of each of `rows` rows of D elements (CNTK's LayerNormalization layer):
 // y = (x - mean) / (std + epsilon) * scale + bias, std the population standard deviation of the

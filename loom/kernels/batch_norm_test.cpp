@@ -62,11 +62,13 @@ TEST(BatchNorm, FloatMatchesDoubleInEveryLayout) {
       BatchNormShape s = shape;
       s.input_blocked = l.in;
       s.output_blocked = l.out;
-      for (bool batch_statistics : {true, false}) {
+      // The minibatch's statistics, running ones, and (backward) CNTK's blend of the two.
+      for (double batch_weight : {1.0, 0.0, 0.3}) {
+        const bool batch_statistics = batch_weight == 1;
         SCOPED_TRACE("N " + std::to_string(s.N) + " C " + std::to_string(s.C) + " S " +
                      std::to_string(s.S) + (l.in ? " blocked" : " row-major") + " -> " +
-                     (l.out ? "blocked" : "row-major") +
-                     (batch_statistics ? ", batch statistics" : ", running statistics"));
+                     (l.out ? "blocked" : "row-major") + ", batch statistics' weight " +
+                     std::to_string(batch_weight));
         const size_t n = s.N * s.C * s.S;
         const auto x = random_vector<double>(n, 1, -2, 3), dy = random_vector<double>(n, 2),
                    dx0 = random_vector<double>(n, 3);
@@ -80,8 +82,8 @@ TEST(BatchNorm, FloatMatchesDoubleInEveryLayout) {
         batch_norm_forward<double>(row_major, x.data(), scale.data(), bias.data(), eps,
                                    batch_statistics, mean.data(), var.data(), y.data());
         batch_norm_backward<double>(row_major, x.data(), dy.data(), mean.data(), var.data(),
-                                    scale.data(), bias.data(), eps, batch_statistics, dx.data(),
-                                    true, dscale.data(), dbias.data());
+                                    scale.data(), bias.data(), eps, batch_weight, dx.data(), true,
+                                    dscale.data(), dbias.data());
 
         std::vector<float> fx = to_layout(s, x, l.in), fdy = to_layout(s, dy, l.out),
                            fscale(scale.begin(), scale.end()), fbias(bias.begin(), bias.end()),
@@ -102,7 +104,7 @@ TEST(BatchNorm, FloatMatchesDoubleInEveryLayout) {
           const std::vector<float> untouched = fdx;
           batch_norm_backward<float>(
               s, fx.data(), fdy.data(), fmean.data(), fvar.data(), fscale.data(), fbias.data(), eps,
-              batch_statistics, wanted ? fdx.data() : nullptr, add, fdscale.data(), fdbias.data());
+              batch_weight, wanted ? fdx.data() : nullptr, add, fdscale.data(), fdbias.data());
           expect_near(as_double(fdscale), dscale, "dscale");
           expect_near(as_double(fdbias), dbias, "dbias");
           if (!wanted) {

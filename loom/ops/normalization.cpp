@@ -49,10 +49,19 @@ double running_weight(double time_constant, double samples, double count) {
   return 1;
 }
 
+// CNTK's weight of the running statistics in training (ComputeBlendFactor): none before any
+// were gathered, all with an infinite blend time constant, else its share T / (T + N) against
+// the minibatch's N samples.
+double blend_factor(double blend_time_constant, double samples, double count) {
+  if (count == 0 || blend_time_constant == 0) return 0;
+  if (std::isinf(blend_time_constant)) return 1;
+  return blend_time_constant / (blend_time_constant + samples);
+}
+
 // Attributes: "spatial" (bool), "normalization_time_constant", "blend_time_constant",
 // "epsilon" (double). call.scratch holds, per channel, the mean and variance the forward pass
-// normalized with, the gradients of scale and bias, and whether the statistics were the
-// minibatch's own.
+// normalized with, the gradients of scale and bias, and the weight the minibatch's own
+// statistics had in them (kernels::batch_norm_backward's batch_weight).
 class BatchNormalizationOp : public AlignedOpDef {
  public:
   const char* name() const override { return "BatchNormalization"; }
@@ -63,9 +72,8 @@ class BatchNormalizationOp : public AlignedOpDef {
     const double blend = a.get<double>("blend_time_constant");
     const double epsilon = a.get<double>("epsilon");
     a.get<double>("normalization_time_constant");
-    LOOM_CHECK(blend == 0 || (std::isinf(blend) && blend > 0), ArgumentError,
-               "BatchNormalization: blend_time_constant ", blend,
-               " is not supported; use 0 (minibatch statistics) or infinity (running ones)");
+    LOOM_CHECK(blend >= 0, ArgumentError, "BatchNormalization: blend_time_constant ", blend,
+               " must be >= 0 (0: the minibatch's statistics; infinity: the running ones)");
     LOOM_CHECK(epsilon >= 0 && std::isfinite(epsilon), ArgumentError,
                "BatchNormalization: epsilon ", epsilon, " must be finite and >= 0");
     const Variable& x = in[kX];
@@ -123,11 +131,10 @@ class BatchNormalizationOp : public AlignedOpDef {
       const T* scale = call.inputs[kScale]->ptr<T>();
       const T* bias = call.inputs[kBias]->ptr<T>();
       T* y = call.output->ptr<T>();
-      bool batch_statistics = call.is_training;
+      double running = 1;  // the running statistics' weight (CNTK's blend factor)
       if (call.is_training) {
         kernels::batch_norm_forward(s, x.ptr<T>(), scale, bias, epsilon, true, mean, var, y);
-        const double blend = a.get<double>("blend_time_constant");
-        batch_statistics = !(std::isinf(blend) && double(*count) > 0);
+        running = blend_factor(a.get<double>("blend_time_constant"), double(s.N), double(*count));
         update_running(a.get<double>("normalization_time_constant"), s, mean, var, run_mean,
                        run_var, count);
       } else {
@@ -135,14 +142,20 @@ class BatchNormalizationOp : public AlignedOpDef {
                    "BatchNormalization: inference mode is used, "
                    "but nothing has been trained (the running statistics are empty)");
       }
-      if (!batch_statistics) {
+      if (running > 0) {
         // Normalized by the running statistics (in training: after this minibatch's update,
-        // overwriting the output normalized by the minibatch's own).
-        std::copy_n(run_mean, s.C, mean);
-        std::copy_n(run_var, s.C, var);
+        // overwriting the output normalized by the minibatch's own), or as CNTK blends them
+        // with the minibatch's: the means, and the inverse standard deviations.
+        for (size_t c = 0; c < s.C; ++c) {
+          const double m = running * double(run_mean[c]) + (1 - running) * double(mean[c]);
+          const double inv_std = running / std::sqrt(double(run_var[c]) + epsilon) +
+                                 (1 - running) / std::sqrt(double(var[c]) + epsilon);
+          mean[c] = T(m);
+          var[c] = running == 1 ? run_var[c] : T(1 / (inv_std * inv_std) - epsilon);
+        }
         kernels::batch_norm_forward(s, x.ptr<T>(), scale, bias, epsilon, false, mean, var, y);
       }
-      mean[4 * s.C] = T(batch_statistics);  // the flag, after the gradient slots
+      mean[4 * s.C] = T(1 - running);  // the batch statistics' weight, after the gradient slots
     });
   }
 
@@ -160,7 +173,7 @@ class BatchNormalizationOp : public AlignedOpDef {
       if (index == first)
         kernels::batch_norm_backward(s, x.ptr<T>(), call.output_gradient->ptr<T>(), mean, var,
                                      call.inputs[kScale]->ptr<T>(), call.inputs[kBias]->ptr<T>(),
-                                     call.attributes.get<double>("epsilon"), mean[4 * s.C] != T(0),
+                                     call.attributes.get<double>("epsilon"), double(mean[4 * s.C]),
                                      index == kX ? g.ptr<T>() : nullptr, accumulate, dscale, dbias);
       if (index != kX)
         op_util::copy_or_add(s.C, index == kScale ? dscale : dbias, g.ptr<T>(), accumulate);
@@ -173,8 +186,8 @@ class BatchNormalizationOp : public AlignedOpDef {
   }
 
  private:
-  // mean, var, dscale, dbias (C each) and the flag. Forward sizes it, so backward's
-  // ensure() finds it in place.
+  // mean, var, dscale, dbias (C each) and the batch statistics' weight. Forward sizes it, so
+  // backward's ensure() finds it in place.
   template <typename T>
   static T* scratch(OpCall& call, size_t C) {
     return static_cast<T*>(call.scratch->ensure((4 * C + 1) * sizeof(T)));

@@ -25,8 +25,11 @@ namespace loom {
 //   running_mean = (1 - f) running_mean + f mean,
 //   running_inv_std = (1 - f) running_inv_std + f var * M / (M - 1) (M values per statistic),
 //   running_count += n.
-// blend_time_constant 0 normalizes by the minibatch's statistics; +infinity by the running
-// ones (once running_count > 0); other values are not supported (ArgumentError).
+// Then, once running_count > 0, a blend_time_constant T > 0 normalizes by CNTK's blend of the
+// (updated) running statistics, weight b = T / (T + n) (1 for +infinity), with the minibatch's:
+// mean b running_mean + (1 - b) mean, inverse standard deviation b / sqrt(running_inv_std +
+// epsilon) + (1 - b) / sqrt(var + epsilon); the gradient is CNTK's, whose batch-statistics
+// terms weigh 1 - b (kernels::batch_norm_backward). T = 0: the minibatch's statistics alone.
 // Inference mode: y = (x - running_mean) / sqrt(running_inv_std + epsilon) * scale + bias; a
 // StateError while running_count is 0 (nothing has been trained, as CNTK says).
 // Differentiable with respect to x, scale and bias.

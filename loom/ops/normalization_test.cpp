@@ -206,6 +206,60 @@ TEST(BatchNormalization, BlendInfinityNormalizesByRunningStatistics) {
         {{xg, v}}, chosen(wrt, xg, b));
 }
 
+// A finite blend time constant T (CNTK's blendTimeConstant): in training, after the first
+// minibatch, the running statistics (updated by this minibatch) weigh T / (T + N) against the
+// minibatch's own, in the means and in the inverse standard deviations; the gradient is CNTK's,
+// which weights the batch statistics' terms by N / (T + N).
+TEST(BatchNormalization, FiniteBlendTimeConstantBlendsAsCntk) {
+  Variable x = input_variable({2}, {.dtype = kF64, .name = "x", .needs_gradient = true});
+  const Bn b = make_bn({2}, kF64, 70);
+  const double T = 8, N = 4, blend = T / (T + N);
+  Function f = apply(x, b, false, 5000, T);
+  const Value v1 = random_batch({2}, 4, kF64, 6, -2, 2), v2 = random_batch({2}, 4, kF64, 7, -2, 2);
+  EXPECT_EQ(
+      values(f.forward({{x, v1}}).second.begin()->second),
+      values(apply(x, make_bn({2}, kF64, 70), false).forward({{x, v1}}).second.begin()->second));
+  // The minibatch's mean and biased variance of each element, and the blended normalization.
+  const std::vector<double> xs = values(v2), g = stored(b.scale), beta = stored(b.bias);
+  auto expected = [&](std::vector<double>* inv_out, std::vector<double>* xhat) {
+    const std::vector<double> rm = stored(b.mean), rv = stored(b.var);
+    std::vector<double> y(8), inv(2);
+    for (size_t c = 0; c < 2; ++c) {
+      double m = 0, q = 0;
+      for (size_t n = 0; n < 4; ++n) m += xs[2 * n + c] / N;
+      for (size_t n = 0; n < 4; ++n) q += (xs[2 * n + c] - m) * (xs[2 * n + c] - m) / N;
+      const double mean = blend * rm[c] + (1 - blend) * m;
+      inv[c] = blend / std::sqrt(rv[c] + kEps) + (1 - blend) / std::sqrt(q + kEps);
+      for (size_t n = 0; n < 4; ++n) {
+        (*xhat)[2 * n + c] = (xs[2 * n + c] - mean) * inv[c];
+        y[2 * n + c] = g[c] * (*xhat)[2 * n + c] + beta[c];
+      }
+    }
+    *inv_out = inv;
+    return y;
+  };
+  std::vector<double> inv, xhat(8);
+  const std::vector<double> y = values(f.forward({{x, v2}}).second.begin()->second);
+  expect_all_near(y, expected(&inv, &xhat), 1e-12, "blended output");
+  // The gradient of Σ w y (w per element) with respect to x, as CNTK's backward computes it.
+  const std::vector<double> w{0.7, 1.3};
+  const Function weighted = element_times(f, constant(NDArrayView::from_vector<double>({2}, w)));
+  const std::vector<double> dx = values(weighted.grad({{x, v2}}, {x}).at(x));
+  expected(&inv, &xhat);  // the statistics this forward pass updated
+  std::vector<double> want(8);
+  for (size_t c = 0; c < 2; ++c) {
+    double dscale = 0, dbias = 0;
+    for (size_t n = 0; n < 4; ++n) {
+      dscale += w[c] * xhat[2 * n + c];
+      dbias += w[c];
+    }
+    for (size_t n = 0; n < 4; ++n)
+      want[2 * n + c] =
+          g[c] * inv[c] * (w[c] - (1 - blend) * (dbias + xhat[2 * n + c] * dscale) / N);
+  }
+  expect_all_near(dx, want, 1e-12, "CNTK's gradient of the blend");
+}
+
 TEST(BatchNormalization, InferredShapesAndErrors) {
   Variable x = input_variable({3, 4, 4}, f64("x"));
   Parameter scale = parameter({NDShape::kInferred}, constant_initializer(1), kF64, "scale");
@@ -220,7 +274,7 @@ TEST(BatchNormalization, InferredShapesAndErrors) {
   expect_shape_error([&] { apply(plain, b, false); }, {"no batch axis"});
   EXPECT_THROW(batch_normalization(x, b.scale, b.bias, b.scale, b.var, b.count, true),
                ArgumentError);  // a running mean that is not a Constant
-  EXPECT_THROW(apply(x, b, true, 5000, 10), ArgumentError);
+  EXPECT_THROW(apply(x, b, true, 5000, -1), ArgumentError);
 }
 
 // A graph around one batch normalization, built in one data type: its input, the
@@ -270,11 +324,10 @@ TEST(BatchNormalization, Float32MatchesFloat64) {
       {"spatial 3d", {2, 3, 2, 2}, true}, {"spatial, channels only", {5}, true},
       {"per element", {3, 5}, false},     {"per element, 32 features", {4, 8}, false}};
   for (const Case& c : cases)
-    for (double blend : {0.0, inf})
+    for (double blend : {0.0, inf, 10.0})
       for (const std::vector<size_t>& wrt : kBnWrt) {
-        SCOPED_TRACE(std::string(c.name) + (blend == 0 ? ", minibatch statistics" : ", blend inf") +
-                     ", " + std::to_string(wrt.size()) + " gradient(s) from " +
-                     std::to_string(wrt[0]));
+        SCOPED_TRACE(std::string(c.name) + ", blend time constant " + std::to_string(blend) + ", " +
+                     std::to_string(wrt.size()) + " gradient(s) from " + std::to_string(wrt[0]));
         expect_bn_float32_matches_float64(
             [&](DataType dt) {
               BnNet n;
