@@ -1,6 +1,6 @@
-// CNTK's cntk.debugging and trace levels (loom/graph/debugging.h): node timing and its
-// print_node_timing methods on Function, Trainer and Evaluator, checked mode, the profiler,
-// trace levels, and the debug graph behind loom.debugging.debug_model.
+// CNTK's cntk.debugging (loom/graph/debugging.h): node timing and its print_node_timing methods
+// on Function, Trainer and Evaluator, checked mode, the profiler, the network's trace level, and
+// the debug graph behind loom.debugging.debug_model.
 #include "loom/graph/debugging.h"
 #include "python/src/binding.h"
 

@@ -1,4 +1,4 @@
-// Distributed training: the communicator of the MPI job and the data-parallel learners. A
+// CNTK's cntk.train.distributed: the communicator of the MPI job and the data-parallel learners. A
 // script started without mpirun is the only worker (rank 0 of 1) and needs no MPI.
 #include "python/src/binding.h"
 

@@ -1,4 +1,5 @@
-// Readers: stream definitions, deserializers (CTF, IDX, in-memory arrays) and MinibatchSource.
+// CNTK's cntk.io: stream definitions, deserializers (CTF, IDX, images, HTK, CBF, in-memory
+// arrays, user deserializers), MinibatchSource, and cntk.io.transforms.
 #include <algorithm>
 
 #include "loom/io/cbf_deserializer.h"

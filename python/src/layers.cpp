@@ -1,5 +1,5 @@
-// The layers library, initializers and default_options. An option left out (the module's
-// UNSET) takes default_options' value, as CNTK's default_override_or; given explicitly, even
+// CNTK's cntk.layers and default_options. An option left out (the module's UNSET) takes
+// default_options' value, as CNTK's default_override_or; given explicitly, even
 // activation=None, it wins.
 #include "loom/layers/attention.h"
 #include "loom/layers/recurrent.h"

@@ -70,7 +70,6 @@ PYBIND11_MODULE(_loom, m) {
   using namespace loom::python;
   m.doc() = "Loom's C++ core; use it through the loom package";
   add_top(m);
-  py::module_ train = submodule(m, "train");
   add_device(submodule(m, "device"));
   add_axis(submodule(m, "axis"));
   add_core(submodule(m, "core"));
@@ -89,6 +88,7 @@ PYBIND11_MODULE(_loom, m) {
   add_logging(logging);
   add_logging_graph(submodule(logging, "graph"));
   add_eval(submodule(m, "eval"));
+  py::module_ train = submodule(m, "train");
   add_train(train);
   add_distributed(submodule(train, "distributed"));
   add_debugging(submodule(m, "debugging"));

@@ -1,8 +1,9 @@
-// The ops, and the Python operators of Variables and Functions. Operands may be numbers or
-// numpy arrays wherever a Variable is expected: they become constants of the other operand's
-// dtype. The ops of the op table that have a Python function (loom/ops/op_schema.h) are reached
-// through _op_table and _apply_op, from which python/loom/ops/_table.py makes the functions; the
-// rest are bound here by hand.
+// CNTK's cntk.ops: the ops, the builders of inputs, constants and parameters, and the Python
+// operators of Variables and Functions. Operands may be numbers or numpy arrays wherever a
+// Variable is expected: they become constants of the other operand's dtype. The ops of the op
+// table that have a Python function (loom/ops/op_schema.h) are reached through _op_table and
+// _apply_op, from which python/loom/ops/_table.py makes the functions; the rest are bound here
+// by hand.
 #include <algorithm>
 #include <cmath>
 
