@@ -103,6 +103,12 @@ bool is_integer_type(int32_t t) {
   }
 }
 
+// The values v as an array of type t.
+NDArrayView array_of(const NDShape& shape, const std::vector<double>& v, DataType t) {
+  if (t == DataType::Float64) return NDArrayView::from_vector(shape, v);
+  return NDArrayView::from_vector(shape, std::vector<float>(v.begin(), v.end()));
+}
+
 // x rounded toward zero (ONNX's integer division, its Cast to an integer type).
 Variable truncated(const Variable& x, const std::string& name = "") {
   return element_select(less(x, constant(0.0, x.dtype())), ceil(x), floor(x), name);
@@ -398,11 +404,7 @@ class Importer {
     auto it = leaves_.find(key);
     if (it != leaves_.end()) return it->second;
     const DataType dtype = data_type(t.data_type(), "tensor '" + name + "'");
-    const std::vector<double> values = numbers(t, dtype);
-    const NDArrayView data =
-        dtype == DataType::Float32
-            ? NDArrayView::from_vector(want, std::vector<float>(values.begin(), values.end()))
-            : NDArrayView::from_vector(want, values);
+    const NDArrayView data = array_of(want, numbers(t, dtype), dtype);
     Variable v = is_constant ? Variable(constant(data, name)) : Variable(parameter(data, name));
     return leaves_[key] = v;
   }
@@ -1337,25 +1339,40 @@ class Importer {
             x.dynamic, x.integer};
   }
 
+  // Slice along static axes; steps other than 1 as a gather of the positions they visit.
   Val slice_node() {
     Val x = in(0);
     const auto starts = input_ints(1), ends = input_ints(2);
     std::vector<int64_t> axes(starts.size());
     for (size_t i = 0; i < axes.size(); ++i) axes[i] = int64_t(i);
     if (has_input(3)) axes = input_ints(3);
-    if (has_input(4))
-      for (int64_t s : input_ints(4))
-        if (s != 1) fail("steps other than 1 are not imported");
-    if (ends.size() != starts.size() || axes.size() != starts.size())
-      fail("starts, ends and axes differ in length");
+    const std::vector<int64_t> steps =
+        has_input(4) ? input_ints(4) : std::vector<int64_t>(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() ||
+        steps.size() != starts.size())
+      fail("starts, ends, axes and steps differ in length");
     for (size_t i = 0; i < starts.size(); ++i) {
       const Axis axis = static_axis(x, axes[i]);
-      const int64_t dim = int64_t(x.var.shape()[size_t(axis.static_index())]);
-      auto clamp = [dim](int64_t v) { return std::clamp(v < 0 ? v + dim : v, int64_t(0), dim); };
+      const int64_t dim = int64_t(x.var.shape()[size_t(axis.static_index())]), step = steps[i];
+      if (step == 0) fail("a step of 0");
+      // ONNX's clamping: to [0, dim] going forward, to [-1, dim - 1] going backward.
+      auto clamp = [&](int64_t v) {
+        return std::clamp(v < 0 ? v + dim : v, step > 0 ? int64_t(0) : int64_t(-1),
+                          step > 0 ? dim : dim - 1);
+      };
       const int64_t begin = clamp(starts[i]), end = clamp(ends[i]);
-      if (end <= begin)
-        fail("the slice [", starts[i], ", ", ends[i], ") of axis ", axes[i], " is empty");
-      x = {slice(x.var, axis, int(begin), end == dim ? 0 : int(end), out_name()), x.dynamic};
+      if (step > 0 ? end <= begin : end >= begin)
+        fail("the slice [", starts[i], ", ", ends[i], ") of axis ", axes[i], " with step ", step,
+             " is empty");
+      if (step == 1) {
+        x = {slice(x.var, axis, int(begin), end == dim ? 0 : int(end), out_name()), x.dynamic,
+             x.integer};
+        continue;
+      }
+      std::vector<double> at;
+      for (int64_t k = begin; step > 0 ? k < end : k > end; k += step) at.push_back(double(k));
+      const Variable positions = constant(array_of(NDShape{at.size()}, at, x.var.dtype()));
+      x = {gather(x.var, positions, axis, out_name()), x.dynamic, x.integer};
     }
     return x;
   }
@@ -1422,11 +1439,7 @@ class Importer {
         dims[0] = n;
         std::vector<double> at(n);
         for (size_t i = 0; i < n; ++i) at[i] = double(i);
-        const DataType t = x.var.dtype();
-        const Variable positions = constant(
-            t == DataType::Float64 ? NDArrayView::from_vector(NDShape(dims), at)
-                                   : NDArrayView::from_vector(
-                                         NDShape(dims), std::vector<float>(at.begin(), at.end())));
+        const Variable positions = constant(array_of(NDShape(dims), at, x.var.dtype()));
         const Variable hit = equal(x.var, extreme(x.var, axis, true, ""));
         return Val{reduce_max(element_times(hit, positions), axis, keep, name), x.dynamic, true};
       }
@@ -1482,8 +1495,7 @@ class Importer {
 
   Variable weight_parameter(const std::vector<double>& v, const NDShape& shape, DataType dtype,
                             const std::string& name) {
-    if (dtype == DataType::Float64) return parameter(NDArrayView::from_vector(shape, v), name);
-    return parameter(NDArrayView::from_vector(shape, std::vector<float>(v.begin(), v.end())), name);
+    return parameter(array_of(shape, v, dtype), name);
   }
 
   // Input i of a recurrent op, an initial state: zero where it is missing, else the same state

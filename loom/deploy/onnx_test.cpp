@@ -782,6 +782,24 @@ TEST(Onnx, GatherBothWays) {
             (std::vector<float>{5, 6, 1, 2}));
 }
 
+// Slice with steps: forward by 2 from the start, and backward by 2 from past the end (clamped to
+// the last element) down to the first.
+TEST(OnnxImport, SliceWithSteps) {
+  OnnxGraph g({{"x", {2, 5}}}, {"y"});
+  int64_initializer(g, "starts", {2}, {0, 100});
+  int64_initializer(g, "ends", {2}, {2, -100});
+  int64_initializer(g, "axes", {2}, {0, 1});
+  int64_initializer(g, "steps", {2}, {1, -2});
+  g.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+  EXPECT_EQ(evaluate(g.load(), {{"x", tensor({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}}),
+            (std::vector<float>{4, 2, 0, 9, 7, 5}));
+  g.graph().mutable_initializer(3)->set_int64_data(1, 2);
+  g.graph().mutable_initializer(0)->set_int64_data(1, 1);
+  g.graph().mutable_initializer(1)->set_int64_data(1, 100);
+  EXPECT_EQ(evaluate(g.load(), {{"x", tensor({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}}),
+            (std::vector<float>{1, 3, 6, 8}));
+}
+
 // Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip
 // with tensor bounds, log_add_exp, softplus with a steepness) round trips in float32 and
 // float64.
