@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "loom/distributed/quantization.h"
+#include "loom/graph/debugging.h"
 #include "loom/learners/parallel.h"
 
 namespace loom::distributed {
@@ -213,7 +214,10 @@ class DataParallelDistributedLearner final : public DistributedLearner {
   bool update(std::unordered_map<Variable, NDArrayView>& gradients, MinibatchInfo& info) override {
     // Before distributed_after (warm start) every worker has the same data: nothing to sum.
     const bool exchange = sample_count_ >= distributed_after_;
-    if (exchange) aggregate(gradients, info);
+    if (exchange) {
+      const ProfileScope profiled(ProfilerEvent::GradientAggregation);
+      aggregate(gradients, info);
+    }
     sample_count_ += info.number_of_samples;
     // Empty only when every worker's minibatch was: a worker without data of its own still
     // takes the global step.
@@ -511,6 +515,7 @@ class BlockMomentumDistributedLearner final : public DistributedLearner {
       sample_count_ += info.number_of_samples;
       return !info.at_end_of_data;
     }
+    const ProfileScope profiled(ProfilerEvent::GradientAggregation);
     const bool all_ended = share_counts(info);
     sample_count_ += info.number_of_samples;
     samples_in_block_ += info.number_of_samples;

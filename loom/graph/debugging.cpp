@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,8 +36,10 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_timing{false}, g_checked{false}, g_deterministic{false};
 std::atomic<int> g_network_trace{0};
+std::atomic<bool> g_profiling{false};  // a profiler is started and enabled
 
-// One profiled event kind (a node's forward or backward): CNTK's FixedEventRecord.
+// One profiled event kind (a fixed event, or a node's forward or backward): CNTK's
+// FixedEventRecord.
 struct ProfileRecord {
   size_t count = 0;
   double sum = 0, sumsq = 0, min = 0, max = 0;  // seconds
@@ -46,11 +49,40 @@ struct ProfileEvent {
   Clock::time_point begin, end;
   unsigned thread;
 };
+// CNTK's fixed events and the separators of its summary (c_fixedEvtDesc), in its order; event
+// is the ProfilerEvent a row records, none for a separator line.
+struct FixedRow {
+  const char* text;
+  std::optional<ProfilerEvent> event;
+};
+constexpr size_t kFixedEvents = 7;
+const FixedRow kFixedRows[] = {{"Main Thread", {}},
+                               {"", {}},
+                               {"_Minibatch Iteration", ProfilerEvent::Minibatch},
+                               {"__Get Minibatch", ProfilerEvent::GetMinibatch},
+                               {"__Forward + Backward", ProfilerEvent::ForwardBackward},
+                               {"__Gradient Aggregation", ProfilerEvent::GradientAggregation},
+                               {"__Weight Update", ProfilerEvent::WeightUpdate},
+                               {"__Post Processing", ProfilerEvent::PostProcessing},
+                               {"", {}},
+                               {"Data Reader", {}},
+                               {"", {}},
+                               {"Prefetch Minibatch", ProfilerEvent::PrefetchMinibatch}};
+
+static_assert(size_t(ProfilerEvent::PrefetchMinibatch) + 1 == kFixedEvents);
+
+const char* fixed_event_name(ProfilerEvent event) {
+  for (const FixedRow& row : kFixedRows)
+    if (row.event == event) return row.text;
+  return "";
+}
+
 struct Profiler {
   std::string dir;
   ProfilerOptions options;
   bool enabled = false;
   Clock::time_point start;
+  std::array<ProfileRecord, kFixedEvents> fixed;               // by ProfilerEvent
   std::vector<std::pair<std::string, ProfileRecord>> records;  // in order of first event
   std::unordered_map<std::string, size_t> record_index;
   std::vector<ProfileEvent> events;
@@ -70,6 +102,7 @@ void update_observation() {
     std::lock_guard lock(g_profiler_mutex);
     profiling = g_profiler && g_profiler->enabled;
   }
+  g_profiling = profiling;
   detail::g_observe_nodes.store(g_timing || g_checked || g_network_trace >= 1000 || profiling);
 }
 
@@ -90,15 +123,10 @@ void record_timing(const FunctionImpl& f, NodePass pass, double seconds) {
   }
 }
 
-void record_profile(const FunctionImpl& f, NodePass pass, Clock::time_point begin,
-                    Clock::time_point end) {
-  std::lock_guard lock(g_profiler_mutex);
-  if (!g_profiler || !g_profiler->enabled) return;
-  Profiler& p = *g_profiler;
-  const std::string name = f.uid + " " + pass_name(pass);
-  auto [it, added] = p.record_index.emplace(name, p.records.size());
-  if (added) p.records.emplace_back(name, ProfileRecord{});
-  ProfileRecord& r = p.records[it->second].second;
+// Adds one event to its record and, while the buffer has room, to the detail file's events.
+// Called under g_profiler_mutex.
+void add_event(Profiler& p, ProfileRecord& r, std::string detail_name, Clock::time_point begin,
+               Clock::time_point end) {
   const double s = std::chrono::duration<double>(end - begin).count();
   r.min = r.count ? std::min(r.min, s) : s;
   r.max = r.count ? std::max(r.max, s) : s;
@@ -106,7 +134,7 @@ void record_profile(const FunctionImpl& f, NodePass pass, Clock::time_point begi
   r.sumsq += s * s;
   ++r.count;
   // The detail buffer holds what CNTK's did per event: the name and a begin/end/thread record.
-  const size_t bytes = name.size() + 1 + 2 * sizeof(int64_t) + sizeof(unsigned);
+  const size_t bytes = detail_name.size() + 1 + 2 * sizeof(int64_t) + sizeof(unsigned);
   if (p.event_bytes + bytes > p.options.reserve_mem) {
     if (!p.buffer_full)
       std::fprintf(stderr,
@@ -116,7 +144,18 @@ void record_profile(const FunctionImpl& f, NodePass pass, Clock::time_point begi
     return;
   }
   p.event_bytes += bytes;
-  p.events.push_back({f.uid + pass_name(pass), begin, end, unsigned(::syscall(SYS_gettid))});
+  p.events.push_back({std::move(detail_name), begin, end, unsigned(::syscall(SYS_gettid))});
+}
+
+void record_profile(const FunctionImpl& f, NodePass pass, Clock::time_point begin,
+                    Clock::time_point end) {
+  std::lock_guard lock(g_profiler_mutex);
+  if (!g_profiler || !g_profiler->enabled) return;
+  Profiler& p = *g_profiler;
+  const std::string name = f.uid + " " + pass_name(pass);
+  auto [it, added] = p.record_index.emplace(name, p.records.size());
+  if (added) p.records.emplace_back(name, ProfileRecord{});
+  add_event(p, p.records[it->second].second, f.uid + pass_name(pass), begin, end);
 }
 
 // The sum of |x| over a dense tensor's elements, and whether any is NaN / infinite.
@@ -314,6 +353,20 @@ std::string time_text(double seconds) {
   return s;
 }
 
+// A summary row: the record's mean, standard deviation, min, max, count and total.
+std::string summary_row(const std::string& name, const ProfileRecord& r) {
+  const double n = double(r.count);
+  const double variance = std::max(0.0, r.sumsq - r.sum * r.sum / n) / n;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-26s: %s %s %s %s %16d %s\n", name.c_str(),
+                time_text(r.sum / n).c_str(), time_text(std::sqrt(variance)).c_str(),
+                time_text(r.min).c_str(), time_text(r.max).c_str(), int(r.count),
+                time_text(r.sum).c_str());
+  return line;
+}
+
+// CNTK's report (its fixed events; a row only where events were recorded, as CNTK's), then
+// Loom's rows of the nodes.
 void write_summary(const Profiler& p, const std::string& path, const std::tm& now) {
   std::ofstream out(path);
   LOOM_CHECK(out, IOError, "stop_profiler: cannot create ", path);
@@ -321,17 +374,16 @@ void write_summary(const Profiler& p, const std::string& path, const std::tm& no
   std::strftime(stamp, sizeof stamp, "%Y/%m/%d %H:%M:%S", &now);
   out << "CNTK Performance Profiler Summary Report\n\nTime Stamp: " << stamp << "\n\n"
       << "Description................ ............Mean ..........StdDev .............Min "
-         ".............Max ...........Count ...........Total\n\nNodes\n\n";
-  for (const auto& [name, r] : p.records) {
-    const double n = double(r.count);
-    const double variance = std::max(0.0, r.sumsq - r.sum * r.sum / n) / n;
-    char line[512];
-    std::snprintf(line, sizeof line, "%-26s: %s %s %s %s %16d %s\n", name.c_str(),
-                  time_text(r.sum / n).c_str(), time_text(std::sqrt(variance)).c_str(),
-                  time_text(r.min).c_str(), time_text(r.max).c_str(), int(r.count),
-                  time_text(r.sum).c_str());
-    out << line;
+         ".............Max ...........Count ...........Total\n\n";
+  for (const FixedRow& row : kFixedRows) {
+    if (!row.event) {
+      out << row.text << "\n";
+    } else if (const ProfileRecord& r = p.fixed[size_t(*row.event)]; r.count > 0) {
+      out << summary_row(row.text, r);
+    }
   }
+  out << "\nNodes\n\n";
+  for (const auto& [name, r] : p.records) out << summary_row(name, r);
   LOOM_CHECK(out.flush(), IOError, "stop_profiler: cannot write ", path);
 }
 
@@ -390,6 +442,19 @@ void set_profiler_enabled(bool enable) {
 
 void enable_profiler() {
   set_profiler_enabled(true);
+}
+
+ProfileScope::ProfileScope(ProfilerEvent event)
+    : event_(event), active_(g_profiling.load(std::memory_order_relaxed)) {
+  if (active_) begin_ = Clock::now();
+}
+
+ProfileScope::~ProfileScope() {
+  if (!active_) return;
+  const Clock::time_point end = Clock::now();
+  std::lock_guard lock(g_profiler_mutex);
+  if (!g_profiler || !g_profiler->enabled) return;
+  add_event(*g_profiler, g_profiler->fixed[size_t(event_)], fixed_event_name(event_), begin_, end);
 }
 
 void disable_profiler() {

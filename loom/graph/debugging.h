@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -67,8 +68,8 @@ bool deterministic_algorithms_forced();
 // The performance profiler (CNTK's start_profiler/enable_profiler/disable_profiler/
 // stop_profiler). start_profiler creates dir and starts it disabled; while enabled, every
 // node's forward and backward is recorded; stop_profiler writes dir/<time>_summary_.txt (CNTK's
-// summary report: per node and pass the mean, standard deviation, min, max, count and total
-// time) and dir/<time>_detail_.json (each event in chrome://tracing's format, at most
+// summary report: its rows of the training loop's parts (ProfilerEvent, below), then per node
+// and pass, each with the mean, standard deviation, min, max, count and total time) and dir/<time>_detail_.json (each event in chrome://tracing's format, at most
 // reserve_mem bytes of them) and returns the summary's path. sync_gpu is kept for CNTK's
 // signature (Loom runs on the CPU). StateError: starting twice, stopping when not started.
 struct ProfilerOptions {
@@ -79,6 +80,32 @@ void start_profiler(const std::string& dir = "profiler", const ProfilerOptions& 
 std::string stop_profiler();
 void enable_profiler();
 void disable_profiler();
+
+// CNTK's fixed profiler events: the summary's "Main Thread" and "Data Reader" rows (before the
+// nodes), each timed by a ProfileScope in the part of the training loop it names.
+enum class ProfilerEvent {
+  Minibatch,            // "_Minibatch Iteration": Trainer::train_minibatch
+  GetMinibatch,         // "__Get Minibatch": MinibatchSource::next_minibatch
+  ForwardBackward,      // "__Forward + Backward": the Trainer's executor
+  GradientAggregation,  // "__Gradient Aggregation": a distributed learner's collectives
+  WeightUpdate,         // "__Weight Update": the learners
+  PostProcessing,       // "__Post Processing": the training session between minibatches
+  PrefetchMinibatch,    // "Prefetch Minibatch": a source's read-ahead thread
+};
+// Records the time from its construction to its destruction as `event`, when the profiler is
+// enabled at its construction (otherwise one atomic load).
+class ProfileScope {
+ public:
+  explicit ProfileScope(ProfilerEvent event);
+  ~ProfileScope();
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  ProfilerEvent event_;
+  bool active_;
+  std::chrono::steady_clock::time_point begin_;
+};
 
 // For the executor: whether any per-node aid is on (timing, checked mode, trace level >= 1000,
 // an enabled profiler).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loom/core/random.h"
+#include "loom/graph/debugging.h"
 #include "loom/io/large_allocations.h"
 #include "loom/io/reader_threads.h"
 #include "loom/kernels/detail.h"
@@ -271,6 +272,7 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   LOOM_CHECK(num_data_partitions > 0 && partition_index < num_data_partitions, ArgumentError,
              "next_minibatch: partition_index ", partition_index,
              " is not below num_data_partitions ", num_data_partitions);
+  const ProfileScope profiled(ProfilerEvent::GetMinibatch);
   const Request request{minibatch_size_in_samples, num_data_partitions, partition_index};
   Minibatch<StreamInformation> result;
   if (ahead_.valid() && ahead_request_ == request) {
@@ -283,7 +285,10 @@ Minibatch<StreamInformation> MinibatchSource::next_minibatch(size_t minibatch_si
   delivered_ = place_;
   if (config_.prefetch && !result.empty()) {
     ahead_request_ = request;
-    ahead_ = reader_.run<Minibatch<StreamInformation>>([this, request] { return read(request); });
+    ahead_ = reader_.run<Minibatch<StreamInformation>>([this, request] {
+      const ProfileScope profiled(ProfilerEvent::PrefetchMinibatch);
+      return read(request);
+    });
   }
   return result;
 }

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "loom/distributed/distributed_learner.h"
+#include "loom/graph/debugging.h"
 
 namespace loom {
 
@@ -195,9 +196,11 @@ bool Trainer::train(const Executor::ArgumentLookup& argument, bool empty, bool n
                     bool is_sweep_end) {
   const ComputePrecisionScope precision(compute_precision());
   if (empty && !distributed_) return false;
+  const ProfileScope iteration(ProfilerEvent::Minibatch);
   size_t samples = 0;
   double loss_sum = 0, metric_sum = 0;
   if (!empty) {
+    const ProfileScope forward_backward(ProfilerEvent::ForwardBackward);
     train_exec_->forward(argument, /*is_training=*/true);
     // A distributed learner starts summing each gradient as soon as backward finishes it.
     Executor::GradientReady ready;
@@ -211,24 +214,27 @@ bool Trainer::train(const Executor::ArgumentLookup& argument, bool empty, bool n
     metric_sum = metric_.valid() ? train_exec_->sum(metric_) : 0;
   }
   bool go_on = false;
-  if (distributed_) {
-    // A collective: the counts, loss and metric become the sums over all workers.
-    distributed::MinibatchInfo info{no_arguments, is_sweep_end, samples, loss_sum, metric_sum};
-    const size_t synchronizations = distributed_->synchronizations();
-    go_on = distributed_->update(learner_gradients_[0], info);
-    samples = info.number_of_samples;
-    loss_sum = info.training_loss;
-    metric_sum = info.eval_criterion;
-    // CNTK reports each synchronization with the samples since the previous one.
-    if (distributed_->synchronizations() != synchronizations) {
-      for (auto& w : writers_)
-        w->update_distributed_sync(total_samples_ + samples - synced_samples_);
-      synced_samples_ = total_samples_ + samples;
+  {
+    const ProfileScope update(ProfilerEvent::WeightUpdate);
+    if (distributed_) {
+      // A collective: the counts, loss and metric become the sums over all workers.
+      distributed::MinibatchInfo info{no_arguments, is_sweep_end, samples, loss_sum, metric_sum};
+      const size_t synchronizations = distributed_->synchronizations();
+      go_on = distributed_->update(learner_gradients_[0], info);
+      samples = info.number_of_samples;
+      loss_sum = info.training_loss;
+      metric_sum = info.eval_criterion;
+      // CNTK reports each synchronization with the samples since the previous one.
+      if (distributed_->synchronizations() != synchronizations) {
+        for (auto& w : writers_)
+          w->update_distributed_sync(total_samples_ + samples - synced_samples_);
+        synced_samples_ = total_samples_ + samples;
+      }
+      if (samples == 0) return go_on;
+    } else {
+      for (size_t i = 0; i < learners_.size(); ++i)
+        go_on = learners_[i]->update(learner_gradients_[i], samples, is_sweep_end) || go_on;
     }
-    if (samples == 0) return go_on;
-  } else {
-    for (size_t i = 0; i < learners_.size(); ++i)
-      go_on = learners_[i]->update(learner_gradients_[i], samples, is_sweep_end) || go_on;
   }
   previous_samples_ = samples;
   previous_loss_sum_ = loss_sum;

@@ -9,6 +9,7 @@
 #include "loom/core/error.h"
 #include "loom/core/trace.h"
 #include "loom/distributed/distributed_learner.h"
+#include "loom/graph/debugging.h"
 
 namespace loom {
 
@@ -288,6 +289,7 @@ void TrainingSession::train() {
     if (mb_size > 0) minibatch = next_training_minibatch(mb_size);
     should_train = trainer.train_minibatch(minibatch);
 
+    const ProfileScope post(ProfilerEvent::PostProcessing);
     for (Action& a : actions_)
       if (due(a)) early_exit |= !run(a);
   }

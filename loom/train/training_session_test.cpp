@@ -7,8 +7,10 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 
+#include "loom/graph/debugging.h"
 #include "loom/layers/dense.h"
 #include "loom/learners/sgd.h"
 #include "loom/ops/losses.h"
@@ -122,6 +124,32 @@ TEST(TrainingSession, ProgressFrequencyInSamplesMinibatchesSweepsAndAtEnd) {
     EXPECT_EQ(p.trainer->total_number_of_samples_seen(), 16u);
     EXPECT_EQ(summary_samples(*p.collector), expected);
   }
+}
+
+// The profiler's summary has CNTK's rows of the training loop's parts, each counted per
+// minibatch, before the nodes'.
+TEST(TrainingSession, ProfilerSummaryHasCntksMainThreadRows) {
+  Problem p;
+  Folder f("profiler");
+  start_profiler(f.dir.string());
+  enable_profiler();
+  training_session(p.config(16)).train();  // 8 minibatches
+  const std::string summary = read_bytes(stop_profiler());
+  auto count = [&](const std::string& row) -> int {
+    const size_t at = summary.find("\n" + row + std::string(26 - row.size(), ' ') + ": ");
+    if (at == std::string::npos) return -1;
+    std::istringstream fields(summary.substr(at + 29, summary.find('\n', at + 1) - at - 29));
+    std::vector<std::string> words{std::istream_iterator<std::string>(fields), {}};
+    return words.size() == 11 ? std::stoi(words[8]) : -2;  // mean ms sd ms min ms max ms count
+  };
+  EXPECT_NE(summary.find("Main Thread\n\n"), std::string::npos) << summary;
+  EXPECT_EQ(count("_Minibatch Iteration"), 8) << summary;
+  EXPECT_GE(count("__Get Minibatch"), 8) << summary;
+  EXPECT_EQ(count("__Forward + Backward"), 8) << summary;
+  EXPECT_EQ(count("__Weight Update"), 8) << summary;
+  EXPECT_EQ(count("__Post Processing"), 9) << summary;  // also after the empty last one
+  EXPECT_EQ(count("__Gradient Aggregation"), -1) << summary;  // not distributed: no row
+  EXPECT_LT(summary.find("__Post Processing"), summary.find("\nNodes\n"));
 }
 
 TEST(TrainingSession, MinibatchSizeScheduleAndMaxSamplesCutTheLastMinibatch) {
