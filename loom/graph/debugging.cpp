@@ -468,6 +468,11 @@ void observe_node(const FunctionImpl& f, NodePass pass, const std::function<void
   const Clock::time_point end = Clock::now();
   if (g_timing) record_timing(f, pass, std::chrono::duration<double>(end - begin).count());
   record_profile(f, pass, begin, end);
+  inspect_results(f, pass, results, gradient_inputs);
+}
+
+void inspect_results(const FunctionImpl& f, NodePass pass, std::span<const Tensor* const> results,
+                     std::span<const size_t> gradient_inputs) {
   const bool checked = g_checked, traced = g_network_trace >= 1000;
   if (!checked && !traced) return;
   for (size_t i = 0; i < results.size(); ++i) {

@@ -69,9 +69,10 @@ bool deterministic_algorithms_forced();
 // stop_profiler). start_profiler creates dir and starts it disabled; while enabled, every
 // node's forward and backward is recorded; stop_profiler writes dir/<time>_summary_.txt (CNTK's
 // summary report: its rows of the training loop's parts (ProfilerEvent, below), then per node
-// and pass, each with the mean, standard deviation, min, max, count and total time) and dir/<time>_detail_.json (each event in chrome://tracing's format, at most
-// reserve_mem bytes of them) and returns the summary's path. sync_gpu is kept for CNTK's
-// signature (Loom runs on the CPU). StateError: starting twice, stopping when not started.
+// and pass, each with the mean, standard deviation, min, max, count and total time) and
+// dir/<time>_detail_.json (each event in chrome://tracing's format, at most reserve_mem bytes of
+// them) and returns the summary's path. sync_gpu is kept for CNTK's signature (Loom runs on the
+// CPU). StateError: starting twice, stopping when not started.
 struct ProfilerOptions {
   bool sync_gpu = true;
   size_t reserve_mem = 32 * 1024 * 1024;  // CNTK's default_profiler_buffer_size
@@ -122,6 +123,10 @@ enum class NodePass { Forward, Backward };
 void observe_node(const FunctionImpl& f, NodePass pass, const std::function<void()>& run,
                   std::span<const Tensor* const> results,
                   std::span<const size_t> gradient_inputs = {});
+// The checks and traces of observe_node alone, of results a node wrote over several runs (a
+// recurrent loop's gradients, complete once every step has added its part).
+void inspect_results(const FunctionImpl& f, NodePass pass, std::span<const Tensor* const> results,
+                     std::span<const size_t> gradient_inputs = {});
 // At trace level >= 1: the executor's plan, one line per node.
 void trace_plan(const std::vector<std::shared_ptr<FunctionImpl>>& order);
 

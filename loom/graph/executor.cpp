@@ -858,16 +858,29 @@ void Executor::backward_loop(const Loop& loop) {
       }
     }
   }
+  // Checked mode and tracing see each node's gradients once every step has added its part, in
+  // backward's order (the first to write a NaN is named).
+  if (observe_)
+    for (size_t k = loop.end; k-- > loop.begin;)
+      if (slots_[nodes_[k].output].needs_grad) {
+        const auto [gradients, inputs] = written_gradients(nodes_[k]);
+        inspect_results(*nodes_[k].fn, NodePass::Backward, gradients, inputs);
+      }
+}
+
+std::pair<std::vector<const Tensor*>, std::vector<size_t>> Executor::written_gradients(
+    const Node& node) {
+  std::pair<std::vector<const Tensor*>, std::vector<size_t>> written;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (node.gradient_wanted[i]) {
+      written.first.push_back(&slots_[node.inputs[i]].grad);
+      written.second.push_back(i);
+    }
+  return written;
 }
 
 void Executor::observe_backward(const Node& node, const std::function<void()>& run) {
-  std::vector<const Tensor*> gradients;
-  std::vector<size_t> inputs;
-  for (size_t i = 0; i < node.inputs.size(); ++i)
-    if (node.gradient_wanted[i]) {
-      gradients.push_back(&slots_[node.inputs[i]].grad);
-      inputs.push_back(i);
-    }
+  const auto [gradients, inputs] = written_gradients(node);
   observe_node(*node.fn, NodePass::Backward, run, gradients, inputs);
 }
 

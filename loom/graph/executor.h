@@ -155,6 +155,8 @@ class Executor {
   // Runs a node's backward (run) under the debugging aids (loom/graph/debugging.h), which time
   // it and check the gradients it writes.
   void observe_backward(const Node& node, const std::function<void()>& run);
+  // The gradients node writes to its inputs, and their input indices.
+  std::pair<std::vector<const Tensor*>, std::vector<size_t>> written_gradients(const Node& node);
 
   std::vector<Variable> outputs_;
   std::vector<Node> nodes_;

@@ -145,6 +145,32 @@ TEST(CheckedMode, InfiniteGradientRaisesNamingNodeAndInput) {
   }
 }
 
+// Inside a recurrent loop, once every step has added its part: h_t = sqrt(x_t + h_{t-1}) on
+// x = (0, 4) gives h_0 = 0, whose gradient is infinite.
+TEST(CheckedMode, InfiniteGradientInsideARecurrentLoopRaises) {
+  Aids aids;
+  Variable x = sequence::input_variable({1}, {.name = "x", .needs_gradient = true});
+  Variable p = placeholder({1}, DataType::Float32, x.dynamic_axes());
+  Function h = sqrt(plus(x, sequence::past_value(p)), "root");
+  h.replace_placeholders({{p, h}});
+  Executor exec({h.output()}, {x});
+  const ValueMap data{{x, Value::create_sequences<float>({1}, {{0.f, 4.f}})}};
+  exec.forward(data, true);
+  exec.backward(h.output());  // off: the infinity passes
+  set_checked_mode(true);
+  exec.forward(data, true);
+  try {
+    exec.backward(h.output());
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("checked mode: root (" + h.uid() +
+                                         ") Sqrt operation unexpectedly produced infinite "
+                                         "gradients on its input"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Profiler, WritesTheSummaryListingEveryNode) {
   Net net;
   const std::string dir = ::testing::TempDir() + "loom_profiler_test";
