@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace loom::onnx_detail {
 
@@ -26,5 +27,31 @@ struct OnnxWindowAxis {
 OnnxWindowAxis onnx_window_axis(size_t input, size_t kernel, size_t stride, size_t dilation,
                                 bool auto_pad, size_t lower_pad, size_t upper_pad,
                                 bool ceil_out_dim = false);
+
+// The float32 value of IEEE half-precision bits (ONNX's float16) and of bfloat16 bits (the upper
+// half of a float32's): both exact.
+inline float float16_value(uint16_t bits) {
+  const uint32_t sign = uint32_t(bits >> 15) << 31, exponent = (bits >> 10) & 0x1f,
+                 fraction = bits & 0x3ff;
+  uint32_t f;
+  if (exponent == 0x1f) {
+    f = sign | 0x7f800000u | (fraction << 13);  // infinity, NaN
+  } else if (exponent != 0) {
+    f = sign | ((exponent + 112) << 23) | (fraction << 13);
+  } else {
+    // Zero and the subnormals: fraction * 2^-24, exact in float32.
+    const float v = float(fraction) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  float v;
+  std::memcpy(&v, &f, sizeof v);
+  return v;
+}
+inline float bfloat16_value(uint16_t bits) {
+  const uint32_t f = uint32_t(bits) << 16;
+  float v;
+  std::memcpy(&v, &f, sizeof v);
+  return v;
+}
 
 }  // namespace loom::onnx_detail

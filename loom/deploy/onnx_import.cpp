@@ -285,16 +285,19 @@ class Importer {
                           size_t(dynamic), is_integer_type(t.elem_type())};
   }
 
-  // The Loom type of an ONNX element type: float and double as they are, booleans (0/1) and
-  // integers as the graph's float type (integer_dtype_).
+  // The Loom type of an ONNX element type: float and double as they are, float16 and bfloat16
+  // as float32 (exactly), booleans (0/1) and integers as the graph's float type
+  // (integer_dtype_).
   DataType data_type(int32_t t, const std::string& where) const {
-    if (t == pb::TensorProto::FLOAT) return DataType::Float32;
+    if (t == pb::TensorProto::FLOAT || t == pb::TensorProto::FLOAT16 ||
+        t == pb::TensorProto::BFLOAT16)
+      return DataType::Float32;
     if (t == pb::TensorProto::DOUBLE) return DataType::Float64;
     if (t == pb::TensorProto::BOOL || is_integer_type(t)) return integer_dtype_;
     throw DataError(detail::concat(
         where, " has ONNX element type ", t, " (", pb::TensorProto::DataType_Name(t),
-        "); Loom reads float, double, bool and the integer types int8 to int64 and uint8 to ",
-        "uint64 (float16, bfloat16, strings and complex numbers are not read)"));
+        "); Loom reads float, double, float16 and bfloat16 (as float), bool and the integer ",
+        "types int8 to int64 and uint8 to uint64 (strings and complex numbers are not read)"));
   }
 
   // ---- constants (initializers and Constant nodes) ----
@@ -360,6 +363,14 @@ class Importer {
       return d;
     };
     switch (t.data_type()) {
+      case pb::TensorProto::FLOAT16:
+      case pb::TensorProto::BFLOAT16: {
+        std::vector<double> d;
+        for (uint16_t bits : elements<uint16_t>(t, t.int32_data()))
+          d.push_back(t.data_type() == pb::TensorProto::FLOAT16 ? float16_value(bits)
+                                                                : bfloat16_value(bits));
+        return d;
+      }
       case pb::TensorProto::FLOAT:
         return all.operator()<float>(t.float_data());
       case pb::TensorProto::DOUBLE:
@@ -815,6 +826,9 @@ class Importer {
     const int64_t to = int_attribute(*node_, "to", 0);
     if (to == pb::TensorProto::BOOL)
       return {not_equal(x.var, constant(0.0, x.var.dtype()), out_name()), x.dynamic};
+    if (to == pb::TensorProto::FLOAT16 || to == pb::TensorProto::BFLOAT16)
+      fail("Cast to ", pb::TensorProto::DataType_Name(int32_t(to)), " would round to its ",
+           "precision, which Loom does not (it computes in float32 and float64)");
     const DataType t = data_type(int32_t(to), "the type 'to'");
     const bool integer = is_integer_type(int32_t(to));
     const Variable y =

@@ -68,7 +68,8 @@ int64_t default_opset(const pb::ModelProto& model) {
 }
 
 // The values of a tensor of the test data (numpy_helper writes raw data) as doubles: float,
-// double, bool (0/1) and the integer types, which Loom imports as float values.
+// double, float16, bfloat16, bool (0/1) and the integer types, which Loom imports as float
+// values.
 std::vector<double> numbers(const pb::TensorProto& t) {
   const size_t n = NDShape(std::vector<size_t>(t.dims().begin(), t.dims().end())).total_size();
   auto values = [&]<typename T>(const auto& field) {
@@ -82,6 +83,15 @@ std::vector<double> numbers(const pb::TensorProto& t) {
     return std::vector<double>(v.begin(), v.end());
   };
   switch (t.data_type()) {
+    case pb::TensorProto::FLOAT16:
+    case pb::TensorProto::BFLOAT16: {
+      std::vector<double> v;
+      for (double bits : values.operator()<uint16_t>(t.int32_data()))
+        v.push_back(t.data_type() == pb::TensorProto::FLOAT16
+                        ? onnx_detail::float16_value(uint16_t(bits))
+                        : onnx_detail::bfloat16_value(uint16_t(bits)));
+      return v;
+    }
     case pb::TensorProto::FLOAT:
       return values.operator()<float>(t.float_data());
     case pb::TensorProto::DOUBLE:
@@ -155,13 +165,14 @@ Outcome run_model(const pb::ModelProto& model, const fs::path& data, const std::
     for (int j = 0; j < model.graph().input_size(); ++j) {
       const std::string& input = model.graph().input(j).name();
       if (initializers.count(input)) continue;
+      auto t = parse<pb::TensorProto>(data / ("input_" + std::to_string(j) + ".pb"));
+      // onnx 1.12 writes bfloat16 test data as its bits, a uint16 tensor.
+      if (t.data_type() == pb::TensorProto::UINT16 &&
+          model.graph().input(j).type().tensor_type().elem_type() == pb::TensorProto::BFLOAT16)
+        t.set_data_type(pb::TensorProto::BFLOAT16);
       for (const Variable& a : f.arguments())
         if (a.name() == input)
-          args.insert_or_assign(
-              a, ArgumentData(
-                     to_array(parse<pb::TensorProto>(data / ("input_" + std::to_string(j) + ".pb")),
-                              a.dtype()))
-                     .to_value(a));
+          args.insert_or_assign(a, ArgumentData(to_array(t, a.dtype())).to_value(a));
     }
     const std::vector<Variable> outputs = f.outputs();
     const ValueMap values = f.eval(args, outputs);

@@ -678,7 +678,7 @@ void int64_initializer(OnnxGraph& g, const std::string& name, const std::vector<
 // Div of integers (inputs, initializers, a Cast to an integer type, an op of integers) rounds
 // toward zero, Cast to an integer type rounds toward zero, OneHot takes integer indices
 // (negative ones from the end); an integer the float type cannot hold exactly is an error
-// naming its tensor.
+// naming its tensor. float16 and bfloat16 are float32 values.
 TEST(OnnxImport, IntegerTensorsAsFloatValues) {
   OnnxGraph g({{"a", {4}}, {"b", {4}}, {"x", {4}}}, {"quotient", "halves", "hot"});
   for (int i : {0, 1})
@@ -726,11 +726,32 @@ TEST(OnnxImport, IntegerTensorsAsFloatValues) {
   big.graph().mutable_initializer(0)->set_int64_data(0, (int64_t{1} << 53) + 1);
   expect_error<DataError>([&] { big.load(); }, {"tensor 'offset'", "float64", "up to 2^53"});
 
-  // float16 is not read: the message names the types that are.
-  OnnxGraph half({{"x", {1}}}, {"x"});
+  // float16 and bfloat16 are read as float32 (exactly); a Cast to them is refused (it would
+  // round); strings are not read: the message names the types that are.
+  OnnxGraph half({{"x", {3}}}, {"y"});
   half.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       pb::TensorProto::FLOAT16);
-  expect_error<DataError>([&] { half.load(); }, {"'x'", "FLOAT16", "bool", "int8 to int64"});
+  pb::TensorProto* h = half.graph().add_initializer();
+  h->set_name("h");
+  h->set_data_type(pb::TensorProto::FLOAT16);
+  h->add_dims(3);
+  for (int bits : {0x3c00, 0xc500, 0x0001}) h->add_int32_data(bits);  // 1, -5, 2^-24
+  pb::TensorProto* b = half.graph().add_initializer();
+  b->set_name("b");
+  b->set_data_type(pb::TensorProto::BFLOAT16);
+  b->add_dims(3);
+  for (int bits : {0x3fc0, 0, 0x4000}) b->add_int32_data(bits);  // 1.5, 0, 2
+  half.node("Add", {"x", "h"}, {"xh"});
+  half.node("Add", {"xh", "b"}, {"y"});
+  EXPECT_EQ(evaluate(half.load(), {{"x", tensor({3}, {0, 0, 0})}}),
+            (std::vector<float>{2.5f, -5, 2 + 0x1p-24f}));
+  set(half.node("Cast", {"y"}, {"z"}), "to", int64_t{pb::TensorProto::FLOAT16});
+  half.graph().mutable_output(0)->set_name("z");
+  expect_error<DataError>([&] { half.load(); }, {"Cast", "FLOAT16 would round"});
+  half.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      pb::TensorProto::STRING);
+  expect_error<DataError>([&] { half.load(); },
+                          {"'x'", "STRING", "float16 and bfloat16", "bool", "int8 to int64"});
 }
 
 // Pad's edge mode repeats each axis's first and last slices; ArgMax and ArgMin with
