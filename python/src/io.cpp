@@ -99,7 +99,7 @@ CropSize crop_size(py::handle size) {
 // CNTK's cntk.io.transforms, as Loom's ImageTransform values (checked by the ImageDeserializer).
 // Each alternative is a class of its own, which pybind11's variant conversion needs both ways.
 void add_transforms(py::module_& m) {
-  py::module_ t = m.def_submodule("transforms", "CNTK's cntk.io.transforms");
+  py::module_ t = submodule(m, "transforms");
   py::class_<transforms::CropOptions>(t, "Crop");
   py::class_<transforms::Scale>(t, "Scale");
   py::class_<transforms::Mean>(t, "Mean");

@@ -5,10 +5,4 @@ order given: crop(crop_type, crop_size, side_ratio, area_ratio, aspect_ratio, ji
 'uniarea'), scale(width, height, channels, interpolations, scale_mode, pad_value) (exactly one,
 after every crop), mean(filename) (after scale), color(brightness_radius, contrast_radius,
 saturation_radius) and intensity(intensity_stdev, intensity_file)."""
-from loom._loom.io import transforms as _transforms
-
-crop = _transforms.crop
-scale = _transforms.scale
-mean = _transforms.mean
-color = _transforms.color
-intensity = _transforms.intensity
+from loom._loom.io.transforms import color, crop, intensity, mean, scale  # noqa: F401
