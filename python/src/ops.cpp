@@ -558,8 +558,8 @@ void add_ops(py::module_ m) {
   // list (one value, or one per axis).
   m.def("_convolution", [](py::handle W, py::handle x, const std::vector<size_t>& strides,
                            const std::vector<bool>& sharing, const std::vector<bool>& auto_padding,
-                           const std::vector<size_t>& dilation, size_t reduction_rank,
-                           size_t groups, const std::string& n) {
+                           bool sequential, const std::vector<size_t>& dilation,
+                           size_t reduction_rank, size_t groups, const std::string& n) {
     std::vector<Variable> v = operands(py::make_tuple(x, W));
     return convolution(v[1], v[0],
                        {.strides = strides,
@@ -568,6 +568,7 @@ void add_ops(py::module_ m) {
                         .dilation = dilation,
                         .reduction_rank = reduction_rank,
                         .groups = groups,
+                        .sequential = sequential,
                         .name = n});
   });
   m.def("_convolution_transpose",

@@ -176,15 +176,14 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True],  # noqa:
     kernel...): (O, out...). strides, sharing (only True), auto_padding (centred, zero padded,
     ceil(input / stride) outputs) and dilation take one value for every spatial axis, one per
     spatial axis, or one more in front for the channel axis. reduction_rank 0: operand has no
-    channel axis. sequential=True (convolving along the sequence axis) is not supported.
-    max_temp_mem_size_in_samples is accepted and not used."""
-    if sequential:
-        raise _loom.ArgumentError('convolution: sequential=True (convolving along the sequence '
-                                  'axis) is not supported; unpack the sequence '
-                                  '(sequence.unpack) and convolve the static axes')
+    channel axis. sequential=True: operand is a sequence and convolution_map (O, C / groups, kT,
+    kernel...) convolves along its steps too (the options' first spatial axis), giving sequences
+    on a new sequence axis, each as long as its steps convolve to. max_temp_mem_size_in_samples
+    is accepted and not used."""
     return _loom.ops._convolution(convolution_map, operand, _per_axis(strides),
                                   _per_axis(sharing, bool), _per_axis(auto_padding, bool),
-                                  _per_axis(dilation), reduction_rank, groups, name)
+                                  bool(sequential), _per_axis(dilation), reduction_rank, groups,
+                                  name)
 
 
 def convolution_transpose(convolution_map, operand, strides=(1,),

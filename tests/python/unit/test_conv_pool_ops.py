@@ -142,8 +142,29 @@ def test_convolution_rejects_bad_inputs():
         C.convolution(C.parameter((4, 3, 9, 9)), x, auto_padding=[False])
     with pytest.raises(C.ShapeError, match='Convolution.*sharing=False'):
         C.convolution(C.parameter((4, 3, 3, 3)), x, sharing=[False])
-    with pytest.raises(C.ArgumentError, match='convolution: sequential=True'):
-        C.convolution(C.parameter((4, 3, 3, 3)), x, sequential=True)
+    with pytest.raises(C.ShapeError, match='convolution: sequential=True .* has none'):
+        C.convolution(C.parameter((4, 3, 3, 3, 3)), x, sequential=True)
+
+
+def test_sequential_convolution_convolves_along_the_steps():
+    # Steps (1, 4) and a kernel (2, 1, 3, 3): 3 steps by 3 positions, zero padded both ways
+    # ('same'), so each sequence keeps its length; a sequence's steps past its end are zeros.
+    x = C.sequence.input_variable((1, 4))
+    w = np.arange(18, dtype=np.float32).reshape(2, 1, 3, 3) / 10 - 0.8
+    y = C.convolution(C.constant(w), x, sequential=True)
+    seqs = [np.sin(np.arange(20, dtype=np.float32)).reshape(5, 1, 4),
+            np.cos(np.arange(8, dtype=np.float32)).reshape(2, 1, 4)]
+    got = y.eval({x: seqs})
+    for s, out in zip(seqs, got):
+        T = s.shape[0]
+        padded = np.zeros((T + 2, 6), np.float32)
+        padded[1:T + 1, 1:5] = s[:, 0, :]
+        want = np.zeros((T, 2, 4), np.float32)
+        for t in range(T):
+            for o in range(2):
+                for i in range(4):
+                    want[t, o, i] = np.sum(padded[t:t + 3, i:i + 3] * w[o, 0])
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
 # ---- convolution_transpose ----
