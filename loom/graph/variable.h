@@ -141,7 +141,7 @@ Variable placeholder(const std::string& name = "");
 // (Function::replace_placeholders).
 Variable placeholder(const NDShape& shape, DataType dtype, const std::vector<Axis>& dynamic_axes,
                      const std::string& name = "");
-// CNTK's output_variable: the type of a user function's output (UserFunction::infer_output,
+// CNTK's output_variable: the type of a user function's output (UserFunction::infer_outputs,
 // loom/graph/user_function.h), an output of no function.
 Variable output_variable(const NDShape& shape, DataType dtype,
                          const std::vector<Axis>& dynamic_axes, bool needs_gradient = true,
