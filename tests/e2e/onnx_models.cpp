@@ -144,6 +144,24 @@ int main(int argc, char** argv) {
       splice({sequence::first(gru), sequence::last(rnn), sequence::last(gru), sequence::first(rnn)},
              Axis(0));
   write_sequences(dir, "gru_rnn", Dense(3, {.activation = sigmoid})(ends), manifest);
+
+  // The exports composed of several nodes: a transposed convolution at stride 2 (its last
+  // output along one axis in no window: output_padding), CNTK's layer normalization, max pooling
+  // whose last window overhangs (ceil_out_dim), gather of a batched reference and of per-sample
+  // indices (argmax) into a shared reference along its middle axis.
+  Variable planes = input_variable({2, 6, 5}, {.name = "planes"});
+  const Function up = convolution_transpose(
+      parameter({2, 3, 3, 3}, glorot_uniform()), planes,
+      {.strides = {2}, .auto_padding = {false}, .output_shape = NDShape{13, 12}});
+  const Function normalized = layer_normalization(up, parameter(NDShape{3, 13, 12}, uniform(1)),
+                                                  parameter(NDShape{3, 13, 12}, uniform(1)));
+  const Function pooled =
+      pooling(normalized, PoolingType::Max, {3, 3}, {.strides = {2}, .ceil_out_dim = true});
+  const Function rows = gather(
+      pooled, constant(NDArrayView::from_vector(NDShape{2}, std::vector<float>{4, 1})), Axis(1));
+  const Function picked =
+      gather(parameter({4, 2, 3}, uniform(1)), argmax(planes, Axis(0)), Axis(1));
+  write(dir, "windows", splice({reshape(rows, {36}), reshape(picked, {360})}, Axis(0)), manifest);
   std::printf("wrote %s/manifest.txt\n", dir.c_str());
   return 0;
 }
