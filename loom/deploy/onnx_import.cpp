@@ -347,7 +347,7 @@ class Importer {
   std::vector<double> numbers(const pb::TensorProto& t, DataType dtype) const {
     const std::string what = "tensor '" + t.name() + "'";
     data_type(t.data_type(), what);
-    auto all = [&]<typename T>(const auto& field) {
+    return tensor_values(t, [&]<typename T>(const auto& field) {
       const std::vector<T> v = elements<T>(t, field);
       const double limit = dtype == DataType::Float32 ? 0x1p24 : 0x1p53;
       std::vector<double> d;
@@ -361,38 +361,7 @@ class Importer {
         d.push_back(double(x));
       }
       return d;
-    };
-    switch (t.data_type()) {
-      case pb::TensorProto::FLOAT16:
-      case pb::TensorProto::BFLOAT16: {
-        std::vector<double> d;
-        for (uint16_t bits : elements<uint16_t>(t, t.int32_data()))
-          d.push_back(t.data_type() == pb::TensorProto::FLOAT16 ? float16_value(bits)
-                                                                : bfloat16_value(bits));
-        return d;
-      }
-      case pb::TensorProto::FLOAT:
-        return all.operator()<float>(t.float_data());
-      case pb::TensorProto::DOUBLE:
-        return all.operator()<double>(t.double_data());
-      case pb::TensorProto::BOOL:
-      case pb::TensorProto::UINT8:
-        return all.operator()<uint8_t>(t.int32_data());
-      case pb::TensorProto::INT8:
-        return all.operator()<int8_t>(t.int32_data());
-      case pb::TensorProto::INT16:
-        return all.operator()<int16_t>(t.int32_data());
-      case pb::TensorProto::UINT16:
-        return all.operator()<uint16_t>(t.int32_data());
-      case pb::TensorProto::INT32:
-        return all.operator()<int32_t>(t.int32_data());
-      case pb::TensorProto::INT64:
-        return all.operator()<int64_t>(t.int64_data());
-      case pb::TensorProto::UINT32:
-        return all.operator()<uint32_t>(t.uint64_data());
-      default:  // UINT64
-        return all.operator()<uint64_t>(t.uint64_data());
-    }
+    });
   }
 
   // A constant of integers (shapes, axes, slice bounds).

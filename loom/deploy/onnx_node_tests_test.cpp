@@ -72,7 +72,7 @@ int64_t default_opset(const pb::ModelProto& model) {
 // values.
 std::vector<double> numbers(const pb::TensorProto& t) {
   const size_t n = NDShape(std::vector<size_t>(t.dims().begin(), t.dims().end())).total_size();
-  auto values = [&]<typename T>(const auto& field) {
+  return onnx_detail::tensor_values(t, [&]<typename T>(const auto& field) {
     std::vector<T> v(n);
     if (t.has_raw_data()) {
       if (t.raw_data().size() != v.size() * sizeof(T)) throw DataError(t.name() + ": bad size");
@@ -81,41 +81,7 @@ std::vector<double> numbers(const pb::TensorProto& t) {
       v.assign(field.begin(), field.end());
     }
     return std::vector<double>(v.begin(), v.end());
-  };
-  switch (t.data_type()) {
-    case pb::TensorProto::FLOAT16:
-    case pb::TensorProto::BFLOAT16: {
-      std::vector<double> v;
-      for (double bits : values.operator()<uint16_t>(t.int32_data()))
-        v.push_back(t.data_type() == pb::TensorProto::FLOAT16
-                        ? onnx_detail::float16_value(uint16_t(bits))
-                        : onnx_detail::bfloat16_value(uint16_t(bits)));
-      return v;
-    }
-    case pb::TensorProto::FLOAT:
-      return values.operator()<float>(t.float_data());
-    case pb::TensorProto::DOUBLE:
-      return values.operator()<double>(t.double_data());
-    case pb::TensorProto::BOOL:
-    case pb::TensorProto::UINT8:
-      return values.operator()<uint8_t>(t.int32_data());
-    case pb::TensorProto::INT8:
-      return values.operator()<int8_t>(t.int32_data());
-    case pb::TensorProto::INT16:
-      return values.operator()<int16_t>(t.int32_data());
-    case pb::TensorProto::UINT16:
-      return values.operator()<uint16_t>(t.int32_data());
-    case pb::TensorProto::INT32:
-      return values.operator()<int32_t>(t.int32_data());
-    case pb::TensorProto::INT64:
-      return values.operator()<int64_t>(t.int64_data());
-    case pb::TensorProto::UINT32:
-      return values.operator()<uint32_t>(t.uint64_data());
-    case pb::TensorProto::UINT64:
-      return values.operator()<uint64_t>(t.uint64_data());
-    default:
-      throw DataError(detail::concat(t.name(), ": test data of ONNX element type ", t.data_type()));
-  }
+  });
 }
 
 // A tensor of the test data as an array of the given type.
