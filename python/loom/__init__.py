@@ -9,8 +9,8 @@ import numpy as np
 
 from loom import _loom
 from loom._loom import (ArgumentError, DataError, Error, IOError, ShapeError,  # noqa: F401
-                        StateError, VariableKind, bf16_supported, get_compute_precision,
-                        set_compute_precision)
+                        StateError, bf16_supported, get_compute_precision, set_compute_precision)
+from loom._loom.variables import VariableKind  # noqa: F401
 from loom._loom.cntk_py import (Dictionary, get_max_num_cpu_threads,  # noqa: F401
                                 set_max_num_cpu_threads)
 from loom import (axis, cntk_py, core, debugging, default_options, device, distributed,  # noqa

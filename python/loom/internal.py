@@ -7,8 +7,9 @@ import numbers
 
 import numpy as np
 
-from loom._loom import Function, Variable
+from loom._loom.ops.functions import Function
 from loom._loom.ops import combine, constant
+from loom._loom.variables import Variable
 from loom._loom.axis import Axis
 from loom._loom.core import NDArrayView, Value
 

@@ -20,7 +20,7 @@ globals().update(_op_functions('losses'))
 
 def _variable(x, dtype=None):
     """x as a Variable or Function (numbers and arrays become constants of dtype)."""
-    if isinstance(x, (_loom.Variable, _loom.Function)):
+    if isinstance(x, (_loom.variables.Variable, _loom.ops.functions.Function)):
         return x
     from loom import ops
     dtype = dtype or np.float32
@@ -31,7 +31,7 @@ def _operands(*xs):
     """The operands as Variables, arrays made constants of the first Variable's data type."""
     dtype = None
     for x in xs:
-        if isinstance(x, (_loom.Variable, _loom.Function)):
+        if isinstance(x, (_loom.variables.Variable, _loom.ops.functions.Function)):
             dtype = np.float64 if '64' in str(x.dtype) else np.float32
             break
     return [_variable(x, dtype) for x in xs]

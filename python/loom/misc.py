@@ -1,7 +1,7 @@
 """CNTK's cntk.misc: converting the functions of a graph. The walk is at depth 0, as CNTK's: a
 block is converted whole or not at all, Loom's layers (composites) function by function;
 convert_optimized_rnnstack is left out with optimized_rnnstack (a cuDNN-only op)."""
-from loom._loom import CloneMethod
+from loom._loom.ops.functions import CloneMethod
 from loom._loom.ops import combine
 from loom._loom.logging.graph import depth_first_search
 

@@ -2,7 +2,7 @@
 constructors, and Record."""
 import numpy as np
 
-from loom._loom import Constant, Parameter, Variable
+from loom._loom.variables import Constant, Parameter, Variable
 from loom._loom.axis import Axis
 
 # CNTK's mixin of the properties the three share; in Loom they live on the base class.

@@ -123,6 +123,8 @@ py::object find_one_by_name(const Function& root, const std::string& name, int d
 
 // Variables from a sequence of Variables, Functions and numbers (as_variable).
 std::vector<Variable> variables_of(py::handle items);
+// Whether x is a Variable or a Function.
+bool is_graph_object(py::handle x);
 // CNTK's parameter: init is an Initializer (shape needed), a number (filling shape, a scalar
 // without one), an array or list (its own shape), or None: 0, as CNTK's parameters start.
 // array_dtype_wins: an init array's dtype sets the parameter's when dtype is None (cntk.parameter;
@@ -149,7 +151,12 @@ void add_device(py::module_ m);
 void add_axis(py::module_ m);
 void add_core(py::module_ m);
 void add_cntk_py(py::module_ m);
-void add_graph(py::module_ m);
+// Variable and Function are declared (their classes registered) before either adds the methods
+// that take the other, so that each method's signature names the other's Python class.
+void declare_variables(py::module_ m);
+void declare_functions(py::module_ m);
+void add_variables(py::module_ m);
+void add_ops_functions(py::module_ m);
 void add_user_function(py::module_& m);
 void add_ops(py::module_ m);
 void add_ops_sequence(py::module_ m);

@@ -74,9 +74,14 @@ PYBIND11_MODULE(_loom, m) {
   add_axis(submodule(m, "axis"));
   add_core(submodule(m, "core"));
   add_cntk_py(submodule(m, "cntk_py"));
-  add_graph(m);
-  add_user_function(m);
+  py::module_ variables = submodule(m, "variables");
   py::module_ ops = submodule(m, "ops");
+  py::module_ functions = submodule(ops, "functions");
+  declare_variables(variables);
+  declare_functions(functions);
+  add_variables(variables);
+  add_ops_functions(functions);
+  add_user_function(functions);
   add_ops(ops);
   add_ops_sequence(submodule(ops, "sequence"));
   add_random(submodule(m, "random"));

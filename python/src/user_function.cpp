@@ -1,6 +1,7 @@
 // CNTK's Python user functions (cntk.ops.functions.UserFunction): a Python object with forward,
 // backward and infer_outputs run as a Loom op (loom/graph/user_function.h). The Python class
-// itself is in python/loom/ops/functions.py; this file is the C++ side that calls it.
+// itself is in python/loom/ops/functions.py; this file is the C++ side that calls it, adding its
+// names to loom._loom.ops.functions.
 #include "loom/graph/user_function.h"
 #include "loom/graph/native_user_function.h"
 

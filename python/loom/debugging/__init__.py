@@ -34,12 +34,13 @@ def _graph_nodes(root):
     # CNTK's depth_first_search(root.root_function, lambda x: not an output variable, depth=-1):
     # every function, blocks and what is inside them (a layer's call is a block), then the
     # leaves, once each.
-    if not isinstance(root, _loom.Function):
+    if not isinstance(root, _loom.ops.functions.Function):
         if not root.is_output:
             return [root]
         root = root.owner
     return _loom.logging.graph.depth_first_search(
-        root.root_function, lambda n: not (isinstance(n, _loom.Variable) and n.is_output), -1)
+        root.root_function,
+        lambda n: not (isinstance(n, _loom.variables.Variable) and n.is_output), -1)
 
 
 def dump_function(root, tag=None):
@@ -85,7 +86,7 @@ def dump_function(root, tag=None):
     def print_item(item):
         name = name_it(item)
         sep, inputs = '', ''
-        if isinstance(item, _loom.Function):
+        if isinstance(item, _loom.ops.functions.Function):
             op_name = item.op_name
             shape = '(' + ', '.join([name_it(output) + ':' + type_spec(output)
                                      for output in item.outputs]) + ')'

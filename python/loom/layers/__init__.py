@@ -272,11 +272,11 @@ def ForwardDeclaration(name='forward_declaration'):
     return _ForwardDeclaration(_layers.ForwardDeclaration(name))
 
 
-class _ForwardDeclaration(_loom.Variable):
+class _ForwardDeclaration(_loom.variables.Variable):
     """The placeholder of ForwardDeclaration: a Variable with resolve_to."""
 
     def __init__(self, placeholder):
-        _loom.Variable.__init__(self, _loom.ops.combine([placeholder]))
+        _loom.variables.Variable.__init__(self, _loom.ops.combine([placeholder]))
 
     def resolve_to(self, value):
         """Replace this placeholder by value in value's graph."""

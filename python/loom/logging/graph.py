@@ -5,7 +5,8 @@ import os
 import shutil
 import subprocess
 
-from loom._loom import Function, Variable
+from loom._loom.ops.functions import Function
+from loom._loom.variables import Variable
 from loom._loom.logging.graph import (depth_first_search, find_all_with_name,  # noqa: F401
                                       find_by_name, find_by_uid, get_node_outputs)
 

@@ -3,8 +3,9 @@ Variables into a graph; ``Function.load`` reads a model file (Loom's, ONNX or CN
 ``UserFunction`` is an op written in Python."""
 import importlib
 
-from loom import _loom
-from loom._loom import CloneMethod, Function, ModelFormat  # noqa: F401
+from loom._loom.ops import functions as _functions
+from loom._loom.ops.functions import CloneMethod, Function, ModelFormat  # noqa: F401
+from loom._loom.variables import Variable as _Variable
 
 
 def BlockFunction(op_name, name):
@@ -37,7 +38,7 @@ class UserFunction:
     not itself a Function (see docs/decisions.md): wrap it with ``user_function``."""
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
-        self.inputs = [_loom.Variable(i) if isinstance(i, Function) else i for i in inputs]
+        self.inputs = [_Variable(i) if isinstance(i, Function) else i for i in inputs]
         self.as_numpy = as_numpy
         self.attributes = dict(attributes or {})
         self.name = name
@@ -56,7 +57,7 @@ class UserFunction:
         """The outputs' types, as a list of ``output_variable(...)``: by default the first
         input's."""
         x = self.inputs[0]
-        return [_loom.output_variable(x.shape, x.dtype, x.dynamic_axes)]
+        return [_functions.output_variable(x.shape, x.dtype, x.dynamic_axes)]
 
     def forward(self, arguments, device=None, outputs_to_retain=None):
         raise NotImplementedError(f'{self.op_name} must implement forward')
@@ -81,12 +82,12 @@ class UserFunction:
 
 def user_function(user_func):
     """The Function applying a UserFunction instance to its inputs."""
-    return _loom.user_function(user_func)
+    return _functions.user_function(user_func)
 
 
 def output_variable(shape, dtype, dynamic_axes, needs_gradient=True, name=''):
     """The type of a UserFunction's output, for infer_outputs."""
-    return _loom.output_variable(shape, dtype, list(dynamic_axes), needs_gradient, name)
+    return _functions.output_variable(shape, dtype, list(dynamic_axes), needs_gradient, name)
 
 
 _udf_callback_map = {}
@@ -108,13 +109,13 @@ def register_native_user_function(op_id, module_name, factory_method_name):
     """Registers op_id as the C++ user function that factory_method_name (an extern "C" factory,
     loom/graph/native_user_function.h) of the shared library module_name makes; '.so' is
     appended where module_name does not end so."""
-    _loom.register_native_user_function(op_id, module_name, factory_method_name)
+    _functions.register_native_user_function(op_id, module_name, factory_method_name)
 
 
 def native_user_function(op_id, operands, attributes=None, user_function_instance_name=''):
     """The Function the factory registered for op_id makes of operands and attributes (a dict
     of numbers, strings, lists and dicts)."""
-    return _loom.native_user_function(op_id, list(operands), attributes or {},
+    return _functions.native_user_function(op_id, list(operands), attributes or {},
                                       user_function_instance_name)
 
 
