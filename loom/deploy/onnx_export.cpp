@@ -1234,15 +1234,27 @@ Exporter::Exporting Exporter::softmax(const char* op) {
 Exporter::Exporting Exporter::reduce(const char* op) {
   return [op](Exporter& e, const FunctionImpl& f, const Val& out) {
     const Val x = e.value(f.inputs[0]);
-    LOOM_CHECK(!reduction_reduces_rows(f.attributes), ArgumentError,
-               "ONNX export: ", function_label(f), " (", f.op->name(),
-               ") reduces over the batch axis or all axes, which the exporter does not write yet");
+    // Over the batch axis (or all axes): ONNX's axis 0 too, the result reshaped to Loom's.
+    const bool rows = reduction_reduces_rows(f.attributes),
+               keep = reduction_keeps_dims(f.attributes);
+    LOOM_CHECK(!rows || x.dynamic == 1, ArgumentError, "ONNX export: ", function_label(f), " (",
+               f.op->name(), ") reduces over the batch axis of an operand without one or with a ",
+               "sequence axis, which the exporter does not write");
     std::vector<int64_t> axes;
-    for (size_t a : reduced_static_axes(f.attributes, x.shape.rank()))
-      axes.push_back(int64_t(a + x.dynamic));
-    const std::string name = e.output_name(f);
-    e.reduce_node(op, e.use(x), axes, reduction_keeps_dims(f.attributes), name);
-    return named(out, name);
+    std::vector<size_t> dims = rows && keep ? std::vector<size_t>{1} : std::vector<size_t>{};
+    const std::vector<size_t> reduced = reduced_static_axes(f.attributes, x.shape.rank());
+    if (rows) axes.push_back(0);
+    for (size_t k = 0; k < x.shape.rank(); ++k) {
+      const bool r = std::find(reduced.begin(), reduced.end(), k) != reduced.end();
+      if (r) axes.push_back(int64_t(k + x.dynamic));
+      if (!r || keep) dims.push_back(r ? 1 : x.shape[k]);
+    }
+    const std::string name = e.output_name(f), whole = rows ? e.fresh(name + "_whole") : name;
+    e.reduce_node(op, e.use(x), axes, keep, whole);
+    if (!rows) return named(out, name);
+    Val y = named(out, whole);
+    y.shape = NDShape(dims);
+    return named(out, e.reshaped(y, out.shape));
   };
 }
 

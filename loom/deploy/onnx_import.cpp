@@ -1398,9 +1398,22 @@ class Importer {
         if (int_attribute(n, "noop_with_empty_axes", 0)) return x;
         for (size_t k = 0; k < x.rank(); ++k) given.push_back(int64_t(k));
       }
+      // Axis 0 of a batch (not of sequences) is Loom's batch axis: the result has no dynamic
+      // axes, and keepdims gives it ONNX's leading axis of 1.
       std::vector<Axis> axes;
-      for (int64_t a : given) axes.push_back(static_axis(x, a));
-      return Val{op(x.var, axes, int_attribute(n, "keepdims", 1) != 0, m.out_name()), x.dynamic};
+      bool batch = false;
+      for (int64_t a : given) {
+        if (x.dynamic == 1 && onnx_axis(a, x.rank()) == 0)
+          batch = true;
+        else
+          axes.push_back(static_axis(x, a));
+      }
+      const bool keep = int_attribute(n, "keepdims", 1) != 0;
+      if (!batch) return Val{op(x.var, axes, keep, m.out_name()), x.dynamic};
+      axes.insert(axes.begin(), Axis::default_batch_axis());
+      const Variable y = op(x.var, axes, keep, keep ? "" : m.out_name());
+      if (!keep) return Val{y, 0};
+      return Val{reshape(y, y.shape().prepend(1), m.out_name()), 0};
     };
   }
 

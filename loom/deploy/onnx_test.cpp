@@ -104,6 +104,18 @@ TEST(Onnx, ConvnetRoundTrip) {
   round_trip(per_element, false, 1e-4);
 }
 
+// Reductions over the batch axis (with static axes, or all axes) export with ONNX's axis 0 and
+// import back as Loom's batch reductions, the result without dynamic axes.
+TEST(Onnx, ReductionsOverTheBatchAxisRoundTrip) {
+  const Variable x = input_variable(NDShape{3, 4}, {.name = "x"});
+  for (bool keep : {false, true}) {
+    const Function sum = reduce_sum(x, {Axis::default_batch_axis(), Axis(1)}, keep);
+    const Function loaded = round_trip(sum);
+    EXPECT_TRUE(loaded.output().dynamic_axes().empty());
+    round_trip(reduce_max(x, Axis::all_axes(), keep));
+  }
+}
+
 // convolution_transpose as ConvTranspose: automatic padding at strides 1 and 2 (the output's
 // last element in no window: output_padding), explicit pads, and an output_shape larger than
 // the windows reach, in float32 and float64.

@@ -109,8 +109,8 @@ struct ConformanceCase {
   // False where the gradient is by design not the forward's derivative (stop_gradient,
   // straight_through): the op's own tests check it instead.
   bool finite_differences = true;
-  // False where the case is outside what the op's ONNX mapping writes (a reduction over the batch
-  // axis): the ONNX round trip skips it.
+  // False where the case is outside what the op's ONNX mapping writes (a gather from each
+  // sample's own reference): the ONNX round trip skips it.
   bool onnx = true;
 };
 

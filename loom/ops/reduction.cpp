@@ -230,7 +230,7 @@ std::vector<ConformanceCase> reduction_cases(bool keepdims_param) {
              {"keepdims", false}}),
         Dictionary({{"axis", axis_attribute(Axis::all_axes())}, {"keepdims", true}})}) {
     ConformanceCase c{{sample}, std::move(a)};
-    c.sequences = c.onnx = false;
+    c.sequences = false;
     cases.push_back(std::move(c));
   }
   return cases;
