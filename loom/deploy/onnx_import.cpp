@@ -1004,10 +1004,12 @@ class Importer {
   }
 
   // Loom pools without padding, with CNTK's automatic padding, or unpadded with ceil_out_dim's
-  // last window overhanging the end: the windows ONNX places from the pads (and ceil_mode) must
-  // be those of one of them. Windows that reach past the input are cut at its end in both;
-  // average pooling counts the padding where count_include_pad (so there an overhanging window
-  // must end within ONNX's pads, as Loom counts all of it).
+  // last window overhanging the end: where the windows ONNX places from the pads (and
+  // ceil_mode) are those of one of them, the node is that pooling. Windows that reach past the
+  // input are cut at its end in both; average pooling counts the padding where
+  // count_include_pad (so there an overhanging window must end within ONNX's pads, as Loom
+  // counts all of it). Other explicit pads (each less than the window, the windows within the
+  // padded input) are a Pad then unpadded pooling (explicit_pads).
   static Importing pool(PoolingType type) {
     return [type](Importer& m) {
       return m.windows([&](const Variable& x) {
@@ -1024,7 +1026,8 @@ class Importer {
         const bool include_pad = int_attribute(n, "count_include_pad", 0) != 0;
         std::vector<bool> auto_pad;
         // Whether an axis needs ceil_out_dim (an overhanging last window), or must not have it.
-        bool ceil = false, floor = false;
+        bool ceil = false, floor = false, explicit_pads = true;
+        std::string loom_windows;  // why an axis has none of Loom's windows
         for (size_t i = 0; i < rank; ++i) {
           const int64_t in = int64_t(x.shape()[1 + i]), k = int64_t(kernel[i]),
                         s = int64_t(strides[i]), span = in + p[i] + p[rank + i] - k;
@@ -1037,20 +1040,29 @@ class Importer {
           const bool overhang = from_0 && cut && outputs == (in - k) / s + 2 &&
                                 (outputs - 1) * s < in &&
                                 (!include_pad || (outputs - 1) * s + k <= in + p[rank + i]);
-          if (!unpadded && !overhang && (p[i] != a.before || outputs != int64_t(a.output)))
-            fail("pads ", list(p), ceil_mode ? " with ceil_mode" : "", " give ", outputs,
-                 " windows from ", -p[i], " along spatial axis ", i, ": Loom pools unpadded (",
-                 in >= k ? (in - k) / s + 1 : 0, " windows from 0, or ",
-                 in >= k ? (in - k + s - 1) / s + 1 : 0,
-                 " with the last one overhanging) or padded as CNTK's auto padding does (",
-                 a.output, " windows from ", -a.before, ")");
+          explicit_pads = explicit_pads && p[i] >= 0 && p[rank + i] >= 0 && p[i] < k &&
+                          p[rank + i] < k && outputs == span / s + 1;
+          if (!unpadded && !overhang && (p[i] != a.before || outputs != int64_t(a.output)) &&
+              loom_windows.empty())
+            loom_windows = detail::concat(
+                "pads ", list(p), ceil_mode ? " with ceil_mode" : "", " give ", outputs,
+                " windows from ", -p[i], " along spatial axis ", i, ": Loom pools unpadded (",
+                in >= k ? (in - k) / s + 1 : 0, " windows from 0, or ",
+                in >= k ? (in - k + s - 1) / s + 1 : 0,
+                " with the last one overhanging) or padded as CNTK's auto padding does (", a.output,
+                " windows from ", -a.before,
+                "), and other pads only where each is less than the window and the windows "
+                "stay within them");
           ceil = ceil || overhang;
           floor = floor || (unpadded && cut);
           auto_pad.push_back(!unpadded && !overhang);
         }
-        if (ceil && floor)
+        if (!loom_windows.empty() || (ceil && floor)) {
+          if (explicit_pads) return m.padded_pool(x, type, kernel, strides, p, include_pad);
+          if (!loom_windows.empty()) fail(loom_windows);
           fail("pads ", list(p), " overhang the input's end on one spatial axis and not on ",
                "another where a window would (Loom's ceil_out_dim applies to all unpadded axes)");
+        }
         return Variable(pooling(x, type, NDShape(kernel),
                                 {.strides = strides,
                                  .auto_padding = auto_pad,
@@ -1059,6 +1071,45 @@ class Importer {
                                  .name = m.out_name()}));
       });
     };
+  }
+  // Pooling of samples x [C, spatial...] whose windows start at -pads[i] and lie within the
+  // padded input: x padded (max: with -infinity, which no window picks; average: with 0) and
+  // pooled unpadded; average pooling that does not count the padding scaled by the window's size
+  // over the count of its input elements.
+  Variable padded_pool(const Variable& x, PoolingType type, const std::vector<size_t>& kernel,
+                       const std::vector<size_t>& strides, const std::vector<int64_t>& pads,
+                       bool include_pad) {
+    const size_t rank = kernel.size();
+    std::vector<std::pair<size_t, size_t>> pattern{{0, 0}};
+    for (size_t i = 0; i < rank; ++i) pattern.emplace_back(pads[i], pads[rank + i]);
+    const bool max = type == PoolingType::Max, counted = max || include_pad;
+    const Variable padded =
+        pad(x, pattern,
+            {.mode = kConstantPad,
+             .constant_value = max ? -std::numeric_limits<double>::infinity() : 0.0});
+    const Variable y = pooling(padded, type, NDShape(kernel),
+                               {.strides = strides, .name = counted ? out_name() : ""});
+    if (counted) return y;
+    // Per output position: the window's size over how many input elements it covers.
+    std::vector<size_t> out_dims{1};
+    size_t window = 1;
+    for (size_t i = 0; i < rank; ++i) {
+      out_dims.push_back(y.shape()[1 + i]);
+      window *= kernel[i];
+    }
+    std::vector<double> scale(NDShape(out_dims).total_size());
+    for (size_t flat = 0; flat < scale.size(); ++flat) {
+      size_t rest = flat;
+      int64_t covered = 1;
+      for (size_t i = rank; i-- > 0;) {
+        const int64_t o = int64_t(rest % out_dims[1 + i]), begin = o * int64_t(strides[i]),
+                      in = int64_t(x.shape()[1 + i]);
+        rest /= out_dims[1 + i];
+        covered *= std::min(begin + int64_t(kernel[i]), pads[i] + in) - std::max(begin, pads[i]);
+      }
+      scale[flat] = double(window) / double(covered);
+    }
+    return element_times(y, constant(array_of(NDShape(out_dims), scale, x.dtype())), out_name());
   }
   static Importing global_pool(PoolingType type) {
     return [type](Importer& m) {

@@ -554,7 +554,24 @@ TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
         average(1, 1, {0, 0, 0, 0})->load();
       },
       {"AveragePool", "with ceil_mode give 2 windows from 0 along spatial axis 1",
-       "or 2 with the last one overhanging"});
+       "or 2 with the last one overhanging", "other pads only where each is less than the window"});
+  // Other explicit pads: a Pad, then unpadded pooling (average without the padding rescaled).
+  auto padded = [](const char* op, int64_t include_pad) {
+    auto g = std::make_unique<OnnxGraph>(
+        std::vector<std::pair<std::string, std::vector<int64_t>>>{{"x", {1, 1, 1, 4}}},
+        std::vector<std::string>{"y"});
+    pb::NodeProto& n = g->node(op, {"x"}, {"y"});
+    set(n, "kernel_shape", std::vector<int64_t>{1, 2});
+    set(n, "strides", std::vector<int64_t>{1, 2});
+    set(n, "pads", std::vector<int64_t>{0, 1, 0, 1});
+    if (include_pad) set(n, "count_include_pad", include_pad);
+    return g;
+  };
+  EXPECT_EQ(evaluate(padded("MaxPool", 0)->load(), {{"x", row}}), (std::vector<float>{1, 3, 4}));
+  EXPECT_EQ(evaluate(padded("AveragePool", 1)->load(), {{"x", row}}),
+            (std::vector<float>{0.5f, 2.5f, 2}));
+  EXPECT_EQ(evaluate(padded("AveragePool", 0)->load(), {{"x", row}}),
+            (std::vector<float>{1, 2.5f, 4}));
   for (bool include_pad : {false, true}) {
     const Variable x = input_variable(NDShape{2, 5, 4}, {.name = "x"});
     round_trip(pooling(x, PoolingType::Average, NDShape{3, 3},
