@@ -33,6 +33,7 @@ namespace pb = onnx_proto;
 // multiplies its way to an overflow.
 constexpr int64_t kMaxDim = int64_t(1) << 31;
 constexpr uint64_t kMaxElements = uint64_t(1) << 40;
+constexpr size_t kMaxPositions = size_t(1) << 24;  // constants of positions the importer makes
 
 // A value of the graph: a Loom variable and how many of ONNX's leading axes are its dynamic
 // axes (0; 1: the batch axis; 2: the sequence and batch axes), so that ONNX's axis k is the
@@ -1074,8 +1075,8 @@ class Importer {
   }
   // Pooling of samples x [C, spatial...] whose windows start at -pads[i] and lie within the
   // padded input: x padded (max: with -infinity, which no window picks; average: with 0) and
-  // pooled unpadded; average pooling that does not count the padding scaled by the window's size
-  // over the count of its input elements.
+  // pooled unpadded; average pooling that does not count the padding divided by the share of
+  // each window that is input (the same pooling of ones).
   Variable padded_pool(const Variable& x, PoolingType type, const std::vector<size_t>& kernel,
                        const std::vector<size_t>& strides, const std::vector<int64_t>& pads,
                        bool include_pad) {
@@ -1090,26 +1091,10 @@ class Importer {
     const Variable y = pooling(padded, type, NDShape(kernel),
                                {.strides = strides, .name = counted ? out_name() : ""});
     if (counted) return y;
-    // Per output position: the window's size over how many input elements it covers.
-    std::vector<size_t> out_dims{1};
-    size_t window = 1;
-    for (size_t i = 0; i < rank; ++i) {
-      out_dims.push_back(y.shape()[1 + i]);
-      window *= kernel[i];
-    }
-    std::vector<double> scale(NDShape(out_dims).total_size());
-    for (size_t flat = 0; flat < scale.size(); ++flat) {
-      size_t rest = flat;
-      int64_t covered = 1;
-      for (size_t i = rank; i-- > 0;) {
-        const int64_t o = int64_t(rest % out_dims[1 + i]), begin = o * int64_t(strides[i]),
-                      in = int64_t(x.shape()[1 + i]);
-        rest /= out_dims[1 + i];
-        covered *= std::min(begin + int64_t(kernel[i]), pads[i] + in) - std::max(begin, pads[i]);
-      }
-      scale[flat] = double(window) / double(covered);
-    }
-    return element_times(y, constant(array_of(NDShape(out_dims), scale, x.dtype())), out_name());
+    // Over the input elements alone: divided by the same pooling of ones (of one channel).
+    const Variable ones = pad(ones_like(slice(x, Axis(0), 0, 1)), pattern, {.mode = kConstantPad});
+    return element_divide(y, pooling(ones, type, NDShape(kernel), {.strides = strides}),
+                          out_name());
   }
   static Importing global_pool(PoolingType type) {
     return [type](Importer& m) {
@@ -1359,9 +1344,10 @@ class Importer {
         const auto [before, after] = pattern[k];
         if (!before && !after) continue;
         const Axis axis{int(k)};
-        std::vector<Variable> parts(before, slice(y, axis, 0, 1));
+        std::vector<Variable> parts;
+        if (before) parts.push_back(repeated(slice(y, axis, 0, 1), before, axis));
         parts.push_back(y);
-        parts.insert(parts.end(), after, slice(y, axis, int(y.shape()[k]) - 1, 0));
+        if (after) parts.push_back(repeated(slice(y, axis, int(y.shape()[k]) - 1, 0), after, axis));
         y = splice(parts, axis);
       }
       return {y, x.dynamic, x.integer};
@@ -1371,6 +1357,27 @@ class Importer {
                 {.mode = mode == "constant" ? kConstantPad : kReflectPad, .constant_value = value},
                 out_name()),
             x.dynamic, x.integer};
+  }
+
+  // The constant first, first + step, ... (count values, of shape dims) of type t: positions
+  // along an axis, for the ops the importer composes. At most 2^24, so that no file's sizes make
+  // the importer allocate without bound.
+  static Variable positions(int64_t first, int64_t step, size_t count,
+                            const std::vector<size_t>& dims, DataType t) {
+    if (count > kMaxPositions)
+      fail("the op would need a constant of ", count,
+           " positions along an axis (Loom makes at most 2^24)");
+    std::vector<double> at(count);
+    for (size_t i = 0; i < count; ++i) at[i] = double(first + int64_t(i) * step);
+    return constant(array_of(NDShape(dims), at, t));
+  }
+
+  // x (of extent 1 along axis) repeated count times along it, by doubling (a node per doubling).
+  static Variable repeated(const Variable& x, size_t count, const Axis& axis) {
+    Variable y = x;
+    size_t have = 1;
+    for (; have < count; have *= 2) y = splice({y, y}, axis);
+    return have == count ? y : Variable(slice(y, axis, 0, int(count)));
   }
 
   // Slice along static axes; steps other than 1 as a gather of the positions they visit.
@@ -1403,10 +1410,11 @@ class Importer {
              x.integer};
         continue;
       }
-      std::vector<double> at;
-      for (int64_t k = begin; step > 0 ? k < end : k > end; k += step) at.push_back(double(k));
-      const Variable positions = constant(array_of(NDShape{at.size()}, at, x.var.dtype()));
-      x = {gather(x.var, positions, axis, out_name()), x.dynamic, x.integer};
+      const int64_t count =
+          step > 0 ? (end - begin + step - 1) / step : (begin - end - step - 1) / -step;
+      x = {gather(x.var, positions(begin, step, size_t(count), {size_t(count)}, x.var.dtype()),
+                  axis, out_name()),
+           x.dynamic, x.integer};
     }
     return x;
   }
@@ -1484,11 +1492,10 @@ class Importer {
         const size_t k = size_t(axis.static_index()), n = x.var.shape()[k];
         std::vector<size_t> dims(x.var.shape().rank() - k, 1);
         dims[0] = n;
-        std::vector<double> at(n);
-        for (size_t i = 0; i < n; ++i) at[i] = double(i);
-        const Variable positions = constant(array_of(NDShape(dims), at, x.var.dtype()));
         const Variable hit = equal(x.var, extreme(x.var, axis, true, ""));
-        return Val{reduce_max(element_times(hit, positions), axis, keep, name), x.dynamic, true};
+        return Val{reduce_max(element_times(hit, positions(0, 1, n, dims, x.var.dtype())), axis,
+                              keep, name),
+                   x.dynamic, true};
       }
       if (keep) return Val{op(x.var, axis, name), x.dynamic, true};
       std::vector<size_t> dims = x.var.shape().dims();

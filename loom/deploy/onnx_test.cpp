@@ -954,6 +954,10 @@ TEST(OnnxImport, RefusesHostileSizes) {
     set(n, "strides", strides);
     return g;
   };
+  // The constants of positions import composes (ArgMax's select_last_index, Slice's steps).
+  OnnxGraph last({{"x", {int64_t{1} << 25}}}, {"y"});
+  set(last.node("ArgMax", {"x"}, {"y"}), "select_last_index", int64_t{1});
+  expect_error<DataError>([&] { last.load(); }, {"ArgMax", "33554432 positions", "at most 2^24"});
   const int64_t huge = int64_t(1) << 31;
   expect_error<DataError>(
       [&] {
