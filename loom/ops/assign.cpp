@@ -68,7 +68,17 @@ const AssignOp kAssign;
 }  // namespace
 
 std::vector<OpSchema> assign_schemas() {
-  return {{&kAssign, 2, 2}};
+  OpSchema schema{&kAssign,
+                  2,
+                  2,
+                  "assign",
+                  "ops",
+                  {{"ref"}, {"input"}},
+                  false,
+                  "input's value written into ref (a parameter or constant) when evaluated; the "
+                  "output is the new value"};
+  schema.onnx.none_because = "ONNX's graphs do not write their initializers";
+  return {schema};
 }
 
 Function assign(const Variable& ref, const Variable& input, const std::string& name) {

@@ -51,6 +51,8 @@ class TimesOp : public OpDef {
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {
     const Variable &x = in[0], &W = in[1];
+    LOOM_CHECK(a.get<int64_t>("output_rank") >= 0, ArgumentError,
+               "times: output_rank must be at least 0, not ", a.get<int64_t>("output_rank"));
     size_t output_rank = size_t(a.get<int64_t>("output_rank"));
     int map = int(a.get<int64_t>("infer_input_rank_to_map"));
     const NDShape& ws = W.shape();
@@ -128,7 +130,21 @@ const TimesOp kTimes;
 
 std::vector<OpSchema> linear_schemas() {
   const Dictionary a({{"output_rank", int64_t{1}}, {"infer_input_rank_to_map", int64_t{-1}}});
-  return {hand_bound(kTimes, 2, 2, {{{{NDShape{3}}, {NDShape{3, 2}, false}}, a}})};
+  OpSchema schema{&kTimes,
+                  2,
+                  2,
+                  "times",
+                  "ops",
+                  {{"left"},
+                   {"right"},
+                   {"output_rank", ParamType::Int, int64_t{kTimesOutputRank}},
+                   {"infer_input_rank_to_map", ParamType::Int, int64_t{kTimesInferInputRankToMap}}},
+                  false,
+                  "the matrix product of left's trailing axes with right's leading axes; right's "
+                  "last output_rank axes are the output's"};
+  schema.onnx.op_type = "MatMul";  // loom/deploy's own code exports and imports it
+  schema.conformance = {{{{NDShape{3}}, {NDShape{3, 2}, false}}, a}};
+  return {schema};
 }
 
 Function times(const Variable& x, const Variable& W, size_t output_rank,

@@ -11,7 +11,11 @@ namespace loom {
 // call: infer_input_rank_to_map 0 maps all of x's axes (a Dense layer's default), -1 keeps
 // W's input rank, k > 0 keeps the first k axes of x as A (map rank).
 // A sparse x (one-hot data) stays sparse: the product is a sparse x dense kernel.
-Function times(const Variable& x, const Variable& W, size_t output_rank = 1,
-               int infer_input_rank_to_map = -1, const std::string& name = "");
+// CNTK's defaults of output_rank and infer_input_rank_to_map (the builder's and Python's).
+inline constexpr size_t kTimesOutputRank = 1;
+inline constexpr int kTimesInferInputRankToMap = -1;
+Function times(const Variable& x, const Variable& W, size_t output_rank = kTimesOutputRank,
+               int infer_input_rank_to_map = kTimesInferInputRankToMap,
+               const std::string& name = "");
 
 }  // namespace loom

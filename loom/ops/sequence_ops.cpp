@@ -587,24 +587,47 @@ namespace loom {
 
 std::vector<OpSchema> sequence_schemas() {
   using namespace sequence;
+  const OnnxMapping kNoOnnx{.none_because = "ONNX's tensors have no sequence axis"};
   const std::vector<ConformanceCase> steps = {{{{NDShape{3}}}, {}, false}};
   const ConformanceInput condition{.shape = NDShape{}, .low = 0, .high = 1.99, .integers = true};
+  // An op of cntk.sequence's (loom.sequence) with one input, seq, and no attributes.
+  auto of_seq = [&](const OpDef& op, const char* python, const char* doc) {
+    return OpSchema{&op, 1, 1, python, "sequence", {{"seq"}}, false, doc, kNoOnnx, steps};
+  };
   return {
-      hand_bound(kFirst, 1, 1, steps),
-      hand_bound(kLast, 1, 1, steps),
+      of_seq(kFirst, "first", "each sequence's first step, a sequence of one step"),
+      of_seq(kLast, "last", "each sequence's last step, a sequence of one step"),
       hand_bound(kSlice, 1, 1,
                  {{{{NDShape{3}}},
                    Dictionary({{"begin_index", int64_t{0}}, {"end_index", int64_t{1}}}),
                    false}}),
-      hand_bound(kReduceSum, 1, 1, steps),
-      hand_bound(kReduceMax, 1, 1, steps),
-      hand_bound(kIsFirst, 1, 1, steps),
-      hand_bound(kIsLast, 1, 1, steps),
+      of_seq(kReduceSum, "reduce_sum", "the sum of each sequence's steps, a sequence of one step"),
+      of_seq(kReduceMax, "reduce_max",
+             "the largest value of each sequence's steps, a sequence of one step"),
+      of_seq(kIsFirst, "is_first", "1 at each sequence's first step, 0 at the others"),
+      of_seq(kIsLast, "is_last", "1 at each sequence's last step, 0 at the others"),
       // A sample of each sequence's batch item over the sequence's steps.
-      hand_bound(kBroadcastAs, 2, 2,
-                 {{{{.shape = NDShape{3}, .over_sequences = false}, {NDShape{2}}}, {}, false}}),
+      {&kBroadcastAs,
+       2,
+       2,
+       "broadcast_as",
+       "sequence",
+       {{"operand"}, {"broadcast_as_operand"}},
+       false,
+       "operand (a sample per sequence) repeated at every step of broadcast_as_operand's sequence",
+       kNoOnnx,
+       {{{{.shape = NDShape{3}, .over_sequences = false}, {NDShape{2}}}, {}, false}}},
       // Conditions of 0 or 1 per step: empty sequences among where's and gather's outputs.
-      hand_bound(kWhere, 1, 1, {{{condition}, {}, false}}),
+      {&kWhere,
+       1,
+       1,
+       "where",
+       "sequence",
+       {{"condition"}},
+       false,
+       "the positions of condition's nonzero steps, repeated by their value, as a new sequence",
+       kNoOnnx,
+       {{{condition}, {}, false}}},
       hand_bound(kGather, 2, 2, {{{{NDShape{2}}, condition}, {}, false}}),
       {&kScatter, 2, 2},
       {&kUnpack, 1, 1},

@@ -76,8 +76,10 @@ Function cast(const Variable& x, DataType dtype, const std::string& name = "");
 
 // Ones on the diagonal of the matrix x is (its two axes counted with its batch axis), zeros
 // elsewhere, in x's shape and dynamic axes; x's values are not read. Dense only (CNTK's
-// sparse_output is refused).
-Function eye_like(const Variable& x, bool sparse_output = false, const std::string& name = "");
+// sparse_output is refused, so the default is dense, where CNTK's is sparse).
+inline constexpr bool kEyeLikeSparseOutput = false;
+Function eye_like(const Variable& x, bool sparse_output = kEyeLikeSparseOutput,
+                  const std::string& name = "");
 
 // left times right transposed, as np.dot(left, right.T); right has rank 1 (taken as [1, n]) or 2.
 Function times_transpose(const Variable& left, const Variable& right, const std::string& name = "");

@@ -12,7 +12,6 @@ import numpy as np
 
 from loom import _loom
 from loom._loom import ArgumentError, ShapeError  # noqa: F401
-from loom._loom.ops import binary_cross_entropy, squared_error  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 
 globals().update(_op_functions('losses'))

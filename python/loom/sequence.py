@@ -1,5 +1,7 @@
 """Sequence inputs and ops along the sequence axis (CNTK's cntk.sequence)."""
-from loom._loom.ops.sequence import (broadcast_as, delay, first, future_value,  # noqa: F401
-                                     gather, input_variable, is_first, is_last, last, past_value,
-                                     reduce_max, reduce_sum, scatter, slice, softmax, unpack,
-                                     where)
+from loom._loom.ops.sequence import (delay, future_value, gather, input_variable,  # noqa: F401
+                                     past_value, scatter, slice, softmax, unpack)
+from loom.ops._table import op_functions as _op_functions
+
+# The op table's functions of cntk.sequence (first, last, where, broadcast_as, ...).
+globals().update(_op_functions('sequence'))

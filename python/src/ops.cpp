@@ -420,11 +420,8 @@ void add_ops(py::module_ m) {
         },
         py::arg(a), py::arg(b), py::arg("name") = "");
   };
-  binary("squared_error", &squared_error, "output", "target");
   binary("cross_entropy_with_softmax", &cross_entropy_with_softmax, "output_vector",
          "target_vector");
-  binary("binary_cross_entropy", &binary_cross_entropy, "output", "target");
-  binary("assign", &assign, "ref", "input");
   m.def(
       "classification_error",
       [](py::handle z, py::handle target, size_t top_n, const std::string& n) {
@@ -433,14 +430,6 @@ void add_ops(py::module_ m) {
       },
       py::arg("output_vector"), py::arg("target_vector"), py::arg("topN") = 1,
       py::arg("name") = "");
-  m.def(
-      "times",
-      [](py::handle x, py::handle w, size_t output_rank, int infer, const std::string& n) {
-        auto [u, v] = operands(x, w);
-        return times(u, v, output_rank, infer, n);
-      },
-      py::arg("left"), py::arg("right"), py::arg("output_rank") = 1,
-      py::arg("infer_input_rank_to_map") = -1, py::arg("name") = "");
   m.def(
       "softmax",
       [](py::handle x, py::handle axis, const std::string& n) {
@@ -501,13 +490,6 @@ void add_ops(py::module_ m) {
         return space_to_depth(as_variable(x), block("space_to_depth", block_size), n);
       },
       py::arg("operand"), py::arg("block_size"), py::arg("name") = "");
-  // CNTK's default is a sparse identity, which Loom does not make yet: the default here is dense.
-  m.def(
-      "eye_like",
-      [](py::handle x, bool sparse_output, const std::string& n) {
-        return eye_like(as_variable(x), sparse_output, n);
-      },
-      py::arg("x"), py::arg("sparse_output") = false, py::arg("name") = "");
   m.def(
       "dropout",
       [](py::handle x, double rate, std::optional<uint64_t> seed, const std::string& n) {

@@ -20,22 +20,9 @@ void add_ops_sequence(py::module_ m) {
       py::arg("shape"), py::arg("dtype") = py::none(),
       py::arg("needs_gradient") = input.needs_gradient, py::arg("is_sparse") = input.is_sparse,
       py::arg("sequence_axis") = py::none(), py::arg("name") = "");
-  m.def("first", &sequence::first, py::arg("seq"), py::arg("name") = "");
-  m.def("last", &sequence::last, py::arg("seq"), py::arg("name") = "");
-  m.def("reduce_sum", &sequence::reduce_sum, py::arg("seq"), py::arg("name") = "");
-  m.def("reduce_max", &sequence::reduce_max, py::arg("seq"), py::arg("name") = "");
   m.def("softmax", &sequence::softmax, py::arg("seq"), py::arg("name") = "");
   m.def("slice", &sequence::slice, py::arg("seq"), py::arg("begin_index"), py::arg("end_index"),
         py::arg("name") = "");
-  m.def("is_first", &sequence::is_first, py::arg("seq"), py::arg("name") = "");
-  m.def("is_last", &sequence::is_last, py::arg("seq"), py::arg("name") = "");
-  m.def(
-      "broadcast_as",
-      [](py::handle op, const Variable& ref, const std::string& n) {
-        return sequence::broadcast_as(as_variable(op, ref.dtype()), ref, n);
-      },
-      py::arg("operand"), py::arg("broadcast_as_operand"), py::arg("name") = "");
-  m.def("where", &sequence::where, py::arg("condition"), py::arg("name") = "");
   m.def(
       "gather",
       [](const Variable& x, const Variable& cond, const std::string& n) {

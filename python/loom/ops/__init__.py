@@ -5,10 +5,9 @@ import warnings
 from loom import _loom
 from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
 from loom._loom.ops import constant, input_variable, parameter, placeholder
-from loom._loom.ops import (assign, binary_cross_entropy, classification_error,
-                            cross_entropy_with_softmax, depth_to_space, dropout, eye_like,
-                            log_softmax, slice, softmax, space_to_depth, splice, squared_error,
-                            times, times_transpose)
+from loom._loom.ops import (classification_error, cross_entropy_with_softmax, depth_to_space,
+                            dropout, log_softmax, slice, softmax, space_to_depth, splice,
+                            times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions

@@ -52,6 +52,8 @@ def _raises(error, function, call):
 SIGNATURES = {
     'losses': {
         'cosine_distance': '(x, y, name=\'\')',
+        'squared_error': "(output, target, name='')",
+        'binary_cross_entropy': "(output, target, name='')",
         'cosine_distance_with_negative_samples': "(x, y, shift, num_negative_samples, name='')",
         'weighted_binary_cross_entropy': "(output, target, weight, name='')",
         'cross_entropy_with_softmax': "(output_vector, target_vector, axis=-1, name='')",
@@ -78,6 +80,22 @@ def test_at_cntks_paths_with_cntks_signatures(module, name):
     assert getattr(C, name) is f  # CNTK re-exports the losses and metrics at the top
     # Defaults print as CNTK's, up to 1 for 1.0.
     assert str(inspect.signature(f)).replace('1.0', '1') == SIGNATURES[module][name]
+
+
+# ---- squared_error, binary_cross_entropy (from the op table) ----------------------------------
+
+def test_squared_error_and_binary_cross_entropy_against_numpy():
+    rng = np.random.default_rng(3)
+    p, t = C.input_variable((2, 3), np.float64), C.input_variable((2, 3), np.float64)
+    vp, vt = rng.uniform(0.1, 0.9, (4, 2, 3)), rng.uniform(0, 1, (4, 2, 3))
+    np.testing.assert_allclose(C.squared_error(p, t).eval({p: vp, t: vt}).ravel(),
+                               ((vp - vt) ** 2).sum(axis=(1, 2)), rtol=1e-13)
+    bce = -(vt * np.log(vp) + (1 - vt) * np.log(1 - vp)).sum(axis=(1, 2))
+    np.testing.assert_allclose(C.binary_cross_entropy(p, t).eval({p: vp, t: vt}).ravel(), bce,
+                               rtol=1e-13)
+    # A number or an array becomes a constant of the other operand's dtype.
+    assert C.squared_error(p, np.zeros((2, 3), np.float32)).dtype == np.float64
+    _check_gradients(C.squared_error(p, t), {p: vp, t: vt}, [p, t])
 
 
 # ---- cosine_distance ---------------------------------------------------------------------------

@@ -186,7 +186,7 @@ def _table_names(module='ops'):
 # 4] and shared vectors the oracle tests draw: each has a test of its own (below, or in
 # test_crop_ops.py, test_ctc_ops.py, test_conv_pool_ops.py).
 OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roipooling',
-             'local_response_normalization',
+             'local_response_normalization', 'times', 'eye_like', 'assign',
              # test_dynamic_axes_ops.py: their outputs have other dynamic axes than their inputs
              'to_sequence', 'to_sequence_like', 'unpack_batch', 'to_batch',
              'reconcile_dynamic_axes'}
@@ -746,3 +746,75 @@ def test_splice_along_a_new_leading_axis_stacks():
     assert s.shape == (2, 2, 3)
     x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
     assert np.array_equal(s.eval({a: x})[0], np.stack([x[0], 2 * x[0]]))
+
+
+def test_times_signature_and_ranks_against_numpy():
+    assert str(inspect.signature(C.times)) == \
+        "(left, right, output_rank=1, infer_input_rank_to_map=-1, name='')"
+    assert str(inspect.signature(C.eye_like)) == "(x, sparse_output=False, name='')"
+    rng = np.random.default_rng(5)
+    x = C.input_variable((2, 3))
+    X = rng.uniform(-1, 1, (4, 2, 3)).astype(np.float32)
+    W = rng.uniform(-1, 1, (3, 4, 5)).astype(np.float32)
+    np.testing.assert_allclose(C.times(x, W[:, 0]).eval({x: X}), X @ W[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(C.times(x, W, output_rank=2, name='t').eval({x: X}),
+                               np.einsum('nij,jkl->nikl', X, W), rtol=1e-5)
+    # infer_input_rank_to_map=0: the parameter's input axes are all of x's.
+    p = C.parameter((C.InferredDimension, 5), init=1)
+    assert C.times(x, p, infer_input_rank_to_map=0).shape == (5,) and p.shape == (2, 3, 5)
+    with pytest.raises(C.ArgumentError, match='times: output_rank must be at least 0'):
+        C.times(x, W, output_rank=-1)
+    with pytest.raises(TypeError, match="times: 'output_rank' must be"):
+        C.times(x, W, output_rank=1.5)
+
+
+SEQUENCE_OPS = {  # name: (CNTK's signature, numpy on one sequence [T, 2])
+    'first': ('(seq, name=\'\')', lambda s: s[:1]),
+    'last': ('(seq, name=\'\')', lambda s: s[-1:]),
+    'reduce_sum': ('(seq, name=\'\')', lambda s: s.sum(0, keepdims=True)),
+    'reduce_max': ('(seq, name=\'\')', lambda s: s.max(0, keepdims=True)),
+    'is_first': ('(seq, name=\'\')', lambda s: (np.arange(len(s)) == 0)[:, None]),
+    'is_last': ('(seq, name=\'\')', lambda s: (np.arange(len(s)) == len(s) - 1)[:, None]),
+}
+
+
+@pytest.mark.parametrize('name', sorted(SEQUENCE_OPS))
+def test_sequence_table_functions_on_ragged_sequences(name):
+    signature, oracle = SEQUENCE_OPS[name]
+    f = getattr(C.sequence, name)
+    assert f is getattr(C.ops.sequence, name) and f.__module__ == 'loom.sequence'
+    assert str(inspect.signature(f)) == signature and f.__doc__
+    s = C.sequence.input_variable(2)
+    rng = np.random.default_rng(len(name))
+    data = [rng.uniform(-1, 1, (n, 2)).astype(np.float32) for n in (3, 1, 4)]
+    out = f(s).eval({s: data})
+    for got, seq in zip(out, data):
+        expected = oracle(seq)
+        got = np.asarray(got).reshape(len(expected), -1)
+        np.testing.assert_allclose(got, np.broadcast_to(expected, got.shape), rtol=1e-6)
+
+
+def test_sequence_where_and_broadcast_as_from_the_table():
+    assert str(inspect.signature(C.sequence.where)) == "(condition, name='')"
+    assert str(inspect.signature(C.sequence.broadcast_as)) == \
+        "(operand, broadcast_as_operand, name='')"
+    c = C.sequence.input_variable(1)
+    got = C.sequence.where(c).eval({c: [np.array([[1], [0], [2]], np.float32)]})
+    np.testing.assert_array_equal(np.asarray(got[0]).ravel(), [0, 2, 2])
+    x = C.input_variable(2)
+    s = C.sequence.input_variable(1)
+    got = C.sequence.broadcast_as(x, s).eval({x: np.array([[1, 2]], np.float32),
+                                             s: [np.zeros((3, 1), np.float32)]})
+    np.testing.assert_array_equal(got[0], [[1, 2]] * 3)
+    # A number becomes a constant of the other operand's dtype, as before.
+    got = C.sequence.broadcast_as(5, s).eval({s: [np.zeros((2, 1), np.float32)]})
+    np.testing.assert_array_equal(np.asarray(got[0]).ravel(), [5, 5])
+
+
+def test_assign_writes_its_input_into_the_parameter_when_evaluated():
+    assert str(inspect.signature(C.assign)) == "(ref, input, name='')"
+    p = C.parameter(init=np.array([1, 2], np.float32))
+    a = C.assign(p, p * 3 + 1, name='a')
+    assert a.name == 'a' and p.value.tolist() == [1, 2]
+    np.testing.assert_array_equal(a.eval(), [4, 7])
+    assert p.value.tolist() == [4, 7]
