@@ -773,7 +773,7 @@ class Importer {
       if (b.dynamic) fail("input ", i, " (a bound) must be a scalar without a batch axis");
       return b.var;
     };
-    return {clip(x.var, bound(1, -inf), bound(2, inf), out_name()), x.dynamic};
+    return {clip(x.var, bound(1, -inf), bound(2, inf), out_name()), x.dynamic, x.integer};
   }
 
   // ONNX's Round takes halves to even: floor(x + 0.5) (Loom's round, CNTK's), less 1 where x
@@ -1428,7 +1428,7 @@ class Importer {
       vars.push_back(v.var);
     }
     return {splice(vars, static_axis(first, int_attribute(*node_, "axis", 0)), out_name()),
-            first.dynamic};
+            first.dynamic, first.integer};
   }
 
   Val transpose_node() {
@@ -1442,7 +1442,7 @@ class Importer {
     std::vector<int> loom_perm;
     for (size_t k = x.dynamic; k < perm.size(); ++k)
       loom_perm.push_back(int(onnx_axis(perm[k], x.rank())) - int(x.dynamic));
-    return {transpose(x.var, loom_perm, out_name()), x.dynamic};
+    return {transpose(x.var, loom_perm, out_name()), x.dynamic, x.integer};
   }
 
   static Importing reduce(ReduceFn op) {
@@ -1468,11 +1468,15 @@ class Importer {
           axes.push_back(static_axis(x, a));
       }
       const bool keep = int_attribute(n, "keepdims", 1) != 0;
-      if (!batch) return Val{op(x.var, axes, keep, m.out_name()), x.dynamic};
-      axes.insert(axes.begin(), Axis::default_batch_axis());
-      const Variable y = op(x.var, axes, keep, keep ? "" : m.out_name());
-      if (!keep) return Val{y, 0};
-      return Val{reshape(y, y.shape().prepend(1), m.out_name()), 0};
+      // Of integers, the mean, L2 norm and log-sum-exp are rounded toward zero (as ONNX's
+      // integer results are).
+      const bool rounded = x.integer && (n.op_type() == "ReduceMean" || n.op_type() == "ReduceL2" ||
+                                         n.op_type() == "ReduceLogSumExp");
+      const std::string name = rounded ? "" : m.out_name();
+      if (batch) axes.insert(axes.begin(), Axis::default_batch_axis());
+      Variable y = op(x.var, axes, keep, batch && keep ? "" : name);
+      if (batch && keep) y = reshape(y, y.shape().prepend(1), name);
+      return Val{rounded ? truncated(y, m.out_name()) : y, batch ? 0 : x.dynamic, x.integer};
     };
   }
 

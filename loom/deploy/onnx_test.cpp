@@ -723,6 +723,15 @@ TEST(OnnxImport, IntegerTensorsAsFloatValues) {
   int64_initializer(g, "depth", {}, {3});
   g.initializer("off_on", {2}, {0, 1});
   g.node("OneHot", {"indices", "depth", "off_on"}, {"hot"});
+  // Integers stay integers through Concat, Transpose and the reductions (ReduceMean rounding
+  // toward zero): Div of them rounds toward zero too.
+  g.graph().add_output()->set_name("mean");
+  g.graph().add_output()->set_name("sum_halved");
+  set(g.node("Concat", {"a", "a"}, {"ab"}), "axis", int64_t{0});
+  set(g.node("ReduceMean", {"ab"}, {"mean"}), "keepdims", int64_t{0});  // 10 / 8
+  int64_initializer(g, "axes", {1}, {0});
+  set(g.node("ReduceSum", {"a", "axes"}, {"sum"}), "keepdims", int64_t{0});  // 5
+  g.node("Div", {"sum", "two"}, {"sum_halved"});
   const Function f = g.load();
   ValueMap args;
   const std::map<std::string, NDArrayView> data = {{"a", tensor({4}, {7, -7, 6, -1})},
@@ -737,6 +746,8 @@ TEST(OnnxImport, IntegerTensorsAsFloatValues) {
   EXPECT_EQ(output(0), (std::vector<float>{3, -3, 1, 0}));
   EXPECT_EQ(output(1), (std::vector<float>{0, 1, 0, 1}));  // -1, 2, 0, 3 halved
   EXPECT_EQ(output(2), (std::vector<float>{0, 0, 1, 0, 1, 0}));
+  EXPECT_EQ(output(3), std::vector<float>{1});  // 10 / 8
+  EXPECT_EQ(output(4), std::vector<float>{2});  // 5 / 2
 
   // float32 holds integers up to 2^24 exactly, float64 (a graph with a double tensor) 2^53.
   OnnxGraph big({{"x", {1}}}, {"y"});
