@@ -368,7 +368,9 @@ std::vector<OpSchema> pooling_schemas() {
       {{image}, pool(PoolingType::Max, NDShape{2, 2}, {2}, false, false, false)},
       {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, false, false)},
       {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, true, false)},
-      {{image}, pool(PoolingType::Max, NDShape{3, 3}, {2}, false, false, true)}};
+      {{image}, pool(PoolingType::Max, NDShape{3, 3}, {2}, false, false, true)},
+      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {2}, false, true, true)},
+      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {2}, false, false, true)}};
   OpSchema pool_schema = hand_bound(kPooling, 1, 1, std::move(pooling));
   pool_schema.onnx = {"MaxPool"};  // or AveragePool
   return {pool_schema, hand_bound(kUnpooling, 2, 2, std::move(unpool)), roi};

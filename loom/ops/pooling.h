@@ -22,7 +22,8 @@ struct PoolingOptions {
   std::vector<bool> auto_padding{false};
   bool include_pad = false;  // average: padding counts as zeros
   // Without automatic padding: one more output where the last window would overhang the
-  // input, the overhang padding (which max pooling never picks, nor average pooling counts).
+  // input, the overhang padding (which max pooling never picks; average pooling counts it as
+  // zeros only with include_pad, dividing by the whole window).
   bool ceil_out_dim = false;
   std::string name{};
 };
