@@ -91,6 +91,10 @@ class SliceOp : public RowMapOp {
     const Variable& x = in[0];
     check_sequence(name_, x, "input");
     const auto [begin, end] = range(a);
+    const bool empty =
+        (begin >= 0 && end > 0 && end <= begin) || (begin < 0 && end < 0 && end <= begin);
+    LOOM_CHECK(!empty, ArgumentError, "sequence::slice of ", x.describe(), ": the range [", begin,
+               ", ", end, ") is empty for every sequence");
     return {{x.shape(), x.dtype(), slice_axes(x, begin, end), false}};
   }
 
@@ -520,10 +524,6 @@ Function last(const Variable& x, const std::string& name) {
   return make_primitive(kLast, {x}, {}, name);
 }
 Function slice(const Variable& x, int begin_index, int end_index, const std::string& name) {
-  const bool empty = (begin_index >= 0 && end_index > 0 && end_index <= begin_index) ||
-                     (begin_index < 0 && end_index < 0 && end_index <= begin_index);
-  LOOM_CHECK(!empty, ArgumentError, "sequence::slice of ", x.describe(), ": the range [",
-             begin_index, ", ", end_index, ") is empty for every sequence");
   Dictionary a;
   a["begin_index"] = int64_t(begin_index);
   a["end_index"] = int64_t(end_index);
@@ -597,10 +597,19 @@ std::vector<OpSchema> sequence_schemas() {
   return {
       of_seq(kFirst, "first", "each sequence's first step, a sequence of one step"),
       of_seq(kLast, "last", "each sequence's last step, a sequence of one step"),
-      hand_bound(kSlice, 1, 1,
-                 {{{{NDShape{3}}},
-                   Dictionary({{"begin_index", int64_t{0}}, {"end_index", int64_t{1}}}),
-                   false}}),
+      {&kSlice,
+       1,
+       1,
+       "slice",
+       "sequence",
+       {{"seq"}, {"begin_index", ParamType::Int}, {"end_index", ParamType::Int}},
+       false,
+       "the steps [begin_index, end_index) of each sequence (negative: from the end, 0 for "
+       "end_index: to the end)",
+       kNoOnnx,
+       {{{{NDShape{3}}},
+         Dictionary({{"begin_index", int64_t{0}}, {"end_index", int64_t{1}}}),
+         false}}},
       of_seq(kReduceSum, "reduce_sum", "the sum of each sequence's steps, a sequence of one step"),
       of_seq(kReduceMax, "reduce_max",
              "the largest value of each sequence's steps, a sequence of one step"),

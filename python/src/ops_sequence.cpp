@@ -21,8 +21,6 @@ void add_ops_sequence(py::module_ m) {
       py::arg("needs_gradient") = input.needs_gradient, py::arg("is_sparse") = input.is_sparse,
       py::arg("sequence_axis") = py::none(), py::arg("name") = "");
   m.def("softmax", &sequence::softmax, py::arg("seq"), py::arg("name") = "");
-  m.def("slice", &sequence::slice, py::arg("seq"), py::arg("begin_index"), py::arg("end_index"),
-        py::arg("name") = "");
   m.def(
       "gather",
       [](const Variable& x, const Variable& cond, const std::string& n) {

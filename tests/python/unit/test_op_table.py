@@ -818,3 +818,18 @@ def test_assign_writes_its_input_into_the_parameter_when_evaluated():
     assert a.name == 'a' and p.value.tolist() == [1, 2]
     np.testing.assert_array_equal(a.eval(), [4, 7])
     assert p.value.tolist() == [4, 7]
+
+
+def test_sequence_slice_from_the_table():
+    assert str(inspect.signature(C.sequence.slice)) == "(seq, begin_index, end_index, name='')"
+    s = C.sequence.input_variable(1)
+    data = [np.arange(n, dtype=np.float32).reshape(n, 1) for n in (4, 2)]
+    for begin, end in [(1, 3), (-2, 0), (0, -1)]:
+        got = C.sequence.slice(s, begin, end).eval({s: data})
+        for g, seq in zip(got, data):
+            stop = end if end != 0 else None
+            np.testing.assert_array_equal(np.asarray(g).ravel(), seq[begin:stop].ravel())
+    with pytest.raises(C.ArgumentError, match=r'sequence::slice of .*the range \[2, 1\) is empty'):
+        C.sequence.slice(s, 2, 1)
+    with pytest.raises(TypeError, match="slice: 'begin_index' must be"):
+        C.sequence.slice(s, 0.5, 1)
