@@ -1,6 +1,8 @@
 #include "loom/graph/initializer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "loom/core/error.h"
 
@@ -94,6 +96,16 @@ void Initializer::fill(NDArrayView& t, RandomGenerator& gen) const {
     case InitKind::Bilinear:
       fill_bilinear(t, static_cast<size_t>(scale));
       return;
+    case InitKind::Array:
+      LOOM_CHECK(values && values->shape() == t.shape(), ShapeError, "an init array of shape ",
+                 values ? values->shape().to_string() : "(none)", " for a tensor of shape ",
+                 t.shape().to_string());
+      dispatch(t.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        const std::vector<T> v = values->to_vector<T>();
+        std::copy(v.begin(), v.end(), t.data<T>());
+      });
+      return;
   }
   auto draw = [&] {
     if (uniform_range > 0) return (2 * gen.uniform() - 1) * uniform_range;
@@ -106,6 +118,12 @@ void Initializer::fill(NDArrayView& t, RandomGenerator& gen) const {
     T* d = t.data<T>();
     for (size_t i = 0, n = t.size(); i < n; ++i) d[i] = static_cast<T>(draw());
   });
+}
+
+Initializer array_initializer(const NDArrayView& values) {
+  return {.kind = InitKind::Array,
+          .seed = std::nullopt,
+          .values = std::make_shared<const NDArrayView>(values.to_dense().deep_clone())};
 }
 
 Initializer zeros() {

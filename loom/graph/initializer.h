@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,9 +23,12 @@ enum class InitKind {
   HeNormal,
   Xavier,           // CNTK's: uniform in +-scale * sqrt(3 / fan_in)
   TruncatedNormal,  // normal with standard deviation scale, drawn again beyond 2 of them
-  Bilinear          // CNTK's bilinear upsampling kernel [K, C, size, size], K = C
+  Bilinear,         // CNTK's bilinear upsampling kernel [K, C, size, size], K = C
+  // The values of an array (CNTK's init given as a NumPy array): a parameter made with it takes
+  // them at once, so model files never hold this kind.
+  Array
 };
-constexpr InitKind kLastInitKind = InitKind::Bilinear;
+constexpr InitKind kLastInitKind = InitKind::Bilinear;  // the last kind a model file holds
 
 struct Initializer {
   InitKind kind = InitKind::GlorotUniform;
@@ -39,12 +43,18 @@ struct Initializer {
   // Seed of the generator; none: the parameter draws the next default stream when it is
   // created (set_fixed_random_seed), so creation order, not inference order, decides values.
   std::optional<uint64_t> seed;
+  std::shared_ptr<const NDArrayView> values = nullptr;  // Array's
 
-  // Fills t (dense, any shape) as the kind says, drawing from gen.
+  // Fills t (dense, any shape) as the kind says, drawing from gen. Array: t must have the
+  // array's shape (a ShapeError otherwise); its values are converted to t's type.
   void fill(NDArrayView& t, RandomGenerator& gen) const;
 };
 
 Initializer zeros();
+// The initial value itself (CNTK's init as an array): parameter(shape, array_initializer(v))
+// has v's shape, which must fit shape (equal extents, or an inferred one), and v's values in
+// the parameter's type.
+Initializer array_initializer(const NDArrayView& values);
 Initializer constant_initializer(double value);
 Initializer uniform(double scale, std::optional<uint64_t> seed = std::nullopt);
 Initializer normal(double scale, std::optional<uint64_t> seed = std::nullopt);

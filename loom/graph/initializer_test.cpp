@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "loom/core/error.h"
+#include "loom/graph/variable.h"
 
 namespace loom {
 namespace {
@@ -63,6 +64,23 @@ TEST(Initializer, WithRankSetsOnlyTheRanksGiven) {
   EXPECT_EQ(i.seed, 5u);
   EXPECT_EQ(initializer_with_rank(i, -1).output_rank, -1);
   EXPECT_THROW(initializer_with_rank(i, std::nullopt, -1), ArgumentError);
+}
+
+// CNTK's init as an array: the parameter takes its values (converted to its type) and its
+// shape, where the given shape allows it (an inferred extent allows any).
+TEST(Initializer, AnArrayIsTheInitialValue) {
+  const NDArrayView a = NDArrayView::from_vector<double>({2, 3}, {1, 2, 3, 4, 5, 6.5});
+  const Parameter p =
+      parameter({NDShape::kInferred, 3}, array_initializer(a), DataType::Float32, "W");
+  EXPECT_EQ(p.shape(), (NDShape{2, 3}));
+  EXPECT_EQ(p.value().to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6.5f}));
+  EXPECT_EQ(p.dtype(), DataType::Float32);
+  EXPECT_THROW(parameter({3, 2}, array_initializer(a), DataType::Float32, "W"), ShapeError);
+  EXPECT_THROW(parameter({2, 3, 1}, array_initializer(a), DataType::Float32, "W"), ShapeError);
+  // Filling a tensor of another shape is an error too.
+  NDArrayView t(DataType::Float64, {3, 2});
+  RandomGenerator gen;
+  EXPECT_THROW(array_initializer(a).fill(t, gen), ShapeError);
 }
 
 }  // namespace

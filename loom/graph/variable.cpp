@@ -207,6 +207,18 @@ void check_same_sequence_lengths(const Variable& a, const Value& a_value, const 
 
 Parameter parameter(const NDShape& shape, const Initializer& init, DataType dtype,
                     const std::string& name) {
+  if (init.kind == InitKind::Array) {
+    const NDShape& s = init.values->shape();
+    bool fits = s.rank() == shape.rank();
+    for (size_t i = 0; fits && i < s.rank(); ++i)
+      fits = shape[i] == NDShape::kInferred || shape[i] == s[i];
+    LOOM_CHECK(fits, ShapeError, "parameter '", name, "': the init array of shape ", s.to_string(),
+               " does not fit the parameter's shape ", shape.to_string());
+    NDArrayView value(dtype, s);
+    RandomGenerator draws_nothing;
+    init.fill(value, draws_nothing);
+    return parameter(value, name);
+  }
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Parameter;
   v->shape = shape;

@@ -22,8 +22,11 @@ std::optional<Activation> activation_option(py::handle x) {
   return activation_of(x);
 }
 
+// CNTK's init: an initializer, a number (every value), or an array (the values themselves).
 Initializer initializer_of(py::handle x) {
   if (py::isinstance<Initializer>(x)) return x.cast<Initializer>();
+  if (py::isinstance<py::array>(x) || py::isinstance<py::list>(x))
+    return array_initializer(dense_view(x));
   return constant_initializer(x.cast<double>());
 }
 std::optional<Initializer> init_option(py::handle x) {
