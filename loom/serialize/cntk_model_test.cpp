@@ -1002,8 +1002,8 @@ TEST(CntkV2Ops, SequentialConvolutionAndItsSequenceLengths) {
   };
   const Function conv =
       cntk_graph(leaves, {cntk_function("Conv1", 33, {"W", "x"}, attributes(true))}, "Conv1");
-  const Function lengths = cntk_graph(
-      leaves, {cntk_function("Shape1", 97, {"W", "x"}, attributes(true))}, "Shape1");
+  const Function lengths =
+      cntk_graph(leaves, {cntk_function("Shape1", 97, {"W", "x"}, attributes(true))}, "Shape1");
   // Loom's own: W [2, 1, 2, 3] over steps [1, 5], stride 2 and no padding along the sequence.
   const Variable xs = sequence::input_variable({1, 5});
   const Parameter W = parameter(NDArrayView::from_vector<float>({2, 1, 2, 3}, w));

@@ -147,7 +147,7 @@ TEST(TrainingSession, ProfilerSummaryHasCntksMainThreadRows) {
   EXPECT_GE(count("__Get Minibatch"), 8) << summary;
   EXPECT_EQ(count("__Forward + Backward"), 8) << summary;
   EXPECT_EQ(count("__Weight Update"), 8) << summary;
-  EXPECT_EQ(count("__Post Processing"), 9) << summary;  // also after the empty last one
+  EXPECT_EQ(count("__Post Processing"), 9) << summary;        // also after the empty last one
   EXPECT_EQ(count("__Gradient Aggregation"), -1) << summary;  // not distributed: no row
   EXPECT_LT(summary.find("__Post Processing"), summary.find("\nNodes\n"));
 }
