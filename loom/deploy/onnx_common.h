@@ -5,10 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
-
-#include "loom/core/error.h"
-#include "loom/deploy/onnx.pb.h"
 
 namespace loom::onnx_detail {
 
@@ -56,50 +52,6 @@ inline float bfloat16_value(uint16_t bits) {
   float v;
   std::memcpy(&v, &f, sizeof v);
   return v;
-}
-
-// The elements of t as doubles, for each type Loom reads: float, double, float16 and bfloat16
-// (decoded), bool (0/1) and the integer types. read.template operator()<T>(field) gives them
-// as doubles from elements of C++ type T (the raw bytes, or `field`, the typed field ONNX keeps
-// that type in); float16 and bfloat16 are read as their uint16 bits. Another type is a
-// DataError.
-template <typename Read>
-std::vector<double> tensor_values(const onnx_proto::TensorProto& t, const Read& read) {
-  using onnx_proto::TensorProto;
-  switch (t.data_type()) {
-    case TensorProto::FLOAT16:
-    case TensorProto::BFLOAT16: {
-      std::vector<double> v = read.template operator()<uint16_t>(t.int32_data());
-      for (double& x : v)
-        x = t.data_type() == TensorProto::FLOAT16 ? float16_value(uint16_t(x))
-                                                  : bfloat16_value(uint16_t(x));
-      return v;
-    }
-    case TensorProto::FLOAT:
-      return read.template operator()<float>(t.float_data());
-    case TensorProto::DOUBLE:
-      return read.template operator()<double>(t.double_data());
-    case TensorProto::BOOL:
-    case TensorProto::UINT8:
-      return read.template operator()<uint8_t>(t.int32_data());
-    case TensorProto::INT8:
-      return read.template operator()<int8_t>(t.int32_data());
-    case TensorProto::INT16:
-      return read.template operator()<int16_t>(t.int32_data());
-    case TensorProto::UINT16:
-      return read.template operator()<uint16_t>(t.int32_data());
-    case TensorProto::INT32:
-      return read.template operator()<int32_t>(t.int32_data());
-    case TensorProto::INT64:
-      return read.template operator()<int64_t>(t.int64_data());
-    case TensorProto::UINT32:
-      return read.template operator()<uint32_t>(t.uint64_data());
-    case TensorProto::UINT64:
-      return read.template operator()<uint64_t>(t.uint64_data());
-    default:
-      throw DataError(detail::concat("tensor '", t.name(), "' has ONNX element type ",
-                                     t.data_type(), ", which Loom does not read"));
-  }
 }
 
 }  // namespace loom::onnx_detail

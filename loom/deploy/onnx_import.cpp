@@ -16,6 +16,7 @@
 #include "loom/deploy/onnx.h"
 #include "loom/deploy/onnx.pb.h"
 #include "loom/deploy/onnx_common.h"
+#include "loom/deploy/onnx_tensors.inc"
 #include "loom/ops/fused_rnn.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/ops.h"

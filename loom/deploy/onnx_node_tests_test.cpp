@@ -24,6 +24,7 @@
 #include "loom/deploy/onnx.h"
 #include "loom/deploy/onnx.pb.h"
 #include "loom/deploy/onnx_common.h"
+#include "loom/deploy/onnx_tensors.inc"
 #include "loom/serialize/container.h"
 
 namespace loom {
