@@ -242,12 +242,15 @@ void batch_norm_backward<float>(const BatchNormShape& s, const float* x, const f
                                 bool accumulate, float* dscale, float* dbias) {
   if (dx && batch_weight != 0 && batch_weight != 1) {
     // oneDNN has the two ends: dx is linear in the weight, so a blend of their gradients.
-    const size_t n = s.N * s.C * s.S;  // both layouts hold every element once (C blocks whole)
-    std::vector<float> batch(n), constant(n);
-    batch_norm_backward(s, x, dy, mean, var, scale, bias, epsilon, 1.0, batch.data(), false, dscale,
+    // Both ends into this thread's buffer 4 (the calls use 0 to 3), reused minibatch after
+    // minibatch; both layouts hold every element once (C blocks whole).
+    const size_t n = s.N * s.C * s.S;
+    float* batch = static_cast<float*>(dnn::buffer(4, 2 * n * sizeof(float)));
+    float* constant = batch + n;
+    batch_norm_backward(s, x, dy, mean, var, scale, bias, epsilon, 1.0, batch, false, dscale,
                         dbias);
-    batch_norm_backward(s, x, dy, mean, var, scale, bias, epsilon, 0.0, constant.data(), false,
-                        dscale, dbias);
+    batch_norm_backward(s, x, dy, mean, var, scale, bias, epsilon, 0.0, constant, false, dscale,
+                        dbias);
     const float w = float(batch_weight);
     for (size_t i = 0; i < n; ++i) {
       const float v = w * batch[i] + (1 - w) * constant[i];

@@ -70,8 +70,8 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
 }
 
 void* buffer(size_t slot, size_t bytes) {
-  LOOM_CHECK(slot < 4, ArgumentError, "oneDNN buffer slot ", slot, " out of range");
-  thread_local std::vector<float> buffers[4];
+  LOOM_CHECK(slot < 5, ArgumentError, "oneDNN buffer slot ", slot, " out of range");
+  thread_local std::vector<float> buffers[5];
   std::vector<float>& b = buffers[slot];
   if (b.size() * sizeof(float) < bytes) b.resize((bytes + sizeof(float) - 1) / sizeof(float));
   return b.data();

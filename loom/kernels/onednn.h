@@ -52,7 +52,8 @@ void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::me
 void reorder(const dnnl::memory& src, const dnnl::memory& dst);
 
 // Grow-only per-thread buffers for data in oneDNN's layouts (reordered weights, activations,
-// results): slot 0 to 3 picks one of several alive at once; slot 3 is Output's.
+// results): slot 0 to 4 picks one of several alive at once; slot 3 is Output's, slot 4 batch
+// normalization's blend of its two gradients.
 void* buffer(size_t slot, size_t bytes);
 
 // A memory in layout `want` holding Loom's data of layout `mine`: the data itself when the
