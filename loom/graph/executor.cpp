@@ -897,6 +897,20 @@ Tensor& Executor::gradient_tensor(size_t index) {
   return g;
 }
 
+bool Executor::seeds_in_place(size_t root, const Value& g) const {
+  // The rows of g's data are the root's rows: a batch of single samples, or one sequence, with
+  // no padding. Ops only read an output gradient, and nothing else writes the root's, except a
+  // loop's delay (a root inside a loop also feeds the loop's next step) and a parameter's own.
+  const Tensor& value = slots_[root].value;
+  const bool same_rows =
+      !value.dynamic() || value.layout->max_length() <= 1 || value.layout->num_sequences() == 1;
+  if (!same_rows || g.data().shape().total_size() != value.size() || root < leaf_vars_.size())
+    return false;
+  for (const Node& node : nodes_)
+    if (node.output == root) return node.loop == kNoLoop;
+  return false;
+}
+
 void Executor::backward(const Variable& root, const Value* root_gradient,
                         const GradientReady& ready) {
   LOOM_CHECK(forward_done_, StateError, "backward before forward");
@@ -916,7 +930,10 @@ void Executor::backward(const Variable& root, const Value* root_gradient,
                g.sample_shape().to_string(), " and ", g.num_sequences(),
                " sequence(s) does not match the output's shape ", value.sample_shape().to_string(),
                " and layout");
-    if (value.dynamic()) {
+    if (seeds_in_place(r, g)) {
+      root_gradient_ = g.data();  // kept: gradient_value(root) reads it after backward
+      seed.data = const_cast<void*>(root_gradient_->raw_data());
+    } else if (value.dynamic()) {
       pack_dense(g, *value.layout, seed.data);
     } else {
       std::memcpy(seed.data, g.data().raw_data(), seed.size() * size_of(seed.dtype));

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -152,6 +153,9 @@ class Executor {
   void bind_input(const Variable& v, Slot& slot, const Value& value);
   void bind_sequence_layouts(const ArgumentLookup& argument);
   Tensor& gradient_tensor(size_t slot);
+  // Whether backward reads the root gradient g where it lies instead of a copy in the root's
+  // gradient buffer.
+  bool seeds_in_place(size_t root, const Value& g) const;
   // Runs a node's backward (run) under the debugging aids (loom/graph/debugging.h), which time
   // it and check the gradients it writes.
   void observe_backward(const Node& node, const std::function<void()>& run);
@@ -170,6 +174,7 @@ class Executor {
   // backward), the parameter slots whose gradients are final there.
   std::vector<std::vector<size_t>> final_after_;
   std::vector<Variable> gradient_order_;
+  std::optional<NDArrayView> root_gradient_;  // the last backward's root gradient, in place
   LayoutCache layouts_;
   std::unordered_map<std::string, const SequenceLayout*> sequence_layouts_;
   bool forward_done_ = false;
