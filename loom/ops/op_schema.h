@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,15 @@ enum class ParamType {
   DataType,
   // A string (an axis name's prefix).
   String,
+  // A random seed: an optional uint64 attribute, left out for CNTK's auto_select (the op's
+  // generator then comes from the global sequence, loom/graph/op.h); never filled from the
+  // default. Python takes an int in [0, 2**64), or None or kAutoSelectRandomSeed (the default
+  // it shows, as CNTK's) for auto_select.
+  Seed,
 };
+// CNTK's SentinelValueForAutoSelectRandomSeed (the largest unsigned long less 2, on Linux's 64
+// bits): a seed argument that stands for auto_select.
+inline constexpr uint64_t kAutoSelectRandomSeed = UINT64_MAX - 2;
 // Whether a parameter is one of the op's inputs (not an attribute).
 inline bool is_tensor(ParamType type) {
   return type == ParamType::Tensor || type == ParamType::OptionalTensor;
@@ -114,6 +123,16 @@ struct ConformanceCase {
   bool onnx = true;
 };
 
+// A Python function of an op that has several (RandomDistribution: uniform, normal_like, ...):
+// its name, module, parameters and doc as OpSchema's, and the attributes it sets itself.
+struct PythonVariant {
+  const char* python;
+  const char* module = "ops";
+  std::vector<OpParam> params = {};
+  const char* doc = "";
+  Dictionary fixed = {};  // the attributes the function sets (the distribution)
+};
+
 struct OpSchema {
   const OpDef* op;
   size_t min_inputs, max_inputs;  // max SIZE_MAX: any number
@@ -127,11 +146,14 @@ struct OpSchema {
   const char* doc = "";
   OnnxMapping onnx = {};
   std::vector<ConformanceCase> conformance = {};
+  // The op's Python functions beyond `python` (or instead of it, with python null).
+  std::vector<PythonVariant> variants = {};
 
-  // The op applied to inputs with the attributes given and the defaults of the rest; an
-  // ArgumentError names the op and a missing attribute or a wrong input count.
+  // The op applied to inputs with the attributes given and the defaults of the rest (of
+  // variant's parameters, with its fixed attributes, where given); an ArgumentError names the
+  // op and a missing attribute or a wrong input count.
   Function apply(std::vector<Variable> inputs, const Dictionary& attributes,
-                 const std::string& name = "") const;
+                 const std::string& name = "", const PythonVariant* variant = nullptr) const;
 };
 
 // The schema of an op whose Python binding is written by hand in python/src (or that Python

@@ -89,15 +89,19 @@ constexpr OpTraits kRandomWithZeroGradient{
 // kernel's a and b; Bernoulli has no b).
 struct DistributionSpec {
   const char* name;
+  const char* like;  // the name of the _like form
   kernels::Distribution kind;
   const char* a;
   const char* b;
 };
-constexpr DistributionSpec kUniform{"uniform", kernels::Distribution::Uniform, "low", "high"};
-constexpr DistributionSpec kNormal{"normal", kernels::Distribution::Normal, "mean", "scale"};
-constexpr DistributionSpec kGumbel{"gumbel", kernels::Distribution::Gumbel, "loc", "scale"};
-constexpr DistributionSpec kBernoulli{"bernoulli", kernels::Distribution::Bernoulli, "mean",
-                                      nullptr};
+constexpr DistributionSpec kUniform{"uniform", "uniform_like", kernels::Distribution::Uniform,
+                                    "low", "high"};
+constexpr DistributionSpec kNormal{"normal", "normal_like", kernels::Distribution::Normal, "mean",
+                                   "scale"};
+constexpr DistributionSpec kGumbel{"gumbel", "gumbel_like", kernels::Distribution::Gumbel, "loc",
+                                   "scale"};
+constexpr DistributionSpec kBernoulli{"bernoulli", "bernoulli_like",
+                                      kernels::Distribution::Bernoulli, "mean", nullptr};
 
 const DistributionSpec& distribution_of(const Dictionary& a) {
   const std::string& name = a.get<std::string>(kDistribution);
@@ -111,7 +115,7 @@ const DistributionSpec& distribution_of(const Dictionary& a) {
 // Python function (uniform or uniform_like, ...).
 std::pair<double, double> distribution_parameters(const DistributionSpec& d, const Dictionary& a,
                                                   bool like) {
-  const std::string fn = std::string(d.name) + (like ? "_like" : "");
+  const char* fn = like ? d.like : d.name;
   const double p = a.get<double>(d.a), q = d.b ? a.get<double>(d.b) : 0.0;
   switch (d.kind) {
     case kernels::Distribution::Uniform:
@@ -273,22 +277,76 @@ Function sample(const RandomSampleOp& op, const Variable& weights, size_t num_sa
 }  // namespace
 
 std::vector<OpSchema> random_schemas() {
-  // Bound by hand (python/src/ops.cpp, python/loom/random.py): Python's seed=None (auto_select)
-  // leaves the seed attribute out, which the table's parameters cannot express.
+  const OpParam seed{"seed", ParamType::Seed, kAutoSelectRandomSeed};
+  OpSchema dropout_schema{
+      &kDropout, 1, 1, "dropout", "ops", {{"x"}, {"dropout_rate", ParamType::Double, 0.0}, seed}};
+  dropout_schema.doc =
+      "training: each element zeroed with probability dropout_rate, the rest scaled by 1 / (1 - "
+      "dropout_rate); inference: x";
+  dropout_schema.onnx.op_type = "Dropout";  // at inference (loom/deploy's own code)
+
+  // One op, CNTK's eight functions: uniform, normal, gumbel, bernoulli of a shape and dtype, and
+  // their _like forms of an operand's type.
   OpSchema distribution{&kRandomDistribution, 0, 1};
   distribution.doc = "a random tensor of a shape, or like x, drawn at every evaluation";
   distribution.onnx.none_because =
       "ONNX's RandomUniform, RandomNormal and Bernoulli draw from the runtime's own generator "
       "(their float seed does not continue Loom's stream after a load), and ONNX has no Gumbel";
-  OpSchema sample_schema{&kRandomSample, 1, 1};
-  sample_schema.doc = "num_samples one-hot rows of classes drawn in proportion to weights";
+  struct Form {
+    const DistributionSpec& d;
+    std::vector<OpParam> parameters;  // the distribution's
+    const char *doc, *like_doc;       // the shaped form's, the _like form's
+  };
+  const Form forms[] = {
+      {kUniform,
+       {{"low", ParamType::Double, UniformRandomOptions{}.low},
+        {"high", ParamType::Double, UniformRandomOptions{}.high}},
+       "a tensor of shape and dtype uniform in [low, high), drawn at every evaluation",
+       "uniform() of x's shape, dtype and dynamic axes"},
+      {kNormal,
+       {{"mean", ParamType::Double, NormalRandomOptions{}.mean},
+        {"scale", ParamType::Double, NormalRandomOptions{}.scale}},
+       "a tensor of shape and dtype, normal of mean and standard deviation scale, drawn at every "
+       "evaluation",
+       "normal() of x's shape, dtype and dynamic axes"},
+      {kGumbel,
+       {{"loc", ParamType::Double, GumbelRandomOptions{}.loc},
+        {"scale", ParamType::Double, GumbelRandomOptions{}.scale}},
+       "a tensor of shape and dtype, Gumbel of location loc and scale, drawn at every evaluation",
+       "gumbel() of x's shape, dtype and dynamic axes"},
+      {kBernoulli,
+       {{"mean", ParamType::Double, BernoulliRandomOptions{}.mean}},
+       "a tensor of shape and dtype, 1 with probability mean and 0 otherwise, drawn at every "
+       "evaluation",
+       "bernoulli() of x's shape, dtype and dynamic axes"}};
+  for (const Form& f : forms) {
+    std::vector<OpParam> shaped{{kShape, ParamType::Shape},
+                                {kDtype, ParamType::DataType, dtype_attribute(DataType::Float32)}};
+    std::vector<OpParam> like{{"x"}};
+    for (std::vector<OpParam>* ps : {&shaped, &like}) {
+      ps->insert(ps->end(), f.parameters.begin(), f.parameters.end());
+      ps->push_back(seed);
+    }
+    Dictionary fixed;
+    fixed[kDistribution] = f.d.name;
+    distribution.variants.push_back({f.d.name, "random", std::move(shaped), f.doc, fixed});
+    distribution.variants.push_back({f.d.like, "random", std::move(like), f.like_doc, fixed});
+  }
+
+  std::vector<OpParam> sample_params{
+      {"weights"}, {kNumSamples, ParamType::Int}, {kAllowDuplicates, ParamType::Bool}, seed};
+  OpSchema sample_schema{&kRandomSample, 1, 1, "random_sample", "ops", sample_params};
+  sample_schema.doc =
+      "num_samples one-hot rows of classes drawn in proportion to weights (a vector without "
+      "dynamic axes), at every evaluation";
   sample_schema.onnx.none_because =
       "ONNX's Multinomial draws indices per batch row from the runtime's generator, with "
       "duplicates, not one-hot rows of Loom's seeded stream";
-  OpSchema frequency{&kRandomSampleInclusionFrequency, 1, 1};
+  OpSchema frequency{&kRandomSampleInclusionFrequency,    1,     1,
+                     "random_sample_inclusion_frequency", "ops", sample_params};
   frequency.doc = "the expected number of times each class is in random_sample's draw";
   frequency.onnx.none_because = "ONNX has no node for a weighted sampling's inclusion counts";
-  return {{&kDropout, 1, 1}, distribution, sample_schema, frequency};
+  return {dropout_schema, distribution, sample_schema, frequency};
 }
 
 Function dropout(const Variable& x, double dropout_rate, std::optional<uint64_t> seed,

@@ -60,15 +60,18 @@ const OpSchema& schema_of(const OpDef& op) {
 }
 
 Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attributes,
-                         const std::string& name) const {
+                         const std::string& name, const PythonVariant* variant) const {
   check_op_input_count(*op, inputs.size());
   Dictionary all = attributes;
-  for (const OpParam& p : params) {
-    if (is_tensor(p.type) || all.contains(p.name)) continue;
-    LOOM_CHECK(p.default_value.has_value(), ArgumentError, python ? python : op->name(),
-               ": argument '", p.name, "' is required");
+  const char* function = variant ? variant->python : python ? python : op->name();
+  for (const OpParam& p : variant ? variant->params : params) {
+    if (is_tensor(p.type) || p.type == ParamType::Seed || all.contains(p.name)) continue;
+    LOOM_CHECK(p.default_value.has_value(), ArgumentError, function, ": argument '", p.name,
+               "' is required");
     all[p.name] = p.default_value;
   }
+  if (variant)
+    for (const auto& [key, value] : variant->fixed.map()) all[key] = value;
   return make_primitive(*op, std::move(inputs), std::move(all), name);
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "loom/ops/op_schema.h"
 #include "loom/ops/ops.h"
 
 namespace loom {
@@ -54,6 +55,51 @@ TEST(OpRegistry, InputCounts) {
     FAIL();
   } catch (const ArgumentError& e) {
     EXPECT_STREQ(e.what(), "Plus takes 2 input(s), not 3");
+  }
+}
+
+// RandomDistribution's Python functions are variants of its schema: each fills its own
+// parameters' defaults and its distribution, and a seed is never filled from its default (the
+// auto_select sentinel), so that the op's generator comes from the global sequence.
+TEST(OpSchema, VariantsFillTheirDefaultsAndFixedAttributes) {
+  const OpSchema& s = *find_schema("RandomDistribution");
+  std::set<std::string> names;
+  for (const PythonVariant& v : s.variants) names.insert(v.python);
+  EXPECT_EQ(names,
+            (std::set<std::string>{"uniform", "normal", "gumbel", "bernoulli", "uniform_like",
+                                   "normal_like", "gumbel_like", "bernoulli_like"}));
+  const PythonVariant& normal = s.variants[2];
+  ASSERT_STREQ(normal.python, "normal");
+  const Function f = s.apply({}, Dictionary({{"shape", NDShape{2, 3}}}), "n", &normal);
+  EXPECT_EQ(f.attributes().get<std::string>("distribution"), "normal");
+  EXPECT_EQ(f.attributes().get<double>("scale"), 1.0);
+  EXPECT_EQ(f.attributes().get<std::string>("dtype"), "float32");
+  EXPECT_FALSE(f.attributes().contains("seed"));
+  EXPECT_EQ(f.output().shape(), (NDShape{2, 3}));
+  const Function seeded =
+      s.apply({}, Dictionary({{"shape", NDShape{2}}, {"seed", uint64_t{5}}}), "", &normal);
+  EXPECT_EQ(seeded.attributes().get<uint64_t>("seed"), 5u);
+  try {
+    s.apply({}, {}, "", &normal);
+    FAIL();
+  } catch (const ArgumentError& e) {
+    EXPECT_STREQ(e.what(), "normal: argument 'shape' is required");
+  }
+}
+
+// Every Python function, an op's own or a variant's, has a name of its own in its module, and
+// as many tensor parameters as the inputs the op may take.
+TEST(OpSchema, PythonVariantsAreWellFormed) {
+  std::set<std::string> names;
+  for (const OpSchema& s : op_table()) {
+    if (s.python) names.insert(std::string(s.module) + "." + s.python);
+    for (const PythonVariant& v : s.variants) {
+      EXPECT_TRUE(names.insert(std::string(v.module) + "." + v.python).second) << v.python;
+      size_t tensors = 0;
+      for (const OpParam& p : v.params) tensors += is_tensor(p.type);
+      EXPECT_GE(tensors, s.min_inputs) << v.python;
+      EXPECT_LE(tensors, s.max_inputs) << v.python;
+    }
   }
 }
 

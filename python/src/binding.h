@@ -160,7 +160,6 @@ void add_ops_functions(py::module_ m);
 void add_user_function(py::module_& m);
 void add_ops(py::module_ m);
 void add_ops_sequence(py::module_ m);
-void add_random(py::module_ m);
 void add_initializer(py::module_ m);
 void add_layers(py::module_ m);
 void add_learners(py::module_ m);

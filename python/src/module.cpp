@@ -84,7 +84,6 @@ PYBIND11_MODULE(_loom, m) {
   add_user_function(functions);
   add_ops(ops);
   add_ops_sequence(submodule(ops, "sequence"));
-  add_random(submodule(m, "random"));
   add_initializer(submodule(m, "initializer"));
   add_layers(submodule(m, "layers"));
   add_learners(submodule(m, "learners"));

@@ -58,6 +58,8 @@ const char* type_name(ParamType type) {
       return "dtype";
     case ParamType::String:
       return "str";
+    case ParamType::Seed:
+      return "seed";
   }
   return "";
 }
@@ -77,6 +79,8 @@ std::string expected(ParamType type) {
       return "a shape (an int or a tuple of ints, -1 for one dimension to infer)";
     case ParamType::DataType:
       return "a data type (np.float32 or np.float64)";
+    case ParamType::Seed:
+      return "an int (a seed), or None for auto_select";
     default:
       return std::string("a ") + type_name(type);
   }
@@ -132,7 +136,7 @@ py::object python_default(const OpParam& p) {
 }
 
 // A Python argument as the attribute of a parameter of type `type`; a TypeError names the op and
-// the parameter.
+// the parameter. A seed that stands for auto_select is no value (the attribute left out).
 DictionaryValue attribute_of(const char* op, const std::string& key, ParamType type,
                              py::handle value) {
   try {
@@ -185,6 +189,17 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
       case ParamType::String:
         if (py::isinstance<py::str>(value)) return value.cast<std::string>();
         break;
+      case ParamType::Seed: {
+        if (value.is_none()) return {};
+        if (!is_integer(value)) break;
+        const py::int_ seed(py::reinterpret_borrow<py::object>(value));
+        if (seed < py::int_(0) || seed > py::int_(UINT64_MAX))
+          throw ArgumentError(std::string(op) + ": " + key + " must be None (auto_select) or an " +
+                              "int in [0, 2**64), not " + py::repr(value).cast<std::string>());
+        const uint64_t v = seed.cast<uint64_t>();
+        if (v == kAutoSelectRandomSeed) return {};
+        return v;
+      }
       case ParamType::Tensor:
       case ParamType::OptionalTensor:
         break;
@@ -195,48 +210,64 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
                        py::str(py::type::of(value).attr("__name__")).cast<std::string>());
 }
 
-// The table's entries that Python generates its functions from (python/loom/ops/_table.py).
-// A parameter the caller must give has the default inspect.Parameter.empty, which the
-// generated signatures take as is.
+// The table's entries that Python generates its functions from (python/loom/ops/_table.py):
+// each op's function and its variants' (variant: the index in OpSchema::variants, -1 for the
+// op's own). A parameter the caller must give has the default inspect.Parameter.empty, which
+// the generated signatures take as is.
 py::list op_table_entries() {
   const py::object required = py::module_::import("inspect").attr("Parameter").attr("empty");
   py::list entries;
-  for (const OpSchema& s : op_table()) {
-    if (!s.python) continue;
+  auto add = [&](const OpSchema& s, int variant, const char* python, const char* module,
+                 const std::vector<OpParam>& ps, const char* doc) {
     py::list params;
-    for (const OpParam& p : s.params)
+    for (const OpParam& p : ps)
       params.append(py::make_tuple(p.name, type_name(p.type),
                                    p.type == ParamType::OptionalTensor ? py::none()
                                    : p.default_value.has_value()       ? python_default(p)
                                                                        : required));
     py::dict entry;
     entry["op"] = s.op->name();
-    entry["python"] = s.python;
-    entry["module"] = s.module;
+    entry["variant"] = variant;
+    entry["python"] = python;
+    entry["module"] = module;
     entry["associative"] = s.associative;
-    entry["doc"] = s.doc;
+    entry["doc"] = doc;
     entry["params"] = params;
     entries.append(entry);
+  };
+  for (const OpSchema& s : op_table()) {
+    if (s.python) add(s, -1, s.python, s.module, s.params, s.doc);
+    for (size_t i = 0; i < s.variants.size(); ++i) {
+      const PythonVariant& v = s.variants[i];
+      add(s, int(i), v.python, v.module, v.params, v.doc);
+    }
   }
   return entries;
 }
 
 // The op named op_name applied to inputs (numbers and arrays among them become constants) and
-// to attributes given by their parameters' names.
+// to attributes given by their parameters' names, as its function `variant` (an index in
+// OpSchema::variants; -1: the op's own).
 Function apply_op(const std::string& op_name, const py::sequence& inputs,
-                  const py::dict& attributes, const std::string& name) {
+                  const py::dict& attributes, const std::string& name, int variant) {
   const OpSchema* schema = find_schema(op_name);
   if (!schema) throw ArgumentError("no op named '" + op_name + "' is in the op table");
+  if (variant < -1 || variant >= int(schema->variants.size()))
+    throw ArgumentError(op_name + " has no Python variant " + std::to_string(variant));
+  const PythonVariant* v = variant < 0 ? nullptr : &schema->variants[size_t(variant)];
+  const std::vector<OpParam>& params = v ? v->params : schema->params;
+  const char* function = v ? v->python : schema->python ? schema->python : op_name.c_str();
   Dictionary values;
   for (auto [key, value] : attributes) {
     const std::string k = key.cast<std::string>();
-    const auto p = std::find_if(schema->params.begin(), schema->params.end(),
-                                [&k](const OpParam& q) { return k == q.name; });
-    if (p == schema->params.end() || is_tensor(p->type))
+    const auto p =
+        std::find_if(params.begin(), params.end(), [&k](const OpParam& q) { return k == q.name; });
+    if (p == params.end() || is_tensor(p->type))
       throw ArgumentError(op_name + " has no attribute '" + k + "'");
-    values[k] = attribute_of(schema->python ? schema->python : op_name.c_str(), k, p->type, value);
+    DictionaryValue attribute = attribute_of(function, k, p->type, value);
+    if (attribute.has_value()) values[k] = std::move(attribute);
   }
-  return schema->apply(operands(inputs), values, name);
+  return schema->apply(operands(inputs), values, name, v);
 }
 
 Axis axis_of(py::handle axis) {
@@ -403,7 +434,9 @@ void add_ops(py::module_ m) {
   // functions from _op_table() and calls them through _apply_op.
   m.def("_op_table", &op_table_entries);
   m.def("_apply_op", &apply_op, py::arg("op"), py::arg("inputs"), py::arg("attributes"),
-        py::arg("name") = "");
+        py::arg("name") = "", py::arg("variant") = -1);
+  // CNTK's seed argument that stands for auto_select (as None does).
+  m.attr("SentinelValueForAutoSelectRandomSeed") = kAutoSelectRandomSeed;
   // CNTK's sum(*operands) and mean(*operands); loom/ops/__init__.py takes the varargs.
   m.def(
       "_sum", [](const py::sequence& xs, const std::string& n) { return sum(operands(xs), n); },
@@ -490,27 +523,6 @@ void add_ops(py::module_ m) {
         return space_to_depth(as_variable(x), block("space_to_depth", block_size), n);
       },
       py::arg("operand"), py::arg("block_size"), py::arg("name") = "");
-  m.def(
-      "dropout",
-      [](py::handle x, double rate, std::optional<uint64_t> seed, const std::string& n) {
-        return dropout(as_variable(x), rate, seed, n);
-      },
-      py::arg("x"), py::arg("dropout_rate") = 0.0, py::arg("seed") = py::none(),
-      py::arg("name") = "");
-  // cntk.ops' random_sample, random_sample_inclusion_frequency: python/loom/ops/__init__.py gives
-  // them CNTK's signatures and checks the counts and seeds (None: auto_select).
-  using Seed = std::optional<uint64_t>;
-  m.def("_random_sample", [](py::handle weights, size_t num_samples, bool allow_duplicates,
-                             Seed seed, const std::string& n) {
-    return random_sample(as_variable(weights), num_samples, allow_duplicates, seed, n);
-  });
-  m.def("_random_sample_inclusion_frequency",
-        [](py::handle weights, size_t num_samples, bool allow_duplicates, Seed seed,
-           const std::string& n) {
-          return random_sample_inclusion_frequency(as_variable(weights), num_samples,
-                                                   allow_duplicates, seed, n);
-        });
-
   // per_dim_mean_variance_normalize, image_scaler: python/loom/ops/__init__.py gives them
   // CNTK's signatures.
   m.def("_per_dim_mean_variance_normalize",

@@ -5,15 +5,14 @@ import warnings
 from loom import _loom
 from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
 from loom._loom.ops import constant, input_variable, parameter, placeholder
+from loom._loom.ops import SentinelValueForAutoSelectRandomSeed  # noqa: F401 (CNTK's)
 from loom._loom.ops import (classification_error, cross_entropy_with_softmax, depth_to_space,
-                            dropout, log_softmax, slice, softmax, space_to_depth, splice,
-                            times_transpose)
+                            log_softmax, slice, softmax, space_to_depth, splice, times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 from loom.ops.functions import (CloneMethod, Function, ModelFormat, load_model,  # noqa: F401
                                 output_variable)
-from loom.random import _num_samples, _seed
 
 # The op table's functions (plus, elu, pow, ...), made from the C++ table at import. Some have
 # the names of Python built-ins (abs, pow, round), as in CNTK's cntk.ops; they replace the
@@ -97,28 +96,6 @@ def top_k(x, k, axis=-1, name=''):
     """The k largest values of x along axis in decreasing order (outputs[0]) and their positions
     along axis (outputs[1]); ties go to the lower position."""
     return _loom.ops._top_k(x, k, axis, name)
-
-
-def random_sample(weights, num_samples, allow_duplicates, seed=None, name=''):
-    """num_samples classes drawn in proportion to weights (a vector of weights >= 0 without
-    dynamic axes; numbers and arrays become a float32 constant), with or without duplicates:
-    (num_samples, len(weights)) one-hot rows, no dynamic axis, drawn anew at every evaluation.
-    Without duplicates num_samples must be below len(weights). seed: None (CNTK's auto_select)
-    or an int, as loom.random's."""
-    return _loom.ops._random_sample(weights, _num_samples('random_sample', num_samples),
-                                    allow_duplicates, _seed('random_sample', seed), name)
-
-
-def random_sample_inclusion_frequency(weights, num_samples, allow_duplicates, seed=None,
-                                      name=''):
-    """The expected number of times each class is in random_sample()'s draw of num_samples:
-    num_samples * weights / sum(weights) with duplicates; without, CNTK's estimate
-    1 - (1 - p)^T, p = weights / sum(weights) and T the mean number of draws 10 trial samplings
-    took (a rough estimate for few samples). The arguments are random_sample()'s."""
-    function = 'random_sample_inclusion_frequency'
-    return _loom.ops._random_sample_inclusion_frequency(
-        weights, _num_samples(function, num_samples), allow_duplicates, _seed(function, seed),
-        name)
 
 
 def crop_automatic(node_input, node_referent, name=''):

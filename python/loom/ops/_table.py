@@ -19,7 +19,7 @@ def _signature(params):
 
 
 def _function(entry):
-    op, params, associative = entry['op'], entry['params'], entry['associative']
+    op, variant, params = entry['op'], entry['variant'], entry['params']
     signature = _signature(params)
     tensors = [name for name, kind, _ in params if kind in ('tensor', 'optional_tensor')]
     attributes = [name for name, kind, _ in params if kind not in ('tensor', 'optional_tensor')]
@@ -35,13 +35,13 @@ def _function(entry):
         while inputs and inputs[-1] is None:  # optional inputs left out (they come last)
             inputs.pop()
         return _loom.ops._apply_op(op, inputs, {name: given[name] for name in attributes},
-                                   given['name'])
+                                   given['name'], variant)
 
     function.__name__ = function.__qualname__ = entry['python']
     function.__doc__ = entry['doc']
     function.__module__ = 'loom.' + entry['module']
     function.__signature__ = signature
-    return associative_multi_arg(function) if associative else function
+    return associative_multi_arg(function) if entry['associative'] else function
 
 
 def associative_multi_arg(f):

@@ -2,34 +2,37 @@
 CNTK's signatures, the distributions' moments, seeds, dynamic axes and the save/load stream."""
 import inspect
 import math
+import re
 
 import numpy as np
 import pytest
 
 import loom as C
 
-# CNTK's parameters in order with their defaults (seed: None for CNTK's auto_select sentinel).
+# CNTK's parameters in order with their defaults (seed: CNTK's auto_select sentinel).
 EMPTY = inspect.Parameter.empty
+AUTO = 2 ** 64 - 3  # CNTK's SentinelValueForAutoSelectRandomSeed (an unsigned long, Linux's)
 SIGNATURES = {
+    C.ops.dropout: [('x', EMPTY), ('dropout_rate', 0.0), ('seed', AUTO), ('name', '')],
     C.random.uniform: [('shape', EMPTY), ('dtype', np.float32), ('low', 0.0), ('high', 1.0),
-                       ('seed', None), ('name', '')],
+                       ('seed', AUTO), ('name', '')],
     C.random.normal: [('shape', EMPTY), ('dtype', np.float32), ('mean', 0.0), ('scale', 1.0),
-                      ('seed', None), ('name', '')],
+                      ('seed', AUTO), ('name', '')],
     C.random.gumbel: [('shape', EMPTY), ('dtype', np.float32), ('loc', 0.0), ('scale', 1.0),
-                      ('seed', None), ('name', '')],
-    C.random.bernoulli: [('shape', EMPTY), ('dtype', np.float32), ('mean', 0.5), ('seed', None),
+                      ('seed', AUTO), ('name', '')],
+    C.random.bernoulli: [('shape', EMPTY), ('dtype', np.float32), ('mean', 0.5), ('seed', AUTO),
                          ('name', '')],
-    C.random.uniform_like: [('x', EMPTY), ('low', 0.0), ('high', 1.0), ('seed', None),
+    C.random.uniform_like: [('x', EMPTY), ('low', 0.0), ('high', 1.0), ('seed', AUTO),
                             ('name', '')],
-    C.random.normal_like: [('x', EMPTY), ('mean', 0.0), ('scale', 1.0), ('seed', None),
+    C.random.normal_like: [('x', EMPTY), ('mean', 0.0), ('scale', 1.0), ('seed', AUTO),
                            ('name', '')],
-    C.random.gumbel_like: [('x', EMPTY), ('loc', 0.0), ('scale', 1.0), ('seed', None),
+    C.random.gumbel_like: [('x', EMPTY), ('loc', 0.0), ('scale', 1.0), ('seed', AUTO),
                            ('name', '')],
-    C.random.bernoulli_like: [('x', EMPTY), ('mean', 0.5), ('seed', None), ('name', '')],
+    C.random.bernoulli_like: [('x', EMPTY), ('mean', 0.5), ('seed', AUTO), ('name', '')],
     C.ops.random_sample: [('weights', EMPTY), ('num_samples', EMPTY),
-                          ('allow_duplicates', EMPTY), ('seed', None), ('name', '')],
+                          ('allow_duplicates', EMPTY), ('seed', AUTO), ('name', '')],
     C.ops.random_sample_inclusion_frequency: [('weights', EMPTY), ('num_samples', EMPTY),
-                                              ('allow_duplicates', EMPTY), ('seed', None),
+                                              ('allow_duplicates', EMPTY), ('seed', AUTO),
                                               ('name', '')],
 }
 
@@ -43,6 +46,8 @@ def test_signature_is_cntks(function):
 
 
 def test_names_are_at_cntks_paths():
+    assert C.random.auto_select == C.ops.SentinelValueForAutoSelectRandomSeed == AUTO
+    assert C.cntk_py.sentinel_value_for_auto_select_random_seed == AUTO
     assert C.random_sample is C.ops.random_sample
     assert C.random_sample_inclusion_frequency is C.ops.random_sample_inclusion_frequency
     from loom.random import bernoulli_like, uniform  # noqa: F401 (importable as in CNTK)
@@ -124,26 +129,51 @@ def test_saved_model_continues_the_draws(tmp_path):
     (lambda: C.random.gumbel_like(C.input_variable(2), scale=-2), 'gumbel_like: scale (-2)'),
     (lambda: C.random.bernoulli(3, mean=1.5), 'bernoulli: mean (1.5)'),
     (lambda: C.random.bernoulli_like(C.input_variable(2), mean=-1), 'bernoulli_like: mean'),
-    (lambda: C.random.uniform((2, -1)), 'uniform: shape must be an int or a tuple of ints'),
+    (lambda: C.random.uniform((2, -1)), 'uniform: shape [2,-1] must have every dimension known'),
     (lambda: C.random.normal(3, seed=-1), 'normal: seed must be None (auto_select) or an int'),
-    (lambda: C.random.uniform_like(C.input_variable(2), seed=1.5), 'uniform_like: seed'),
+    (lambda: C.random.normal(3, seed=2 ** 64), 'normal: seed must be None (auto_select) or an int'),
+    (lambda: C.dropout(C.input_variable(2), 0.5, seed=-2), 'dropout: seed must be None'),
     (lambda: C.random_sample([1, 2, 3], 3, False),
      'random_sample: without duplicates num_samples (3) must be below the number of classes'),
     (lambda: C.random_sample(np.ones((2, 2)), 1, True), 'random_sample: weights must be a vector'),
-    (lambda: C.random_sample([1, 2], -1, True), 'random_sample: num_samples must be an int'),
+    (lambda: C.random_sample([1, 2], -1, True), 'random_sample: num_samples must be at least 1'),
     (lambda: C.random_sample([1, 2], 0, True), 'random_sample: num_samples must be at least 1'),
     (lambda: C.random_sample_inclusion_frequency([1, -2, 3], 1, True).eval(),
      'random_sample_inclusion_frequency: weights has a negative weight -2 at class 1'),
     (lambda: C.random_sample([0, 0, 0], 1, True).eval(), 'random_sample: weights is all zeros'),
 ])
 def test_bad_arguments_name_the_function(call, message):
-    with pytest.raises(C.ArgumentError, match=message.replace('(', r'\(').replace(')', r'\)')):
+    with pytest.raises(C.ArgumentError, match=re.escape(message)):
         call()
 
 
 def test_float16_is_refused():
-    with pytest.raises(TypeError, match='float32 or float64'):
+    with pytest.raises(TypeError, match='np.float32 or np.float64'):
         C.random.uniform(3, dtype=np.float16)
+
+
+def test_a_seed_is_an_int():
+    with pytest.raises(TypeError, match="uniform_like: 'seed' must be an int"):
+        C.random.uniform_like(C.input_variable(2), seed=1.5)
+    with pytest.raises(TypeError, match="dropout: 'seed' must be an int"):
+        C.dropout(C.input_variable(2), seed=True)
+
+
+@pytest.mark.parametrize('auto', [None, AUTO])
+def test_auto_select_leaves_the_seed_out(auto):
+    # None and CNTK's sentinel both take the global sequence's next generator: the op holds no
+    # seed, and set_fixed_random_seed repeats its draws.
+    x = C.input_variable(50)
+    for make in (lambda: C.random.normal(50, seed=auto), lambda: C.random.normal_like(x, seed=auto),
+                 lambda: C.dropout(x, 0.5, seed=auto),
+                 lambda: C.random_sample(np.ones(50), 3, True, seed=auto)):
+        assert 'seed' not in make().attributes
+    C.cntk_py.set_fixed_random_seed(11)
+    a = C.random.normal(50, seed=auto).eval()
+    C.cntk_py.set_fixed_random_seed(11)
+    np.testing.assert_array_equal(C.random.normal(50).eval(), a)
+    assert C.random.normal(50, seed=7).attributes['seed'] == 7
+    assert C.dropout(x, seed=2 ** 64 - 1).attributes['seed'] == 2 ** 64 - 1
 
 
 def test_random_sample_draws_one_hot_rows_by_weight():
