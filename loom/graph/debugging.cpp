@@ -499,13 +499,12 @@ void trace_plan(const std::vector<std::shared_ptr<FunctionImpl>>& order) {
 
 namespace {
 
-std::mutex g_debug_mutex;
-std::unordered_map<uint64_t, std::shared_ptr<const DebugCallback>> g_debug_sessions;
-uint64_t g_next_session = 1;
-
-// Identity that reports what passes through to its session's callback.
+// Identity; the nodes of a debug_graph report what passes through to its callback, a loaded one
+// (the registered op, without a callback) to no one.
 class DebugOp final : public OpDef {
  public:
+  explicit DebugOp(std::shared_ptr<const DebugCallback> callback = nullptr)
+      : callback_(std::move(callback)) {}
   const char* name() const override { return "Debug"; }
   std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
                                 const Dictionary&) const override {
@@ -536,43 +535,36 @@ class DebugOp final : public OpDef {
   }
 
  private:
-  static void notify(const Dictionary& attributes, NodePass pass, const Tensor& t) {
-    std::shared_ptr<const DebugCallback> callback;
-    {
-      std::lock_guard lock(g_debug_mutex);
-      auto it = g_debug_sessions.find(attributes.get<uint64_t>("debug_session"));
-      if (it == g_debug_sessions.end()) return;
-      callback = it->second;
-    }
-    (*callback)(DebugEvent{pass, size_t(attributes.get<uint64_t>("debug_node")), value_of(t)});
+  void notify(const Dictionary& attributes, NodePass pass, const Tensor& t) const {
+    if (callback_)
+      (*callback_)(DebugEvent{pass, size_t(attributes.get<uint64_t>("debug_node")), value_of(t)});
   }
+
+  std::shared_ptr<const DebugCallback> callback_;
 };
 
-const DebugOp& debug_op() {
+}  // namespace
+
+const OpDef& debug_op() {
   static const DebugOp op;
   return op;
 }
 
-}  // namespace
-
 DebugGraph debug_graph(const Function& model, DebugCallback callback) {
   LOOM_CHECK(callback, ArgumentError, "debug_graph: the callback is empty");
-  uint64_t session;
-  {
-    std::lock_guard lock(g_debug_mutex);
-    session = g_next_session++;
-    g_debug_sessions.emplace(session, std::make_shared<const DebugCallback>(std::move(callback)));
-  }
+  const auto op =
+      std::make_shared<const DebugOp>(std::make_shared<const DebugCallback>(std::move(callback)));
   DebugGraph result;
   std::unordered_map<const VariableImpl*, Variable> copied;    // model's variable -> debugged
   std::unordered_map<const VariableImpl*, Variable> declared;  // delay operands not copied yet
   // A debug node reading v, reporting as `node` (what it follows in model).
   auto follow = [&](const Variable& v, const Variable& node) {
     Dictionary attributes;
-    attributes["debug_session"] = session;
     attributes["debug_node"] = uint64_t(result.nodes.size());
     result.nodes.push_back(node);
-    return make_primitive(debug_op(), {v}, std::move(attributes)).output();
+    Function debug = make_primitive(*op, {v}, std::move(attributes));
+    debug.impl()->owned_op = op;
+    return debug.output();
   };
   auto leaf = [&](const Variable& v) -> Variable {
     if (auto it = copied.find(v.impl().get()); it != copied.end()) return it->second;
@@ -589,6 +581,10 @@ DebugGraph debug_graph(const Function& model, DebugCallback callback) {
   for (const auto& f : topological_order(model.outputs())) {
     std::vector<Variable> inputs;
     for (const Variable& in : f->inputs) inputs.push_back(input(in, *f));
+    if (dynamic_cast<const DebugOp*>(f->op)) {  // a debug node already (loaded): left out
+      copied[f->outputs[0].get()] = inputs[0];
+      continue;
+    }
     Function copy = remake_primitive(*f, std::move(inputs));
     if (f->random) copy.impl()->random = f->random;
     std::vector<Variable> outputs = copy.outputs();

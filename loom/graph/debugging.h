@@ -21,6 +21,7 @@
 namespace loom {
 
 class FunctionImpl;
+class OpDef;
 
 // CNTK's set_trace_level (TraceLevel and get_trace_level are loom/core/trace.h's). Setting Info
 // also sets the computation network trace level to 2 (CNTK's), and leaving Info sets it back
@@ -134,8 +135,10 @@ void trace_plan(const std::vector<std::shared_ptr<FunctionImpl>>& order);
 // output is followed by a Debug node, an identity that calls callback with the value passing
 // through in forward and with its gradient in backward. nodes[i] is what debug node i
 // follows in model: a leaf, or a primitive's output (the copy shares model's leaves and so
-// its parameters). Debug is not in the op registry (loom/ops/registry.h): a graph with debug
-// nodes saves, but loading it fails naming the op.
+// its parameters). The callback lives with the debug nodes (their op holds it; clones share
+// it). A graph with debug nodes saves and loads: loaded, each is the registered Debug op
+// (debug_op()), the identity reporting to no one, in any process (CNTK's could not be
+// loaded; docs/decisions.md). Debug nodes in model are left out of the copy.
 struct DebugEvent {
   NodePass pass;
   size_t node;  // index into DebugGraph::nodes
@@ -147,5 +150,8 @@ struct DebugGraph {
   std::vector<Variable> nodes;
 };
 DebugGraph debug_graph(const Function& model, DebugCallback callback);
+// The op registry's Debug op (loom/ops/registry.h): what a debug node loaded from a model file
+// runs, the identity without a callback.
+const OpDef& debug_op();
 
 }  // namespace loom

@@ -450,6 +450,7 @@ Function remake_primitive(const FunctionImpl& f, std::vector<Variable> inputs) {
     copy = user_function(std::move(made), std::move(inputs), f.name);
   } else {
     copy = make_primitive(*f.op, std::move(inputs), f.attributes, f.name);
+    copy.impl()->owned_op = f.owned_op;  // a debug node's op, holding its callback
   }
   copy.impl()->custom_attributes = f.custom_attributes;
   return copy;

@@ -12,6 +12,8 @@
 #include "loom/graph/graph_impl.h"
 #include "loom/graph/graph_test_util.h"
 #include "loom/ops/ops.h"
+#include "loom/ops/registry.h"
+#include "loom/serialize/model_file.h"
 
 namespace loom {
 namespace {
@@ -281,6 +283,36 @@ TEST(DebugGraph, CallbackSeesEveryNodeForwardThenBackward) {
   EXPECT_EQ(values[3].data().to_vector<float>(), (std::vector<float>(4, 1.f)));
   EXPECT_EQ(exec.gradient_value(x).data().to_vector<float>(),
             (std::vector<float>{10.f, 20.f, 10.f, 20.f}));
+}
+
+TEST(DebugGraph, SavesAndLoadsAsIdentitiesThatReportToNoOne) {
+  Variable x = input_variable({2}, {.name = "x", .needs_gradient = true});
+  Parameter p = parameter(NDArrayView::from_vector<float>({2}, {10.f, 20.f}), "p");
+  size_t events = 0;
+  DebugGraph d =
+      debug_graph(Function(element_times(x, p, "z")), [&](const DebugEvent&) { ++events; });
+  Function loaded = load_model_from_bytes(save_model_to_bytes(d.model));
+  size_t debug_nodes = 0;
+  for (const auto& f : topological_order(loaded.outputs()))
+    if (f->op == &debug_op()) ++debug_nodes;
+  EXPECT_EQ(debug_nodes, 3u);  // x, p, z
+  EXPECT_EQ(&find_op("Debug"), &debug_op());
+  const Variable lx = loaded.argument("x");
+  const ValueMap args{{lx, Value::create_batch<float>({2}, {1.f, 2.f, 3.f, 4.f})}};
+  EXPECT_EQ(loaded.eval_one(args).data().to_vector<float>(),
+            (std::vector<float>{10.f, 40.f, 30.f, 80.f}));
+  EXPECT_EQ(loaded.grad(args, {lx}).at(lx).data().to_vector<float>(),
+            (std::vector<float>{10.f, 20.f, 10.f, 20.f}));
+  EXPECT_EQ(events, 0u);
+  // The debug graph itself, and its clones, still report.
+  d.model.clone(ParameterCloneMethod::Share).eval_one({{x, args.begin()->second}});
+  EXPECT_EQ(events, 3u);
+  // Debugged again, the loaded model's debug nodes are left out: one stop per node.
+  std::vector<size_t> again;
+  DebugGraph e = debug_graph(loaded, [&](const DebugEvent& ev) { again.push_back(ev.node); });
+  EXPECT_EQ(e.nodes.size(), 3u);
+  e.model.eval_one({{lx, args.begin()->second}});
+  EXPECT_EQ(again, (std::vector<size_t>{0, 1, 2}));
 }
 
 }  // namespace

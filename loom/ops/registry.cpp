@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "loom/graph/debugging.h"
 #include "loom/ops/crop.h"
 #include "loom/ops/ctc.h"
 #include "loom/ops/indexing.h"
@@ -42,6 +43,8 @@ const std::vector<OpSchema>& op_table() {
                         normalization_schemas, fused_rnn_schemas, indexing_schemas, crop_schemas,
                         ctc_schemas, dynamic_axes_schemas, custom_proxy_schemas})
       for (OpSchema& s : family()) all.push_back(std::move(s));
+    // debug_model's nodes (loom/graph/debugging.h), so that a model holding them loads.
+    all.push_back(hand_bound(debug_op(), 1, 1, {{.inputs = {{.shape = {3}}}}}));
     return all;
   }();
   return table;

@@ -4,6 +4,7 @@ debug_model's command language fed from a stream, dump_function, trace levels.""
 import glob
 import inspect
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -234,6 +235,23 @@ def test_debug_model_until_name_and_lambda():
     assert w[1] == "features: Tensor[2] with uid '%s'" % f_input.uid
     assert w[2] == 'Input with shape (2, 2):'
     assert w[3] == str(np.float32([[1, 2], [3, 4]]))
+
+
+def test_a_debug_model_saves_and_loads_as_the_model_without_stops(tmp_path):
+    # CNTK's debug nodes (Python user functions without a deserialize) did not load; Loom's load
+    # as identities that stop nowhere, here and in a process without a console.
+    f_input, p, z, zd, ins, outs = _debugged(['q'], exit_func=lambda code: pytest.fail('read'))
+    path = str(tmp_path / 'debugged.model')
+    zd.save(path)
+    loaded = C.load_model(path)
+    data = np.float32([[1, 2]])
+    assert np.allclose(loaded.eval({loaded.arguments[0]: data}), [[30, 30]])
+    _train_once(loaded.arguments[0], loaded)
+    assert outs.written == [] and ins.to_be_read == ['q']
+    out = subprocess.run([sys.executable, '-c', 'import sys, numpy as np, loom; m = loom.load_model('
+                          'sys.argv[1]); print(m.eval(np.float32([[1, 2]])).tolist())', path],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout == '[[30.0, 30.0]]\n', out.stdout + out.stderr
 
 
 def test_dump_function_and_signature(capsys):
