@@ -651,16 +651,15 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
     const FunctionImpl& f = *node.fn;
     std::span<const Tensor* const> ins = node.input_values;
     const SequenceLayout* layout = f.op->output_layout(ins, f.attributes, layouts_);
-    // Outputs after the first have no free dimensions (user_function.h refuses them).
+    bool free = false;  // this minibatch sizes an output's free dimensions
+    for (const auto& o : f.outputs) free = free || o->shape.has_free();
+    if (free) node.free_shapes = f.op->output_shapes(f.inputs, ins, f.attributes);
     for (size_t i = 0; i < node.output_values.size(); ++i) {
       Tensor& out = *node.output_values[i];
       const VariableImpl& spec = *f.outputs[i];
       out.dtype = spec.dtype;
       out.layout = layout;
-      const NDShape& sample =
-          i == 0 && spec.shape.has_free()
-              ? (node.free_shape = f.op->output_shape(f.inputs, ins, f.attributes))
-              : spec.shape;
+      const NDShape& sample = spec.shape.has_free() ? node.free_shapes[i] : spec.shape;
       if (layout) {
         out.shape.assign_prepended(layout->rows(), sample);
       } else {

@@ -111,7 +111,8 @@ class Executor {
     TensorStorage carried_storage = {};
     TensorStorage state = {};  // OpCall::state
     std::any user_state = {};  // OpCall::user_state
-    NDShape free_shape = {};   // this minibatch's output sample shape, when it has free dims
+    // This minibatch's output sample shapes (OpDef::output_shapes), when some have free dims.
+    std::vector<NDShape> free_shapes = {};
   };
   // A recurrent loop: nodes_[begin, end), a strongly connected component through delay ops,
   // run one step at a time (docs/executor.md).

@@ -413,12 +413,9 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
     known = known && in.has_known_shape();
     needs_gradient = needs_gradient || in.needs_gradient();
   }
-  std::vector<OutputSpec> specs;
-  if (known) {
-    specs = op.infer(f->inputs, f->attributes);
-  } else {
-    specs.resize(1);  // bound later, when the placeholders are replaced
-  }
+  // Unknown inputs are bound later, when the placeholders are replaced.
+  std::vector<OutputSpec> specs =
+      known ? op.infer(f->inputs, f->attributes) : op.infer_unbound(f->inputs, f->attributes);
   if (op.traits(f->attributes).is_random) {
     const bool seeded = f->attributes.contains("seed");
     f->random =
@@ -432,8 +429,9 @@ Function make_primitive(const OpDef& op, std::vector<Variable> inputs, Dictionar
     v->dtype = specs[i].dtype;
     v->dynamic_axes = specs[i].dynamic_axes;
     v->is_sparse = specs[i].is_sparse;
-    v->needs_gradient = needs_gradient;
-    v->name = name;
+    v->stops_gradient = !specs[i].needs_gradient;
+    v->needs_gradient = needs_gradient && !v->stops_gradient;
+    v->name = specs[i].name.value_or(name);
     v->uid = f->uid + "_Output_" + std::to_string(i);
     v->owner = f;
     v->output_index = i;
@@ -667,6 +665,8 @@ Function& Function::replace_placeholders(
       o.dtype = specs[i].dtype;
       o.dynamic_axes = specs[i].dynamic_axes;
       o.is_sparse = specs[i].is_sparse;
+      o.stops_gradient = !specs[i].needs_gradient;
+      o.needs_gradient = o.needs_gradient && !o.stops_gradient;
     }
   }
   // An output needs a gradient where an input does (make_primitive's rule), also where the
@@ -677,7 +677,7 @@ Function& Function::replace_placeholders(
       bool needs = false;
       for (auto& in : f->inputs) needs = needs || in.needs_gradient();
       for (auto& o : f->outputs)
-        if (needs && !o->needs_gradient) o->needs_gradient = changed = true;
+        if (needs && !o->needs_gradient && !o->stops_gradient) o->needs_gradient = changed = true;
     }
   }
   if (impl_->block) impl_->inputs = block_inputs(*impl_->block);

@@ -68,6 +68,9 @@ struct VariableImpl {
   std::vector<Axis> dynamic_axes;
   bool is_sparse = false;
   bool needs_gradient = false;
+  // Outputs: needs no gradient whatever its function's inputs need (OutputSpec::needs_gradient
+  // false): a user function's backward gets none for it (user_function.h).
+  bool stops_gradient = false;
   std::string name;
   std::string uid;
   // Outputs: the producing primitive (weak: the function owns its outputs).

@@ -20,14 +20,16 @@ const SequenceLayout* OpDef::output_layout(std::span<const Tensor* const> inputs
   return layout;
 }
 
-NDShape OpDef::output_shape(const std::vector<Variable>& inputs,
-                            std::span<const Tensor* const> tensors,
-                            const Dictionary& attributes) const {
+std::vector<NDShape> OpDef::output_shapes(const std::vector<Variable>& inputs,
+                                          std::span<const Tensor* const> tensors,
+                                          const Dictionary& attributes) const {
   std::vector<Variable> typed = inputs;
   for (size_t i = 0; i < typed.size(); ++i)
     if (typed[i].shape().has_free())
       typed[i] = placeholder(tensors[i]->sample_shape(), typed[i].dtype(), typed[i].dynamic_axes());
-  return infer(typed, attributes)[0].shape;
+  std::vector<NDShape> shapes;
+  for (OutputSpec& spec : infer(typed, attributes)) shapes.push_back(std::move(spec.shape));
+  return shapes;
 }
 
 void OpDef::forward_step(OpCall&, size_t) const {

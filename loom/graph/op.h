@@ -23,6 +23,12 @@ struct OutputSpec {
   DataType dtype = DataType::Float32;
   std::vector<Axis> dynamic_axes;
   bool is_sparse = false;
+  // False: the output needs no gradient whatever its inputs need, and none flows back through
+  // it (a user function's output_variable(needs_gradient=False), as CNTK's).
+  bool needs_gradient = true;
+  // The output's own name (a user function's output_variable(name=...), as CNTK's); none: the
+  // function's name.
+  std::optional<std::string> name = {};
 };
 
 // One op application inside the executor: the inputs' and output's tensors, and for
@@ -101,6 +107,10 @@ struct OpTraits {
   // the input has the output's shape): forward may write its output over such an input, and
   // backward that input's gradient over the output's gradient, in place.
   InputSet writes_over_inputs = InputSet::none();
+  // Whether the output is input 0's elements in the same order (reshape, a copy): the executor
+  // gives the output input 0's buffer instead of running forward, and backward may write input
+  // 0's gradient over the output's, where it then has nothing to do (docs/executor.md, "Views").
+  bool output_views_input = false;
   // Whether each output row is computed from the same step of its inputs alone, so the op can
   // run inside a recurrent loop one step at a time. False for ops that look along the sequence
   // axis (sequence::first, slice, is_first, where, gather, ...).
@@ -148,6 +158,13 @@ class OpDef {
   // Throws ShapeError naming the op, the inputs and their shapes on a mismatch.
   virtual std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
                                         const Dictionary& attributes) const = 0;
+  // The outputs while some input's shape is unknown (placeholders, bound later): how many there
+  // are, their names and needs_gradient; their types are inferred once the inputs are bound. One
+  // output by default; a user function asks its infer_outputs, as CNTK's did.
+  virtual std::vector<OutputSpec> infer_unbound(const std::vector<Variable>& /*inputs*/,
+                                                const Dictionary& /*attributes*/) const {
+    return std::vector<OutputSpec>(1);
+  }
   // Which layout the output rows follow. By default the rows of the dynamic inputs (which
   // must all share one layout); sequence ops return another (e.g. one row per sequence), which
   // they may add to the minibatch's LayoutCache. Called once per minibatch after the inputs are
@@ -156,14 +173,14 @@ class OpDef {
   virtual const SequenceLayout* output_layout(std::span<const Tensor* const> inputs,
                                               const Dictionary& attributes,
                                               LayoutCache& layouts) const;
-  // The sample shape of the output for this minibatch, when the inferred one has free
-  // dimensions (NDShape::kFree); called by the executor after output_layout. By default, shape
-  // inference again on stand-ins of the inputs with free dimensions, typed with their tensors'
-  // shapes; an op that decides a free dimension from its inputs' data (sequence::unpack)
-  // overrides it.
-  virtual NDShape output_shape(const std::vector<Variable>& inputs,
-                               std::span<const Tensor* const> tensors,
-                               const Dictionary& attributes) const;
+  // The sample shapes of the outputs for this minibatch, one per output, when an inferred one
+  // has free dimensions (NDShape::kFree); called by the executor after output_layout, which
+  // reads the entries of the outputs with free dimensions. By default, shape inference again on
+  // stand-ins of the inputs with free dimensions, typed with their tensors' shapes; an op that
+  // decides a free dimension from its inputs' data (sequence::unpack) overrides it.
+  virtual std::vector<NDShape> output_shapes(const std::vector<Variable>& inputs,
+                                             std::span<const Tensor* const> tensors,
+                                             const Dictionary& attributes) const;
   virtual void forward(OpCall& call) const = 0;
   // Writes (accumulate=false) or adds (accumulate=true) the gradient for input `index` into
   // input_gradient, whose shape equals that input's tensor shape.

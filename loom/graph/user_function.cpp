@@ -43,20 +43,19 @@ class UserOpDef final : public OpDef {
  public:
   explicit UserOpDef(std::shared_ptr<UserFunction> user) : user_(std::move(user)) {}
   const std::shared_ptr<UserFunction>& user() const { return user_; }
-  // How many outputs the function was made with: one where its inputs' shapes were unknown
-  // then (placeholders), which inference once they are bound must then give.
+  // How many outputs the function was made with, which inference must give again once
+  // placeholders among its inputs are bound.
   void set_outputs(size_t n) { outputs_ = n; }
 
   const char* name() const override { return kUserFunctionOp; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& inputs,
                                 const Dictionary&) const override {
-    std::vector<OutputSpec> specs = user_->infer_outputs(inputs);
+    std::vector<OutputSpec> specs = infer_unbound(inputs, {});
     const std::string op = user_->op_name();
-    LOOM_CHECK(!specs.empty(), ShapeError, op, ": infer_outputs gave no outputs");
     LOOM_CHECK(outputs_ == 0 || specs.size() == outputs_, ShapeError, op, ": infer_outputs gave ",
-               specs.size(), " outputs; made on inputs of unknown shape (placeholders), the ",
-               "function has one: make a user function of several outputs on typed inputs");
+               specs.size(), " outputs for the inputs bound to its placeholders; it gave ",
+               outputs_, " when the function was made");
     // The executor gives the outputs the rows of the inputs' layout, so their dynamic axes are
     // theirs (or none when the inputs have none).
     const std::vector<Axis> axes = common_dynamic_axes(op.c_str(), inputs);
@@ -70,28 +69,28 @@ class UserOpDef final : public OpDef {
       LOOM_CHECK(spec.dynamic_axes == axes, ShapeError, op, ": output ", k,
                  " has the dynamic axes ", axes_string(spec.dynamic_axes),
                  "; a user function's outputs have its inputs' (", axes_string(axes), ")");
-      LOOM_CHECK(k == 0 || !spec.shape.has_free(), ShapeError, op, ": output ", k,
-                 " has free dimensions (", spec.shape.to_string(),
-                 "); only a user function's first output may");
     }
+    return specs;
+  }
+
+  // CNTK's: infer_outputs, also on inputs of unknown shape.
+  std::vector<OutputSpec> infer_unbound(const std::vector<Variable>& inputs,
+                                        const Dictionary&) const override {
+    std::vector<OutputSpec> specs = user_->infer_outputs(inputs);
+    LOOM_CHECK(!specs.empty(), ShapeError, user_->op_name(), ": infer_outputs gave no outputs");
     return specs;
   }
 
   // An output with free dimensions (CNTK's FreeDimension) must be sized before forward runs:
   // it takes them from the first input of its rank whose other dimensions agree (user code
   // sees its inputs' types, not this minibatch's sizes).
-  NDShape output_shape(const std::vector<Variable>& inputs, std::span<const Tensor* const> tensors,
-                       const Dictionary&) const override {
-    const NDShape declared = user_->infer_outputs(inputs)[0].shape;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const NDShape actual = tensors[i]->sample_shape();
-      bool fits = actual.rank() == declared.rank();
-      for (size_t d = 0; fits && d < declared.rank(); ++d)
-        fits = declared[d] == NDShape::kFree || declared[d] == actual[d];
-      if (fits) return actual;
-    }
-    throw ShapeError(user_->op_name() + ": an output of shape " + declared.to_string() +
-                     " takes its free dimensions from an input of the same rank; none fits");
+  std::vector<NDShape> output_shapes(const std::vector<Variable>& inputs,
+                                     std::span<const Tensor* const> tensors,
+                                     const Dictionary&) const override {
+    std::vector<NDShape> shapes;
+    for (const OutputSpec& spec : user_->infer_outputs(inputs))
+      shapes.push_back(sized(spec.shape, tensors));
+    return shapes;
   }
 
   void forward(OpCall& call) const override {
@@ -117,14 +116,25 @@ class UserOpDef final : public OpDef {
   void backward(OpCall& call, size_t index, Tensor& input_gradient,
                 bool accumulate) const override {
     const FunctionImpl& f = *call.function;
+    // Where no output needs a gradient (output_variable(needs_gradient=False)), the inputs'
+    // gradients are zeros without calling the user's backward, as CNTK's.
+    bool any_needed = false;
+    for (const auto& o : f.outputs) any_needed = any_needed || !o->stops_gradient;
+    if (!any_needed) {
+      if (!accumulate)
+        std::memset(input_gradient.data, 0, input_gradient.size() * size_of(input_gradient.dtype));
+      return;
+    }
     CallState& s = std::any_cast<CallState&>(*call.user_state);
     const std::vector<bool>& wanted = *call.gradient_wanted;
     size_t first = 0;
     while (!wanted[first]) ++first;
     if (index == first) {
       std::vector<Value> roots;
-      for (size_t k = 0; k < f.outputs.size(); ++k)
+      for (size_t k = 0; k < f.outputs.size(); ++k) {
         roots.push_back(to_value(*call.output_gradients[k], f.outputs[k]->dynamic_axes.size() > 1));
+        if (f.outputs[k]->stops_gradient) NDArrayView(roots.back().data()).fill(0);  // shared
+      }
       s.gradients = user_->backward(s.user, roots, wanted);
       LOOM_CHECK(s.gradients.size() == wanted.size(), ArgumentError, user_->op_name(),
                  ": backward gave ", s.gradients.size(), " gradients for ", wanted.size(),
@@ -145,6 +155,21 @@ class UserOpDef final : public OpDef {
   }
 
  private:
+  // A declared output shape with its free dimensions taken from the first input of its rank
+  // whose other dimensions agree.
+  NDShape sized(const NDShape& declared, std::span<const Tensor* const> tensors) const {
+    if (!declared.has_free()) return declared;
+    for (const Tensor* t : tensors) {
+      const NDShape actual = t->sample_shape();
+      bool fits = actual.rank() == declared.rank();
+      for (size_t d = 0; fits && d < declared.rank(); ++d)
+        fits = declared[d] == NDShape::kFree || declared[d] == actual[d];
+      if (fits) return actual;
+    }
+    throw ShapeError(user_->op_name() + ": an output of shape " + declared.to_string() +
+                     " takes its free dimensions from an input of the same rank; none fits");
+  }
+
   // How messages name output k: its index, and its name where it has one.
   static std::string output_label(const FunctionImpl& f, size_t k) {
     return std::to_string(k) + " (" + Variable(f.outputs[k]).describe() + ")";

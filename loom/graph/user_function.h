@@ -8,9 +8,12 @@
 // infer_outputs), all on its inputs' dynamic axes: one forward call computes them all, and one
 // backward call per minibatch gets the gradients of them all (zeros for an output no gradient
 // reached; CNTK passed that output's buffer as it found it), as CNTK's UserDefinedV2FunctionNode
-// did: the executor runs it as one node of several outputs. It does not run inside a recurrent
-// loop (it sees whole sequences, not steps), and only its first output may have free
-// dimensions.
+// did: the executor runs it as one node of several outputs. Outputs are named and need
+// gradients as infer_outputs says (OutputSpec::name, needs_gradient): an output that needs none
+// gets zeros in backward (Python: None, as CNTK's), and where no output needs one, backward is
+// not called and the inputs' gradients are zeros. It does not run inside a recurrent loop (it
+// sees whole sequences, not steps). Any output may have free dimensions (CNTK's FreeDimension):
+// each takes them from the first input of its rank whose other dimensions agree.
 #pragma once
 
 #include <any>
@@ -34,8 +37,10 @@ class UserFunction : public std::enable_shared_from_this<UserFunction> {
   // CNTK's op_name: how the function prints, and the key its deserializer is found by when a
   // model holding it is loaded.
   virtual std::string op_name() const = 0;
-  // The outputs' types from the inputs' (CNTK's InferOutputs; all input shapes are known), at
-  // least one. By default one output of input 0's type.
+  // The outputs' types from the inputs' (CNTK's InferOutputs), at least one. By default one
+  // output of input 0's type. As CNTK's, also called when the function is made on inputs of
+  // unknown shape (placeholders, whose shape() is empty), for how many outputs there are, their
+  // names and needs_gradient; their types are asked again once the placeholders are bound.
   virtual std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& inputs) const;
   // The outputs' values for the inputs' values, one per output in infer_outputs' order.
   // outputs are the function's output variables (the keys of CNTK's outputs map); state is what

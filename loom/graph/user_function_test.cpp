@@ -444,14 +444,14 @@ TEST(UserFunction, TwoOutputsCloneAndSaveAndLoad) {
 }
 
 // ProductAndSquares gone wrong in one way.
-enum class Fault { NoOutputs, FreeSecondOutput, OneValue, WrongShape, WrongGradient };
+enum class Fault { NoOutputs, OneOutputUnbound, OneValue, WrongShape, WrongGradient };
 class Faulty : public ProductAndSquares {
  public:
   explicit Faulty(Fault fault) : fault_(fault) {}
   std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
     if (fault_ == Fault::NoOutputs) return {};
     std::vector<OutputSpec> specs = ProductAndSquares::infer_outputs(in);
-    if (fault_ == Fault::FreeSecondOutput) specs[1].shape = NDShape{NDShape::kFree};
+    if (fault_ == Fault::OneOutputUnbound && !in[0].has_known_shape()) specs.pop_back();
     return specs;
   }
   std::vector<Value> forward(const std::vector<Value>& in, const std::vector<Variable>& outputs,
@@ -478,23 +478,21 @@ TEST(UserFunction, WrongOutputsOfSeveralAreErrorsNamingTheOpTheOutputAndTheShape
   auto made = [&](Fault fault) { return user_function(std::make_shared<Faulty>(fault), {a, b}); };
   expect_error([&] { made(Fault::NoOutputs); },
                {"test.ProductAndSquares: infer_outputs gave no outputs"});
-  expect_error([&] { made(Fault::FreeSecondOutput); },
-               {"test.ProductAndSquares: output 1 has free dimensions"});
   expect_error([&] { made(Fault::OneValue).eval(args); },
                {"test.ProductAndSquares: forward gave 1 values for 2 outputs"});
   expect_error(
       [&] { made(Fault::WrongShape).eval(args); },
       {"test.ProductAndSquares: forward's output 1 (", ") has samples of shape [3], expected [1]"});
-  // Made on placeholders a user function has one output; a second is an error once bound.
+  // Made on placeholders, a user function has the outputs infer_outputs gave then.
   Variable p = placeholder(), q = placeholder();
-  Function unbound = user_function(std::make_shared<ProductAndSquares>(), {p, q});
+  Function unbound = user_function(std::make_shared<Faulty>(Fault::OneOutputUnbound), {p, q});
   EXPECT_EQ(unbound.outputs().size(), 1u);
   expect_error(
       [&] {
         unbound.replace_placeholders({{p, a}, {q, b}});
       },
-      {"test.ProductAndSquares: infer_outputs gave 2 outputs; made on inputs of unknown "
-       "shape (placeholders), the function has one"});
+      {"test.ProductAndSquares: infer_outputs gave 2 outputs for the inputs bound to its "
+       "placeholders; it gave 1 when the function was made"});
   expect_error(
       [&] {
         const Function f = made(Fault::WrongGradient);
@@ -502,6 +500,119 @@ TEST(UserFunction, WrongOutputsOfSeveralAreErrorsNamingTheOpTheOutputAndTheShape
       },
       {"test.ProductAndSquares: backward's gradient of input 0 (",
        ") has samples of shape [1], expected [3]"});
+}
+
+// ProductAndSquares with its outputs the other way round: the squares ([1]), then the product,
+// of free dimensions where the inputs have them.
+class SquaresAndProduct : public ProductAndSquares {
+ public:
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
+    std::vector<OutputSpec> specs = ProductAndSquares::infer_outputs(in);
+    return {specs[1], specs[0]};
+  }
+  std::vector<Value> forward(const std::vector<Value>& in, const std::vector<Variable>& outputs,
+                             bool training, std::any& state) const override {
+    std::vector<Value> values = ProductAndSquares::forward(in, outputs, training, state);
+    return {values[1], values[0]};
+  }
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
+                                             const std::vector<bool>& wanted) const override {
+    return ProductAndSquares::backward(state, {roots[1], roots[0]}, wanted);
+  }
+};
+
+TEST(UserFunction, AnyOutputMayHaveFreeDimensions) {
+  const InputOptions options{.dtype = DataType::Float64, .needs_gradient = true};
+  Variable a = input_variable(NDShape{NDShape::kFree}, options);
+  Variable b = input_variable(NDShape{NDShape::kFree}, options);
+  Function f = user_function(std::make_shared<SquaresAndProduct>(), {a, b});
+  EXPECT_EQ(f.outputs()[1].shape(), NDShape{NDShape::kFree});
+  for (size_t n : {3, 5}) {  // each minibatch sizes the product
+    const ValueMap args = {{a, random_batch({n}, 4, DataType::Float64, 5)},
+                           {b, random_batch({n}, 4, DataType::Float64, 6)}};
+    const ValueMap both = f.eval(args);
+    EXPECT_EQ(both.at(f.outputs()[1]).sample_shape(), NDShape{n});
+    EXPECT_EQ(values_of(both.at(f.outputs()[1])), values_of(element_times(a, b).eval_one(args)));
+    gradient_check_detail::expect_all_near(
+        values_of(both.at(f.outputs()[0])),
+        values_of(reduce_sum(element_times(a, a), Axis(0)).eval_one(args)), 1e-12, "squares");
+    // d/db of the sum of the product is a.
+    EXPECT_EQ(values_of(Function(reduce_sum(f.outputs()[1], Axis(0))).grad(args, {b}).at(b)),
+              values_of(args.at(a)));
+  }
+}
+
+TEST(UserFunction, MadeOnPlaceholdersItHasTheOutputsInferOutputsGives) {
+  // As CNTK's, infer_outputs is asked on the placeholders (for how many outputs there are), and
+  // again for their types once they are bound.
+  Variable p = placeholder(), q = placeholder();
+  Function f = user_function(std::make_shared<ProductAndSquares>(), {p, q}, "ps");
+  ASSERT_EQ(f.outputs().size(), 2u);
+  EXPECT_FALSE(f.outputs()[1].has_known_shape());
+  Variable a = input_variable({3}, {.dtype = DataType::Float64});
+  Variable b = input_variable({3}, {.dtype = DataType::Float64});
+  f.replace_placeholders({{p, a}, {q, b}});
+  EXPECT_EQ(f.outputs()[1].shape(), NDShape{1});
+  const ValueMap args = two_inputs(a, b, false, DataType::Float64);
+  EXPECT_EQ(values_of(f.eval(args).at(f.outputs()[0])),
+            values_of(element_times(a, b).eval_one(args)));
+}
+
+// ProductAndSquares whose outputs have names of their own, and whose squares need no gradient.
+class NamedOutputs : public ProductAndSquares {
+ public:
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
+    std::vector<OutputSpec> specs = ProductAndSquares::infer_outputs(in);
+    specs[0].name = "product";
+    specs[1].name = "squares";
+    specs[1].needs_gradient = false;
+    return specs;
+  }
+};
+
+// Cube of an output that needs no gradient: backward must not be called.
+class CubeWithoutGradient : public Cube {
+ public:
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
+    std::vector<OutputSpec> specs = Cube::infer_outputs(in);
+    specs[0].needs_gradient = false;
+    return specs;
+  }
+  std::vector<std::optional<Value>> backward(const std::any&, const std::vector<Value>&,
+                                             const std::vector<bool>&) const override {
+    ADD_FAILURE() << "backward of an output that needs no gradient";
+    return {};
+  }
+};
+
+TEST(UserFunction, OutputsAreNamedAndNeedGradientsAsInferOutputsSays) {
+  Variable a = input_variable({3}, {.dtype = DataType::Float64, .needs_gradient = true});
+  Variable b = input_variable({3}, {.dtype = DataType::Float64, .needs_gradient = true});
+  auto user = std::make_shared<NamedOutputs>();
+  Function f = user_function(user, {a, b}, "ps");
+  const Variable product = f.outputs()[0], squares = f.outputs()[1];
+  EXPECT_EQ(product.name(), "product");
+  EXPECT_EQ(squares.name(), "squares");
+  EXPECT_TRUE(product.needs_gradient());
+  EXPECT_FALSE(squares.needs_gradient());
+  Function copy = f.clone(ParameterCloneMethod::Share);
+  EXPECT_EQ(copy.outputs()[1].name(), "squares");
+  EXPECT_FALSE(copy.outputs()[1].needs_gradient());
+  // Without names of their own, outputs take the function's.
+  EXPECT_EQ(user_function(std::make_shared<ProductAndSquares>(), {a, b}, "ps").outputs()[1].name(),
+            "ps");
+
+  // The squares pass no gradient: backward gets zeros for them, and d/da of the product's sum
+  // plus the squares is b alone.
+  const ValueMap args = two_inputs(a, b, false, DataType::Float64);
+  const Function loss = plus(reduce_sum(product, Axis(0)), squares);
+  EXPECT_EQ(values_of(loss.grad(args, {a}).at(a)), values_of(args.at(b)));
+  EXPECT_EQ(user->backwards, 1);
+  for (double g : user->given[1].data().to_vector<double>()) EXPECT_EQ(g, 0.0);
+
+  // No output needs a gradient: backward is not called and the input's gradient is zeros.
+  Function cube = user_function(std::make_shared<CubeWithoutGradient>(), {a});
+  for (double g : values_of(cube.grad(args, {a}).at(a))) EXPECT_EQ(g, 0.0);
 }
 
 }  // namespace

@@ -138,9 +138,10 @@ class BatchAxisOp : public OpDef {
     return unpack_ ? nullptr : layouts.batch(in[0]->shape[0]);
   }
 
-  NDShape output_shape(const std::vector<Variable>&, std::span<const Tensor* const> in,
-                       const Dictionary&) const override {
-    return unpack_ ? in[0]->shape : in[0]->shape.sub_shape(1);  // unpack_batch: [N rows, d...]
+  std::vector<NDShape> output_shapes(const std::vector<Variable>&,
+                                     std::span<const Tensor* const> in,
+                                     const Dictionary&) const override {
+    return {unpack_ ? in[0]->shape : in[0]->shape.sub_shape(1)};  // unpack_batch: [N rows, d...]
   }
 
   void forward(OpCall& call) const override {

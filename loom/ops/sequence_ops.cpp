@@ -455,10 +455,11 @@ class UnpackOp : public OpDef {
     return layouts.batch(in[0]->layout->num_sequences());
   }
 
-  NDShape output_shape(const std::vector<Variable>&, std::span<const Tensor* const> in,
-                       const Dictionary&) const override {
+  std::vector<NDShape> output_shapes(const std::vector<Variable>&,
+                                     std::span<const Tensor* const> in,
+                                     const Dictionary&) const override {
     const NDShape sample = mask_ ? NDShape{} : in[0]->sample_shape();
-    return sample.prepend(in[0]->layout->max_length());
+    return {sample.prepend(in[0]->layout->max_length())};
   }
 
   void forward(OpCall& call) const override {

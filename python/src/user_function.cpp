@@ -3,6 +3,7 @@
 // itself is in python/loom/ops/functions.py; this file is the C++ side that calls it, adding its
 // names to loom._loom.ops.functions.
 #include "loom/graph/user_function.h"
+#include "loom/graph/graph_impl.h"
 #include "loom/graph/native_user_function.h"
 
 #include "python/src/binding.h"
@@ -22,14 +23,14 @@ struct PythonState {
 class PythonUserFunction final : public UserFunction {
  public:
   explicit PythonUserFunction(py::object udf)
-      : udf_(hold(std::move(udf))), op_name_(udf_->attr("op_name").cast<std::string>()) {
-    for (py::handle in : udf_->attr("inputs")) inputs_.push_back(in.cast<Variable>());
-  }
+      : udf_(hold(std::move(udf))), op_name_(udf_->attr("op_name").cast<std::string>()) {}
 
   std::string op_name() const override { return op_name_; }
 
-  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>&) const override {
+  // CNTK's self.inputs are the function's inputs as they are now (placeholders until bound).
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& inputs) const override {
     py::gil_scoped_acquire gil;
+    udf_->attr("inputs") = inputs;
     const py::object outputs = udf_->attr("infer_outputs")();
     const auto list = returned<std::vector<Variable>>(outputs, op_name_ + ".infer_outputs",
                                                       "a list of output_variable(...)");
@@ -39,7 +40,8 @@ class PythonUserFunction final : public UserFunction {
                             "output_variable(...), one per output");
     std::vector<OutputSpec> specs;
     for (const Variable& o : list)
-      specs.push_back({o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()});
+      specs.push_back(
+          {o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse(), o.needs_gradient(), o.name()});
     return specs;
   }
 
@@ -51,9 +53,10 @@ class PythonUserFunction final : public UserFunction {
                              bool is_training, std::any& state) const override {
     py::gil_scoped_acquire gil;
     const bool as_numpy = udf_->attr("as_numpy").cast<bool>();
+    const std::vector<Variable> variables = this->inputs();
     py::list args;
     for (size_t i = 0; i < inputs.size(); ++i)
-      args.append(argument(inputs[i], inputs_[i], as_numpy));
+      args.append(argument(inputs[i], variables[i], as_numpy));
     py::object arguments = args.size() == 1 ? py::object(args[0]) : py::object(py::tuple(args));
     const py::object device = py::cast(DeviceDescriptor::cpu_device());
     const py::list keys = py::cast(outputs);
@@ -88,8 +91,9 @@ class PythonUserFunction final : public UserFunction {
   }
 
   // CNTK's call forms: root_gradients is the gradient itself for one output, {output: gradient}
-  // for several; backward(state, root_gradients) returns the gradient of a single input, and
-  // backward(state, root_gradients, variables) fills {input: gradient} for the inputs asked.
+  // for several (None for an output that needs no gradient); backward(state, root_gradients)
+  // returns the gradient of a single input, and backward(state, root_gradients, variables)
+  // fills {input: gradient} for the inputs asked.
   std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
                                              const std::vector<bool>& wanted) const override {
     py::gil_scoped_acquire gil;
@@ -101,27 +105,30 @@ class PythonUserFunction final : public UserFunction {
     } else {
       py::dict by_output;
       for (size_t k = 0; k < roots.size(); ++k)
-        by_output[py::cast(s.outputs[k])] = argument(roots[k], s.outputs[k], as_numpy);
+        by_output[py::cast(s.outputs[k])] = s.outputs[k].impl()->stops_gradient
+                                                ? py::none()
+                                                : argument(roots[k], s.outputs[k], as_numpy);
       root_gradients = by_output;
     }
-    std::vector<std::optional<Value>> gradients(inputs_.size());
-    if (inputs_.size() == 1) {
+    const std::vector<Variable> inputs = this->inputs();
+    std::vector<std::optional<Value>> gradients(inputs.size());
+    if (inputs.size() == 1) {
       const py::object g = udf_->attr("backward")(*s.object, root_gradients);
-      gradients[0] = value_of(inputs_[0], g, gradient_label(0));
+      gradients[0] = value_of(inputs[0], g, gradient_label(inputs, 0));
       return gradients;
     }
     py::dict variables;
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (wanted[i]) variables[py::cast(inputs_[i])] = py::none();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (wanted[i]) variables[py::cast(inputs[i])] = py::none();
     udf_->attr("backward")(*s.object, root_gradients, variables);
-    for (size_t i = 0; i < inputs_.size(); ++i) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
       if (!wanted[i]) continue;
-      const py::object g = variables[py::cast(inputs_[i])];
+      const py::object g = variables[py::cast(inputs[i])];
       if (g.is_none())
         throw py::value_error(op_name_ + ".backward gave no gradient for input " +
-                              std::to_string(i) + " (" + inputs_[i].describe() +
+                              std::to_string(i) + " (" + inputs[i].describe() +
                               "): set variables[self.inputs[" + std::to_string(i) + "]]");
-      gradients[i] = value_of(inputs_[i], g, gradient_label(i));
+      gradients[i] = value_of(inputs[i], g, gradient_label(inputs, i));
     }
     return gradients;
   }
@@ -148,9 +155,14 @@ class PythonUserFunction final : public UserFunction {
   }
 
  private:
-  std::string gradient_label(size_t i) const {
+  // The user's self.inputs (the GIL held).
+  std::vector<Variable> inputs() const {
+    return udf_->attr("inputs").cast<std::vector<Variable>>();
+  }
+
+  std::string gradient_label(const std::vector<Variable>& inputs, size_t i) const {
     return op_name_ + ".backward's gradient of input " + std::to_string(i) + " (" +
-           inputs_[i].describe() + ")";
+           inputs[i].describe() + ")";
   }
 
   static std::string type_name(py::handle o) {
@@ -185,7 +197,6 @@ class PythonUserFunction final : public UserFunction {
 
   std::shared_ptr<py::object> udf_;
   std::string op_name_;
-  std::vector<Variable> inputs_;
 };
 
 // Loads a Python user function: Python's deserializer (the registered callback for its op

@@ -33,9 +33,12 @@ class UserFunction:
     With several outputs (``infer_outputs`` returns several), ``forward(arguments, outputs,
     device=None, outputs_to_retain=None)`` sets ``outputs[self.outputs[k]]`` for each output
     and returns the state, and ``root_gradients`` is a dict {output: gradient} holding every
-    output (zeros for one no gradient reached). ``self.outputs`` are the function's outputs;
-    ``outputs_to_retain`` lists them all in training, none otherwise. Loom's UserFunction is
-    not itself a Function (see docs/decisions.md): wrap it with ``user_function``."""
+    output (zeros for one no gradient reached, None for one that needs no gradient).
+    ``self.outputs`` are the function's outputs, named and needing gradients as
+    ``output_variable`` says; ``outputs_to_retain`` lists them all in training, none otherwise.
+    ``self.inputs`` are the function's inputs as they are now (placeholders until bound; CNTK
+    calls ``infer_outputs`` on them too). Loom's UserFunction is not itself a Function (see
+    docs/decisions.md): wrap it with ``user_function``."""
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
         self.inputs = [_Variable(i) if isinstance(i, Function) else i for i in inputs]

@@ -88,6 +88,26 @@ def test_gradients_and_free_dimensions():
         assert np.allclose(gradient[0][0], np.ones_like(data))
 
 
+def test_a_user_function_made_on_a_placeholder_reads_its_inputs_once_bound():
+    # CNTK's test_ext_eval_7_placeholder: infer_outputs reads self.inputs, the placeholder when
+    # the function is made and the input bound to it afterwards.
+    dim = 4
+    p = C.parameter(shape=(dim,), init=10, name='p')
+    i = C.sequence.input_variable(dim, needs_gradient=True, name='i_var')
+    pl = C.placeholder()
+    udf = MyPlus(pl, C.constant(3))
+    m = C.user_function(udf)
+    z = m + p
+    z.replace_placeholder(i)
+    assert udf.inputs[0] == i and m.output.shape == (dim,)
+    input_data = np.random.rand(dim).astype(np.float32)
+    result = z.eval([input_data])
+    assert np.allclose(result[0][0], input_data + 3 + 10)
+    gradient = z.grad({i: [input_data]}, wrt=[i])
+    assert np.allclose(gradient[0], np.ones((1, dim)))
+    assert udf.backward_calls == 1
+
+
 def test_the_sigmoid_matches_the_built_in_one_with_its_gradient():
     x = C.input_variable(3, needs_gradient=True)
     data = np.array([[-1.0, 0.5, 2.0], [0.0, -3.0, 1.0]], np.float32)

@@ -285,10 +285,13 @@ def test_wrong_outputs_are_errors_naming_the_function_the_output_and_the_shapes(
         C.user_function(Faulty(a, b, 'not a list'))
     with pytest.raises(TypeError, match=f'{name}.infer_outputs returned list'):
         C.user_function(Faulty(a, b, 'not variables'))
-    with pytest.raises(ValueError, match=rf"{name}.forward's output 1 \(ps: Tensor\[1\]\) was not "
+    # The output has output_variable's name, none: it is shown by its uid.
+    with pytest.raises(ValueError, match=rf"{name}.forward's output 1 \(UserFunction\d+_Output_1: "
+                                         r"Tensor\[1\]\) was not "
                                          r'set: set outputs\[self.outputs\[1\]\]'):
         C.user_function(Faulty(a, b, 'unset')).eval({a: va, b: vb})
-    with pytest.raises(ValueError, match=rf"{name}.forward's output 1 \(ps: Tensor\[1\]\): "
+    with pytest.raises(ValueError, match=rf"{name}.forward's output 1 \(UserFunction\d+_Output_1: "
+                                         r"Tensor\[1\]\): "
                                          r'data of shape \[4,3\] .*expected \[1\]'):
         C.user_function(Faulty(a, b, 'shape')).eval({a: va, b: vb})
     f = C.user_function(Faulty(a, b, 'gradient'))
@@ -318,3 +321,109 @@ def test_a_native_user_function_with_two_outputs(tmp_path):
     got = loaded.eval({loaded.arguments[0]: v})
     for k in range(2):
         np.testing.assert_array_equal(got[loaded.outputs[k]], out[f.outputs[k]])
+
+
+class MyPlusWithNoGradientNeededForOutput(UserFunction):
+    """CNTK's: an output that needs no gradient; backward must not be called."""
+
+    def __init__(self, arg1, arg2, name='f1'):
+        super().__init__([arg1, arg2], name=name)
+
+    def infer_outputs(self):
+        x = self.inputs[0]
+        return [C.output_variable(x.shape, x.dtype, x.dynamic_axes, needs_gradient=False)]
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        return None, [a0 + a1 for a0, a1 in zip(*arguments)]
+
+    def backward(self, state, root_gradients, input_gradients):
+        raise ValueError('MyPlusWithNoGradientNeededForOutput does not need gradient for output '
+                         'and backward must not be called')
+
+
+def test_udf_output_needs_no_gradient():
+    # CNTK's test: the inputs' gradients through it are zeros, and backward is not called.
+    x = C.sequence.input_variable(2, needs_gradient=True, name='x')
+    y = C.sequence.input_variable(2, needs_gradient=True, name='y')
+    op = C.user_function(MyPlusWithNoGradientNeededForOutput(x, y))
+    assert not op.output.needs_gradient
+    x_data = [np.array([[1., 2.], [3., 4.]], np.float32)]
+    y_data = [np.array([[5., 6.], [7., 8.]], np.float32)]
+    gradients, result = op.grad({x: x_data, y: y_data}, op.arguments, [op.output])
+    assert np.allclose(gradients[op.arguments[0]], [[[0., 0.], [0., 0.]]])
+    assert np.allclose(gradients[op.arguments[1]], [[[0., 0.], [0., 0.]]])
+    assert np.allclose(result, [[[6., 8.], [10., 12.]]])
+
+
+class NamedProductAndSquares(ProductAndSquares):
+    """ProductAndSquares whose outputs are named, the squares needing no gradient."""
+
+    def infer_outputs(self):
+        a = self.inputs[0]
+        return [C.output_variable(a.shape, a.dtype, a.dynamic_axes, name='product'),
+                C.output_variable((1,), a.dtype, a.dynamic_axes, needs_gradient=False,
+                                  name='squares')]
+
+    @staticmethod
+    def deserialize(inputs, name, state):
+        return NamedProductAndSquares(inputs[0], inputs[1], name)
+
+    def backward(self, state, root_gradients, variables):
+        a, b = state
+        self.squares_gradient = root_gradients[self.outputs[1]]
+        g0 = root_gradients[self.outputs[0]]
+        if self.inputs[0] in variables:
+            variables[self.inputs[0]] = g0 * b
+        if self.inputs[1] in variables:
+            variables[self.inputs[1]] = g0 * a
+
+
+def test_outputs_take_output_variables_names_and_needs_gradient(tmp_path):
+    a, b = inputs()
+    udf = NamedProductAndSquares(a, b)
+    f = C.user_function(udf)
+    assert [o.name for o in f.outputs] == ['product', 'squares']
+    assert [o.needs_gradient for o in f.outputs] == [True, False]
+    # CNTK's outputs are output_variable's: without a name they have none.
+    assert [o.name for o in C.user_function(ProductAndSquares(a, b)).outputs] == ['', '']
+    # The squares pass no gradient: root_gradients holds None for them, as CNTK's.
+    va, vb = data()
+    loss = C.reduce_sum(f.outputs[0], axis=0) + f.outputs[1]
+    g = loss.grad({a: va, b: vb}, wrt=[a])
+    assert np.allclose(g, vb)
+    assert udf.squares_gradient is None
+    # Saved and loaded, the outputs keep their names and needs_gradient.
+    path = str(tmp_path / 'named.model')
+    f.save(path)
+    loaded = Function.load(path)
+    assert [o.name for o in loaded.outputs] == ['product', 'squares']
+    assert [o.needs_gradient for o in loaded.outputs] == [True, False]
+
+
+class SquaresAndProduct(ProductAndSquares):
+    """ProductAndSquares with its outputs the other way round: the product, of free dimensions
+    where the inputs have them, is the second."""
+
+    def infer_outputs(self):
+        a = self.inputs[0]
+        return [C.output_variable((1,), a.dtype, a.dynamic_axes),
+                C.output_variable(a.shape, a.dtype, a.dynamic_axes)]
+
+    def forward(self, arguments, outputs, device=None, outputs_to_retain=None):
+        a, b = arguments
+        outputs[self.outputs[0]] = (a * a).sum(axis=-1, keepdims=True)
+        outputs[self.outputs[1]] = a * b
+        return a, b
+
+
+def test_a_second_output_may_have_free_dimensions():
+    a = C.input_variable(C.FreeDimension, np.float64, name='a')
+    b = C.input_variable(C.FreeDimension, np.float64, name='b')
+    f = C.user_function(SquaresAndProduct(a, b))
+    for n in (3, 5):
+        va, vb = np.random.rand(2, n), np.random.rand(2, n)
+        result = f.eval({a: va, b: vb})
+        assert result[f.outputs[1]].shape == (2, n)
+        assert np.allclose(result[f.outputs[1]], va * vb)
+        assert np.allclose(result[f.outputs[0]], (va * va).sum(axis=1, keepdims=True))
+
