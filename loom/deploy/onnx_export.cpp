@@ -284,7 +284,6 @@ class Exporter {
         {"Crop", &Exporter::crop},
         {"LocalResponseNormalization", &Exporter::local_response_normalization},
         {"TopK", &Exporter::top_k},
-        {"TopKIndices", &Exporter::top_k},
         {"OneHot", &Exporter::one_hot},
         {"Gather", &Exporter::gather},
         {"SquaredError", &Exporter::loss},
@@ -726,20 +725,21 @@ class Exporter {
                    ints({int64_t(r - 2 + x.dynamic), int64_t(r - 1 + x.dynamic)})});
   }
 
-  // top_k's values (TopK) or positions (TopKIndices, int64 in ONNX, cast to out's type): one
-  // output of ONNX's TopK, k given as an input, along one static axis.
+  // TopK's values and positions (int64 in ONNX, cast to output 1's type): ONNX's TopK, k given
+  // as an input, along one static axis.
   Val top_k(const FunctionImpl& f, const Val& out) {
     const Val x = value(f.inputs[0]);
     const size_t axis =
         op_util::static_axis_index(f.attributes.get<int64_t>("axis"), x.shape.rank());
-    const bool positions = f.op->name() == std::string("TopKIndices");
-    const std::string base = output_name(f), values = positions ? fresh(base + "_values") : base,
-                      indices = fresh(base + "_positions");
-    pb::NodeProto& n = node("TopK", {use(x), ints({f.attributes.get<int64_t>("k")})}, values);
+    const std::string base = output_name(f), indices = fresh(base + "_positions");
+    pb::NodeProto& n = node("TopK", {use(x), ints({f.attributes.get<int64_t>("k")})}, base);
     n.add_output(indices);
     produced_.insert(indices);
     set_int(n, "axis", int64_t(axis + x.dynamic));
-    return positions ? cast_to(out, base, indices) : named(out, base);
+    const VariableImpl& p = *f.outputs[1];
+    values_[&p] =
+        cast_to({"", p.dynamic_axes.size(), p.shape, p.dtype}, fresh(base + "_indices"), indices);
+    return named(out, base);
   }
 
   // The per-sample losses, summed over the sample's static axes (keepdims 0):

@@ -205,7 +205,10 @@ class Importer {
       else
         throw DataError(file_ + ": the graph output '" + o.name() + "' is computed by no node");
     }
-    return outputs.size() == 1 ? Function(outputs[0]) : combine(outputs);
+    // One output is its function, unless that has others too (TopK's values).
+    const bool whole = outputs.size() == 1 &&
+                       (!outputs[0].is_output() || outputs[0].owner().outputs().size() == 1);
+    return whole ? Function(outputs[0]) : combine(outputs);
   }
 
   // Every op type import_node reads (onnx_imported_op_types), sorted.
@@ -1521,15 +1524,13 @@ class Importer {
     const size_t extent = x.var.shape()[size_t(axis.static_index())];
     if (k.size() != 1 || k[0] < 1 || k[0] > int64_t(extent))
       fail("K ", list(k), " must be one number from 1 to the axis's extent ", extent);
-    const Dictionary attributes({{"k", k[0]}, {"axis", axis_attribute(axis)}});
-    const char* ops[] = {"TopK", "TopKIndices"};
-    for (int i = 0; i < 2 && i < node_->output_size(); ++i) {
-      if (node_->output(i).empty()) continue;
-      const std::string& name = node_->output(i);
-      const bool negated = i == 0 && !largest;
-      const Variable y = find_schema(ops[i])->apply({x.var}, attributes, negated ? "" : name);
-      values_[name] = {negated ? Variable(negate(y, name)) : y, x.dynamic, i == 1 || x.integer};
-    }
+    const std::string& name = node_->output(0);
+    const Function top = top_k(x.var, size_t(k[0]), axis, largest ? name : "");
+    if (!name.empty())
+      values_[name] = {largest ? top.outputs()[0] : Variable(negate(top.outputs()[0], name)),
+                       x.dynamic, x.integer};
+    if (node_->output_size() > 1 && !node_->output(1).empty())
+      values_[node_->output(1)] = {top.outputs()[1], x.dynamic, true};
   }
 
   // ---- recurrent ops ----

@@ -55,7 +55,7 @@ struct Built {
 // The op applied to placeholders standing for the per-sample inputs (the shared ones, parameters,
 // stay inside), made a block over the inputs.
 Function wrapped_in_a_block(const OpSchema& s, const std::vector<Variable>& inputs,
-                            const Dictionary& attributes) {
+                            const Dictionary& attributes, size_t output) {
   std::vector<Variable> inner;
   std::vector<std::pair<Variable, Variable>> arguments;
   for (const Variable& v : inputs) {
@@ -66,7 +66,7 @@ Function wrapped_in_a_block(const OpSchema& s, const std::vector<Variable>& inpu
     inner.push_back(placeholder(v.shape(), v.dtype(), v.dynamic_axes(), "p_" + v.name()));
     arguments.emplace_back(inner.back(), v);
   }
-  return as_block(combine({s.apply(inner, attributes).output()}), arguments,
+  return as_block(combine({s.apply(inner, attributes).outputs().at(output)}), arguments,
                   std::string("Wrapped") + s.op->name(), "block");
 }
 
@@ -114,7 +114,9 @@ Built build(const OpSchema& s, const ConformanceCase& c, DataType dtype, Mode mo
     }
   }
   b.op = s.apply(inputs, c.attributes);
-  b.f = form == Form::Op ? b.op : wrapped_in_a_block(s, inputs, c.attributes);
+  // An op of several outputs: the case's output alone.
+  const Function op = b.op.outputs().size() > 1 ? combine({b.op.outputs().at(c.output)}) : b.op;
+  b.f = form == Form::Op ? op : wrapped_in_a_block(s, inputs, c.attributes, c.output);
   const InputSet differentiable = s.op->traits(b.op.attributes()).differentiable;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (differentiable.contains(i)) b.wrt.push_back(inputs[i]);

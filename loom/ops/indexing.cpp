@@ -191,12 +191,12 @@ class GatherOp : public OpDef {
   }
 };
 
-// TopK's values (output 0 of CNTK's top_k) and TopKIndices' positions (output 1), each a
-// primitive of its own until the executor runs primitives of several outputs.
+// CNTK's TopK: the k largest values of x along a static axis in decreasing order (output 0) and
+// their positions along it (output 1, in x's dtype). The positions, as size_t, stay in scratch
+// for backward, which sends the values' gradient to them (none flows through the positions).
 class TopKOp : public OpDef {
  public:
-  constexpr TopKOp(const char* name, bool indices) : name_(name), indices_(indices) {}
-  const char* name() const override { return name_; }
+  const char* name() const override { return "TopK"; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {
@@ -205,38 +205,39 @@ class TopKOp : public OpDef {
         axis_index("top_k", a.at(kAxis), x.shape().rank(), "input " + x.type_string());
     std::vector<size_t> dims = x.shape().dims();
     dims[axis] = top_k_count(a, dims[axis], axis, x);
-    return {{NDShape(std::move(dims)), x.dtype(), x.dynamic_axes(), false}};
+    const OutputSpec values{NDShape(std::move(dims)), x.dtype(), x.dynamic_axes(), false};
+    return {values, values};
+  }
+  std::vector<OutputSpec> infer_unbound(const std::vector<Variable>&,
+                                        const Dictionary&) const override {
+    return std::vector<OutputSpec>(2);
   }
 
   void forward(OpCall& call) const override {
     const Tensor& x = *call.inputs[0];
-    const Tensor& y = *call.output;
+    const Tensor &values = *call.outputs[0], &indices = *call.outputs[1];
     const size_t a = axis(call.attributes, x);
     const AroundAxis s = around(x, a);
-    const size_t k = y.shape[(y.dynamic() ? 1 : 0) + a];
-    dispatch(y.dtype, [&](auto zero) {
+    const size_t k = values.shape[(values.dynamic() ? 1 : 0) + a];
+    auto* positions =
+        static_cast<size_t*>(call.scratch->ensure(values.size() * sizeof(size_t) + 1));
+    dispatch(x.dtype, [&](auto zero) {
       using T = decltype(zero);
-      if (indices_) {
-        kernels::top_k(s.outer, s.n, s.inner, k, x.ptr<T>(), (T*)nullptr, y.ptr<T>(), nullptr);
-      } else {
-        // The positions stay in scratch for backward.
-        auto* positions = static_cast<size_t*>(call.scratch->ensure(y.size() * sizeof(size_t) + 1));
-        kernels::top_k(s.outer, s.n, s.inner, k, x.ptr<T>(), y.ptr<T>(), (T*)nullptr, positions);
-      }
+      kernels::top_k(s.outer, s.n, s.inner, k, x.ptr<T>(), values.ptr<T>(), indices.ptr<T>(),
+                     positions);
     });
   }
 
+  // Both outputs come from one call (an op of several outputs runs whole, not one step of a
+  // recurrent loop at a time).
   OpTraits traits(const Dictionary&) const override {
-    if (indices_)
-      return {.differentiable = InputSet::none(),
-              .backward_reads_inputs = InputSet::none(),
-              .backward_reads_output = false};
-    return {.backward_reads_inputs = InputSet::none(), .backward_reads_output = false};
+    return {.backward_reads_inputs = InputSet::none(),
+            .backward_reads_output = false,
+            .runs_step_by_step = false};
   }
 
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
-    LOOM_CHECK(!indices_, StateError, "TopKIndices has no gradient");
-    const Tensor& dy = *call.output_gradient;
+    const Tensor& dy = *call.output_gradient;  // the values'
     const size_t a = axis(call.attributes, dx);
     const AroundAxis s = around(dx, a);
     const size_t k = dy.shape[(dy.dynamic() ? 1 : 0) + a];
@@ -254,15 +255,11 @@ class TopKOp : public OpDef {
     const int64_t i = attribute_axis(a.at(kAxis)).static_index();
     return op_util::static_axis_index(i, op_util::sample_rank(x));
   }
-
-  const char* name_;
-  bool indices_;
 };
 
 const OneHotOp kOneHot;
 const GatherOp kGather;
-const TopKOp kTopK("TopK", false);
-const TopKOp kTopKIndices("TopKIndices", true);
+const TopKOp kTopK;
 
 // Integer indices drawn as values in [0, extent) (truncated as CNTK casts them), away from the
 // integers so that float32 and float64 truncate alike.
@@ -289,10 +286,19 @@ std::vector<ConformanceCase> top_k_cases() {
   ConformanceCase parameter{{{NDShape{4, 3}, false}},
                             attributes({{kK, int64_t{2}}, {kAxis, int64_t{0}}})};
   parameter.sequences = false;  // the same graph as over a batch
-  return {{{{NDShape{3, 5}}}, attributes({{kK, int64_t{2}}})},
-          {{{NDShape{4, 3}}}, attributes({{kK, int64_t{3}}, {kAxis, int64_t{0}}})},
-          {{{NDShape{5}}}, attributes({{kK, int64_t{5}}, {kAxis, int64_t{-1}}})},
-          parameter};
+  ConformanceCase last{{{NDShape{3, 5}}}, attributes({{kK, int64_t{2}}})},
+      first{{{NDShape{4, 3}}}, attributes({{kK, int64_t{3}}, {kAxis, int64_t{0}}})};
+  std::vector<ConformanceCase> cases{
+      last,
+      first,
+      {{{NDShape{5}}}, attributes({{kK, int64_t{5}}, {kAxis, int64_t{-1}}})},
+      parameter};
+  // The positions (output 1), along either axis.
+  for (ConformanceCase c : {last, first}) {
+    c.output = 1;
+    cases.push_back(std::move(c));
+  }
+  return cases;
 }
 
 }  // namespace
@@ -331,14 +337,10 @@ std::vector<OpSchema> indexing_schemas() {
       "of that axis",
       {"Gather"},  // indices cast to int64; batched ones into a shared reference: Transposes
       {shared_reference, shared_indices, along_last, along_middle}));
-  schemas.push_back(
-      schema(kTopK, 1, nullptr, top_k_params,
-             "the k largest values along axis, in decreasing order (outputs[0] of top_k(), which "
-             "python/src/ops.cpp binds)",
-             {"TopK"} /* k as an input; TopKIndices: its int64 positions, cast */, top_k_cases()));
-  // outputs[1] of top_k().
-  schemas.push_back(schema(kTopKIndices, 1, nullptr, top_k_params,
-                           "the positions of top_k's values along axis", {"TopK"}, top_k_cases()));
+  schemas.push_back(schema(kTopK, 1, "top_k", top_k_params,
+                           "the k largest values of x along axis in decreasing order (outputs[0]) "
+                           "and their positions along axis (outputs[1])",
+                           {"TopK"} /* k as an input; the positions int64, cast */, top_k_cases()));
   return schemas;
 }
 
@@ -358,11 +360,8 @@ Function gather(const Variable& reference, const Variable& indices, const Axis& 
 }
 
 Function top_k(const Variable& x, size_t k, const Axis& axis, const std::string& name) {
-  const Dictionary a({{kK, int64_t(k)}, {kAxis, axis_attribute(axis)}});
-  const Function values = make_primitive(kTopK, {x}, a, name);
-  const Function positions =
-      make_primitive(kTopKIndices, {x}, a, name.empty() ? "" : name + "_TopKIndexMask");
-  return combine({values.output(), positions.output()}, name);
+  return make_primitive(kTopK, {x}, Dictionary({{kK, int64_t(k)}, {kAxis, axis_attribute(axis)}}),
+                        name);
 }
 
 }  // namespace loom

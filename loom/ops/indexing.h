@@ -29,16 +29,15 @@ Function one_hot(const Variable& x, size_t num_classes, bool sparse_output = fal
 Function gather(const Variable& reference, const Variable& indices, const Axis& axis = Axis(0),
                 const std::string& name = "");
 
-// CNTK's top_k: a function of two outputs, the k largest values of x along axis in decreasing
-// order (outputs()[0]) and their positions along axis (outputs()[1], in x's dtype); x's shape with
-// that axis of extent k. Ties go to the lower position first, NaN ranks above every number. The
-// gradient flows to the selected values; none through the positions. k > the axis' extent is an
-// ArgumentError.
+// CNTK's top_k: one primitive (TopK) of two outputs, the k largest values of x along axis in
+// decreasing order (outputs()[0]) and their positions along axis (outputs()[1], in x's dtype); x's
+// shape with that axis of extent k. Ties go to the lower position first, NaN ranks above every
+// number. The gradient flows to the selected values; none through the positions. k > the axis'
+// extent is an ArgumentError.
 Function top_k(const Variable& x, size_t k, const Axis& axis = Axis(-1),
                const std::string& name = "");
 
-// The schemas of OneHot, Gather, TopK (the values) and TopKIndices (the positions); Python's
-// top_k is bound by hand to top_k() above, a function of both.
+// The schemas of OneHot, Gather and TopK.
 std::vector<OpSchema> indexing_schemas();
 
 }  // namespace loom

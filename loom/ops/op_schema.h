@@ -121,6 +121,8 @@ struct ConformanceCase {
   // False where the case is outside what the op's ONNX mapping writes (a gather from each
   // sample's own reference): the ONNX round trip skips it.
   bool onnx = true;
+  // The output the case checks, of an op of several (TopK: 0 the values, 1 the positions).
+  size_t output = 0;
 };
 
 // A Python function of an op that has several (RandomDistribution: uniform, normal_like, ...):

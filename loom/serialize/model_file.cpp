@@ -565,6 +565,16 @@ std::vector<std::shared_ptr<BlockInfo>> read_blocks(
 }  // namespace
 
 namespace {
+// Ops that files of earlier versions hold as primitives of one output and that are now one
+// output of an op of several: top_k was TopK (its values) and TopKIndices (its positions), two
+// primitives, until the executor ran ops of several outputs. Each loads as its own TopK.
+struct FormerOutput {
+  const char* file_op;
+  const char* op;
+  size_t output;
+};
+constexpr FormerOutput kFormerOutputs[] = {{"TopK", "TopK", 0}, {"TopKIndices", "TopK", 1}};
+
 // The graph from its encoding (a graph section's payload). The variables and functions, nearly
 // all of it, are decoded one entry at a time as the graph is built (a whole graph's Dictionary
 // took several times the memory of the graph it described, and most of the time of a load was
@@ -664,6 +674,9 @@ Function model_from_encoding(const EncodedValue& graph, const std::string& where
     const DictionaryMap& attributes = f.get<DictionaryMap>("attributes");
     const auto& input_uids = f.get<DictionaryVector>("inputs");
     const auto& outputs = f.get<DictionaryVector>("outputs");
+    const FormerOutput* former = nullptr;
+    for (const FormerOutput& m : kFormerOutputs)
+      if (op_name == m.file_op && outputs.size() == 1) former = &m;
     std::vector<Variable> inputs;
     for (size_t k = 0; k < input_uids.size(); ++k) {
       if (!input_uids[k].is<std::string>())
@@ -696,7 +709,7 @@ Function model_from_encoding(const EncodedValue& graph, const std::string& where
       if (op_name == kUserFunctionOp) {
         fn = user_function_from_attributes(inputs, Dictionary(attributes), name);
       } else {
-        const OpDef& op = find_op(op_name);
+        const OpDef& op = find_op(former ? former->op : op_name);
         check_op_input_count(op, inputs.size());
         fn = make_primitive(op, std::move(inputs), Dictionary(attributes), name);
       }
@@ -717,13 +730,14 @@ Function model_from_encoding(const EncodedValue& graph, const std::string& where
       impl.custom_attributes = Dictionary(f.get<DictionaryMap>("custom_attributes"));
     if (!functions_by_uid.emplace(impl.uid, fn.impl()).second)
       f.fail("function uid '", printable(uid), "' is defined twice");
-    if (outputs.size() != impl.outputs.size())
+    if (!former && outputs.size() != impl.outputs.size())
       f.fail(printable(op_name), " '", printable(uid), "' has ", impl.outputs.size(),
              " outputs, the file lists ", outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) {
       Fields of = item(f, outputs, k, "outputs");
       VariableFields s = read_variable(of);
-      VariableImpl& o = *impl.outputs[k];
+      const std::shared_ptr<VariableImpl>& output = impl.outputs[former ? former->output : k];
+      VariableImpl& o = *output;
       auto check = [&](const char* what, const auto& stored, const auto& inferred) {
         if (!(stored == inferred))
           of.fail("stored ", what, " ", show(stored), " differs from the ", show(inferred),
@@ -739,10 +753,9 @@ Function model_from_encoding(const EncodedValue& graph, const std::string& where
       o.name = std::move(s.name);
       if (of.has("blocks")) {
         if (version < 2) of.fail("blocks in a graph of version ", version);
-        block_outputs.emplace_back(impl.outputs[k], of.get<DictionaryVector>("blocks"),
-                                   of.detached());
+        block_outputs.emplace_back(output, of.get<DictionaryVector>("blocks"), of.detached());
       }
-      define(of, Variable(impl.outputs[k], fn.impl()));
+      define(of, Variable(output, fn.impl()));
     }
     if (closes_loop) loop_edges.emplace_back(fn, input_uids[0].get<std::string>(), f.detached());
   }

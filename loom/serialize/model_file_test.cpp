@@ -280,6 +280,33 @@ TEST_F(ModelFileTest, LoadedModelContinuesTheDropoutMasks) {
   EXPECT_THROW(model_from_dictionary(d, "test"), DataError);
 }
 
+// A file from before TopK had two outputs (testdata/top_k_before_one_op.model, saved by Python's
+// combine([plus(t.outputs[0], 1, name='shifted'), t.outputs[1]]) of t = top_k(x, 2,
+// name='top'), x (3, 4)): its TopK (the values) and TopKIndices (the positions) load as outputs
+// of TopK, and compute what they did.
+TEST_F(ModelFileTest, FilesWithTopKIndicesLoad) {
+  const Function f =
+      load_model(LOOM_SOURCE_DIR "/loom/serialize/testdata/top_k_before_one_op.model");
+  ASSERT_EQ(f.outputs().size(), 2u);
+  const Function values = f.outputs()[0].producer().inputs()[0].producer();
+  const Function positions = f.outputs()[1].producer();
+  EXPECT_EQ(values.op().name(), std::string("TopK"));
+  EXPECT_EQ(positions.op().name(), std::string("TopK"));
+  EXPECT_EQ(values.outputs()[0], f.outputs()[0].producer().inputs()[0]);
+  EXPECT_EQ(positions.outputs()[1], f.outputs()[1]);
+  EXPECT_EQ(positions.name(), "top_TopKIndexMask");
+  const Variable x = f.arguments().at(0);
+  const ValueMap out =
+      f.eval({{x, Value::create_batch<float>({3, 4}, {1, 5, 3, 2, 9, 8, 7, 6, 0, -1, 4, 4})}});
+  EXPECT_EQ(out.at(f.outputs()[0]).data().to_vector<double>(),
+            (std::vector<double>{6, 4, 10, 9, 5, 5}));
+  EXPECT_EQ(out.at(f.outputs()[1]).data().to_vector<double>(),
+            (std::vector<double>{1, 2, 0, 1, 2, 3}));
+  // Saved again, each TopK has both outputs.
+  const Function again = load_model_from_bytes(save_model_to_bytes(f));
+  EXPECT_EQ(again.outputs()[1].producer().outputs().size(), 2u);
+}
+
 TEST_F(ModelFileTest, SharedParametersStayOneParameter) {
   Variable x1 = input_variable({2}, {.name = "x1"}), x2 = input_variable({2}, {.name = "x2"});
   Function d = Dense(3);

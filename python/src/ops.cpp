@@ -470,12 +470,6 @@ void add_ops(py::module_ m) {
       },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
   m.def(
-      "_top_k",  // loom/ops/__init__.py's top_k
-      [](py::handle x, size_t k, py::handle axis, const std::string& n) {
-        return top_k(as_variable(x), k, axis_of(axis), n);  // outputs: the values, the positions
-      },
-      py::arg("x"), py::arg("k"), py::arg("axis") = -1, py::arg("name") = "");
-  m.def(
       "log_softmax",
       [](py::handle x, py::handle axis, const std::string& n) {
         return log_softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);

@@ -92,12 +92,6 @@ def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_n
                             'output_data_type': output_data_type}, name)
 
 
-def top_k(x, k, axis=-1, name=''):
-    """The k largest values of x along axis in decreasing order (outputs[0]) and their positions
-    along axis (outputs[1]); ties go to the lower position."""
-    return _loom.ops._top_k(x, k, axis, name)
-
-
 def crop_automatic(node_input, node_referent, name=''):
     """node_input cropped to node_referent's height and width (the two trailing axes) at the
     offsets that align them, computed from the ops between the two and their common ancestor

@@ -174,6 +174,19 @@ def test_top_k_docstring_example_values():
                                rtol=1e-6)
 
 
+def test_top_k_is_one_primitive_of_two_outputs():
+    # CNTK's top_k: the TopK primitive, its outputs the values and their positions.
+    x = C.input_variable((3, 4))
+    y = C.top_k(x, 2, axis=0, name='top')
+    assert y.op_name == 'TopK' and y.name == 'top' and not y.is_composite
+    assert len(y.outputs) == 2 and all(o.owner == y for o in y.outputs)
+    assert [o.shape for o in y.outputs] == [(2, 4), (2, 4)]
+    X = np.array([[[1, 5, 3, 2], [9, 8, 7, 6], [0, -1, 4, 4]]], np.float32)
+    out = y.eval({x: X})
+    np.testing.assert_array_equal(out[y.outputs[0]], [[[9, 8, 7, 6], [1, 5, 4, 4]]])
+    np.testing.assert_array_equal(out[y.outputs[1]], [[[1, 1, 1, 1], [0, 0, 2, 2]]])
+
+
 def test_top_k_docstring_example_indices():
     x = C.input_variable(10)
     y = C.top_k(-x * C.log(x), 3)

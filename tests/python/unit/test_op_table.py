@@ -145,8 +145,8 @@ ORACLES.update({
 })
 
 # Indexing (loom/ops/indexing.cpp): indices drawn in [0, 3), truncated as CNTK casts them;
-# gather's reference and indices are each a variable [3, 4] or a shared [4]; top_k gives
-# CNTK's outputs[0] (test_indexing_ops.py tests the rest).
+# gather's reference and indices are each a variable [3, 4] or a shared [4] (test_indexing_ops.py
+# tests the rest, and top_k).
 ORACLES.update({
     'one_hot': (lambda x: np.eye(3)[x.astype(int)], [(0, 2.99)], {'num_classes': 3}),
     'gather': (lambda r, i: r[i.astype(int)] if r.ndim == 1 else r[:, i.astype(int)]
@@ -191,7 +191,9 @@ OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roip
              'to_sequence', 'to_sequence_like', 'unpack_batch', 'to_batch',
              'reconcile_dynamic_axes',
              # test_random_ops.py: random
-             'dropout', 'random_sample', 'random_sample_inclusion_frequency'}
+             'dropout', 'random_sample', 'random_sample_inclusion_frequency',
+             # test_indexing_ops.py: two outputs
+             'top_k'}
 
 
 def test_every_function_of_the_table_has_an_oracle():
