@@ -122,5 +122,34 @@ TEST(BufferSharing, LSTMStepLoopAndFusedAreBitwiseUnchanged) {
   }
 }
 
+// Views (reshape, alias, stop_gradient: OpTraits::output_views_input) take their input's buffer.
+// An op that may write over its input does not write over a view whose input is still read, nor
+// over a view of an argument; values and gradients are those of an executor without sharing.
+TEST(BufferSharing, ViewsTakeTheirInputsBufferAndChangeNothing) {
+  Variable x = input_variable({12}, {.name = "x"});
+  Variable y = input_variable({12}, {.name = "y"});
+  Parameter w = parameter(NDArrayView::from_vector<float>({12, 12}, random_floats(144, 1)), "w");
+  Variable a = times(x, w);
+  Variable r = reshape(a, {3, 4});
+  Variable n = negate(r);  // r's buffer is a's, which tanh reads after it
+  Variable s = plus(reshape(n, {12}), tanh(a));
+  Variable v = reshape(alias(x), {12});  // the caller's data
+  Variable z = plus(s, negate(stop_gradient(v)));
+  std::vector<ValueMap> minibatches;
+  for (size_t m : {size_t{5}, size_t{9}})
+    minibatches.push_back({{x, Value::create_batch<float>({12}, random_floats(12 * m, 2 + m))},
+                           {y, Value::create_batch<float>({12}, random_floats(12 * m, 3 + m))}});
+  expect_sharing_changes_nothing(z, squared_error(z, y), minibatches);
+
+  Executor exec({z}, {w});
+  const std::vector<float> argument = random_floats(36, 7);
+  const Value xs = Value::create_batch<float>({12}, argument);
+  exec.forward({{x, xs}, {y, xs}}, true);
+  exec.backward(z);
+  EXPECT_EQ(exec.tensor(r).data, exec.tensor(a).data);
+  EXPECT_EQ(exec.tensor(v).data, xs.data().raw_data());
+  EXPECT_EQ(xs.data().to_vector<float>(), argument);  // not written
+}
+
 }  // namespace
 }  // namespace loom

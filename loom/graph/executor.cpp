@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <unordered_set>
 
 #include "loom/core/threads.h"
@@ -299,6 +300,18 @@ void Executor::plan_buffers(bool share) {
   auto backward_time = [&](size_t k) { return 2 * K - 1 - k; };
   std::vector<size_t> value_end(slots_.size(), 0), grad_begin(slots_.size(), never);
   std::vector<bool> pinned(slots_.size(), !share);  // keeps a buffer of its own
+  // A view's output (OpTraits::output_views_input) is its input's buffer: each slot's group is
+  // the slot whose buffer it is, and a group's buffer lives as long as its longest-lived slot.
+  std::vector<size_t> group(slots_.size());
+  std::iota(group.begin(), group.end(), size_t{0});
+  for (size_t k = 0; k < K; ++k) {
+    Node& n = nodes_[k];
+    n.views_input = n.loop == kNoLoop && n.more_outputs.empty() &&
+                    n.fn->op->traits(n.fn->attributes).output_views_input &&
+                    !slots_[n.inputs[0]].value.blocked &&
+                    n.fn->inputs[0].dtype() == n.fn->outputs[0]->dtype;
+    if (n.views_input) group[n.output] = group[n.inputs[0]];
+  }
   for (const Variable& o : outputs_) {
     pinned[slot_of(o)] = true;  // the caller reads outputs after forward and backward
     grad_begin[slot_of(o)] = K;
@@ -325,6 +338,11 @@ void Executor::plan_buffers(bool share) {
         value_end[in] = std::max(value_end[in], backward_time(k));
       if (n.gradient_wanted[i]) grad_begin[in] = std::min(grad_begin[in], backward_time(k));
     }
+  }
+  std::vector<size_t> group_end = value_end;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    group_end[group[s]] = std::max(group_end[group[s]], value_end[s]);
+    if (pinned[s]) pinned[group[s]] = true;
   }
   // Greedy interval colouring, one pool for values and one for gradients (a value is never
   // overwritten by a gradient, so backward may run again after one forward): each lifetime, in
@@ -355,25 +373,25 @@ void Executor::plan_buffers(bool share) {
   // Whether node k's output may live in the buffer of its input i (same size and layout).
   auto over_input = [&](size_t k, size_t i) {
     const Node& n = nodes_[k];
-    const size_t in = n.inputs[i];
-    return in >= leaves && !pinned[in] &&
-           n.fn->op->traits(n.fn->attributes).writes_over_inputs.contains(i) &&
-           n.fn->inputs[i].shape() == n.fn->outputs[0]->shape &&
+    return n.fn->op->traits(n.fn->attributes).writes_over_inputs.contains(i) &&
+           (n.views_input || n.fn->inputs[i].shape() == n.fn->outputs[0]->shape) &&
            n.fn->inputs[i].dtype() == n.fn->outputs[0]->dtype &&
            n.fn->inputs[i].dynamic_axes() == n.fn->outputs[0]->dynamic_axes &&
-           slots_[in].value.blocked == slots_[n.output].value.blocked;
+           slots_[n.inputs[i]].value.blocked == slots_[n.output].value.blocked;
   };
   std::vector<Buffer> values, grads;
   std::vector<size_t> value_in(slots_.size(), never), grad_in(slots_.size(), never);
   for (size_t k = 0; k < K; ++k) {
     const size_t out = leaves + k;
-    if (pinned[out]) continue;
-    for (size_t i = 0; i < nodes_[k].inputs.size() && value_in[out] == never; ++i)
-      if (over_input(k, i) && value_end[nodes_[k].inputs[i]] == k) {
-        value_in[out] = value_in[nodes_[k].inputs[i]];
-        values[value_in[out]].free_from = value_end[out] + 1;
+    if (pinned[out] || group[out] != out) continue;
+    for (size_t i = 0; i < nodes_[k].inputs.size() && value_in[out] == never; ++i) {
+      const size_t in = group[nodes_[k].inputs[i]];
+      if (in >= leaves && !pinned[in] && over_input(k, i) && group_end[in] == k) {
+        value_in[out] = value_in[in];
+        values[value_in[out]].free_from = group_end[out] + 1;
       }
-    if (value_in[out] == never) value_in[out] = assign(values, k, value_end[out], sample_bytes(k));
+    }
+    if (value_in[out] == never) value_in[out] = assign(values, k, group_end[out], sample_bytes(k));
   }
   // Gradients in the order backward writes them; the op that writes first, per slot.
   std::vector<size_t> by_begin, first_writer(slots_.size(), never);
@@ -396,7 +414,7 @@ void Executor::plan_buffers(bool share) {
       size_t wanted = 0, index = 0;
       for (size_t i = 0; i < w.inputs.size(); ++i)
         if (w.gradient_wanted[i]) ++wanted, index = i;
-      if (wanted == 1 && w.inputs[index] == slot && over_input(writer, index)) {
+      if (wanted == 1 && w.inputs[index] == slot && !pinned[slot] && over_input(writer, index)) {
         grad_in[slot] = grad_in[w.output];
         grads[grad_in[slot]].free_from = backward_time(k) + 1;
       }
@@ -666,9 +684,12 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
         out.shape = sample;
       }
       out.sparse = nullptr;
-      out.data = slots_[i == 0 ? node.output : node.more_outputs[i - 1]].value_buffer->ensure(
-          out.size() * size_of(spec.dtype));
+      out.data = node.views_input
+                     ? ins[0]->data
+                     : slots_[i == 0 ? node.output : node.more_outputs[i - 1]].value_buffer->ensure(
+                           out.size() * size_of(spec.dtype));
     }
+    if (node.views_input) continue;  // the output is the input's elements where they lie
     OpCall call = whole_call(node, false);
     if (!observe_) [[likely]] {
       f.op->forward(call);

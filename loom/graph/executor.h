@@ -97,8 +97,9 @@ class Executor {
     // Every output's value and gradient tensor (OpCall::outputs, output_gradients).
     std::vector<Tensor*> output_values = {};
     std::vector<const Tensor*> output_grads = {};
-    size_t loop = kNoLoop;  // index in loops_ for a node of a recurrent loop
-    bool delay = false;     // a delay op of a loop: runs OpDef::forward_step/backward_step
+    size_t loop = kNoLoop;     // index in loops_ for a node of a recurrent loop
+    bool delay = false;        // a delay op of a loop: runs OpDef::forward_step/backward_step
+    bool views_input = false;  // its output is input 0's buffer (OpTraits::output_views_input)
     // The views of one step's rows that a loop's node runs on, reused from step to step.
     std::vector<Tensor> step_inputs = {};
     std::vector<const Tensor*> step_input_values = {};

@@ -57,11 +57,13 @@ class UnaryElementwiseOp : public AlignedOpDef {
     return {.backward_reads_inputs = reads.input ? InputSet::all() : InputSet::none(),
             .backward_reads_output = reads.output,
             .writes_over_inputs = InputSet::all(),
+            .output_views_input = op_ == UnaryOp::Copy || op_ == UnaryOp::StopGradient,
             // relu(x) = x > 0 ? x : 0 keeps the order of positive values and maps all others to
             // 0, where its gradient is 0.
             .moves_behind_max = op_ == UnaryOp::Relu};
   }
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
+    if (op_ == UnaryOp::Copy && dx.data == call.output_gradient->data) return;  // in place: done
     const Tensor& y = *call.output;
     const kernels::UnaryParams p = params(call.attributes);
     dispatch(y.dtype, [&](auto zero) {

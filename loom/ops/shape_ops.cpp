@@ -78,6 +78,7 @@ class ReshapeLikeOp : public OpDef {
   }
 
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
+    if (dx.data == call.output_gradient->data) return;  // the executor wrote it there already
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
       op_util::copy_or_add(dx.size(), call.output_gradient->ptr<T>(), dx.ptr<T>(), accumulate);
@@ -85,10 +86,10 @@ class ReshapeLikeOp : public OpDef {
   }
 
   OpTraits traits(const Dictionary&) const override {
-    OpTraits t;
-    t.backward_reads_inputs = InputSet::none();
-    t.backward_reads_output = false;
-    return t;
+    return {.backward_reads_inputs = InputSet::none(),
+            .backward_reads_output = false,
+            .writes_over_inputs = InputSet::all(),
+            .output_views_input = true};
   }
 
  protected:
