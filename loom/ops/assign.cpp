@@ -77,6 +77,10 @@ std::vector<OpSchema> assign_schemas() {
                   false,
                   "input's value written into ref (a parameter or constant) when evaluated; the "
                   "output is the new value"};
+  // A parameter's new value from another.
+  schema.conformance = {{.inputs = {{NDShape{2, 3}, false}, {NDShape{2, 3}, false}},
+                         .sequences = false,
+                         .assigns = true}};
   schema.onnx.none_because = "ONNX's graphs do not write their initializers";
   return {schema};
 }

@@ -173,6 +173,13 @@ std::vector<OpSchema> ctc_schemas() {
       "the CTC loss -log P(labels | softmax(features)) summed over the minibatch's sequences; "
       "graph is labels_to_graph of frame-aligned labels (2 where a label starts)";
   fb.onnx.none_because = "ONNX has no CTC op";
+  // Frame-aligned labels of 3 classes alternating 0 and 1 (each frame starts one: every
+  // sequence has an alignment), the blank 2.
+  fb.conformance = {
+      {.inputs = {{.shape = NDShape{3}, .values = {2, 0, 0, 0, 2, 0}, .through = "LabelsToGraph"},
+                  {NDShape{3}}},
+       .attributes = Dictionary({{kBlank, int64_t{2}}}),
+       .batch = false}};
   return {graph, fb};
 }
 

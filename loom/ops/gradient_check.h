@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loom/graph/function.h"
+#include "loom/graph/random_state.h"
 #include "loom/ops/elementwise.h"
 
 namespace loom {
@@ -103,17 +104,25 @@ inline Function weighted_output(const Function& f, uint64_t seed = 7) {
 // Checks Function::grad of weighted_output(f) (the gradient of the sum over all elements and
 // samples) against central finite differences of the same sum computed by eval, perturbing
 // every element of every wrt input Value and parameter value by 1e-6 relative. Meant for
-// float64 graphs; wrt inputs must be dense.
+// float64 graphs; wrt inputs must be dense. A graph with random ops (dropout) is evaluated in
+// training passes that all start from the same random state, so that they draw the same: the
+// gradient is checked with the draws held.
 inline void expect_gradients_match(const Function& f, const ValueMap& arguments,
                                    const std::vector<Variable>& wrt, double tolerance = 1e-6) {
   const Function g = weighted_output(f);
   const Variable out = g.output();
+  const Dictionary draws = random_state(g);
+  const bool random = draws.size() > 0;
+  if (random) restore_random_state(g, draws);
   const ValueMap analytic = g.grad(arguments, wrt);
   ValueMap args;  // copies, so perturbing them leaves the caller's Values alone
   for (const auto& [v, value] : arguments)
     args.emplace(v, Value(value.data().deep_clone(), value.is_sequence(), value.mask()));
   auto objective = [&] {
-    const auto all = g.eval(args, {out}).at(out).data().to_vector<double>();
+    if (random) restore_random_state(g, draws);
+    const Value value =
+        random ? g.forward(args, {out}).second.at(out) : g.eval(args, {out}).at(out);
+    const auto all = value.data().to_vector<double>();
     double s = 0;
     for (double x : all) s += x;  // padding is zero in eval's result
     return s;
@@ -183,10 +192,11 @@ inline void expect_float32_matches_float64(const std::function<OpCase(DataType)>
 // Evaluates f, whose only argument is the sequence input x, on a minibatch of sequences and on
 // each sequence alone, and checks that outputs and (with `with_gradients`, for an f differentiable
 // in x) gradients with respect to x agree: the packing of the minibatch must not show in the
-// results.
+// results. An output whose first axis is free (sequence::unpack's, the minibatch's longest
+// sequence) is longer in the minibatch than alone by `padding` values.
 inline void expect_sequences_match_individually(const Function& f, const Variable& x,
                                                 const Value& sequences, double tolerance = 1e-12,
-                                                bool with_gradients = true) {
+                                                bool with_gradients = true, double padding = 0) {
   const Function g = weighted_output(f);
   auto output_and_gradient = [&](const Value& v) {
     return std::pair{f.eval_one({{x, v}}).as_sequences<double>(),
@@ -201,7 +211,14 @@ inline void expect_sequences_match_individually(const Function& f, const Variabl
       const auto [output, gradient] =
           output_and_gradient(Value::create_sequences<T>(sequences.sample_shape(), {seqs[b]}));
       const std::string what = "sequence " + std::to_string(b) + " evaluated alone: ";
-      gradient_check_detail::expect_all_near(outputs[b], output[0], tolerance, what + "output");
+      std::vector<double> packed = outputs[b];
+      if (f.output().shape().rank() && f.output().shape()[0] == NDShape::kFree &&
+          packed.size() > output[0].size()) {
+        for (size_t i = output[0].size(); i < packed.size(); ++i)
+          EXPECT_EQ(packed[i], padding) << what << "padding at element " << i;
+        packed.resize(output[0].size());
+      }
+      gradient_check_detail::expect_all_near(packed, output[0], tolerance, what + "output");
       if (with_gradients)
         gradient_check_detail::expect_all_near(gradients[b], gradient[0], tolerance,
                                                what + "gradient");

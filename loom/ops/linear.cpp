@@ -143,7 +143,9 @@ std::vector<OpSchema> linear_schemas() {
                   "the matrix product of left's trailing axes with right's leading axes; right's "
                   "last output_rank axes are the output's"};
   schema.onnx.op_type = "MatMul";  // loom/deploy's own code exports and imports it
-  schema.conformance = {{{{NDShape{3}}, {NDShape{3, 2}, false}}, a}};
+  // Dense, and one-hot rows as sparse data (an embedding lookup, CNTK's sparse times).
+  schema.conformance = {{{{NDShape{3}}, {NDShape{3, 2}, false}}, a},
+                        {{{.shape = NDShape{3}, .sparse = true}, {NDShape{3, 2}, false}}, a}};
   return {schema};
 }
 

@@ -959,6 +959,7 @@ Dictionary negatives(size_t shift, size_t count) {
 
 std::vector<OpSchema> losses_schemas() {
   const ConformanceInput z{NDShape{4}}, t{NDShape{4}, true, 0, 1};
+  const ConformanceInput one_hot{.shape = NDShape{4}, .sparse = true};  // sparse labels
   const ConformanceInput probability{NDShape{4}, true, 0.1, 0.9}, weight{NDShape{4}, true, 0.1, 2};
   // Ranking: one score, gain and group (its integer part: 0, 1 or 2) per sample.
   const ConformanceInput score{NDShape{1}, true, -3, 3}, gain{NDShape{1}, true, 0.1, 3},
@@ -974,7 +975,7 @@ std::vector<OpSchema> losses_schemas() {
        "the sum of the squared differences of output and target per sample",
        {.op_type = "ReduceSumSquare"},  // of a Sub: loom/deploy's own code exports it
        {{{z, z}}}},
-      hand_bound(kCrossEntropyWithSoftmax, 2, 2, {{{z, t}}}),
+      hand_bound(kCrossEntropyWithSoftmax, 2, 2, {{{z, t}}, {{z, one_hot}}}),
       {&kBinaryCrossEntropy,
        2,
        2,
@@ -987,7 +988,8 @@ std::vector<OpSchema> losses_schemas() {
        {{{{NDShape{4}, true, 0.1, 0.9}, t}}}},
       hand_bound(kClassificationError, 2, 2,
                  {{{z, t}, Dictionary({{"top_n", int64_t{1}}})},
-                  {{z, t}, Dictionary({{"top_n", int64_t{1}}, {"argmax_target", true}})}}),
+                  {{z, t}, Dictionary({{"top_n", int64_t{1}}, {"argmax_target", true}})},
+                  {{z, one_hot}, Dictionary({{"top_n", int64_t{1}}})}}),
       {&kCosDistance,
        2,
        2,
@@ -1079,7 +1081,13 @@ std::vector<OpSchema> losses_schemas() {
        false,
        "noise contrastive estimation loss (CNTK's NCE)",
        {.none_because = "ONNX has no sampled loss"},
-       {}},
+       // 4 classes of dimension 3, one-hot labels, a seeded draw of 3 with duplicates.
+       {{{{NDShape{4, 3}, false},
+          {NDShape{4, 1}, false},
+          {NDShape{3}},
+          one_hot,
+          {.shape = NDShape{4}, .per_sample = false, .low = 0.1, .high = 1, .constant = true}},
+         Dictionary({{"num_samples", int64_t{3}}, {"random_seed", int64_t{5}}})}}},
   };
 }
 

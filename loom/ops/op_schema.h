@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,24 @@ struct ConformanceInput {
   // without a sequence axis (broadcast_as's operand).
   bool over_sequences = true;
   bool integers = false;  // the values rounded down to integers (where's 0/1 conditions)
+  // One-hot samples of a vector shape (classes drawn uniformly), in sparse CSR form: also
+  // checked against the same data dense, and left out of the gradients (times' embedding
+  // lookup, a loss's labels).
+  bool sparse = false;
+  // Values cycled over the elements instead of random ones, where the op needs valid data
+  // (forward_backward's frame-aligned labels).
+  std::vector<double> values = {};
+  // The op's input is not the drawn variable but the op of the table named `through` applied to
+  // it, and to the case's input `through_with` where that is >= 0 (labels_to_graph(labels), a
+  // sequence on where's new axis as sequence.gather(x, condition) gives it).
+  const char* through = nullptr;
+  int through_with = -1;
+};
+
+// The mean and variance of a random op's output elements (conformance_test.cpp checks a draw
+// against them, within six standard errors of the draw's size).
+struct DrawMoments {
+  double mean, variance;
 };
 
 // Inputs the conformance harness evaluates an op on, in every mode it has: gradients against
@@ -121,6 +140,16 @@ struct ConformanceCase {
   // False where the case is outside what the op's ONNX mapping writes (a gather from each
   // sample's own reference): the ONNX round trip skips it.
   bool onnx = true;
+  // An output whose first axis is free (the minibatch's longest sequence: sequence.unpack): a
+  // sequence evaluated alone gives its own length, the minibatch that padded with this value.
+  double padding = 0;
+  // Forward writes input 1's value into input 0, a parameter, and outputs it (assign): both
+  // checked after an evaluation.
+  bool assigns = false;
+  // Random ops (OpTraits::is_random; the case gives the seed): the output is input 0 in training
+  // passes too (dropout at rate 0), and the moments of the output's elements.
+  bool identity = false;
+  std::optional<DrawMoments> moments = {};
   // The output the case checks, of an op of several (TopK: 0 the values, 1 the positions).
   size_t output = 0;
 };

@@ -1,5 +1,7 @@
 #include "loom/ops/random.h"
 
+#include <numbers>
+
 #include "loom/graph/op.h"
 #include "loom/kernels/dropout.h"
 #include "loom/kernels/random.h"
@@ -276,6 +278,74 @@ Function sample(const RandomSampleOp& op, const Variable& weights, size_t num_sa
 
 }  // namespace
 
+namespace {
+
+// The random ops' conformance cases, each with a seed: conformance_test.cpp checks that a seed
+// draws the same (in another function, after save and load, in float32 and float64), the
+// gradients with the draws held, and the moments of large draws.
+struct RandomCases {
+  std::vector<ConformanceCase> dropout, distribution, sample, frequency;
+};
+
+RandomCases random_cases() {
+  auto seeded = [](Dictionary a, uint64_t seed) {
+    a[kSeed] = seed;
+    return a;
+  };
+  // A draw of 20000 of a distribution, of the given mean and variance.
+  auto large = [&](Dictionary a, uint64_t seed, DrawMoments moments) {
+    a[kShape] = NDShape{20000};
+    a[kDtype] = dtype_attribute(DataType::Float64);
+    return ConformanceCase{.inputs = {},
+                           .attributes = seeded(std::move(a), seed),
+                           .sequences = false,
+                           .moments = moments};
+  };
+  const ConformanceInput x{NDShape{3, 4}}, weights{NDShape{5}, false, 0.1, 1};
+  return {
+      .dropout = {{{x}, seeded(Dictionary({{"dropout_rate", 0.5}}), 3)},
+                  {.inputs = {x},
+                   .attributes = seeded(Dictionary({{"dropout_rate", 0.0}}), 3),
+                   .identity = true},
+                  // Ones: an element is 0 or 1 / (1 - rate).
+                  {.inputs = {{.shape = NDShape{4000}, .values = {1}}},
+                   .attributes = seeded(Dictionary({{"dropout_rate", 0.3}}), 4),
+                   .sequences = false,
+                   .finite_differences = false,
+                   .moments = DrawMoments{1, 0.3 / 0.7}}},
+      .distribution =
+          {{{x}, seeded(Dictionary({{kDistribution, "normal"}, {"mean", 0.5}, {"scale", 2.0}}), 5)},
+           large(Dictionary({{kDistribution, "uniform"}, {"low", -1.0}, {"high", 3.0}}), 6,
+                 {1, 16.0 / 12}),
+           large(Dictionary({{kDistribution, "normal"}, {"mean", 0.5}, {"scale", 2.0}}), 7,
+                 {0.5, 4}),
+           large(Dictionary({{kDistribution, "gumbel"}, {"loc", 1.0}, {"scale", 2.0}}), 8,
+                 {1 + 2 * std::numbers::egamma, std::numbers::pi * std::numbers::pi / 6 * 4}),
+           large(Dictionary({{kDistribution, "bernoulli"}, {"mean", 0.3}}), 9, {0.3, 0.21})},
+      .sample = {{{weights},
+                  seeded(Dictionary({{kNumSamples, int64_t{3}}, {kAllowDuplicates, true}}), 10),
+                  true,
+                  false},
+                 {{weights},
+                  seeded(Dictionary({{kNumSamples, int64_t{3}}, {kAllowDuplicates, false}}), 11),
+                  true,
+                  false}},
+      // Its gradient is zero by design (CNTK's), not the derivative of k * weight / sum.
+      .frequency = {{{weights},
+                     seeded(Dictionary({{kNumSamples, int64_t{3}}, {kAllowDuplicates, true}}), 12),
+                     true,
+                     false,
+                     false},
+                    {{weights},
+                     seeded(Dictionary({{kNumSamples, int64_t{3}}, {kAllowDuplicates, false}}), 13),
+                     true,
+                     false,
+                     false}},
+  };
+}
+
+}  // namespace
+
 std::vector<OpSchema> random_schemas() {
   const OpParam seed{"seed", ParamType::Seed, kAutoSelectRandomSeed};
   OpSchema dropout_schema{
@@ -346,6 +416,11 @@ std::vector<OpSchema> random_schemas() {
                      "random_sample_inclusion_frequency", "ops", sample_params};
   frequency.doc = "the expected number of times each class is in random_sample's draw";
   frequency.onnx.none_because = "ONNX has no node for a weighted sampling's inclusion counts";
+  RandomCases cases = random_cases();
+  dropout_schema.conformance = std::move(cases.dropout);
+  distribution.conformance = std::move(cases.distribution);
+  sample_schema.conformance = std::move(cases.sample);
+  frequency.conformance = std::move(cases.frequency);
   return {dropout_schema, distribution, sample_schema, frequency};
 }
 

@@ -639,9 +639,19 @@ std::vector<OpSchema> sequence_schemas() {
        kNoOnnx,
        {{{condition}, {}, false}}},
       hand_bound(kGather, 2, 2, {{{{NDShape{2}}, condition}, {}, false}}),
-      {&kScatter, 2, 2},
-      {&kUnpack, 1, 1},
-      {&kUnpackMask, 1, 1},
+      // Its input on where's new axis: sequence.gather(x, condition).
+      hand_bound(
+          kScatter, 2, 2,
+          {{{{.shape = NDShape{2}, .through = "SequenceGather", .through_with = 1}, condition},
+            {},
+            false}}),
+      // A free first axis: the minibatch's longest sequence, padded.
+      hand_bound(kUnpack, 1, 1,
+                 {{.inputs = {{NDShape{2}}},
+                   .attributes = Dictionary({{"padding_value", 0.5}}),
+                   .batch = false,
+                   .padding = 0.5}}),
+      hand_bound(kUnpackMask, 1, 1, {{.inputs = {{NDShape{2}}}, .batch = false}}),
   };
 }
 }  // namespace loom

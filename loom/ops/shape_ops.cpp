@@ -801,9 +801,12 @@ std::vector<OpSchema> shape_schemas() {
        false,
        "the same values in another data type (np.float32, np.float64); the gradient is cast back",
        {.op_type = "Cast"},
-       // The harness runs each case in float32 and float64 and expects that type out, which a
-       // cast does not give: conformance_test.cpp lists Cast as covered by shape_ops_test.cpp.
-       {}},
+       // To float64 (the float32 case's output is float64 too); to float32 (without finite
+       // differences: a float32 output cannot resolve them).
+       {{{x}, Dictionary({{"dtype", dtype_attribute(DataType::Float64)}})},
+        {.inputs = {x},
+         .attributes = Dictionary({{"dtype", dtype_attribute(DataType::Float32)}}),
+         .finite_differences = false}}},
   };
 }
 
