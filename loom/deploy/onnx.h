@@ -20,6 +20,8 @@ namespace loom {
 
 // CNTK's ModelFormat: Loom's own container (loom/serialize/model_file.h) or ONNX.
 enum class ModelFormat { Loom, ONNX };
+// CNTK's default format (ModelFormat.CNTKv2), which is Loom's own here.
+inline constexpr ModelFormat kDefaultModelFormat = ModelFormat::Loom;
 
 // save_model(f, path) and load_model(path) in the given format. ONNX export throws an
 // ArgumentError naming the op (and the function) that has no ONNX mapping, and for inputs

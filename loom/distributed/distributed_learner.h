@@ -112,10 +112,15 @@ class DistributedLearner : public Learner {
   size_t synchronizations_ = 0;
 };
 
+// CNTK's defaults: distributed from the first sample; no quantization.
+inline constexpr size_t kDistributedAfter = 0;
+inline constexpr int kNumQuantizationBits = 32;
+
 // CNTK's data_parallel_distributed_learner. num_quantization_bits 32: exact float all-reduce;
 // 1..8: quantized aggregation with error feedback (each worker owns a stripe of columns).
 std::shared_ptr<DistributedLearner> data_parallel_distributed_learner(
-    std::shared_ptr<Learner> learner, size_t distributed_after = 0, int num_quantization_bits = 32,
+    std::shared_ptr<Learner> learner, size_t distributed_after = kDistributedAfter,
+    int num_quantization_bits = kNumQuantizationBits,
     std::shared_ptr<Communicator> communicator = mpi_communicator());
 
 struct BlockMomentumOptions {
@@ -125,7 +130,7 @@ struct BlockMomentumOptions {
   bool use_nesterov_momentum = true;
   bool reset_sgd_momentum_after_aggregation = true;
   double block_learning_rate = 1.0;
-  size_t distributed_after = 0;
+  size_t distributed_after = kDistributedAfter;
 };
 
 // CNTK's block_momentum_distributed_learner: block_size samples (over all workers) per block.

@@ -20,8 +20,9 @@ const std::string& uid_of(const GraphNode& node);
 
 // How many levels of blocks (as_block) a walk enters: at 0 a block is one node (its inputs
 // next), at 1 the walk also meets the functions inside the outermost blocks, and so on;
-// kAllDepths enters every block (CNTK's depth=-1).
+// kAllDepths enters every block (CNTK's depth=-1); kBlocksAsNodes, CNTK's default, none.
 inline constexpr int kAllDepths = -1;
+inline constexpr int kBlocksAsNodes = 0;
 
 // The nodes reachable from root for which keep is true, in CNTK's order: each function before
 // its inputs, the inputs left to right, each node once (by uid). A block the walk enters is met
@@ -29,11 +30,11 @@ inline constexpr int kAllDepths = -1;
 // applied to its arguments). Iterative: any depth.
 std::vector<GraphNode> depth_first_search(const Function& root,
                                           const std::function<bool(const GraphNode&)>& keep,
-                                          int depth = 0);
+                                          int depth = kBlocksAsNodes);
 // The nodes named name.
 std::vector<GraphNode> find_all_with_name(const Function& root, const std::string& name,
-                                          int depth = 0);
+                                          int depth = kBlocksAsNodes);
 // The outputs of every function reachable from root, in the walk's order.
-std::vector<Variable> node_outputs(const Function& root, int depth = 0);
+std::vector<Variable> node_outputs(const Function& root, int depth = kBlocksAsNodes);
 
 }  // namespace loom

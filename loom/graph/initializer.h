@@ -30,16 +30,23 @@ enum class InitKind {
 };
 constexpr InitKind kLastInitKind = InitKind::Bilinear;  // the last kind a model file holds
 
+// CNTK's DefaultParamInitScale (an int, as CNTK's), and the ranks its random initializers take
+// when they are left to infer them (DefaultParamInitOutputRank, DefaultParamInitFilterRank):
+// Loom's defaults.
+inline constexpr int kDefaultParamInitScale = 1;
+inline constexpr int kDefaultParamInitOutputRank = 1;
+inline constexpr int kDefaultParamInitFilterRank = 0;
+
 struct Initializer {
   InitKind kind = InitKind::GlorotUniform;
-  double scale = 1.0;  // the value for Constant; the kernel size for Bilinear
+  double scale = kDefaultParamInitScale;  // the value for Constant; the kernel size for Bilinear
   // Trailing axes of the shape that are the output (fan-out) axes; the rest are fan-in.
   // Negative (CNTK's -1 for convolution kernels [O, C, k...]): the leading -output_rank axes
   // are the outputs and the trailing filter_rank axes the receptive field.
-  int output_rank = 1;
+  int output_rank = kDefaultParamInitOutputRank;
   // Leading axes that are filter (receptive-field) axes counted in both fans; trailing ones
   // when output_rank is negative.
-  int filter_rank = 0;
+  int filter_rank = kDefaultParamInitFilterRank;
   // Seed of the generator; none: the parameter draws the next default stream when it is
   // created (set_fixed_random_seed), so creation order, not inference order, decides values.
   std::optional<uint64_t> seed;
@@ -58,15 +65,25 @@ Initializer array_initializer(const NDArrayView& values);
 Initializer constant_initializer(double value);
 Initializer uniform(double scale, std::optional<uint64_t> seed = std::nullopt);
 Initializer normal(double scale, std::optional<uint64_t> seed = std::nullopt);
-Initializer glorot_uniform(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+Initializer glorot_uniform(double scale = kDefaultParamInitScale,
+                           int output_rank = kDefaultParamInitOutputRank,
+                           int filter_rank = kDefaultParamInitFilterRank,
                            std::optional<uint64_t> seed = std::nullopt);
-Initializer glorot_normal(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+Initializer glorot_normal(double scale = kDefaultParamInitScale,
+                          int output_rank = kDefaultParamInitOutputRank,
+                          int filter_rank = kDefaultParamInitFilterRank,
                           std::optional<uint64_t> seed = std::nullopt);
-Initializer he_uniform(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+Initializer he_uniform(double scale = kDefaultParamInitScale,
+                       int output_rank = kDefaultParamInitOutputRank,
+                       int filter_rank = kDefaultParamInitFilterRank,
                        std::optional<uint64_t> seed = std::nullopt);
-Initializer he_normal(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+Initializer he_normal(double scale = kDefaultParamInitScale,
+                      int output_rank = kDefaultParamInitOutputRank,
+                      int filter_rank = kDefaultParamInitFilterRank,
                       std::optional<uint64_t> seed = std::nullopt);
-Initializer xavier(double scale = 1.0, int output_rank = 1, int filter_rank = 0,
+Initializer xavier(double scale = kDefaultParamInitScale,
+                   int output_rank = kDefaultParamInitOutputRank,
+                   int filter_rank = kDefaultParamInitFilterRank,
                    std::optional<uint64_t> seed = std::nullopt);
 Initializer truncated_normal(double stdev, std::optional<uint64_t> seed = std::nullopt);
 // For a square kernel only (ArgumentError otherwise), as CNTK's.

@@ -70,8 +70,9 @@ class HTKMLFDeserializer : public Deserializer {
   // of labels). IOError for a file that cannot be opened; DataError naming the file and line
   // (1-based) for a malformed line, a label missing from the mapping or out of the stream's
   // dim, ranges that are not consecutive from frame 0, or a key given twice.
+  static constexpr bool kPhoneBoundaries = false;  // CNTK's default phoneBoundaries
   HTKMLFDeserializer(const std::string& label_mapping_file, const StreamDefs& streams,
-                     bool phone_boundaries = false);
+                     bool phone_boundaries = kPhoneBoundaries);
   ~HTKMLFDeserializer() override;
 
   const std::vector<StreamInformation>& stream_infos() const override { return streams_; }
@@ -95,7 +96,7 @@ class HTKMLFDeserializer : public Deserializer {
   void rebuild_chunks();
 
   std::vector<StreamInformation> streams_;
-  bool phone_boundaries_ = false;
+  bool phone_boundaries_;
   std::vector<Utterance> all_;  // in file order
   std::vector<size_t> order_;   // the delivered utterances: indices into all_
   std::vector<ChunkInfo> chunk_infos_;

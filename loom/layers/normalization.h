@@ -7,6 +7,7 @@
 #include <string>
 
 #include "loom/graph/function.h"
+#include "loom/ops/normalization.h"
 
 namespace loom {
 
@@ -15,9 +16,9 @@ struct BatchNormalizationOptions {
   // sample: [C, H, W] inputs of convolutions), CNTK's spatial batch normalization.
   std::optional<int> map_rank = {};
   double init_scale = 1;
-  double normalization_time_constant = 5000;
-  double blend_time_constant = 0;
-  double epsilon = 0.00001;
+  double normalization_time_constant = kBatchNormalizationTimeConstant;
+  double blend_time_constant = kBatchNormalizationBlendTimeConstant;
+  double epsilon = kBatchNormalizationEpsilon;
   // CNTK's choice between cuDNN and its own kernels: Loom has one implementation, so either
   // value computes the same.
   bool use_cntk_engine = false;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loom/layers/default_options.h"
+#include "loom/ops/recurrence_ops.h"
 
 namespace loom {
 
@@ -62,7 +63,8 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& options = {}
 
 // sequence::delay as a layer: x delayed by T steps (T < 0: from the future; 0: x itself),
 // initial_state where that reaches outside the sequence (invalid: 0).
-Function Delay(int64_t T = 1, const Variable& initial_state = {}, const std::string& name = "");
+Function Delay(int64_t T = sequence::kDelayTimeStep, const Variable& initial_state = {},
+               const std::string& name = "");
 
 struct PastValueWindowOptions {
   bool go_backwards = false;
@@ -109,7 +111,8 @@ Function Embedding(const NDArrayView& weights, const std::string& name = "");
 
 // beta · x with beta = softplus(steepness · alpha) / steepness and alpha a scalar parameter
 // starting where beta = 1; the identity when not enabled.
-Function Stabilizer(double steepness = 4, bool enable_self_stabilization = true,
+inline constexpr int kStabilizerSteepness = 4;  // CNTK's default (an int in its signature)
+Function Stabilizer(double steepness = kStabilizerSteepness, bool enable_self_stabilization = true,
                     DataType dtype = DataType::Float32, const std::string& name = "");
 
 }  // namespace loom

@@ -9,9 +9,13 @@
 
 namespace loom {
 
+// CNTK's defaults: the learning rate (per sample), rho and epsilon.
+inline constexpr double kAdaDeltaLearningRate = 1;
+inline constexpr double kAdaDeltaRho = 0.95;
+inline constexpr double kAdaDeltaEpsilon = 1e-8;
 std::shared_ptr<Learner> adadelta(
     std::vector<Parameter> parameters,
-    LearningRateSchedule lr = learning_parameter_schedule_per_sample(1), double rho = 0.95,
-    double epsilon = 1e-8, LearnerOptions options = {});
+    LearningRateSchedule lr = learning_parameter_schedule_per_sample(kAdaDeltaLearningRate),
+    double rho = kAdaDeltaRho, double epsilon = kAdaDeltaEpsilon, LearnerOptions options = {});
 
 }  // namespace loom

@@ -10,6 +10,7 @@
 namespace loom {
 
 std::shared_ptr<Learner> adagrad(std::vector<Parameter> parameters, LearningRateSchedule lr,
-                                 bool need_ave_multiplier = true, LearnerOptions options = {});
+                                 bool need_ave_multiplier = kNeedAveMultiplier,
+                                 LearnerOptions options = {});
 
 }  // namespace loom

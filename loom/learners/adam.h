@@ -9,9 +9,10 @@
 
 namespace loom {
 
+inline constexpr double kAdamEpsilon = 1e-8;  // CNTK's default
 std::shared_ptr<Learner> adam(
     std::vector<Parameter> parameters, LearningRateSchedule lr, MomentumSchedule momentum,
     MomentumSchedule variance_momentum = default_variance_momentum_schedule(),
-    double epsilon = 1e-8, bool adamax = false, LearnerOptions options = {});
+    double epsilon = kAdamEpsilon, bool adamax = false, LearnerOptions options = {});
 
 }  // namespace loom

@@ -34,6 +34,9 @@ namespace loom {
 void set_default_unit_gain_value(bool value);
 bool default_unit_gain_value();
 
+// CNTK's default of adagrad's and rmsprop's need_ave_multiplier.
+inline constexpr bool kNeedAveMultiplier = true;
+
 // Options every built-in learner accepts (CNTK's AdditionalLearningOptions and the Python
 // learners' keyword arguments), in the order of CNTK's signatures (designated initializers
 // must follow it).

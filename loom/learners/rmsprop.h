@@ -14,6 +14,7 @@ namespace loom {
 // 0 < gamma < 1, inc > 1, 0 < dec < 1, max > min > 0 (ArgumentError otherwise).
 std::shared_ptr<Learner> rmsprop(std::vector<Parameter> parameters, LearningRateSchedule lr,
                                  double gamma, double inc, double dec, double max, double min,
-                                 bool need_ave_multiplier = true, LearnerOptions options = {});
+                                 bool need_ave_multiplier = kNeedAveMultiplier,
+                                 LearnerOptions options = {});
 
 }  // namespace loom

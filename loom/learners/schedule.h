@@ -149,10 +149,12 @@ MomentumSchedule momentum_as_time_constant_schedule(
     const std::vector<std::pair<size_t, double>>& pairs, size_t epoch_size = FULL_DATA_SWEEP_EPOCH);
 
 // Minibatch sizes in samples; the unit defaults to one sample (CNTK's epoch_size = 1).
-MinibatchSizeSchedule minibatch_size_schedule(size_t size, size_t epoch_size = 1);
+inline constexpr size_t kMinibatchSizeScheduleEpochSize = 1;
+MinibatchSizeSchedule minibatch_size_schedule(size_t size,
+                                              size_t epoch_size = kMinibatchSizeScheduleEpochSize);
 MinibatchSizeSchedule minibatch_size_schedule(const std::vector<size_t>& sizes,
-                                              size_t epoch_size = 1);
+                                              size_t epoch_size = kMinibatchSizeScheduleEpochSize);
 MinibatchSizeSchedule minibatch_size_schedule(const std::vector<std::pair<size_t, size_t>>& pairs,
-                                              size_t epoch_size = 1);
+                                              size_t epoch_size = kMinibatchSizeScheduleEpochSize);
 
 }  // namespace loom

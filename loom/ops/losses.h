@@ -41,7 +41,9 @@ Function binary_cross_entropy(const Variable& output, const Variable& target,
 // class (its first largest entry) is not among the top_n largest entries of z, else 0, where
 // among equal scores the earlier entry ranks first. Not differentiable: Function::grad of a
 // graph whose output depends on parameters only through it is an ArgumentError.
-Function classification_error(const Variable& z, const Variable& target, size_t top_n = 1,
+inline constexpr size_t kClassificationErrorTopN = 1;  // CNTK's default topN
+Function classification_error(const Variable& z, const Variable& target,
+                              size_t top_n = kClassificationErrorTopN,
                               const std::string& name = "");
 // CNTK's ClassificationError node, what CNTK's model files hold: the top_n > 1 rule above at
 // every top_n (at 1: whether z's and target's first largest entries differ).

@@ -33,11 +33,17 @@ namespace loom {
 // Inference mode: y = (x - running_mean) / sqrt(running_inv_std + epsilon) * scale + bias; a
 // StateError while running_count is 0 (nothing has been trained, as CNTK says).
 // Differentiable with respect to x, scale and bias.
+// CNTK's defaults (the op's and the BatchNormalization layer's); the time constants are ints, as
+// CNTK's Python signature writes them.
+inline constexpr int kBatchNormalizationTimeConstant = 5000;
+inline constexpr int kBatchNormalizationBlendTimeConstant = 0;
+inline constexpr double kBatchNormalizationEpsilon = 0.00001;
 Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,
                              const Variable& running_mean, const Variable& running_inv_std,
                              const Variable& running_count, bool spatial,
-                             double normalization_time_constant = 5000,
-                             double blend_time_constant = 0, double epsilon = 0.00001,
+                             double normalization_time_constant = kBatchNormalizationTimeConstant,
+                             double blend_time_constant = kBatchNormalizationBlendTimeConstant,
+                             double epsilon = kBatchNormalizationEpsilon,
                              const std::string& name = "");
 
 // Per sample over all its elements: y = (x - mean) / (std + epsilon) * scale + bias, std the

@@ -24,18 +24,23 @@
 
 namespace loom::sequence {
 
+// CNTK's default time_step of past_value, future_value and delay (the Delay layer's T).
+inline constexpr size_t kDelayTimeStep = 1;
+
 // The initial state defaults to the scalar constant 0 of x's data type.
-Function past_value(const Variable& x, const Variable& initial_state, size_t time_step = 1,
+Function past_value(const Variable& x, const Variable& initial_state,
+                    size_t time_step = kDelayTimeStep, const std::string& name = "");
+Function past_value(const Variable& x, size_t time_step = kDelayTimeStep,
                     const std::string& name = "");
-Function past_value(const Variable& x, size_t time_step = 1, const std::string& name = "");
-Function future_value(const Variable& x, const Variable& initial_state, size_t time_step = 1,
+Function future_value(const Variable& x, const Variable& initial_state,
+                      size_t time_step = kDelayTimeStep, const std::string& name = "");
+Function future_value(const Variable& x, size_t time_step = kDelayTimeStep,
                       const std::string& name = "");
-Function future_value(const Variable& x, size_t time_step = 1, const std::string& name = "");
 // past_value for time_step > 0, future_value of -time_step for time_step < 0, and x itself
 // for 0 (an alias of x when named, as CNTK's delay).
-Function delay(const Variable& x, const Variable& initial_state, int64_t time_step = 1,
+Function delay(const Variable& x, const Variable& initial_state, int64_t time_step = kDelayTimeStep,
                const std::string& name = "");
 // The same with the initial state 0.
-Function delay(const Variable& x, int64_t time_step = 1, const std::string& name = "");
+Function delay(const Variable& x, int64_t time_step = kDelayTimeStep, const std::string& name = "");
 
 }  // namespace loom::sequence

@@ -19,19 +19,19 @@ struct ProgressPrinterOptions {
   // Report every freq-th training minibatch; 0: geometrically (1, 3, 7, 15, ...) as an
   // averaged table; nullopt: only epoch summaries.
   std::optional<size_t> freq = std::nullopt;
-  size_t first = 0;              // also report each of the first `first` minibatches
-  std::string tag = "";          // shown as "[tag] " in epoch summaries
-  std::string log_to_file = "";  // empty: print to `out`
+  size_t first = ProgressWriter::kReportFirst;  // also report each of the first `first` minibatches
+  std::string tag = "";                         // shown as "[tag] " in epoch summaries
+  std::string log_to_file = "";                 // empty: print to `out`
   // The worker's rank in distributed training: a log file's name gets "rank{r}" appended (each
   // worker its own file, as CNTK); without a log file only rank 0 prints (Loom: the workers'
   // lines would be the same, since distributed learners report numbers over all workers).
   std::optional<size_t> rank = std::nullopt;
   std::optional<size_t> num_epochs = std::nullopt;  // shown as "Finished Epoch[k of n]"
   std::optional<size_t> test_freq = std::nullopt;
-  size_t test_first = 0;
+  size_t test_first = ProgressWriter::kReportFirst;
   bool metric_is_pct = true;  // metric as "12.58%" rather than "0.125800"
   std::optional<size_t> distributed_freq = std::nullopt;
-  size_t distributed_first = 0;
+  size_t distributed_first = ProgressWriter::kReportFirst;
   std::ostream* out = &std::cout;
   ProgressClock clock = {};  // empty: the steady clock
 };

@@ -45,6 +45,7 @@ class ProgressWriter {
   // ... update of a period is reported; freq = 0 reports geometrically, updates 1, 3, 7, 15,
   // ...; freq = nullopt never reports periodically. Independently of freq, each of the first
   // `first` updates of a period is reported on its own. An empty clock means the steady clock.
+  static constexpr size_t kReportFirst = 0;  // CNTK's default first, test_first, ...
   ProgressWriter(std::optional<size_t> training_freq, size_t training_first,
                  std::optional<size_t> test_freq, size_t test_first,
                  std::optional<size_t> distributed_freq, size_t distributed_first,

@@ -18,7 +18,8 @@ globals().update(_op_functions('metrics'))
 _edit_distance_error = edit_distance_error  # noqa: F821 (the table's function, made above)
 
 
-def classification_error(output_vector, target_vector, axis=-1, topN=1, name=''):
+def classification_error(output_vector, target_vector, axis=-1,
+                         topN=_loom.ops.kClassificationErrorTopN, name=''):
     """1 where target_vector's class (its largest entry) is not among the topN largest entries of
     output_vector, else 0; not differentiable.
 

@@ -38,7 +38,8 @@ void add_distributed(py::module_ m) {
         return data_parallel_distributed_learner(std::move(learner), distributed_after,
                                                  num_quantization_bits);
       },
-      py::arg("learner"), py::arg("distributed_after") = 0, py::arg("num_quantization_bits") = 32,
+      py::arg("learner"), py::arg("distributed_after") = kDistributedAfter,
+      py::arg("num_quantization_bits") = kNumQuantizationBits,
       py::arg("use_async_buffered_parameter_update") = false, py::keep_alive<0, 1>());
   const BlockMomentumOptions block_momentum;  // the defaults
   m.def(

@@ -16,8 +16,9 @@ void add_initializer(py::module_ m) {
                          {"he_uniform", &he_uniform},
                          {"he_normal", &he_normal},
                          {"xavier", &xavier}})
-    m.def(name, f, py::arg("scale") = 1.0, py::arg("output_rank") = 1, py::arg("filter_rank") = 0,
-          py::arg("seed") = py::none());
+    m.def(name, f, py::arg("scale") = kDefaultParamInitScale,
+          py::arg("output_rank") = kDefaultParamInitOutputRank,
+          py::arg("filter_rank") = kDefaultParamInitFilterRank, py::arg("seed") = py::none());
   m.def("bilinear", &bilinear, py::arg("kernel_width"), py::arg("kernel_height"));
   m.def("initializer_with_rank", &initializer_with_rank, py::arg("initializer"),
         py::arg("output_rank") = py::none(), py::arg("filter_rank") = py::none());

@@ -567,7 +567,8 @@ void add_io(py::module_ m) {
              return std::make_shared<HTKMLFDeserializer>(label_mapping_file, stream_defs(streams),
                                                          phone_boundaries);
            }),
-           py::arg("label_mapping_file"), py::arg("streams"), py::arg("phoneBoundaries") = false);
+           py::arg("label_mapping_file"), py::arg("streams"),
+           py::arg("phoneBoundaries") = HTKMLFDeserializer::kPhoneBoundaries);
 
   // What every source has (Loom's reader and sources written in Python alike).
   py::class_<MinibatchSourceInterface, std::shared_ptr<MinibatchSourceInterface>>(

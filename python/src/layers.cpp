@@ -118,6 +118,8 @@ void add_layers(py::module_ m) {
   const py::object u = unset();
 
   // The options' defaults, which loom.layers' keyword arguments take.
+  m.attr("kStabilizerSteepness") = kStabilizerSteepness;
+  m.attr("kDelayTimeStep") = sequence::kDelayTimeStep;
   py::class_<ConvolutionLayerOptions>(m, "ConvolutionLayerOptions")
       .def(py::init<>())
       .def_readonly("reduction_rank", &ConvolutionLayerOptions::reduction_rank)
@@ -375,7 +377,8 @@ void add_layers(py::module_ m) {
       [](int64_t T, py::handle initial_state, const std::string& name) {
         return Delay(T, initial_state_of(initial_state), name);
       },
-      py::arg("T") = 1, py::arg("initial_state") = py::none(), py::arg("name") = "");
+      py::arg("T") = sequence::kDelayTimeStep, py::arg("initial_state") = py::none(),
+      py::arg("name") = "");
   m.def(
       "PastValueWindow",
       [](size_t window_size, int axis, bool go_backwards, const std::string& name) {
@@ -451,7 +454,7 @@ void add_layers(py::module_ m) {
       [](double steepness, bool enable, py::handle dtype, const std::string& name) {
         return Stabilizer(steepness, enable, data_type(dtype), name);
       },
-      py::arg("steepness") = 4.0, py::arg("enable_self_stabilization") = true,
+      py::arg("steepness") = kStabilizerSteepness, py::arg("enable_self_stabilization") = true,
       py::arg("dtype") = py::none(), py::arg("name") = "");
 }
 

@@ -135,7 +135,7 @@ void add_learners(py::module_ m) {
         return schedule_of<size_t>(
             schedule, [&](const auto& v) { return minibatch_size_schedule(v, epoch_size); });
       },
-      py::arg("schedule"), py::arg("epoch_size") = 1);
+      py::arg("schedule"), py::arg("epoch_size") = kMinibatchSizeScheduleEpochSize);
   m.def("default_variance_momentum_schedule", &default_variance_momentum_schedule);
   m.def("set_default_unit_gain_value", &set_default_unit_gain_value, py::arg("value"));
   m.def("default_unit_gain_value", &default_unit_gain_value);
@@ -159,6 +159,9 @@ void add_learners(py::module_ m) {
       .def(py::init<>())
       .def_readonly("l1_regularization_weight", &LearnerOptions::l1_regularization_weight)
       .def_readonly("l2_regularization_weight", &LearnerOptions::l2_regularization_weight)
+      .def_property_readonly(
+          "gaussian_noise_injection_std_dev",
+          [](const LearnerOptions& o) { return o.gaussian_noise_injection_std_dev.value(0); })
       .def_readonly("gradient_clipping_threshold_per_sample",
                     &LearnerOptions::gradient_clipping_threshold_per_sample)
       .def_readonly("gradient_clipping_with_truncation",
@@ -189,6 +192,12 @@ void add_learners(py::module_ m) {
       .def(py::init_alias<std::vector<Parameter>, LearningRateSchedule, bool>(),
            py::arg("parameters"), py::arg("lr_schedule"), py::arg("as_numpy") = true);
 
+  // The learners' own defaults, which loom.learners' keyword arguments take.
+  m.attr("kNeedAveMultiplier") = kNeedAveMultiplier;
+  m.attr("kAdaDeltaLearningRate") = kAdaDeltaLearningRate;
+  m.attr("kAdaDeltaRho") = kAdaDeltaRho;
+  m.attr("kAdaDeltaEpsilon") = kAdaDeltaEpsilon;
+  m.attr("kAdamEpsilon") = kAdamEpsilon;
   m.def("sgd", &sgd, py::arg("parameters"), py::arg("lr"), py::arg("options"));
   m.def("momentum_sgd", &momentum_sgd, py::arg("parameters"), py::arg("lr"), py::arg("momentum"),
         py::arg("options"));

@@ -119,9 +119,10 @@ void add_logging(py::module_ m) {
              return new PyProgressWriter(freq, first, test_freq, test_first, distributed_freq,
                                          distributed_first);
            }),
-           py::arg("freq") = py::none(), py::arg("first") = 0, py::arg("test_freq") = py::none(),
-           py::arg("test_first") = 0, py::arg("distributed_freq") = py::none(),
-           py::arg("distributed_first") = 0)
+           py::arg("freq") = py::none(), py::arg("first") = ProgressWriter::kReportFirst,
+           py::arg("test_freq") = py::none(), py::arg("test_first") = ProgressWriter::kReportFirst,
+           py::arg("distributed_freq") = py::none(),
+           py::arg("distributed_first") = ProgressWriter::kReportFirst)
       .def_property_readonly("total_training_updates", &ProgressWriter::total_training_updates)
       .def_property_readonly("total_test_updates", &ProgressWriter::total_test_updates);
 

@@ -33,19 +33,19 @@ void add_logging_graph(py::module_ m) {
         return node_objects(depth_first_search(
             root, [&](const GraphNode& n) { return visitor(node_object(n)).cast<bool>(); }, depth));
       },
-      py::arg("root"), py::arg("visitor"), py::arg("depth") = 0);
+      py::arg("root"), py::arg("visitor"), py::arg("depth") = kBlocksAsNodes);
   m.def(
       "find_by_name",
       [](const Function& node, const std::string& node_name, int depth) {
         return find_one_by_name(node, node_name, depth);
       },
-      py::arg("node"), py::arg("node_name"), py::arg("depth") = 0);
+      py::arg("node"), py::arg("node_name"), py::arg("depth") = kBlocksAsNodes);
   m.def(
       "find_all_with_name",
       [](const Function& node, const std::string& node_name, int depth) {
         return node_objects(find_all_with_name(node, node_name, depth));
       },
-      py::arg("node"), py::arg("node_name"), py::arg("depth") = 0);
+      py::arg("node"), py::arg("node_name"), py::arg("depth") = kBlocksAsNodes);
   m.def(
       "find_by_uid",
       [](const Function& node, const std::string& node_uid, int depth) -> py::object {
@@ -53,10 +53,10 @@ void add_logging_graph(py::module_ m) {
             node, [&](const GraphNode& n) { return uid_of(n) == node_uid; }, depth);
         return found.empty() ? py::object(py::none()) : node_object(found[0]);
       },
-      py::arg("node"), py::arg("node_uid"), py::arg("depth") = 0);
+      py::arg("node"), py::arg("node_uid"), py::arg("depth") = kBlocksAsNodes);
   m.def(
       "get_node_outputs", [](const Function& node, int depth) { return node_outputs(node, depth); },
-      py::arg("node"), py::arg("depth") = 0);
+      py::arg("node"), py::arg("depth") = kBlocksAsNodes);
 }
 
 }  // namespace loom::python

@@ -424,6 +424,13 @@ void add_ops(py::module_ m) {
       .def_readonly("use_stats_across_channels",
                     &MeanVarianceNormalizationOptions::use_stats_across_channels)
       .def_readonly("do_variance_scaling", &MeanVarianceNormalizationOptions::do_variance_scaling);
+  py::class_<ConvolutionTransposeOptions>(m, "ConvolutionTransposeOptions")
+      .def(py::init<>())
+      .def_readonly("reduction_rank", &ConvolutionTransposeOptions::reduction_rank);
+  m.attr("kClassificationErrorTopN") = kClassificationErrorTopN;
+  m.attr("kBatchNormalizationTimeConstant") = kBatchNormalizationTimeConstant;
+  m.attr("kBatchNormalizationBlendTimeConstant") = kBatchNormalizationBlendTimeConstant;
+  m.attr("kBatchNormalizationEpsilon") = kBatchNormalizationEpsilon;
 
   auto variable = class_of<Variable>();
   auto function = class_of<Function>();
@@ -461,8 +468,8 @@ void add_ops(py::module_ m) {
         auto [u, v] = operands(z, target);
         return classification_error(u, v, top_n, n);
       },
-      py::arg("output_vector"), py::arg("target_vector"), py::arg("topN") = 1,
-      py::arg("name") = "");
+      py::arg("output_vector"), py::arg("target_vector"),
+      py::arg("topN") = kClassificationErrorTopN, py::arg("name") = "");
   m.def(
       "softmax",
       [](py::handle x, py::handle axis, const std::string& n) {

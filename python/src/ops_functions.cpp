@@ -200,6 +200,7 @@ void add_ops_functions(py::module_ m) {
   py::enum_<ModelFormat>(m, "ModelFormat")
       .value("CNTKv2", ModelFormat::Loom)
       .value("ONNX", ModelFormat::ONNX);
+  m.attr("kDefaultModelFormat") = kDefaultModelFormat;  // load_model's default
 
   py::enum_<ParameterCloneMethod>(m, "CloneMethod")
       .value("share", ParameterCloneMethod::Share)
@@ -229,13 +230,13 @@ void add_ops_functions(py::module_ m) {
           [](const Function& f, const std::string& name, int depth) {
             return node_objects(find_all_with_name(f, name, depth));
           },
-          py::arg("name"), py::arg("depth") = 0)
+          py::arg("name"), py::arg("depth") = kBlocksAsNodes)
       .def(
           "find_by_name",
           [](const Function& f, const std::string& name, int depth) {
             return find_one_by_name(f, name, depth);
           },
-          py::arg("name"), py::arg("depth") = 0)
+          py::arg("name"), py::arg("depth") = kBlocksAsNodes)
       .def_property_readonly("root_function", &root_function)
       .def_property_readonly("is_primitive", [](const Function& f) { return !f.is_composite(); })
       .def(
@@ -438,14 +439,14 @@ void add_ops_functions(py::module_ m) {
                   "supported: Loom writes the parameters into the model file");
             save_model(f, filename, format);
           },
-          py::arg("filename"), py::arg("format") = ModelFormat::Loom,
+          py::arg("filename"), py::arg("format") = kDefaultModelFormat,
           py::arg("use_external_files_to_store_parameters") = false)
       .def(
           "restore",
           [](const Function& f, const std::string& filename) { restore_model(f, filename); },
           py::arg("filename"))
       .def_static("load", &load_function, py::arg("model"), py::arg("device") = py::none(),
-                  py::arg("format") = ModelFormat::Loom)
+                  py::arg("format") = kDefaultModelFormat)
       // model.W: a parameter by name or path; otherwise the single output's attribute (z.shape).
       // ... or the one node of that name (a Label's: model.hidden), as CNTK's. A block (a
       // layer's call: model.classify) looks inside itself first, as CNTK's: model.classify.b.

@@ -38,8 +38,8 @@ void add_ops_sequence(py::module_ m) {
           if (initial_state.is_none()) return without_state(x, time_step, n);
           return with_state(x, as_variable(initial_state, x.dtype()), time_step, n);
         },
-        py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
-        py::arg("name") = "");
+        py::arg("x"), py::arg("initial_state") = py::none(),
+        py::arg("time_step") = sequence::kDelayTimeStep, py::arg("name") = "");
   };
   m.def(
       "delay",
@@ -47,8 +47,8 @@ void add_ops_sequence(py::module_ m) {
         if (initial_state.is_none()) return sequence::delay(x, time_step, n);
         return sequence::delay(x, as_variable(initial_state, x.dtype()), time_step, n);
       },
-      py::arg("x"), py::arg("initial_state") = py::none(), py::arg("time_step") = 1,
-      py::arg("name") = "");
+      py::arg("x"), py::arg("initial_state") = py::none(),
+      py::arg("time_step") = sequence::kDelayTimeStep, py::arg("name") = "");
   delay(
       "past_value",
       [](const Variable& x, const Variable& s, size_t t, const std::string& n) {

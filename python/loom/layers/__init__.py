@@ -283,8 +283,8 @@ class _ForwardDeclaration(_loom.variables.Variable):
         _layers.resolve_to(self, value)
 
 
-def Stabilizer(steepness=4, enable_self_stabilization=default_override_or(True), name='',
-               dtype=None):
+def Stabilizer(steepness=_layers.kStabilizerSteepness,
+               enable_self_stabilization=default_override_or(True), name='', dtype=None):
     """beta * x with a learned scalar beta = softplus(steepness * alpha) / steepness (1 at
     first); identity when not enabled."""
     enable = get_default_override(Stabilizer, enable_self_stabilization=enable_self_stabilization)
@@ -329,7 +329,7 @@ def RNNStep(shape, cell_shape=None, activation=default_override_or(sigmoid),
                  enable_self_stabilization, name, dtype)
 
 
-def Delay(T=1, initial_state=default_override_or(0), name=''):
+def Delay(T=_layers.kDelayTimeStep, initial_state=default_override_or(0), name=''):
     """sequence.delay as a layer: T > 0 past, T < 0 future, 0 x itself."""
     initial_state = get_default_override(Delay, initial_state=initial_state)
     return _layers.Delay(T, initial_state=initial_state, name=name)

@@ -37,7 +37,7 @@ def _momentum(momentum, epoch_size):
 
 def _options(unit_gain=None, l1_regularization_weight=_CPP.l1_regularization_weight,
              l2_regularization_weight=_CPP.l2_regularization_weight,
-             gaussian_noise_injection_std_dev=0.0,
+             gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
              gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
              gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
              use_mean_gradient=None, minibatch_size=None):
@@ -51,7 +51,7 @@ def _options(unit_gain=None, l1_regularization_weight=_CPP.l1_regularization_wei
 
 def sgd(parameters, lr, l1_regularization_weight=_CPP.l1_regularization_weight,
         l2_regularization_weight=_CPP.l2_regularization_weight,
-        gaussian_noise_injection_std_dev=0.0,
+        gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
         gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
         gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
         use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -64,7 +64,7 @@ def sgd(parameters, lr, l1_regularization_weight=_CPP.l1_regularization_weight,
 def momentum_sgd(parameters, lr, momentum, unit_gain=None,
                  l1_regularization_weight=_CPP.l1_regularization_weight,
                  l2_regularization_weight=_CPP.l2_regularization_weight,
-                 gaussian_noise_injection_std_dev=0.0,
+                 gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
                  gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
                  gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
                  use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -78,7 +78,7 @@ def momentum_sgd(parameters, lr, momentum, unit_gain=None,
 def nesterov(parameters, lr, momentum, unit_gain=None,
              l1_regularization_weight=_CPP.l1_regularization_weight,
              l2_regularization_weight=_CPP.l2_regularization_weight,
-             gaussian_noise_injection_std_dev=0.0,
+             gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
              gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
              gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
              use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -89,10 +89,10 @@ def nesterov(parameters, lr, momentum, unit_gain=None,
                                    _momentum(momentum, epoch_size), options)
 
 
-def adagrad(parameters, lr, need_ave_multiplier=True,
+def adagrad(parameters, lr, need_ave_multiplier=_loom.learners.kNeedAveMultiplier,
             l1_regularization_weight=_CPP.l1_regularization_weight,
             l2_regularization_weight=_CPP.l2_regularization_weight,
-            gaussian_noise_injection_std_dev=0.0,
+            gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
             gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
             gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
             use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -103,10 +103,11 @@ def adagrad(parameters, lr, need_ave_multiplier=True,
                                   options)
 
 
-def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8,
+def adadelta(parameters, lr=None, rho=_loom.learners.kAdaDeltaRho,
+             epsilon=_loom.learners.kAdaDeltaEpsilon,
              l1_regularization_weight=_CPP.l1_regularization_weight,
              l2_regularization_weight=_CPP.l2_regularization_weight,
-             gaussian_noise_injection_std_dev=0.0,
+             gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
              gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
              gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
              use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -114,17 +115,18 @@ def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
     if lr is None:
-        lr = learning_parameter_schedule_per_sample(1)
+        lr = learning_parameter_schedule_per_sample(_loom.learners.kAdaDeltaLearningRate)
     return _loom.learners.adadelta(list(parameters), _lr(lr, epoch_size), rho, epsilon, options)
 
 
 def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
          l1_regularization_weight=_CPP.l1_regularization_weight,
          l2_regularization_weight=_CPP.l2_regularization_weight,
-         gaussian_noise_injection_std_dev=0.0,
+         gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
          gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
          gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
-         use_mean_gradient=None, epsilon=1e-8, adamax=False, minibatch_size=None, epoch_size=None):
+         use_mean_gradient=None, epsilon=_loom.learners.kAdamEpsilon, adamax=False,
+         minibatch_size=None, epoch_size=None):
     options = _options(unit_gain, l1_regularization_weight, l2_regularization_weight,
                        gaussian_noise_injection_std_dev, gradient_clipping_threshold_per_sample,
                        gradient_clipping_with_truncation, use_mean_gradient, minibatch_size)
@@ -138,7 +140,7 @@ def adam(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
 def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
               l1_regularization_weight=_CPP.l1_regularization_weight,
               l2_regularization_weight=_CPP.l2_regularization_weight,
-              gaussian_noise_injection_std_dev=0.0,
+              gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
               gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
               gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
               use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -152,10 +154,11 @@ def fsadagrad(parameters, lr, momentum, unit_gain=None, variance_momentum=None,
                                     _momentum(variance_momentum, epoch_size), options)
 
 
-def rmsprop(parameters, lr, gamma, inc, dec, max, min, need_ave_multiplier=True,
+def rmsprop(parameters, lr, gamma, inc, dec, max, min,
+            need_ave_multiplier=_loom.learners.kNeedAveMultiplier,
             l1_regularization_weight=_CPP.l1_regularization_weight,
             l2_regularization_weight=_CPP.l2_regularization_weight,
-            gaussian_noise_injection_std_dev=0.0,
+            gaussian_noise_injection_std_dev=_CPP.gaussian_noise_injection_std_dev,
             gradient_clipping_threshold_per_sample=_CPP.gradient_clipping_threshold_per_sample,
             gradient_clipping_with_truncation=_CPP.gradient_clipping_with_truncation,
             use_mean_gradient=None, minibatch_size=None, epoch_size=None):

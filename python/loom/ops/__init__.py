@@ -21,6 +21,7 @@ globals().update(_op_functions('ops'))
 
 # The C++ ops' defaults, which the keyword arguments take.
 _CONV = _loom.ops.ConvolutionOptions()
+_CONV_T = _loom.ops.ConvolutionTransposeOptions()
 _MVN = _loom.ops.MeanVarianceNormalizationOptions()
 
 # pooling()'s and unpooling()'s types (CNTK's values).
@@ -158,7 +159,7 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True],  # noqa:
 
 def convolution_transpose(convolution_map, operand, strides=(1,),
                           sharing=[True], auto_padding=[True],  # noqa: B006 (CNTK's)
-                          output_shape=None, dilation=(1,), reduction_rank=1,
+                          output_shape=None, dilation=(1,), reduction_rank=_CONV_T.reduction_rank,
                           max_temp_mem_size_in_samples=0, name=''):
     """The transposed convolution of operand (I, spatial...) with convolution_map (I, O,
     kernel...): (O, out...), the shape a convolution with the same map takes back to operand's.
@@ -194,9 +195,10 @@ def unpooling(operand, pooling_input, unpooling_type, unpooling_window_shape, st
 
 
 def batch_normalization(operand, scale, bias, running_mean, running_inv_std, spatial,
-                        normalization_time_constant=5000, blend_time_constant=0,
-                        epsilon=0.00001, use_cudnn_engine=False, disable_regularization=False,
-                        name='', running_count=None):
+                        normalization_time_constant=_loom.ops.kBatchNormalizationTimeConstant,
+                        blend_time_constant=_loom.ops.kBatchNormalizationBlendTimeConstant,
+                        epsilon=_loom.ops.kBatchNormalizationEpsilon, use_cudnn_engine=False,
+                        disable_regularization=False, name='', running_count=None):
     """Batch normalization of operand (which has a batch axis) by the minibatch's statistics
     in training (also updating running_mean, running_inv_std, which holds the variance, and
     running_count, all constants) and by the running ones in inference; spatial: one statistic

@@ -14,7 +14,7 @@ def BlockFunction(op_name, name):
     return lambda f: Function(f, make_block=True, op_name=op_name, name=name)
 
 
-def load_model(model, device=None, format=ModelFormat.CNTKv2):
+def load_model(model, device=None, format=_functions.kDefaultModelFormat):
     """The Function saved in a model (or checkpoint) file, or in its bytes."""
     return Function.load(model, device, format)
 
