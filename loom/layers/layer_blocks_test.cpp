@@ -124,6 +124,30 @@ TEST(LayerBlocks, SequentialHoldsOneBlockPerLayerFoundByName) {
                                                            "classify.W", "classify.b"}));
 }
 
+TEST(LayerBlocks, NamedRecurrencesAndFoldsAreFoundByName) {
+  // CNTK's _inject_name: inlined, a named Recurrence or Fold ends in an alias of its name.
+  Variable x = sequence::input_variable({3}, {.name = "x"});
+  const Value data = Value::create_sequences<float>({3}, std::vector<float>(6, 0.5f), {2});
+  for (bool fused : {true, false}) {
+    const Function step = LSTM(4);
+    const Function named = Recurrence(step, {.name = "encoder", .fused = fused})(x);
+    const std::vector<GraphNode> found = find_all_with_name(named, "encoder");
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(std::get<Function>(found[0]).op_name(), "Pass");
+    EXPECT_EQ(named.output().name(), "encoder");
+    const Function plain = Recurrence(step, {.fused = fused})(x);
+    EXPECT_EQ(named.eval_one({{x, data}}).data().to_vector<float>(),
+              plain.eval_one({{x, data}}).data().to_vector<float>());
+  }
+  const Function fold = Fold(RNNStep(4), {.name = "summary"})(x);
+  ASSERT_EQ(find_all_with_name(fold, "summary").size(), 1u);
+  EXPECT_EQ(fold.output().name(), "summary");
+  // Several outputs (return_full_state) stay as they are, in a composite of the name.
+  const Function full = Recurrence(LSTM(4), {.return_full_state = true, .name = "both"});
+  EXPECT_EQ(full.outputs().size(), 2u);
+  EXPECT_EQ(full.name(), "both");
+}
+
 TEST(LayerBlocks, FusedRecurrenceStaysOneOp) {
   Variable x = sequence::input_variable({3});
   Function r = Recurrence(LSTM(4))(x);

@@ -224,6 +224,14 @@ std::optional<Variable> fused_recurrence_of(const Function& step,
   return Variable(fused_recurrence(x, in));
 }
 
+// CNTK's _inject_name for the layers whose calls are inlined (no block to carry the name): a
+// named layer of one output ends in an alias of its name, which find_by_name finds; one of
+// several outputs is a composite of that name (as_layer's).
+std::vector<Variable> named(std::vector<Variable> outputs, const std::string& name) {
+  if (!name.empty() && outputs.size() == 1) outputs[0] = alias(outputs[0], name);
+  return outputs;
+}
+
 }  // namespace
 
 Function Recurrence(const Function& step, const RecurrenceOptions& o) {
@@ -232,9 +240,9 @@ Function Recurrence(const Function& step, const RecurrenceOptions& o) {
   const std::vector<Variable> inits = initial_states(states, o);
   if (o.fused && !o.return_full_state)
     if (std::optional<Variable> h = fused_recurrence_of(step, inits, x, o.go_backwards))
-      return as_layer({*h}, "Recurrence", o.name, {x}, LayerCall::Inline);
+      return as_layer(named({*h}, o.name), "Recurrence", o.name, {x}, LayerCall::Inline);
   auto outs = recurrence(step, states, inits, x, o.go_backwards);
-  return as_layer(returned(outs, o.return_full_state), "Recurrence", o.name, {x},
+  return as_layer(named(returned(outs, o.return_full_state), o.name), "Recurrence", o.name, {x},
                   LayerCall::Inline);
 }
 
@@ -249,8 +257,8 @@ Function RecurrenceFrom(const Function& step, const RecurrenceOptions& o) {
   auto outs = recurrence(step, states, inits, x, o.go_backwards);
   std::vector<Variable> arguments = inits;
   arguments.push_back(x);
-  return as_layer(returned(outs, o.return_full_state), "RecurrenceFrom", o.name, arguments,
-                  LayerCall::Inline);
+  return as_layer(named(returned(outs, o.return_full_state), o.name), "RecurrenceFrom", o.name,
+                  arguments, LayerCall::Inline);
 }
 
 Function Fold(const Function& step, const RecurrenceOptions& o) {
@@ -261,7 +269,7 @@ Function Fold(const Function& step, const RecurrenceOptions& o) {
        returned(recurrence(step, states, initial_states(states, o), x, o.go_backwards),
                 o.return_full_state))
     finals.push_back(o.go_backwards ? sequence::first(s) : sequence::last(s));
-  return as_layer(finals, "Fold", o.name, {x}, LayerCall::Inline);
+  return as_layer(named(finals, o.name), "Fold", o.name, {x}, LayerCall::Inline);
 }
 
 Function LSTM(size_t shape, const RecurrentCellOptions& o) {
@@ -358,7 +366,8 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   const Variable emitted = z.outputs()[0];
   const Variable output = outputs == 1 ? state : owning(emitted, {state});
   if (!o.until_predicate.valid())
-    return as_layer({output}, "UnfoldFrom", o.name, {initial_state, like}, LayerCall::Inline);
+    return as_layer(named({output}, o.name), "UnfoldFrom", o.name, {initial_state, like},
+                    LayerCall::Inline);
   const Function& until = o.until_predicate;
   LOOM_CHECK(until.placeholders().size() == 1 && until.outputs().size() == 1, ArgumentError,
              "UnfoldFrom: until_predicate ", until.to_string(),
@@ -371,8 +380,8 @@ Function UnfoldFrom(const Function& generator, const UnfoldOptions& o) {
   Variable h = placeholder(p.shape(), p.dtype(), p.dynamic_axes(), "valid");
   Function valid = element_times(before, sequence::past_value(h, constant(1, p.dtype())));
   valid.replace_placeholders({{h, valid}});
-  return as_layer({sequence::gather(output, valid)}, "UnfoldFrom", o.name, {initial_state, like},
-                  LayerCall::Inline);
+  return as_layer(named({sequence::gather(output, valid)}, o.name), "UnfoldFrom", o.name,
+                  {initial_state, like}, LayerCall::Inline);
 }
 
 Function Delay(int64_t T, const Variable& initial_state, const std::string& name) {

@@ -157,3 +157,15 @@ def test_layers_are_found_by_name_and_their_parameters_inside_them(tmp_path):
     assert loaded.classify.op_name == 'Dense' and loaded.classify.b.shape == (129,)
     np.testing.assert_array_equal(loaded.eval({loaded.arguments[0]: data}),
                                   z(x).eval({x: data}))
+
+
+def test_named_recurrences_and_folds_are_found_by_name():
+    # CNTK's _inject_name: a named Recurrence, RecurrenceFrom, Fold or UnfoldFrom of one output
+    # ends in an alias (a Pass) of its name.
+    x = C.sequence.input_variable(3, name='x')
+    model = C.layers.Sequential([C.layers.Recurrence(C.layers.GRU(4), name='encoder'),
+                                 C.layers.Fold(C.layers.RNNStep(2), name='summary')])(x)
+    for name in ('encoder', 'summary'):
+        found = model.find_by_name(name)
+        assert found is not None and found.op_name == 'Pass' and found.output.name == name
+    assert model.output.name == 'summary'
