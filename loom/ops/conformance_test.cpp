@@ -518,7 +518,11 @@ TEST(OpTable, PythonParametersAreWellFormed) {
         << "two ops are " << s.module << "." << s.python;
     size_t required = 0, optional = 0;
     for (const OpParam& p : s.params) {
-      if (p.type == ParamType::OptionalTensor) {
+      if (p.type == ParamType::Tensors) {  // varargs: the only tensors, first
+        EXPECT_EQ(&p, &s.params[0]) << s.python << ": varargs come first";
+        EXPECT_EQ(s.max_inputs, SIZE_MAX) << s.python;
+        required = s.min_inputs, optional = SIZE_MAX - required;
+      } else if (p.type == ParamType::OptionalTensor) {
         ++optional;
       } else if (p.type == ParamType::Tensor) {
         EXPECT_EQ(optional, 0u) << s.python << ": optional inputs come last";

@@ -25,6 +25,9 @@ enum class ParamType {
   // A tensor input the caller may leave out (Python's None; CNTK's sequence_lengths=None): the
   // op's last inputs, counted in max_inputs and not in min_inputs.
   OptionalTensor,
+  // Every input, any number of them (CNTK's varargs, Python's *inputs): the op's only tensor
+  // parameter, its first; the attributes after it are keyword-only in Python.
+  Tensors,
   Double,
   Int,
   Bool,
@@ -55,7 +58,8 @@ enum class ParamType {
 inline constexpr uint64_t kAutoSelectRandomSeed = UINT64_MAX - 2;
 // Whether a parameter is one of the op's inputs (not an attribute).
 inline bool is_tensor(ParamType type) {
-  return type == ParamType::Tensor || type == ParamType::OptionalTensor;
+  return type == ParamType::Tensor || type == ParamType::OptionalTensor ||
+         type == ParamType::Tensors;
 }
 
 // An Axis as an attribute: a static axis as its (int64) index, any other by its name.
@@ -179,6 +183,10 @@ struct OpSchema {
   std::vector<ConformanceCase> conformance = {};
   // The op's Python functions beyond `python` (or instead of it, with python null).
   std::vector<PythonVariant> variants = {};
+  // The op's C++ builder, where that does more than make the primitive (splice along a new
+  // leading axis stacks its inputs); apply calls it with every attribute.
+  Function (*build)(std::vector<Variable> inputs, const Dictionary& attributes,
+                    const std::string& name) = nullptr;
 
   // The op applied to inputs with the attributes given and the defaults of the rest (of
   // variant's parameters, with its fixed attributes, where given); an ArgumentError names the

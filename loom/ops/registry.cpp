@@ -75,6 +75,7 @@ Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attribu
   }
   if (variant)
     for (const auto& [key, value] : variant->fixed.map()) all[key] = value;
+  if (build) return build(std::move(inputs), all, name);
   return make_primitive(*op, std::move(inputs), std::move(all), name);
 }
 

@@ -87,6 +87,20 @@ TEST(OpSchema, VariantsFillTheirDefaultsAndFixedAttributes) {
   }
 }
 
+// Splice's schema builds through splice() (OpSchema::build): along a new leading axis it stacks
+// its inputs, which the primitive alone does not.
+TEST(OpSchema, ApplyCallsTheOpsBuilder) {
+  const Variable x = input_variable({2, 3});
+  const OpSchema& s = *find_schema("Splice");
+  EXPECT_EQ(s.apply({x, x, x}, {}).output().shape(), (NDShape{2, 9}));
+  const Function stacked =
+      s.apply({x, x}, Dictionary({{"axis", axis_attribute(Axis::new_leading_axis())}}));
+  EXPECT_EQ(stacked.output().shape(), (NDShape{2, 2, 3}));
+  EXPECT_EQ(stacked.op().name(), std::string("Splice"));
+  EXPECT_THROW(s.apply({x, x}, Dictionary({{"axis", axis_attribute(Axis::all_static_axes())}})),
+               ShapeError);
+}
+
 // Every Python function, an op's own or a variant's, has a name of its own in its module, and
 // as many tensor parameters as the inputs the op may take.
 TEST(OpSchema, PythonVariantsAreWellFormed) {

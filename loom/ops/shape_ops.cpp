@@ -703,8 +703,20 @@ std::vector<OpSchema> shape_schemas() {
       hand_bound(
           kSlice, 1, 1,
           {{{x}, Dictionary({{"axis", int64_t{1}}, {"begin", int64_t{1}}, {"end", int64_t{3}}})}}),
-      hand_bound(kSplice, 1, SIZE_MAX,
-                 {{{x, {NDShape{3, 2}}}, Dictionary({{"axis", int64_t{-1}}})}}),
+      {.op = &kSplice,
+       .min_inputs = 1,
+       .max_inputs = SIZE_MAX,
+       .python = "splice",
+       .params = {{"inputs", ParamType::Tensors},
+                  {"axis", ParamType::Axis, axis_attribute(Axis(-1))}},
+       .doc = "the inputs concatenated along axis (Axis.new_leading_axis(): stacked along a new "
+              "first axis)",
+       .onnx = {.op_type = "Concat"},
+       .conformance = {{{x, {NDShape{3, 2}}}, Dictionary({{"axis", int64_t{-1}}})}},
+       .build =
+           [](std::vector<Variable> inputs, const Dictionary& a, const std::string& name) {
+             return splice(inputs, attribute_axis(a.at("axis")), name);
+           }},
       {&kTranspose,
        1,
        1,

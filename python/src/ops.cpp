@@ -42,6 +42,8 @@ const char* type_name(ParamType type) {
       return "tensor";
     case ParamType::OptionalTensor:
       return "optional_tensor";
+    case ParamType::Tensors:
+      return "tensors";
     case ParamType::Double:
       return "double";
     case ParamType::Int:
@@ -202,6 +204,7 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
       }
       case ParamType::Tensor:
       case ParamType::OptionalTensor:
+      case ParamType::Tensors:
         break;
     }
   } catch (const py::cast_error&) {
@@ -489,14 +492,6 @@ void add_ops(py::module_ m) {
       },
       py::arg("x"), py::arg("axis"), py::arg("begin_index"), py::arg("end_index"),
       py::arg("name") = "");
-  m.def(
-      "splice",
-      [](py::args inputs, py::handle axis, const std::string& n) {
-        std::vector<Variable> vs;
-        for (py::handle x : inputs) vs.push_back(as_variable(x));
-        return splice(vs, axis.is_none() ? Axis(-1) : axis_of(axis), n);
-      },
-      py::arg("axis") = py::none(), py::arg("name") = "");
   binary("times_transpose", &times_transpose, "left", "right");
   // block_size: an int, or a float of an int's value (CNTK's check).
   auto block = [](const char* op, py::handle b) {

@@ -7,7 +7,7 @@ from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has i
 from loom._loom.ops import constant, input_variable, parameter, placeholder
 from loom._loom.ops import SentinelValueForAutoSelectRandomSeed  # noqa: F401 (CNTK's)
 from loom._loom.ops import (classification_error, cross_entropy_with_softmax, depth_to_space,
-                            log_softmax, slice, softmax, space_to_depth, splice, times_transpose)
+                            log_softmax, slice, softmax, space_to_depth, times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions

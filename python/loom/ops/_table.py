@@ -11,9 +11,17 @@ _Parameter = inspect.Parameter
 
 def _signature(params):
     """CNTK's parameters in their order, then name=''. A parameter the caller must give has the
-    default inspect.Parameter.empty (_loom.ops._op_table gives it so)."""
+    default inspect.Parameter.empty (_loom.ops._op_table gives it so). Varargs (kind 'tensors',
+    CNTK's *inputs) make the parameters after them keyword-only, as in splice(*inputs, axis=-1,
+    name='')."""
     kind = _Parameter.POSITIONAL_OR_KEYWORD
-    parameters = [_Parameter(name, kind, default=default) for name, _, default in params]
+    parameters = []
+    for name, type_, default in params:
+        if type_ == 'tensors':
+            parameters.append(_Parameter(name, _Parameter.VAR_POSITIONAL))
+            kind = _Parameter.KEYWORD_ONLY
+        else:
+            parameters.append(_Parameter(name, kind, default=default))
     parameters.append(_Parameter('name', kind, default=''))
     return inspect.Signature(parameters)
 
@@ -21,8 +29,10 @@ def _signature(params):
 def _function(entry):
     op, variant, params = entry['op'], entry['variant'], entry['params']
     signature = _signature(params)
-    tensors = [name for name, kind, _ in params if kind in ('tensor', 'optional_tensor')]
-    attributes = [name for name, kind, _ in params if kind not in ('tensor', 'optional_tensor')]
+    kinds = ('tensor', 'optional_tensor', 'tensors')
+    tensors = [name for name, kind, _ in params if kind in kinds]
+    varargs = [name for name, kind, _ in params if kind == 'tensors']
+    attributes = [name for name, kind, _ in params if kind not in kinds]
 
     def function(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)  # a TypeError for a bad call, as Python's
@@ -31,9 +41,12 @@ def _function(entry):
         if not isinstance(given['name'], str):  # an operand too many, as in minus(a, b, c)
             raise TypeError(f"{entry['python']}(): name must be a str, not "
                             f"{type(given['name']).__name__}")
-        inputs = [given[name] for name in tensors]
-        while inputs and inputs[-1] is None:  # optional inputs left out (they come last)
-            inputs.pop()
+        if varargs:
+            inputs = list(given.get(varargs[0], ()))
+        else:
+            inputs = [given[name] for name in tensors]
+            while inputs and inputs[-1] is None:  # optional inputs left out (they come last)
+                inputs.pop()
         return _loom.ops._apply_op(op, inputs, {name: given[name] for name in attributes},
                                    given['name'], variant)
 

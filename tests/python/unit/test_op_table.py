@@ -193,7 +193,9 @@ OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roip
              # test_random_ops.py: random
              'dropout', 'random_sample', 'random_sample_inclusion_frequency',
              # test_indexing_ops.py: two outputs
-             'top_k'}
+             'top_k',
+             # varargs, no broadcasting: test_splice_* below
+             'splice'}
 
 
 def test_every_function_of_the_table_has_an_oracle():
@@ -742,6 +744,24 @@ def test_as_composite_names_the_graph_of_a_functions_outputs():
     assert g.name == 'g' and g.outputs == f.outputs
     np.testing.assert_array_equal(g.eval({x: [[1, 2]]}), [[2, 3]])
     assert str(inspect.signature(C.as_composite)) == "(root_function, name='')"
+
+
+def test_splice_takes_varargs_and_keyword_only_axis():
+    # CNTK's splice(*inputs, **kw_axis_name): the table's Tensors parameter.
+    assert str(inspect.signature(C.splice)) == "(*inputs, axis=-1, name='')"
+    c = C.constant(np.ones((2, 1)), dtype=np.float64)
+    s = C.splice(c, [[7], [8]], c, name='s')  # the list: a constant of c's type
+    assert s.name == 's' and s.shape == (2, 3) and s.dtype == np.float64
+    np.testing.assert_array_equal(s.eval(), [[1, 7, 1], [1, 8, 1]])
+    x = C.input_variable((2, 3), dtype=np.float64)
+    X = np.arange(6, dtype=np.float64).reshape(1, 2, 3)
+    np.testing.assert_array_equal(C.splice(x, x, axis=0).eval({x: X})[0],
+                                  np.concatenate([X[0], X[0]]))
+    np.testing.assert_array_equal(C.splice(x).eval({x: X}), X)
+    with pytest.raises(C.ArgumentError, match='Splice takes at least 1 input'):
+        C.splice()
+    with pytest.raises(TypeError, match='axes'):
+        C.splice(x, x, axes=0)
 
 
 def test_splice_along_a_new_leading_axis_stacks():
