@@ -120,11 +120,7 @@ class UserOpDef final : public OpDef {
     // gradients are zeros without calling the user's backward, as CNTK's.
     bool any_needed = false;
     for (const auto& o : f.outputs) any_needed = any_needed || !o->stops_gradient;
-    if (!any_needed) {
-      if (!accumulate)
-        std::memset(input_gradient.data, 0, input_gradient.size() * size_of(input_gradient.dtype));
-      return;
-    }
+    if (!any_needed) return zeros(input_gradient, accumulate);
     CallState& s = std::any_cast<CallState&>(*call.user_state);
     const std::vector<bool>& wanted = *call.gradient_wanted;
     size_t first = 0;
@@ -140,9 +136,8 @@ class UserOpDef final : public OpDef {
                  ": backward gave ", s.gradients.size(), " gradients for ", wanted.size(),
                  " inputs");
     }
-    LOOM_CHECK(s.gradients[index].has_value(), ArgumentError, user_->op_name(),
-               ": backward gave no gradient for input ", index, " (", f.inputs[index].describe(),
-               ")");
+    // An input backward gave no gradient for gets zeros, as CNTK's.
+    if (!s.gradients[index]) return zeros(input_gradient, accumulate);
     write(*s.gradients[index], input_gradient, accumulate, f.inputs[index].has_sequence_axis(),
           "backward's gradient of input " + std::to_string(index) + " (" +
               f.inputs[index].describe() + ")");
@@ -155,6 +150,11 @@ class UserOpDef final : public OpDef {
   }
 
  private:
+  // A gradient of zeros: written, or nothing added.
+  static void zeros(Tensor& gradient, bool accumulate) {
+    if (!accumulate) std::memset(gradient.data, 0, gradient.size() * size_of(gradient.dtype));
+  }
+
   // A declared output shape with its free dimensions taken from the first input of its rank
   // whose other dimensions agree.
   NDShape sized(const NDShape& declared, std::span<const Tensor* const> tensors) const {

@@ -49,7 +49,8 @@ class UserFunction : public std::enable_shared_from_this<UserFunction> {
                                      const std::vector<Variable>& outputs, bool is_training,
                                      std::any& state) const = 0;
   // The gradients of the inputs that wanted[i] asks for (others may be left empty), from the
-  // outputs' gradients (one per output), each a Value of its input's form.
+  // outputs' gradients (one per output), each a Value of its input's form. A wanted input left
+  // empty gets zeros, as CNTK's.
   virtual std::vector<std::optional<Value>> backward(const std::any& state,
                                                      const std::vector<Value>& output_gradients,
                                                      const std::vector<bool>& wanted) const = 0;

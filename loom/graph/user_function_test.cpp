@@ -615,5 +615,27 @@ TEST(UserFunction, OutputsAreNamedAndNeedGradientsAsInferOutputsSays) {
   for (double g : values_of(cube.grad(args, {a}).at(a))) EXPECT_EQ(g, 0.0);
 }
 
+// Product whose backward gives input 0's gradient only.
+class ProductWithoutSecondGradient : public Product {
+ public:
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
+                                             const std::vector<bool>& wanted) const override {
+    std::vector<std::optional<Value>> g = Product::backward(state, roots, wanted);
+    g[1].reset();
+    return g;
+  }
+};
+
+TEST(UserFunction, AnInputBackwardGivesNoGradientForGetsZeros) {
+  // CNTK's test_udf_no_gradient_for_some_inputs.
+  Variable a = input_variable({3}, {.dtype = DataType::Float64, .needs_gradient = true});
+  Variable b = input_variable({3}, {.dtype = DataType::Float64, .needs_gradient = true});
+  Function f = user_function(std::make_shared<ProductWithoutSecondGradient>(), {a, b});
+  const ValueMap args = two_inputs(a, b, false, DataType::Float64);
+  const ValueMap g = f.grad(args, {a, b});
+  EXPECT_EQ(values_of(g.at(a)), values_of(args.at(b)));
+  for (double v : values_of(g.at(b))) EXPECT_EQ(v, 0.0);
+}
+
 }  // namespace
 }  // namespace loom

@@ -112,9 +112,10 @@ class PythonUserFunction final : public UserFunction {
     }
     const std::vector<Variable> inputs = this->inputs();
     std::vector<std::optional<Value>> gradients(inputs.size());
+    // None (or an input left out of variables) is a gradient of zeros, as CNTK's.
     if (inputs.size() == 1) {
       const py::object g = udf_->attr("backward")(*s.object, root_gradients);
-      gradients[0] = value_of(inputs[0], g, gradient_label(inputs, 0));
+      if (!g.is_none()) gradients[0] = value_of(inputs[0], g, gradient_label(inputs, 0));
       return gradients;
     }
     py::dict variables;
@@ -124,11 +125,7 @@ class PythonUserFunction final : public UserFunction {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!wanted[i]) continue;
       const py::object g = variables[py::cast(inputs[i])];
-      if (g.is_none())
-        throw py::value_error(op_name_ + ".backward gave no gradient for input " +
-                              std::to_string(i) + " (" + inputs[i].describe() +
-                              "): set variables[self.inputs[" + std::to_string(i) + "]]");
-      gradients[i] = value_of(inputs[i], g, gradient_label(inputs, i));
+      if (!g.is_none()) gradients[i] = value_of(inputs[i], g, gradient_label(inputs, i));
     }
     return gradients;
   }

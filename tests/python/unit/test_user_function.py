@@ -108,6 +108,32 @@ def test_a_user_function_made_on_a_placeholder_reads_its_inputs_once_bound():
     assert udf.backward_calls == 1
 
 
+class MyPlusWithNoGradientToRightOperand(UserFunction):
+    """CNTK's: backward gives the left operand's gradient only."""
+
+    def __init__(self, arg1, arg2, name='f1'):
+        super().__init__([arg1, arg2], name=name)
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        return None, [a0 + a1 for a0, a1 in zip(*arguments)]
+
+    def backward(self, state, root_gradients, input_gradients):
+        input_gradients[self.inputs[0]] = root_gradients
+
+
+def test_udf_no_gradient_for_some_inputs():
+    # CNTK's test: an input backward gives no gradient for gets zeros.
+    x = C.sequence.input_variable(2, needs_gradient=True, name='x')
+    y = C.sequence.input_variable(2, needs_gradient=True, name='y')
+    op = C.user_function(MyPlusWithNoGradientToRightOperand(x, y))
+    x_data = [np.array([[1., 2.], [3., 4.]], np.float32)]
+    y_data = [np.array([[5., 6.], [7., 8.]], np.float32)]
+    gradients, result = op.grad({x: x_data, y: y_data}, op.arguments, [op.output])
+    assert np.allclose(gradients[op.arguments[0]], [[[1., 1.], [1., 1.]]])
+    assert np.allclose(gradients[op.arguments[1]], [[[0., 0.], [0., 0.]]])
+    assert np.allclose(result, [[[6., 8.], [10., 12.]]])
+
+
 def test_the_sigmoid_matches_the_built_in_one_with_its_gradient():
     x = C.input_variable(3, needs_gradient=True)
     data = np.array([[-1.0, 0.5, 2.0], [0.0, -3.0, 1.0]], np.float32)
