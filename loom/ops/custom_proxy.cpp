@@ -57,6 +57,14 @@ std::vector<OpSchema> custom_proxy_schemas() {
   s.params = {{"custom_op", ParamType::String},
               {"output_shape", ParamType::Shape},
               {"output_data_type", ParamType::DataType}};
+  // ONNX's Sub over two operands: their order matters.
+  s.conformance = {
+      {.inputs = {{NDShape{3}}, {NDShape{3}}},
+       .attributes = Dictionary({{"custom_op", "Sub"},
+                                 {"output_shape", NDShape{3}},
+                                 {"output_data_type", dtype_attribute(DataType::Float32)}}),
+       .sequences = false,
+       .stands_for = "Minus"}};
   return {s};
 }
 

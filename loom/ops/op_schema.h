@@ -154,6 +154,10 @@ struct ConformanceCase {
   // passes too (dropout at rate 0), and the moments of the output's elements.
   bool identity = false;
   std::optional<DrawMoments> moments = {};
+  // An op without computation that stands for the table's op of this name (custom_proxy_op):
+  // the harness checks that save and load keep it and that its ONNX round trip computes what
+  // that op computes.
+  const char* stands_for = nullptr;
   // The output the case checks, of an op of several (TopK: 0 the values, 1 the positions).
   size_t output = 0;
 };
