@@ -362,30 +362,24 @@ std::vector<OpSchema> random_schemas() {
   distribution.onnx.none_because =
       "ONNX's RandomUniform, RandomNormal and Bernoulli draw from the runtime's own generator "
       "(their float seed does not continue Loom's stream after a load), and ONNX has no Gumbel";
+  // Each distribution's defaults (its options') and docs.
   struct Form {
     const DistributionSpec& d;
-    std::vector<OpParam> parameters;  // the distribution's
-    const char *doc, *like_doc;       // the shaped form's, the _like form's
+    double a, b;                 // the defaults of its parameters d.a and d.b
+    const char *doc, *like_doc;  // the shaped form's, the _like form's
   };
   const Form forms[] = {
-      {kUniform,
-       {{"low", ParamType::Double, UniformRandomOptions{}.low},
-        {"high", ParamType::Double, UniformRandomOptions{}.high}},
+      {kUniform, UniformRandomOptions{}.low, UniformRandomOptions{}.high,
        "a tensor of shape and dtype uniform in [low, high), drawn at every evaluation",
        "uniform() of x's shape, dtype and dynamic axes"},
-      {kNormal,
-       {{"mean", ParamType::Double, NormalRandomOptions{}.mean},
-        {"scale", ParamType::Double, NormalRandomOptions{}.scale}},
+      {kNormal, NormalRandomOptions{}.mean, NormalRandomOptions{}.scale,
        "a tensor of shape and dtype, normal of mean and standard deviation scale, drawn at every "
        "evaluation",
        "normal() of x's shape, dtype and dynamic axes"},
-      {kGumbel,
-       {{"loc", ParamType::Double, GumbelRandomOptions{}.loc},
-        {"scale", ParamType::Double, GumbelRandomOptions{}.scale}},
+      {kGumbel, GumbelRandomOptions{}.loc, GumbelRandomOptions{}.scale,
        "a tensor of shape and dtype, Gumbel of location loc and scale, drawn at every evaluation",
        "gumbel() of x's shape, dtype and dynamic axes"},
-      {kBernoulli,
-       {{"mean", ParamType::Double, BernoulliRandomOptions{}.mean}},
+      {kBernoulli, BernoulliRandomOptions{}.mean, 0,
        "a tensor of shape and dtype, 1 with probability mean and 0 otherwise, drawn at every "
        "evaluation",
        "bernoulli() of x's shape, dtype and dynamic axes"}};
@@ -394,7 +388,8 @@ std::vector<OpSchema> random_schemas() {
                                 {kDtype, ParamType::DataType, dtype_attribute(DataType::Float32)}};
     std::vector<OpParam> like{{"x"}};
     for (std::vector<OpParam>* ps : {&shaped, &like}) {
-      ps->insert(ps->end(), f.parameters.begin(), f.parameters.end());
+      ps->push_back({f.d.a, ParamType::Double, f.a});
+      if (f.d.b) ps->push_back({f.d.b, ParamType::Double, f.b});
       ps->push_back(seed);
     }
     Dictionary fixed;
