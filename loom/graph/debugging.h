@@ -78,7 +78,8 @@ struct ProfilerOptions {
   bool sync_gpu = true;
   size_t reserve_mem = 32 * 1024 * 1024;  // CNTK's default_profiler_buffer_size
 };
-void start_profiler(const std::string& dir = "profiler", const ProfilerOptions& options = {});
+inline constexpr const char* kProfilerDir = "profiler";  // CNTK's default dir
+void start_profiler(const std::string& dir = kProfilerDir, const ProfilerOptions& options = {});
 std::string stop_profiler();
 void enable_profiler();
 void disable_profiler();

@@ -85,7 +85,8 @@ Function scatter(const Variable& x, const Variable& cond, const std::string& nam
 // cannot take it. no_mask_output gives the data alone. The gradient goes to x's steps, none
 // from the padding; the mask has none. An empty sequence gives T steps of padding and a mask of
 // zeros; a minibatch of empty sequences gives T = 0.
-Function unpack(const Variable& x, double padding_value, bool no_mask_output = false,
+inline constexpr bool kUnpackNoMaskOutput = false;  // CNTK's default
+Function unpack(const Variable& x, double padding_value, bool no_mask_output = kUnpackNoMaskOutput,
                 const std::string& name = "");
 
 }  // namespace loom::sequence

@@ -8,6 +8,8 @@ losses CNTK's Python builds from other ops (fmeasure, hierarchical_softmax_layer
 cross_entropy_with_softmax along an axis of a sample of rank 2 or more) are built here the same
 way, so that their gradients come from their parts.
 """
+import inspect
+
 import numpy as np
 
 from loom import _loom
@@ -15,6 +17,8 @@ from loom._loom import ArgumentError, ShapeError  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
 
 globals().update(_op_functions('losses'))
+# nce_loss's defaults: those of the table's _nce_loss (C++ NceOptions).
+_NCE = inspect.signature(_nce_loss).parameters  # noqa: F821 (the table's function)
 
 
 def _variable(x, dtype=None):
@@ -102,8 +106,9 @@ def fmeasure(output, target, beta=1):
     return 1 - (1 + b2) * precision * recall / (b2 * precision + recall)
 
 
-def nce_loss(weights, biases, inputs, labels, noise_distribution, num_samples=32,
-             allow_duplicates=True, seed=None, name=''):
+def nce_loss(weights, biases, inputs, labels, noise_distribution,
+             num_samples=_NCE['num_samples'].default,
+             allow_duplicates=_NCE['allow_duplicates'].default, seed=None, name=''):
     """Noise contrastive estimation (CNTK's nce_loss, after Dyer's notes): per sample, the
     logistic loss of telling the label from num_samples classes drawn from noise_distribution
     (shared by the minibatch, drawn anew each minibatch), each weighted by its importance.

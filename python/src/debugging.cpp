@@ -41,12 +41,15 @@ void add_debugging(py::module_ m) {
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level,
         py::arg("level"));
   m.attr("default_profiler_buffer_size") = ProfilerOptions{}.reserve_mem;
+  // start_profiler's other defaults, which loom.debugging.profiler's keyword arguments take.
+  m.attr("kProfilerDir") = kProfilerDir;
+  m.attr("default_profiler_sync_gpu") = ProfilerOptions{}.sync_gpu;
   m.def(
       "start_profiler",
       [](const std::string& dir, bool sync_gpu, size_t reserve_mem) {
         start_profiler(dir, {.sync_gpu = sync_gpu, .reserve_mem = reserve_mem});
       },
-      py::arg("dir") = "profiler", py::arg("sync_gpu") = true,
+      py::arg("dir") = kProfilerDir, py::arg("sync_gpu") = ProfilerOptions{}.sync_gpu,
       py::arg("reserve_mem") = ProfilerOptions{}.reserve_mem);
   m.def("stop_profiler", &stop_profiler);
   m.def("enable_profiler", &enable_profiler);

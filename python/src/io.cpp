@@ -458,7 +458,7 @@ void add_io(py::module_ m) {
                  .defines_mb_size = defines_mb_size};
            }),
            py::arg("name"), py::arg("stream_id"), py::arg("storage_format"), py::arg("dtype"),
-           py::arg("shape"), py::arg("defines_mb_size") = false)
+           py::arg("shape"), py::arg("defines_mb_size") = StreamInformation{}.defines_mb_size)
       .def_readonly("defines_mb_size", &StreamInformation::defines_mb_size)
       .def_property_readonly(
           "storage_format",

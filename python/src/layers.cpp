@@ -413,9 +413,10 @@ void add_layers(py::module_ m) {
                                .name = name});
       },
       py::arg("attention_dim"), py::arg("attention_span") = py::none(),
-      py::arg("attention_axis") = py::none(), py::arg("init") = u, py::arg("go_backwards") = false,
-      py::arg("enable_self_stabilization") = true, py::arg("dtype") = py::none(),
-      py::arg("name") = "");
+      py::arg("attention_axis") = py::none(), py::arg("init") = u,
+      py::arg("go_backwards") = AttentionModelOptions{}.go_backwards,
+      py::arg("enable_self_stabilization") = AttentionModelOptions{}.enable_self_stabilization,
+      py::arg("dtype") = py::none(), py::arg("name") = "");
   using Cell = Function (*)(size_t, const RecurrentCellOptions&);
   for (auto [layer, f] :
        {std::pair<const char*, Cell>{"LSTM", &LSTM}, {"GRU", &GRU}, {"RNNStep", &RNNStep}})

@@ -210,8 +210,9 @@ void add_logging(py::module_ m) {
              return std::make_shared<TensorBoardProgressWriter>(TensorBoardProgressWriterOptions{
                  .freq = freq, .log_dir = log_dir, .rank = rank, .model = function_or_none(model)});
            }),
-           py::arg("freq") = py::none(), py::arg("log_dir") = ".", py::arg("rank") = py::none(),
-           py::arg("model") = py::none())
+           py::arg("freq") = py::none(),
+           py::arg("log_dir") = TensorBoardProgressWriterOptions{}.log_dir,
+           py::arg("rank") = py::none(), py::arg("model") = py::none())
       .def("write_value", &TensorBoardProgressWriter::write_value, py::arg("name"),
            py::arg("value"), py::arg("step"))
       // images: [N, C, H, W] numbers from 0 to 255 (C 1 or 3).

@@ -28,7 +28,7 @@ void add_ops_sequence(py::module_ m) {
       },
       py::arg("seq"), py::arg("condition"), py::arg("name") = "");
   m.def("unpack", &sequence::unpack, py::arg("seq"), py::arg("padding_value"),
-        py::arg("no_mask_output") = false, py::arg("name") = "");
+        py::arg("no_mask_output") = sequence::kUnpackNoMaskOutput, py::arg("name") = "");
   m.def("scatter", &sequence::scatter, py::arg("seq"), py::arg("condition"), py::arg("name") = "");
   auto delay = [&m](const char* name, auto with_state, auto without_state) {
     m.def(

@@ -5,7 +5,8 @@ chrome://tracing's format)."""
 from loom import _loom
 
 
-def start_profiler(dir='profiler', sync_gpu=True,
+def start_profiler(dir=_loom.debugging.kProfilerDir,
+                   sync_gpu=_loom.debugging.default_profiler_sync_gpu,
                    reserve_mem=_loom.debugging.default_profiler_buffer_size):
     '''
     Start profiler to prepare performance statistics gathering. Note that

@@ -54,10 +54,12 @@ CNTK_DEFAULTS = [
     (C.ops.classification_error, {'topN': 1}),
     (C.ops.batch_normalization, {'normalization_time_constant': 5000, 'blend_time_constant': 0,
                                  'epsilon': 0.00001}),
+    (C.losses.nce_loss, {'num_samples': 32, 'allow_duplicates': True}),
     (C.ops.convolution_transpose, {'reduction_rank': 1, 'max_temp_mem_size_in_samples': 0}),
     (C.ops.sequence.past_value, {'time_step': 1}),
     (C.ops.sequence.future_value, {'time_step': 1}),
     (C.ops.sequence.delay, {'time_step': 1}),
+    (C.ops.sequence.unpack, {'no_mask_output': False}),
     (C.Function.save, {'format': MODEL_FORMAT.CNTKv2}),
     (C.Function.load, {'format': MODEL_FORMAT.CNTKv2}),
     (C.load_model, {'format': MODEL_FORMAT.CNTKv2}),
@@ -81,6 +83,9 @@ CNTK_DEFAULTS = [
     (C.io.HTKMLFDeserializer.__init__, {'phoneBoundaries': False}),
     (C.logging.ProgressWriter.__init__, {'first': 0, 'test_first': 0, 'distributed_first': 0}),
     (C.logging.ProgressPrinter.__init__, {'first': 0, 'test_first': 0, 'distributed_first': 0}),
+    (C.logging.TensorBoardProgressWriter.__init__, {'log_dir': '.'}),
+    (C.io.StreamInformation.__init__, {'defines_mb_size': False}),
+    (C.debugging.start_profiler, {'dir': 'profiler', 'sync_gpu': True}),
 ] + [
     (f, {'gaussian_noise_injection_std_dev': 0.0})
     for f in (C.learners.sgd, C.learners.momentum_sgd, C.learners.nesterov, C.learners.adagrad,
