@@ -6,6 +6,7 @@
 
 #include "loom/graph/op.h"
 #include "loom/kernels/pad.h"
+#include "loom/kernels/permute.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
@@ -370,36 +371,6 @@ size_t source_axis(const Dictionary& a, size_t k, size_t rank) {
   return perm.empty() ? rank - 1 - k : op_util::static_axis_index(perm[k].get<int64_t>(), rank);
 }
 
-constexpr size_t kMaxTransposeRank = 16;
-
-// Calls f(o, i) for each element of the transposed output y, in row-major order: o is its
-// offset in y, i the offset of the same element in x; (A transpose kernel belongs in
-// loom/kernels; until there is one this walk lives here.)
-// source(k, rank) is the input axis that output axis k of a rank-`rank` sample takes.
-template <class Source, class F>
-void for_each_transposed(const Tensor& x, const Tensor& y, Source&& source, F&& f) {
-  const size_t rank = x.shape.rank(), first = x.dynamic() ? 1 : 0;
-  LOOM_CHECK(rank <= kMaxTransposeRank, ShapeError, "Transpose: rank ", rank, " exceeds ",
-             kMaxTransposeRank);
-  size_t x_stride[kMaxTransposeRank], stride[kMaxTransposeRank], dim[kMaxTransposeRank];
-  size_t idx[kMaxTransposeRank] = {};
-  for (size_t k = rank, s = 1; k-- > 0; s *= x.shape[k]) x_stride[k] = s;
-  for (size_t k = 0; k < rank; ++k) {
-    stride[k] = x_stride[k < first ? k : first + source(k - first, rank - first)];
-    dim[k] = y.shape[k];
-  }
-  size_t i = 0;
-  for (size_t o = 0, n = y.size(); o < n; ++o) {
-    f(o, i);
-    for (size_t k = rank; k-- > 0;) {
-      i += stride[k];
-      if (++idx[k] < dim[k]) break;
-      i -= stride[k] * dim[k];
-      idx[k] = 0;
-    }
-  }
-}
-
 // Attributes: "perm" as the user gave it.
 class TransposeOp : public OpDef {
  public:
@@ -429,29 +400,43 @@ class TransposeOp : public OpDef {
   void forward(OpCall& call) const override {
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
+    const std::vector<size_t> perm = permutation(x, call.attributes);
     dispatch(y.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* src = x.ptr<T>();
-      T* dst = y.ptr<T>();
-      for_each_transposed(x, y, source(call.attributes),
-                          [&](size_t o, size_t i) { dst[o] = src[i]; });
+      kernels::permute(x.ptr<T>(), y.ptr<T>(), x.shape.dims(), perm, false);
     });
   }
 
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
+    const std::vector<size_t> perm = permutation(*call.inputs[0], call.attributes);
+    std::vector<size_t> inverse(perm.size());
+    for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = k;
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* dy = call.output_gradient->ptr<T>();
-      T* g = dx.ptr<T>();
-      for_each_transposed(*call.inputs[0], *call.output, source(call.attributes),
-                          [&](size_t o, size_t i) { g[i] = accumulate ? g[i] + dy[o] : dy[o]; });
+      kernels::permute(call.output_gradient->ptr<T>(), dx.ptr<T>(),
+                       call.output_gradient->shape.dims(), inverse, accumulate);
     });
   }
 
+  OpTraits traits(const Dictionary&) const override {
+    return {.backward_reads_inputs = InputSet::none(), .backward_reads_output = false};
+  }
+
  protected:
-  // The source(k, rank) of for_each_transposed.
+  // The input axis that output axis k of a sample of rank `rank` takes.
   virtual std::function<size_t(size_t, size_t)> source(const Dictionary& a) const {
     return [&a](size_t k, size_t rank) { return source_axis(a, k, rank); };
+  }
+
+ private:
+  // The input axis each axis of the whole output tensor takes (the batch axis stays first).
+  std::vector<size_t> permutation(const Tensor& x, const Dictionary& a) const {
+    const size_t rank = x.shape.rank(), first = x.dynamic() ? 1 : 0;
+    const auto from = source(a);
+    std::vector<size_t> perm(rank);
+    for (size_t k = 0; k < rank; ++k)
+      perm[k] = k < first ? k : first + from(k - first, rank - first);
+    return perm;
   }
 };
 

@@ -1,0 +1,83 @@
+#include "loom/kernels/permute.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "loom/core/error.h"
+#include "loom/kernels/kernels_test_util.h"
+
+namespace loom::kernels {
+namespace {
+
+using namespace loom::testing;
+
+// y's element at each index of y (row-major), read from x through the permutation.
+template <typename T>
+std::vector<T> naive_permute(const std::vector<T>& x, const std::vector<size_t>& dims,
+                             const std::vector<size_t>& perm) {
+  const size_t rank = dims.size();
+  std::vector<size_t> stride(rank), idx(rank, 0), out(rank);
+  for (size_t a = rank, s = 1; a-- > 0; s *= dims[a]) stride[a] = s;
+  for (size_t k = 0; k < rank; ++k) out[k] = dims[perm[k]];
+  std::vector<T> y(x.size());
+  for (size_t o = 0; o < y.size(); ++o) {
+    size_t i = 0;
+    for (size_t k = 0; k < rank; ++k) i += idx[k] * stride[perm[k]];
+    y[o] = x[i];
+    for (size_t k = rank; k-- > 0;)
+      if (++idx[k] < out[k])
+        break;
+      else
+        idx[k] = 0;
+  }
+  return y;
+}
+
+template <typename T>
+class Permute : public ::testing::Test {};
+TYPED_TEST_SUITE(Permute, RealTypes);
+
+// Random shapes (extents of 1 among them, so axes drop and merge) and permutations, small and
+// large enough to split over threads, copied and added; the inverse permutation gives x back.
+TYPED_TEST(Permute, MatchesTheElementByElementWalk) {
+  using T = TypeParam;
+  std::mt19937 gen(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const size_t rank = 1 + gen() % 5;
+    const size_t most = trial < 40 ? 6 : 70;  // the last trials have 10^4 to 10^6 elements
+    std::vector<size_t> dims(rank), perm(rank);
+    for (size_t& d : dims) d = 1 + gen() % most;
+    std::iota(perm.begin(), perm.end(), size_t{0});
+    std::shuffle(perm.begin(), perm.end(), gen);
+    const size_t n = std::accumulate(dims.begin(), dims.end(), size_t{1}, std::multiplies<>());
+    if (n > (size_t{1} << 21)) continue;
+    SCOPED_TRACE(::testing::PrintToString(dims) + " perm " + ::testing::PrintToString(perm));
+    const std::vector<T> x = random_vector<T>(n, unsigned(trial));
+    const std::vector<T> want = naive_permute(x, dims, perm);
+    std::vector<T> y(n, T(7));
+    permute(x.data(), y.data(), dims, perm, false);
+    EXPECT_EQ(y, want);
+    std::vector<T> sum = random_vector<T>(n, unsigned(trial + 100));
+    std::vector<T> expected = sum;
+    for (size_t i = 0; i < n; ++i) expected[i] += want[i];
+    permute(x.data(), sum.data(), dims, perm, true);
+    EXPECT_EQ(sum, expected);
+    std::vector<size_t> inverse(rank), out(rank);
+    for (size_t k = 0; k < rank; ++k) inverse[perm[k]] = k, out[k] = dims[perm[k]];
+    std::vector<T> back(n);
+    permute(y.data(), back.data(), out, inverse, false);
+    EXPECT_EQ(back, x);
+  }
+}
+
+TEST(Permute, RefusesAPermutationOfAnotherRank) {
+  const std::vector<float> x(6);
+  std::vector<float> y(6);
+  EXPECT_THROW(permute(x.data(), y.data(), {2, 3}, {0}, false), ShapeError);
+}
+
+}  // namespace
+}  // namespace loom::kernels
