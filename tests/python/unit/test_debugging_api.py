@@ -248,8 +248,9 @@ def test_a_debug_model_saves_and_loads_as_the_model_without_stops(tmp_path):
     assert np.allclose(loaded.eval({loaded.arguments[0]: data}), [[30, 30]])
     _train_once(loaded.arguments[0], loaded)
     assert outs.written == [] and ins.to_be_read == ['q']
-    out = subprocess.run([sys.executable, '-c', 'import sys, numpy as np, loom; m = loom.load_model('
-                          'sys.argv[1]); print(m.eval(np.float32([[1, 2]])).tolist())', path],
+    script = ('import sys, numpy as np, loom; m = loom.load_model(sys.argv[1]); '
+              'print(m.eval(np.float32([[1, 2]])).tolist())')
+    out = subprocess.run([sys.executable, '-c', script, path],
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout == '[[30.0, 30.0]]\n', out.stdout + out.stderr
 
