@@ -540,16 +540,21 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
 template <typename T>
 void ternary(TernaryOp op, const Dims& out_dims, const Dims& c_dims, const T* c, const Dims& a_dims,
              const T* a, const Dims& b_dims, const T* b, T* y) {
-  // Two passes of two operands each: y = the broadcast first operand, then y = f(y, u, v).
+  // A plan walks at most two operands besides y: y = f(first at o, u, v) with first read where it
+  // lies when it has the output's shape (clip's x, select's value if true), else first copied
+  // into y, broadcast, in a pass of its own.
   const bool select = op == TernaryOp::Select;
   const Dims& first_dims = select ? a_dims : c_dims;
   const T* first = select ? a : c;
-  const detail::Plan copy =
-      detail::make_plan(out_dims, {&out_dims, &first_dims, &first_dims}, "ternary");
-  broadcast_apply<false>(copy, first, first, y, [](size_t, T u, T) { return u; });
+  if (first_dims != out_dims) {
+    const detail::Plan copy =
+        detail::make_plan(out_dims, {&out_dims, &first_dims, &first_dims}, "ternary");
+    broadcast_apply<false>(copy, first, first, y, [](size_t, T u, T) { return u; });
+    first = y;
+  }
   auto update = [&](const Dims& u_dims, const T* u, const Dims& v_dims, const T* v, auto f) {
     const detail::Plan p = detail::make_plan(out_dims, {&out_dims, &u_dims, &v_dims}, "ternary");
-    broadcast_apply<false>(p, u, v, y, [=](size_t o, T uu, T vv) { return f(y[o], uu, vv); });
+    broadcast_apply<false>(p, u, v, y, [=](size_t o, T uu, T vv) { return f(first[o], uu, vv); });
   };
   if (select)
     update(c_dims, c, b_dims, b, [](T t, T cond, T f) { return cond != 0 ? t : f; });
