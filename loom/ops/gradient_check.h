@@ -189,41 +189,60 @@ inline void expect_float32_matches_float64(const std::function<OpCase(DataType)>
         "float32 gradient of " + gradient_check_detail::label(c32.wrt[i]));
 }
 
-// Evaluates f, whose only argument is the sequence input x, on a minibatch of sequences and on
-// each sequence alone, and checks that outputs and (with `with_gradients`, for an f differentiable
-// in x) gradients with respect to x agree: the packing of the minibatch must not show in the
-// results. An output whose first axis is free (sequence::unpack's, the minibatch's longest
-// sequence) is longer in the minibatch than alone by `padding` values.
+// Evaluates f on a minibatch of sequences and on each sequence alone, and checks that outputs
+// and gradients with respect to wrt agree: the packing of the minibatch must not show in the
+// results. The arguments are sequences, or one sample per sequence (an input without the
+// sequence axis); alone, sequence b takes sequence or sample b of each. An output whose first
+// axis is free (sequence::unpack's, the minibatch's longest sequence) is longer in the minibatch
+// than alone by `padding` values.
+inline void expect_sequences_match_individually(const Function& f, const ValueMap& arguments,
+                                                const std::vector<Variable>& wrt,
+                                                double tolerance = 1e-12, double padding = 0) {
+  const Function g = weighted_output(f);
+  auto output_and_gradients = [&](const ValueMap& args) {
+    std::vector<std::vector<std::vector<double>>> gradients;
+    const ValueMap grad = wrt.empty() ? ValueMap{} : g.grad(args, wrt);
+    for (const Variable& w : wrt) gradients.push_back(grad.at(w).as_sequences<double>());
+    return std::pair{f.eval_one(args).as_sequences<double>(), gradients};
+  };
+  // Sequence (or sample) b of v, alone.
+  auto item = [](const Value& v, size_t b) {
+    return dispatch(v.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const std::vector<T> x = v.as_sequences<T>().at(b);
+      return v.is_sequence() ? Value::create_sequences<T>(v.sample_shape(), {x})
+                             : Value::create_batch<T>(v.sample_shape(), x);
+    });
+  };
+  const auto [outputs, gradients] = output_and_gradients(arguments);
+  for (size_t b = 0; b < outputs.size(); ++b) {
+    ValueMap alone;
+    for (const auto& [v, value] : arguments) alone.emplace(v, item(value, b));
+    const auto [output, gradient] = output_and_gradients(alone);
+    const std::string what = "sequence " + std::to_string(b) + " evaluated alone: ";
+    std::vector<double> packed = outputs[b];
+    if (f.output().shape().rank() && f.output().shape()[0] == NDShape::kFree &&
+        packed.size() > output[0].size()) {
+      for (size_t i = output[0].size(); i < packed.size(); ++i)
+        EXPECT_EQ(packed[i], padding) << what << "padding at element " << i;
+      packed.resize(output[0].size());
+    }
+    gradient_check_detail::expect_all_near(packed, output[0], tolerance, what + "output");
+    for (size_t i = 0; i < wrt.size(); ++i)
+      gradient_check_detail::expect_all_near(
+          gradients[i][b], gradient[i][0], tolerance,
+          what + "gradient of " + gradient_check_detail::label(wrt[i]));
+  }
+}
+
+// The same for f whose only argument is the sequence input x (its gradient with
+// `with_gradients`, for an f differentiable in x).
 inline void expect_sequences_match_individually(const Function& f, const Variable& x,
                                                 const Value& sequences, double tolerance = 1e-12,
                                                 bool with_gradients = true, double padding = 0) {
-  const Function g = weighted_output(f);
-  auto output_and_gradient = [&](const Value& v) {
-    return std::pair{f.eval_one({{x, v}}).as_sequences<double>(),
-                     with_gradients ? g.grad({{x, v}}, {x}).at(x).as_sequences<double>()
-                                    : std::vector<std::vector<double>>{}};
-  };
-  const auto [outputs, gradients] = output_and_gradient(sequences);
-  dispatch(sequences.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const auto seqs = sequences.as_sequences<T>();
-    for (size_t b = 0; b < seqs.size(); ++b) {
-      const auto [output, gradient] =
-          output_and_gradient(Value::create_sequences<T>(sequences.sample_shape(), {seqs[b]}));
-      const std::string what = "sequence " + std::to_string(b) + " evaluated alone: ";
-      std::vector<double> packed = outputs[b];
-      if (f.output().shape().rank() && f.output().shape()[0] == NDShape::kFree &&
-          packed.size() > output[0].size()) {
-        for (size_t i = output[0].size(); i < packed.size(); ++i)
-          EXPECT_EQ(packed[i], padding) << what << "padding at element " << i;
-        packed.resize(output[0].size());
-      }
-      gradient_check_detail::expect_all_near(packed, output[0], tolerance, what + "output");
-      if (with_gradients)
-        gradient_check_detail::expect_all_near(gradients[b], gradient[0], tolerance,
-                                               what + "gradient");
-    }
-  });
+  expect_sequences_match_individually(f, {{x, sequences}},
+                                      with_gradients ? std::vector{x} : std::vector<Variable>{},
+                                      tolerance, padding);
 }
 
 }  // namespace loom

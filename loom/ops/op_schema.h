@@ -158,6 +158,9 @@ struct ConformanceCase {
   // the harness checks that save and load keep it and that its ONNX round trip computes what
   // that op computes.
   const char* stands_for = nullptr;
+  // False where an output sample is computed from other samples of the minibatch by design
+  // (cosine_distance_with_negative_samples' negatives): a sequence alone cannot give it.
+  bool per_sequence = true;
   // The output the case checks, of an op of several (TopK: 0 the values, 1 the positions).
   size_t output = 0;
 };
