@@ -69,10 +69,25 @@ class TargetRows {
       for (int32_t k = offsets_[row]; k < offsets_[row + 1]; ++k)
         f(size_t(columns_[k]), values_[k]);
     } else {
-      const T* row = values_ + row_start(t_, r, cols_);
+      const T* row = dense_row(r);
       for (size_t c = 0; c < cols_; ++c)
         if (row[c] != T(0)) f(c, row[c]);
     }
+  }
+  // Row r's values when the targets are dense, else nullptr.
+  const T* dense_row(size_t r) const {
+    return offsets_ ? nullptr : values_ + row_start(t_, r, cols_);
+  }
+  // (Σ_c t[r, c] x[c], Σ_c t[r, c]).
+  std::pair<T, T> dot(size_t r, const T* x) const {
+    T d = 0, mass = 0;
+    if (const T* row = dense_row(r)) {
+#pragma omp simd reduction(+ : d, mass)
+      for (size_t c = 0; c < cols_; ++c) d += row[c] * x[c], mass += row[c];
+    } else {
+      for_each(r, [&](size_t c, T v) { d += v * x[c], mass += v; });
+    }
+    return {d, mass};
   }
 
  private:
@@ -172,8 +187,8 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   // area; backward reads it instead of recomputing: softmax(z) = exp(log_softmax(z)). The
   // scratch area has room for softmax(z) after it, which backward computes in one flat pass.
   template <typename T>
-  static T* scratch(OpCall& call, const Tensor& z) {
-    return static_cast<T*>(call.scratch->ensure(2 * z.rows() * z.sample_size() * sizeof(T)));
+  static T* scratch(OpCall& call, const Tensor& z) {  // log_softmax(z), for backward
+    return static_cast<T*>(call.scratch->ensure(z.rows() * z.sample_size() * sizeof(T)));
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
@@ -188,10 +203,9 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
         const T* lr = ls + row_start(z, r, n);
         // −t·log_softmax(z) is (Σt) logsumexp(z) − t·z: add (1 − Σt) logsumexp(z), where
         // logsumexp(z) = z_0 − log_softmax(z)_0.
-        T loss = 0, mass = 0;
-        targets.for_each(r, [&](size_t c, T v) { loss -= v * lr[c], mass += v; });
+        const auto [dot, mass] = targets.dot(r, lr);
         const T lse = z.ptr<T>()[row_start(z, r, n)] - lr[0];
-        y[r] = loss + (1 - mass) * lse;
+        y[r] = -dot + (1 - mass) * lse;
       }
     });
   }
@@ -203,26 +217,19 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
       T* ls = scratch<T>(call, z);
       const T* dy = call.output_gradient->ptr<T>();
       const bool add = prepare_gradient<T>(g, accumulate);
-      T* softmax = ls + z.rows() * n;
       const TargetRows<T> targets(t, n);
-      if (index == 0) {
-        const size_t size = z.rows() * n;
-#pragma omp simd
-        for (size_t i = 0; i < size; ++i) softmax[i] = kernels::fast_exp(ls[i]);
-      }
       for (size_t r = 0; r < rows; ++r) {
         T* dx = g.ptr<T>() + row_start(g, r, n);
-        if (index == 0) {  // dz = dy · (softmax(z) − t)
-          const T* p = softmax + row_start(z, r, n);
+        if (index == 0) {  // dz = dy · (softmax(z) − t), softmax(z) = e^log_softmax(z)
+          const T* lr = ls + row_start(z, r, n);
+          const T* tr = targets.dense_row(r);
           const T scale = dy[r];
-          if (add) {
 #pragma omp simd
-            for (size_t c = 0; c < n; ++c) dx[c] += scale * p[c];
-          } else {
-#pragma omp simd
-            for (size_t c = 0; c < n; ++c) dx[c] = scale * p[c];
+          for (size_t c = 0; c < n; ++c) {
+            const T v = scale * (kernels::fast_exp(lr[c]) - (tr ? tr[c] : T(0)));
+            dx[c] = add ? dx[c] + v : v;
           }
-          targets.for_each(r, [&](size_t c, T v) { dx[c] -= dy[r] * v; });
+          if (!tr) targets.for_each(r, [&](size_t c, T v) { dx[c] -= scale * v; });
         } else {  // dt = −dy · z
           const T* zr = z.ptr<T>() + row_start(z, r, n);
           for (size_t c = 0; c < n; ++c) {
