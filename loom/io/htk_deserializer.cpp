@@ -1,12 +1,14 @@
 #include "loom/io/htk_deserializer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <unordered_map>
+
+#include "loom/core/trace.h"
 
 namespace loom {
 
@@ -15,30 +17,6 @@ namespace {
 // CNTK's chunks: utterances in order, a new chunk once the current one holds over 15 minutes
 // of 10 ms frames.
 constexpr size_t kChunkFrames = 15 * 60 * 100;
-
-void make_htk_chunks(const std::vector<size_t>& frames, std::vector<ChunkInfo>& infos,
-                     std::vector<size_t>& first) {
-  infos.clear();
-  first.clear();
-  for (size_t u = 0; u < frames.size(); ++u) {
-    if (infos.empty() || infos.back().num_samples > kChunkFrames) {
-      infos.push_back({});
-      first.push_back(u);
-    }
-    infos.back().num_sequences += 1;
-    infos.back().num_samples += frames[u];
-  }
-  first.push_back(frames.size());
-}
-
-std::vector<SequenceInfo> htk_sequences(const std::vector<size_t>& first, size_t chunk,
-                                        const auto& frames_of) {
-  LOOM_CHECK(chunk + 1 < first.size(), ArgumentError, "HTK deserializer: chunk ", chunk,
-             " does not exist");
-  std::vector<SequenceInfo> out;
-  for (size_t s = first[chunk]; s < first[chunk + 1]; ++s) out.push_back({frames_of(s), s});
-  return out;
-}
 
 std::ifstream open_text(const std::string& path, const char* what) {
   std::ifstream in(path);
@@ -52,31 +30,95 @@ uint32_t big_endian(const unsigned char* p, size_t n) {
   return v;
 }
 
-struct HTKHeader {
-  uint32_t frames;
-  uint32_t period;
-  uint16_t bytes_per_frame;
-  uint16_t kind;
+float big_endian_float(const unsigned char* p) {
+  const uint32_t bits = big_endian(p, 4);
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+constexpr uint16_t kCompressed = 02000;  // parmKind's _C
+
+// An HTK feature file's layout, read from its header (and a compressed file's scale and bias).
+struct HTKFile {
+  size_t frames = 0;  // the frames of data (a compressed file's nSamples less 4)
+  size_t dim = 0;     // values a frame
+  bool compressed = false;
+  std::vector<float> scale = {}, bias = {};  // compressed: value = (int16 + bias) / scale
+  uint64_t data_start = 12;
+
+  size_t value_bytes() const { return compressed ? 2 : 4; }
 };
 
-constexpr uint16_t kCompressed = 02000;
-
-HTKHeader read_header(std::ifstream& in, const std::string& path) {
+// Reads the header of the file `in` (named `path`, listed at `where`) and checks it against the
+// file's size.
+HTKFile read_htk_header(std::ifstream& in, const std::string& path, const std::string& where) {
+  const std::string file = "HTK feature file '" + path + "' (" + where + ")";
   unsigned char h[12];
   in.read(reinterpret_cast<char*>(h), 12);
-  LOOM_CHECK(in.gcount() == 12, DataError, "HTK feature file '", path,
-             "': the 12-byte header is cut short (", in.gcount(), " bytes)");
-  HTKHeader header{big_endian(h, 4), big_endian(h + 4, 4), uint16_t(big_endian(h + 8, 2)),
-                   uint16_t(big_endian(h + 10, 2))};
-  LOOM_CHECK((header.kind & kCompressed) == 0, DataError, "HTK feature file '", path,
-             "': compressed features (parmKind ", header.kind, " has _C) are not supported");
-  LOOM_CHECK(header.bytes_per_frame > 0 && header.bytes_per_frame % 4 == 0, DataError,
-             "HTK feature file '", path, "': damaged header: sampSize ", header.bytes_per_frame,
-             " is not a positive multiple of 4 (float32 values)");
-  return header;
+  LOOM_CHECK(in.gcount() == 12, DataError, file, ": the 12-byte header is cut short (", in.gcount(),
+             " bytes)");
+  const size_t samples = big_endian(h, 4), bytes_per_frame = big_endian(h + 8, 2);
+  const uint16_t kind = uint16_t(big_endian(h + 10, 2));
+  HTKFile f{.compressed = (kind & kCompressed) != 0};
+  LOOM_CHECK(bytes_per_frame > 0 && bytes_per_frame % f.value_bytes() == 0, DataError, file,
+             ": damaged header: sampSize ", bytes_per_frame, " is not a positive multiple of ",
+             f.value_bytes(),
+             f.compressed ? " (int16 values of a compressed file)" : " (float32 values)");
+  f.dim = bytes_per_frame / f.value_bytes();
+  f.frames = samples;
+  if (f.compressed) {
+    LOOM_CHECK(samples >= 4, DataError, file, ": damaged header: nSamples ", samples,
+               " of a compressed file must count the scale and bias as 4 frames");
+    f.frames = samples - 4;
+    std::vector<unsigned char> ab(8 * f.dim);
+    in.read(reinterpret_cast<char*>(ab.data()), std::streamsize(ab.size()));
+    LOOM_CHECK(size_t(in.gcount()) == ab.size(), DataError, file,
+               ": the compressed file's scale and bias (A and B, ", f.dim,
+               " float32 each after the header) are cut short");
+    for (size_t i = 0; i < f.dim; ++i) {
+      f.scale.push_back(big_endian_float(ab.data() + 4 * i));
+      f.bias.push_back(big_endian_float(ab.data() + 4 * (f.dim + i)));
+      LOOM_CHECK(std::isfinite(f.scale[i]) && f.scale[i] != 0 && std::isfinite(f.bias[i]),
+                 DataError, file, ": damaged: the compressed file's scale A[", i,
+                 "] = ", f.scale[i], " and bias B[", i, "] = ", f.bias[i],
+                 " must be finite, the scale nonzero");
+    }
+    f.data_start += ab.size();
+  }
+  const auto size = std::filesystem::file_size(path);
+  LOOM_CHECK(size == 12 + uint64_t(samples) * bytes_per_frame, DataError, file,
+             ": damaged: the header says ", samples, " frames of ", bytes_per_frame, " bytes",
+             f.compressed ? " (4 of them the compressed file's scale and bias)" : "",
+             ", the file holds ", size - 12, " bytes after the header");
+  return f;
 }
 
 }  // namespace
+
+std::vector<SequenceInfo> HTKKeyedDeserializer::sequence_infos(size_t chunk) const {
+  LOOM_CHECK(chunk < chunk_infos_.size(), ArgumentError, "HTK deserializer: chunk ", chunk,
+             " does not exist");
+  std::vector<SequenceInfo> out;
+  for (size_t s = chunk_first_[chunk]; s < chunk_first_[chunk + 1]; ++s)
+    out.push_back({frames_[s], s});
+  return out;
+}
+
+void HTKKeyedDeserializer::set_frames(std::vector<size_t> frames) {
+  frames_ = std::move(frames);
+  chunk_infos_.clear();
+  chunk_first_.clear();
+  for (size_t u = 0; u < frames_.size(); ++u) {
+    if (chunk_infos_.empty() || chunk_infos_.back().num_samples > kChunkFrames) {
+      chunk_infos_.push_back({});
+      chunk_first_.push_back(u);
+    }
+    chunk_infos_.back().num_sequences += 1;
+    chunk_infos_.back().num_samples += frames_[u];
+  }
+  chunk_first_.push_back(frames_.size());
+}
 
 struct HTKFeatureDeserializer::Utterance {
   std::string key, path;
@@ -92,7 +134,6 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(const StreamDefs& streams) {
                " has a field; HTK feature streams take none (CNTK: does not support stream names)");
     LOOM_CHECK(!def.scp.empty(), ArgumentError, what, " has no scp files");
     LOOM_CHECK(def.shape > 0, ArgumentError, what, " has no shape (the values of a frame)");
-    LOOM_CHECK(!def.broadcast, ArgumentError, what, ": broadcast is not supported");
     LOOM_CHECK(def.dtype == DataType::Float32 || def.dtype == DataType::Float64, ArgumentError,
                what, ": dtype must be float32 or float64");
     const size_t dim = def.shape * (1 + def.context.first + def.context.second);
@@ -143,15 +184,9 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(const StreamDefs& streams) {
         std::ifstream file(path, std::ios::binary);
         LOOM_CHECK(file.good(), IOError, "HTKFeatureDeserializer: ", u.where,
                    ": cannot open feature file '", path, "'");
-        const HTKHeader h = read_header(file, path);
-        LOOM_CHECK(h.bytes_per_frame == def.shape * 4, DataError, "HTK feature file '", path, "' (",
-                   u.where, "): frames of ", h.bytes_per_frame / 4, " values, stream '", name,
-                   "' has shape ", def.shape);
-        const auto size = std::filesystem::file_size(path);
-        LOOM_CHECK(size == 12 + uint64_t(h.frames) * h.bytes_per_frame, DataError,
-                   "HTK feature file '", path, "' (", u.where, "): damaged: the header says ",
-                   h.frames, " frames of ", h.bytes_per_frame, " bytes, the file holds ", size - 12,
-                   " bytes after the header");
+        const HTKFile h = read_htk_header(file, path, u.where);
+        LOOM_CHECK(h.dim == def.shape, DataError, "HTK feature file '", path, "' (", u.where,
+                   "): frames of ", h.dim, " values, stream '", name, "' has shape ", def.shape);
         const size_t total = ranged ? last + 1 : h.frames;
         LOOM_CHECK(total <= h.frames, DataError, "HTKFeatureDeserializer: ", u.where, ": range [",
                    u.first, ",", last, "] is outside '", path, "', which holds ", h.frames,
@@ -159,40 +194,96 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(const StreamDefs& streams) {
         u.frames = total - u.first;
         LOOM_CHECK(u.frames > 0, DataError, "HTK feature file '", path, "' (", u.where,
                    "): holds no frames");
+        LOOM_CHECK(!def.broadcast || u.frames == 1, DataError, "HTK feature file '", path, "' (",
+                   u.where, "): utterance '", u.key, "' of broadcast stream '", name, "' holds ",
+                   u.frames, " frames; a broadcast stream's utterances hold one");
         u.path = path;
         if (u.frames <= def.max_sequence_length) list.push_back(std::move(u));
       }
     }
-    LOOM_CHECK(!list.empty(), DataError, what, ": no utterances to read in ", def.scp.front());
+    // CNTK drops every utterance of a key listed more than once.
+    std::unordered_map<std::string, size_t>& index = index_.emplace_back();
+    std::unordered_map<std::string, size_t> count;
+    for (const Utterance& u : list) ++count[u.key];
+    size_t duplicates = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (count[list[i].key] == 1)
+        index.emplace(list[i].key, i);
+      else
+        ++duplicates;
+    }
+    if (duplicates > 0)
+      warn(what + ": " + std::to_string(duplicates) +
+           " utterances under keys listed more than once are dropped");
+    LOOM_CHECK(!index.empty(), DataError, what, ": no utterances to read in ", def.scp.front());
   }
-  for (size_t s = 1; s < utterances_.size(); ++s) {
-    LOOM_CHECK(utterances_[s].size() == utterances_[0].size(), DataError,
-               "HTKFeatureDeserializer: stream '", streams_[s].name, "' lists ",
-               utterances_[s].size(), " utterances, stream '", streams_[0].name, "' ",
-               utterances_[0].size());
-    for (size_t u = 0; u < utterances_[0].size(); ++u)
-      LOOM_CHECK(utterances_[s][u].key == utterances_[0][u].key &&
-                     utterances_[s][u].frames == utterances_[0][u].frames,
-                 DataError, "HTKFeatureDeserializer: ", utterances_[s][u].where, " ('",
-                 utterances_[s][u].key, "', ", utterances_[s][u].frames, " frames) does not match ",
-                 utterances_[0][u].where, " ('", utterances_[0][u].key, "', ",
-                 utterances_[0][u].frames, " frames)");
+  // The first stream leads; the others follow by key.
+  std::vector<std::string> keys;
+  std::vector<size_t> missing(streams_.size());
+  for (const Utterance& u : utterances_[0]) {
+    if (!index_[0].contains(u.key)) continue;
+    bool everywhere = true;
+    for (size_t s = 1; s < streams_.size(); ++s)
+      if (!index_[s].contains(u.key)) {
+        ++missing[s];
+        everywhere = false;
+      }
+    if (everywhere) keys.push_back(u.key);
   }
+  for (size_t s = 1; s < streams_.size(); ++s)
+    if (missing[s] > 0)
+      warn("HTKFeatureDeserializer: stream '" + streams_[s].name + "' lacks " +
+           std::to_string(missing[s]) + " of the utterances of stream '" + streams_[0].name +
+           "'; they are dropped");
+  LOOM_CHECK(!keys.empty(), DataError, "HTKFeatureDeserializer: no key is in every stream's ",
+             "scp files (stream '", streams_[0].name, "' lists ", utterances_[0].size(),
+             " utterances)");
+  // A sequence is as long as its utterances in the streams that are not broadcast.
+  const auto lead = std::ranges::find_if(defs_, [](const StreamDef& d) { return !d.broadcast; });
   std::vector<size_t> frames;
-  for (const Utterance& u : utterances_[0]) frames.push_back(u.frames);
-  make_htk_chunks(frames, chunk_infos_, chunk_first_);
+  for (const std::string& k : keys)
+    frames.push_back(lead == defs_.end() ? 1 : utterance(size_t(lead - defs_.begin()), k).frames);
+  check_frames(keys, frames,
+               lead == defs_.end() ? "" : "stream '" + streams_[lead - defs_.begin()].name + "'");
+  keys_ = std::move(keys);
+  set_frames(std::move(frames));
 }
 
 HTKFeatureDeserializer::~HTKFeatureDeserializer() = default;
 
-std::vector<SequenceInfo> HTKFeatureDeserializer::sequence_infos(size_t chunk) const {
-  return htk_sequences(chunk_first_, chunk, [&](size_t s) { return utterances_[0][s].frames; });
+const HTKFeatureDeserializer::Utterance& HTKFeatureDeserializer::utterance(
+    size_t stream, const std::string& key) const {
+  return utterances_[stream][index_[stream].at(key)];
 }
 
-std::vector<std::string> HTKFeatureDeserializer::keys() const {
-  std::vector<std::string> out;
-  for (const Utterance& u : utterances_[0]) out.push_back(u.key);
-  return out;
+bool HTKFeatureDeserializer::has(const std::string& key) const {
+  return std::ranges::all_of(index_, [&](const auto& index) { return index.contains(key); });
+}
+
+void HTKFeatureDeserializer::check_frames(const std::vector<std::string>& keys,
+                                          const std::vector<size_t>& frames,
+                                          const std::string& leader) const {
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    if (defs_[s].broadcast) continue;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const Utterance& u = utterance(s, keys[i]);
+      LOOM_CHECK(u.frames == frames[i], DataError, "HTKFeatureDeserializer: ", u.where,
+                 ": utterance '", keys[i], "' of stream '", streams_[s].name, "' holds ", u.frames,
+                 " frames, ", leader, " ", frames[i]);
+    }
+  }
+}
+
+void HTKFeatureDeserializer::select(const std::vector<std::string>& keys,
+                                    const std::vector<size_t>& frames) {
+  LOOM_CHECK(keys.size() == frames.size(), ArgumentError,
+             "HTKFeatureDeserializer::select: ", keys.size(), " keys and ", frames.size(),
+             " lengths");
+  for (const std::string& k : keys)
+    LOOM_CHECK(has(k), DataError, "HTKFeatureDeserializer: no features for utterance '", k, "'");
+  check_frames(keys, frames, "the first HTK deserializer's");
+  keys_ = keys;
+  set_frames(frames);
 }
 
 std::shared_ptr<const Chunk> HTKFeatureDeserializer::load_chunk(size_t chunk) {
@@ -204,32 +295,36 @@ std::shared_ptr<const Chunk> HTKFeatureDeserializer::load_chunk(size_t chunk) {
     StreamChunkData& data = out->streams.emplace_back();
     std::vector<float> frame_values;
     std::vector<double> out_values;
-    for (size_t s = chunk_first_[chunk]; s < chunk_first_[chunk + 1]; ++s) {
-      const Utterance& u = utterances_[id][s];
+    for (const SequenceInfo& seq : out->sequences) {
+      const Utterance& u = utterance(id, keys_[seq.key]);
       std::ifstream file(u.path, std::ios::binary);
       LOOM_CHECK(file.good(), IOError, "HTKFeatureDeserializer: ", u.where,
                  ": cannot open feature file '", u.path, "'");
-      const HTKHeader h = read_header(file, u.path);
-      LOOM_CHECK(h.bytes_per_frame == d * 4 && u.first + u.frames <= h.frames, DataError,
-                 "HTK feature file '", u.path, "' (", u.where, ") changed since it was indexed");
-      std::vector<unsigned char> bytes(u.frames * d * 4);
-      file.seekg(std::streamoff(12 + u.first * d * 4));
+      const HTKFile h = read_htk_header(file, u.path, u.where);
+      LOOM_CHECK(h.dim == d && u.first + u.frames <= h.frames, DataError, "HTK feature file '",
+                 u.path, "' (", u.where, ") changed since it was indexed");
+      const size_t bytes_per_frame = d * h.value_bytes();
+      std::vector<unsigned char> bytes(u.frames * bytes_per_frame);
+      file.seekg(std::streamoff(h.data_start + u.first * bytes_per_frame));
       file.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
       LOOM_CHECK(size_t(file.gcount()) == bytes.size(), DataError, "HTK feature file '", u.path,
                  "' (", u.where, ") is cut short");
       frame_values.resize(u.frames * d);
-      for (size_t i = 0; i < frame_values.size(); ++i) {
-        uint32_t bits = big_endian(bytes.data() + 4 * i, 4);
-        std::memcpy(&frame_values[i], &bits, 4);
-      }
-      for (size_t t = 0; t < u.frames; ++t)
+      for (size_t i = 0; i < frame_values.size(); ++i)
+        frame_values[i] =
+            h.compressed ? (float(int16_t(big_endian(bytes.data() + 2 * i, 2))) + h.bias[i % d]) /
+                               h.scale[i % d]
+                         : big_endian_float(bytes.data() + 4 * i);
+      // A broadcast stream's one frame is every frame of the sequence.
+      for (size_t t = 0; t < seq.num_samples; ++t)
         for (size_t k = 0; k < left + 1 + right; ++k) {
-          const ptrdiff_t src =
-              std::clamp<ptrdiff_t>(ptrdiff_t(t + k) - ptrdiff_t(left), 0, ptrdiff_t(u.frames) - 1);
+          const ptrdiff_t at = defs_[id].broadcast ? 0 : ptrdiff_t(t);
+          const ptrdiff_t src = std::clamp<ptrdiff_t>(at + ptrdiff_t(k) - ptrdiff_t(left), 0,
+                                                      ptrdiff_t(u.frames) - 1);
           out_values.insert(out_values.end(), frame_values.begin() + src * ptrdiff_t(d),
                             frame_values.begin() + (src + 1) * ptrdiff_t(d));
         }
-      data.sample_begin.push_back(data.sample_begin.back() + u.frames);
+      data.sample_begin.push_back(data.sample_begin.back() + seq.num_samples);
     }
     if (streams_[id].dtype == DataType::Float32)
       data.values_f32.assign(out_values.begin(), out_values.end());
@@ -271,7 +366,6 @@ HTKMLFDeserializer::HTKMLFDeserializer(const std::string& label_mapping_file,
     LOOM_CHECK(!labels.empty(), DataError, "HTKMLFDeserializer: the label mapping file '",
                label_mapping_file, "' lists no label");
   }
-  std::unordered_map<std::string, size_t> seen;
   for (const std::string& mlf : def.mlf) {
     std::ifstream in = open_text(mlf, "HTKMLFDeserializer");
     std::string line;
@@ -291,7 +385,8 @@ HTKMLFDeserializer::HTKMLFDeserializer(const std::string& label_mapping_file,
         std::string key = line.substr(1, line.size() - 2);
         if (key.rfind("*/", 0) == 0) key = key.substr(2);
         key = key.substr(0, key.find_last_of('.'));
-        if (!seen.emplace(key, all_.size()).second) fail("utterance '" + key + "' is given twice");
+        if (!index_.emplace(key, all_.size()).second)
+          fail("utterance '" + key + "' is given twice");
         current = &all_.emplace_back();
         current->key = key;
         continue;
@@ -341,30 +436,32 @@ HTKMLFDeserializer::HTKMLFDeserializer(const std::string& label_mapping_file,
                "' holds no frames");
   LOOM_CHECK(!all_.empty(), DataError, "HTKMLFDeserializer: ", def.mlf.front(),
              " holds no utterance");
-  for (size_t i = 0; i < all_.size(); ++i) order_.push_back(i);
-  rebuild_chunks();
+  std::vector<size_t> frames;
+  for (size_t i = 0; i < all_.size(); ++i) {
+    order_.push_back(i);
+    frames.push_back(all_[i].frames);
+  }
+  set_frames(std::move(frames));
 }
 
 HTKMLFDeserializer::~HTKMLFDeserializer() = default;
 
-void HTKMLFDeserializer::rebuild_chunks() {
-  std::vector<size_t> frames;
-  for (size_t i : order_) frames.push_back(all_[i].frames);
-  make_htk_chunks(frames, chunk_infos_, chunk_first_);
-}
-
-void HTKMLFDeserializer::select(const std::vector<std::string>& keys) {
-  std::unordered_map<std::string, size_t> index;
-  for (size_t i = 0; i < all_.size(); ++i) index.emplace(all_[i].key, i);
+void HTKMLFDeserializer::select(const std::vector<std::string>& keys,
+                                const std::vector<size_t>& frames) {
+  LOOM_CHECK(keys.size() == frames.size(), ArgumentError,
+             "HTKMLFDeserializer::select: ", keys.size(), " keys and ", frames.size(), " lengths");
   std::vector<size_t> order;
-  for (const std::string& k : keys) {
-    auto it = index.find(k);
-    LOOM_CHECK(it != index.end(), DataError, "HTKMLFDeserializer: no labels for utterance '", k,
-               "' of the features");
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = index_.find(keys[i]);
+    LOOM_CHECK(it != index_.end(), DataError, "HTKMLFDeserializer: no labels for utterance '",
+               keys[i], "'");
+    LOOM_CHECK(all_[it->second].frames == frames[i], DataError, "HTKMLFDeserializer: utterance '",
+               keys[i], "' has ", all_[it->second].frames,
+               " frames of labels, the first HTK deserializer's ", frames[i], " frames");
     order.push_back(it->second);
   }
   order_ = std::move(order);
-  rebuild_chunks();
+  set_frames(frames);
 }
 
 std::vector<std::string> HTKMLFDeserializer::keys() const {
@@ -373,17 +470,13 @@ std::vector<std::string> HTKMLFDeserializer::keys() const {
   return out;
 }
 
-std::vector<SequenceInfo> HTKMLFDeserializer::sequence_infos(size_t chunk) const {
-  return htk_sequences(chunk_first_, chunk, [&](size_t s) { return all_[order_[s]].frames; });
-}
-
 std::shared_ptr<const Chunk> HTKMLFDeserializer::load_chunk(size_t chunk) {
   auto out = std::make_shared<Chunk>();
   out->sequences = sequence_infos(chunk);
   StreamChunkData& data = out->streams.emplace_back();
   std::vector<double> values;
-  for (size_t s = chunk_first_[chunk]; s < chunk_first_[chunk + 1]; ++s) {
-    const Utterance& u = all_[order_[s]];
+  for (const SequenceInfo& seq : out->sequences) {
+    const Utterance& u = all_[order_[seq.key]];
     for (const Range& r : u.ranges)
       for (uint32_t f = 0; f < r.count; ++f) {
         data.indices.push_back(int32_t(r.label));
@@ -400,27 +493,37 @@ std::shared_ptr<const Chunk> HTKMLFDeserializer::load_chunk(size_t chunk) {
 }
 
 void align_htk_by_key(const std::vector<std::shared_ptr<Deserializer>>& deserializers) {
-  const HTKFeatureDeserializer* features = nullptr;
+  std::vector<HTKKeyedDeserializer*> htk;
   for (const auto& d : deserializers)
-    if (!features) features = dynamic_cast<const HTKFeatureDeserializer*>(d.get());
-  if (!features) return;
-  const std::vector<std::string> keys = features->keys();
+    if (auto* keyed = dynamic_cast<HTKKeyedDeserializer*>(d.get())) htk.push_back(keyed);
+  if (htk.empty()) return;
+  const std::string leader = "stream '" + htk[0]->stream_infos()[0].name + "'";
+  LOOM_CHECK(!htk[0]->broadcasts_first_stream(), ArgumentError, "MinibatchSource: ", leader,
+             " is broadcast and cannot be the first stream of the first HTK deserializer, whose "
+             "utterances the others follow (CNTK: cannot expand the primary stream)");
+  const std::vector<std::string> all = htk[0]->keys();
+  std::vector<std::string> keys;
   std::vector<size_t> frames;
-  for (size_t k = 0; k < features->chunk_infos().size(); ++k)
-    for (const SequenceInfo& s : features->sequence_infos(k)) frames.push_back(s.num_samples);
-  for (const auto& d : deserializers) {
-    auto* labels = dynamic_cast<HTKMLFDeserializer*>(d.get());
-    if (!labels) continue;
-    labels->select(keys);
-    size_t u = 0;
-    for (size_t k = 0; k < labels->chunk_infos().size(); ++k)
-      for (const SequenceInfo& s : labels->sequence_infos(k)) {
-        LOOM_CHECK(s.num_samples == frames[u], DataError, "HTKMLFDeserializer: utterance '",
-                   keys[u], "' has ", s.num_samples, " frames of labels and ", frames[u],
-                   " frames of features");
-        ++u;
+  std::vector<size_t> missing(htk.size());
+  for (size_t u = 0; u < all.size(); ++u) {
+    bool everywhere = true;
+    for (size_t d = 1; d < htk.size(); ++d)
+      if (!htk[d]->has(all[u])) {
+        ++missing[d];
+        everywhere = false;
       }
+    if (!everywhere) continue;
+    keys.push_back(all[u]);
+    frames.push_back(htk[0]->frames()[u]);
   }
+  for (size_t d = 1; d < htk.size(); ++d)
+    if (missing[d] > 0)
+      warn("MinibatchSource: stream '" + htk[d]->stream_infos()[0].name + "' lacks " +
+           std::to_string(missing[d]) + " of the " + std::to_string(all.size()) +
+           " utterances of " + leader + "; they are dropped");
+  LOOM_CHECK(!keys.empty(), DataError, "MinibatchSource: no utterance of ", leader,
+             " is in every HTK deserializer: their keys do not match");
+  for (HTKKeyedDeserializer* d : htk) d->select(keys, frames);
 }
 
 }  // namespace loom
