@@ -63,6 +63,12 @@ void register_native_user_function(const std::string& op_id, const std::string& 
   add_locked(r, op_id, module_name, factory_method_name, /*unique=*/true);
 }
 
+bool is_native_user_function_registered(const std::string& op_id) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.by_op_id.contains(op_id);
+}
+
 Function native_user_function(const std::string& op_id, const std::vector<Variable>& operands,
                               const Dictionary& attributes, const std::string& name) {
   Registered entry;

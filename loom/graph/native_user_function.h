@@ -37,6 +37,10 @@ using NativeUserFunctionFactory = UserFunction* (*)(const Variable* operands, si
 void register_native_user_function(const std::string& op_id, const std::string& module_name,
                                    const std::string& factory_method_name);
 
+// Whether op_id is registered in this process (by register_native_user_function, or by loading
+// a model that holds a native user function), as CNTK's IsNativeUserFunctionRegistered.
+bool is_native_user_function_registered(const std::string& op_id);
+
 // The function the factory registered for op_id makes of operands and attributes. An
 // ArgumentError when op_id is not registered or the factory returns null.
 Function native_user_function(const std::string& op_id, const std::vector<Variable>& operands,

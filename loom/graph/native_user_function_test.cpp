@@ -86,5 +86,16 @@ TEST(NativeUserFunction, BadLibrariesFactoriesAndOpIdsAreErrors) {
   EXPECT_THROW(native_user_function("test.Scale", {x, x}), ArgumentError);
 }
 
+TEST(NativeUserFunction, SaysWhichOpIdsAreRegistered) {
+  register_scale();
+  EXPECT_TRUE(is_native_user_function_registered("test.Scale"));
+  EXPECT_TRUE(is_native_user_function_registered("test.ScaleAndSquare"));
+  EXPECT_FALSE(is_native_user_function_registered("test.Unregistered"));
+  // A registration that failed registered nothing.
+  EXPECT_THROW(register_native_user_function("test.BadLibrary", "/nonexistent/libnothing", "f"),
+               IOError);
+  EXPECT_FALSE(is_native_user_function_registered("test.BadLibrary"));
+}
+
 }  // namespace
 }  // namespace loom

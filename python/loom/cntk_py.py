@@ -1,7 +1,8 @@
 """The names CNTK scripts reach through cntk.cntk_py (CNTK's SWIG module)."""
 from loom import _loom
 from loom._loom.logging import ProgressWriter  # noqa: F401
-from loom._loom.cntk_py import force_deterministic_algorithms, set_fixed_random_seed  # noqa: F401
+from loom._loom.cntk_py import (  # noqa: F401
+    force_deterministic_algorithms, is_native_user_function_registered, set_fixed_random_seed)
 
 # A seed argument that stands for auto_select (CNTK's SentinelValueForAutoSelectRandomSeed).
 sentinel_value_for_auto_select_random_seed = _loom.ops.SentinelValueForAutoSelectRandomSeed

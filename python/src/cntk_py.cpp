@@ -1,6 +1,7 @@
 // CNTK's cntk.cntk_py names outside the other modules: Dictionary (and the conversions of its
 // values to and from Python's), the random seed and the CPU thread count.
 #include "loom/graph/debugging.h"
+#include "loom/graph/native_user_function.h"
 #include "python/src/binding.h"
 
 namespace loom::python {
@@ -73,6 +74,8 @@ void add_cntk_py(py::module_ m) {
   m.def("set_fixed_random_seed", &set_fixed_random_seed, py::arg("value"));
   m.def("set_max_num_cpu_threads", &set_max_num_cpu_threads, py::arg("num_cpu_threads"));
   m.def("get_max_num_cpu_threads", &get_max_num_cpu_threads);
+  m.def("is_native_user_function_registered", &is_native_user_function_registered,
+        py::arg("unique_op_name"));
 }
 
 }  // namespace loom::python

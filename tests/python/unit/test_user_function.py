@@ -320,7 +320,9 @@ PLUGIN = os.environ.get('LOOM_NATIVE_SCALE_PLUGIN')
 def test_a_native_user_function_from_a_library_evaluates_and_loads(tmp_path):
     # tests/support/native_scale_plugin.cpp: input * attributes['scale'].
     from loom.ops.functions import native_user_function, register_native_user_function
+    assert not C.cntk_py.is_native_user_function_registered('py.Scale')
     register_native_user_function('py.Scale', PLUGIN, 'create_scale_function')
+    assert C.cntk_py.is_native_user_function_registered('py.Scale')
     with pytest.raises(ValueError):  # op ids are unique
         Function.register_native_user_function('py.Scale', PLUGIN, 'create_scale_function')
     x = C.input_variable(2, needs_gradient=True)
@@ -332,11 +334,14 @@ def test_a_native_user_function_from_a_library_evaluates_and_loads(tmp_path):
     path = str(tmp_path / 'native.model')
     f.save(path)
     np.testing.assert_array_equal(C.load_model(path).eval(data), 3 * data)
-    # A process that never registered it: the file names the library and factory.
+    # A process that never registered it: the file names the library and factory, and loading
+    # registers the op id.
     out = subprocess.run([sys.executable, '-c', 'import sys, numpy as np, loom; print(loom.'
-                          f'load_model(sys.argv[1]).eval(np.ones((1, 2), np.float32)))', path],
+                          'load_model(sys.argv[1]).eval(np.ones((1, 2), np.float32)), loom.'
+                          "cntk_py.is_native_user_function_registered('py.Scale'))", path],
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.split() == ['[[3.', '3.]]'], out.stdout + out.stderr
+    assert out.returncode == 0 and out.stdout.split() == ['[[3.', '3.]]', 'True'], \
+        out.stdout + out.stderr
     with pytest.raises(ValueError, match='no native user function'):
         native_user_function('py.Unknown', [x])
     with pytest.raises(OSError, match='cannot be loaded'):
