@@ -90,8 +90,12 @@ DictionaryValue from_python(py::handle value);
 ComputePrecision precision_of(const std::string& name);
 
 // A Variable from a Variable, a single-output Function, or a number/array (a constant of
-// like's dtype).
+// like's dtype). A Python UserFunction instance is a TypeError (check_not_user_function).
 Variable as_variable(py::handle x, DataType like = DataType::Float32);
+
+// A TypeError naming x when it is a Python UserFunction instance, which is not a Function
+// (docs/decisions.md): it says to wrap it with user_function(...).
+void check_not_user_function(py::handle x);
 
 // A Function from None (an invalid Function), a Function, or a Variable (its owner).
 Function function_or_none(py::handle f);

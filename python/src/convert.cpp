@@ -275,11 +275,21 @@ Function function_or_none(py::handle f) {
   return Function(as_variable(f));
 }
 
+void check_not_user_function(py::handle x) {
+  if (!py::isinstance(x, py::module_::import("loom.ops.functions").attr("UserFunction"))) return;
+  const std::string type = py::str(py::type::of(x).attr("__name__"));
+  throw py::type_error("a " + type + " object (named '" +
+                       py::str(x.attr("name")).cast<std::string>() +
+                       "') is a UserFunction, not a Function: wrap it with user_function(" + type +
+                       "(...)) to use it as an operand");
+}
+
 Variable as_variable(py::handle x, DataType like) {
   if (py::isinstance<Variable>(x)) return x.cast<Variable>();
   if (py::isinstance<Function>(x)) return Variable(x.cast<Function>());
   if (py::isinstance<py::float_>(x) || py::isinstance<py::int_>(x))
     return constant(x.cast<double>(), like);
+  check_not_user_function(x);
   return constant(dense_view(x, like).deep_clone());
 }
 

@@ -218,7 +218,10 @@ void add_user_function(py::module_& m) {
         const std::string name = udf.attr("name").cast<std::string>();
         auto user = std::make_shared<PythonUserFunction>(udf);
         std::vector<Variable> inputs;
-        for (py::handle in : udf.attr("inputs")) inputs.push_back(in.cast<Variable>());
+        for (py::handle in : udf.attr("inputs")) {
+          check_not_user_function(in);
+          inputs.push_back(in.cast<Variable>());
+        }
         Function f = loom::user_function(std::move(user), std::move(inputs), name);
         // CNTK's self.outputs (the function's outputs, held without it: no cycle through udf).
         std::vector<Variable> outputs;

@@ -423,5 +423,6 @@ def AttentionModel(attention_dim, attention_span=None, attention_axis=None,
                                   attention_axis=attention_axis, dtype=_dtype(dtype), name=name,
                                   **o)
 
-# CNTK's cntk.layers also star-imports cntk.layers.typing.
+# CNTK's cntk.layers also star-imports cntk.layers.typing, and has the module blocks.
 from loom.layers.typing import *  # noqa: F401,F403,E402
+from loom.layers import blocks  # noqa: F401,E402

@@ -11,8 +11,9 @@ from loom._loom.ops import (classification_error, cross_entropy_with_softmax, de
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
-from loom.ops.functions import (CloneMethod, Function, ModelFormat, load_model,  # noqa: F401
-                                output_variable)
+from loom.ops.functions import (BlockFunction, CloneMethod, Function, ModelFormat,  # noqa: F401
+                                load_model, native_user_function, output_variable,
+                                register_native_user_function)
 
 # The op table's functions (plus, elu, pow, ...), made from the C++ table at import. Some have
 # the names of Python built-ins (abs, pow, round), as in CNTK's cntk.ops; they replace the
