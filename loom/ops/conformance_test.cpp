@@ -332,24 +332,28 @@ void check_draws(const OpSchema& s, const ConformanceCase& c, Mode mode) {
 class Conformance : public ::testing::TestWithParam<size_t> {
  protected:
   const OpSchema& schema() const { return op_table()[GetParam()]; }
+  // check(schema, case, mode) for every case of the op in each of its modes.
+  template <class Check>
+  void in_every_mode(Check check) const {
+    const OpSchema& s = schema();
+    for (size_t k = 0; k < s.conformance.size(); ++k)
+      for (Mode mode : modes(s.conformance[k])) {
+        SCOPED_TRACE(case_label(s, k, mode));
+        check(s, s.conformance[k], mode);
+      }
+  }
 };
 
 TEST_P(Conformance, GradientsMatchFiniteDifferences) {
-  const OpSchema& s = schema();
-  for (size_t k = 0; k < s.conformance.size(); ++k)
-    for (Mode mode : modes(s.conformance[k])) {
-      SCOPED_TRACE(case_label(s, k, mode));
-      check_gradients(s, s.conformance[k], mode, Form::Op);
-    }
+  in_every_mode([](const OpSchema& s, const ConformanceCase& c, Mode mode) {
+    check_gradients(s, c, mode, Form::Op);
+  });
 }
 
 TEST_P(Conformance, Float32MatchesFloat64) {
-  const OpSchema& s = schema();
-  for (size_t k = 0; k < s.conformance.size(); ++k)
-    for (Mode mode : modes(s.conformance[k])) {
-      SCOPED_TRACE(case_label(s, k, mode));
-      check_float32(s, s.conformance[k], mode, Form::Op);
-    }
+  in_every_mode([](const OpSchema& s, const ConformanceCase& c, Mode mode) {
+    check_float32(s, c, mode, Form::Op);
+  });
 }
 
 TEST_P(Conformance, PackedSequencesMatchOneAtATime) {
@@ -361,12 +365,9 @@ TEST_P(Conformance, PackedSequencesMatchOneAtATime) {
 }
 
 TEST_P(Conformance, SaveAndLoadGiveTheSameOutputs) {
-  const OpSchema& s = schema();
-  for (size_t k = 0; k < s.conformance.size(); ++k)
-    for (Mode mode : modes(s.conformance[k])) {
-      SCOPED_TRACE(case_label(s, k, mode));
-      check_save_and_load(s, s.conformance[k], mode, Form::Op);
-    }
+  in_every_mode([](const OpSchema& s, const ConformanceCase& c, Mode mode) {
+    check_save_and_load(s, c, mode, Form::Op);
+  });
 }
 
 TEST_P(Conformance, OnnxRoundTripGivesTheSameOutputs) {
@@ -378,30 +379,15 @@ TEST_P(Conformance, OnnxRoundTripGivesTheSameOutputs) {
 }
 
 TEST_P(Conformance, SparseInputsGiveTheDenseValues) {
-  const OpSchema& s = schema();
-  for (size_t k = 0; k < s.conformance.size(); ++k)
-    for (Mode mode : modes(s.conformance[k])) {
-      SCOPED_TRACE(case_label(s, k, mode));
-      check_sparse_inputs(s, s.conformance[k], mode);
-    }
+  in_every_mode(check_sparse_inputs);
 }
 
 TEST_P(Conformance, AssignsWriteTheirInput) {
-  const OpSchema& s = schema();
-  for (size_t k = 0; k < s.conformance.size(); ++k)
-    for (Mode mode : modes(s.conformance[k])) {
-      SCOPED_TRACE(case_label(s, k, mode));
-      check_assigns(s, s.conformance[k], mode);
-    }
+  in_every_mode(check_assigns);
 }
 
 TEST_P(Conformance, RandomOpsDrawTheSameFromTheSameSeed) {
-  const OpSchema& s = schema();
-  for (size_t k = 0; k < s.conformance.size(); ++k)
-    for (Mode mode : modes(s.conformance[k])) {
-      SCOPED_TRACE(case_label(s, k, mode));
-      check_draws(s, s.conformance[k], mode);
-    }
+  in_every_mode(check_draws);
 }
 
 std::string op_name(const ::testing::TestParamInfo<size_t>& info) {
