@@ -63,12 +63,13 @@ void by_trig_reduction(size_t n, const T* x, Fast fast, Exact exact) {
   detail::parallel_for(n, n * kTranscendentalCost, [&](size_t begin, size_t end) {
     if constexpr (std::is_same_v<T, float>) {
       constexpr size_t kBlock = 2048;
+      const float* xs = x;  // a local copy: through the captured reference the check reloaded it
       for (size_t b = begin; b < end; b += kBlock) {
         const size_t e = std::min(end, b + kBlock);
-        bool beyond = false;
-#pragma omp simd reduction(|| : beyond)
-        for (size_t i = b; i < e; ++i) beyond = beyond || std::abs(x[i]) > kTrigReductionBound;
-        if (beyond)
+        float largest = 0;  // of |x|, NaN left out (fast_sin gives NaN for NaN)
+#pragma omp simd reduction(max : largest)
+        for (size_t i = b; i < e; ++i) largest = std::max(largest, std::abs(xs[i]));
+        if (largest > kTrigReductionBound)
           exact(b, e);
         else
           fast(b, e);
