@@ -420,6 +420,67 @@ def test_htk_errors_name_file_and_line(tmp_path):
                                                       'm': StreamDef(shape=1, mlf='x')})
 
 
+def _htk_compressed(path, x):
+    """x [frames, dim] as a compressed HTK file (USER_C): per dimension A = 2 I / (max - min),
+    B = (max + min) I / (max - min), I = 32767, values round(A x - B) as int16; nSamples counts
+    A and B as 4 frames. Returns the largest quantisation error, 1 / (2 A)."""
+    import struct
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    a = (2 * 32767 / (hi - lo)).astype('>f4')
+    b = ((hi + lo) * 32767 / (hi - lo)).astype('>f4')
+    q = np.rint(a.astype(np.float64) * x - b).astype('>i2')
+    path.write_bytes(struct.pack('>iihh', len(x) + 4, 100000, 2 * x.shape[1], 9 | 0o2000) +
+                     a.tobytes() + b.tobytes() + q.tobytes())
+    return 1 / (2 * a.astype(np.float64))
+
+
+def test_htk_compressed_features_read_within_the_quantisation(tmp_path):
+    from loom.io import HTKFeatureDeserializer
+    x = np.sin(np.arange(15, dtype=np.float64).reshape(5, 3)) * [1, 10, 0.1]
+    step = _htk_compressed(tmp_path / 'c.htk', x)
+    (tmp_path / 'f.scp').write_text('u=%s\n' % (tmp_path / 'c.htk'))
+    src = MinibatchSource(HTKFeatureDeserializer(StreamDefs(f=StreamDef(
+        shape=3, scp=str(tmp_path / 'f.scp')))), randomize=False, max_sweeps=1)
+    got = src.next_minibatch(5)[src.streams.f].asarray()[0]
+    assert got.shape == (5, 3)
+    assert np.all(np.abs(got - x) <= step * 1.001 + 1e-6)
+    # the scale and bias cut short
+    with open(tmp_path / 'c.htk', 'r+b') as f:
+        f.truncate(12 + 16)
+    with pytest.raises(C.DataError, match=r"c.htk' \(.*f.scp:1\): the compressed file's scale "
+                                          r"and bias \(A and B, 3 float32 each"):
+        HTKFeatureDeserializer({'f': StreamDef(shape=3, scp=str(tmp_path / 'f.scp'))})
+
+
+def test_htk_broadcast_stream_and_utterances_matched_by_key(tmp_path, capfd):
+    from loom.io import HTKFeatureDeserializer, HTKMLFDeserializer
+    a, b = _htk(tmp_path / 'a.htk', 3, 1), _htk(tmp_path / 'b.htk', 2, 2)
+    ia, ib = _htk(tmp_path / 'ia.htk', 1, 7), _htk(tmp_path / 'ib.htk', 1, 8)
+    (tmp_path / 'f.scp').write_text('ua=%s\nub=%s\nuc=%s\n' % (a, b, b))
+    # the i-vectors in another order; uc has none
+    (tmp_path / 'iv.scp').write_text('ub=%s\nua=%s\n' % (ib, ia))
+    (tmp_path / 'states').write_text('sil\nx\n')
+    # labels in another order; ua has none
+    (tmp_path / 'l.mlf').write_text('#!MLF!#\n"*/uc.lab"\n0 2 x\n.\n"*/ub.lab"\n0 2 sil\n.\n')
+    features = HTKFeatureDeserializer(StreamDefs(
+        f=StreamDef(shape=2, scp=str(tmp_path / 'f.scp')),
+        iv=StreamDef(shape=2, scp=str(tmp_path / 'iv.scp'), broadcast=True)))
+    assert "stream 'iv' lacks 1 of the utterances of stream 'f'" in capfd.readouterr().err
+    src = MinibatchSource([features, HTKMLFDeserializer(str(tmp_path / 'states'), StreamDefs(
+        l=StreamDef(shape=2, mlf=str(tmp_path / 'l.mlf'))))], randomize=False, max_sweeps=1)
+    assert ("WARNING: MinibatchSource: stream 'l' lacks 1 of the 2 utterances of stream 'f'; "
+            "they are dropped") in capfd.readouterr().err
+    mb = src.next_minibatch(10)
+    assert mb[src.streams.f].num_sequences == 1  # only ub has features, an i-vector and labels
+    assert mb[src.streams.iv].asarray()[0].tolist() == [[800, 801], [800, 801]]
+    assert mb[src.streams.f].asarray()[0].tolist() == [[200, 201], [210, 211]]
+    assert mb[src.streams.l].asarray()[0].argmax(axis=1).tolist() == [0, 0]
+    # a broadcast stream cannot lead
+    with pytest.raises(C.ArgumentError, match="'iv' is broadcast and cannot be the first stream"):
+        MinibatchSource(HTKFeatureDeserializer(StreamDefs(
+            iv=StreamDef(shape=2, scp=str(tmp_path / 'iv.scp'), broadcast=True))))
+
+
 def test_user_deserializer_base_methods_raise_not_implemented():
     d = UserDeserializer()
     for call in (d.stream_infos, d.num_chunks, lambda: d.get_chunk(0)):
