@@ -108,18 +108,20 @@ def fmeasure(output, target, beta=1):
 
 def nce_loss(weights, biases, inputs, labels, noise_distribution,
              num_samples=_NCE['num_samples'].default,
-             allow_duplicates=_NCE['allow_duplicates'].default, seed=None, name=''):
+             allow_duplicates=_NCE['allow_duplicates'].default,
+             seed=_loom.ops.SentinelValueForAutoSelectRandomSeed, name=''):
     """Noise contrastive estimation (CNTK's nce_loss, after Dyer's notes): per sample, the
     logistic loss of telling the label from num_samples classes drawn from noise_distribution
     (shared by the minibatch, drawn anew each minibatch), each weighted by its importance.
     weights (classes, dim) (in C++ dim may be inferred), biases (classes, 1), inputs (dim,)
     and labels (classes,) per sample (one-hot, sparse or dense), noise_distribution (classes,)
-    of weights >= 0 (normalized here). seed: None (CNTK's auto_select) draws from the global
-    seed sequence; an int repeats the same draws for the same seed."""
+    of weights >= 0 (normalized here). seed: CNTK's auto_select (cntk.random.auto_select, the
+    default) or None draws from the global seed sequence; an int repeats the same draws for the
+    same seed."""
     x, y = _operands(inputs, labels)
     dtype = np.float64 if '64' in str(x.dtype) else np.float32
     noise = _variable(noise_distribution, dtype)
-    if seed is None:
+    if seed is None or seed == _loom.ops.SentinelValueForAutoSelectRandomSeed:
         random_seed = -1
     elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ArgumentError(f'nce_loss: seed must be None or an int >= 0, not {seed!r}')

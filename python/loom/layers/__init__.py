@@ -227,8 +227,12 @@ def AveragePooling(filter_shape, strides=1, pad=default_override_or(False), name
                                   pad=get_default_override(AveragePooling, pad=pad), name=name)
 
 
-def Dropout(dropout_rate=None, keep_prob=None, seed=None, name=''):
-    """Dropout (training only); give dropout_rate or keep_prob. seed None: CNTK's auto_select."""
+def Dropout(dropout_rate=None, keep_prob=None,
+            seed=_loom.ops.SentinelValueForAutoSelectRandomSeed, name=''):
+    """Dropout (training only); give dropout_rate or keep_prob. seed: CNTK's auto_select (the
+    default) or None takes the next seed of the global sequence; an int fixes the draws."""
+    if seed == _loom.ops.SentinelValueForAutoSelectRandomSeed:
+        seed = None
     return _layers.Dropout(dropout_rate=dropout_rate, keep_prob=keep_prob, seed=seed, name=name)
 
 

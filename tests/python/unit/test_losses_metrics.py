@@ -60,9 +60,8 @@ SIGNATURES = {
         'lambda_rank': "(output, gain, group, name='')",
         'fmeasure': '(output, target, beta=1)',
         'hierarchical_softmax_layer': '(input_var, label_index, label_dim, label_classes=None)',
-        # seed: None for CNTK's auto_select sentinel.
         'nce_loss': ("(weights, biases, inputs, labels, noise_distribution, num_samples=32, "
-                     "allow_duplicates=True, seed=None, name='')"),
+                     "allow_duplicates=True, seed=18446744073709551613, name='')"),
     },
     'metrics': {
         'classification_error': "(output_vector, target_vector, axis=-1, topN=1, name='')",
@@ -688,6 +687,9 @@ def test_nce_loss_seeds_repeat_the_sequence_of_draws():
         return np.array([np.ravel(f.eval({x: x0, y: y0})) for _ in range(3)])
     a = three(5)
     np.testing.assert_array_equal(a, three(5))
+    # auto_select (the default) and None take the next seed of the global sequence: new draws
+    for auto in (C.random.auto_select, None):
+        assert not np.array_equal(three(auto), three(auto))
     assert not (np.array_equal(a[0], a[1]) and np.array_equal(a[1], a[2]))  # new draws each time
     assert any(not np.array_equal(a, three(s)) for s in (6, 7, 8))
 

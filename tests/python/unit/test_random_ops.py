@@ -176,6 +176,20 @@ def test_auto_select_leaves_the_seed_out(auto):
     assert C.dropout(x, seed=2 ** 64 - 1).attributes['seed'] == 2 ** 64 - 1
 
 
+def _dropout_primitive_of(f):
+    return C.logging.graph.depth_first_search(
+        f, lambda n: getattr(n, 'op_name', '') == 'Dropout' and not n.is_block, depth=-1)[0]
+
+
+@pytest.mark.parametrize('auto', [None, AUTO])
+def test_the_dropout_layer_takes_auto_select(auto):
+    # CNTK's Dropout layer defaults to the sentinel, which, as None, leaves the seed out.
+    assert inspect.signature(C.layers.Dropout).parameters['seed'].default == AUTO
+    x = C.input_variable(50)
+    assert 'seed' not in _dropout_primitive_of(C.layers.Dropout(0.5, seed=auto)(x)).attributes
+    assert _dropout_primitive_of(C.layers.Dropout(0.5, seed=3)(x)).attributes['seed'] == 3
+
+
 def test_random_sample_draws_one_hot_rows_by_weight():
     w = np.array([1, 3, 0, 6], np.float32)
     f = C.random_sample(w, 4000, True, seed=7)
