@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "loom/core/error.h"
@@ -56,9 +57,11 @@ class UserOpDef final : public OpDef {
     LOOM_CHECK(outputs_ == 0 || specs.size() == outputs_, ShapeError, op, ": infer_outputs gave ",
                specs.size(), " outputs for the inputs bound to its placeholders; it gave ",
                outputs_, " when the function was made");
-    // The executor gives the outputs the rows of the inputs' layout, so their dynamic axes are
-    // theirs (or none when the inputs have none).
-    const std::vector<Axis> axes = common_dynamic_axes(op.c_str(), inputs);
+    // The outputs declare their dynamic axes (CNTK's): one input's (their rows are that
+    // input's), or the batch axis alone of a sequence input (a row per sequence); none where no
+    // input has any. The inputs' axes may differ (a sequence and a batch).
+    const std::vector<Axis>& axes = specs[0].dynamic_axes;
+    rows_ = rows_for(axes, inputs);
     for (size_t k = 0; k < specs.size(); ++k) {
       const OutputSpec& spec = specs[k];
       LOOM_CHECK(!spec.is_sparse, ShapeError, op, ": output ", k,
@@ -67,10 +70,17 @@ class UserOpDef final : public OpDef {
                  ": output ", k, " is ", to_string(spec.dtype),
                  "; a user function's outputs are float32 or float64");
       LOOM_CHECK(spec.dynamic_axes == axes, ShapeError, op, ": output ", k,
-                 " has the dynamic axes ", axes_string(spec.dynamic_axes),
-                 "; a user function's outputs have its inputs' (", axes_string(axes), ")");
+                 " has the dynamic axes ", axes_string(spec.dynamic_axes), ", output 0 ",
+                 axes_string(axes), "; a user function's outputs share their dynamic axes");
     }
     return specs;
+  }
+
+  const SequenceLayout* output_layout(std::span<const Tensor* const> inputs, const Dictionary&,
+                                      LayoutCache& layouts) const override {
+    if (!rows_.input) return nullptr;
+    const SequenceLayout* l = inputs[*rows_.input]->layout;
+    return rows_.per_sequence ? layouts.batch(l->num_sequences()) : l;
   }
 
   // CNTK's: infer_outputs, also on inputs of unknown shape.
@@ -150,6 +160,37 @@ class UserOpDef final : public OpDef {
   }
 
  private:
+  // Whose rows the outputs have: those of input `input` (none: no dynamic axes), or one per
+  // sequence of it.
+  struct Rows {
+    std::optional<size_t> input;
+    bool per_sequence = false;
+  };
+
+  // The rows of outputs with dynamic axes `axes`; a ShapeError when no input gives them.
+  Rows rows_for(const std::vector<Axis>& axes, const std::vector<Variable>& inputs) const {
+    std::string have;
+    bool any_dynamic = false;
+    for (const Variable& in : inputs) {
+      have += " " + axes_string(in.dynamic_axes());
+      any_dynamic = any_dynamic || in.has_batch_axis();
+    }
+    if (!axes.empty()) {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].dynamic_axes() == axes) return {i};
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (axes.size() == 1 && inputs[i].has_sequence_axis() &&
+            inputs[i].dynamic_axes()[0] == axes[0])
+          return {i, true};
+    }
+    LOOM_CHECK(axes.empty() && !any_dynamic, ShapeError, user_->op_name(),
+               ": the outputs' dynamic axes are ", axes_string(axes),
+               "; they must be an input's, or the batch axis alone of a sequence input (none "
+               "only where no input has any); the inputs have",
+               have);
+    return {};
+  }
+
   // A gradient of zeros: written, or nothing added.
   static void zeros(Tensor& gradient, bool accumulate) {
     if (!accumulate) std::memset(gradient.data, 0, gradient.size() * size_of(gradient.dtype));
@@ -223,6 +264,8 @@ class UserOpDef final : public OpDef {
   }
 
   std::shared_ptr<UserFunction> user_;
+  // What infer found for the inputs it was last given (re-inferred when placeholders are bound).
+  mutable Rows rows_;
   size_t outputs_ = 0;  // 0 while the function is being made
 };
 

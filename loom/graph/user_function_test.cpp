@@ -304,8 +304,52 @@ TEST(UserFunction, WrongOutputsAreErrorsNamingTheOp) {
       },
       {"test.WrongShape: forward's output 0 (", ") has samples of shape [5], expected [2]"});
   expect_error([&] { user_function(std::make_shared<NoBatchAxis>(), {x}); },
-               {"output 0 has the dynamic axes []; a user function's outputs have its inputs'"});
+               {"test.WrongShape: the outputs' dynamic axes are []; they must be an input's, or "
+                "the batch axis alone of a sequence input"});
   EXPECT_THROW(user_function(nullptr, {x}), ArgumentError);
+}
+
+// Of a sequence x and a second input y, the number of steps of each of x's sequences plus y: its
+// output has y's dynamic axes when y has some, else x's batch axis alone (a row per sequence).
+class StepsPlus : public UserFunction {
+ public:
+  std::string op_name() const override { return "test.StepsPlus"; }
+  std::vector<OutputSpec> infer_outputs(const std::vector<Variable>& in) const override {
+    const Variable& y = in[1];
+    return {{NDShape{1}, y.dtype(),
+             y.has_batch_axis() ? y.dynamic_axes() : std::vector{in[0].dynamic_axes()[0]}}};
+  }
+  std::vector<Value> forward(const std::vector<Value>& in, const std::vector<Variable>&, bool,
+                             std::any&) const override {
+    const std::vector<float> y = in[1].data().to_vector<float>();
+    std::vector<float> out;
+    for (size_t b = 0; b < in[0].num_sequences(); ++b)
+      out.push_back(float(in[0].sequence_length(b)) + y[y.size() == 1 ? 0 : b]);
+    return {Value::create_batch<float>({1}, out)};
+  }
+  std::vector<std::optional<Value>> backward(const std::any&, const std::vector<Value>& roots,
+                                             const std::vector<bool>&) const override {
+    return {std::nullopt, roots[0]};
+  }
+};
+
+TEST(UserFunction, InputsOnDifferentDynamicAxesGiveOutputsOnTheAxesTheyDeclare) {
+  Variable x = input_variable({1}, {.dynamic_axes = default_sequence_axes()});
+  Variable y = input_variable({1}, {.needs_gradient = true});
+  const Value xs = Value::create_sequences<float>({1}, std::vector<float>(6, 0), {4, 1, 1});
+  // A sequence and a batch: the output's rows are y's.
+  Function on_y = user_function(std::make_shared<StepsPlus>(), {x, y});
+  EXPECT_EQ(on_y.output().dynamic_axes(), y.dynamic_axes());
+  const Value ys = Value::create_batch<float>({1}, {10, 20, 30});
+  EXPECT_EQ(values_of(on_y.eval_one({{x, xs}, {y, ys}})), (std::vector<double>{14, 21, 31}));
+  EXPECT_EQ(values_of(on_y.grad({{x, xs}, {y, ys}}, {y}).at(y)), (std::vector<double>{1, 1, 1}));
+  // A sequence and a constant: a row per sequence of x.
+  Function per_sequence = user_function(std::make_shared<StepsPlus>(), {x, constant(0.5)});
+  EXPECT_EQ(per_sequence.output().dynamic_axes(), default_batch_axes());
+  EXPECT_EQ(values_of(per_sequence.eval_one({{x, xs}})), (std::vector<double>{4.5, 1.5, 1.5}));
+  // Further ops read it as a batch.
+  EXPECT_EQ(values_of(plus(per_sequence, on_y).eval_one({{x, xs}, {y, ys}})),
+            (std::vector<double>{18.5, 22.5, 32.5}));
 }
 
 ValueMap two_inputs(const Variable& a, const Variable& b, bool sequences, DataType dtype) {

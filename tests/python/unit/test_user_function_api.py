@@ -54,3 +54,44 @@ def test_a_user_function_used_as_an_operand_says_to_wrap_it():
     # Wrapped, it is a Function like any other.
     z = p * C.user_function(Plus(p, C.constant(3), name='inner'))
     np.testing.assert_array_equal(z.eval(), [130, 130])
+
+
+class PlusAndLast(UserFunction):
+    """CNTK's test_udf_plus_and_last: a sequence and a batch in, the last step of their sum
+    out, computed by a graph of its own; its output is on the batch axis alone."""
+
+    def __init__(self, seq, batch, name='plus_and_last'):
+        self.i1 = C.input_variable(seq.shape, seq.dtype, dynamic_axes=seq.dynamic_axes)
+        self.i2 = C.input_variable(batch.shape, batch.dtype, dynamic_axes=batch.dynamic_axes)
+        self.impl = C.sequence.last(self.i1 + C.sequence.broadcast_as(self.i2, self.i1))
+        super().__init__([seq, batch], name=name)
+
+    def infer_outputs(self):
+        out = self.impl.output
+        return [C.output_variable(out.shape, out.dtype, out.dynamic_axes)]
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        return None, self.impl.eval({self.i1: arguments[0], self.i2: arguments[1]})
+
+
+def test_inputs_on_different_dynamic_axes_give_the_axes_the_outputs_declare():
+    s = C.sequence.input_variable(2, name='s')
+    b = C.input_variable(2, name='b')
+    f = C.user_function(PlusAndLast(s, b))
+    assert f.output.dynamic_axes == b.dynamic_axes
+    seqs = [np.array([[1, 2], [3, 4]], np.float32), np.array([[5, 6]], np.float32)]
+    batch = np.array([[10, 20], [30, 40]], np.float32)
+    np.testing.assert_array_equal(f.eval({s: seqs, b: batch}), [[13, 24], [35, 46]])
+    # A sequence and a constant: the output has a row per sequence.
+    g = C.user_function(PlusAndLast(s, C.constant(np.ones(2, np.float32))))
+    assert g.output.dynamic_axes == b.dynamic_axes
+    np.testing.assert_array_equal(g.eval({s: seqs}), [[4, 5], [6, 7]])
+    # Outputs on axes no input has are an error naming them.
+    with pytest.raises(ValueError, match=r"the outputs' dynamic axes are \[\]; they must be an "
+                                         r"input's"):
+        C.user_function(NoAxes(s, b))
+
+
+class NoAxes(Plus):
+    def infer_outputs(self):
+        return [C.output_variable(self.inputs[1].shape, self.inputs[1].dtype, [])]
