@@ -84,7 +84,12 @@ Function native_user_function(const std::string& op_id, const std::vector<Variab
       entry.factory(operands.data(), operands.size(), &attributes, name.c_str()));
   LOOM_CHECK(user != nullptr, ArgumentError, "the factory '", entry.factory_name, "' of '",
              entry.module_name, "' made no function for op id '", op_id, "'");
+  LOOM_CHECK(!attributes.contains(kNativeUserFunctionKey), ArgumentError,
+             "a native user function's attribute may not be named '", kNativeUserFunctionKey,
+             "' (Loom keeps how to make the function again there)");
   Function f = user_function(std::move(user), operands, name);
+  // Its attributes are the function's (CNTK's Function.attributes), with the record beside them.
+  f.impl()->attributes = attributes.map();
   Dictionary record;
   record["op_id"] = op_id;
   record["module"] = entry.module_name;

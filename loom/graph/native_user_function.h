@@ -41,8 +41,10 @@ void register_native_user_function(const std::string& op_id, const std::string& 
 // a model that holds a native user function), as CNTK's IsNativeUserFunctionRegistered.
 bool is_native_user_function_registered(const std::string& op_id);
 
-// The function the factory registered for op_id makes of operands and attributes. An
-// ArgumentError when op_id is not registered or the factory returns null.
+// The function the factory registered for op_id makes of operands and attributes, which are its
+// attributes (Function::attributes, with the record under kNativeUserFunctionKey beside them).
+// An ArgumentError when op_id is not registered, the factory returns null or an attribute is
+// named kNativeUserFunctionKey.
 Function native_user_function(const std::string& op_id, const std::vector<Variable>& operands,
                               const Dictionary& attributes = {}, const std::string& name = "");
 

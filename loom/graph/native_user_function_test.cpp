@@ -44,6 +44,12 @@ TEST(NativeUserFunction, EvaluatesDifferentiatesSavesAndLoads) {
   const Function loaded = load_model_from_bytes(save_model_to_bytes(f));
   EXPECT_EQ(loaded.eval(data).data().to_vector<float>(), f.eval(data).data().to_vector<float>());
   EXPECT_EQ(loaded.output().owner().op_name(), "test.NativeScale");
+  // Its attributes are those it was made with, loaded too (CNTK's Function.attributes).
+  EXPECT_EQ(f.output().owner().attributes().get<double>("scale"), 2.5);
+  EXPECT_EQ(loaded.output().owner().attributes().get<double>("scale"), 2.5);
+  Dictionary reserved = scale(2);
+  reserved["native"] = 1;
+  EXPECT_THROW(native_user_function("test.Scale", {x}, reserved), ArgumentError);
 }
 
 TEST(NativeUserFunction, TwoOutputsEvaluateDifferentiateSaveAndLoad) {

@@ -32,6 +32,7 @@ py::object to_python(const DictionaryValue& v) {
 }
 
 DictionaryValue from_python(py::handle v) {
+  if (v.is_none()) return {};
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
   if (py::isinstance<py::int_>(v)) {
     if (v.cast<py::int_>() < py::int_(0)) return v.cast<int64_t>();

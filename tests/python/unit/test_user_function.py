@@ -326,14 +326,21 @@ def test_a_native_user_function_from_a_library_evaluates_and_loads(tmp_path):
     with pytest.raises(ValueError):  # op ids are unique
         Function.register_native_user_function('py.Scale', PLUGIN, 'create_scale_function')
     x = C.input_variable(2, needs_gradient=True)
-    f = native_user_function('py.Scale', [x], {'scale': 3.0}, 'tripled')
+    attributes = {'scale': 3.0, 'none': None, 'nested': [[1, 2], [3, 4]], 'string': 's',
+                  'data': np.arange(4, dtype=np.float32).reshape(2, 2)}
+    f = native_user_function('py.Scale', [x], attributes, 'tripled')
     assert f.name == 'tripled'
     data = np.array([[1, -2], [0.5, 4]], dtype=np.float32)
     np.testing.assert_array_equal(f.eval({x: data}), 3 * data)
     np.testing.assert_array_equal(f.grad({x: data}, wrt=[x]), np.full((2, 2), 3, np.float32))
     path = str(tmp_path / 'native.model')
     f.save(path)
-    np.testing.assert_array_equal(C.load_model(path).eval(data), 3 * data)
+    loaded = C.load_model(path)
+    np.testing.assert_array_equal(loaded.eval(data), 3 * data)
+    # Its attributes are those it was made with (CNTK's), the saved ones too.
+    for g in [f, loaded.find_by_name('tripled')]:
+        for k, v in attributes.items():
+            np.testing.assert_array_equal(g.attributes[k], v)
     # A process that never registered it: the file names the library and factory, and loading
     # registers the op id.
     out = subprocess.run([sys.executable, '-c', 'import sys, numpy as np, loom; print(loom.'
