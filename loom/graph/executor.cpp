@@ -689,7 +689,12 @@ void Executor::forward(const ArgumentLookup& argument, bool is_training) {
                      : slots_[i == 0 ? node.output : node.more_outputs[i - 1]].value_buffer->ensure(
                            out.size() * size_of(spec.dtype));
     }
-    if (node.views_input) continue;  // the output is the input's elements where they lie
+    if (node.views_input) {       // the output is the input's elements where they lie
+      if (observe_) [[unlikely]]  // timed (at nothing) and checked as any node
+        observe_node(
+            f, NodePass::Forward, [] {}, node.output_values);
+      continue;
+    }
     OpCall call = whole_call(node, false);
     if (!observe_) [[likely]] {
       f.op->forward(call);

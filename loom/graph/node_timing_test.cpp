@@ -96,6 +96,19 @@ TEST(NodeTiming, EveryNodeTimedAndCallsCountedExactly) {
   }
 }
 
+// A view (docs/executor.md, "Views") runs no forward but is timed and counted as any node.
+TEST(NodeTiming, ViewsAreCountedAsAnyNode) {
+  Aids aids;
+  Variable x = input_variable({6}, {.name = "x"});
+  Function y = negate(reshape(x, {2, 3}));
+  Executor exec({y});
+  set_node_timing(true);
+  exec.forward({{x, Value::create_batch<float>({6}, std::vector<float>(12, 1.0f))}}, false);
+  const std::vector<NodeTiming> timings = node_timings({y});
+  ASSERT_EQ(timings.size(), 2u);  // reshape, negate
+  for (const NodeTiming& t : timings) EXPECT_EQ(t.forward_calls, 1u) << t.uid;
+}
+
 TEST(NodeTiming, LoopNodesCountEveryStep) {
   Aids aids;
   Variable x = sequence::input_variable({2}, {.name = "x"});
