@@ -824,10 +824,25 @@ class Importer {
     return in(0);
   }
 
-  // A [.., K] times B [K, O]: Loom's times contracts the last axis of A.
+  // A [.., K] times B [K, O]: Loom's times contracts the last axis of A. A stack of matrices B
+  // [.., K, O] (Loom's times has no batched product): A [.., M, K, 1] times B [.., 1, K, O]
+  // elementwise, broadcast as ONNX broadcasts the stacks, summed over K.
   Val matmul() {
     const Val a = in(0), b = in(1);
-    if (b.dynamic || b.rank() != 2) fail("Loom imports MatMul with a constant 2-D right operand");
+    if (!b.dynamic && b.rank() > 2 && a.rank() > 1) {
+      const NDShape& bs = b.var.shape();
+      const Val a1{reshape(a.var, a.var.shape().append(1)), a.dynamic};
+      const Val b1{
+          reshape(b.var,
+                  bs.sub_shape(0, bs.rank() - 2).append(1).append(bs.sub_shape(bs.rank() - 2))),
+          0};
+      const size_t rank = std::max(a1.rank(), b1.rank()), dynamic = a.dynamic;
+      const Variable products =
+          element_times(broadcast(a1, rank, dynamic).var, broadcast(b1, rank, dynamic).var);
+      return {reduce_sum(products, Axis(int(rank - dynamic - 2)), false, out_name()), dynamic};
+    }
+    if (b.dynamic || b.rank() != 2)
+      fail("Loom imports MatMul with a constant right operand of rank 2 or more");
     if (a.var.shape().rank() < 1) fail("the left operand has no axis besides the dynamic axes");
     return {times(a.var, b.var, 1, -1, out_name()), a.dynamic};
   }
@@ -1023,10 +1038,14 @@ class Importer {
         if (int_attribute(n, "storage_order", 0) != 0) fail("storage_order must be 0");
         const bool ceil_mode = int_attribute(n, "ceil_mode", 0) != 0;
         const auto dilations = m.per_axis("dilations", rank);
-        if (dilations != std::vector<size_t>(rank, 1)) fail("dilated pooling is not imported");
         const auto kernel = to_sizes(ints_attribute(n, "kernel_shape", {}), "kernel_shape");
         if (kernel.size() != rank) fail("kernel_shape must have ", rank, " values");
         const auto strides = m.per_axis("strides", rank);
+        if (dilations != std::vector<size_t>(rank, 1)) {
+          if (type != PoolingType::Max || ceil_mode)
+            fail("dilated pooling is imported for MaxPool with ceil_mode 0");
+          return m.dilated_max_pool(x, kernel, strides, dilations);
+        }
         const auto p = m.pads(x.shape(), kernel, strides, dilations);
         const bool include_pad = int_attribute(n, "count_include_pad", 0) != 0;
         std::vector<bool> auto_pad;
@@ -1099,6 +1118,49 @@ class Importer {
     const Variable ones = pad(ones_like(slice(x, Axis(0), 0, 1)), pattern, {.mode = kConstantPad});
     return element_divide(y, pooling(ones, type, NDShape(kernel), {.strides = strides}),
                           out_name());
+  }
+  // Max pooling of samples x [C, spatial...] with dilated windows (Loom's pooling has no
+  // dilation): x padded with -infinity (which no window picks), then, as a maximum over a box
+  // is the maximum along each of its axes in turn, along each spatial axis the elementwise
+  // maximum of the kernel's gathers of the positions o s + j d that output o's window reads.
+  Variable dilated_max_pool(const Variable& x, const std::vector<size_t>& kernel,
+                            const std::vector<size_t>& strides,
+                            const std::vector<size_t>& dilations) {
+    const size_t rank = kernel.size();
+    // The sizes bound the output by the input: pads at most the input's extent, windows within
+    // the padded input (checked before ONNX's formulas multiply kernel and dilation).
+    for (size_t i = 0; i < rank; ++i)
+      if (kernel[i] - 1 > 3 * x.shape()[1 + i] / dilations[i])
+        fail("the dilated window of spatial axis ", i, " is larger than the padded input");
+    const auto p = pads(x.shape(), kernel, strides, dilations);
+    std::vector<std::pair<size_t, size_t>> pattern{{0, 0}};
+    for (size_t i = 0; i < rank; ++i) {
+      if (std::min(p[i], p[rank + i]) < 0 ||
+          std::max(p[i], p[rank + i]) > int64_t(x.shape()[1 + i]))
+        fail("pads ", list(p), " must be 0 to the input's extent along spatial axis ", i);
+      pattern.emplace_back(p[i], p[rank + i]);
+    }
+    Variable y =
+        pad(x, pattern,
+            {.mode = kConstantPad, .constant_value = -std::numeric_limits<double>::infinity()});
+    for (size_t i = 0; i < rank; ++i) {
+      const size_t extent = y.shape()[1 + i], window = (kernel[i] - 1) * dilations[i] + 1;
+      if (window > extent)
+        fail("the dilated window of spatial axis ", i, " is larger than the padded input");
+      const size_t outputs = (extent - window) / strides[i] + 1;
+      const bool last_axis = i + 1 == rank;
+      Variable m;
+      for (size_t j = 0; j < kernel[i]; ++j) {
+        const Variable g = gather(y,
+                                  positions(int64_t(j * dilations[i]), int64_t(strides[i]), outputs,
+                                            {outputs}, y.dtype()),
+                                  Axis(int(1 + i)), last_axis && kernel[i] == 1 ? out_name() : "");
+        m = j == 0 ? g
+                   : Variable(element_max(m, g, last_axis && j + 1 == kernel[i] ? out_name() : ""));
+      }
+      y = m;
+    }
+    return y;
   }
   static Importing global_pool(PoolingType type) {
     return [type](Importer& m) {
@@ -1559,9 +1621,19 @@ class Importer {
   }
 
   // Input i of a recurrent op, an initial state: zero where it is missing, else the same state
-  // [size] or [1] for every sample (per_sample_state).
-  Variable initial_state(size_t i, size_t size, DataType dtype, const std::string& name) {
+  // [size] or [1] for every sample (per_sample_state), or, over an X of fixed sizes (`samples`
+  // N), a constant [1, N, size] of N equal states.
+  Variable initial_state(size_t i, size_t size, size_t samples, DataType dtype,
+                         const std::string& name) {
     if (!has_input(i)) return constant(0.0, dtype, name);
+    if (samples && constants_.count(node_->input(int(i)))) {
+      const std::vector<double> v = weights(i, {1, samples, size}, "an initial state");
+      for (size_t k = size; k < v.size(); ++k)
+        if (v[k] != v[k % size])
+          fail("input ", i, " (an initial state) must be the same state for every sample (Loom's ",
+               "recurrence starts each sequence from one state)");
+      return constant(array_of(NDShape{size}, {v.begin(), v.begin() + long(size)}, dtype), name);
+    }
     auto it = states_.find(node_->input(int(i)));
     if (it == states_.end())
       fail("input ", i, " (an initial state) must be one state for every sample: the Expand of ",
@@ -1584,15 +1656,20 @@ class Importer {
     const std::string op = n.op_type();
     const bool lstm = op == "LSTM", gru = op == "GRU";
     const Val x = in(0);
-    if (x.dynamic != 2 || x.var.shape().rank() != 1)
+    // X of fixed sizes [T, N, input] ([N, T, input] in layout 1): its samples made sequences.
+    const bool tensor = x.dynamic == 0 && x.var.shape().rank() == 3;
+    if (!tensor && (x.dynamic != 2 || x.var.shape().rank() != 1))
       fail("X must be a batch of sequences of vectors [T, N, input] (a graph input whose axes ",
-           "0 and 1 have no fixed size)");
+           "0 and 1 have no fixed size) or a tensor [T, N, input] of fixed sizes");
+    const int64_t layout = int_attribute(n, "layout", 0);
+    if (layout != 0 && (layout != 1 || !tensor))
+      fail("layout must be 0, or 1 for an X of fixed sizes");
     const std::string direction = string_attribute(n, "direction", "forward");
     if (direction != "forward" && direction != "reverse")
       fail("direction ", direction, " is not imported (a Loom recurrence runs one way)");
     for (const char* a : {"clip", "activation_alpha", "activation_beta"})
       if (find_attribute(n, a)) fail("the attribute ", a, " is not imported");
-    for (const char* a : {"input_forget", "layout", "linear_before_reset"})
+    for (const char* a : {"input_forget", "linear_before_reset"})
       if (int_attribute(n, a, 0) != 0) fail("the attribute ", a, " must be 0");
     const size_t G = lstm ? 4 : gru ? 3 : 1;
     std::vector<std::string> functions;
@@ -1618,11 +1695,11 @@ class Importer {
            : gru ? "[Sigmoid, f]"
                  : "[f]",
            " with f Tanh, Sigmoid or Relu (Loom's cells)");
-    if (has_input(4) && !lengths_.count(n.input(4)))
+    if (has_input(4) && !tensor && !lengths_.count(n.input(4)))
       fail("sequence_lens must be the graph's int32 input of the sequences' lengths");
     const int64_t hidden = int_attribute(n, "hidden_size", 0);
     if (hidden <= 0 || hidden > kMaxDim) fail("hidden_size must be given and positive");
-    const size_t c = size_t(hidden), I = x.var.shape()[0], GH = gru ? 2 : G;
+    const size_t c = size_t(hidden), I = x.var.shape()[tensor ? 2 : 0], GH = gru ? 2 : G;
     const std::vector<double> W = weights(1, {1, G * c, I}, "W"),
                               R = weights(2, {1, G * c, c}, "R");
     const std::vector<double> B =
@@ -1646,6 +1723,7 @@ class Importer {
       }
     const DataType dtype = x.var.dtype();
     const std::string name = n.name().empty() ? out_name() : n.name();
+    const size_t samples = tensor ? x.var.shape()[layout ? 0 : 1] : 0;
     FusedRecurrenceInputs r{.cell = lstm  ? "LSTM"
                                     : gru ? "GRU"
                                           : "RNNStep",
@@ -1654,9 +1732,9 @@ class Importer {
                             .b = weight_parameter(b, NDShape{G * c}, dtype, name + ".b"),
                             .W = weight_parameter(w, NDShape{I, G * c}, dtype, name + ".W"),
                             .H = weight_parameter(h, NDShape{c, GH * c}, dtype, name + ".H"),
-                            .h0 = initial_state(5, c, dtype, name + ".h0")};
+                            .h0 = initial_state(5, c, samples, dtype, name + ".h0")};
     if (gru) r.H1 = weight_parameter(h1, NDShape{c, c}, dtype, name + ".H1");
-    if (lstm) r.c0 = initial_state(6, c, dtype, name + ".c0");
+    if (lstm) r.c0 = initial_state(6, c, samples, dtype, name + ".c0");
     if (lstm && has_input(7)) {
       const std::vector<double> p = weights(7, {1, 3 * c}, "P");
       auto part = [&](size_t k, const char* suffix) {
@@ -1667,11 +1745,48 @@ class Importer {
       r.Co = part(1, ".Co");
       r.Cf = part(2, ".Cf");
     }
+    if (tensor) return recurrent_over_tensor(x.var, layout != 0, r, name);
     const Variable steps = fused_recurrence(x.var, r, name);
     if (n.output_size() > 0 && !n.output(0).empty())
       recurrences_[n.output(0)] = {steps, false, r.go_backwards};
     if (n.output_size() > 1 && !n.output(1).empty())
       recurrences_[n.output(1)] = {steps, true, r.go_backwards};
+  }
+
+  // The recurrence r over X [T, N, input] ([N, T, input] with batch_first: layout 1) of fixed
+  // sizes: each of the N samples a sequence (of the lengths sequence_lens gives, a constant),
+  // and the outputs made tensors of ONNX's shapes again: Y [T, 1, N, c] ([N, T, 1, c]), each
+  // sequence's steps padded with zeros, and Y_h [1, N, c] ([N, 1, c]).
+  void recurrent_over_tensor(const Variable& x, bool batch_first, const FusedRecurrenceInputs& r,
+                             const std::string& name) {
+    const pb::NodeProto& n = *node_;
+    const size_t T = x.shape()[batch_first ? 1 : 0], N = x.shape()[batch_first ? 0 : 1];
+    const Variable samples = to_batch(batch_first ? x : Variable(transpose(x, {1, 0, 2})));
+    std::vector<double> lengths(N, double(T));
+    if (has_input(4)) {
+      const std::vector<int64_t> given = input_ints(4);
+      if (given.size() != N) fail("sequence_lens must hold ", N, " lengths");
+      for (int64_t l : given)
+        if (l < 1 || l > int64_t(T)) fail("sequence_lens ", list(given), " must be 1 to ", T);
+      lengths.assign(given.begin(), given.end());
+    }
+    const Variable steps = fused_recurrence(
+        to_sequence(samples, to_batch(constant(array_of(NDShape{N}, lengths, x.dtype())))), r,
+        name);
+    // Unpacked, the sequences' steps are a tensor [N, T, c]; each sequence's final states one
+    // [N, c].
+    if (n.output_size() > 0 && !n.output(0).empty()) {
+      const Variable y = unpack_batch(sequence::unpack(steps, 0.0, true));
+      values_[n.output(0)] = {expand_dims(batch_first ? y : Variable(transpose(y, {1, 0, 2})),
+                                          batch_first ? 1 : 0, n.output(0)),
+                              0};
+    }
+    if (n.output_size() > 1 && !n.output(1).empty()) {
+      const Variable last =
+          r.go_backwards ? Variable(sequence::first(steps)) : Variable(sequence::last(steps));
+      values_[n.output(1)] = {expand_dims(unpack_batch(last), batch_first ? 0 : -3, n.output(1)),
+                              0};
+    }
   }
 
   // Y without its direction axis (axis 1) is the sequence of states; Y_h without its (axis 0)

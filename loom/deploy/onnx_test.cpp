@@ -625,6 +625,93 @@ TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
                           {"node 1", "input 'i'", "output 1 of MaxPool node 'p1'", "not support"});
 }
 
+// MatMul of stacks of matrices (a stack of right operands broadcast against one matrix, too);
+// max pooling with dilated windows and pads; ceil_mode there is refused.
+TEST(OnnxImport, BatchedMatMulAndDilatedMaxPool) {
+  OnnxGraph stacks({{"a", {2, 1, 2}}, {"b", {2, 2, 1}}}, {"c"});
+  stacks.node("MatMul", {"a", "b"}, {"c"});
+  const Function f = stacks.load();
+  EXPECT_EQ(f.output().shape(), (NDShape{2, 1, 1}));
+  const NDArrayView b = tensor({2, 2, 1}, {5, 6, 7, 8});
+  EXPECT_EQ(evaluate(f, {{"a", tensor({2, 1, 2}, {1, 2, 3, 4})}, {"b", b}}),
+            (std::vector<float>{17, 53}));
+  OnnxGraph one({{"a", {1, 2}}, {"b", {2, 2, 1}}}, {"c"});
+  one.node("MatMul", {"a", "b"}, {"c"});
+  EXPECT_EQ(evaluate(one.load(), {{"a", tensor({1, 2}, {1, 2})}, {"b", b}}),
+            (std::vector<float>{17, 23}));
+
+  OnnxGraph pool({{"x", {1, 1, 5}}}, {"y"});
+  pb::NodeProto& p = pool.node("MaxPool", {"x"}, {"y"});
+  set(p, "kernel_shape", std::vector<int64_t>{2});
+  set(p, "dilations", std::vector<int64_t>{2});
+  set(p, "pads", std::vector<int64_t>{1, 1});
+  const Function y = pool.load();
+  EXPECT_EQ(y.output().shape(), (NDShape{1, 1, 5}));
+  EXPECT_EQ(evaluate(y, {{"x", tensor({1, 1, 5}, {3, 1, 4, 1, 5})}}),
+            (std::vector<float>{1, 4, 1, 5, 1}));
+  set(p, "ceil_mode", int64_t{1});
+  expect_error<DataError>([&] { pool.load(); }, {"MaxPool", "dilated pooling", "ceil_mode 0"});
+}
+
+// A recurrent op over an X of fixed sizes (ONNX's node tests' form) reads its samples as
+// sequences: Y and Y_h as tensors of ONNX's shapes, in layout 0 and 1, with sequence_lens (Y
+// zero past a sequence's end) and an initial state the same for every sample (one that differs
+// per sample is refused). An RNN of one unit with Relu: h = relu(x / 2 + h / 2).
+TEST(OnnxImport, RecurrenceOverATensor) {
+  auto rnn = [](const std::vector<int64_t>& x_dims, int64_t layout) {
+    auto g = std::make_unique<OnnxGraph>(
+        std::vector<std::pair<std::string, std::vector<int64_t>>>{{"x", x_dims}},
+        std::vector<std::string>{"y", "y_h"});
+    g->initializer("w", {1, 1, 1}, {0.5f});
+    g->initializer("r", {1, 1, 1}, {0.5f});
+    pb::NodeProto& n = g->node("RNN", {"x", "w", "r"}, {"y", "y_h"});
+    set(n, "hidden_size", int64_t{1});
+    set(n, "layout", layout);
+    pb::AttributeProto* a = n.add_attribute();
+    a->set_name("activations");
+    a->set_type(pb::AttributeProto::STRINGS);
+    a->add_strings("Relu");
+    return g;
+  };
+  auto outputs = [](const OnnxGraph& g, const std::vector<size_t>& dims,
+                    const std::vector<float>& x) {
+    const Function f = g.load();
+    const Variable a = f.arguments()[0];
+    const ValueMap v =
+        f.eval({{a, ArgumentData(tensor(NDShape(dims), x)).to_value(a)}}, f.outputs());
+    return std::pair{v.at(f.outputs()[0]).data(), v.at(f.outputs()[1]).data()};
+  };
+  // Sample 0 is 1, 3; sample 1 is 2, 4.
+  const auto [y, h] = outputs(*rnn({2, 2, 1}, 0), {2, 2, 1}, {1, 2, 3, 4});
+  EXPECT_EQ(y.shape(), (NDShape{1, 2, 1, 2, 1}));  // one sample: [1, T, 1, N, c]
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.5f, 1, 1.75f, 2.5f}));
+  EXPECT_EQ(h.shape(), (NDShape{1, 1, 2, 1}));
+  EXPECT_EQ(h.to_vector<float>(), (std::vector<float>{1.75f, 2.5f}));
+  const auto [y1, h1] = outputs(*rnn({2, 2, 1}, 1), {2, 2, 1}, {1, 3, 2, 4});
+  EXPECT_EQ(y1.shape(), (NDShape{1, 2, 2, 1, 1}));
+  EXPECT_EQ(y1.to_vector<float>(), (std::vector<float>{0.5f, 1.75f, 1, 2.5f}));
+  EXPECT_EQ(h1.to_vector<float>(), (std::vector<float>{1.75f, 2.5f}));
+
+  auto lengths_and_state = rnn({2, 2, 1}, 0);
+  pb::TensorProto* lengths = lengths_and_state->graph().add_initializer();
+  lengths->set_name("lengths");
+  lengths->set_data_type(pb::TensorProto::INT32);
+  lengths->add_dims(2);
+  lengths->add_int32_data(2);
+  lengths->add_int32_data(1);
+  lengths_and_state->initializer("h0", {1, 2, 1}, {1, 1});
+  pb::NodeProto& n = *lengths_and_state->graph().mutable_node(0);
+  n.add_input("");
+  n.add_input("lengths");
+  n.add_input("h0");
+  const auto [y2, h2] = outputs(*lengths_and_state, {2, 2, 1}, {1, 2, 3, 4});
+  EXPECT_EQ(y2.to_vector<float>(), (std::vector<float>{1, 1.5f, 2, 0}));
+  EXPECT_EQ(h2.to_vector<float>(), (std::vector<float>{2, 1.5f}));
+  lengths_and_state->graph().mutable_initializer(3)->set_float_data(1, 2);
+  expect_error<DataError>([&] { lengths_and_state->load(); },
+                          {"RNN", "initial state", "the same state for every sample"});
+}
+
 // ONNX's comparisons and logic ops give booleans, which Loom holds as 0/1 values (a boolean
 // graph input too); Where, Cast, PRelu (slope second), Clip with one bound, Round (halves to
 // even), Softplus.
