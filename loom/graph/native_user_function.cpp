@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -21,6 +22,7 @@ struct Registered {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<std::string, Registered> by_op_id;
+  std::vector<std::string> search_path;  // add_native_user_function_search_path's folders
 };
 
 Registry& registry() {
@@ -28,13 +30,19 @@ Registry& registry() {
   return r;
 }
 
-// The library stays loaded for the life of the process: functions it made may live as long.
+// The library stays loaded for the life of the process: functions it made may live as long. A
+// file named without a folder is looked for where dlopen looks, then in search_path.
 NativeUserFunctionFactory load_factory(const std::string& module_name,
-                                       const std::string& factory_name) {
+                                       const std::string& factory_name,
+                                       const std::vector<std::string>& search_path) {
   const std::string file = module_name.ends_with(".so") ? module_name : module_name + ".so";
   void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const std::string error = library ? "" : dlerror();
+  if (file.find('/') == std::string::npos)
+    for (size_t i = 0; !library && i < search_path.size(); ++i)
+      library = dlopen((search_path[i] + "/" + file).c_str(), RTLD_NOW | RTLD_LOCAL);
   LOOM_CHECK(library != nullptr, IOError, "native user function library '", file,
-             "' cannot be loaded: ", dlerror());
+             "' cannot be loaded: ", error);
   dlerror();
   void* symbol = dlsym(library, factory_name.c_str());
   LOOM_CHECK(symbol != nullptr, ArgumentError, "native user function library '", file,
@@ -50,8 +58,8 @@ void add_locked(Registry& r, const std::string& op_id, const std::string& module
                "' is already registered: op ids must be unique");
     return;
   }
-  r.by_op_id.emplace(
-      op_id, Registered{module_name, factory_name, load_factory(module_name, factory_name)});
+  r.by_op_id.emplace(op_id, Registered{module_name, factory_name,
+                                       load_factory(module_name, factory_name, r.search_path)});
 }
 
 }  // namespace
@@ -61,6 +69,13 @@ void register_native_user_function(const std::string& op_id, const std::string& 
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   add_locked(r, op_id, module_name, factory_method_name, /*unique=*/true);
+}
+
+void add_native_user_function_search_path(const std::string& folder) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (std::ranges::find(r.search_path, folder) == r.search_path.end())
+    r.search_path.push_back(folder);
 }
 
 bool is_native_user_function_registered(const std::string& op_id) {

@@ -37,6 +37,11 @@ using NativeUserFunctionFactory = UserFunction* (*)(const Variable* operands, si
 void register_native_user_function(const std::string& op_id, const std::string& module_name,
                                    const std::string& factory_method_name);
 
+// Adds a folder where a library named without one (module_name above, or in a model file) is
+// looked for when dlopen's own search does not find it. Loom's Python package adds its own,
+// where CNTK's example library (examples/extensibility/user_times_function.cpp) lies.
+void add_native_user_function_search_path(const std::string& folder);
+
 // Whether op_id is registered in this process (by register_native_user_function, or by loading
 // a model that holds a native user function), as CNTK's IsNativeUserFunctionRegistered.
 bool is_native_user_function_registered(const std::string& op_id);

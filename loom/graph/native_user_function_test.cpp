@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "loom/graph/user_function.h"
 #include "loom/ops/elementwise.h"
 #include "loom/serialize/model_file.h"
@@ -90,6 +92,20 @@ TEST(NativeUserFunction, BadLibrariesFactoriesAndOpIdsAreErrors) {
   EXPECT_THROW(native_user_function("test.Unregistered", {x}), ArgumentError);
   // The factory refuses two operands (it returns null).
   EXPECT_THROW(native_user_function("test.Scale", {x, x}), ArgumentError);
+}
+
+TEST(NativeUserFunction, ALibraryNamedWithoutAFolderIsFoundOnTheSearchPath) {
+  const std::filesystem::path plugin(LOOM_NATIVE_SCALE_PLUGIN);
+  const std::string file = plugin.filename().string();
+  EXPECT_THROW(register_native_user_function("test.Found", file, "create_scale_function"), IOError);
+  add_native_user_function_search_path(plugin.parent_path().string());
+  register_native_user_function("test.Found", file, "create_scale_function");
+  Variable x = input_variable({1}, {.name = "x"});
+  EXPECT_EQ(native_user_function("test.Found", {x}, scale(4))
+                .eval(Value::create_batch<float>({1}, {2}))
+                .data()
+                .to_vector<float>(),
+            std::vector<float>{8});
 }
 
 TEST(NativeUserFunction, SaysWhichOpIdsAreRegistered) {

@@ -233,6 +233,8 @@ void add_user_function(py::module_& m) {
   m.def("register_native_user_function", &register_native_user_function, py::arg("op_id"),
         py::arg("module_name"), py::arg("factory_method_name"),
         py::call_guard<py::gil_scoped_release>());
+  m.def("add_native_user_function_search_path", &add_native_user_function_search_path,
+        py::arg("folder"));
   m.def(
       "native_user_function",
       [](const std::string& op_id, const std::vector<Variable>& operands, py::dict attributes,

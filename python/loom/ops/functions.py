@@ -2,6 +2,7 @@
 Variables into a graph; ``Function.load`` reads a model file (Loom's, ONNX or CNTK's);
 ``UserFunction`` is an op written in Python."""
 import importlib
+import os
 
 from loom._loom.ops import functions as _functions
 from loom._loom.ops.functions import CloneMethod, Function, ModelFormat  # noqa: F401
@@ -121,6 +122,11 @@ def native_user_function(op_id, operands, attributes=None, user_function_instanc
     return _functions.native_user_function(op_id, list(operands), attributes or {},
                                       user_function_instance_name)
 
+
+# A library named without a folder is also looked for in the package's folder, where CNTK's
+# example library (Cntk.ExtensibilityExamples-<version>.so) lies, as CNTK's package kept it.
+_functions.add_native_user_function_search_path(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 Function.register_native_user_function = staticmethod(register_native_user_function)
 Function.native_user_function = staticmethod(native_user_function)

@@ -95,3 +95,29 @@ def test_inputs_on_different_dynamic_axes_give_the_axes_the_outputs_declare():
 class NoAxes(Plus):
     def infer_outputs(self):
         return [C.output_variable(self.inputs[1].shape, self.inputs[1].dtype, [])]
+
+
+def test_cntks_example_native_user_function_ships_with_the_package(tmp_path):
+    # CNTK's NativeUserTimesOp (examples/extensibility/user_times_function.cpp), registered by
+    # the library name CNTK's programs use: y = x W, W's gradient only.
+    if not C.cntk_py.is_native_user_function_registered('NativeUserTimesOp'):
+        C.ops.register_native_user_function(
+            'NativeUserTimesOp', 'Cntk.ExtensibilityExamples-' + C.__version__.rstrip('+'),
+            'CreateUserTimesFunction')
+    assert C.cntk_py.is_native_user_function_registered('NativeUserTimesOp')
+    x = C.input_variable(2)
+    w_value = np.array([[0.5, 2], [-0.5, 1.5]], np.float32)
+    w = C.parameter((2, 2), init=w_value)
+    op = C.ops.native_user_function('NativeUserTimesOp', [w, x], {'note': None}, 'times')
+    data = np.array([[0.1, 0.2], [-0.1, 0.3]], np.float32)
+    np.testing.assert_allclose(op.eval({x: data}), data @ w_value, rtol=1e-6)
+    np.testing.assert_allclose(op.grad({x: data}, wrt=[w]), data.T @ np.ones((2, 2)), rtol=1e-6)
+    path = str(tmp_path / 'times.model')
+    op.save(path)
+    loaded = C.Function.load(path)
+    np.testing.assert_allclose(loaded.eval({loaded.arguments[0]: data}), data @ w_value,
+                               rtol=1e-6)
+    assert loaded.find_by_name('times').attributes['note'] is None
+    xg = C.input_variable(2, needs_gradient=True)
+    with pytest.raises(ValueError, match='no gradient for its right operand'):
+        C.ops.native_user_function('NativeUserTimesOp', [w, xg]).grad({xg: data}, wrt=[xg])
