@@ -3,6 +3,7 @@
 // 1 (both without a fixed size) the sequence and batch axes of a batch of sequences;
 // initializers become parameters (batch normalization's statistics constants).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -793,22 +794,49 @@ class Importer {
   }
 
   // Cast to float or double (Loom's cast; a boolean is a 0/1 value already), to bool (x != 0,
-  // held as 0/1), or to an integer type (rounded toward zero; of a value outside the type's
-  // range, which ONNX leaves undefined, the rounded value).
+  // held as 0/1), to float16 (rounded to its values, held as float32), or to an integer type
+  // (rounded toward zero; of a value outside the type's range, which ONNX leaves undefined, the
+  // rounded value).
   Val cast_node() {
     const Val x = in(0);
     const int64_t to = int_attribute(*node_, "to", 0);
     if (to == pb::TensorProto::BOOL)
       return {not_equal(x.var, constant(0.0, x.var.dtype()), out_name()), x.dynamic};
-    if (to == pb::TensorProto::FLOAT16 || to == pb::TensorProto::BFLOAT16)
-      fail("Cast to ", pb::TensorProto::DataType_Name(int32_t(to)), " would round to its ",
-           "precision, which Loom does not (it computes in float32 and float64)");
+    if (to == pb::TensorProto::FLOAT16) {
+      if (x.var.dtype() == DataType::Float32)
+        return {rounded_to_float16(x.var, out_name()), x.dynamic};
+      return {cast(rounded_to_float16(x.var), DataType::Float32, out_name()), x.dynamic};
+    }
+    if (to == pb::TensorProto::BFLOAT16)
+      fail("Cast to BFLOAT16 would round to its precision, which Loom does not (it computes in ",
+           "float32 and float64)");
     const DataType t = data_type(int32_t(to), "the type 'to'");
     const bool integer = is_integer_type(int32_t(to));
     const Variable y =
         t == x.var.dtype() ? x.var : Variable(cast(x.var, t, integer ? "" : out_name()));
     if (integer) return {x.integer ? y : truncated(y, out_name()), x.dynamic, true};
     return {y, x.dynamic};
+  }
+
+  // x rounded to the nearest float16 (ties to even), in x's type. Where float16 is normal,
+  // Veltkamp's split: g - (g - x), g = (2^s + 1) x, rounds x to 11 significant bits, s the bits
+  // x's type has beyond them (each op rounding to nearest, as Loom's float kernels do); below
+  // 2^-14 (float16's subnormals) x + 2^-24 2^m - 2^-24 2^m rounds x to a multiple of 2^-24, m
+  // the type's mantissa bits; from 65520 (the largest float16 and half its spacing) it is
+  // infinity of x's sign.
+  static Variable rounded_to_float16(const Variable& x, const std::string& name = "") {
+    const DataType t = x.dtype();
+    const int mantissa = t == DataType::Float64 ? 52 : 23;
+    const Variable g = element_times(x, constant(std::ldexp(1.0, mantissa + 1 - 11) + 1, t));
+    const Variable normal = minus(g, minus(g, x));
+    const Variable shift = constant(std::ldexp(1.0, mantissa - 24), t);
+    const Variable subnormal = minus(plus(x, shift), shift);
+    const Variable magnitude = abs(x);
+    const Variable finite =
+        element_select(less(magnitude, constant(std::ldexp(1.0, -14), t)), subnormal, normal);
+    return element_select(less(magnitude, constant(65520.0, t)), finite,
+                          element_times(x, constant(std::numeric_limits<double>::infinity(), t)),
+                          name);
   }
 
   // The identity at inference; training mode (a training_mode input that is not a constant

@@ -853,8 +853,8 @@ TEST(OnnxImport, IntegerTensorsAsFloatValues) {
   big.graph().mutable_initializer(0)->set_int64_data(0, (int64_t{1} << 53) + 1);
   expect_error<DataError>([&] { big.load(); }, {"tensor 'offset'", "float64", "up to 2^53"});
 
-  // float16 and bfloat16 are read as float32 (exactly); a Cast to them is refused (it would
-  // round); strings are not read: the message names the types that are.
+  // float16 and bfloat16 are read as float32 (exactly); a Cast to float16 rounds to its values,
+  // one to bfloat16 is refused; strings are not read: the message names the types that are.
   OnnxGraph half({{"x", {3}}}, {"y"});
   half.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       pb::TensorProto::FLOAT16);
@@ -872,13 +872,56 @@ TEST(OnnxImport, IntegerTensorsAsFloatValues) {
   half.node("Add", {"xh", "b"}, {"y"});
   EXPECT_EQ(evaluate(half.load(), {{"x", tensor({3}, {0, 0, 0})}}),
             (std::vector<float>{2.5f, -5, 2 + 0x1p-24f}));
-  set(half.node("Cast", {"y"}, {"z"}), "to", int64_t{pb::TensorProto::FLOAT16});
+  pb::NodeProto& to_half = half.node("Cast", {"y"}, {"z"});
+  set(to_half, "to", int64_t{pb::TensorProto::FLOAT16});
   half.graph().mutable_output(0)->set_name("z");
-  expect_error<DataError>([&] { half.load(); }, {"Cast", "FLOAT16 would round"});
+  EXPECT_EQ(evaluate(half.load(), {{"x", tensor({3}, {0, 0, 0})}}),
+            (std::vector<float>{2.5f, -5, 2}));
+  to_half.mutable_attribute(0)->set_i(pb::TensorProto::BFLOAT16);
+  expect_error<DataError>([&] { half.load(); }, {"Cast", "BFLOAT16 would round"});
   half.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       pb::TensorProto::STRING);
   expect_error<DataError>([&] { half.load(); },
                           {"'x'", "STRING", "float16 and bfloat16", "bool", "int8 to int64"});
+}
+
+// Cast to float16 rounds float32 and float64 values to the nearest float16 (ties to even) and
+// gives float32: normal values to 11 significant bits, subnormal ones to multiples of 2^-24,
+// from 65520 on infinity (numpy's float16 conversion gives the same values).
+TEST(OnnxImport, CastToFloat16Rounds) {
+  const std::vector<double> x = {0.1,
+                                 1 + 0x1p-11,
+                                 1 + 3 * 0x1p-11,
+                                 65519,
+                                 65520,
+                                 -1e6,
+                                 3e-8,
+                                 1e-8,
+                                 -0x1p-14 + 0x1p-30,
+                                 std::numeric_limits<double>::infinity()};
+  const std::vector<float> want = {0.0999755859375f,
+                                   1,
+                                   1.001953125f,
+                                   65504,
+                                   std::numeric_limits<float>::infinity(),
+                                   -std::numeric_limits<float>::infinity(),
+                                   0x1p-24f,
+                                   0,
+                                   -0x1p-14f,
+                                   std::numeric_limits<float>::infinity()};
+  for (const auto type : {pb::TensorProto::FLOAT, pb::TensorProto::DOUBLE}) {
+    OnnxGraph g({{"x", {10}}}, {"y"});
+    g.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    set(g.node("Cast", {"x"}, {"y"}), "to", int64_t{pb::TensorProto::FLOAT16});
+    const Function f = g.load();
+    const Variable a = f.arguments()[0];
+    const NDArrayView data = type == pb::TensorProto::FLOAT
+                                 ? tensor({10}, std::vector<float>(x.begin(), x.end()))
+                                 : NDArrayView::from_vector(NDShape{10}, x);
+    const Value y = f.eval({{a, ArgumentData(data).to_value(a)}}, f.outputs()).at(f.output());
+    EXPECT_EQ(y.data().dtype(), DataType::Float32);
+    EXPECT_EQ(y.data().to_vector<float>(), want);
+  }
 }
 
 // Pad's edge mode repeats each axis's first and last slices; ArgMax and ArgMin with
