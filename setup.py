@@ -10,6 +10,7 @@ would (scikit-build's convention): -DCMAKE_BUILD_TYPE=RelWithDebInfo there repla
 CMAKE_BUILD_PARALLEL_LEVEL jobs build it, one a CPU by default. There is no -march and no
 -DLOOM_WERROR=ON: those are the presets' (the project's own builds); without -march the kernels
 compile for the compiler's default instruction set and pick their AVX-512 copies at run time."""
+import glob
 import os
 import shlex
 import shutil
@@ -39,7 +40,11 @@ class CMakeBuild(build_ext):
                        check=True)
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy(os.path.join(build, "python", "loom", os.path.basename(target)), target)
+        built = os.path.join(build, "python", "loom")
+        shutil.copy(os.path.join(built, os.path.basename(target)), target)
+        # CNTK's example native user function library (python/CMakeLists.txt) lies beside it.
+        for library in glob.glob(os.path.join(built, "Cntk.ExtensibilityExamples-*.so")):
+            shutil.copy(library, os.path.dirname(target))
 
 
 # setuptools' defaults would write build/ into the checkout and the egg-info into python/.

@@ -114,6 +114,8 @@ if args[0] == "--build":  # python/CMakeLists.txt's LIBRARY_OUTPUT_DIRECTORY of 
     os.makedirs(package, exist_ok=True)
     with open(os.path.join(package, "_loom" + {ext_suffix!r}), "w") as f:
         f.write("stub extension\\n")
+    with open(os.path.join(package, "Cntk.ExtensibilityExamples-2.7.so"), "w") as f:
+        f.write("stub example library\\n")
 """)
 os.chmod(os.path.join(bin_dir, "cmake"), 0o755)
 
@@ -154,6 +156,8 @@ site = run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib
 package = os.path.join(site, "loom")
 with open(os.path.join(package, "_loom" + ext_suffix)) as f:
     expect(f.read() == "stub extension\n", "the extension is not the one built")
+with open(os.path.join(package, "Cntk.ExtensibilityExamples-2.7.so")) as f:
+    expect(f.read() == "stub example library\n", "CNTK's example library is not the one built")
 expected = sorted(os.path.relpath(p, os.path.join(source_dir, "python"))
                   for p in glob.glob(os.path.join(source_dir, "python", "loom", "**", "*.py"),
                                      recursive=True))
