@@ -839,17 +839,24 @@ class Importer {
                           name);
   }
 
-  // The identity at inference; training mode (a training_mode input that is not a constant
-  // false) is refused rather than read as inference.
+  // The identity at inference, and in training mode (training_mode a constant true) with a
+  // constant ratio of 0; its mask (output 1) then all true (ones). Training mode with another
+  // ratio (random) is refused rather than read as inference.
   Val dropout() {
     if (has_input(2)) {
-      auto it = constants_.find(node_->input(2));
-      const pb::TensorProto* t = it == constants_.end() ? nullptr : it->second;
-      if (!t || t->data_type() != pb::TensorProto::BOOL || tensor_shape(*t).total_size() != 1 ||
-          elements<uint8_t>(*t, t->int32_data()) != std::vector<uint8_t>{0})
-        fail("training_mode must be a constant false (Loom imports Dropout at inference)");
+      const pb::TensorProto& t = constant_tensor(node_->input(2));
+      if (t.data_type() != pb::TensorProto::BOOL || tensor_shape(t).total_size() != 1)
+        fail("training_mode must be a constant boolean scalar");
+      const bool training = elements<uint8_t>(t, t.int32_data()) != std::vector<uint8_t>{0};
+      if (training && (!has_input(1) || numbers(constant_tensor(node_->input(1)),
+                                                DataType::Float64) != std::vector<double>{0}))
+        fail("training_mode must be a constant false, or true with a constant ratio of 0 (Loom ",
+             "imports Dropout at inference)");
     }
-    return in(0);
+    const Val x = in(0);
+    if (node_->output_size() > 1 && !node_->output(1).empty())
+      values_[node_->output(1)] = {ones_like(x.var, node_->output(1)), x.dynamic};
+    return x;
   }
 
   // A [.., K] times B [K, O]: Loom's times contracts the last axis of A. A stack of matrices B

@@ -588,8 +588,9 @@ TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
             (std::vector<float>{1, 3, 2, -1}));
 }
 
-// What import reads beyond nodes' values: a Constant as a graph output; what it refuses rather
-// than get wrong: a Dropout in training mode, a node's second output.
+// What import reads beyond nodes' values: a Constant as a graph output, Dropout's mask; what it
+// refuses rather than get wrong: a Dropout in training mode (with a ratio other than 0), a
+// node's second output it does not compute (MaxPool's indices).
 TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
   OnnxGraph k({}, {"c"});
   pb::NodeProto& constant_node = k.node("Constant", {}, {"c"});
@@ -606,16 +607,21 @@ TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
   train->set_name("train");
   train->set_data_type(pb::TensorProto::BOOL);
   train->add_int32_data(1);
-  d.node("Dropout", {"x", "", "train"}, {"y"});
+  pb::NodeProto& training = d.node("Dropout", {"x", "", "train"}, {"y"});
   expect_error<DataError>([&] { d.load(); }, {"Dropout", "training_mode must be a constant false"});
-  // A second output named but not read is fine; as a graph output it is an error that says so.
-  OnnxGraph named({{"x", {2}}}, {"y"});
-  named.node("Dropout", {"x"}, {"y", "mask"});
-  EXPECT_EQ(evaluate(named.load(), {{"x", tensor({2}, {1, 2})}}), (std::vector<float>{1, 2}));
+  // Training mode with a ratio of 0 is the identity too.
+  d.initializer("ratio", {}, {0});
+  training.set_input(1, "ratio");
+  EXPECT_EQ(evaluate(d.load(), {{"x", tensor({2}, {1, 2})}}), (std::vector<float>{1, 2}));
+  // Dropout's mask (all true: ones), read by a node or as a graph output.
   OnnxGraph m({{"x", {2}}}, {"y", "mask"});
-  m.node("Dropout", {"x"}, {"y", "mask"}).set_name("d1");
-  expect_error<DataError>([&] { m.load(); }, {"g.onnx", "graph output 'mask'",
-                                              "output 1 of Dropout node 'd1'", "not support"});
+  m.node("Dropout", {"x"}, {"y", "mask"});
+  const Function masked = m.load();
+  const Variable x = masked.arguments()[0];
+  const ValueMap mv =
+      masked.eval({{x, ArgumentData(tensor({2}, {3, 4})).to_value(x)}}, masked.outputs());
+  EXPECT_EQ(mv.at(masked.outputs()[0]).data().to_vector<float>(), (std::vector<float>{3, 4}));
+  EXPECT_EQ(mv.at(masked.outputs()[1]).data().to_vector<float>(), (std::vector<float>{1, 1}));
   OnnxGraph indices({{"x", {1, 1, 2, 2}}}, {"z"});
   pb::NodeProto& pool = indices.node("MaxPool", {"x"}, {"y", "i"});
   pool.set_name("p1");
