@@ -1282,10 +1282,16 @@ class Importer {
             0};
   }
 
+  // Batch normalization at inference; in training mode (of a tensor without a batch axis) with
+  // the statistics of x over every axis but the channels' (the variance the population's), and
+  // the running statistics (outputs 1 and 2) input_mean momentum + mean (1 - momentum), the same
+  // of the variances.
   Val batch_norm() {
-    if (int_attribute(*node_, "training_mode", 0) != 0)
-      fail("Loom imports batch normalization in inference form (training_mode 0)");
+    const bool training = int_attribute(*node_, "training_mode", 0) != 0;
     const Val x = in(0);
+    if (training && x.dynamic)
+      fail("training_mode 1 is imported for a tensor without a batch axis (Loom's batch ",
+           "normalization over a batch updates its own statistics as it trains)");
     if (x.dynamic > 1 || x.rank() < 2) fail("X must be [N, C, ...] without a sequence axis");
     const NDShape stats{x.var.shape()[1 - x.dynamic]};
     // Of shape [C], or [C, 1...] to broadcast over a tensor without a batch axis.
@@ -1300,11 +1306,31 @@ class Importer {
       std::vector<size_t> per_channel(x.rank() - 1, 1);
       per_channel[0] = stats[0];
       const NDShape c(per_channel);
-      const Variable scale = element_divide(
-          stat_of(1, false, c), sqrt(plus(stat_of(4, true, c), constant(epsilon, x.var.dtype()))));
-      return {plus(element_times(minus(x.var, stat_of(3, true, c)), scale), stat_of(2, false, c),
-                   out_name()),
+      const DataType t = x.var.dtype();
+      Variable mean = stat_of(3, true, c), var = stat_of(4, true, c);
+      if (training) {
+        std::vector<Axis> axes;
+        for (size_t k = 0; k < x.rank(); ++k)
+          if (k != 1) axes.emplace_back(int(k));
+        const Variable batch_mean = reduce_mean(x.var, axes, false);  // [C]
+        const Variable batch_var =
+            reduce_mean(square(minus(x.var, reshape(batch_mean, c))), axes, false);
+        const double momentum = float_attribute(*node_, "momentum", 0.9f);
+        auto running = [&](int output, size_t input, const Variable& batch) {
+          if (node_->output_size() <= output || node_->output(output).empty()) return;
+          values_[node_->output(output)] = {
+              plus(element_times(stat_of(input, true, stats), constant(momentum, t)),
+                   element_times(batch, constant(1 - momentum, t)), node_->output(output)),
               0};
+        };
+        running(1, 3, batch_mean);
+        running(2, 4, batch_var);
+        mean = reshape(batch_mean, c);
+        var = reshape(batch_var, c);
+      }
+      const Variable scale =
+          element_divide(stat_of(1, false, c), sqrt(plus(var, constant(epsilon, t))));
+      return {plus(element_times(minus(x.var, mean), scale), stat_of(2, false, c), out_name()), 0};
     }
     auto stat = [&](size_t i, bool is_constant) { return stat_of(i, is_constant, stats); };
     const Variable count = constant(1.0, x.var.dtype(), out_name() + ".count");

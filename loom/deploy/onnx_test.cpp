@@ -512,7 +512,7 @@ TEST(OnnxImport, GemmAttributesAndMaxOfMany) {
 
 // Convolution and pooling over one sample [1, C, H, W] without a batch axis, auto_pad
 // SAME_UPPER, and ceil_mode where it places CNTK's windows or overhangs the end (ceil_out_dim);
-// batch normalization of a tensor.
+// batch normalization of a tensor, at inference and in training mode.
 TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
   const std::vector<float> image = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // [1, 1, 3, 3]
   OnnxGraph conv({{"x", {1, 1, 3, 3}}, {"w", {1, 1, 2, 2}}}, {"y"});
@@ -586,6 +586,26 @@ TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
   set(bn.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}), "epsilon", 0.f);
   EXPECT_EQ(evaluate(bn.load(), {{"x", tensor({2, 2, 1}, {3, 1, 5, -1})}}),
             (std::vector<float>{1, 3, 2, -1}));
+  // Training mode: x's statistics per channel (channel 0 holds 1 and 5, channel 1 2 and 4), and
+  // the running statistics mixed by the momentum.
+  pb::NodeProto& train = *bn.graph().mutable_node(0);
+  train.set_output(0, "y");
+  train.add_output("running_mean");
+  train.add_output("running_var");
+  set(train, "training_mode", int64_t{1});
+  set(train, "momentum", 0.5f);
+  bn.graph().add_output()->set_name("running_mean");
+  bn.graph().add_output()->set_name("running_var");
+  const Function trained = bn.load();
+  const Variable x = trained.arguments()[0];
+  const ValueMap v = trained.eval({{x, ArgumentData(tensor({2, 2, 1}, {1, 2, 5, 4})).to_value(x)}},
+                                  trained.outputs());
+  auto output = [&](size_t i) { return v.at(trained.outputs()[i]).data().to_vector<float>(); };
+  EXPECT_EQ(output(0), (std::vector<float>{-1, -1, 1, 3}));
+  EXPECT_EQ(output(1), (std::vector<float>{2, 1.5f}));
+  EXPECT_EQ(output(2), (std::vector<float>{4, 1}));
+  expect_error<DataError>([&] { bn.load(true); },
+                          {"BatchNormalization", "training_mode 1", "without a batch axis"});
 }
 
 // What import reads beyond nodes' values: a Constant as a graph output, Dropout's mask; what it
