@@ -387,11 +387,13 @@ std::vector<OpSchema> random_schemas() {
     std::vector<OpParam> shaped{{kShape, ParamType::Shape},
                                 {kDtype, ParamType::DataType, dtype_attribute(DataType::Float32)}};
     std::vector<OpParam> like{{"x"}};
-    for (std::vector<OpParam>* ps : {&shaped, &like}) {
-      ps->push_back({f.d.a, ParamType::Double, f.a});
-      if (f.d.b) ps->push_back({f.d.b, ParamType::Double, f.b});
-      ps->push_back(seed);
-    }
+    // The distribution's parameters: built once and copied (a braced temporary pushed in the
+    // loop set off g++ 12's -Wmaybe-uninitialized at -O2 under -fsanitize=thread).
+    std::vector<OpParam> parameters{{f.d.a, ParamType::Double, f.a}};
+    if (f.d.b) parameters.push_back({f.d.b, ParamType::Double, f.b});
+    parameters.push_back(seed);
+    shaped.insert(shaped.end(), parameters.begin(), parameters.end());
+    like.insert(like.end(), parameters.begin(), parameters.end());
     Dictionary fixed;
     fixed[kDistribution] = f.d.name;
     distribution.variants.push_back({f.d.name, "random", std::move(shaped), f.doc, fixed});
