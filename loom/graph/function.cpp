@@ -5,6 +5,7 @@
 
 #include "loom/graph/executor.h"
 #include "loom/graph/graph_impl.h"
+#include "loom/graph/graph_walk.h"
 #include "loom/graph/op.h"
 #include "loom/graph/user_function.h"
 
@@ -193,9 +194,14 @@ Variable Function::output() const {
 }
 
 std::vector<Variable> Function::arguments() const {
+  // In CNTK's order: depth first, each function's inputs left to right (the arguments of
+  // plus(x, sigmoid(y)) are x, y; leaves() would give y first).
   std::vector<Variable> out;
-  for (auto& v : leaves(outputs()))
-    if (v.is_input() || v.is_placeholder()) out.push_back(v);
+  for (const GraphNode& node : depth_first_search(*this, [](const GraphNode& n) {
+         const Variable* v = std::get_if<Variable>(&n);
+         return v && (v->is_input() || v->is_placeholder());
+       }))
+    out.push_back(std::get<Variable>(node));
   return in_signature_order(out);
 }
 

@@ -71,7 +71,8 @@ class Function {
   std::vector<Variable> outputs() const;
   // The single output (ShapeError when there are several).
   Variable output() const;
-  // Inputs and placeholders of the whole graph, in the order they were first used.
+  // Inputs and placeholders of the whole graph, in CNTK's order: depth first, each function's
+  // inputs left to right (the arguments of plus(x, sigmoid(y)) are x, y); a signature's first.
   std::vector<Variable> arguments() const;
   // The argument of that name (a loaded model's inputs: model.argument("features")).
   // ArgumentError listing the arguments when none or several have it.

@@ -236,6 +236,22 @@ TEST(Clone, SubstitutesAnInnerOutput) {
   EXPECT_EQ(z({-1.f, 2.f}).data().to_vector<float>(), (std::vector<float>{-1, 4}));
 }
 
+// ---- arguments in CNTK's order ----
+
+TEST(Arguments, DepthFirstEachFunctionsInputsLeftToRight) {
+  Variable x = input_variable({2}, {.name = "x"}), y = input_variable({2}, {.name = "y"});
+  Variable z = input_variable({2}, {.name = "z"});
+  auto names = [](const Function& f) {
+    std::vector<std::string> out;
+    for (const Variable& v : f.arguments()) out.push_back(v.name());
+    return out;
+  };
+  // CNTK's order, where a topological one would reach y (under sigmoid) before x.
+  EXPECT_EQ(names(plus(x, sigmoid(y))), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(names(plus(sigmoid(y), x)), (std::vector<std::string>{"y", "x"}));
+  EXPECT_EQ(names(plus(x, plus(z, y))), (std::vector<std::string>{"x", "z", "y"}));
+}
+
 // ---- messages name parameters by layer ----
 
 TEST(Messages, ParameterNamedByItsLayer) {

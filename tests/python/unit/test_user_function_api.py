@@ -121,3 +121,14 @@ def test_cntks_example_native_user_function_ships_with_the_package(tmp_path):
     xg = C.input_variable(2, needs_gradient=True)
     with pytest.raises(ValueError, match='no gradient for its right operand'):
         C.ops.native_user_function('NativeUserTimesOp', [w, xg]).grad({xg: data}, wrt=[xg])
+
+
+def test_arguments_are_in_cntks_order_as_user_functions_index_them():
+    # CNTK's PlusAndLast evaluates its graph with impl.arguments[0] for its first input:
+    # arguments come depth first, each function's inputs left to right.
+    i1 = C.sequence.input_variable(2, name='i1')
+    i2 = C.input_variable(2, name='i2')
+    impl = C.sequence.last(i1 + C.sequence.broadcast_as(i2, i1))
+    assert [a.name for a in impl.arguments] == ['i1', 'i2']
+    assert [a.name for a in (i2 + C.sigmoid(C.input_variable(2, name='i3'))).arguments] == \
+        ['i2', 'i3']
