@@ -929,11 +929,10 @@ bool Executor::seeds_in_place(size_t root, const Value& g) const {
   const Tensor& value = slots_[root].value;
   const bool same_rows =
       !value.dynamic() || value.layout->max_length() <= 1 || value.layout->num_sequences() == 1;
-  if (!same_rows || g.data().shape().total_size() != value.size() || root < leaf_vars_.size())
-    return false;
-  for (const Node& node : nodes_)
-    if (node.output == root) return node.loop == kNoLoop;
-  return false;
+  // Node k's output is slot leaves + k; the slots after the nodes' are further outputs.
+  const size_t leaves = leaf_vars_.size();
+  return same_rows && g.data().shape().total_size() == value.size() && root >= leaves &&
+         root < leaves + nodes_.size() && nodes_[root - leaves].loop == kNoLoop;
 }
 
 void Executor::backward(const Variable& root, const Value* root_gradient,

@@ -22,7 +22,7 @@ Walk plan(const std::vector<size_t>& dims, const std::vector<size_t>& perm) {
   const size_t rank = dims.size();
   LOOM_CHECK(perm.size() == rank && rank <= kMaxRank, ShapeError, "permute: ", perm.size(),
              " axes in the permutation of a tensor of rank ", rank, " (at most ", kMaxRank, ")");
-  std::vector<size_t> stride(rank);
+  size_t stride[kMaxRank];
   for (size_t a = rank, s = 1; a-- > 0; s *= dims[a]) stride[a] = s;
   Walk w;
   for (size_t k = rank; k-- > 0;) {  // innermost first, reversed below
