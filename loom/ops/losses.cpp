@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "loom/graph/initializer.h"
 #include "loom/graph/op.h"
 #include "loom/kernels/fast_math.h"
+#include "loom/kernels/loss.h"
 #include "loom/kernels/random.h"
 #include "loom/kernels/softmax.h"
 #include "loom/ops/elementwise.h"
@@ -110,79 +112,40 @@ void softmax_gradient_row(size_t n, const T* lr, const T* t, T scale, T* dx) {
   }
 }
 
-// A loss that sums a per-element term f(output, target) over the sample. Formula gives
-// f, ∂f/∂output and ∂f/∂target.
-template <typename Formula>
+// A loss that sums a per-element term of output and target over the sample
+// (kernels::row_loss). A target without dynamic axes (a constant) is one row every sample uses.
 class ElementSumLossOp : public OpDef {
  public:
-  const char* name() const override { return Formula::kName; }
+  constexpr ElementSumLossOp(const char* name, kernels::RowLoss loss) : name_(name), loss_(loss) {}
+  const char* name() const override { return name_; }
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
     return per_sample_loss(name(), in);
   }
   void forward(OpCall& call) const override {
     const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
-    size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
-      T* y = call.output->ptr<T>();
-      for (size_t r = 0; r < rows; ++r) {
-        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
-        T s = 0;
-        for (size_t i = 0; i < n; ++i) s += Formula::value(a[i], b[i]);
-        y[r] = s;
-      }
+      kernels::row_loss(loss_, call.output->rows(), o.sample_size(), operand<const T>(o),
+                        operand<const T>(t), call.output->ptr<T>());
     });
   }
   void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
     const Tensor &o = *call.inputs[0], &t = *call.inputs[1];
-    size_t rows = call.output->rows(), n = o.sample_size();
     dispatch(o.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* dy = call.output_gradient->ptr<T>();
-      const bool add = prepare_gradient<T>(g, accumulate);
-      for (size_t r = 0; r < rows; ++r) {
-        const T *a = o.ptr<T>() + row_start(o, r, n), *b = t.ptr<T>() + row_start(t, r, n);
-        T* dx = g.ptr<T>() + row_start(g, r, n);
-        for (size_t i = 0; i < n; ++i) {
-          T v =
-              dy[r] * (index == 0 ? Formula::d_output(a[i], b[i]) : Formula::d_target(a[i], b[i]));
-          dx[i] = add ? dx[i] + v : v;
-        }
-      }
+      kernels::row_loss_backward(loss_, index, call.output->rows(), o.sample_size(),
+                                 operand<const T>(o), operand<const T>(t),
+                                 call.output_gradient->ptr<T>(), operand<T>(g), accumulate);
     });
   }
-};
 
-struct SquaredErrorFormula {
-  static constexpr const char* kName = "SquaredError";
+ private:
   template <typename T>
-  static T value(T o, T t) {
-    return (o - t) * (o - t);
+  static kernels::LossOperand<T> operand(const Tensor& x) {
+    return {x.ptr<std::remove_const_t<T>>(), !x.dynamic()};
   }
-  template <typename T>
-  static T d_output(T o, T t) {
-    return 2 * (o - t);
-  }
-  template <typename T>
-  static T d_target(T o, T t) {
-    return 2 * (t - o);
-  }
-};
-
-struct BinaryCrossEntropyFormula {
-  static constexpr const char* kName = "BinaryCrossEntropy";
-  template <typename T>
-  static T value(T o, T t) {
-    return -(t * std::log(o) + (1 - t) * std::log(1 - o));
-  }
-  template <typename T>
-  static T d_output(T o, T t) {
-    return (1 - t) / (1 - o) - t / o;
-  }
-  template <typename T>
-  static T d_target(T o, T /*t*/) {
-    return std::log(1 - o) - std::log(o);
-  }
+  const char* name_;
+  kernels::RowLoss loss_;
 };
 
 class CrossEntropyWithSoftmaxOp : public OpDef {
@@ -946,9 +909,10 @@ class NceOp : public OpDef {
   }
 };
 
-const ElementSumLossOp<SquaredErrorFormula> kSquaredError;
+const ElementSumLossOp kSquaredError("SquaredError", kernels::RowLoss::SquaredError);
 const CrossEntropyWithSoftmaxOp kCrossEntropyWithSoftmax;
-const ElementSumLossOp<BinaryCrossEntropyFormula> kBinaryCrossEntropy;
+const ElementSumLossOp kBinaryCrossEntropy("BinaryCrossEntropy",
+                                           kernels::RowLoss::BinaryCrossEntropy);
 const ClassificationErrorOp kClassificationError;
 const CosDistanceOp kCosDistance;
 const CosDistanceWithNegativeSamplesOp kCosDistanceWithNegativeSamples;
