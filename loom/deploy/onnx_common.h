@@ -8,9 +8,9 @@
 
 namespace loom::onnx_detail {
 
-// The opset Loom writes; import reads opsets 13 to 17 of the default domain, in which the ops
-// Loom maps have one meaning (Softmax along one axis, ReduceSum's axes as an input, ...).
-inline constexpr int64_t kOpset = 13, kNewestOpset = 17;
+// The opset Loom writes; import reads opsets 7 (the oldest CNTK wrote) to 17 of the default
+// domain, each op in its form at the model's opset (onnx_import.cpp's opset_changes).
+inline constexpr int64_t kOpset = 13, kOldestOpset = 7, kNewestOpset = 17;
 
 // One spatial axis of a window as ONNX states it: pads before and after, and the output
 // extent ONNX computes from them (floor((in + before + after - extent) / stride) + 1).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -143,6 +144,55 @@ std::vector<size_t> to_sizes(const std::vector<int64_t>& v, const char* what) {
   return s;
 }
 
+// ---- opsets ----
+// The importer reads opsets 7 to 17, each op in its form at the model's opset (its definition
+// of the highest since_version not above it). Its code reads each op's latest form; an earlier
+// form that differs in what Loom reads is one change here, applying to models of opsets below
+// `opset`. The imported ops' other definitions between 7 and 17 differ from their latest in
+// types and broadcasting only (Add's, Max's, PRelu's, Gemm's C), or in attributes the earlier
+// forms lack (MaxPool's ceil_mode, dilations and indices, LSTM's layout, ArgMax's
+// select_last_index), read with their defaults; Dropout before 12 has no training mode (the
+// identity, as at inference) and its ratio is an attribute it ignores.
+struct OpsetChange {
+  const char* op_type;
+  int64_t opset;        // the opset that gave the op the form the importer reads
+  const char* earlier;  // how the earlier form differs
+  // Attributes of the earlier form that are inputs from `opset` on (the attribute's ints as an
+  // int64 vector, an int as a vector of one, a float as a scalar of input 0's type): the node
+  // is read as the later form with them as constant inputs.
+  std::vector<std::pair<const char*, int>> inputs = {};
+};
+const std::vector<OpsetChange>& opset_changes() {
+  static const std::vector<OpsetChange> changes = {
+      {"Clip", 11, "min and max are attributes", {{"min", 1}, {"max", 2}}},
+      {"Pad", 11, "pads and value are attributes", {{"pads", 1}, {"value", 2}}},
+      {"Slice",
+       10,
+       "starts, ends and axes are attributes (steps 1)",
+       {{"starts", 1}, {"ends", 2}, {"axes", 3}}},
+      {"TopK", 10, "k is an attribute", {{"k", 1}}},
+      {"Squeeze", 13, "axes is an attribute", {{"axes", 1}}},
+      {"Unsqueeze", 13, "axes is an attribute", {{"axes", 1}}},
+      {"ReduceSum", 13, "axes is an attribute", {{"axes", 1}}},
+      {"Softmax", 13, "x is normalized flattened to 2-D at axis (default 1)"},
+      {"LogSoftmax", 13, "x is normalized flattened to 2-D at axis (default 1)"},
+      {"Hardmax", 13, "the maximum is over x flattened to 2-D at axis (default 1)"},
+      {"BatchNormalization", 14,
+       "training mode is the node having more outputs than Y (no training_mode attribute)"},
+      {"BatchNormalization", 9, "the attribute spatial (0: statistics per element)"},
+  };
+  return changes;
+}
+// The opsets at which imported ops first appear, where that is after 7.
+const std::map<std::string, int64_t>& opset_introduced() {
+  static const std::map<std::string, int64_t> introduced = {
+      {"Expand", 8}, {"Asinh", 9},        {"Atanh", 9},           {"Cosh", 9},
+      {"Sinh", 9},   {"Where", 9},        {"OneHot", 9},          {"ConstantOfShape", 9},
+      {"Round", 11}, {"LessOrEqual", 12}, {"GreaterOrEqual", 12},
+  };
+  return introduced;
+}
+
 class Importer {
  public:
   Importer(std::span<const uint8_t> bytes, const std::string& name,
@@ -175,6 +225,8 @@ class Importer {
       names_.insert(in.name());
       if (!constants_.count(in.name())) add_input(in);
     }
+    for (const pb::NodeProto& n : g.node()) read_.insert(n.input().begin(), n.input().end());
+    for (const pb::ValueInfoProto& o : g.output()) read_.insert(o.name());
     for (int i = 0; i < g.node_size(); ++i) {
       node_ = &g.node(i);
       // Loom's errors and any other (std::bad_alloc, ...) name the file and the node.
@@ -232,9 +284,11 @@ class Importer {
     bool found = false;
     for (const pb::OperatorSetIdProto& o : model_.opset_import()) {
       if (!o.domain().empty() && o.domain() != "ai.onnx") continue;  // used by no node Loom reads
-      if (o.version() < kOpset || o.version() > kNewestOpset)
+      if (o.version() < kOldestOpset || o.version() > kNewestOpset)
         throw DataError(detail::concat(file_, ": ONNX opset ", o.version(), " is not supported (",
-                                       "Loom reads opsets ", kOpset, " to ", kNewestOpset, ")"));
+                                       "Loom reads opsets ", kOldestOpset, " to ", kNewestOpset,
+                                       ")"));
+      opset_ = o.version();
       found = true;
     }
     if (!found) throw DataError(file_ + ": not an ONNX model (it imports no opset of ONNX's ops)");
@@ -519,14 +573,79 @@ class Importer {
     return ops;
   }
 
+  // Whether the model's opset precedes the change of node_'s op at `opset` (opset_changes).
+  bool earlier_form(int64_t opset) const {
+    const bool listed = std::any_of(
+        opset_changes().begin(), opset_changes().end(),
+        [&](const OpsetChange& c) { return c.op_type == node_->op_type() && c.opset == opset; });
+    LOOM_CHECK(listed, StateError, "ONNX import: opset_changes lists no change of ",
+               node_->op_type(), " at opset ", opset);
+    return opset_ < opset;
+  }
+
+  // node_ read in its latest form: where its op's form at the model's opset has attributes that
+  // are inputs later (opset_changes), a copy with them as constant inputs.
+  void read_in_latest_form() {
+    for (const OpsetChange& c : opset_changes()) {
+      if (c.op_type != node_->op_type() || opset_ >= c.opset || c.inputs.empty()) continue;
+      pb::NodeProto& n = latest_forms_.emplace_back(*node_);
+      n.clear_attribute();
+      for (const pb::AttributeProto& a : node_->attribute())
+        if (std::none_of(c.inputs.begin(), c.inputs.end(),
+                         [&](const auto& moved) { return a.name() == moved.first; }))
+          *n.add_attribute() = a;
+      for (const auto& [attribute, input] : c.inputs) {
+        while (n.input_size() <= input) n.add_input("");
+        const pb::AttributeProto* a = find_attribute(*node_, attribute);
+        n.set_input(input, a ? attribute_input(*a) : "");
+      }
+      while (n.input_size() > 0 && n.input(n.input_size() - 1).empty())
+        n.mutable_input()->RemoveLast();
+      node_ = &n;
+    }
+  }
+  // The constant (attribute_inputs_) holding attribute a of node_, as the input that the op's
+  // later form has: ints as an int64 vector, an int as a vector of one, a float as a scalar of
+  // input 0's type; its name.
+  std::string attribute_input(const pb::AttributeProto& a) {
+    pb::TensorProto& t = attribute_inputs_.emplace_back();
+    std::string name = out_name() + "." + a.name();
+    while (names_.count(name) || constants_.count(name)) name += "_";
+    t.set_name(name);
+    if (a.type() == pb::AttributeProto::INTS || a.type() == pb::AttributeProto::INT) {
+      t.set_data_type(pb::TensorProto::INT64);
+      if (a.type() == pb::AttributeProto::INT) t.add_int64_data(a.i());
+      for (int64_t v : a.ints()) t.add_int64_data(v);
+      t.add_dims(t.int64_data_size());
+    } else if (a.type() == pb::AttributeProto::FLOAT) {
+      if (in(0).var.dtype() == DataType::Float64) {
+        t.set_data_type(pb::TensorProto::DOUBLE);
+        t.add_double_data(a.f());
+      } else {
+        t.set_data_type(pb::TensorProto::FLOAT);
+        t.add_float_data(a.f());
+      }
+    } else {
+      fail("the attribute ", a.name(), " of ", node_->op_type(), " at opset ", opset_,
+           " must be an int, ints or a float");
+    }
+    constants_[name] = &t;
+    return name;
+  }
+
   void import_node() {
-    const pb::NodeProto& n = *node_;
-    for (const std::string& o : n.output())
+    for (const std::string& o : node_->output())
       if (!o.empty() && !names_.insert(o).second)
         fail("output '", o, "' is already a graph input, an initializer or an earlier node's ",
              "output (ONNX names each value once)");
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      fail("ops of domain '", n.domain(), "' are not imported");
+    if (!node_->domain().empty() && node_->domain() != "ai.onnx")
+      fail("ops of domain '", node_->domain(), "' are not imported");
+    if (auto since = opset_introduced().find(node_->op_type());
+        since != opset_introduced().end() && since->second > opset_)
+      fail("ONNX's ", node_->op_type(), " is defined from opset ", since->second,
+           "; the model imports opset ", opset_);
+    read_in_latest_form();
+    const pb::NodeProto& n = *node_;
     if (auto r = recordings().find(n.op_type()); r != recordings().end()) {
       (this->*r->second)();
       return;
@@ -1067,19 +1186,16 @@ class Importer {
   // padded input) are a Pad then unpadded pooling (explicit_pads).
   static Importing pool(PoolingType type) {
     return [type](Importer& m) {
+      if (type == PoolingType::Max && m.output_read(1)) return m.max_pool_with_indices();
       return m.windows([&](const Variable& x) {
         const size_t rank = x.shape().rank() - 1;
         const pb::NodeProto& n = *m.node_;
-        if (int_attribute(n, "storage_order", 0) != 0) fail("storage_order must be 0");
         const bool ceil_mode = int_attribute(n, "ceil_mode", 0) != 0;
-        const auto dilations = m.per_axis("dilations", rank);
-        const auto kernel = to_sizes(ints_attribute(n, "kernel_shape", {}), "kernel_shape");
-        if (kernel.size() != rank) fail("kernel_shape must have ", rank, " values");
-        const auto strides = m.per_axis("strides", rank);
+        const auto [kernel, strides, dilations] = m.pool_windows(rank);
         if (dilations != std::vector<size_t>(rank, 1)) {
           if (type != PoolingType::Max || ceil_mode)
             fail("dilated pooling is imported for MaxPool with ceil_mode 0");
-          return m.dilated_max_pool(x, kernel, strides, dilations);
+          return m.max_pool_by_gathers(x, kernel, strides, dilations).first;
         }
         const auto p = m.pads(x.shape(), kernel, strides, dilations);
         const bool include_pad = int_attribute(n, "count_include_pad", 0) != 0;
@@ -1131,6 +1247,65 @@ class Importer {
       });
     };
   }
+  // A pooling node's windows over `rank` spatial axes: kernel_shape, strides and dilations.
+  struct PoolWindows {
+    std::vector<size_t> kernel, strides, dilations;
+  };
+  PoolWindows pool_windows(size_t rank) {
+    PoolWindows w{to_sizes(ints_attribute(*node_, "kernel_shape", {}), "kernel_shape"),
+                  per_axis("strides", rank), per_axis("dilations", rank)};
+    if (w.kernel.size() != rank) fail("kernel_shape must have ", rank, " values");
+    return w;
+  }
+  // Whether the node's output i is read by a node or is a graph output.
+  bool output_read(int i) const {
+    return node_->output_size() > i && !node_->output(i).empty() && read_.count(node_->output(i));
+  }
+
+  // MaxPool with its indices (output 1) read, over one sample [1, C, spatial...] without a batch
+  // axis: the maxima, and the position in x of each window's first maximum (in row-major order)
+  // as ONNX numbers x's elements, c S + the spatial position row-major (storage_order 0) or
+  // column-major (1), S the spatial extent; both by gathers along each axis
+  // (max_pool_by_gathers).
+  Val max_pool_with_indices() {
+    const Val x = in(0);
+    if (x.dynamic || x.rank() < 3 || x.rank() > 5 || x.var.shape()[0] != 1)
+      fail("MaxPool's indices (output 1) are imported over one sample [1, C, 1 to 3 axes] ",
+           "without a batch axis (ONNX numbers the elements of every sample, which Loom's batch ",
+           "axis does not)");
+    if (int_attribute(*node_, "ceil_mode", 0) != 0)
+      fail("MaxPool's indices (output 1) are imported with ceil_mode 0");
+    const int64_t storage_order = int_attribute(*node_, "storage_order", 0);
+    if (storage_order != 0 && storage_order != 1)
+      fail("storage_order ", storage_order, " must be 0 (row-major) or 1 (column-major)");
+    const NDShape shape = x.var.shape().sub_shape(1);
+    const size_t rank = shape.rank() - 1, count = shape.total_size(), spatial = count / shape[0];
+    if (count > kMaxPositions)
+      fail("MaxPool's indices need a constant of the input's ", count,
+           " positions (Loom makes at most 2^24)");
+    std::vector<double> at(count);
+    for (size_t e = 0; e < count; ++e) {
+      size_t position = e % spatial;
+      if (storage_order == 1) {
+        // The spatial coordinates (the last axis fastest) weighted column-major.
+        size_t rest = position, weight = spatial;
+        position = 0;
+        for (size_t i = rank; i-- > 0;) {
+          weight /= shape[1 + i];
+          position += rest % shape[1 + i] * weight;
+          rest /= shape[1 + i];
+        }
+      }
+      at[e] = double(e - e % spatial + position);
+    }
+    const auto [kernel, strides, dilations] = pool_windows(rank);
+    const auto [y, where] = max_pool_by_gathers(reshape(x.var, shape), kernel, strides, dilations,
+                                                constant(array_of(shape, at, x.var.dtype())));
+    const std::string& indices = node_->output(1);
+    values_[indices] = {reshape(where, where.shape().prepend(1), indices), 0, true};
+    return reshaped({y, 0}, y.shape().prepend(1));
+  }
+
   // Pooling of samples x [C, spatial...] whose windows start at -pads[i] and lie within the
   // padded input: x padded (max: with -infinity, which no window picks; average: with 0) and
   // pooled unpadded; average pooling that does not count the padding divided by the share of
@@ -1154,13 +1329,18 @@ class Importer {
     return element_divide(y, pooling(ones, type, NDShape(kernel), {.strides = strides}),
                           out_name());
   }
-  // Max pooling of samples x [C, spatial...] with dilated windows (Loom's pooling has no
+  // Max pooling of samples x [C, spatial...] whose windows may be dilated (Loom's pooling has no
   // dilation): x padded with -infinity (which no window picks), then, as a maximum over a box
-  // is the maximum along each of its axes in turn, along each spatial axis the elementwise
-  // maximum of the kernel's gathers of the positions o s + j d that output o's window reads.
-  Variable dilated_max_pool(const Variable& x, const std::vector<size_t>& kernel,
-                            const std::vector<size_t>& strides,
-                            const std::vector<size_t>& dilations) {
+  // is the maximum along each of its axes in turn, along each spatial axis (the last first) the
+  // elementwise maximum of the kernel's gathers of the positions o s + j d that output o's
+  // window reads. With `where` (a value for each element of x: its position), also the `where`
+  // of each window's first maximum in row-major order (along each axis, that of the first
+  // gather equal to the maximum).
+  std::pair<Variable, Variable> max_pool_by_gathers(const Variable& x,
+                                                    const std::vector<size_t>& kernel,
+                                                    const std::vector<size_t>& strides,
+                                                    const std::vector<size_t>& dilations,
+                                                    std::optional<Variable> where = {}) {
     const size_t rank = kernel.size();
     // The sizes bound the output by the input: pads at most the input's extent, windows within
     // the padded input (checked before ONNX's formulas multiply kernel and dilation).
@@ -1178,24 +1358,33 @@ class Importer {
     Variable y =
         pad(x, pattern,
             {.mode = kConstantPad, .constant_value = -std::numeric_limits<double>::infinity()});
-    for (size_t i = 0; i < rank; ++i) {
+    if (where) where = pad(*where, pattern, {.mode = kConstantPad});
+    for (size_t i = rank; i-- > 0;) {
       const size_t extent = y.shape()[1 + i], window = (kernel[i] - 1) * dilations[i] + 1;
       if (window > extent)
         fail("the dilated window of spatial axis ", i, " is larger than the padded input");
       const size_t outputs = (extent - window) / strides[i] + 1;
-      const bool last_axis = i + 1 == rank;
+      const bool last_axis = i == 0;
+      const Axis axis(int(1 + i));
+      std::vector<Variable> gathered, gathered_where;
       Variable m;
       for (size_t j = 0; j < kernel[i]; ++j) {
-        const Variable g = gather(y,
-                                  positions(int64_t(j * dilations[i]), int64_t(strides[i]), outputs,
-                                            {outputs}, y.dtype()),
-                                  Axis(int(1 + i)), last_axis && kernel[i] == 1 ? out_name() : "");
-        m = j == 0 ? g
-                   : Variable(element_max(m, g, last_axis && j + 1 == kernel[i] ? out_name() : ""));
+        const Variable at = positions(int64_t(j * dilations[i]), int64_t(strides[i]), outputs,
+                                      {outputs}, y.dtype());
+        gathered.push_back(gather(y, at, axis, last_axis && kernel[i] == 1 ? out_name() : ""));
+        if (where) gathered_where.push_back(gather(*where, at, axis));
+        m = j == 0 ? gathered[0]
+                   : Variable(element_max(m, gathered[j],
+                                          last_axis && j + 1 == kernel[i] ? out_name() : ""));
+      }
+      if (where) {
+        where = gathered_where.back();
+        for (size_t j = kernel[i] - 1; j-- > 0;)
+          where = element_select(equal(gathered[j], m), gathered_where[j], *where);
       }
       y = m;
     }
-    return y;
+    return {y, where.value_or(Variable())};
   }
   static Importing global_pool(PoolingType type) {
     return [type](Importer& m) {
@@ -1256,11 +1445,11 @@ class Importer {
   // Hardmax: 1 at the first largest entry along one static axis, as the one-hot of Loom's
   // argmax there.
   Val hardmax_node() {
-    const Val x = in(0);
-    const Axis axis = static_axis(x, int_attribute(*node_, "axis", -1));
-    const int k = axis.static_index();
-    const Variable positions = loom::squeeze(argmax(x.var, axis), std::vector<int>{k});
-    return {one_hot(positions, x.var.shape()[size_t(k)], false, axis, out_name()), x.dynamic};
+    return along_axis([](const Variable& x, const Axis& axis, const std::string& name) {
+      const int k = axis.static_index();
+      const Variable positions = loom::squeeze(argmax(x, axis), std::vector<int>{k});
+      return Variable(one_hot(positions, x.shape()[size_t(k)], false, axis, name));
+    });
   }
 
   // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a
@@ -1287,10 +1476,16 @@ class Importer {
   // the running statistics (outputs 1 and 2) input_mean momentum + mean (1 - momentum), the same
   // of the variances.
   Val batch_norm() {
-    const bool training = int_attribute(*node_, "training_mode", 0) != 0;
+    // Before opset 14 the node is in training mode where it has outputs beside Y.
+    const bool training = earlier_form(14)
+                              ? std::any_of(node_->output().begin() + 1, node_->output().end(),
+                                            [](const std::string& o) { return !o.empty(); })
+                              : int_attribute(*node_, "training_mode", 0) != 0;
+    if (earlier_form(9) && int_attribute(*node_, "spatial", 1) == 0)
+      fail("spatial 0 (statistics per element, opsets 7 and 8) is not imported");
     const Val x = in(0);
     if (training && x.dynamic)
-      fail("training_mode 1 is imported for a tensor without a batch axis (Loom's batch ",
+      fail("training mode is imported for a tensor without a batch axis (Loom's batch ",
            "normalization over a batch updates its own statistics as it trains)");
     if (x.dynamic > 1 || x.rank() < 2) fail("X must be [N, C, ...] without a sequence axis");
     const NDShape stats{x.var.shape()[1 - x.dynamic]};
@@ -1339,12 +1534,31 @@ class Importer {
             1};
   }
 
+  using AxisOp = std::function<Variable(const Variable&, const Axis&, const std::string&)>;
   static Importing softmax_like(Function (*op)(const Variable&, const Axis&, const std::string&)) {
     return [op](Importer& m) {
-      const Val x = m.in(0);
-      return Val{op(x.var, static_axis(x, int_attribute(*m.node_, "axis", -1)), m.out_name()),
-                 x.dynamic};
+      return m.along_axis([op](const Variable& x, const Axis& axis, const std::string& name) {
+        return Variable(op(x, axis, name));
+      });
     };
+  }
+  // op of x along the node's axis (Softmax, LogSoftmax, Hardmax); before opset 13 along x
+  // flattened to 2-D at the axis (default 1): the axes from it on merged into one, op along it,
+  // and the result reshaped back.
+  Val along_axis(const AxisOp& op) {
+    const Val x = in(0);
+    if (!earlier_form(13))
+      return {op(x.var, static_axis(x, int_attribute(*node_, "axis", -1)), out_name()), x.dynamic};
+    const size_t axis = onnx_axis(int_attribute(*node_, "axis", 1), x.rank());
+    if (axis < x.dynamic)
+      fail("axis ", axis, " of ", node_->op_type(), " at opset ", opset_, " (x flattened to 2-D ",
+           "there) would merge the batch axis into the axis it works along");
+    const NDShape& shape = x.var.shape();
+    const size_t k = axis - x.dynamic;
+    if (k + 1 == shape.rank()) return {op(x.var, Axis(int(k)), out_name()), x.dynamic};
+    const Variable flat =
+        reshape(x.var, shape.sub_shape(0, k).append(shape.sub_shape(k).total_size()));
+    return reshaped({op(flat, Axis(int(k)), ""), x.dynamic}, shape);
   }
 
   // The Loom shape for ONNX's target shape of x (0 copies x's dimension, -1 is inferred).
@@ -1869,7 +2083,12 @@ class Importer {
   // The type of integer and boolean tensors: float64 where the graph's inputs, outputs or
   // initializers include a double tensor.
   DataType integer_dtype_ = DataType::Float32;
+  int64_t opset_ = 0;  // of the default domain
   const pb::NodeProto* node_ = nullptr;
+  // Nodes of an earlier form read as the later (in_latest_form) and the constants made of their
+  // attributes: deques, as node_ and constants_ point into them.
+  std::deque<pb::NodeProto> latest_forms_;
+  std::deque<pb::TensorProto> attribute_inputs_;
   std::unordered_map<std::string, const pb::TensorProto*> constants_;
   std::unordered_map<std::string, Val> values_;
   // Shapes of sequences and their parts (kSteps, kSamples for T and N: sequence_shape_node).
@@ -1882,6 +2101,7 @@ class Importer {
   // Outputs other than the first of the ops that make one value, and which they are.
   std::unordered_map<std::string, std::string> second_outputs_;
   std::unordered_set<std::string> names_;  // the graph's inputs, initializers and node outputs
+  std::unordered_set<std::string> read_;   // the values nodes read and the graph's outputs
 };
 
 }  // namespace

@@ -380,14 +380,14 @@ TEST(Onnx, ImportRejectsBadFiles) {
 
 namespace pb = onnx_proto;
 
-// An opset 13 model over float inputs of fixed shapes (ONNX's node tests' form), its nodes and
-// initializers added by the test.
+// A model (opset 13 unless given) over float inputs of fixed shapes (ONNX's node tests' form),
+// its nodes and initializers added by the test.
 class OnnxGraph {
  public:
   OnnxGraph(const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
-            const std::vector<std::string>& outputs) {
+            const std::vector<std::string>& outputs, int64_t opset = 13) {
     model_.set_ir_version(8);
-    model_.add_opset_import()->set_version(13);
+    model_.add_opset_import()->set_version(opset);
     for (const auto& [name, dims] : inputs) {
       pb::ValueInfoProto* v = graph().add_input();
       v->set_name(name);
@@ -605,12 +605,12 @@ TEST(OnnxImport, WindowOpsOverOneSampleWithoutBatchAxis) {
   EXPECT_EQ(output(1), (std::vector<float>{2, 1.5f}));
   EXPECT_EQ(output(2), (std::vector<float>{4, 1}));
   expect_error<DataError>([&] { bn.load(true); },
-                          {"BatchNormalization", "training_mode 1", "without a batch axis"});
+                          {"BatchNormalization", "training mode", "without a batch axis"});
 }
 
 // What import reads beyond nodes' values: a Constant as a graph output, Dropout's mask; what it
 // refuses rather than get wrong: a Dropout in training mode (with a ratio other than 0), a
-// node's second output it does not compute (MaxPool's indices).
+// node's second output it does not compute (MaxPool's indices over a batch).
 TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
   OnnxGraph k({}, {"c"});
   pb::NodeProto& constant_node = k.node("Constant", {}, {"c"});
@@ -647,8 +647,154 @@ TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
   pool.set_name("p1");
   set(pool, "kernel_shape", std::vector<int64_t>{2, 2});
   indices.node("Add", {"y", "i"}, {"z"});
-  expect_error<DataError>([&] { indices.load(); },
-                          {"node 1", "input 'i'", "output 1 of MaxPool node 'p1'", "not support"});
+  expect_error<DataError>([&] { indices.load(true); },
+                          {"node 0", "MaxPool's indices (output 1)", "without a batch axis"});
+}
+
+// Models of opsets 7 to 12 read each op in its form there: attributes that later opsets made
+// inputs (Clip's bounds, Pad's pads and value, Slice's starts, ends and axes, TopK's k, the axes
+// of Squeeze, Unsqueeze and ReduceSum), Softmax, LogSoftmax and Hardmax over x flattened to 2-D
+// at axis (default 1), batch normalization's training mode by its outputs, Dropout without a
+// training mode; opsets below 7, an op defined after the model's opset and spatial 0 are refused.
+TEST(OnnxImport, EarlierOpsetForms) {
+  auto graph = [](int64_t opset, const std::vector<int64_t>& dims,
+                  const std::vector<std::string>& outputs = {"y"}) {
+    return std::make_unique<OnnxGraph>(
+        std::vector<std::pair<std::string, std::vector<int64_t>>>{{"x", dims}}, outputs, opset);
+  };
+  const NDArrayView four = tensor({4}, {-2, -0.5f, 0.5f, 2});
+  auto clip = graph(7, {4});
+  pb::NodeProto& c = clip->node("Clip", {"x"}, {"y"});
+  set(c, "min", -1.f);
+  EXPECT_EQ(evaluate(clip->load(), {{"x", four}}), (std::vector<float>{-1, -0.5f, 0.5f, 2}));
+  set(c, "max", 1.f);
+  EXPECT_EQ(evaluate(clip->load(), {{"x", four}}), (std::vector<float>{-1, -0.5f, 0.5f, 1}));
+
+  auto pad = graph(10, {2});
+  pb::NodeProto& p = pad->node("Pad", {"x"}, {"y"});
+  set(p, "pads", std::vector<int64_t>{1, 2});
+  set(p, "value", 9.f);
+  EXPECT_EQ(evaluate(pad->load(), {{"x", tensor({2}, {1, 2})}}),
+            (std::vector<float>{9, 1, 2, 9, 9}));
+
+  const NDArrayView square = tensor({2, 2}, {1, 2, 3, 4});
+  auto slice = graph(9, {2, 2});
+  pb::NodeProto& s = slice->node("Slice", {"x"}, {"y"});
+  set(s, "starts", std::vector<int64_t>{1});
+  set(s, "ends", std::vector<int64_t>{2});
+  EXPECT_EQ(evaluate(slice->load(), {{"x", square}}), (std::vector<float>{3, 4}));
+  set(s, "axes", std::vector<int64_t>{1});
+  EXPECT_EQ(evaluate(slice->load(), {{"x", square}}), (std::vector<float>{2, 4}));
+
+  auto top = graph(9, {4}, {"values", "indices"});
+  set(top->node("TopK", {"x"}, {"values", "indices"}), "k", int64_t{2});
+  const Function top_k = top->load();
+  const Variable tx = top_k.arguments()[0];
+  const ValueMap tv =
+      top_k.eval({{tx, ArgumentData(tensor({4}, {1, 4, 2, 3})).to_value(tx)}}, top_k.outputs());
+  EXPECT_EQ(tv.at(top_k.outputs()[0]).data().to_vector<float>(), (std::vector<float>{4, 3}));
+  EXPECT_EQ(tv.at(top_k.outputs()[1]).data().to_vector<float>(), (std::vector<float>{1, 3}));
+
+  auto axes = graph(12, {2, 2});
+  set(axes->node("Unsqueeze", {"x"}, {"u"}), "axes", std::vector<int64_t>{0});
+  pb::NodeProto& sum = axes->node("ReduceSum", {"u"}, {"r"});
+  set(sum, "axes", std::vector<int64_t>{2});
+  set(sum, "keepdims", int64_t{0});
+  set(axes->node("Squeeze", {"r"}, {"y"}), "axes", std::vector<int64_t>{0});
+  const Function squeezed = axes->load();
+  EXPECT_EQ(squeezed.output().shape(), (NDShape{2}));
+  EXPECT_EQ(evaluate(squeezed, {{"x", square}}), (std::vector<float>{3, 7}));
+
+  // x [2, 2, 2], each row of 4 (axis 1 on) normalized as one.
+  const float l5 = std::log(5.f);
+  const NDArrayView cube = tensor({2, 2, 2}, {0, 0, 0, l5, 1, 1, 1, 1});
+  auto softmax = graph(11, {2, 2, 2});
+  softmax->node("Softmax", {"x"}, {"y"});
+  const std::vector<float> got = evaluate(softmax->load(), {{"x", cube}});
+  const std::vector<float> want{0.125f, 0.125f, 0.125f, 0.625f, 0.25f, 0.25f, 0.25f, 0.25f};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  auto log_softmax = graph(12, {2, 2, 2});
+  set(log_softmax->node("LogSoftmax", {"x"}, {"y"}), "axis", int64_t{-1});  // the last: one axis
+  const std::vector<float> logs = evaluate(log_softmax->load(), {{"x", cube}});
+  EXPECT_NEAR(logs[3], std::log(5.f / 6), 1e-6);
+  EXPECT_NEAR(logs[4], std::log(0.5f), 1e-6);
+  auto hardmax = graph(11, {2, 2, 2});
+  hardmax->node("Hardmax", {"x"}, {"y"});
+  EXPECT_EQ(evaluate(hardmax->load(), {{"x", tensor({2, 2, 2}, {1, 2, 4, 3, 5, 0, 0, 5})}}),
+            (std::vector<float>{0, 0, 1, 0, 1, 0, 0, 0}));
+  set(*softmax->graph().mutable_node(0), "axis", int64_t{0});
+  expect_error<DataError>([&] { softmax->load(true); },
+                          {"Softmax at opset 11", "merge the batch axis"});
+
+  // Batch normalization before opset 14: training mode where the node has outputs beside Y.
+  auto bn = graph(12, {2, 2, 1}, {"y", "running_mean"});
+  bn->initializer("scale", {2}, {1, 2});
+  bn->initializer("bias", {2}, {0, 1});
+  bn->initializer("mean", {2}, {1, 0});
+  bn->initializer("var", {2}, {4, 1});
+  pb::NodeProto& norm =
+      bn->node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "running_mean"});
+  set(norm, "epsilon", 0.f);
+  set(norm, "momentum", 0.5f);
+  const Function trained = bn->load();
+  const Variable bx = trained.arguments()[0];
+  const ValueMap bv = trained.eval(
+      {{bx, ArgumentData(tensor({2, 2, 1}, {1, 2, 5, 4})).to_value(bx)}}, trained.outputs());
+  EXPECT_EQ(bv.at(trained.outputs()[0]).data().to_vector<float>(),
+            (std::vector<float>{-1, -1, 1, 3}));
+  EXPECT_EQ(bv.at(trained.outputs()[1]).data().to_vector<float>(), (std::vector<float>{2, 1.5f}));
+  // Its saved statistics (outputs 3 and 4 before opset 14) are not computed.
+  norm.add_output("running_var");
+  norm.add_output("saved_mean");
+  bn->graph().add_output()->set_name("saved_mean");
+  expect_error<DataError>([&] { bn->load(); },
+                          {"'saved_mean'", "output 3 of BatchNormalization", "not support"});
+  auto spatial = graph(8, {2, 2, 1});
+  for (const char* name : {"scale", "bias", "mean", "var"}) spatial->initializer(name, {2}, {1, 1});
+  set(spatial->node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}), "spatial",
+      int64_t{0});
+  expect_error<DataError>([&] { spatial->load(); }, {"BatchNormalization", "spatial 0"});
+
+  auto dropout = graph(10, {2}, {"y", "mask"});
+  set(dropout->node("Dropout", {"x"}, {"y", "mask"}), "ratio", 0.5f);
+  const Function dropped = dropout->load();
+  const Variable dx = dropped.arguments()[0];
+  const ValueMap dv =
+      dropped.eval({{dx, ArgumentData(tensor({2}, {3, 4})).to_value(dx)}}, dropped.outputs());
+  EXPECT_EQ(dv.at(dropped.outputs()[0]).data().to_vector<float>(), (std::vector<float>{3, 4}));
+  EXPECT_EQ(dv.at(dropped.outputs()[1]).data().to_vector<float>(), (std::vector<float>{1, 1}));
+
+  auto old = graph(6, {2});
+  old->node("Relu", {"x"}, {"y"});
+  expect_error<DataError>([&] { old->load(); }, {"opset 6 is not supported", "opsets 7 to 17"});
+  auto early = graph(10, {2});
+  early->node("Round", {"x"}, {"y"});
+  expect_error<DataError>([&] { early->load(); },
+                          {"Round is defined from opset 11", "the model imports opset 10"});
+}
+
+// MaxPool's indices (output 1): each window's first maximum (row-major) as ONNX numbers the
+// elements of x [1, C, H, W], c H W + h W + w, or with storage_order 1 c H W + w H + h.
+TEST(OnnxImport, MaxPoolIndices) {
+  OnnxGraph g({{"x", {1, 2, 3, 3}}}, {"y", "i"});
+  pb::NodeProto& pool = g.node("MaxPool", {"x"}, {"y", "i"});
+  set(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  // Channel 0 has one maximum per window, channel 1 ties everywhere.
+  const NDArrayView x =
+      tensor({1, 2, 3, 3}, {1, 5, 3, 4, 2, 6, 7, 8, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  auto run = [&](const Function& f) {
+    const Variable a = f.arguments()[0];
+    const ValueMap v = f.eval({{a, ArgumentData(x).to_value(a)}}, f.outputs());
+    return std::make_pair(v.at(f.outputs()[0]).data().to_vector<float>(),
+                          v.at(f.outputs()[1]).data().to_vector<float>());
+  };
+  const auto [y, rows] = run(g.load());
+  EXPECT_EQ(y, (std::vector<float>{5, 6, 8, 8, 1, 1, 1, 1}));
+  EXPECT_EQ(rows, (std::vector<float>{1, 5, 7, 7, 9, 10, 12, 13}));
+  set(pool, "storage_order", int64_t{1});
+  EXPECT_EQ(run(g.load()).second, (std::vector<float>{3, 7, 5, 5, 9, 12, 10, 13}));
+  set(pool, "ceil_mode", int64_t{1});
+  expect_error<DataError>([&] { g.load(); }, {"MaxPool's indices", "ceil_mode 0"});
 }
 
 // MatMul of stacks of matrices (a stack of right operands broadcast against one matrix, too);

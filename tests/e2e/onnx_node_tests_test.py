@@ -9,6 +9,7 @@ import pkgutil
 import subprocess
 import sys
 import tempfile
+import types
 import warnings
 
 # python3-onnx is Debian's: run under Debian's interpreter.
@@ -23,7 +24,10 @@ from onnx import numpy_helper
 
 from example import fail
 
-LOOM_OPSET = 13  # the oldest opset Loom reads (loom/deploy/onnx_common.h)
+# The oldest opset Loom reads (loom/deploy/onnx_common.h). ONNX writes some node tests at opsets
+# 1 and 6 (Not, Softplus, Softsign, the global poolings; Elu, Selu, HardSigmoid), older than any
+# CNTK wrote: where their ops mean the same at 7, they are also written at 7.
+LOOM_OPSET = 7
 
 
 def collect():
@@ -56,25 +60,70 @@ def older_but_same_at_loom_opset(model):
         return False
 
 
+# Ops whose earlier form has as attributes what later opsets give as inputs (Loom's importer
+# reads both: opset_changes in loom/deploy/onnx_import.cpp): the opset of that form, and the
+# attribute of each input after the first.
+EARLIER_FORMS = {"Clip": (10, ["min", "max"]), "Pad": (10, ["pads", "value"]),
+                 "Slice": (9, ["starts", "ends", "axes"]), "TopK": (9, ["k"]),
+                 "Squeeze": (12, ["axes"]), "Unsqueeze": (12, ["axes"]),
+                 "ReduceSum": (12, ["axes"])}
+
+
+def earlier_form(case):
+    """The node test of one such op in its earlier form (named test_..._opsetN): the inputs after
+    the first become attributes holding the test's data, the outputs stay ONNX's. None where the
+    test is of another op, has an input the earlier form lacks (Slice's steps) or is no valid
+    model at that opset (onnx.checker: types the earlier form does not take)."""
+    nodes = case.model.graph.node
+    if len(nodes) != 1 or nodes[0].op_type not in EARLIER_FORMS:
+        return None
+    opset, attributes = EARLIER_FORMS[nodes[0].op_type]
+    if len(nodes[0].input) > 1 + len(attributes):
+        return None
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    node, graph = model.graph.node[0], model.graph
+    inputs, outputs = case.data_sets[0]
+    data = {info.name: value for info, value in zip(graph.input, inputs)}
+    for name, attribute in zip(node.input[1:], attributes):
+        if name:
+            value = data[name]
+            value = (float(value) if attribute in ("min", "max", "value") else
+                     int(value.reshape(-1)[0]) if attribute == "k" else
+                     [int(v) for v in value.reshape(-1)])
+            node.attribute.append(onnx.helper.make_attribute(attribute, value))
+    del node.input[1:]
+    del graph.input[1:]
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = opset
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return None
+    return types.SimpleNamespace(name=f"{case.name}_opset{opset}", model=model,
+                                 data_sets=[([inputs[0]], outputs)])
+
+
 def write(case, folder):
     """As onnx/backend/test/cmd_tools.py generate-data writes a node test (a later test of the
-    same name replaces an earlier one, as there), plus model_at_opset13.onnx where the test is
-    at an older opset that means the same at 13."""
+    same name replaces an earlier one, as there), plus model_at_opset7.onnx where the test is
+    at an older opset that means the same at 7."""
     data = os.path.join(folder, case.name, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     model = case.model
     with open(os.path.join(folder, case.name, "model.onnx"), "wb") as f:
         f.write(model.SerializeToString())
-    at13 = os.path.join(folder, case.name, "model_at_opset13.onnx")
-    if os.path.exists(at13):
-        os.remove(at13)
+    at7 = os.path.join(folder, case.name, f"model_at_opset{LOOM_OPSET}.onnx")
+    if os.path.exists(at7):
+        os.remove(at7)
     if older_but_same_at_loom_opset(model):
         newer = onnx.ModelProto()
         newer.CopyFrom(model)
         for o in newer.opset_import:
             if o.domain in ("", "ai.onnx"):
                 o.version = LOOM_OPSET
-        with open(at13, "wb") as f:
+        with open(at7, "wb") as f:
             f.write(newer.SerializeToString())
     inputs, outputs = case.data_sets[0]
     for kind, values, infos in (("input", inputs, model.graph.input),
@@ -92,6 +141,11 @@ with tempfile.TemporaryDirectory(prefix="onnx_node_tests_") as folder:
         write(case, folder)
     print(f"{len(cases)} node tests of onnx {onnx.__version__} written "
           f"({len(os.listdir(folder))} names)")
+    latest = {case.name: case for case in cases}  # a later test of a name replaces an earlier
+    earlier = [e for e in map(earlier_form, latest.values()) if e]
+    for case in earlier:
+        write(case, folder)
+    print(f"{len(earlier)} of them also written in their op's earlier form")
     proc = subprocess.run([os.path.join(build_dir, "deploy_test"),
                            "--gtest_filter=OnnxNodeTests.*"],
                           env={**os.environ, "LOOM_ONNX_NODE_TESTS": folder}, timeout=300)
