@@ -1,5 +1,6 @@
 """ONNX's backend node tests against Loom's importer: writes the node tests of Debian's
-python3-onnx (which ships their generator, not their data) into a temporary folder, then runs
+python3-onnx (which ships their generator, not their data) into a temporary folder (those of
+ops whose earlier opsets give attributes where later ones take inputs also in that form), then runs
 deploy_test's OnnxNodeTests (loom/deploy/onnx_node_tests_test.cpp) on them, which loads each
 test of ops Loom imports, evaluates it and compares with ONNX's outputs. docs/onnx.md, "ONNX's
 node tests", has the counts."""
