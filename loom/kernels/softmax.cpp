@@ -152,12 +152,41 @@ void logsumexp(size_t rows, size_t cols, const T* x, T* out) {
   });
 }
 
+// The first position of the row's largest element; 0 for a row of NaN, where the max's
+// identity (-inf) matches nothing.
+template <typename T>
+size_t first_max(size_t n, const T* x) {
+  detail::Lanes<detail::Combine::Max, T> m;
+  m.add(n, [x](size_t j) { return x[j]; });
+  const T best = m.result();
+  const size_t at = size_t(std::find(x, x + n, best) - x);
+  return at < n ? at : 0;
+}
+
+template <typename T>
+void row_argmax(size_t rows, size_t cols, const T* x, size_t* position) {
+  for_rows<T>(rows, cols, 1, [&](size_t r, size_t o) { position[r] = first_max(cols, x + o); });
+}
+
+template <typename T>
+void hardmax(size_t rows, size_t cols, const T* x, T* y) {
+  if (cols == 0) return;
+  // Twice the work of a row: its max, then zeros written.
+  for_rows<T>(rows, cols, 2, [&](size_t, size_t o) {
+    const size_t at = first_max(cols, x + o);
+    std::fill_n(y + o, cols, T(0));
+    y[o + at] = T(1);
+  });
+}
+
 #define LOOM_INSTANTIATE(T)                                                            \
   template void softmax<T>(size_t, size_t, const T*, T*);                              \
   template void log_softmax<T>(size_t, size_t, const T*, T*);                          \
   template void softmax_backward<T>(size_t, size_t, const T*, const T*, T*, bool);     \
   template void log_softmax_backward<T>(size_t, size_t, const T*, const T*, T*, bool); \
-  template void logsumexp<T>(size_t, size_t, const T*, T*);
+  template void logsumexp<T>(size_t, size_t, const T*, T*);                            \
+  template void row_argmax<T>(size_t, size_t, const T*, size_t*);                      \
+  template void hardmax<T>(size_t, size_t, const T*, T*);
 LOOM_INSTANTIATE(float)
 LOOM_INSTANTIATE(double)
 #undef LOOM_INSTANTIATE

@@ -28,4 +28,13 @@ void log_softmax_backward(size_t rows, size_t cols, const T* y, const T* dy, T* 
 template <typename T>
 void logsumexp(size_t rows, size_t cols, const T* x, T* out);
 
+// position[r] = the position of the first largest element of row r (NaN is never the largest;
+// 0 for a row of NaN).
+template <typename T>
+void row_argmax(size_t rows, size_t cols, const T* x, size_t* position);
+
+// y = 1 at the first largest element of each row (as row_argmax), 0 elsewhere.
+template <typename T>
+void hardmax(size_t rows, size_t cols, const T* x, T* y);
+
 }  // namespace loom::kernels

@@ -136,5 +136,34 @@ TYPED_TEST(SoftmaxTest, ResultsDoNotDependOnThreadCount) {
   }
 }
 
+// Small integers, so that rows hold their max more than once: the first is taken; NaN is never
+// the largest, and a row of NaN gives 0.
+TYPED_TEST(SoftmaxTest, ArgmaxAndHardmaxTakeTheFirstLargest) {
+  using T = TypeParam;
+  for (const Size s : kSizes) {
+    SCOPED_TRACE(::testing::Message() << s.rows << " x " << s.cols);
+    std::vector<T> x = random_vector<T>(s.rows * s.cols, 3, -4, 4);
+    for (T& v : x) v = std::round(v);
+    if (s.rows > 2 && s.cols > 2) {
+      x[0] = std::numeric_limits<T>::quiet_NaN();  // row 0 starts with NaN
+      std::fill_n(x.begin() + long(s.cols), s.cols, std::numeric_limits<T>::quiet_NaN());
+    }
+    std::vector<size_t> position(s.rows);
+    std::vector<T> y(s.rows * s.cols, T(7));
+    row_argmax(s.rows, s.cols, x.data(), position.data());
+    hardmax(s.rows, s.cols, x.data(), y.data());
+    for (size_t r = 0; r < s.rows; ++r) {
+      size_t expected = 0;
+      for (size_t j = 0; j < s.cols; ++j) {
+        const T v = x[r * s.cols + j], best = x[r * s.cols + expected];
+        if (v > best || (std::isnan(best) && !std::isnan(v))) expected = j;
+      }
+      ASSERT_EQ(position[r], expected) << "row " << r;
+      for (size_t j = 0; j < s.cols; ++j)
+        ASSERT_EQ(y[r * s.cols + j], T(j == expected ? 1 : 0)) << "row " << r << " column " << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace loom::kernels

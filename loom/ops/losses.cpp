@@ -238,19 +238,28 @@ class ClassificationErrorOp : public OpDef {
       using T = decltype(zero);
       T* y = call.output->ptr<T>();
       const TargetRows<T> targets(t, n);
+      if (top_n == 1 && !by_argmax) {
+        // CNTK's top-1 error, 1 - t . hardmax(z) (hardmax: the first largest score), which a
+        // target that is not one-hot makes fractional.
+        auto* predicted = static_cast<size_t*>(call.scratch->ensure(rows * sizeof(size_t)));
+        kernels::row_argmax(z.dynamic() ? rows : std::min<size_t>(rows, 1), n, z.ptr<T>(),
+                            predicted);
+        for (size_t r = 0; r < rows; ++r) {
+          const size_t p = predicted[z.dynamic() ? r : 0];
+          T hit = 0;
+          if (const T* row = n ? targets.dense_row(r) : nullptr) {
+            hit = row[p];
+          } else {
+            targets.for_each(r, [&](size_t c, T v) {
+              if (c == p) hit = v;
+            });
+          }
+          y[r] = T(1) - hit;
+        }
+        return;
+      }
       for (size_t r = 0; r < rows; ++r) {
         const T* row = z.ptr<T>() + row_start(z, r, n);
-        if (top_n == 1 && !by_argmax) {
-          // CNTK's top-1 error, 1 - t . hardmax(z) (hardmax: the first largest score), which a
-          // target that is not one-hot makes fractional.
-          const size_t predicted = size_t(std::max_element(row, row + n) - row);
-          T hit = 0;
-          targets.for_each(r, [&](size_t c, T v) {
-            if (c == predicted) hit = v;
-          });
-          y[r] = T(1) - hit;
-          continue;
-        }
         // CNTK's top-N error (its ClassificationError node): whether the target's largest entry
         // is outside the N largest scores: entries ranked before it are larger scores, and
         // equal ones earlier in the row.

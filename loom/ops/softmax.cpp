@@ -130,8 +130,8 @@ class SoftmaxOp : public OpDef {
   Kind kind_;
 };
 
-// 1 at the first largest element of each sample (all its static axes together), 0 elsewhere;
-// a gradient of 0, as the derivative of a step is.
+// 1 at the first largest element of each sample (all its static axes together; NaN is never
+// the largest), 0 elsewhere; a gradient of 0, as the derivative of a step is.
 class HardmaxOp : public OpDef {
  public:
   const char* name() const override { return "Hardmax"; }
@@ -146,13 +146,7 @@ class HardmaxOp : public OpDef {
     const size_t n = op_util::sample_size(x), rows = n ? x.size() / n : 0;
     dispatch(x.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* in = x.ptr<T>();
-      T* y = call.output->ptr<T>();
-      std::fill_n(y, x.size(), T(0));
-      for (size_t r = 0; r < rows; ++r) {
-        const T* row = in + r * n;
-        y[r * n + size_t(std::max_element(row, row + n) - row)] = T(1);
-      }
+      kernels::hardmax(rows, n, x.ptr<T>(), call.output->ptr<T>());
     });
   }
   void backward(OpCall&, size_t, Tensor& dx, bool accumulate) const override {
