@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "loom/core/error.h"
+#include "loom/kernels/cpu_isa.h"
 #include "loom/kernels/detail.h"
 #include "loom/kernels/fast_math.h"
 
@@ -17,34 +18,37 @@ namespace {
 // Transcendental functions cost about this many simple ops; it lowers the threading threshold.
 constexpr size_t kTranscendentalCost = 8;
 
-// y[i] = f(x[i]) for begin <= i < end. Not inlined into unary(): that function holds every op's
-// loop, and there g++ ran out of inlining budget and called fast_exp once per element instead of
-// vectorizing it.
+namespace baseline {
+#include "loom/kernels/elementwise_loops.inc"
+}  // namespace baseline
+
+LOOM_AVX512_BEGIN
+namespace avx512 {
+#include "loom/kernels/elementwise_loops.inc"
+}  // namespace avx512
+LOOM_AVX512_END
+
+// elementwise_loops.inc's loops, in the copy for this CPU.
 template <typename T, typename F>
-[[gnu::noinline]] void map_range(size_t begin, size_t end, const T* x, T* y, F f) {
-  const F g = f;  // as in map_grad_range: f's constants stay in registers, and the loop vectorizes
-#pragma omp simd
-  for (size_t i = begin; i < end; ++i) y[i] = g(x[i]);
+void map_range(size_t begin, size_t end, const T* x, T* y, F f) {
+  if (use_avx512())
+    avx512::map_range(begin, end, x, y, f);
+  else
+    baseline::map_range(begin, end, x, y, f);
+}
+
+template <bool Accumulate, typename T, typename G>
+void map_grad_range(size_t begin, size_t end, T* dx, G g) {
+  if (use_avx512())
+    avx512::map_grad_range<Accumulate>(begin, end, dx, g);
+  else
+    baseline::map_grad_range<Accumulate>(begin, end, dx, g);
 }
 
 template <typename T, typename F>
 void map(size_t n, size_t cost, const T* x, T* y, F f) {
   detail::parallel_for(n, n * cost,
                        [&](size_t begin, size_t end) { map_range(begin, end, x, y, f); });
-}
-
-// dx[i] (+)= g(i) for begin <= i < end. g captures its input pointers by value and loads them
-// unconditionally (selects, not branches): the local copy then keeps them in registers and the
-// loop vectorizes, where loads through captured references or behind a branch left it scalar and
-// mispredicted.
-template <bool Accumulate, typename T, typename G>
-[[gnu::noinline]] void map_grad_range(size_t begin, size_t end, T* dx, G g) {
-  const G f = g;
-#pragma omp simd
-  for (size_t i = begin; i < end; ++i) {
-    const T v = f(i);
-    dx[i] = Accumulate ? dx[i] + v : v;
-  }
 }
 
 template <bool Accumulate, typename T, typename G>
@@ -102,16 +106,17 @@ T softplus(T z) {
   return (z > 0 ? z : T(0)) + fast_log1p(fast_exp(-std::abs(z)));
 }
 
-// CNTK's safepow_: x^0 = 1, 0^y = 0, a negative base with a non-integer exponent NaN.
+// CNTK's safepow_: x^0 = 1, 0^y = 0, a negative base with a non-integer exponent NaN, else
+// |x|^y negated for an odd y (an infinite y counts as odd, as fmod(y, 2) != 0 for it). In selects,
+// so that float's loop vectorizes; always inlined, as g++ otherwise called it once per element.
 template <typename T>
-T safe_pow(T base, T exponent) {
-  if (exponent == 0) return T(1);
-  if (base == 0) return T(0);
-  if (base > 0) return std::pow(base, exponent);
+[[gnu::always_inline]] inline T safe_pow(T base, T exponent) {
+  const T magnitude = fast_pow(std::abs(base), exponent);
   const T whole = std::trunc(exponent);
-  if (whole != exponent) return std::numeric_limits<T>::quiet_NaN();
-  const T magnitude = std::pow(-base, exponent);
-  return std::fmod(whole, T(2)) != 0 ? -magnitude : magnitude;
+  const bool odd = whole - T(2) * std::trunc(whole * T(0.5)) != 0;  // NaN for inf: odd
+  const T negative =
+      whole != exponent ? std::numeric_limits<T>::quiet_NaN() : (odd ? -magnitude : magnitude);
+  return exponent == 0 ? T(1) : (base == 0 ? T(0) : (base > 0 ? magnitude : negative));
 }
 
 }  // namespace
@@ -339,19 +344,14 @@ namespace {
 template <bool Accumulate, typename T, typename F>
 void broadcast_apply(const detail::Plan& p, const T* a, const T* b, T* y, F f) {
   if (p.size == 0) return;
+  const bool wide = use_avx512();
   detail::with_inner_strides(p, [&](auto sa, auto sb) {
     constexpr size_t SA = decltype(sa)::value, SB = decltype(sb)::value;
     detail::parallel_for(p.size, p.size, [&](size_t begin, size_t end) {
-      detail::walk(p, begin, end, [&](size_t oy, size_t oa, size_t ob, size_t len) {
-        T* yy = y + oy;
-        const T* aa = a + oa;
-        const T* bb = b + ob;
-#pragma omp simd
-        for (size_t i = 0; i < len; ++i) {
-          const T v = f(oy + i, aa[SA * i], bb[SB * i]);
-          yy[i] = Accumulate ? yy[i] + v : v;
-        }
-      });
+      if (wide)
+        avx512::apply_range<Accumulate, SA, SB>(p, begin, end, a, b, y, f);
+      else
+        baseline::apply_range<Accumulate, SA, SB>(p, begin, end, a, b, y, f);
     });
   });
 }
@@ -451,10 +451,12 @@ void binary(BinaryOp op, const Dims& out_dims, const Dims& a_dims, const T* a, c
       return run([](T u, T v) { return T(u > v); });
     case BinaryOp::GreaterEqual:
       return run([](T u, T v) { return T(u >= v); });
+    // Both conditions evaluated (a product and a max): with && and || the loops did not
+    // vectorize, 8x Xor's time.
     case BinaryOp::And:
-      return run([](T u, T v) { return T(u > 0 && v > 0); });
+      return run([](T u, T v) { return T(u > 0) * T(v > 0); });
     case BinaryOp::Or:
-      return run([](T u, T v) { return T(u > 0 || v > 0); });
+      return run([](T u, T v) { return std::max(T(u > 0), T(v > 0)); });
     case BinaryOp::Xor:
       return run([](T u, T v) { return T((u > 0) != (v > 0)); });
     case BinaryOp::PRelu:
@@ -524,7 +526,9 @@ void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a
         return grad([](T g, T u, T v) { return v < u ? g : T(0); });
       case BinaryOp::Pow:
         if (to_a) return grad([](T g, T u, T v) { return g * v * safe_pow(u, v - 1); });
-        return grad([](T g, T u, T v) { return u <= 0 ? T(0) : g * safe_pow(u, v) * std::log(u); });
+        return grad([](T g, T u, T v) {
+          return u <= 0 ? T(0) : g * safe_pow(u, v) * static_cast<T>(log_wide(u));
+        });
       case BinaryOp::LogPlus:
         if (to_a) return grad([](T g, T u, T v) { return g * sigmoid(u - v); });
         return grad([](T g, T u, T v) { return g * sigmoid(v - u); });

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -186,6 +187,64 @@ TEST(FastMath, InverseHyperbolicFunctionsAreWithinFourUlpOnTheirDomain) {
   EXPECT_EQ(fast_atanh(-1.0f), -kInf);
   for (float x : {1.0000001f, -2.0f, kInf, kNaN}) EXPECT_TRUE(std::isnan(fast_atanh(x))) << x;
   EXPECT_TRUE(std::isnan(fast_asinh(kNaN)));
+}
+
+// fast_pow against std::pow in double, in units in the last place of the float nearest the
+// exact value; 0 where both overflow.
+double pow_ulp_error(float x, float y) {
+  const double want = std::pow(double{x}, double{y});
+  const float got = fast_pow(x, y);
+  if (want > static_cast<double>(kMax)) return got == kInf ? 0.0 : kInf;
+  const float nearest = static_cast<float>(want);
+  const double ulp = std::nextafter(nearest, kInf) - double{nearest};
+  return std::abs(double{got} - want) / ulp;
+}
+
+TEST(FastMath, PowIsWithinAHalfUlpAndAHundredthOfEveryPositiveBase) {
+  double worst = 0;
+  // Every 16411th positive float (subnormals included) to powers that reach both ends of float's
+  // range, then exponents over their whole range for some bases.
+  for (float y :
+       {-150.0f, -20.5f, -3.7f, -1.0f, -0.5f, -1e-3f, 1e-7f, 0.3f, 0.5f, 1.5f, 2.0f, 10.1f, 127.9f})
+    for (int32_t bits = 1; bits < 0x7f800000; bits += 16411)
+      worst = std::max(worst, pow_ulp_error(std::bit_cast<float>(bits), y));
+  for (float x : {1e-42f, 1e-30f, 0.7f, 0.99999f, 1.0001f, 1.5f, 3.0f, 1e30f})
+    for (int32_t bits = 0; bits < 0x7f800000; bits += 16411) {
+      const float y = std::bit_cast<float>(bits);
+      worst = std::max({worst, pow_ulp_error(x, y), pow_ulp_error(x, -y)});
+    }
+  EXPECT_LE(worst, 0.51);
+  // Exact where the power is a float.
+  for (int x = 1; x < 100; ++x)
+    for (int y = -8; y <= 8; ++y) {
+      const double want = std::pow(double(x), y);
+      if (static_cast<float>(want) == want) {
+        EXPECT_EQ(fast_pow(float(x), float(y)), want) << x << "^" << y;
+      }
+    }
+  EXPECT_EQ(fast_pow(4.0f, 0.5f), 2.0f);
+  EXPECT_EQ(fast_pow(2.0f, -149.0f), std::bit_cast<float>(1));  // the smallest subnormal
+}
+
+TEST(FastMath, PowHasIeeeSpecialCases) {
+  EXPECT_EQ(fast_pow(1.0f, kNaN), 1.0f);
+  EXPECT_EQ(fast_pow(1.0f, kInf), 1.0f);
+  EXPECT_EQ(fast_pow(kNaN, 0.0f), 1.0f);
+  EXPECT_EQ(fast_pow(kInf, -0.0f), 1.0f);
+  EXPECT_EQ(fast_pow(0.0f, 2.5f), 0.0f);
+  EXPECT_EQ(fast_pow(0.0f, -1.0f), kInf);
+  EXPECT_EQ(fast_pow(0.0f, -kInf), kInf);
+  EXPECT_EQ(fast_pow(kInf, 0.5f), kInf);
+  EXPECT_EQ(fast_pow(kInf, -2.0f), 0.0f);
+  EXPECT_EQ(fast_pow(2.0f, kInf), kInf);
+  EXPECT_EQ(fast_pow(0.5f, kInf), 0.0f);
+  EXPECT_EQ(fast_pow(2.0f, -kInf), 0.0f);
+  EXPECT_EQ(fast_pow(0.5f, -kInf), kInf);
+  EXPECT_EQ(fast_pow(2.0f, 128.0f), kInf);
+  EXPECT_EQ(fast_pow(2.0f, -151.0f), 0.0f);
+  EXPECT_EQ(fast_pow(3.0f, 1e30f), kInf);
+  for (float x : {kNaN, 0.0f, 2.0f, kInf}) EXPECT_TRUE(std::isnan(fast_pow(x, kNaN))) << x;
+  for (float y : {-1.0f, 0.5f, kInf}) EXPECT_TRUE(std::isnan(fast_pow(kNaN, y))) << y;
 }
 
 }  // namespace
