@@ -444,13 +444,21 @@ void roi_pooling_forward(const RoiPoolShape& s, const T* x, const T* rois, T* y,
         for (size_t ph = 0; ph < s.pooled_height; ++ph)
           for (size_t pw = 0; pw < s.pooled_width; ++pw) {
             const size_t o = (r * s.channels + c) * cells + ph * s.pooled_width + pw;
+            if (h0[ph] == h1[ph] || w0[pw] == w1[pw]) {
+              where[o] = kNoInput;
+              y[o] = T(0);
+              continue;
+            }
             const T* xp = xn + c * plane;
-            ArgMax best = kNoInput;
-            T best_value = T(0);  // the output of an empty cell
+            // The cell's first element, then each larger one: a comparison with no other
+            // condition, which compiles to selects (with a test of "none yet" it compiled to a
+            // branch that the data mispredicted: 0.41x PyTorch's speed).
+            ArgMax best = ArgMax(h0[ph] * s.width + w0[pw]);
+            T best_value = xp[best];
             for (size_t h = h0[ph]; h < h1[ph]; ++h)
               for (size_t w = w0[pw]; w < w1[pw]; ++w) {
                 const T v = xp[h * s.width + w];
-                const bool take = best == kNoInput || v > best_value;  // selects, not branches
+                const bool take = v > best_value;
                 best = take ? ArgMax(h * s.width + w) : best;
                 best_value = take ? v : best_value;
               }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include "loom/ops/convolution.h"
@@ -278,6 +279,25 @@ TEST(RoiPooling, CntksValuesAndGradient) {
     expect_all_near(values(f.eval_one(args)), {5, 6, 6, 8, 9, 9, 8, 9, 9}, 0, "forward");
     expect_all_near(values(f.grad(args, {x}).at(x)), {0, 0, 0, 0, 1, 2, 0, 2, 4}, 0, "backward");
   }
+}
+
+// A region beyond the map: its cells are empty, 0 with no gradient; a cell over ties and a NaN
+// takes the first of the largest and passes the NaN over.
+TEST(RoiPooling, EmptyCellsTiesAndNaN) {
+  Variable x = input_variable({1, 2, 2}, {.needs_gradient = true});
+  Variable r = input_variable({3, 4});
+  Function f = roipooling(x, r, PoolingType::Max, {1, 1}, 1.0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Value rois(NDArrayView::from_vector<float>({1, 3, 4}, {5, 5, 7, 7, 0, 0, 1, 1, 1, 0, 1, 1}),
+                   false);
+  const ValueMap args{
+      {x, Value(NDArrayView::from_vector<float>({1, 1, 2, 2}, {3, 3, nan, 3}), false)}, {r, rois}};
+  const std::vector<double> y = values(f.eval_one(args));
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0], 0);  // empty
+  EXPECT_EQ(y[1], 3);  // 3, 3, NaN, 3: the first 3
+  EXPECT_EQ(y[2], 3);  // the second column: 3, then 3
+  expect_all_near(values(f.grad(args, {x}).at(x)), {1, 1, 0, 0}, 0, "backward");
 }
 
 TEST(RoiPooling, ScalesRegionsAndGradientsMatchFiniteDifferences) {
