@@ -221,15 +221,11 @@ void check_float32(const OpSchema& s, const ConformanceCase& c, Mode mode, Form 
 // Packed sequences give what each sequence gives alone, and so do the gradients of the
 // per-sample inputs the op differentiates (not of indices, e.g. gather's). Not for a random op,
 // whose draws depend on where a step is in the minibatch, nor for an output without dynamic
-// axes (the minibatch's sum). A sparse input's packed sequences are checked against the same
-// data dense (check_sparse_inputs), whose packing this checks.
+// axes (the minibatch's sum). A sparse input's sequences alone are its CSR rows of each.
 void check_packed_sequences(const OpSchema& s, const ConformanceCase& c, Form form) {
   if (!c.sequences || !c.per_sequence || is_random(s, c) || c.stands_for) return;
   const Built b = build(s, c, DataType::Float64, Mode::Sequences, form);
   if (b.per_sample.empty() || b.f.output().dynamic_axes().empty()) return;
-  if (std::any_of(b.per_sample.begin(), b.per_sample.end(),
-                  [](const Variable& x) { return x.is_sparse(); }))
-    return;
   std::vector<Variable> wrt;
   for (const Variable& x : b.per_sample)
     if (std::find(b.wrt.begin(), b.wrt.end(), x) != b.wrt.end()) wrt.push_back(x);

@@ -192,9 +192,9 @@ inline void expect_float32_matches_float64(const std::function<OpCase(DataType)>
 // Evaluates f on a minibatch of sequences and on each sequence alone, and checks that outputs
 // and gradients with respect to wrt agree: the packing of the minibatch must not show in the
 // results. The arguments are sequences, or one sample per sequence (an input without the
-// sequence axis); alone, sequence b takes sequence or sample b of each. An output whose first
-// axis is free (sequence::unpack's, the minibatch's longest sequence) is longer in the minibatch
-// than alone by `padding` values.
+// sequence axis), dense or sparse; alone, sequence b takes sequence or sample b of each (sparse
+// stays sparse). An output whose first axis is free (sequence::unpack's, the minibatch's longest
+// sequence) is longer in the minibatch than alone by `padding` values.
 inline void expect_sequences_match_individually(const Function& f, const ValueMap& arguments,
                                                 const std::vector<Variable>& wrt,
                                                 double tolerance = 1e-12, double padding = 0) {
@@ -205,10 +205,27 @@ inline void expect_sequences_match_individually(const Function& f, const ValueMa
     for (const Variable& w : wrt) gradients.push_back(grad.at(w).as_sequences<double>());
     return std::pair{f.eval_one(args).as_sequences<double>(), gradients};
   };
-  // Sequence (or sample) b of v, alone.
+  // Sequence (or sample) b of v, alone; of sparse v, its CSR rows, sparse.
   auto item = [](const Value& v, size_t b) {
     return dispatch(v.dtype(), [&](auto zero) {
       using T = decltype(zero);
+      if (v.is_sparse()) {
+        const NDArrayView& a = v.data();
+        const size_t steps = v.is_sequence() ? v.sequence_length(b) : 1,
+                     rows_per_step = v.sample_shape().total_size() / a.csr_cols(),
+                     first = b * v.max_sequence_length() * rows_per_step,
+                     last = first + steps * rows_per_step;
+        const std::vector<int32_t>& offsets = a.csr_row_offsets();
+        std::vector<int32_t> rows;
+        for (size_t r = first; r <= last; ++r) rows.push_back(offsets[r] - offsets[first]);
+        const auto begin = size_t(offsets[first]), end = size_t(offsets[last]);
+        const NDArrayView x = NDArrayView::sparse_csr<T>(
+            v.sample_shape().prepend(steps), std::move(rows),
+            {a.csr_col_indices().begin() + ptrdiff_t(begin),
+             a.csr_col_indices().begin() + ptrdiff_t(end)},
+            std::vector<T>(a.csr_values<T>() + begin, a.csr_values<T>() + end));
+        return v.is_sequence() ? Value::create({x}) : Value(x, false);
+      }
       const std::vector<T> x = v.as_sequences<T>().at(b);
       return v.is_sequence() ? Value::create_sequences<T>(v.sample_shape(), {x})
                              : Value::create_batch<T>(v.sample_shape(), x);
