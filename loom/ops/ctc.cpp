@@ -173,13 +173,24 @@ std::vector<OpSchema> ctc_schemas() {
       "the CTC loss -log P(labels | softmax(features)) summed over the minibatch's sequences; "
       "graph is labels_to_graph of frame-aligned labels (2 where a label starts)";
   fb.onnx.none_because = "ONNX has no CTC op";
-  // Frame-aligned labels of 3 classes alternating 0 and 1 (each frame starts one: every
-  // sequence has an alignment), the blank 2.
+  // Frame-aligned labels of 3 classes over the harness's sequences of 3, 0, 1 and 2 frames
+  // (each row 2 where a label starts, 1 where it goes on).
+  auto labels = [](std::vector<double> rows, int64_t blank) {
+    return ConformanceCase{
+        .inputs = {{.shape = NDShape{3}, .values = std::move(rows), .through = "LabelsToGraph"},
+                   {NDShape{3}}},
+        .attributes = Dictionary({{kBlank, blank}}),
+        .batch = false};
+  };
   fb.conformance = {
-      {.inputs = {{.shape = NDShape{3}, .values = {2, 0, 0, 0, 2, 0}, .through = "LabelsToGraph"},
-                  {NDShape{3}}},
-       .attributes = Dictionary({{kBlank, int64_t{2}}}),
-       .batch = false}};
+      // Alternating 0 and 1, a label starting on every frame; the blank 2.
+      labels({2, 0, 0, 0, 2, 0}, 2),
+      // The blank 2. Label 0 twice in 3 frames (the fewest: a blank must come between), one
+      // frame without a label (blanks only), label 1 held for 2 frames (merged when repeated).
+      labels({2, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 0}, 2),
+      // The blank 0. Labels 1, 2, 1 in 3 frames and label 2 in 1 (the fewest), 2 frames without
+      // a label.
+      labels({0, 2, 0, 0, 0, 2, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0}, 0)};
   return {graph, fb};
 }
 
