@@ -44,7 +44,8 @@ struct Built {
 };
 
 // The op applied to placeholders standing for the per-sample inputs (the shared ones, parameters,
-// stay inside), made a block over the inputs.
+// stay inside), made a block over the inputs. A placeholder has the type of its input, or none
+// for a sparse one (a placeholder's type is dense), which the input gives it.
 Function wrapped_in_a_block(const OpSchema& s, const std::vector<Variable>& inputs,
                             const Dictionary& attributes, size_t output) {
   std::vector<Variable> inner;
@@ -54,7 +55,9 @@ Function wrapped_in_a_block(const OpSchema& s, const std::vector<Variable>& inpu
       inner.push_back(v);
       continue;
     }
-    inner.push_back(placeholder(v.shape(), v.dtype(), v.dynamic_axes(), "p_" + v.name()));
+    const std::string name = "p_" + v.name();
+    inner.push_back(v.is_sparse() ? placeholder(name)
+                                  : placeholder(v.shape(), v.dtype(), v.dynamic_axes(), name));
     arguments.emplace_back(inner.back(), v);
   }
   return as_block(combine({s.apply(inner, attributes).outputs().at(output)}), arguments,
@@ -394,13 +397,22 @@ INSTANTIATE_TEST_SUITE_P(EveryOp, Conformance, ::testing::Range(size_t{0}, op_ta
                          op_name);
 
 // A table op's case wrapped in a block: an elementwise binary op broadcasting a parameter, a
-// reduction along a static axis and over all axes, a sequence op and times with its weights.
+// reduction along a static axis and over all axes, a sequence op, times with its weights and of
+// sparse rows, sequence.gather of integer conditions, batch normalization of constant running
+// statistics and broadcast_as of an input without the sequence axis.
 struct BlockCase {
   const char* op;
   size_t k;  // the op's conformance case
 };
-const BlockCase kBlockCases[] = {
-    {"Plus", 1}, {"ReduceSum", 1}, {"ReduceSum", 5}, {"SequenceReduceSum", 0}, {"Times", 0}};
+const BlockCase kBlockCases[] = {{"Plus", 1},
+                                 {"ReduceSum", 1},
+                                 {"ReduceSum", 5},
+                                 {"SequenceReduceSum", 0},
+                                 {"Times", 0},
+                                 {"Times", 1},
+                                 {"SequenceGather", 0},
+                                 {"BatchNormalization", 0},
+                                 {"SequenceBroadcastAs", 0}};
 
 class BlockConformance : public ::testing::TestWithParam<BlockCase> {
  protected:
