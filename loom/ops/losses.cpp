@@ -758,9 +758,10 @@ class EditDistanceErrorOp : public MinibatchCriterionOp {
 //   loss = logaddexp(z+, Σ_c y_c log P_c) − z+ + k Σ_i w_{s_i} logaddexp(z_{s_i}, log P_{s_i}) − H.
 // Inputs: weights [classes, dim], biases [classes, 1], inputs [dim], labels [classes],
 // noise_distribution [classes] (weights >= 0, not all 0). Attributes: num_samples,
-// allow_duplicates, random_seed (>= 0: the n-th forward of the function draws from stream n of
-// that seed, so a seed repeats the same sequence of draws; else the function's generator, from
-// the global seed sequence).
+// allow_duplicates and, as every random op's, an optional seed (uint64) for the function's
+// generator, which draws the classes: a seed repeats the same sequence of draws; without it
+// (auto_select) the generator comes from the global seed sequence. Older files hold
+// random_seed (int64, -1 for auto_select), which the op ignores (docs/decisions.md).
 class NceOp : public OpDef {
  public:
   const char* name() const override { return "NCE"; }
@@ -848,17 +849,9 @@ class NceOp : public OpDef {
     auto* kept = static_cast<double*>(call.scratch->ensure(2 * k * sizeof(double)));
     if (forward) {
       const bool duplicates = a.get<bool>("allow_duplicates");
-      const int64_t seed = a.get<int64_t>("random_seed");
-      RandomGenerator seeded;
-      if (seed >= 0) {
-        // The seed's stream number n for the function's n-th draw: the function's own generator
-        // (which persists, and checkpoints, with it) counts the draws.
-        seeded = RandomGenerator(uint64_t(seed), call.random->offset());
-        call.random->next_u32();
-      }
-      RandomGenerator& rng = seed >= 0 ? seeded : *call.random;
-      const std::vector<size_t> s = sampler.draw(k, duplicates, rng);
-      const std::vector<double> expected = sampler.inclusion_frequencies(k, duplicates, rng);
+      const std::vector<size_t> s = sampler.draw(k, duplicates, *call.random);
+      const std::vector<double> expected =
+          sampler.inclusion_frequencies(k, duplicates, *call.random);
       for (size_t i = 0; i < k; ++i) {
         kept[i] = double(s[i]);
         kept[k + i] = n.q[s[i]] / expected[s[i]];
@@ -1072,7 +1065,7 @@ std::vector<OpSchema> losses_schemas() {
         {"noise_distribution"},
         {"num_samples", ParamType::Int, int64_t(NceOptions{}.num_samples)},
         {"allow_duplicates", ParamType::Bool, NceOptions{}.allow_duplicates},
-        {"random_seed", ParamType::Int, int64_t{-1}}},
+        {"seed", ParamType::Seed, kAutoSelectRandomSeed}},
        false,
        "noise contrastive estimation loss (CNTK's NCE)",
        {.none_because = "ONNX has no sampled loss"},
@@ -1082,7 +1075,7 @@ std::vector<OpSchema> losses_schemas() {
           {NDShape{3}},
           one_hot,
           {.shape = NDShape{4}, .per_sample = false, .low = 0.1, .high = 1, .constant = true}},
-         Dictionary({{"num_samples", int64_t{3}}, {"random_seed", int64_t{5}}})}}},
+         Dictionary({{"num_samples", int64_t{3}}, {"seed", uint64_t{5}}})}}},
   };
 }
 
@@ -1182,8 +1175,7 @@ Function nce_loss(const Variable& weights, const Variable& biases, const Variabl
   Dictionary a;
   a["num_samples"] = int64_t(options.num_samples);
   a["allow_duplicates"] = options.allow_duplicates;
-  a["random_seed"] =
-      options.seed ? int64_t(*options.seed & ((uint64_t{1} << 62) - 1)) : int64_t{-1};
+  if (options.seed) a["seed"] = *options.seed;
   return make_primitive(kNce, {weights, biases, inputs, labels, noise_distribution}, std::move(a),
                         name);
 }

@@ -13,6 +13,8 @@
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/ops/registry.h"
+#include "loom/serialize/model_file.h"
 
 namespace loom {
 namespace {
@@ -1021,6 +1023,32 @@ TEST(NceLoss, SeedsRepeatTheSequenceOfDraws) {
   bool differ = false;
   for (uint64_t seed = 8; seed < 16 && !differ; ++seed) differ = three(seed) != a;
   EXPECT_TRUE(differ);
+}
+
+// The seed is the op table's (ParamType::Seed): a uint64 "seed", left out for auto_select.
+// Older files hold random_seed, -1 for auto_select: such a function loads and draws from its
+// generator, the one saved with it.
+TEST(NceLoss, HoldsTheSeedAsEveryRandomOpAndLoadsTheFormerAttribute) {
+  NceCase c;
+  const Constant noise = constant(NDArrayView::from_vector<double>({6}, {1, 2, 3, 4, 5, 6}));
+  const std::vector<Variable> inputs{c.W, c.b, c.x, c.y, noise};
+  EXPECT_FALSE(nce_loss(c.W, c.b, c.x, c.y, noise).attributes().contains("seed"));
+  EXPECT_EQ(nce_loss(c.W, c.b, c.x, c.y, noise, {.seed = uint64_t{1} << 63})
+                .attributes()
+                .get<uint64_t>("seed"),
+            uint64_t{1} << 63);
+  const Function former = make_primitive(
+      find_op("NCE"), inputs,
+      Dictionary(
+          {{"num_samples", int64_t{2}}, {"allow_duplicates", true}, {"random_seed", int64_t{-1}}}));
+  const Function loaded = load_model_from_bytes(save_model_to_bytes(former));
+  const Value dense(c.yv.data().to_dense(), false);
+  ValueMap arguments{{c.x, c.xv}, {c.y, dense}}, loaded_arguments;
+  for (const Variable& a : loaded.arguments())
+    loaded_arguments.emplace(a, a.name() == "x" ? c.xv : dense);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(values(loaded.eval_one(loaded_arguments)), values(former.eval_one(arguments)))
+        << "draw " << i;
 }
 
 TEST(NceLoss, InfersTheWeightsInputDimension) {

@@ -109,7 +109,7 @@ def fmeasure(output, target, beta=1):
 def nce_loss(weights, biases, inputs, labels, noise_distribution,
              num_samples=_NCE['num_samples'].default,
              allow_duplicates=_NCE['allow_duplicates'].default,
-             seed=_loom.ops.SentinelValueForAutoSelectRandomSeed, name=''):
+             seed=_NCE['seed'].default, name=''):
     """Noise contrastive estimation (CNTK's nce_loss, after Dyer's notes): per sample, the
     logistic loss of telling the label from num_samples classes drawn from noise_distribution
     (shared by the minibatch, drawn anew each minibatch), each weighted by its importance.
@@ -121,14 +121,8 @@ def nce_loss(weights, biases, inputs, labels, noise_distribution,
     x, y = _operands(inputs, labels)
     dtype = np.float64 if '64' in str(x.dtype) else np.float32
     noise = _variable(noise_distribution, dtype)
-    if seed is None or seed == _loom.ops.SentinelValueForAutoSelectRandomSeed:
-        random_seed = -1
-    elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ArgumentError(f'nce_loss: seed must be None or an int >= 0, not {seed!r}')
-    else:
-        random_seed = int(seed) & ((1 << 62) - 1)
     return _nce_loss(weights, biases, x, y, noise, num_samples,  # noqa: F821 (the table's)
-                     allow_duplicates, random_seed, name)
+                     allow_duplicates, seed, name)
 
 
 def _one_hot(index, num_classes, dtype):
