@@ -22,14 +22,50 @@ namespace {
 
 // ---- Reference loops (double, and float where oneDNN cannot run) ----
 
+// The input positions [begin, end) of output position o's window along axis x that lie inside
+// the input (pooling has no dilation).
+struct InputRange {
+  size_t begin, end;
+};
+InputRange window_inside(const SpatialAxis& x, size_t o) {
+  const long first = long(o * x.stride) - x.pad_lower;
+  const long begin = std::max(first, 0L), end = std::min(first + long(x.kernel), long(x.input));
+  return {size_t(begin), size_t(std::max(begin, end))};
+}
+
 // Per output element of one channel plane, the input offset of its window's maximum (the first
-// of equal maxima, as in oneDNN and CNTK), or kNoInput for a window entirely in the padding.
+// of equal maxima in row-major order, as in oneDNN and CNTK; NaN is passed over unless first),
+// or kNoInput for a window entirely in the padding. The window's bounds are computed once and
+// the best value kept in a register from the window's first element on, so that the loop is one
+// comparison and compiles to selects (a test per tap of the bounds and of "none yet" made
+// branches that the data mispredicted: Unpooling at 0.78-0.92x PyTorch's speed).
 template <typename T>
-void plane_argmax(const std::array<SpatialAxis, 3>& a, const T* xp, ArgMax* where, size_t out_sp) {
-  std::fill(where, where + out_sp, kNoInput);
-  detail::for_each_tap(a, [&](size_t o, size_t i, size_t) {
-    if (where[o] == kNoInput || xp[i] > xp[where[o]]) where[o] = ArgMax(i);
-  });
+void plane_argmax(const std::array<SpatialAxis, 3>& a, const T* xp, ArgMax* where) {
+  const size_t in_h = a[1].input, in_w = a[2].input;
+  for (size_t od = 0, o = 0; od < a[0].output; ++od) {
+    const InputRange d = window_inside(a[0], od);
+    for (size_t oh = 0; oh < a[1].output; ++oh) {
+      const InputRange h = window_inside(a[1], oh);
+      for (size_t ow = 0; ow < a[2].output; ++ow, ++o) {
+        const InputRange w = window_inside(a[2], ow);
+        if (d.begin == d.end || h.begin == h.end || w.begin == w.end) {
+          where[o] = kNoInput;
+          continue;
+        }
+        ArgMax best = ArgMax((d.begin * in_h + h.begin) * in_w + w.begin);
+        T best_value = xp[best];
+        for (size_t id = d.begin; id < d.end; ++id)
+          for (size_t ih = h.begin; ih < h.end; ++ih)
+            for (size_t iw = w.begin; iw < w.end; ++iw) {
+              const size_t i = (id * in_h + ih) * in_w + iw;
+              const bool take = xp[i] > best_value;
+              best = take ? ArgMax(i) : best;
+              best_value = take ? xp[i] : best_value;
+            }
+        where[o] = best;
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -47,7 +83,7 @@ void ref_forward(const PoolShape& s, PoolKind kind, const T* x, T* y, void* work
       T* yp = y + p * out_sp;
       std::fill(count.begin(), count.end(), 0);
       if (kind == PoolKind::Max) {
-        plane_argmax(a, xp, where.data(), out_sp);
+        plane_argmax(a, xp, where.data());
         // A window entirely in the padding has no maximum; it gives 0.
         for (size_t o = 0; o < out_sp; ++o) yp[o] = where[o] == kNoInput ? T(0) : xp[where[o]];
         if (workspace)
@@ -363,7 +399,7 @@ void max_unpooling_forward(const PoolShape& s, const T* x, const T* pooling_inpu
     for (size_t p = b; p < e; ++p) {
       ArgMax* wp = where + p * out_sp;
       T* yp = y + p * in_sp;
-      plane_argmax(a, pooling_input + p * in_sp, wp, out_sp);
+      plane_argmax(a, pooling_input + p * in_sp, wp);
       std::fill(yp, yp + in_sp, T(0));
       std::fill(taken.begin(), taken.end(), false);
       // The later window's value stays: walk back, and a position taken already is lost.
