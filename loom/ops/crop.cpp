@@ -211,7 +211,44 @@ std::vector<OpSchema> crop_schemas() {
   ConformanceCase corner{{{NDShape{4, 3}}, {NDShape{2, 3}}},
                          Dictionary({{kOffsetX, int64_t{0}}, {kOffsetY, int64_t{2}}})};
   s.conformance = {image, corner};
-  return {s};
+  // The referents descend from the inputs through Plus (which keeps image positions), so the
+  // offsets found are 0: a window the size of the input.
+  const ConformanceInput image_input{NDShape{2, 4, 3}};
+  return {
+      s,
+      {.op = nullptr,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "crop_automatic",
+       .params = {{"node_input"}, {"node_referent"}},
+       .doc = "node_input cropped to node_referent's height and width (the two trailing axes) at "
+              "the offsets that align them, found from the ops between the two and their common "
+              "ancestor",
+       .conformance = {{{image_input,
+                         {.shape = NDShape{1, 4, 3},
+                          .through = "Plus",
+                          .through_with = 0,
+                          .differentiated = false}}}},
+       .build = [](std::vector<Variable> in, const Dictionary&,
+                   const std::string& name) { return crop_automatic(in[0], in[1], name); }},
+      {.op = nullptr,
+       .min_inputs = 4,
+       .max_inputs = 4,
+       .python = "crop_automatic_with_ancestors",
+       .params = {{"node_input"}, {"node_referent"}, {"ancestor_input"}, {"ancestor_referent"}},
+       .doc = "crop_automatic() where node_input and node_referent descend from different, "
+              "aligned nodes: ancestor_input (above node_input) and ancestor_referent (above "
+              "node_referent) count as one",
+       .conformance = {{{{.shape = NDShape{2, 4, 3}, .through = "Plus", .through_with = 2},
+                         {.shape = NDShape{1, 4, 3},
+                          .through = "Plus",
+                          .through_with = 3,
+                          .differentiated = false},
+                         image_input,
+                         {.shape = NDShape{1, 4, 3}, .differentiated = false}}}},
+       .build = [](std::vector<Variable> in, const Dictionary&, const std::string& name) {
+         return crop_automatic_with_ancestors(in[0], in[1], in[2], in[3], name);
+       }}};
 }
 
 }  // namespace loom

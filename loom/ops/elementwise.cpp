@@ -444,6 +444,25 @@ std::vector<OpSchema> elementwise_schemas() {
        "x / (1 + |x|)",
        onnx("Softsign"),
        {{{sample()}}}},
+      // CNTK's sum(*operands) and mean(*operands): a chain of Plus (mean's times 1/n).
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = SIZE_MAX,
+       .python = "sum",
+       .params = {{"operands", ParamType::Tensors}},
+       .doc = "the elementwise sum of the operands, broadcasting",
+       .conformance = {{{sample(), sample(), shared()}}, {{sample()}}},
+       .build = [](std::vector<Variable> in, const Dictionary&,
+                   const std::string& name) { return sum(in, name); }},
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = SIZE_MAX,
+       .python = "mean",
+       .params = {{"operands", ParamType::Tensors}},
+       .doc = "the elementwise mean of the operands, broadcasting",
+       .conformance = {{{sample(), shared(), sample()}}},
+       .build = [](std::vector<Variable> in, const Dictionary&,
+                   const std::string& name) { return mean(in, name); }},
   };
 }
 #if defined(__GNUC__) && !defined(__clang__)

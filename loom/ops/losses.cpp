@@ -944,6 +944,17 @@ Dictionary negatives(size_t shift, size_t count) {
 
 }  // namespace
 
+namespace {
+Function classification_error_op(const Variable& z, const Variable& target, size_t top_n,
+                                 bool argmax_target, const std::string& name) {
+  LOOM_CHECK(top_n >= 1, ArgumentError, "classification_error: top_n must be at least 1");
+  Dictionary a;
+  a["top_n"] = int64_t(top_n);
+  if (argmax_target) a["argmax_target"] = true;
+  return make_primitive(kClassificationError, {z, target}, std::move(a), name);
+}
+}  // namespace
+
 std::vector<OpSchema> losses_schemas() {
   const ConformanceInput z{NDShape{4}}, t{NDShape{4}, true, 0, 1};
   const ConformanceInput one_hot{.shape = NDShape{4}, .sparse = true};  // sparse labels
@@ -962,7 +973,17 @@ std::vector<OpSchema> losses_schemas() {
        "the sum of the squared differences of output and target per sample",
        {.op_type = "ReduceSumSquare"},  // of a Sub: loom/deploy's own code exports it
        {{{z, z}}}},
-      hand_bound(kCrossEntropyWithSoftmax, 2, 2, {{{z, t}}, {{z, one_hot}}}),
+      // Along an axis of a sample of rank 2 or more, CNTK's composite: loom.losses builds it.
+      {&kCrossEntropyWithSoftmax,
+       2,
+       2,
+       "cross_entropy_with_softmax",
+       "ops",
+       {{"output_vector"}, {"target_vector"}},
+       false,
+       "-sum(target_vector * log(softmax(output_vector))) per sample (a vector)",
+       {.op_type = "ReduceLogSumExp"},  // less a ReduceSum: loom/deploy's own code exports it
+       {{{z, t}}, {{z, one_hot}}}},
       {&kBinaryCrossEntropy,
        2,
        2,
@@ -973,10 +994,31 @@ std::vector<OpSchema> losses_schemas() {
        "-(target log(output) + (1 - target) log(1 - output)) summed per sample",
        {.op_type = "ReduceSum"},  // of Logs: loom/deploy's own code exports it
        {{{{NDShape{4}, true, 0.1, 0.9}, t}}}},
-      hand_bound(kClassificationError, 2, 2,
-                 {{{z, t}, Dictionary({{"top_n", int64_t{1}}})},
-                  {{z, t}, Dictionary({{"top_n", int64_t{1}}, {"argmax_target", true}})},
-                  {{z, one_hot}, Dictionary({{"top_n", int64_t{1}}})}}),
+      // topN is stored as "top_n", as model files have it. Along an axis of a sample of rank 2
+      // or more, CNTK's composite: loom.metrics builds it.
+      {.op = &kClassificationError,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "classification_error",
+       .params = {{"output_vector"},
+                  {"target_vector"},
+                  {"topN", ParamType::Int, int64_t{kClassificationErrorTopN}, "top_n"}},
+       .doc = "1 where target_vector's class (its largest entry) is not among the topN largest "
+              "entries of output_vector (a vector), else 0",
+       .onnx = {.op_type = "ArgMax"},  // and comparisons: loom/deploy's own code exports it
+       .conformance = {{{z, t}, Dictionary({{"top_n", int64_t{1}}})},
+                       {{z, t}, Dictionary({{"top_n", int64_t{2}}})},
+                       {{z, t}, Dictionary({{"top_n", int64_t{1}}, {"argmax_target", true}})},
+                       {{z, one_hot}, Dictionary({{"top_n", int64_t{1}}})}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             const int64_t top_n = a.get<int64_t>("top_n");
+             LOOM_CHECK(top_n >= 1, ArgumentError,
+                        "classification_error: topN must be at least 1, not ", top_n);
+             return classification_error_op(
+                 in[0], in[1], size_t(top_n),
+                 a.contains("argmax_target") && a.get<bool>("argmax_target"), name);
+           }},
       {&kCosDistance,
        2,
        2,
@@ -1092,17 +1134,6 @@ Function binary_cross_entropy(const Variable& output, const Variable& target,
                               const std::string& name) {
   return make_primitive(kBinaryCrossEntropy, {output, target}, {}, name);
 }
-
-namespace {
-Function classification_error_op(const Variable& z, const Variable& target, size_t top_n,
-                                 bool argmax_target, const std::string& name) {
-  LOOM_CHECK(top_n >= 1, ArgumentError, "classification_error: top_n must be at least 1");
-  Dictionary a;
-  a["top_n"] = int64_t(top_n);
-  if (argmax_target) a["argmax_target"] = true;
-  return make_primitive(kClassificationError, {z, target}, std::move(a), name);
-}
-}  // namespace
 
 Function classification_error(const Variable& z, const Variable& target, size_t top_n,
                               const std::string& name) {

@@ -371,7 +371,65 @@ std::vector<OpSchema> normalization_schemas() {
   // Written as ReduceMean, Sub, Sqrt, Add, Div, Mul, Add: CNTK divides by std + epsilon, ONNX's
   // LayerNormalization (opset 17) by sqrt(var + epsilon).
   layer_schema.onnx = {"LayerNormalization"};
-  return {batch_schema, layer_schema, lrn};
+  const MeanVarianceNormalizationOptions mvn;
+  std::vector<ConformanceCase> mvn_cases;
+  for (bool across : {false, true})
+    for (bool scaling : {true, false})
+      mvn_cases.push_back(
+          {{{NDShape{2, 3, 2}}},
+           Dictionary({{"use_stats_across_channels", across}, {"do_variance_scaling", scaling}})});
+  return {
+      batch_schema,
+      layer_schema,
+      lrn,
+      {.op = nullptr,
+       .min_inputs = 3,
+       .max_inputs = 3,
+       .python = "per_dim_mean_variance_normalize",
+       .params = {{"operand"}, {"mean"}, {"inv_stddev"}},
+       .doc = "(operand - mean) * inv_stddev, elementwise with broadcasting",
+       .conformance = {{{{NDShape{2, 3}}, {NDShape{3}, false}, {NDShape{3}, false, 0.5, 2}}}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary&, const std::string& name) {
+             return per_dim_mean_variance_normalize(in[0], in[1], in[2], name);
+           }},
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "mean_variance_normalization",
+       .params = {{"operand"},
+                  {"epsilon", ParamType::Double, mvn.epsilon},
+                  {"use_stats_across_channels", ParamType::Bool, mvn.use_stats_across_channels},
+                  {"do_variance_scaling", ParamType::Bool, mvn.do_variance_scaling}},
+       .doc = "operand minus its mean, divided (do_variance_scaling) by its standard deviation "
+              "plus epsilon; the statistics per channel (the first axis) or, "
+              "use_stats_across_channels, over the whole sample",
+       .conformance = mvn_cases,
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             return mean_variance_normalization(
+                 in[0],
+                 {a.get<double>("epsilon"), a.get<bool>("use_stats_across_channels"),
+                  a.get<bool>("do_variance_scaling")},
+                 name);
+           }},
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "image_scaler",
+       .params = {{"x"}, {"scalar", ParamType::Double}, {"biases", ParamType::Doubles}},
+       .doc = "x [channels, height, width] * scalar + biases[c] on channel c (one bias per "
+              "channel)",
+       .conformance = {{{{NDShape{2, 3, 2}}},
+                        Dictionary({{"scalar", 0.5}, {"biases", DictionaryVector{1.0, -2.0}}})}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             std::vector<double> biases;
+             for (const DictionaryValue& b : a.at("biases").get<DictionaryVector>())
+               biases.push_back(b.get<double>());
+             return image_scaler(in[0], a.get<double>("scalar"), biases, name);
+           }},
+  };
 }
 
 Function batch_normalization(const Variable& x, const Variable& scale, const Variable& bias,

@@ -29,6 +29,9 @@ enum class ParamType {
   // parameter, its first; the attributes after it are keyword-only in Python.
   Tensors,
   Double,
+  // A list of numbers, held as a DictionaryVector of double (image_scaler's biases); Python
+  // takes a number or a list or tuple of numbers.
+  Doubles,
   Int,
   Bool,
   // An Axis, held as axis_attribute() writes it; Python takes an int (a static axis in Python
@@ -75,12 +78,20 @@ std::vector<int64_t> attribute_ints(const DictionaryValue& value);
 DictionaryValue dtype_attribute(DataType dtype);
 DataType attribute_dtype(const DictionaryValue& value);
 
-// One parameter of an op's builder, in CNTK's Python order. An attribute's key is its name.
+// One parameter of an op's builder, in CNTK's Python order.
 struct OpParam {
   const char* name;
   ParamType type = ParamType::Tensor;
   // An attribute's default (CNTK's); none when the caller must give it.
   DictionaryValue default_value = {};
+  // The attribute's key where it is not the parameter's name (model files keep the keys Loom
+  // first stored: slice's "begin" for begin_index).
+  const char* key = nullptr;
+  // Python's default is None, which leaves the attribute out (gather's
+  // new_sequence_axis_typeinfo: the builder then does without it).
+  bool none_default = false;
+
+  const char* attribute_key() const { return key ? key : name; }
 };
 
 // An op's ONNX counterpart. With `generic`, loom/deploy exports and imports the op from this
@@ -97,6 +108,10 @@ struct OnnxMapping {
   bool generic = false;
   std::vector<OnnxAttribute> attributes = {};
   const char* none_because = nullptr;
+
+  // Out of line: inlined into the families' long initializer lists, g++ 12 reports false
+  // use-after-free and maybe-uninitialized errors in it.
+  ~OnnxMapping();
 };
 
 // One input of a conformance case.
@@ -122,6 +137,9 @@ struct ConformanceInput {
   // sequence on where's new axis as sequence.gather(x, condition) gives it).
   const char* through = nullptr;
   int through_with = -1;
+  // False for an input that a composite takes no gradient to (crop_automatic's referent, whose
+  // shape alone it reads; sequence.unpack's mask): left out of the gradients.
+  bool differentiated = true;
 };
 
 // The mean and variance of a random op's output elements (conformance_test.cpp checks a draw
@@ -175,6 +193,10 @@ struct PythonVariant {
   Dictionary fixed = {};  // the attributes the function sets (the distribution)
 };
 
+// An op's schema. A composite (CNTK's functions built from other ops: times_transpose,
+// sequence.softmax, sum) has no OpDef of its own (op null): `build` makes its graph, which model
+// files and ONNX hold as the primitives it is made of, so the registry's lookups by op name
+// (find_op, model loading) and the generic ONNX conversion pass it by.
 struct OpSchema {
   const OpDef* op;
   size_t min_inputs, max_inputs;  // max SIZE_MAX: any number
@@ -191,13 +213,18 @@ struct OpSchema {
   // The op's Python functions beyond `python` (or instead of it, with python null).
   std::vector<PythonVariant> variants = {};
   // The op's C++ builder, where that does more than make the primitive (splice along a new
-  // leading axis stacks its inputs); apply calls it with every attribute.
+  // leading axis stacks its inputs, past_value's initial_state left out is a zero constant) or
+  // where the op is a composite; apply calls it with every attribute (by key).
   Function (*build)(std::vector<Variable> inputs, const Dictionary& attributes,
                     const std::string& name) = nullptr;
 
-  // The op applied to inputs with the attributes given and the defaults of the rest (of
-  // variant's parameters, with its fixed attributes, where given); an ArgumentError names the
-  // op and a missing attribute or a wrong input count.
+  // The op's OpDef name, or a composite's Python path ("sequence.softmax"): what find_schema
+  // takes and the conformance harness reports.
+  std::string name() const;
+
+  // The op applied to inputs with the attributes given (by key) and the defaults of the rest
+  // (of variant's parameters, with its fixed attributes, where given); an ArgumentError names
+  // the op and a missing attribute or a wrong input count.
   Function apply(std::vector<Variable> inputs, const Dictionary& attributes,
                  const std::string& name = "", const PythonVariant* variant = nullptr) const;
 };
@@ -209,10 +236,13 @@ OpSchema hand_bound(const OpDef& op, size_t min_inputs, size_t max_inputs,
 
 // Every op, in the order of their families.
 const std::vector<OpSchema>& op_table();
-// The schema of the op named `name` (its OpDef's name), or null.
+// The schema named `name` (OpSchema::name: an OpDef's name, or a composite's Python path), or
+// null.
 const OpSchema* find_schema(std::string_view name);
 // The schema of op; an ArgumentError when op is in no schema.
 const OpSchema& schema_of(const OpDef& op);
+// An ArgumentError naming the op unless it takes count inputs (min_inputs to max_inputs).
+void check_input_count(const OpSchema& s, size_t count);
 
 // The schemas of each op family, defined beside its OpDefs.
 std::vector<OpSchema> elementwise_schemas();

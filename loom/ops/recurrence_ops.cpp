@@ -37,6 +37,8 @@ class DelayOp : public OpDef {
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {
+    LOOM_CHECK(in.size() == 2, ArgumentError, name_,
+               " takes 2 inputs, the operand and the initial state, not ", in.size());
     const Variable &x = in[0], &s = in[1];
     LOOM_CHECK(a.get<int64_t>("offset") >= 1, ShapeError, name_, ": time_step ",
                a.get<int64_t>("offset"), " must be at least 1 (delay(x, s, 0) is x itself)");
@@ -232,11 +234,81 @@ Function delay(const Variable& x, int64_t time_step, const std::string& name) {
 
 namespace loom {
 
+namespace {
+
+// The parameters of past_value, future_value and delay (CNTK's): an initial_state left out
+// (None) is a zero constant, not an input left out.
+std::vector<OpParam> delay_params(const char* time_step_key) {
+  return {{"x"},
+          {"initial_state", ParamType::OptionalTensor},
+          {"time_step", ParamType::Int, int64_t{sequence::kDelayTimeStep}, time_step_key}};
+}
+
+// x's initial state: the one given, or a zero constant of x's dtype.
+Variable initial_state(const std::vector<Variable>& in) {
+  return in.size() > 1 ? in[1] : Variable(constant(0.0, in[0].dtype()));
+}
+
+// A case without an initial state, and cases of a shared one (its own values at each sequence's
+// first steps).
+std::vector<ConformanceCase> delay_cases(const char* time_step_key, int64_t step) {
+  return {{{{NDShape{3}}}, Dictionary({{time_step_key, step}}), false},
+          {{{NDShape{3}}, {NDShape{3}, false}}, Dictionary({{time_step_key, step}}), false},
+          {{{NDShape{3}}, {NDShape{3}, false}}, Dictionary({{time_step_key, 2 * step}}), false}};
+}
+
+}  // namespace
+
 std::vector<OpSchema> recurrence_schemas() {
   using namespace sequence;
-  const std::vector<ConformanceCase> cases = {
-      {{{NDShape{3}}, {NDShape{3}, false}}, Dictionary({{"offset", int64_t{1}}}), false},
-      {{{NDShape{3}}, {NDShape{3}, false}}, Dictionary({{"offset", int64_t{2}}}), false}};
-  return {hand_bound(kPastValue, 2, 2, cases), hand_bound(kFutureValue, 2, 2, cases)};
+  const OnnxMapping no_onnx{.none_because = "ONNX's tensors have no sequence axis"};
+  auto delay_op =
+      [&](const OpDef& op, const char* python, const char* doc,
+          Function (*build)(std::vector<Variable>, const Dictionary&, const std::string&)) {
+        return OpSchema{.op = &op,
+                        .min_inputs = 1,
+                        .max_inputs = 2,
+                        .python = python,
+                        .module = "sequence",
+                        .params = delay_params("offset"),
+                        .doc = doc,
+                        .onnx = no_onnx,
+                        .conformance = delay_cases("offset", 1),
+                        .build = build};
+      };
+  return {
+      delay_op(kPastValue, "past_value",
+               "x time_step steps earlier in its sequence; initial_state (default 0) before the "
+               "sequence's start",
+               [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+                 return past_value(in[0], initial_state(in), size_t(a.get<int64_t>("offset")),
+                                   name);
+               }),
+      delay_op(kFutureValue, "future_value",
+               "x time_step steps later in its sequence; initial_state (default 0) after the "
+               "sequence's end",
+               [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+                 return future_value(in[0], initial_state(in), size_t(a.get<int64_t>("offset")),
+                                     name);
+               }),
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 2,
+       .python = "delay",
+       .module = "sequence",
+       .params = delay_params(nullptr),
+       .doc = "past_value (time_step > 0), future_value (time_step < 0) or x itself (0)",
+       .onnx = no_onnx,
+       .conformance =
+           [] {
+             std::vector<ConformanceCase> cases = delay_cases("time_step", 1);
+             for (ConformanceCase c : delay_cases("time_step", -1)) cases.push_back(c);
+             return cases;
+           }(),
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             return delay(in[0], initial_state(in), a.get<int64_t>("time_step"), name);
+           }},
+  };
 }
 }  // namespace loom

@@ -25,6 +25,8 @@ Axis attribute_axis(const DictionaryValue& value) {
   return Axis::dynamic_axis_named(name);
 }
 
+OnnxMapping::~OnnxMapping() = default;
+
 OpSchema hand_bound(const OpDef& op, size_t min_inputs, size_t max_inputs,
                     std::vector<ConformanceCase> conformance) {
   OpSchema s{&op, min_inputs, max_inputs};
@@ -50,9 +52,13 @@ const std::vector<OpSchema>& op_table() {
   return table;
 }
 
+std::string OpSchema::name() const {
+  return op ? op->name() : std::string(module) + "." + python;
+}
+
 const OpSchema* find_schema(std::string_view name) {
   for (const OpSchema& s : op_table())
-    if (name == s.op->name()) return &s;
+    if (s.op ? name == s.op->name() : name == s.name()) return &s;
   return nullptr;
 }
 
@@ -64,14 +70,16 @@ const OpSchema& schema_of(const OpDef& op) {
 
 Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attributes,
                          const std::string& name, const PythonVariant* variant) const {
-  check_op_input_count(*op, inputs.size());
+  check_input_count(*this, inputs.size());
   Dictionary all = attributes;
   const char* function = variant ? variant->python : python ? python : op->name();
   for (const OpParam& p : variant ? variant->params : params) {
-    if (is_tensor(p.type) || p.type == ParamType::Seed || all.contains(p.name)) continue;
+    if (is_tensor(p.type) || p.type == ParamType::Seed || p.none_default ||
+        all.contains(p.attribute_key()))
+      continue;
     LOOM_CHECK(p.default_value.has_value(), ArgumentError, function, ": argument '", p.name,
                "' is required");
-    all[p.name] = p.default_value;
+    all[p.attribute_key()] = p.default_value;
   }
   if (variant)
     for (const auto& [key, value] : variant->fixed.map()) all[key] = value;
@@ -82,7 +90,8 @@ Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attribu
 const std::vector<const OpDef*>& all_ops() {
   static const std::vector<const OpDef*> ops = [] {
     std::vector<const OpDef*> v;
-    for (const OpSchema& s : op_table()) v.push_back(s.op);
+    for (const OpSchema& s : op_table())
+      if (s.op) v.push_back(s.op);
     return v;
   }();
   return ops;
@@ -90,7 +99,7 @@ const std::vector<const OpDef*>& all_ops() {
 
 const OpDef& find_op(std::string_view name) {
   const OpSchema* s = find_schema(name);
-  if (!s) {
+  if (!s || !s->op) {  // a composite's name is no op's
     // Names from files may hold anything: show at most 64 printable characters.
     std::string shown;
     for (char c : name.substr(0, 64)) shown += (c >= 32 && c < 127) ? c : '?';
@@ -102,13 +111,16 @@ const OpDef& find_op(std::string_view name) {
 }
 
 void check_op_input_count(const OpDef& op, size_t count) {
-  const OpSchema& s = schema_of(op);
+  check_input_count(schema_of(op), count);
+}
+
+void check_input_count(const OpSchema& s, size_t count) {
   if (count < s.min_inputs || count > s.max_inputs) {
     std::string expected = s.min_inputs == s.max_inputs ? std::to_string(s.min_inputs)
                            : s.max_inputs == SIZE_MAX   ? "at least " + std::to_string(s.min_inputs)
                                                         : std::to_string(s.min_inputs) + " to " +
                                                             std::to_string(s.max_inputs);
-    throw ArgumentError(detail::concat(op.name(), " takes ", expected, " input(s), not ", count));
+    throw ArgumentError(detail::concat(s.name(), " takes ", expected, " input(s), not ", count));
   }
 }
 

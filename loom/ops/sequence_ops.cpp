@@ -586,11 +586,26 @@ Function unpack(const Variable& x, double padding_value, bool no_mask_output,
 
 namespace loom {
 
+namespace {
+
+// new_sequence_axis_typeinfo's (scale, add): two ints, scale >= 0.
+std::pair<int64_t, int64_t> typeinfo_of(const char* function, const Dictionary& a) {
+  const std::vector<int64_t> t = attribute_ints(a.at("new_sequence_axis_typeinfo"));
+  LOOM_CHECK(t.size() == 2 && t[0] >= 0, ArgumentError, "sequence.", function,
+             ": new_sequence_axis_typeinfo must be (scale, add), two ints with scale >= 0");
+  return {t[0], t[1]};
+}
+
+}  // namespace
+
 std::vector<OpSchema> sequence_schemas() {
   using namespace sequence;
   const OnnxMapping kNoOnnx{.none_because = "ONNX's tensors have no sequence axis"};
   const std::vector<ConformanceCase> steps = {{{{NDShape{3}}}, {}, false}};
   const ConformanceInput condition{.shape = NDShape{}, .low = 0, .high = 1.99, .integers = true};
+  // CNTK's (scale, add) of a new sequence axis, None by default (no attribute).
+  const OpParam typeinfo{
+      .name = "new_sequence_axis_typeinfo", .type = ParamType::Ints, .none_default = true};
   // An op of cntk.sequence's (loom.sequence) with one input, seq, and no attributes.
   auto of_seq = [&](const OpDef& op, const char* python, const char* doc) {
     return OpSchema{&op, 1, 1, python, "sequence", {{"seq"}}, false, doc, kNoOnnx, steps};
@@ -638,13 +653,47 @@ std::vector<OpSchema> sequence_schemas() {
        "the positions of condition's nonzero steps, repeated by their value, as a new sequence",
        kNoOnnx,
        {{{condition}, {}, false}}},
-      hand_bound(kGather, 2, 2, {{{{NDShape{2}}, condition}, {}, false}}),
+      {.op = &kGather,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "gather",
+       .module = "sequence",
+       .params = {{"seq"}, {"condition"}, typeinfo},
+       .doc = "the steps of seq where condition is nonzero, as a new sequence; "
+              "new_sequence_axis_typeinfo (scale, add): its axis's length is scale * seq's + add",
+       .onnx = kNoOnnx,
+       .conformance = {{{{NDShape{2}}, condition}, {}, false}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             if (!a.contains("new_sequence_axis_typeinfo")) return gather(in[0], in[1], name);
+             const auto [scale, add] = typeinfo_of("gather", a);
+             return gather(in[0], in[1], {size_t(scale), int(add)}, name);
+           }},
       // Its input on where's new axis: sequence.gather(x, condition).
-      hand_bound(
-          kScatter, 2, 2,
-          {{{{.shape = NDShape{2}, .through = "SequenceGather", .through_with = 1}, condition},
-            {},
-            false}}),
+      {.op = &kScatter,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "scatter",
+       .module = "sequence",
+       .params = {{"seq"}, {"condition"}, typeinfo},
+       .doc = "seq's steps placed at the steps where condition is nonzero, zeros elsewhere, on "
+              "condition's sequence axis (new_sequence_axis_typeinfo: None or (1, 0))",
+       .onnx = kNoOnnx,
+       .conformance = {{{{.shape = NDShape{2}, .through = "SequenceGather", .through_with = 1},
+                         condition},
+                        {},
+                        false}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             if (a.contains("new_sequence_axis_typeinfo")) {
+               const auto [scale, add] = typeinfo_of("scatter", a);
+               LOOM_CHECK(scale == 1 && add == 0, ArgumentError,
+                          "sequence.scatter: new_sequence_axis_typeinfo (", scale, ", ", add,
+                          ") is not supported; Loom's scatter gives condition's sequence axis: "
+                          "give None or (1, 0)");
+             }
+             return scatter(in[0], in[1], name);
+           }},
       // A free first axis: the minibatch's longest sequence, padded.
       hand_bound(kUnpack, 1, 1,
                  {{.inputs = {{NDShape{2}}},
@@ -652,6 +701,47 @@ std::vector<OpSchema> sequence_schemas() {
                    .batch = false,
                    .padding = 0.5}}),
       hand_bound(kUnpackMask, 1, 1, {{.inputs = {{NDShape{2}}}, .batch = false}}),
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "softmax",
+       .module = "sequence",
+       .params = {{"seq"}},
+       .doc = "the softmax of each sequence's steps, elementwise over the steps",
+       .onnx = kNoOnnx,
+       .conformance = steps,
+       .build = [](std::vector<Variable> in, const Dictionary&,
+                   const std::string& name) { return sequence::softmax(in[0], name); }},
+      // Its data and its mask, or (no_mask_output) the data alone.
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "unpack",
+       .module = "sequence",
+       .params = {{"x"},
+                  {"padding_value", ParamType::Double},
+                  {"no_mask_output", ParamType::Bool, kUnpackNoMaskOutput}},
+       .doc = "each sequence as a sample [longest sequence, ...] padded with padding_value, and "
+              "(unless no_mask_output) the mask [longest sequence]: 1 at a step, 0 at padding",
+       .onnx = kNoOnnx,
+       .conformance = {{.inputs = {{NDShape{2}}},
+                        .attributes = Dictionary({{"padding_value", 0.5}}),
+                        .batch = false,
+                        .padding = 0.5},
+                       {.inputs = {{.shape = NDShape{2}, .differentiated = false}},
+                        .attributes = Dictionary({{"padding_value", 0.0}}),
+                        .batch = false,
+                        .output = 1},
+                       {.inputs = {{NDShape{2}}},
+                        .attributes =
+                            Dictionary({{"padding_value", -1.0}, {"no_mask_output", true}}),
+                        .batch = false,
+                        .padding = -1}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             return sequence::unpack(in[0], a.get<double>("padding_value"),
+                                     a.get<bool>("no_mask_output"), name);
+           }},
   };
 }
 }  // namespace loom

@@ -1,6 +1,7 @@
 #include "loom/ops/shape_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 
@@ -659,6 +660,15 @@ Dictionary pad_attributes(std::vector<int64_t> pattern, int64_t mode, double val
       {{"pattern", int_list_attribute(pattern)}, {"mode", mode}, {"constant_value", value}});
 }
 
+// depth_to_space's and space_to_depth's block_size, which Python gives as a number: an integer
+// of at least 1 (CNTK takes 2.0 as 2).
+size_t block_size_of(const char* function, const Dictionary& a) {
+  const double b = a.get<double>("block_size");
+  LOOM_CHECK(b >= 1 && b == std::floor(b), ArgumentError, function,
+             ": block_size must be an integer of at least 1, not ", b);
+  return size_t(b);
+}
+
 }  // namespace
 
 std::vector<OpSchema> shape_schemas() {
@@ -685,9 +695,62 @@ std::vector<OpSchema> shape_schemas() {
        {{{x}, Dictionary({{"shape", NDShape{4, 3}}})},
         {{x3}, Dictionary({{"shape", NDShape{6}}, {"begin_axis", 0}, {"end_axis", -1}})},
         {{x3}, Dictionary({{"shape", NDShape{2, NDShape::kInferred}}, {"begin_axis", 2}})}}},
-      hand_bound(
-          kSlice, 1, 1,
-          {{{x}, Dictionary({{"axis", int64_t{1}}, {"begin", int64_t{1}}, {"end", int64_t{3}}})}}),
+      {.op = &kSlice,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "slice",
+       .params = {{"x"},
+                  {"axis", ParamType::Axis},
+                  {"begin_index", ParamType::Int, {}, "begin"},
+                  {"end_index", ParamType::Int, {}, "end"}},
+       .doc = "the elements [begin_index, end_index) along static axis axis (negative: from the "
+              "end; end_index 0: to the end)",
+       .onnx = {.op_type = "Slice"},  // loom/deploy's own code exports and imports it
+       .conformance =
+           {{{x}, Dictionary({{"axis", int64_t{1}}, {"begin", int64_t{1}}, {"end", int64_t{3}}})},
+            {{x3},
+             Dictionary({{"axis", int64_t{-3}}, {"begin", int64_t{-1}}, {"end", int64_t{0}}})}},
+       .build =
+           [](std::vector<Variable> inputs, const Dictionary& a, const std::string& name) {
+             return slice(inputs[0], attribute_axis(a.at("axis")), int(a.get<int64_t>("begin")),
+                          int(a.get<int64_t>("end")), name);
+           }},
+      {.op = nullptr,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "times_transpose",
+       .params = {{"left"}, {"right"}},
+       .doc = "left times right transposed (right of rank 1 or 2)",
+       .conformance = {{{{NDShape{3}}, {NDShape{2, 3}, false}}},
+                       {{{NDShape{3}}, {NDShape{3}, false}}}},
+       .build =
+           [](std::vector<Variable> inputs, const Dictionary&, const std::string& name) {
+             return times_transpose(inputs[0], inputs[1], name);
+           }},
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "depth_to_space",
+       .params = {{"operand"}, {"block_size", ParamType::Double}},
+       .doc = "the channels of operand [C, H, W] moved into blocks of block_size x block_size "
+              "pixels: [C / block_size^2, H * block_size, W * block_size]",
+       .conformance = {{{{NDShape{8, 2, 3}}}, Dictionary({{"block_size", 2.0}})}},
+       .build =
+           [](std::vector<Variable> inputs, const Dictionary& a, const std::string& name) {
+             return depth_to_space(inputs[0], block_size_of("depth_to_space", a), name);
+           }},
+      {.op = nullptr,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "space_to_depth",
+       .params = {{"operand"}, {"block_size", ParamType::Double}},
+       .doc = "blocks of block_size x block_size pixels of operand [C, H, W] moved into the "
+              "channels: [C * block_size^2, H / block_size, W / block_size]",
+       .conformance = {{{{NDShape{2, 4, 6}}}, Dictionary({{"block_size", 2.0}})}},
+       .build =
+           [](std::vector<Variable> inputs, const Dictionary& a, const std::string& name) {
+             return space_to_depth(inputs[0], block_size_of("space_to_depth", a), name);
+           }},
       {.op = &kSplice,
        .min_inputs = 1,
        .max_inputs = SIZE_MAX,

@@ -171,12 +171,38 @@ Function make(const SoftmaxOp& op, const Variable& x, const Axis& axis, const st
 }  // namespace
 
 std::vector<OpSchema> softmax_schemas() {
-  const std::vector<ConformanceCase> cases = {
-      {{{NDShape{3, 4}}}, Dictionary({{"axis", int64_t{-1}}, {"all_static_axes", false}})},
-      {{{NDShape{3, 4}}}, Dictionary({{"axis", int64_t{0}}, {"all_static_axes", true}})}};
+  // Python's axis is one attribute, an axis (None: all static axes); the op stores it as two,
+  // "axis" (an index) and "all_static_axes", which model files keep: build converts.
+  const ConformanceInput x{NDShape{3, 4}};
   return {
-      hand_bound(kSoftmax, 1, 1, cases),
-      hand_bound(kLogSoftmax, 1, 1, cases),
+      {.op = &kSoftmax,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "softmax",
+       .params = {{"x"}, {"axis", ParamType::Axis, axis_attribute(Axis::all_static_axes())}},
+       .doc = "exp(x) normalized to sum 1 along static axis axis (None: over all static axes)",
+       .onnx = {.op_type = "Softmax"},  // loom/deploy's own code exports and imports it
+       .conformance = {{{x}, Dictionary({{"axis", int64_t{-1}}})},
+                       {{x}, Dictionary({{"axis", axis_attribute(Axis::all_static_axes())}})}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             return softmax(in[0], attribute_axis(a.at("axis")), name);
+           }},
+      // None is the last static axis here (CNTK's C++ default Axis(0), the last in Python's
+      // order).
+      {.op = &kLogSoftmax,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "log_softmax",
+       .params = {{"x"}, {"axis", ParamType::Axis, axis_attribute(Axis::all_static_axes())}},
+       .doc = "x - log(sum(exp(x))) along static axis axis (None: the last)",
+       .onnx = {.op_type = "LogSoftmax"},  // loom/deploy's own code exports and imports it
+       .conformance = {{{x}}, {{x}, Dictionary({{"axis", int64_t{0}}})}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             const Axis axis = attribute_axis(a.at("axis"));
+             return log_softmax(in[0], axis.is_all_static() ? Axis(-1) : axis, name);
+           }},
       {&kHardmax,
        1,
        1,

@@ -78,7 +78,8 @@ def cross_entropy_with_softmax(output_vector, target_vector, axis=-1, name=''):
         # @Function): the primitive, which checks the shapes when they are known.
         if shape:
             _static_axis('cross_entropy_with_softmax', axis, shape)
-        return _loom.ops.cross_entropy_with_softmax(z, t, name)
+        from loom import ops
+        return ops.cross_entropy_with_softmax(z, t, name=name)
     index = _static_axis('cross_entropy_with_softmax', axis, shape)
     _same_shapes('cross_entropy_with_softmax', z, t, ('output_vector', 'target_vector'))
     from loom import ops

@@ -36,7 +36,8 @@ def classification_error(output_vector, target_vector, axis=-1,
         # A vector, or a placeholder's shape not known yet: the primitive checks it later.
         if shape:
             _static_axis('classification_error', axis, shape)
-        return _loom.ops.classification_error(z, t, int(topN), name)
+        from loom import ops
+        return ops.classification_error(z, t, int(topN), name=name)
     index = _static_axis('classification_error', axis, shape)
     if topN != 1:
         raise ArgumentError('classification_error: topN is not supported along an axis of a '

@@ -2,10 +2,9 @@
 // operators of Variables and Functions. Operands may be numbers or numpy arrays wherever a
 // Variable is expected: they become constants of the other operand's dtype. The ops of the op
 // table that have a Python function (loom/ops/op_schema.h) are reached through _op_table and
-// _apply_op, from which python/loom/ops/_table.py makes the functions; the rest are bound here
-// by hand.
+// _apply_op, from which python/loom/ops/_table.py makes the functions; the convolution family,
+// whose per-axis arguments python/loom/ops/__init__.py converts, is bound here by hand.
 #include <algorithm>
-#include <cmath>
 
 #include "loom/ops/op_schema.h"
 #include "python/src/binding.h"
@@ -46,6 +45,8 @@ const char* type_name(ParamType type) {
       return "tensors";
     case ParamType::Double:
       return "double";
+    case ParamType::Doubles:
+      return "doubles";
     case ParamType::Int:
       return "int";
     case ParamType::Bool:
@@ -73,6 +74,8 @@ std::string expected(ParamType type) {
       return "an axis (int, Axis or None)";
     case ParamType::Double:
       return "a number";
+    case ParamType::Doubles:
+      return "a number or a list of numbers";
     case ParamType::Int:
       return "an int";
     case ParamType::Ints:
@@ -145,6 +148,13 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
     switch (type) {
       case ParamType::Double:  // pybind11's double takes Python and numpy numbers, no strings
         return value.cast<double>();
+      case ParamType::Doubles: {
+        DictionaryVector numbers;
+        for (py::handle v :
+             is_list(value) ? py::tuple(value.cast<py::sequence>()) : py::make_tuple(value))
+          numbers.emplace_back(v.cast<double>());
+        return numbers;
+      }
       case ParamType::Int:
         if (!py::isinstance<py::bool_>(value)) return value.cast<int64_t>();
         break;
@@ -225,11 +235,12 @@ py::list op_table_entries() {
     py::list params;
     for (const OpParam& p : ps)
       params.append(py::make_tuple(p.name, type_name(p.type),
-                                   p.type == ParamType::OptionalTensor ? py::none()
-                                   : p.default_value.has_value()       ? python_default(p)
-                                                                       : required));
+                                   p.type == ParamType::OptionalTensor || p.none_default
+                                       ? py::none()
+                                   : p.default_value.has_value() ? python_default(p)
+                                                                 : required));
     py::dict entry;
-    entry["op"] = s.op->name();
+    entry["op"] = s.name();
     entry["variant"] = variant;
     entry["python"] = python;
     entry["module"] = module;
@@ -248,9 +259,9 @@ py::list op_table_entries() {
   return entries;
 }
 
-// The op named op_name applied to inputs (numbers and arrays among them become constants) and
-// to attributes given by their parameters' names, as its function `variant` (an index in
-// OpSchema::variants; -1: the op's own).
+// The op named op_name (OpSchema::name) applied to inputs (numbers and arrays among them become
+// constants) and to attributes given by their parameters' names, as its function `variant` (an
+// index in OpSchema::variants; -1: the op's own).
 Function apply_op(const std::string& op_name, const py::sequence& inputs,
                   const py::dict& attributes, const std::string& name, int variant) {
   const OpSchema* schema = find_schema(op_name);
@@ -267,16 +278,11 @@ Function apply_op(const std::string& op_name, const py::sequence& inputs,
         std::find_if(params.begin(), params.end(), [&k](const OpParam& q) { return k == q.name; });
     if (p == params.end() || is_tensor(p->type))
       throw ArgumentError(op_name + " has no attribute '" + k + "'");
+    if (p->none_default && value.is_none()) continue;
     DictionaryValue attribute = attribute_of(function, k, p->type, value);
-    if (attribute.has_value()) values[k] = std::move(attribute);
+    if (attribute.has_value()) values[p->attribute_key()] = std::move(attribute);
   }
   return schema->apply(operands(inputs), values, name, v);
-}
-
-Axis axis_of(py::handle axis) {
-  if (axis.is_none()) return Axis::all_static_axes();
-  if (py::isinstance<Axis>(axis)) return axis.cast<Axis>();
-  return Axis(axis.cast<int>());
 }
 
 // x[i], x[a:b], x[i, a:b, ...] as slices along the static axes (an index keeps its axis).
@@ -421,12 +427,6 @@ void add_ops(py::module_ m) {
       .def(py::init<>())
       .def_readonly("reduction_rank", &ConvolutionOptions::reduction_rank)
       .def_readonly("groups", &ConvolutionOptions::groups);
-  py::class_<MeanVarianceNormalizationOptions>(m, "MeanVarianceNormalizationOptions")
-      .def(py::init<>())
-      .def_readonly("epsilon", &MeanVarianceNormalizationOptions::epsilon)
-      .def_readonly("use_stats_across_channels",
-                    &MeanVarianceNormalizationOptions::use_stats_across_channels)
-      .def_readonly("do_variance_scaling", &MeanVarianceNormalizationOptions::do_variance_scaling);
   py::class_<ConvolutionTransposeOptions>(m, "ConvolutionTransposeOptions")
       .def(py::init<>())
       .def_readonly("reduction_rank", &ConvolutionTransposeOptions::reduction_rank);
@@ -447,102 +447,6 @@ void add_ops(py::module_ m) {
         py::arg("name") = "", py::arg("variant") = -1);
   // CNTK's seed argument that stands for auto_select (as None does).
   m.attr("SentinelValueForAutoSelectRandomSeed") = kAutoSelectRandomSeed;
-  // CNTK's sum(*operands) and mean(*operands); loom/ops/__init__.py takes the varargs.
-  m.def(
-      "_sum", [](const py::sequence& xs, const std::string& n) { return sum(operands(xs), n); },
-      py::arg("operands"), py::arg("name") = "");
-  m.def(
-      "_mean", [](const py::sequence& xs, const std::string& n) { return mean(operands(xs), n); },
-      py::arg("operands"), py::arg("name") = "");
-  auto binary = [&m](const char* name, Binary op, const char* a, const char* b) {
-    m.def(
-        name,
-        [op](py::handle x, py::handle y, const std::string& n) {
-          auto [u, v] = operands(x, y);
-          return op(u, v, n);
-        },
-        py::arg(a), py::arg(b), py::arg("name") = "");
-  };
-  binary("cross_entropy_with_softmax", &cross_entropy_with_softmax, "output_vector",
-         "target_vector");
-  m.def(
-      "classification_error",
-      [](py::handle z, py::handle target, size_t top_n, const std::string& n) {
-        auto [u, v] = operands(z, target);
-        return classification_error(u, v, top_n, n);
-      },
-      py::arg("output_vector"), py::arg("target_vector"),
-      py::arg("topN") = kClassificationErrorTopN, py::arg("name") = "");
-  m.def(
-      "softmax",
-      [](py::handle x, py::handle axis, const std::string& n) {
-        return softmax(as_variable(x), axis_of(axis), n);  // None: all static axes (CNTK's)
-      },
-      py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
-  m.def(
-      "log_softmax",
-      [](py::handle x, py::handle axis, const std::string& n) {
-        return log_softmax(as_variable(x), axis.is_none() ? Axis(-1) : axis_of(axis), n);
-      },
-      py::arg("x"), py::arg("axis") = py::none(), py::arg("name") = "");
-  m.def(
-      "slice",
-      [](py::handle x, py::handle axis, int begin, int end, const std::string& n) {
-        return slice(as_variable(x), axis_of(axis), begin, end, n);
-      },
-      py::arg("x"), py::arg("axis"), py::arg("begin_index"), py::arg("end_index"),
-      py::arg("name") = "");
-  binary("times_transpose", &times_transpose, "left", "right");
-  // block_size: an int, or a float of an int's value (CNTK's check).
-  auto block = [](const char* op, py::handle b) {
-    double v = 0;
-    try {
-      v = b.cast<double>();
-    } catch (const py::cast_error&) {
-      throw py::type_error(std::string(op) + ": block_size must be an int, not " +
-                           py::str(py::type::of(b).attr("__name__")).cast<std::string>());
-    }
-    if (py::isinstance<py::bool_>(b) || v != std::floor(v) || v < 1)
-      throw ArgumentError(std::string(op) + ": block_size must be an integer of at least 1, not " +
-                          py::repr(b).cast<std::string>());
-    return size_t(v);
-  };
-  m.def(
-      "depth_to_space",
-      [block](py::handle x, py::handle block_size, const std::string& n) {
-        return depth_to_space(as_variable(x), block("depth_to_space", block_size), n);
-      },
-      py::arg("operand"), py::arg("block_size"), py::arg("name") = "");
-  m.def(
-      "space_to_depth",
-      [block](py::handle x, py::handle block_size, const std::string& n) {
-        return space_to_depth(as_variable(x), block("space_to_depth", block_size), n);
-      },
-      py::arg("operand"), py::arg("block_size"), py::arg("name") = "");
-  // per_dim_mean_variance_normalize, image_scaler: python/loom/ops/__init__.py gives them
-  // CNTK's signatures.
-  m.def("_per_dim_mean_variance_normalize",
-        [](py::handle x, py::handle mean, py::handle inv_stddev, const std::string& n) {
-          std::vector<Variable> v = operands(py::make_tuple(x, mean, inv_stddev));
-          return per_dim_mean_variance_normalize(v[0], v[1], v[2], n);
-        });
-  m.def("_mean_variance_normalization",
-        [](py::handle x, double epsilon, bool across, bool scaling, const std::string& n) {
-          return mean_variance_normalization(as_variable(x), {epsilon, across, scaling}, n);
-        });
-  m.def("_image_scaler",
-        [](py::handle x, double scalar, const std::vector<double>& biases, const std::string& n) {
-          return image_scaler(as_variable(x), scalar, biases, n);
-        });
-  // crop_automatic(_with_ancestors): python/loom/ops/__init__.py gives them CNTK's signatures.
-  m.def("_crop_automatic", [](py::handle x, py::handle ref, const std::string& n) {
-    return crop_automatic(as_variable(x), as_variable(ref), n);
-  });
-  m.def("_crop_automatic_with_ancestors",
-        [](py::handle x, py::handle ref, py::handle ax, py::handle aref, const std::string& n) {
-          return crop_automatic_with_ancestors(as_variable(x), as_variable(ref), as_variable(ax),
-                                               as_variable(aref), n);
-        });
   // convolution, convolution_transpose, pooling, unpooling, batch_normalization:
   // python/loom/ops/__init__.py gives them CNTK's signatures and makes each per-axis option a
   // list (one value, or one per axis).

@@ -6,8 +6,6 @@ from loom import _loom
 from loom._loom.io import INFINITELY_REPEAT  # noqa: F401 (CNTK's cntk.ops has it too)
 from loom._loom.ops import constant, input_variable, parameter, placeholder
 from loom._loom.ops import SentinelValueForAutoSelectRandomSeed  # noqa: F401 (CNTK's)
-from loom._loom.ops import (classification_error, cross_entropy_with_softmax, depth_to_space,
-                            log_softmax, slice, softmax, space_to_depth, times_transpose)
 from loom.ops import functions, sequence  # noqa: F401
 from loom.ops._table import associative_multi_arg  # noqa: F401
 from loom.ops._table import op_functions as _op_functions
@@ -23,7 +21,6 @@ globals().update(_op_functions('ops'))
 # The C++ ops' defaults, which the keyword arguments take.
 _CONV = _loom.ops.ConvolutionOptions()
 _CONV_T = _loom.ops.ConvolutionTransposeOptions()
-_MVN = _loom.ops.MeanVarianceNormalizationOptions()
 
 # pooling()'s and unpooling()'s types (CNTK's values).
 MAX_POOLING = 0
@@ -66,16 +63,6 @@ def as_block(composite, block_arguments_map, block_op_name, block_instance_name=
     return _loom.ops.as_block(composite, block_arguments_map, block_op_name, block_instance_name)
 
 
-def sum(*operands, name=''):  # noqa: A001 (CNTK's name)
-    """The elementwise sum of the operands, broadcasting (varargs or a list)."""
-    return _loom.ops._sum(_operands(operands), name)
-
-
-def mean(*operands, name=''):
-    """The elementwise mean of the operands, broadcasting (varargs or a list)."""
-    return _loom.ops._mean(_operands(operands), name)
-
-
 def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
     """A stand-in for the op custom_op, which only an ONNX consumer computes: a Function of the
     declared output_shape and output_data_type over the operands (varargs or a list; a Function
@@ -92,43 +79,6 @@ def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_n
     return _loom.ops._apply_op('CustomProxyOp', unfolded,
                                {'custom_op': custom_op, 'output_shape': output_shape,
                             'output_data_type': output_data_type}, name)
-
-
-def crop_automatic(node_input, node_referent, name=''):
-    """node_input cropped to node_referent's height and width (the two trailing axes) at the
-    offsets that align them, computed from the ops between the two and their common ancestor
-    (convolutions and poolings by stride and window centre, elementwise ops as the identity)."""
-    return _loom.ops._crop_automatic(node_input, node_referent, name)
-
-
-def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, ancestor_referent,
-                                  name=''):
-    """crop_automatic() where node_input and node_referent descend from different, aligned
-    nodes: ancestor_input (above node_input) and ancestor_referent (above node_referent) count as
-    one."""
-    return _loom.ops._crop_automatic_with_ancestors(node_input, node_referent, ancestor_input,
-                                                    ancestor_referent, name)
-
-
-def per_dim_mean_variance_normalize(operand, mean, inv_stddev, name=''):
-    """(operand - mean) * inv_stddev, elementwise with broadcasting (mean and inv_stddev:
-    variables, numbers or arrays, made constants of operand's dtype)."""
-    return _loom.ops._per_dim_mean_variance_normalize(operand, mean, inv_stddev, name)
-
-
-def image_scaler(x, scalar, biases, name=''):
-    """x [channels, height, width] * scalar + biases[c] on channel c (one bias per channel)."""
-    return _loom.ops._image_scaler(x, float(scalar), [float(b) for b in biases], name)
-
-
-def mean_variance_normalization(operand, epsilon=_MVN.epsilon,
-                                use_stats_across_channels=_MVN.use_stats_across_channels,
-                                do_variance_scaling=_MVN.do_variance_scaling, name=''):
-    """operand minus its mean, divided (do_variance_scaling) by its standard deviation plus
-    epsilon; the statistics per channel (the first axis) or, use_stats_across_channels, over
-    the whole sample."""
-    return _loom.ops._mean_variance_normalization(operand, epsilon, use_stats_across_channels,
-                                                  do_variance_scaling, name)
 
 
 def _per_axis(value, kind=int):

@@ -41,8 +41,10 @@ def _function(entry):
         if not isinstance(given['name'], str):  # an operand too many, as in minus(a, b, c)
             raise TypeError(f"{entry['python']}(): name must be a str, not "
                             f"{type(given['name']).__name__}")
-        if varargs:
+        if varargs:  # the operands, or one list or tuple of them (CNTK's sum([a, b]))
             inputs = list(given.get(varargs[0], ()))
+            if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+                inputs = list(inputs[0])
         else:
             inputs = [given[name] for name in tensors]
             while inputs and inputs[-1] is None:  # optional inputs left out (they come last)

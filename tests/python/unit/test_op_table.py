@@ -154,6 +154,19 @@ ORACLES.update({
                [U, (0, 2.99)]),
 })
 
+# Composites (ops made of other ops: loom/ops/op_schema.h) and the ops whose parameters convert
+# (softmax's axis, log_softmax's None, slice's keys), on samples [3, 4].
+ORACLES.update({
+    'softmax': (lambda x: np.exp(x) / np.exp(x).sum(axis=(1, 2), keepdims=True), [U]),
+    'log_softmax': (lambda x: x - _log_sum_exp(x, -1, keepdims=True), [U]),  # None: the last
+    'slice': (lambda x: x[:, :, 1:3], [U], {'axis': 1, 'begin_index': 1, 'end_index': 3}),
+    'sum': (np.add, [U, U]),
+    'mean': (lambda a, b: (a + b) / 2, [U, U]),
+    'per_dim_mean_variance_normalize': (lambda x, m, s: (x - m) * s, [U, U, U]),
+    'mean_variance_normalization': (
+        lambda x: (x - x.mean(2, keepdims=True)) / (x.std(2, keepdims=True) + 1e-5), [U]),
+})
+
 TOLERANCE = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
 SAMPLE = (3, 4)
 BATCH = 5
@@ -195,7 +208,12 @@ OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roip
              # test_indexing_ops.py: two outputs
              'top_k',
              # varargs, no broadcasting: test_splice_* below
-             'splice'}
+             'splice',
+             # composites of their own tests: below, test_crop_ops.py,
+             # test_input_normalization_ops.py, test_losses.py and test_metrics.py
+             'times_transpose', 'depth_to_space', 'space_to_depth', 'image_scaler',
+             'crop_automatic', 'crop_automatic_with_ancestors', 'cross_entropy_with_softmax',
+             'classification_error'}
 
 
 def test_every_function_of_the_table_has_an_oracle():
@@ -280,9 +298,11 @@ def test_signatures_are_cntks():
         "(flag, value_if_true, value_if_false, name='')"
     params = inspect.signature(C.selu).parameters
     assert params['scale'].default == SELU_SCALE and params['alpha'].default == SELU_ALPHA
+    # loom.X of these is loom.losses' and loom.metrics' (along an axis too), as CNTK's top level
+    reexported = {'cross_entropy_with_softmax', 'classification_error'}
     for name in _table_names():
         f = getattr(C.ops, name)
-        assert f is getattr(C, name)
+        assert f is getattr(C, name) or name in reexported
         assert f.__name__ == f.__qualname__ == name
         assert f.__module__ == 'loom.ops'
         assert f.__doc__
@@ -715,7 +735,7 @@ def test_shape_op_parameters_refuse_other_types():
         C.pad(x, [(1, 1), (1, 1)], mode='reflect')
     with pytest.raises(TypeError, match="reshape: 'shape' must be a shape"):
         C.reshape(x, [1.5, 8])
-    with pytest.raises(TypeError, match='depth_to_space: block_size must be an int, not str'):
+    with pytest.raises(TypeError, match="depth_to_space: 'block_size' must be a number, not str"):
         C.depth_to_space(C.reshape(x, (12, 1, 1)), '2')
 
 
@@ -857,3 +877,137 @@ def test_sequence_slice_from_the_table():
         C.sequence.slice(s, 2, 1)
     with pytest.raises(TypeError, match="slice: 'begin_index' must be"):
         C.sequence.slice(s, 0.5, 1)
+
+
+# Composites: CNTK's functions made of other ops, from the table like the primitives.
+COMPOSITE_SIGNATURES = {
+    'ops.times_transpose': "(left, right, name='')",
+    'ops.depth_to_space': "(operand, block_size, name='')",
+    'ops.space_to_depth': "(operand, block_size, name='')",
+    'ops.per_dim_mean_variance_normalize': "(operand, mean, inv_stddev, name='')",
+    'ops.mean_variance_normalization':
+        "(operand, epsilon=1e-05, use_stats_across_channels=False, do_variance_scaling=True, "
+        "name='')",
+    'ops.image_scaler': "(x, scalar, biases, name='')",
+    'ops.crop_automatic': "(node_input, node_referent, name='')",
+    'ops.crop_automatic_with_ancestors':
+        "(node_input, node_referent, ancestor_input, ancestor_referent, name='')",
+    'ops.sum': "(*operands, name='')",
+    'ops.mean': "(*operands, name='')",
+    'sequence.softmax': "(seq, name='')",
+    'sequence.unpack': "(x, padding_value, no_mask_output=False, name='')",
+    'sequence.delay': "(x, initial_state=None, time_step=1, name='')",
+}
+
+
+@pytest.mark.parametrize('path', sorted(COMPOSITE_SIGNATURES))
+def test_composites_come_from_the_table_with_cntks_signatures(path):
+    module, name = path.split('.')
+    entries = [e for e in _loom.ops._op_table() if e['module'] == module and e['python'] == name]
+    assert [e['op'] for e in entries] == [path]  # a composite's name is its Python path
+    f = getattr(getattr(C, module), name)
+    assert str(inspect.signature(f)) == COMPOSITE_SIGNATURES[path]
+    assert f.__module__ == 'loom.' + module and f.__doc__
+
+
+def test_a_composite_saves_as_the_ops_it_is_made_of(tmp_path):
+    x = C.sequence.input_variable(2)
+    f = C.sequence.softmax(x, name='s')
+    assert f.name == 's' and f.root_function.op_name == 'ElementDivide'
+    f.save(str(tmp_path / 'm.model'))
+    g = C.load_model(str(tmp_path / 'm.model'))
+    data = [np.array([[1, 2], [3, 5]], np.float32), np.array([[0, 1]], np.float32)]
+    expected = [np.exp(d) / np.exp(d).sum(axis=0) for d in data]
+    for out in (f.eval({x: data}), g.eval({g.arguments[0]: data})):
+        for got, want in zip(out, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_table_signatures_of_converted_parameters_are_cntks():
+    assert str(inspect.signature(C.softmax)) == "(x, axis=None, name='')"
+    assert str(inspect.signature(C.log_softmax)) == "(x, axis=None, name='')"
+    assert str(inspect.signature(C.slice)) == "(x, axis, begin_index, end_index, name='')"
+    assert str(inspect.signature(C.ops.classification_error)) == \
+        "(output_vector, target_vector, topN=1, name='')"
+    assert str(inspect.signature(C.ops.cross_entropy_with_softmax)) == \
+        "(output_vector, target_vector, name='')"
+    for f in (C.sequence.past_value, C.sequence.future_value):
+        assert str(inspect.signature(f)) == "(x, initial_state=None, time_step=1, name='')"
+    for f in (C.sequence.gather, C.sequence.scatter):
+        assert str(inspect.signature(f)) == \
+            "(seq, condition, new_sequence_axis_typeinfo=None, name='')"
+
+
+def test_gather_and_scatter_take_new_sequence_axis_typeinfo():
+    x, cond = C.sequence.input_variable(2), C.sequence.input_variable(1)
+    data = {x: [np.array([[1, 2], [3, 4], [5, 6]], np.float32)],
+            cond: [np.array([[1], [0], [1]], np.float32)]}
+    for typeinfo in (None, (1, 0)):
+        picked = C.sequence.gather(x, cond, typeinfo)
+        np.testing.assert_array_equal(picked.eval(data)[0], [[1, 2], [5, 6]])
+        back = C.sequence.scatter(C.sequence.gather(x, cond), cond, typeinfo)
+        np.testing.assert_array_equal(back.eval(data)[0], [[1, 2], [0, 0], [5, 6]])
+    with pytest.raises(C.ArgumentError, match=r'scatter: new_sequence_axis_typeinfo \(2, 0\)'):
+        C.sequence.scatter(x, cond, (2, 0))
+    with pytest.raises(C.ArgumentError, match='gather: new_sequence_axis_typeinfo must be'):
+        C.sequence.gather(x, cond, (1, 0, 1))
+
+
+def test_parameters_stored_under_other_keys_save_and_load(tmp_path):
+    # slice's begin_index and end_index are stored as "begin" and "end", classification_error's
+    # topN as "top_n": the keys model files have.
+    x = C.input_variable((3, 4), name='x')
+    z, t = C.input_variable(3, name='z'), C.input_variable(3, name='t')
+    f = C.combine(C.slice(x, 1, begin_index=1, end_index=3),
+                  C.ops.classification_error(z, t, topN=2))
+    f.save(str(tmp_path / 'm.model'))
+    g = C.load_model(str(tmp_path / 'm.model'))
+    data = {x: np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+            z: np.array([[1, 3, 2], [3, 2, 1]], np.float32),
+            t: np.array([[0, 1, 0], [0, 0, 1]], np.float32)}
+    for h in (f, g):
+        args = {a: data[next(v for v in data if v.name == a.name)] for a in h.arguments}
+        out = [np.asarray(o) for o in h.eval(args).values()]
+        assert any(o.shape == (2, 3, 2) and (o == data[x][:, :, 1:3]).all() for o in out)
+        assert any(o.shape == (2, 1) and (o.ravel() == [0, 1]).all() for o in out)
+    with pytest.raises(C.ArgumentError, match='classification_error: topN must be at least 1'):
+        C.ops.classification_error(z, t, topN=0)
+
+
+@pytest.mark.parametrize('op', ['past_value', 'future_value', 'delay'])
+def test_initial_state_none_is_a_zero_constant(op):
+    x = C.sequence.input_variable(2)
+    f = getattr(C.sequence, op)(x)
+    delayed = f.root_function
+    assert len(delayed.inputs) == 2 and delayed.inputs[1].is_constant
+    assert np.asarray(delayed.inputs[1].value).ravel().tolist() == [0]
+    data = [np.array([[1, 2], [3, 4], [5, 6]], np.float32)]
+    past = op != 'future_value'
+    expected = [[0, 0], [1, 2], [3, 4]] if past else [[3, 4], [5, 6], [0, 0]]
+    np.testing.assert_array_equal(f.eval({x: data})[0], expected)
+    given = getattr(C.sequence, op)(x, initial_state=7, time_step=2)
+    expected = [[7, 7], [7, 7], [1, 2]] if past else [[5, 6], [7, 7], [7, 7]]
+    np.testing.assert_array_equal(given.eval({x: data})[0], expected)
+
+
+def test_log_softmax_none_is_the_last_static_axis():
+    x = np.array([[1, 2, 3], [0, 0, 1]], np.float32)  # a constant: no batch axis
+    np.testing.assert_allclose(_eval(C.log_softmax(x)), x - _log_sum_exp(x, 1, keepdims=True),
+                               rtol=1e-6)
+    np.testing.assert_allclose(_eval(C.log_softmax(x, axis=0)),
+                               x - _log_sum_exp(x, 0, keepdims=True), rtol=1e-6)
+
+
+def test_sequence_unpack_gives_the_data_and_its_mask():
+    x = C.sequence.input_variable(2)
+    data = [np.array([[1, 2], [3, 4]], np.float32), np.array([[5, 6]], np.float32)]
+    f = C.sequence.unpack(x, padding_value=-1)
+    assert len(f.outputs) == 2
+    out = f.eval({x: data})
+    values = [np.asarray(v) for v in out.values()]
+    padded = next(v for v in values if v.ndim == 3)
+    mask = next(v for v in values if v.ndim == 2)
+    np.testing.assert_array_equal(padded, [[[1, 2], [3, 4]], [[5, 6], [-1, -1]]])
+    np.testing.assert_array_equal(mask, [[1, 1], [1, 0]])
+    alone = C.sequence.unpack(x, 0, no_mask_output=True)
+    assert len(alone.outputs) == 1
