@@ -117,5 +117,50 @@ TEST(OpSchema, PythonVariantsAreWellFormed) {
   }
 }
 
+// A composite has no OpDef: the registry's lookups by op name (model files) pass it by, the
+// table finds it by its Python path, and apply checks its arity and fills its defaults.
+TEST(OpSchema, CompositesAreFoundByTheirPythonPathOnly) {
+  const OpSchema* s = find_schema("ops.times_transpose");
+  ASSERT_TRUE(s && !s->op && s->build);
+  EXPECT_EQ(s->name(), "ops.times_transpose");
+  EXPECT_THROW(find_op("ops.times_transpose"), ArgumentError);
+  for (const OpDef* op : all_ops()) EXPECT_NE(op, nullptr);
+  const Variable x = input_variable({3});
+  const Function f =
+      s->apply({x, parameter(NDArrayView::from_vector<float>({2, 3}, std::vector<float>(6)))}, {});
+  EXPECT_EQ(f.output().shape(), NDShape{2});
+  EXPECT_EQ(f.op_name(), "Times");  // what model files hold
+  try {
+    s->apply({x}, {});
+    FAIL();
+  } catch (const ArgumentError& e) {
+    EXPECT_STREQ(e.what(), "ops.times_transpose takes 2 input(s), not 1");
+  }
+  const Function mvn = find_schema("ops.mean_variance_normalization")->apply({x}, {});
+  EXPECT_EQ(mvn.output().shape(), NDShape{3});
+}
+
+// A parameter stored under another key: apply takes and fills the key.
+TEST(OpSchema, ParametersStoredUnderOtherKeysFillTheirKeys) {
+  const Variable z = input_variable({3}), t = input_variable({3});
+  const Function e = find_schema("ClassificationError")->apply({z, t}, {});
+  EXPECT_EQ(e.attributes().get<int64_t>("top_n"), 1);
+  EXPECT_FALSE(e.attributes().contains("topN"));
+  const Function s = find_schema("Slice")->apply(
+      {z}, Dictionary({{"axis", int64_t{0}}, {"begin", int64_t{1}}, {"end", int64_t{0}}}));
+  EXPECT_EQ(s.output().shape(), NDShape{2});
+}
+
+// past_value's initial_state left out is a zero constant input, as CNTK's None.
+TEST(OpSchema, AnInitialStateLeftOutIsAZeroConstant) {
+  const Variable x = sequence::input_variable({2});
+  for (const char* name : {"PastValue", "FutureValue", "sequence.delay"}) {
+    const Function f = find_schema(name)->apply({x}, {});
+    ASSERT_EQ(f.inputs().size(), 2u) << name;
+    EXPECT_TRUE(f.inputs()[1].is_constant()) << name;
+    EXPECT_EQ(f.inputs()[1].value().to_vector<double>(), std::vector<double>{0}) << name;
+  }
+}
+
 }  // namespace
 }  // namespace loom
