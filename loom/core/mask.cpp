@@ -10,6 +10,16 @@ NDMask::NDMask(size_t num_sequences, size_t max_length)
     for (size_t s = 0; s < rows_; ++s) set(s, 0, MaskKind::SequenceBegin);
 }
 
+NDMask NDMask::of_lengths(const std::vector<size_t>& lengths, size_t max_length,
+                          const std::vector<bool>& begins) {
+  NDMask mask(lengths.size(), max_length);
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    mask.invalidate_from(b, lengths[b]);
+    if (!begins.empty() && !begins[b] && lengths[b] > 0) mask.set(b, 0, MaskKind::Valid);
+  }
+  return mask;
+}
+
 void NDMask::invalidate_from(size_t seq, size_t pos) {
   LOOM_CHECK(seq < rows_ && pos <= cols_, ArgumentError, "invalidate_from(", seq, ", ", pos,
              ") is outside a mask of ", rows_, " sequences of length ", cols_);

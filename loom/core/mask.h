@@ -16,6 +16,11 @@ class NDMask {
  public:
   // num_sequences rows of max_length positions, all valid, each starting a sequence.
   NDMask(size_t num_sequences, size_t max_length);
+  // Sequences of the given lengths padded to max_length, each starting (SequenceBegin) unless
+  // begins says it continues (then its first position, if any, is Valid); empty begins: all
+  // start.
+  static NDMask of_lengths(const std::vector<size_t>& lengths, size_t max_length,
+                           const std::vector<bool>& begins = {});
 
   size_t num_sequences() const { return rows_; }
   size_t max_length() const { return cols_; }

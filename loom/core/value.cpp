@@ -2,8 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <mutex>
 
 namespace loom {
+
+struct Value::Packed {
+  SequenceLayout layout;
+  std::once_flag padded_once, mask_once;
+  std::optional<NDArrayView> padded;
+  std::optional<NDMask> mask;
+};
 
 Value::Value(NDArrayView data, bool is_sequence, std::optional<NDMask> mask)
     : data_(std::move(data)), is_sequence_(is_sequence), mask_(std::move(mask)) {
@@ -25,6 +34,80 @@ Value::Value(NDArrayView data, bool is_sequence, std::optional<NDMask> mask)
   }
 }
 
+Value Value::packed(NDArrayView rows, SequenceLayout layout) {
+  LOOM_CHECK(!rows.is_sparse(), ArgumentError,
+             "Value::packed: sparse rows (only dense sequences are packed)");
+  LOOM_CHECK(rows.shape().rank() >= 1 && rows.shape()[0] == layout.rows(), ShapeError,
+             "Value::packed: rows of shape ", rows.shape().to_string(), " are not the ",
+             layout.rows(), " steps of the layout's sequences");
+  LOOM_CHECK(layout.begins.size() == layout.num_sequences(), ArgumentError,
+             "Value::packed: ", layout.begins.size(), " sequence starts for ",
+             layout.num_sequences(), " sequences");
+  Value v(std::move(rows), false);
+  v.is_sequence_ = true;
+  v.packed_ = std::make_shared<Packed>();
+  v.packed_->layout = std::move(layout);
+  return v;
+}
+
+const NDArrayView& Value::data() const {
+  if (!packed_) return data_;
+  std::call_once(packed_->padded_once, [&] {
+    const SequenceLayout& l = packed_->layout;
+    const NDShape sample = sample_shape();
+    NDArrayView padded(dtype(), sample.prepend(l.max_length()).prepend(l.num_sequences()));
+    copy_steps(l, l.max_length(), sample.total_size() * size_of(dtype()), data_.raw_data(),
+               padded.raw_data(), false);
+    packed_->padded = std::move(padded);
+  });
+  return *packed_->padded;
+}
+
+const std::optional<NDMask>& Value::mask() const {
+  if (!packed_) return mask_;
+  std::call_once(packed_->mask_once, [&] {
+    const SequenceLayout& l = packed_->layout;
+    packed_->mask = NDMask::of_lengths(l.lengths, l.max_length(), l.begins);
+  });
+  return packed_->mask;
+}
+
+const NDArrayView& Value::packed_rows() const {
+  LOOM_CHECK(packed_, StateError, "packed_rows of a Value that is not packed (is_packed())");
+  return data_;
+}
+
+size_t Value::num_sequences() const {
+  return packed_ ? packed_->layout.num_sequences() : data_.shape()[0];
+}
+
+size_t Value::max_sequence_length() const {
+  if (packed_) return packed_->layout.max_length();
+  return is_sequence_ ? data_.shape()[1] : 1;
+}
+
+bool Value::begins_sequence(size_t seq) const {
+  if (packed_) return packed_->layout.begins.at(seq);
+  return !mask_ || mask_->begins_sequence(seq);
+}
+
+namespace {
+// Dense sequences packed: the steps of sequence b lie back to back at steps(b).
+Value pack(DataType dtype, const NDShape& sample, std::vector<size_t> lengths,
+           std::vector<bool> begins, const std::function<const void*(size_t)>& steps) {
+  SequenceLayout l = SequenceLayout::from_lengths(std::move(lengths), std::move(begins));
+  NDArrayView rows = NDArrayView::uninitialized(dtype, sample.prepend(l.rows()));
+  const size_t bytes = sample.total_size() * size_of(dtype);
+  char* to = static_cast<char*>(rows.raw_data());
+  for (size_t b = 0; b < l.num_sequences(); ++b) {
+    const char* from = static_cast<const char*>(steps(b));
+    for (size_t t = 0; t < l.lengths[b]; ++t)
+      std::memcpy(to + l.row(b, t) * bytes, from + t * bytes, bytes);
+  }
+  return Value::packed(std::move(rows), std::move(l));
+}
+}  // namespace
+
 template <typename T>
 Value Value::create_batch(const NDShape& sample_shape, const std::vector<T>& data) {
   size_t n = sample_shape.total_size();
@@ -37,39 +120,28 @@ template <typename T>
 Value Value::create_sequences(const NDShape& sample_shape,
                               const std::vector<std::vector<T>>& sequences) {
   size_t n = sample_shape.total_size();
-  size_t max_len = 0;
+  std::vector<size_t> lengths;
   for (size_t b = 0; b < sequences.size(); ++b) {
     LOOM_CHECK(n > 0 && sequences[b].size() % n == 0, ShapeError, "create_sequences: sequence ", b,
                " has ", sequences[b].size(), " values, not a whole number of samples of shape ",
                sample_shape.to_string());
-    max_len = std::max(max_len, sequences[b].size() / n);
+    lengths.push_back(sequences[b].size() / n);
   }
-  NDArrayView data(data_type_of<T>(), sample_shape.prepend(max_len).prepend(sequences.size()));
-  NDMask mask(sequences.size(), max_len);
-  T* d = data.data<T>();
-  for (size_t b = 0; b < sequences.size(); ++b) {
-    std::copy(sequences[b].begin(), sequences[b].end(), d + b * max_len * n);
-    mask.invalidate_from(b, sequences[b].size() / n);
-  }
-  return Value(std::move(data), true, std::move(mask));
+  return pack(data_type_of<T>(), sample_shape, std::move(lengths), {},
+              [&](size_t b) { return sequences[b].data(); });
 }
 
 template <typename T>
 Value Value::create_sequences(const NDShape& sample_shape, const std::vector<T>& data,
                               const std::vector<size_t>& lengths) {
   const size_t n = sample_shape.total_size();
-  size_t total = 0;
-  for (size_t len : lengths) total += len;
-  LOOM_CHECK(total * n == data.size(), ShapeError, "create_sequences: ", data.size(),
-             " values are not the ", total, " steps of shape ", sample_shape.to_string(),
+  std::vector<size_t> first{0};  // each sequence's first step
+  for (size_t len : lengths) first.push_back(first.back() + len);
+  LOOM_CHECK(first.back() * n == data.size(), ShapeError, "create_sequences: ", data.size(),
+             " values are not the ", first.back(), " steps of shape ", sample_shape.to_string(),
              " that the lengths add up to");
-  std::vector<std::vector<T>> sequences;
-  auto next = data.begin();
-  for (size_t len : lengths) {
-    sequences.emplace_back(next, next + ptrdiff_t(len * n));
-    next += ptrdiff_t(len * n);
-  }
-  return create_sequences(sample_shape, sequences);
+  return pack(data_type_of<T>(), sample_shape, lengths, {},
+              [&](size_t b) { return data.data() + first[b] * n; });
 }
 
 namespace {
@@ -113,7 +185,7 @@ Value Value::create(const std::vector<NDArrayView>& sequences,
   LOOM_CHECK(!first.is_sparse() || sample.rank() >= 1, ShapeError,
              "Value::create: sparse sequences need a sample axis (sequence 0 has shape ",
              first.shape().to_string(), ")");
-  size_t max_len = 0;
+  std::vector<size_t> lengths;
   for (size_t b = 0; b < sequences.size(); ++b) {
     const NDArrayView& s = sequences[b];
     LOOM_CHECK(s.shape().rank() >= 1 && s.shape().sub_shape(1) == sample &&
@@ -123,31 +195,19 @@ Value Value::create(const std::vector<NDArrayView>& sequences,
                " but sequence 0 is ", first.is_sparse() ? "sparse " : "",
                loom::to_string(first.dtype()), " of shape ", first.shape().to_string(),
                ": all need one type and sample shape [length, ", sample.to_string(), "...]");
-    max_len = std::max(max_len, s.shape()[0]);
+    lengths.push_back(s.shape()[0]);
   }
-  const NDShape shape = sample.prepend(max_len).prepend(sequences.size());
-  NDMask mask(sequences.size(), max_len);
-  for (size_t b = 0; b < sequences.size(); ++b) {
-    const size_t len = sequences[b].shape()[0];
-    mask.invalidate_from(b, len);
-    if (!sequence_starts.empty() && !sequence_starts[b] && len > 0) mask.set(b, 0, MaskKind::Valid);
-  }
-  if (first.is_sparse()) {
-    size_t rows_per_step = 1;  // CSR rows: all axes but the last
-    for (size_t i = 0; i + 1 < sample.rank(); ++i) rows_per_step *= sample[i];
-    NDArrayView data = dispatch(first.dtype(), [&](auto zero) {
-      return stack_sparse<decltype(zero)>(sequences, shape, rows_per_step);
-    });
-    return Value(std::move(data), true, std::move(mask));
-  }
-  NDArrayView data(first.dtype(), shape);
-  const size_t step_bytes = sample.total_size() * size_of(first.dtype());
-  char* dst = static_cast<char*>(data.raw_data());
-  for (size_t b = 0; b < sequences.size(); ++b) {
-    const NDArrayView dense = sequences[b].to_dense();
-    std::memcpy(dst + b * max_len * step_bytes, dense.raw_data(), dense.shape()[0] * step_bytes);
-  }
-  return Value(std::move(data), true, std::move(mask));
+  if (!first.is_sparse())
+    return pack(first.dtype(), sample, std::move(lengths), sequence_starts,
+                [&](size_t b) { return sequences[b].raw_data(); });
+  const size_t max_len = *std::max_element(lengths.begin(), lengths.end());
+  size_t rows_per_step = 1;  // CSR rows: all axes but the last
+  for (size_t i = 0; i + 1 < sample.rank(); ++i) rows_per_step *= sample[i];
+  NDArrayView data = dispatch(first.dtype(), [&](auto zero) {
+    return stack_sparse<decltype(zero)>(sequences, sample.prepend(max_len).prepend(lengths.size()),
+                                        rows_per_step);
+  });
+  return Value(std::move(data), true, NDMask::of_lengths(lengths, max_len, sequence_starts));
 }
 
 namespace {
@@ -200,17 +260,19 @@ Value Value::one_hot_sequences(size_t dim, const std::vector<std::vector<size_t>
   NDArrayView data = dispatch(dtype, [&](auto zero) {
     return one_hot_rows<decltype(zero)>(dim, sequences.size() * max_len, seqs, max_len, shape);
   });
-  NDMask mask(sequences.size(), max_len);
-  for (size_t b = 0; b < sequences.size(); ++b) mask.invalidate_from(b, sequences[b].size());
-  return Value(std::move(data), true, std::move(mask));
+  std::vector<size_t> lengths;
+  for (const auto& s : sequences) lengths.push_back(s.size());
+  return Value(std::move(data), true, NDMask::of_lengths(lengths, max_len));
 }
 
 size_t Value::sequence_length(size_t seq) const {
   if (!is_sequence_) return 1;
+  if (packed_) return packed_->layout.lengths.at(seq);
   return mask_ ? mask_->sequence_length(seq) : data_.shape()[1];
 }
 
 std::vector<size_t> Value::sequence_lengths() const {
+  if (packed_) return packed_->layout.lengths;
   std::vector<size_t> out(num_sequences());
   for (size_t b = 0; b < out.size(); ++b) out[b] = sequence_length(b);
   return out;
@@ -218,6 +280,7 @@ std::vector<size_t> Value::sequence_lengths() const {
 
 size_t Value::number_of_samples() const {
   if (!is_sequence_) return num_sequences();
+  if (packed_) return packed_->layout.rows();
   size_t n = 0;
   for (size_t b = 0; b < num_sequences(); ++b) n += sequence_length(b);
   return n;
@@ -238,12 +301,16 @@ std::ostream& operator<<(std::ostream& out, const Value& v) {
 
 template <typename T>
 std::vector<std::vector<T>> Value::as_sequences() const {
-  std::vector<T> all = data_.to_vector<T>();
-  size_t n = sample_shape().total_size(), T_max = max_sequence_length();
+  const std::vector<T> all = data_.to_vector<T>();  // padded, or a packed Value's rows
+  const size_t n = sample_shape().total_size(), T_max = max_sequence_length();
   std::vector<std::vector<T>> out(num_sequences());
   for (size_t b = 0; b < out.size(); ++b) {
-    auto first = all.begin() + b * T_max * n;
-    out[b].assign(first, first + sequence_length(b) * n);
+    const size_t length = sequence_length(b);
+    out[b].resize(length * n);
+    for (size_t t = 0; t < length; ++t) {
+      const size_t row = packed_ ? packed_->layout.row(b, t) : b * T_max + t;
+      std::copy_n(all.begin() + ptrdiff_t(row * n), n, out[b].begin() + ptrdiff_t(t * n));
+    }
   }
   return out;
 }

@@ -1,15 +1,21 @@
 // Value: the data bound to a variable for one evaluation: a batch of samples [B, sample...]
-// or a batch of variable-length sequences padded to [B, T, sample...] with an NDMask saying
-// which positions are real. Sparse data (e.g. one-hot) keeps CSR storage, one row per position.
+// or a batch of variable-length sequences, either padded to [B, T, sample...] with an NDMask
+// saying which positions are real (CNTK's form), or packed: only the real steps, as rows
+// [sum of lengths, sample...] in SequenceLayout's order, which the executor reads in place.
+// Sparse data (e.g. one-hot) keeps CSR storage, one row per position, and is never packed.
+// A Value's data is not written once made (copies share it; a packed Value's padded form is
+// derived from its rows).
 #pragma once
 
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "loom/core/mask.h"
 #include "loom/core/ndarray_view.h"
+#include "loom/core/sequence_layout.h"
 
 namespace loom {
 
@@ -22,12 +28,16 @@ class Value {
   // A batch of samples from row-major data holding B * sample_shape.total_size() values.
   template <typename T>
   static Value create_batch(const NDShape& sample_shape, const std::vector<T>& data);
-  // A batch of sequences; each inner vector holds length * sample_shape.total_size() values.
+  // Sequences held packed: dense rows [layout.rows(), sample...] in the order of layout (from
+  // SequenceLayout::from_lengths; layout.begins says which sequences start in this minibatch).
+  static Value packed(NDArrayView rows, SequenceLayout layout);
+  // A batch of sequences, packed; each inner vector holds length * sample_shape.total_size()
+  // values.
   template <typename T>
   static Value create_sequences(const NDShape& sample_shape,
                                 const std::vector<std::vector<T>>& sequences);
-  // Sequences of the given lengths from row-major data holding their steps back to back
-  // (sum(lengths) * sample_shape.total_size() values).
+  // Sequences of the given lengths, packed, from row-major data holding their steps back to
+  // back (sum(lengths) * sample_shape.total_size() values).
   template <typename T>
   static Value create_sequences(const NDShape& sample_shape, const std::vector<T>& data,
                                 const std::vector<size_t>& lengths);
@@ -35,7 +45,8 @@ class Value {
   // Value.create takes a list of arrays or of CSR matrices: all dense, or all sparse CSR (one
   // CSR row per position of the last axis), of one data type and sample shape. A false
   // sequence_starts[i] marks sequence i as the continuation of one cut off by the previous
-  // minibatch (its mask begins Valid, not SequenceBegin); empty means all begin here.
+  // minibatch (its mask begins Valid, not SequenceBegin); empty means all begin here. Dense
+  // sequences are packed.
   static Value create(const std::vector<NDArrayView>& sequences,
                       const std::vector<bool>& sequence_starts = {});
   // Sparse one-hot samples of dimension dim, one per index; kOneHotSkip gives a zero vector.
@@ -47,15 +58,23 @@ class Value {
   // The index one_hot turns into a zero vector (CNTK's Value.ONE_HOT_SKIP).
   static constexpr size_t kOneHotSkip = static_cast<size_t>(-1);
 
-  const NDArrayView& data() const { return data_; }
+  // [B, sample...], or padded sequences [B, T, sample...]: a packed Value pads its rows on the
+  // first call (from any thread), once for all its copies.
+  const NDArrayView& data() const;
   DataType dtype() const { return data_.dtype(); }
   bool is_sequence() const { return is_sequence_; }
   bool is_sparse() const { return data_.is_sparse(); }
-  const std::optional<NDMask>& mask() const { return mask_; }
-  NDShape sample_shape() const { return data_.shape().sub_shape(is_sequence_ ? 2 : 1); }
-  size_t num_sequences() const { return data_.shape()[0]; }
-  size_t max_sequence_length() const { return is_sequence_ ? data_.shape()[1] : 1; }
+  // The padded data's mask (a packed Value makes it on the first call, as data()).
+  const std::optional<NDMask>& mask() const;
+  bool is_packed() const { return packed_ != nullptr; }
+  // A packed Value's rows [number_of_samples(), sample...] (StateError for another Value).
+  const NDArrayView& packed_rows() const;
+  NDShape sample_shape() const { return data_.shape().sub_shape(is_sequence_ && !packed_ ? 2 : 1); }
+  size_t num_sequences() const;
+  size_t max_sequence_length() const;
   size_t sequence_length(size_t seq) const;
+  // Whether sequence seq starts in this minibatch (not continuing one cut off by the previous).
+  bool begins_sequence(size_t seq) const;
   std::vector<size_t> sequence_lengths() const;
   // Number of real (unmasked) samples: the count the loss is summed over.
   size_t number_of_samples() const;
@@ -65,17 +84,20 @@ class Value {
   std::vector<std::vector<T>> as_sequences() const;
 
   // Sample i (a sequence value: sequence i, padded to [T, sample...]), as data()[i].
-  NDArrayView operator[](size_t i) const { return data_[i]; }
+  NDArrayView operator[](size_t i) const { return data()[i]; }
   // For each sample, padding skipped, the position of its largest element: the predicted
   // classes of a batch of scores (seed 002's `[z[i,:].argmax() for i in range(len(z))]`).
   std::vector<size_t> argmax() const;
   // The data as numpy prints it (NDArrayView::to_string).
-  std::string to_string() const { return data_.to_string(); }
+  std::string to_string() const { return data().to_string(); }
 
  private:
-  NDArrayView data_;
+  struct Packed;  // the layout, and the padded form once made
+
+  NDArrayView data_;  // as data() gives it, or a packed Value's rows
   bool is_sequence_;
   std::optional<NDMask> mask_;
+  std::shared_ptr<Packed> packed_;  // shared by copies
 };
 
 std::ostream& operator<<(std::ostream& out, const Value& v);

@@ -90,6 +90,11 @@ std::string labels(const std::vector<std::shared_ptr<FunctionImpl>>& fns) {
   for (auto& f : fns) s += (s.empty() ? "" : ", ") + function_label(*f);
   return s;
 }
+
+// A Value's elements as it holds them: a packed Value's rows (never padded here), else data().
+const NDArrayView& stored(const Value& v) {
+  return v.is_packed() ? v.packed_rows() : v.data();
+}
 }  // namespace
 
 std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
@@ -525,9 +530,8 @@ void Executor::bind_sequence_layouts(const ArgumentLookup& argument) {
       continue;
     }
     std::vector<size_t> lengths = value.sequence_lengths();
-    std::vector<bool> begins(lengths.size(), true);
-    if (value.mask())
-      for (size_t b = 0; b < lengths.size(); ++b) begins[b] = value.mask()->begins_sequence(b);
+    std::vector<bool> begins(lengths.size());
+    for (size_t b = 0; b < lengths.size(); ++b) begins[b] = value.begins_sequence(b);
     sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
   }
 }
@@ -542,8 +546,8 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
   LOOM_CHECK(value.is_sparse() || !v.is_sparse(), ShapeError, "value for ", LOOM_VAR,
              " is dense, but the variable is sparse: give sparse data (Value::one_hot, a CSR "
              "NDArrayView), or declare the input without is_sparse");
-  const NDShape& data_shape = value.data().shape();
-  size_t axes = value.is_sequence() ? 2 : 1;
+  const NDShape& data_shape = stored(value).shape();
+  size_t axes = value.is_sequence() && !value.is_packed() ? 2 : 1;
   bool same_sample = data_shape.rank() == v.shape().rank() + axes;
   for (size_t i = 0; same_sample && i < v.shape().rank(); ++i)  // a free dimension takes any size
     same_sample = v.shape()[i] == NDShape::kFree || v.shape()[i] == data_shape[axes + i];
@@ -565,7 +569,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
                " samples, but the variable has no dynamic axes and takes exactly one");
     t.layout = nullptr;
     t.shape = sample_shape;
-    slot.bound = value.data().to_dense();
+    slot.bound = stored(value).to_dense();
     t.data = slot.bound->raw_data();
     return;
   }
@@ -574,7 +578,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     size_t n = value.num_sequences();
     t.layout = layouts_.batch(n);
     t.shape.assign_prepended(n, sample_shape);
-    slot.bound = value.data();
+    slot.bound = stored(value);
     if (value.is_sparse() && slot.densify) {
       t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
       densify_rows(*slot.bound, t.data);
@@ -620,6 +624,12 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     }
     return;
   }
+  if (value.is_packed()) {  // its rows are the layout's (bind_sequence_layouts checked the lengths)
+    slot.bound = value.packed_rows();
+    t.data = const_cast<void*>(slot.bound->raw_data());  // inputs are never written
+    return;
+  }
+  slot.bound.reset();
   t.data = slot.storage.ensure(layout->rows() * sample * size_of(t.dtype));
   pack_dense(value, *layout, t.data);
 }
@@ -923,15 +933,16 @@ Tensor& Executor::gradient_tensor(size_t index) {
 }
 
 bool Executor::seeds_in_place(size_t root, const Value& g) const {
-  // The rows of g's data are the root's rows: a batch of single samples, or one sequence, with
-  // no padding. Ops only read an output gradient, and nothing else writes the root's, except a
-  // loop's delay (a root inside a loop also feeds the loop's next step) and a parameter's own.
+  // The rows of g's data are the root's rows: packed sequences of the root's lengths, a batch of
+  // single samples, or one sequence, with no padding. Ops only read an output gradient, and
+  // nothing else writes the root's, except a loop's delay (a root inside a loop also feeds the
+  // loop's next step) and a parameter's own.
   const Tensor& value = slots_[root].value;
-  const bool same_rows =
-      !value.dynamic() || value.layout->max_length() <= 1 || value.layout->num_sequences() == 1;
+  const bool same_rows = g.is_packed() || !value.dynamic() || value.layout->max_length() <= 1 ||
+                         value.layout->num_sequences() == 1;
   // Node k's output is slot leaves + k; the slots after the nodes' are further outputs.
   const size_t leaves = leaf_vars_.size();
-  return same_rows && g.data().shape().total_size() == value.size() && root >= leaves &&
+  return same_rows && stored(g).size() == value.size() && root >= leaves &&
          root < leaves + nodes_.size() && nodes_[root - leaves].loop == kNoLoop;
 }
 
@@ -955,12 +966,12 @@ void Executor::backward(const Variable& root, const Value* root_gradient,
                " sequence(s) does not match the output's shape ", value.sample_shape().to_string(),
                " and layout");
     if (seeds_in_place(r, g)) {
-      root_gradient_ = g.data();  // kept: gradient_value(root) reads it after backward
+      root_gradient_ = stored(g);  // kept: gradient_value(root) reads it after backward
       seed.data = const_cast<void*>(root_gradient_->raw_data());
     } else if (value.dynamic()) {
       pack_dense(g, *value.layout, seed.data);
     } else {
-      std::memcpy(seed.data, g.data().raw_data(), seed.size() * size_of(seed.dtype));
+      std::memcpy(seed.data, stored(g).raw_data(), seed.size() * size_of(seed.dtype));
     }
   } else {
     dispatch(seed.dtype, [&](auto zero) {

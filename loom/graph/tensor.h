@@ -1,38 +1,17 @@
 // What ops compute on inside the executor. A tensor with dynamic axes is packed: its rows
 // are the real (unmasked) samples of the minibatch, one row per (sequence, step), so no op
-// ever sees padding and every reduction over samples is a plain sum over rows. Rows are
-// time-major with sequences sorted by decreasing length (as in PyTorch's PackedSequence):
-// step t of all sequences still running is one contiguous block, which is what a recurrent
-// loop needs. SequenceLayout records that arrangement.
+// ever sees padding and every reduction over samples is a plain sum over rows. The rows lie
+// as SequenceLayout (loom/core/sequence_layout.h) says, as a packed Value's do.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "loom/core/ndarray_view.h"
+#include "loom/core/sequence_layout.h"
 #include "loom/core/value.h"
 
 namespace loom {
-
-struct SequenceLayout {
-  std::vector<size_t> lengths;       // per sequence, in the minibatch's order
-  std::vector<size_t> order;         // rank -> sequence, by decreasing length (stable)
-  std::vector<size_t> rank_of;       // sequence -> rank
-  std::vector<size_t> step_offsets;  // first row of step t; max_length + 1 entries
-  std::vector<bool> begins;          // per sequence: starts in this minibatch (not a continuation)
-
-  // A layout for sequences of the given lengths; all begin unless begins is given.
-  static SequenceLayout from_lengths(std::vector<size_t> lengths, std::vector<bool> begins = {});
-
-  size_t num_sequences() const { return lengths.size(); }
-  size_t rows() const { return step_offsets.back(); }
-  size_t max_length() const { return step_offsets.size() - 1; }
-  // Row of step t of sequence seq (t < lengths[seq]).
-  size_t row(size_t seq, size_t t) const { return step_offsets[t] + rank_of[seq]; }
-  // Sequences still running at step t (they are the ranks 0..active(t)-1).
-  size_t active(size_t t) const { return step_offsets[t + 1] - step_offsets[t]; }
-  bool same_shape_as(const SequenceLayout& o) const { return lengths == o.lengths; }
-};
 
 // Layouts of one minibatch; owned by the executor, valid until the next minibatch.
 class LayoutCache {
@@ -85,12 +64,12 @@ struct Tensor {
   }
 };
 
-// Copies the real samples of a dense Value (padded [B, T, sample...] with sequences, else
-// [B, sample...]) into the packed rows of layout at dst.
+// Copies the real samples of a dense Value (padded [B, T, sample...] or packed with
+// sequences, else [B, sample...]) into the packed rows of layout at dst.
 void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
-// A packed tensor (a value or a gradient) copied into a Value of its variable's form: padded
-// sequences with their mask when as_sequence, else [B, sample...] (a tensor without dynamic
-// axes: [1, shape...]).
+// A packed tensor (a value or a gradient) copied into a Value of its variable's form: packed
+// sequences when as_sequence (Value::packed: the rows as they are), else [B, sample...] (a
+// tensor without dynamic axes: [1, shape...]).
 Value to_value(const Tensor& t, bool as_sequence);
 
 }  // namespace loom

@@ -138,8 +138,10 @@ class UserOpDef final : public OpDef {
     if (index == first) {
       std::vector<Value> roots;
       for (size_t k = 0; k < f.outputs.size(); ++k) {
-        roots.push_back(to_value(*call.output_gradients[k], f.outputs[k]->dynamic_axes.size() > 1));
-        if (f.outputs[k]->stops_gradient) NDArrayView(roots.back().data()).fill(0);  // shared
+        const Value& root = roots.emplace_back(
+            to_value(*call.output_gradients[k], f.outputs[k]->dynamic_axes.size() > 1));
+        if (f.outputs[k]->stops_gradient)  // zeros, where the new value holds its elements
+          NDArrayView(root.is_packed() ? root.packed_rows() : root.data()).fill(0);
       }
       s.gradients = user_->backward(s.user, roots, wanted);
       LOOM_CHECK(s.gradients.size() == wanted.size(), ArgumentError, user_->op_name(),

@@ -1,0 +1,101 @@
+// Packed sequences through the executor: a packed input is read where it lies (and kept for
+// backward), a packed root gradient too, and outputs and gradients come back packed, the same
+// as from padded inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "loom/graph/executor.h"
+#include "loom/graph/graph_test_util.h"
+#include "loom/ops/ops.h"
+
+namespace loom {
+namespace {
+
+bool same_bytes(const NDArrayView& a, const NDArrayView& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.size() * size_of(a.dtype())) == 0;
+}
+
+// y = x tanh(x) + past_value(x): elementwise, and a step that reads the one before it.
+struct Net {
+  Variable x = sequence::input_variable({3}, {.name = "x"});
+  Function y = plus(element_times(x, tanh(x)), sequence::past_value(x));
+};
+
+const std::vector<size_t> kLengths{3, 0, 5, 2};
+
+TEST(PackedInput, GivesWhatThePaddedFormGives) {
+  const Net n;
+  const Value packed = Value::create_sequences<float>({3}, random_floats(30, 1), kLengths);
+  const Value padded(packed.data(), true, packed.mask());
+  ASSERT_TRUE(packed.is_packed());
+  ASSERT_FALSE(padded.is_packed());
+  Executor a({n.y}, {n.x}), b({n.y}, {n.x});
+  a.forward({{n.x, packed}}, true);
+  b.forward({{n.x, padded}}, true);
+  a.backward(n.y);
+  b.backward(n.y);
+  for (const auto& [from_packed, from_padded] :
+       {std::pair{a.output_value(n.y), b.output_value(n.y)},
+        std::pair{a.gradient_value(n.x), b.gradient_value(n.x)}}) {
+    ASSERT_TRUE(from_packed.is_packed() && from_padded.is_packed());  // outputs are packed
+    EXPECT_TRUE(same_bytes(from_packed.packed_rows(), from_padded.packed_rows()));
+    EXPECT_EQ(from_packed.sequence_lengths(), kLengths);
+    EXPECT_EQ(from_packed.mask(), packed.mask());
+  }
+}
+
+TEST(PackedInput, IsReadInPlaceAndKeptForABackwardCalledLater) {
+  const Net n;
+  const std::vector<float> xs = random_floats(30, 2);
+  Executor exec({n.y}, {n.x});
+  {
+    const Value x = Value::create_sequences<float>({3}, xs, kLengths);
+    exec.forward({{n.x, x}}, true);
+    EXPECT_EQ(exec.tensor(n.x).data, x.packed_rows().raw_data());  // no staging copy
+  }  // the caller's value is gone; backward still reads x
+  exec.backward(n.y);
+  // dy/dx_t = tanh(x_t) + x_t (1 - tanh(x_t)^2), plus 1 where step t + 1 reads x_t.
+  std::vector<std::vector<float>> want;
+  for (size_t s = 0, from = 0; s < kLengths.size(); from += kLengths[s] * 3, ++s) {
+    std::vector<float>& g = want.emplace_back();
+    for (size_t i = 0; i < kLengths[s] * 3; ++i) {
+      const float v = xs[from + i], t = std::tanh(v);
+      g.push_back(t + v * (1 - t * t) + (i / 3 + 1 < kLengths[s] ? 1.f : 0.f));
+    }
+  }
+  const auto got = exec.gradient_value(n.x).as_sequences<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < got.size(); ++s) {
+    ASSERT_EQ(got[s].size(), want[s].size());
+    for (size_t i = 0; i < got[s].size(); ++i)
+      EXPECT_NEAR(got[s][i], want[s][i], 1e-5f) << "sequence " << s << " element " << i;
+  }
+}
+
+TEST(PackedInput, APackedRootGradientIsReadUnchanged) {
+  Variable x = sequence::input_variable({3}, {.name = "x"});
+  Function y = tanh(x);
+  const std::vector<float> xs = random_floats(30, 3), dys = random_floats(30, 4);
+  Executor exec({y}, {x});
+  exec.forward({{x, Value::create_sequences<float>({3}, xs, kLengths)}}, true);
+  {
+    const Value dy = Value::create_sequences<float>({3}, dys, kLengths);
+    exec.backward(y, &dy);
+    EXPECT_EQ(dy.as_sequences<float>(),
+              Value::create_sequences<float>({3}, dys, kLengths).as_sequences<float>());
+  }  // gone: the executor keeps what it read
+  const auto got = exec.gradient_value(x).as_sequences<float>();
+  EXPECT_EQ(exec.gradient_value(y).as_sequences<float>(),
+            Value::create_sequences<float>({3}, dys, kLengths).as_sequences<float>());
+  for (size_t s = 0, from = 0; s < kLengths.size(); from += kLengths[s] * 3, ++s)
+    for (size_t i = 0; i < got[s].size(); ++i) {
+      const float t = std::tanh(xs[from + i]);
+      EXPECT_NEAR(got[s][i], dys[from + i] * (1 - t * t), 1e-6f);
+    }
+}
+
+}  // namespace
+}  // namespace loom
