@@ -11,8 +11,10 @@
 // Forward is Executor::forward in inference mode; forward+backward is a training-mode forward
 // and Executor::backward from a fixed random gradient of the output, to the op's differentiable
 // inputs (a shared input is a Parameter). Each executor plans once and is reused, as the Trainer
-// reuses its own, so a call is the op, binding its inputs (ragged sequences are packed into
-// rows) and the executor's bookkeeping; neither side copies the result out.
+// reuses its own, so a call is the op, binding its inputs and the executor's bookkeeping;
+// neither side copies the result out. Ragged sequences (inputs and output gradients) are packed
+// Values (Value::create_sequences packs, as an evaluation's outputs are), which the executor
+// reads in place, as PyTorch's side takes its packed rows.
 //
 //   bench_ops [--ops NAME,NAME,...] [--quick] [--threads N] [--no-reference] [--list]
 //   --ops: these ops only (OpDef names, as --list prints them); --quick: runs of >= 5 ms, 3 of
@@ -316,12 +318,15 @@ struct Timing {
   double forward_us = NAN, forward_backward_us = NAN;  // NaN: not measured
 };
 
-// A Value of v's form (shape, sequences, mask) with values in [0.5, 1.5]: the output gradient.
+// A Value of v's form (a batch, or packed sequences of v's lengths, as an output gradient from
+// a previous evaluation is) with values in [0.5, 1.5]: the output gradient.
 Value random_like(const Value& v) {
   std::mt19937 gen(2);
-  const NDShape& shape = v.data().shape();
-  const std::vector<float> values = draw(shape.total_size(), {shape, true, 0.5, 1.5}, gen);
-  return Value(NDArrayView::from_vector<float>(shape, values), v.is_sequence(), v.mask());
+  const NDShape sample = v.sample_shape();
+  const std::vector<float> values =
+      draw(v.number_of_samples() * sample.total_size(), {sample, true, 0.5, 1.5}, gen);
+  return v.is_sequence() ? Value::create_sequences<float>(sample, values, v.sequence_lengths())
+                         : Value::create_batch<float>(sample, values);
 }
 
 Timing time_loom(const Bench& b, const Protocol& p) {
