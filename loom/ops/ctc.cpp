@@ -180,7 +180,8 @@ std::vector<OpSchema> ctc_schemas() {
         .inputs = {{.shape = NDShape{3}, .values = std::move(rows), .through = "LabelsToGraph"},
                    {NDShape{3}}},
         .attributes = Dictionary({{kBlank, blank}}),
-        .batch = false};
+        .batch = false,
+        .sums_sequences = true};
   };
   fb.conformance = {
       // Alternating 0 and 1, a label starting on every frame; the blank 2.

@@ -194,7 +194,9 @@ inline void expect_float32_matches_float64(const std::function<OpCase(DataType)>
 // results. The arguments are sequences, or one sample per sequence (an input without the
 // sequence axis), dense or sparse; alone, sequence b takes sequence or sample b of each (sparse
 // stays sparse). An output whose first axis is free (sequence::unpack's, the minibatch's longest
-// sequence) is longer in the minibatch than alone by `padding` values.
+// sequence) is longer in the minibatch than alone by `padding` values. An output without dynamic
+// axes is taken as the sum over the sequences (CNTK's one number of a minibatch criterion:
+// forward_backward's): it must be the sum of the outputs alone.
 inline void expect_sequences_match_individually(const Function& f, const ValueMap& arguments,
                                                 const std::vector<Variable>& wrt,
                                                 double tolerance = 1e-12, double padding = 0) {
@@ -232,24 +234,34 @@ inline void expect_sequences_match_individually(const Function& f, const ValueMa
     });
   };
   const auto [outputs, gradients] = output_and_gradients(arguments);
-  for (size_t b = 0; b < outputs.size(); ++b) {
+  const bool sum = f.output().dynamic_axes().empty();
+  std::vector<double> total(sum ? outputs.at(0).size() : 0, 0.0);
+  const size_t n = sum ? arguments.begin()->second.num_sequences() : outputs.size();
+  for (size_t b = 0; b < n; ++b) {
     ValueMap alone;
     for (const auto& [v, value] : arguments) alone.emplace(v, item(value, b));
     const auto [output, gradient] = output_and_gradients(alone);
     const std::string what = "sequence " + std::to_string(b) + " evaluated alone: ";
-    std::vector<double> packed = outputs[b];
-    if (f.output().shape().rank() && f.output().shape()[0] == NDShape::kFree &&
-        packed.size() > output[0].size()) {
-      for (size_t i = output[0].size(); i < packed.size(); ++i)
-        EXPECT_EQ(packed[i], padding) << what << "padding at element " << i;
-      packed.resize(output[0].size());
+    if (sum) {
+      for (size_t i = 0; i < total.size(); ++i) total[i] += output[0][i];
+    } else {
+      std::vector<double> packed = outputs[b];
+      if (f.output().shape().rank() && f.output().shape()[0] == NDShape::kFree &&
+          packed.size() > output[0].size()) {
+        for (size_t i = output[0].size(); i < packed.size(); ++i)
+          EXPECT_EQ(packed[i], padding) << what << "padding at element " << i;
+        packed.resize(output[0].size());
+      }
+      gradient_check_detail::expect_all_near(packed, output[0], tolerance, what + "output");
     }
-    gradient_check_detail::expect_all_near(packed, output[0], tolerance, what + "output");
     for (size_t i = 0; i < wrt.size(); ++i)
       gradient_check_detail::expect_all_near(
           gradients[i][b], gradient[i][0], tolerance,
           what + "gradient of " + gradient_check_detail::label(wrt[i]));
   }
+  if (sum)
+    gradient_check_detail::expect_all_near(outputs[0], total, tolerance,
+                                           "the sum of the sequences evaluated alone");
 }
 
 // The same for f whose only argument is the sequence input x (its gradient with

@@ -181,6 +181,10 @@ struct ConformanceCase {
   bool per_sequence = true;
   // The output the case checks, of an op of several (TopK: 0 the values, 1 the positions).
   size_t output = 0;
+  // An output without dynamic axes that is the sum over the minibatch's sequences (CNTK's one
+  // number: forward_backward's): packed, it is the sum of the sequences' values alone, and the
+  // gradients are each sequence's own. Other outputs without dynamic axes skip that check.
+  bool sums_sequences = false;
 };
 
 // A Python function of an op that has several (RandomDistribution: uniform, normal_like, ...):
