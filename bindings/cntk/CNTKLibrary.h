@@ -261,8 +261,12 @@ class Value : public std::enable_shared_from_this<Value> {
   // CNTK's one-hot index that stands for a zero vector.
   static constexpr size_t OneHotSkip = (size_t)0xffffffff;
 
+  // A writable Value holds its sequences padded: Data() may be written through, and a packed
+  // loom::Value's padded form is derived from its rows, which such a write would not reach.
   explicit Value(loom::Value value, bool readOnly = false)
-      : m_value(std::move(value)), m_readOnly(readOnly) {}
+      : m_value(readOnly || !value.is_packed() ? std::move(value)
+                                               : loom::Value(value.data(), true, value.mask())),
+        m_readOnly(readOnly) {}
   Value(const Value&) = delete;
   Value& operator=(const Value&) = delete;
 

@@ -335,6 +335,22 @@ TEST(CntkValue, SequencesHaveCntksShapeMaskAndStartFlags) {
   }
 }
 
+// Loom packs the sequences it copies (loom::Value::create); CNTK's caller may still write an
+// input's Data() before evaluating it, and the evaluation reads what was written.
+TEST(CntkValue, WritesThroughDataReachTheEvaluation) {
+  const FunctionPtr model = CNTK::Function::Load(Wide(kLoadAndEval));
+  const Variable input = model->Arguments()[0], output = model->Output();
+  const ValuePtr value = Value::CreateBatchOfSequences<float>(
+      input.Shape(), {{-1, 2, -3, 4}, {5, -6}}, {true, true}, DeviceDescriptor::CPUDevice());
+  float* data = value->Data()->WritableDataBuffer<float>();  // [2 sequences, 2 steps, 2]
+  for (size_t i = 0; i < 8; ++i) data[i] *= 10;
+  std::unordered_map<Variable, ValuePtr> outputs = {{output, nullptr}};
+  model->Evaluate({{input, value}}, outputs);
+  std::vector<std::vector<float>> result;
+  outputs[output]->CopyVariableValueTo(output, result);
+  EXPECT_EQ(result, (std::vector<std::vector<float>>{{10, 20, 30, 40}, {50, 60}}));
+}
+
 TEST(CntkFunction, LoadsFromMemoryAndEvaluatesCombinedOutputs) {
   std::ifstream in(kOneHidden, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
