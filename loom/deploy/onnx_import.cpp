@@ -258,10 +258,7 @@ class Importer {
       else
         throw DataError(file_ + ": the graph output '" + o.name() + "' is computed by no node");
     }
-    // One output is its function, unless that has others too (TopK's values).
-    const bool whole = outputs.size() == 1 &&
-                       (!outputs[0].is_output() || outputs[0].owner().outputs().size() == 1);
-    return whole ? Function(outputs[0]) : combine(outputs);
+    return outputs.size() == 1 ? Function(outputs[0]) : combine(outputs);
   }
 
   // Every op type import_node reads (onnx_imported_op_types), sorted.

@@ -177,7 +177,8 @@ std::string function_label(const FunctionImpl& f) {
 }
 
 Function::Function(const Variable& v)
-    : impl_(v.is_output() ? v.owner().impl_ : combine({v}).impl_) {}
+    : impl_(v.is_output() && v.owner().outputs().size() == 1 ? v.owner().impl_
+                                                             : combine({v}).impl_) {}
 
 const std::vector<Variable>& Function::inputs() const {
   return get(impl_).inputs;

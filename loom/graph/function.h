@@ -64,7 +64,8 @@ class Function {
  public:
   Function() = default;
   explicit Function(std::shared_ptr<FunctionImpl> impl) : impl_(std::move(impl)) {}
-  // The function producing v (for an output), else the composite of v alone.
+  // The function producing v, where v is its only output; else the composite of v alone (one
+  // output of TopK), as CNTK converts a Variable to a FunctionPtr.
   Function(const Variable& v);
 
   const std::vector<Variable>& inputs() const;

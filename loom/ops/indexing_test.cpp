@@ -328,6 +328,21 @@ TEST(IndexingTopK, TheTablesTopKIsOnePrimitiveOfBothOutputs) {
   EXPECT_EQ(values(out.at(y.outputs()[1])), (V{1, 3}));
 }
 
+TEST(IndexingTopK, OneOutputAsAFunctionIsThatOutputAlone) {
+  // As CNTK converts a Variable to a FunctionPtr: the owner where it has one output, else the
+  // composite of the Variable alone.
+  const Variable x = input_variable({4}, f64("x"));
+  const Function y = top_k(x, 2, Axis(-1), "top");
+  const Function positions(y.outputs()[1]);
+  ASSERT_EQ(positions.outputs().size(), 1u);
+  EXPECT_EQ(positions.output(), y.outputs()[1]);
+  EXPECT_EQ(values(positions.eval_one({{x, Value::create_batch<double>({4}, {1, 4, 2, 3})}})),
+            (V{1, 3}));
+  EXPECT_EQ(Function(y.outputs()[0]).outputs().size(), 1u);
+  const Function a = abs(x);  // one output: the op itself
+  EXPECT_EQ(Function(a.output()).impl(), a.impl());
+}
+
 TEST(IndexingTopK, SavesAndLoadsBothOutputs) {
   const Variable x = input_variable({4}, f64("x"));
   const Function y = top_k(x, 2, Axis(-1), "top");
