@@ -499,9 +499,21 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       prefetch_to_cache(&d.nnz_begin[slice.first], (length + 1) * sizeof(size_t));
   }
 
+  // A stream of samples, each piece one sample, is a batch (no piece is missing).
+  const bool samples_batch =
+      corpus.deserializer->holds_samples(local) && samples == batch && max_length == 1;
+  // Dense sequences are packed (rows in the layout's order, no padding); a batch is the layout
+  // of sequences of one sample, whose rows are in the minibatch's order.
+  std::vector<size_t> lengths(batch);
+  std::vector<bool> begins(batch);
+  for (size_t b = 0; b < batch; ++b) {
+    lengths[b] = slices[b].length;
+    begins[b] = pieces[b].begins;  // false: continues its sequence (truncated BPTT)
+  }
+  SequenceLayout layout = SequenceLayout::from_lengths(std::move(lengths), std::move(begins));
   // Dense samples keep their shape ([1,28,28] images); CSR needs one row per sample.
-  NDShape shape = info.is_sparse() ? NDShape{batch, max_length, dim}
-                                   : NDShape{batch, max_length}.append(info.sample_shape);
+  NDShape shape =
+      info.is_sparse() ? NDShape{batch, max_length, dim} : info.sample_shape.prepend(layout.rows());
   NDArrayView data = dispatch(info.dtype, [&](auto zero) {
     using T = decltype(zero);
     if (!info.is_sparse()) {
@@ -516,10 +528,9 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       auto copy = [&](size_t begin, size_t end) {
         for (size_t b = begin; b < end; ++b) {
           const Slice& slice = slices[b];
-          T* to = out + b * max_length * dim;
-          if (slice.length > 0)
-            slice.chunk->streams[local].copy_values(slice.first * dim, slice.length * dim, to);
-          std::fill(to + slice.length * dim, to + max_length * dim, T(0));  // padding
+          for (size_t t = 0; t < slice.length; ++t)
+            slice.chunk->streams[local].copy_values((slice.first + t) * dim, dim,
+                                                    out + layout.row(b, t) * dim);
         }
       };
       // Read in the caller's thread (sync, or a read-ahead not yet started), the copy runs on
@@ -527,7 +538,7 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
       if (on_background_thread())
         copy(0, batch);
       else
-        kernels::detail::parallel_for(batch, batch * max_length * dim, copy);
+        kernels::detail::parallel_for(batch, samples * dim, copy);
       return view;
     }
     size_t nnz = 0;
@@ -562,17 +573,15 @@ MinibatchData MinibatchSource::pack(size_t stream, const std::vector<Piece>& pie
     }
     return NDArrayView::sparse_csr<T>(shape, std::move(offsets), std::move(columns), values);
   });
-  // A stream of samples, each piece one sample, is a batch (no piece is missing).
-  if (corpus.deserializer->holds_samples(local) && samples == batch && max_length == 1)
+  if (samples_batch)
     return MinibatchData{Value(data.reshaped(NDShape{batch}.append(info.sample_shape)), false),
                          batch, samples, sweep_end};
-  NDMask mask(batch, max_length);
-  for (size_t b = 0; b < batch; ++b) {
-    mask.invalidate_from(b, slices[b].length);
-    // A piece that continues its sequence (truncated BPTT) starts Valid, not SequenceBegin.
-    if (!pieces[b].begins && slices[b].length > 0) mask.set(b, 0, MaskKind::Valid);
-  }
-  return MinibatchData{Value(std::move(data), true, std::move(mask)), batch, samples, sweep_end};
+  if (!info.is_sparse())
+    return MinibatchData{Value::packed(std::move(data), std::move(layout)), batch, samples,
+                         sweep_end};
+  return MinibatchData{
+      Value(std::move(data), true, NDMask::of_lengths(layout.lengths, max_length, layout.begins)),
+      batch, samples, sweep_end};
 }
 
 Dictionary MinibatchSource::get_checkpoint_state() const {

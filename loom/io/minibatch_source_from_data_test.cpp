@@ -61,26 +61,31 @@ TEST(MinibatchSourceFromData, DenseAndSparseSamplesInOrder) {
 
 TEST(MinibatchSourceFromData, SequencesKeepTheirLengths) {
   // Sequences of 3, 2 and 1 samples of shape [2], and one tag per sequence.
-  Value seqs = Value::create_sequences<double>({2}, {{1, 1, 2, 2, 3, 3}, {4, 4, 5, 5}, {6, 6}});
-  Value tags = Value::one_hot_sequences(4, {{3}, {2}, {1}});
-  MinibatchSource source =
-      MinibatchSourceFromData({{"s", seqs}, {"t", tags}}, {.randomize = false, .max_sweeps = 1});
-  Minibatch<StreamInformation> mb = source.next_minibatch(5);
-  const MinibatchData& s = mb.at(source["s"]);
-  EXPECT_EQ(s.number_of_sequences, 2u);
-  EXPECT_EQ(s.number_of_samples, 5u);
-  EXPECT_EQ(s.data.dtype(), DataType::Float64);
-  EXPECT_EQ(s.data.data().shape(), (NDShape{2, 3, 2}));
-  EXPECT_EQ(s.data.as_sequences<double>(),
-            (std::vector<std::vector<double>>{{1, 1, 2, 2, 3, 3}, {4, 4, 5, 5}}));
-  const MinibatchData& t = mb.at(source["t"]);
-  EXPECT_EQ(t.number_of_samples, 2u);
-  EXPECT_EQ(t.data.data().csr_col_indices(), (std::vector<int32_t>{3, 2}));
-  mb = source.next_minibatch(5);
-  EXPECT_EQ(mb.at(source["s"]).data.as_sequences<double>(),
-            (std::vector<std::vector<double>>{{6, 6}}));
-  EXPECT_TRUE(mb.at(source["s"]).sweep_end);
-  EXPECT_TRUE(source.next_minibatch(5).empty());
+  Value packed = Value::create_sequences<double>({2}, {{1, 1, 2, 2, 3, 3}, {4, 4, 5, 5}, {6, 6}});
+  ASSERT_TRUE(packed.is_packed());
+  // Read from the packed rows, or from the same sequences padded: the same minibatches.
+  for (const Value& seqs : {packed, Value(packed.data(), true, packed.mask())}) {
+    Value tags = Value::one_hot_sequences(4, {{3}, {2}, {1}});
+    MinibatchSource source =
+        MinibatchSourceFromData({{"s", seqs}, {"t", tags}}, {.randomize = false, .max_sweeps = 1});
+    Minibatch<StreamInformation> mb = source.next_minibatch(5);
+    const MinibatchData& s = mb.at(source["s"]);
+    EXPECT_TRUE(s.data.is_packed());
+    EXPECT_EQ(s.number_of_sequences, 2u);
+    EXPECT_EQ(s.number_of_samples, 5u);
+    EXPECT_EQ(s.data.dtype(), DataType::Float64);
+    EXPECT_EQ(s.data.data().shape(), (NDShape{2, 3, 2}));
+    EXPECT_EQ(s.data.as_sequences<double>(),
+              (std::vector<std::vector<double>>{{1, 1, 2, 2, 3, 3}, {4, 4, 5, 5}}));
+    const MinibatchData& t = mb.at(source["t"]);
+    EXPECT_EQ(t.number_of_samples, 2u);
+    EXPECT_EQ(t.data.data().csr_col_indices(), (std::vector<int32_t>{3, 2}));
+    mb = source.next_minibatch(5);
+    EXPECT_EQ(mb.at(source["s"]).data.as_sequences<double>(),
+              (std::vector<std::vector<double>>{{6, 6}}));
+    EXPECT_TRUE(mb.at(source["s"]).sweep_end);
+    EXPECT_TRUE(source.next_minibatch(5).empty());
+  }
 }
 
 TEST(MinibatchSourceFromData, BadArraysAreRejected) {

@@ -164,7 +164,7 @@ TEST(MinibatchSource, UnknownStreamNamesTheKnownOnes) {
   }
 }
 
-TEST(MinibatchSource, SequencesArePaddedWithAMaskAndSparseStaysCsr) {
+TEST(MinibatchSource, DenseSequencesArePackedAndSparseOnesPaddedWithAMask) {
   MinibatchSource source(numbered_data(), {.randomize = false});
   Minibatch<StreamInformation> mb =
       source.next_minibatch(6);  // sequences 0 (1 sample), 1 (2), 2 (3)
@@ -172,19 +172,25 @@ TEST(MinibatchSource, SequencesArePaddedWithAMaskAndSparseStaysCsr) {
   const MinibatchData& v = mb.at(source["v"]);
   EXPECT_EQ(v.number_of_samples, 6u);
   EXPECT_EQ(v.data.dtype(), DataType::Float64);
-  EXPECT_EQ(v.data.data().shape(), (NDShape{3, 3, 1}));
+  // Packed: time-major, the longest sequence first at each step.
+  ASSERT_TRUE(v.data.is_packed());
+  EXPECT_EQ(v.data.packed_rows().shape(), (NDShape{6, 1}));
+  EXPECT_EQ(v.data.packed_rows().to_vector<double>(),
+            (std::vector<double>{200, 100, 0, 201, 101, 202}));
   EXPECT_EQ(v.data.sequence_lengths(), (std::vector<size_t>{1, 2, 3}));
   EXPECT_EQ(v.data.as_sequences<double>(),
             (std::vector<std::vector<double>>{{0}, {100, 101}, {200, 201, 202}}));
-  // The packed tensor is allocated uninitialized: its padding must still read as zeros.
-  const double* raw = v.data.data().data<double>();
-  EXPECT_EQ(std::vector<double>(raw, raw + 9),
+  // Padded on request, as CNTK's reader delivers it: the padding reads as zeros.
+  EXPECT_EQ(v.data.data().shape(), (NDShape{3, 3, 1}));
+  EXPECT_EQ(v.data.data().to_vector<double>(),
             (std::vector<double>{0, 0, 0, 100, 101, 0, 200, 201, 202}));
+  EXPECT_EQ(*v.data.mask(), NDMask::of_lengths({1, 2, 3}, 3));
   const MinibatchData& k = mb.at(source["k"]);
   EXPECT_EQ(k.number_of_samples, 3u);  // one sample per sequence
   EXPECT_EQ(k.data.data().shape(), (NDShape{3, 1, 1}));
   const MinibatchData& w = mb.at(source["w"]);
   ASSERT_TRUE(w.data.is_sparse());
+  EXPECT_FALSE(w.data.is_packed());
   EXPECT_EQ(w.data.data().shape(), (NDShape{3, 3, 3}));
   EXPECT_EQ(w.data.data().csr_row_offsets(), (std::vector<int32_t>{0, 1, 1, 1, 2, 3, 3, 4, 5, 6}));
   EXPECT_EQ(w.data.data().csr_col_indices(), (std::vector<int32_t>{0, 0, 1, 0, 1, 2}));

@@ -35,10 +35,15 @@ std::string describe(MinibatchSource& source, const Minibatch<StreamInformation>
   if (mb.empty()) return "end";
   const MinibatchData& d = mb.at(source["x"]);
   std::ostringstream out;
+  EXPECT_TRUE(d.data.is_packed());
   std::vector<std::vector<float>> seqs = d.data.as_sequences<float>();
   for (size_t b = 0; b < seqs.size(); ++b) {
     out << (b ? " | " : "");
-    if (!seqs[b].empty() && !d.data.mask()->begins_sequence(b)) out << "~";
+    // The packed start flags, and the padded form's mask, agree.
+    if (!seqs[b].empty()) {
+      EXPECT_EQ(d.data.begins_sequence(b), d.data.mask()->begins_sequence(b)) << b;
+    }
+    if (!seqs[b].empty() && !d.data.begins_sequence(b)) out << "~";
     for (size_t t = 0; t < seqs[b].size(); ++t) out << (t ? "," : "") << seqs[b][t];
   }
   out << " (" << d.number_of_samples << (d.sweep_end ? ", sweep end)" : ")");
