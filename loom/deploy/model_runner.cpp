@@ -101,8 +101,9 @@ namespace {
 ValueMap batches_as_sequences(const ValueMap& arguments) {
   ValueMap bound = arguments;
   for (auto& [argument, value] : bound) {
+    if (!argument.has_sequence_axis() || value.is_sequence()) continue;
     const NDShape& shape = value.data().shape();
-    if (argument.has_sequence_axis() && !value.is_sequence() && shape.rank() > 0)
+    if (shape.rank() > 0)
       value = Value(value.data().reshaped(shape.sub_shape(1).prepend(1).prepend(shape[0])), true);
   }
   return bound;
@@ -112,9 +113,9 @@ ValueMap batches_as_sequences(const ValueMap& arguments) {
 ValueMap ModelRunner::run(Plan& plan, const ValueMap& arguments) const {
   // Calls share executors, so no state is kept from one call to the next.
   for (const auto& [argument, value] : arguments)
-    if (plan.recurrent && value.mask())
+    if (plan.recurrent && value.is_sequence())
       for (size_t s = 0; s < value.num_sequences(); ++s)
-        LOOM_CHECK(value.mask()->begins_sequence(s), ArgumentError, "sequence ", s, " of ",
+        LOOM_CHECK(value.begins_sequence(s), ArgumentError, "sequence ", s, " of ",
                    argument.describe(),
                    " continues one from an earlier call (its start flag is false): ModelRunner "
                    "evaluates each call on its own, so give each sequence whole");
@@ -124,7 +125,8 @@ ValueMap ModelRunner::run(Plan& plan, const ValueMap& arguments) const {
   std::unique_ptr<Executor> executor = acquire(plan);
   size_t argument_bytes = 0;
   for (const auto& [argument, value] : arguments) {
-    const NDArrayView& data = value.data();
+    // A packed Value's rows (its padded form is not made: the executor reads the rows).
+    const NDArrayView& data = value.is_packed() ? value.packed_rows() : value.data();
     argument_bytes += (data.is_sparse() ? data.nnz() : data.size()) * size_of(data.dtype());
   }
   ValueMap result;

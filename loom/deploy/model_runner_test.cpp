@@ -157,6 +157,27 @@ TEST(ModelRunner, AnExecutorOfALargeCallIsNotKept) {
   EXPECT_EQ(runner.executors(), 1u);
 }
 
+// Packed sequences count by their rows, which the executor reads, not by their padded form
+// (which the runner does not make): one long sequence and two of one step are 6 MB packed,
+// 18 MB padded.
+TEST(ModelRunner, PackedSequencesCountByTheirRows) {
+  const Variable x = sequence::input_variable({1024}, {.name = "x"});
+  Function model = Dense(2)(x);
+  ModelRunner runner(model);
+  const size_t long_steps = 1500;
+  const std::vector<float> step(1024, 0.5f);
+  const std::vector<float> long_sequence(long_steps * 1024, 0.25f);
+  const Value data = Value::create_sequences<float>({1024}, {long_sequence, step, step});
+  ASSERT_TRUE(data.is_packed());
+  ASSERT_LE(data.packed_rows().size() * sizeof(float), ModelRunner::kLargeCallBytes);
+  ASSERT_GT(3 * long_steps * 1024 * sizeof(float), ModelRunner::kLargeCallBytes);
+  const Value out = runner.evaluate(ValueMap{{x, data}}).at(model.output());
+  EXPECT_EQ(out.sequence_lengths(), (std::vector<size_t>{long_steps, 1, 1}));
+  EXPECT_EQ(out.as_sequences<float>(),
+            model.eval(ValueMap{{x, data}}).at(model.output()).as_sequences<float>());
+  EXPECT_EQ(runner.executors(), 1u);  // kept: the call was small
+}
+
 TEST(ModelRunner, ChosenOutputsComputeOnlyWhatTheyNeed) {
   const Criterion c;
   ModelRunner runner(c.model);
