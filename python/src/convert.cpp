@@ -1,5 +1,6 @@
 // Conversions between Python data and Loom's tensors and values.
 #include <algorithm>
+#include <cstring>
 
 #include "python/src/binding.h"
 
@@ -148,10 +149,24 @@ py::array to_numpy(const NDArrayView& view, bool copy) {
 }
 
 py::object value_to_numpy(const Value& value) {
-  py::array all = to_numpy(value.data());
-  if (!value.is_sequence()) return all;
+  if (!value.is_sequence()) return to_numpy(value.data());
   py::list sequences;
   const std::vector<size_t> lengths = value.sequence_lengths();
+  if (value.is_packed()) {  // each sequence's steps gathered from the rows: no padded copy
+    const SequenceLayout layout = SequenceLayout::from_lengths(lengths);
+    const NDShape sample = value.sample_shape();
+    const size_t bytes = sample.total_size() * size_of(value.dtype());
+    const auto* rows = static_cast<const char*>(value.packed_rows().raw_data());
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      NDArrayView steps = NDArrayView::uninitialized(value.dtype(), sample.prepend(lengths[i]));
+      auto* to = static_cast<char*>(steps.raw_data());
+      for (size_t t = 0; t < lengths[i]; ++t)
+        std::memcpy(to + t * bytes, rows + layout.row(i, t) * bytes, bytes);
+      sequences.append(to_numpy(steps));
+    }
+    return sequences;
+  }
+  py::array all = to_numpy(value.data());
   for (size_t i = 0; i < lengths.size(); ++i)
     sequences.append(all[py::make_tuple(i, py::slice(0, py::ssize_t(lengths[i]), 1))]);
   return sequences;
@@ -191,7 +206,8 @@ py::list sequences_of(const Value& v, bool samples_as_sequences) {
                    : samples_as_sequences
                        ? py::object(all[py::slice(py::ssize_t(i), py::ssize_t(i + 1), 1)])
                        : py::object(all[py::int_(i)]);
-    out.append(v.is_sparse() ? csr(s) : s.attr("copy")());
+    // A packed Value's sequences are copies already; a padded one's are views of its data.
+    out.append(v.is_sparse() ? csr(s) : v.is_packed() ? s : s.attr("copy")());
   }
   return out;
 }

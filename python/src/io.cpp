@@ -168,10 +168,13 @@ Minibatch<StreamInformation> minibatch_of(py::handle result) {
                                                     "a dict {StreamInformation: MinibatchData}");
     auto data = returned<MinibatchData>(v, "UserMinibatchSource.next_minibatch (a value)",
                                         "a dict {StreamInformation: MinibatchData}");
-    const NDShape& shape = data.data.data().shape();
-    if (!data.data.is_sequence() && !data.data.is_sparse() &&
-        shape.rank() == stream.sample_shape.rank() + 2 && shape.sub_shape(2) == stream.sample_shape)
-      data.data = Value(data.data.data(), true);
+    // A sequence Value is taken as it is (data() would pad a packed one).
+    if (!data.data.is_sequence() && !data.data.is_sparse()) {
+      const NDShape& shape = data.data.data().shape();
+      if (shape.rank() == stream.sample_shape.rank() + 2 &&
+          shape.sub_shape(2) == stream.sample_shape)
+        data.data = Value(data.data.data(), true);
+    }
     mb.emplace(stream, std::move(data));
   }
   return mb;

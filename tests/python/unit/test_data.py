@@ -44,6 +44,27 @@ def test_sequences_of_different_lengths_in_and_out():
     np.testing.assert_array_equal(last, [[1, 1], [2, 2]])
 
 
+def test_packed_sequence_outputs_are_gathered_per_sequence():
+    # An evaluation's sequence outputs are packed (time-major, longest first): each sequence is
+    # gathered from the rows into an array of its own, where a padded Value's sequences are
+    # views of its one padded array; both give the padded array's sequences.
+    x = C.sequence.input_variable((2, 2))
+    seqs = [np.arange(k * 4, dtype=np.float32).reshape(k, 2, 2) + 10 * k for k in (2, 3, 0, 1)]
+    f = x * 3
+    out = f.eval({x: seqs})
+    assert [o.shape for o in out] == [(2, 2, 2), (3, 2, 2), (0, 2, 2), (1, 2, 2)]
+    for o, s in zip(out, seqs):
+        np.testing.assert_array_equal(o, 3 * s)
+    assert out[0].base is not out[1].base
+    value = f.eval({x: seqs}, as_numpy=False)
+    with pytest.warns(UserWarning, match='ignore the mask'):
+        padded = value.asarray()
+    assert padded.shape == (4, 3, 2, 2)
+    for o, s, n in zip(value.as_sequences(), padded, (2, 3, 0, 1)):
+        np.testing.assert_array_equal(o, s[:n])
+        assert not s[n:].any()  # zero padding
+
+
 def test_csr_matrix_and_one_hot_values():
     y = C.input_variable(4, is_sparse=True)
     W = C.parameter(init=np.arange(8, dtype=np.float32).reshape(4, 2))
