@@ -128,9 +128,30 @@ void permute(const T* x, T* y, const std::vector<size_t>& dims, const std::vecto
   detail::with_accumulate(accumulate, [&](auto acc) { walk<decltype(acc)::value>(w, x, y); });
 }
 
+template <typename T>
+void copy_blocks(size_t count, size_t len, const T* x, size_t x_stride, T* y, size_t y_stride,
+                 bool accumulate) {
+  if (len == 0) return;
+  detail::with_accumulate(accumulate, [&](auto acc) {
+    // Split over the elements, not the blocks: a few long blocks thread as well as many short.
+    detail::parallel_for(count * len, count * len, [&](size_t begin, size_t end) {
+      for (size_t b = begin / len, i = begin % len; b * len + i < end; ++b, i = 0) {
+        const size_t n = std::min(len, end - b * len);
+        const T* from = x + b * x_stride;
+        T* to = y + b * y_stride;
+#pragma omp simd
+        for (size_t k = i; k < n; ++k) to[k] = acc ? to[k] + from[k] : from[k];
+      }
+    });
+  });
+}
+
 template void permute<float>(const float*, float*, const std::vector<size_t>&,
                              const std::vector<size_t>&, bool);
 template void permute<double>(const double*, double*, const std::vector<size_t>&,
                               const std::vector<size_t>&, bool);
+
+template void copy_blocks<float>(size_t, size_t, const float*, size_t, float*, size_t, bool);
+template void copy_blocks<double>(size_t, size_t, const double*, size_t, double*, size_t, bool);
 
 }  // namespace loom::kernels

@@ -1,4 +1,5 @@
-// Permuting the axes of a dense row-major tensor (transpose, swapaxes), forward and gradient.
+// Copies of dense row-major tensors with strides: permuting their axes (transpose, swapaxes)
+// and copying blocks (slice, splice), forward and gradient.
 #pragma once
 
 #include <cstddef>
@@ -11,5 +12,11 @@ namespace loom::kernels {
 template <typename T>
 void permute(const T* x, T* y, const std::vector<size_t>& dims, const std::vector<size_t>& perm,
              bool accumulate);
+
+// count blocks of len elements: block i is read at x + i * x_stride and written (accumulate:
+// added) at y + i * y_stride; split over threads above the kernels' grain.
+template <typename T>
+void copy_blocks(size_t count, size_t len, const T* x, size_t x_stride, T* y, size_t y_stride,
+                 bool accumulate);
 
 }  // namespace loom::kernels

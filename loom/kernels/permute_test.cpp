@@ -73,6 +73,32 @@ TYPED_TEST(Permute, MatchesTheElementByElementWalk) {
   }
 }
 
+// Blocks few and long, many and short, and empty, in strided source and destination, copied and
+// added; the large cases split over threads, a piece ending inside a block.
+TYPED_TEST(Permute, CopyBlocksCopiesAndAddsEachBlock) {
+  using T = TypeParam;
+  struct Case {
+    size_t count, len, gap;
+  };
+  for (const Case c :
+       {Case{3, 5, 2}, Case{1, 300001, 0}, Case{3, 100003, 7}, Case{4096, 37, 3}, Case{5, 0, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.count << " blocks of " << c.len);
+    const size_t xs = c.len + c.gap, ys = c.len + 2 * c.gap;
+    const std::vector<T> x = random_vector<T>(c.count * xs, 1);
+    const std::vector<T> y0 = random_vector<T>(c.count * ys, 2);
+    std::vector<T> copied = y0, added = y0, want_copied = y0, want_added = y0;
+    for (size_t b = 0; b < c.count; ++b)
+      for (size_t i = 0; i < c.len; ++i) {
+        want_copied[b * ys + i] = x[b * xs + i];
+        want_added[b * ys + i] += x[b * xs + i];
+      }
+    copy_blocks(c.count, c.len, x.data(), xs, copied.data(), ys, false);
+    copy_blocks(c.count, c.len, x.data(), xs, added.data(), ys, true);
+    EXPECT_EQ(copied, want_copied);
+    EXPECT_EQ(added, want_added);
+  }
+}
+
 TEST(Permute, RefusesAPermutationOfAnotherRank) {
   const std::vector<float> x(6);
   std::vector<float> y(6);

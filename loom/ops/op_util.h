@@ -54,15 +54,6 @@ void copy_or_add(size_t n, const T* src, T* dst, bool accumulate) {
   }
 }
 
-// count blocks of len elements: block i is read at src + i * src_stride and written (or added)
-// at dst + i * dst_stride. Slices, splices and their gradients are all such block copies.
-template <typename T>
-void copy_blocks(size_t count, size_t len, const T* src, size_t src_stride, T* dst,
-                 size_t dst_stride, bool accumulate) {
-  for (size_t i = 0; i < count; ++i)
-    copy_or_add(len, src + i * src_stride, dst + i * dst_stride, accumulate);
-}
-
 // An op whose value is one number for the minibatch (CNTK's minibatch-level criteria:
 // lambda_rank, ndcg_at_1, edit_distance_error, forward_backward): its inputs' samples must
 // agree, and its output is a scalar without dynamic axes or layout.

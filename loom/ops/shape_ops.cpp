@@ -277,7 +277,7 @@ class SliceOp : public OpDef {
     const size_t len = view(y, call.attributes).dim * v.inner;
     dispatch(y.dtype, [&](auto zero) {
       using T = decltype(zero);
-      op_util::copy_blocks(v.outer, len, x.ptr<T>() + begin * v.inner, v.dim * v.inner, y.ptr<T>(),
+      kernels::copy_blocks(v.outer, len, x.ptr<T>() + begin * v.inner, v.dim * v.inner, y.ptr<T>(),
                            len, false);
     });
   }
@@ -289,7 +289,7 @@ class SliceOp : public OpDef {
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
       if (!accumulate) fill_zero<T>(dx);
-      op_util::copy_blocks(v.outer, len, call.output_gradient->ptr<T>(), len,
+      kernels::copy_blocks(v.outer, len, call.output_gradient->ptr<T>(), len,
                            dx.ptr<T>() + begin * v.inner, v.dim * v.inner, true);
     });
   }
@@ -337,7 +337,7 @@ class SpliceOp : public OpDef {
       size_t offset = 0;
       for (const Tensor* x : call.inputs) {
         const size_t len = view(*x, call.attributes).dim * out.inner;
-        op_util::copy_blocks(out.outer, len, x->ptr<T>(), len, y.ptr<T>() + offset,
+        kernels::copy_blocks(out.outer, len, x->ptr<T>(), len, y.ptr<T>() + offset,
                              out.dim * out.inner, false);
         offset += len;
       }
@@ -351,7 +351,7 @@ class SpliceOp : public OpDef {
     const size_t len = view(dx, call.attributes).dim * out.inner;
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
-      op_util::copy_blocks(out.outer, len, call.output_gradient->ptr<T>() + offset * out.inner,
+      kernels::copy_blocks(out.outer, len, call.output_gradient->ptr<T>() + offset * out.inner,
                            out.dim * out.inner, dx.ptr<T>(), len, accumulate);
     });
   }
