@@ -146,6 +146,24 @@ void copy_blocks(size_t count, size_t len, const T* x, size_t x_stride, T* y, si
   });
 }
 
+template <typename T>
+void gather_rows(size_t rows, size_t n, const size_t* map, const T* x, T* y, bool accumulate) {
+  detail::with_accumulate(accumulate, [&](auto acc) {
+    detail::parallel_for(rows, rows * n, [&](size_t begin, size_t end) {
+      for (size_t r = begin; r < end; ++r) {
+        T* to = y + r * n;
+        if (map[r] == kNoRow) {
+          if (!acc) std::fill_n(to, n, T(0));
+          continue;
+        }
+        const T* from = x + map[r] * n;
+#pragma omp simd
+        for (size_t k = 0; k < n; ++k) to[k] = acc ? to[k] + from[k] : from[k];
+      }
+    });
+  });
+}
+
 template void permute<float>(const float*, float*, const std::vector<size_t>&,
                              const std::vector<size_t>&, bool);
 template void permute<double>(const double*, double*, const std::vector<size_t>&,
@@ -153,5 +171,7 @@ template void permute<double>(const double*, double*, const std::vector<size_t>&
 
 template void copy_blocks<float>(size_t, size_t, const float*, size_t, float*, size_t, bool);
 template void copy_blocks<double>(size_t, size_t, const double*, size_t, double*, size_t, bool);
+template void gather_rows<float>(size_t, size_t, const size_t*, const float*, float*, bool);
+template void gather_rows<double>(size_t, size_t, const size_t*, const double*, double*, bool);
 
 }  // namespace loom::kernels

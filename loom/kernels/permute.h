@@ -1,5 +1,5 @@
 // Copies of dense row-major tensors with strides: permuting their axes (transpose, swapaxes)
-// and copying blocks (slice, splice), forward and gradient.
+// and copying blocks (slice, splice) or rows (the sequence ops), forward and gradient.
 #pragma once
 
 #include <cstddef>
@@ -18,5 +18,11 @@ void permute(const T* x, T* y, const std::vector<size_t>& dims, const std::vecto
 template <typename T>
 void copy_blocks(size_t count, size_t len, const T* x, size_t x_stride, T* y, size_t y_stride,
                  bool accumulate);
+
+// Row i of y (rows of n elements) = row map[i] of x (accumulate: +=), for i < rows; a row whose
+// map is kNoRow is zeroed (accumulate: kept). Split over threads above the kernels' grain.
+inline constexpr size_t kNoRow = static_cast<size_t>(-1);
+template <typename T>
+void gather_rows(size_t rows, size_t n, const size_t* map, const T* x, T* y, bool accumulate);
 
 }  // namespace loom::kernels

@@ -99,6 +99,29 @@ TYPED_TEST(Permute, CopyBlocksCopiesAndAddsEachBlock) {
   }
 }
 
+// Rows picked in any order, repeated and missing (kNoRow), few and many, copied and added.
+TYPED_TEST(Permute, GatherRowsPicksEachRowOrZero) {
+  using T = TypeParam;
+  for (const size_t n : {size_t{3}, size_t{4099}}) {
+    const size_t rows = 70, src_rows = 40;
+    std::vector<size_t> map(rows);
+    for (size_t i = 0; i < rows; ++i) map[i] = i % 9 == 4 ? kNoRow : (i * 7) % src_rows;
+    const std::vector<T> x = random_vector<T>(src_rows * n, 3);
+    const std::vector<T> y0 = random_vector<T>(rows * n, 4);
+    std::vector<T> copied = y0, added = y0, want_copied(rows * n), want_added = y0;
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t k = 0; k < n; ++k) {
+        const T v = map[i] == kNoRow ? T(0) : x[map[i] * n + k];
+        want_copied[i * n + k] = v;
+        want_added[i * n + k] += v;
+      }
+    gather_rows(rows, n, map.data(), x.data(), copied.data(), false);
+    gather_rows(rows, n, map.data(), x.data(), added.data(), true);
+    EXPECT_EQ(copied, want_copied);
+    EXPECT_EQ(added, want_added);
+  }
+}
+
 TEST(Permute, RefusesAPermutationOfAnotherRank) {
   const std::vector<float> x(6);
   std::vector<float> y(6);

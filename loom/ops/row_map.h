@@ -7,26 +7,20 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <limits>
 #include <span>
 
 #include "loom/graph/op.h"
+#include "loom/kernels/permute.h"
 #include "loom/ops/op_util.h"
 
 namespace loom::row_map {
 
-constexpr size_t kNoRow = std::numeric_limits<size_t>::max();
+constexpr size_t kNoRow = kernels::kNoRow;
 
 // Row i of dst = row map[i] of src (accumulate: +=); a kNoRow row is zeroed (accumulate: kept).
 template <typename T>
 void gather_rows(std::span<const size_t> map, size_t n, const T* src, T* dst, bool accumulate) {
-  for (size_t i = 0; i < map.size(); ++i) {
-    if (map[i] != kNoRow) {
-      op_util::copy_or_add(n, src + map[i] * n, dst + i * n, accumulate);
-    } else if (!accumulate) {
-      std::fill_n(dst + i * n, n, T(0));
-    }
-  }
+  kernels::gather_rows(map.size(), n, map.data(), src, dst, accumulate);
 }
 
 // Row map[i] of dst += row i of src, over dst_rows rows of dst that start at zero unless
