@@ -190,13 +190,7 @@ void NDArrayView::copy_from(const NDArrayView& other) {
   LOOM_CHECK(other.shape_ == shape_, ShapeError, "copy_from: shape ", other.shape_.to_string(),
              " does not match ", shape_.to_string());
   if (!other.is_sparse() && other.dtype_ == dtype_) {  // the common case, without a temporary
-    auto* to = static_cast<uint8_t*>(raw_data());
-    const auto* from = static_cast<const uint8_t*>(other.raw_data());
-    const size_t bytes = size() * size_of(dtype_);
-    // Long copies (restored checkpoints) go faster from several cores.
-    for_each_piece(bytes, byte_pieces(bytes), [&](size_t, size_t begin, size_t end) {
-      std::memcpy(to + begin, from + begin, end - begin);
-    });
+    copy_bytes(raw_data(), other.raw_data(), size() * size_of(dtype_));
     return;
   }
   dispatch(dtype_, [&](auto zero) {

@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <cstring>
+
 #include "loom/core/error.h"
 
 namespace loom {
@@ -27,6 +29,14 @@ void for_each_piece(size_t n, size_t pieces,
     const size_t k = static_cast<size_t>(i);
     body(k, n * k / pieces, n * (k + 1) / pieces);
   }
+}
+
+void copy_bytes(void* to, const void* from, size_t n) {
+  auto* dst = static_cast<char*>(to);
+  const auto* src = static_cast<const char*>(from);
+  for_each_piece(n, byte_pieces(n), [&](size_t, size_t begin, size_t end) {
+    std::memcpy(dst + begin, src + begin, end - begin);
+  });
 }
 
 bool in_parallel_region() {

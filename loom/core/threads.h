@@ -27,6 +27,10 @@ inline size_t byte_pieces(size_t n) {
 void for_each_piece(size_t n, size_t pieces,
                     const std::function<void(size_t, size_t, size_t)>& body);
 
+// memcpy of n bytes, split over the threads from kParallelBytes on (long copies: restored
+// checkpoints, packed sequences).
+void copy_bytes(void* to, const void* from, size_t n);
+
 // Whether the caller runs inside a parallel region (where a nested one would run on one thread).
 bool in_parallel_region();
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "loom/core/threads.h"
+
 namespace loom {
 
 const SequenceLayout* LayoutCache::batch(size_t n) {
@@ -23,24 +25,12 @@ void* TensorStorage::ensure(size_t bytes) {
   return buffer_->data();
 }
 
-namespace {
-// A view of elements that someone else owns (a tensor's buffer): the buffer's owner is a
-// handle that owns nothing (the aliasing constructor), so the buffer frees nothing.
-NDArrayView borrow(DataType dtype, const NDShape& shape, void* data) {
-  std::shared_ptr<const void> nobody(std::shared_ptr<const void>(), data);
-  return NDArrayView::over(
-      dtype, shape,
-      std::make_shared<Buffer>(data, shape.total_size() * size_of(dtype), std::move(nobody)));
-}
-}  // namespace
-
 void pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
   size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
   if (value.is_packed()) {  // the same rows, the lengths being the same (the order's only input)
     LOOM_CHECK(value.sequence_lengths() == layout.lengths, ShapeError,
                "pack_dense: the packed value's sequences are not of the layout's lengths");
-    const NDArrayView& rows = value.packed_rows();
-    borrow(rows.dtype(), rows.shape(), dst).copy_from(rows);
+    copy_bytes(dst, value.packed_rows().raw_data(), layout.rows() * bytes);
     return;
   }
   size_t T = value.max_sequence_length();
@@ -58,7 +48,7 @@ Value to_value(const Tensor& t, bool as_sequence) {
   const SequenceLayout& l = *t.layout;
   if (as_sequence) {
     NDArrayView rows = NDArrayView::uninitialized(t.dtype, t.shape);
-    rows.copy_from(borrow(t.dtype, t.shape, t.data));
+    copy_bytes(rows.raw_data(), t.data, l.rows() * bytes);
     return Value::packed(std::move(rows), l);
   }
   NDArrayView out(t.dtype, sample.prepend(l.num_sequences()));
