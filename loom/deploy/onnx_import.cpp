@@ -179,7 +179,9 @@ const std::vector<OpsetChange>& opset_changes() {
       {"Hardmax", 13, "the maximum is over x flattened to 2-D at axis (default 1)"},
       {"BatchNormalization", 14,
        "training mode is the node having more outputs than Y (no training_mode attribute)"},
-      {"BatchNormalization", 9, "the attribute spatial (0: statistics per element)"},
+      {"BatchNormalization", 9, "the attribute spatial (0: statistics per element of the sample)"},
+      {"Split", 13, "split is an attribute", {{"split", 1}}},
+      {"Upsample", 9, "scales is an attribute", {{"scales", 1}}},
   };
   return changes;
 }
@@ -229,10 +231,11 @@ class Importer {
     for (const pb::ValueInfoProto& o : g.output()) read_.insert(o.name());
     for (int i = 0; i < g.node_size(); ++i) {
       node_ = &g.node(i);
-      // Loom's errors and any other (std::bad_alloc, ...) name the file and the node.
+      // Loom's errors and any other (std::bad_alloc, ...) name the file, the node and the
+      // opset (which gives the op's form).
       auto failed = [&](const char* what) {
         return DataError(detail::concat(file_, ": node ", i, " '", node_->name(), "' (",
-                                        node_->op_type(), "): ", what));
+                                        node_->op_type(), ", opset ", opset_, "): ", what));
       };
       try {
         import_node();
@@ -556,6 +559,9 @@ class Importer {
         {"OneHot", &Importer::one_hot_node},
         {"Gather", &Importer::gather_node},
         {"Hardmax", &Importer::hardmax_node},
+        {"Sum", table_op("Plus")},
+        {"Mean", &Importer::mean_node},
+        {"Upsample", &Importer::upsample},
     };
     return ops;
   }
@@ -565,7 +571,7 @@ class Importer {
     static const std::map<std::string, void (Importer::*)()> ops = {
         {"Constant", &Importer::constant_node}, {"LSTM", &Importer::recurrent},
         {"GRU", &Importer::recurrent},          {"RNN", &Importer::recurrent},
-        {"TopK", &Importer::top_k_node},
+        {"TopK", &Importer::top_k_node},        {"Split", &Importer::split_node},
     };
     return ops;
   }
@@ -603,7 +609,7 @@ class Importer {
   }
   // The constant (attribute_inputs_) holding attribute a of node_, as the input that the op's
   // later form has: ints as an int64 vector, an int as a vector of one, a float as a scalar of
-  // input 0's type; its name.
+  // input 0's type, floats as a float vector; its name.
   std::string attribute_input(const pb::AttributeProto& a) {
     pb::TensorProto& t = attribute_inputs_.emplace_back();
     std::string name = out_name() + "." + a.name();
@@ -622,9 +628,13 @@ class Importer {
         t.set_data_type(pb::TensorProto::FLOAT);
         t.add_float_data(a.f());
       }
+    } else if (a.type() == pb::AttributeProto::FLOATS) {
+      t.set_data_type(pb::TensorProto::FLOAT);
+      for (float v : a.floats()) t.add_float_data(v);
+      t.add_dims(t.float_data_size());
     } else {
       fail("the attribute ", a.name(), " of ", node_->op_type(), " at opset ", opset_,
-           " must be an int, ints or a float");
+           " must be an int, ints, a float or floats");
     }
     constants_[name] = &t;
     return name;
@@ -829,8 +839,9 @@ class Importer {
   }
 
   // A node of one op of the table with the same inputs (or those in `order`); several broadcast
-  // as ONNX does.
-  Val generic(const OpSchema& s, std::vector<size_t> order = {}) {
+  // as ONNX does. The result is named `name` (default: the node's output).
+  Val generic(const OpSchema& s, std::vector<size_t> order = {},
+              std::optional<std::string> name = {}) {
     // ONNX's Max and Min take any number of inputs: Loom's binary op (associative) folds them.
     const size_t least = s.associative ? 1 : s.min_inputs;
     const size_t most = s.associative ? SIZE_MAX : s.max_inputs;
@@ -858,13 +869,14 @@ class Importer {
     // ONNX's ops of integers give integers (Pow those of its base's type); Div of integers
     // rounds toward zero.
     const bool integer = args[0].integer;
+    const std::string y_name = name.value_or(out_name());
     if (node_->op_type() == "Div" && integer && args[1].integer)
-      return {truncated(s.apply(std::move(vars), attributes), out_name()), dynamic, true};
+      return {truncated(s.apply(std::move(vars), attributes), y_name), dynamic, true};
     if (!s.associative || vars.size() == 2)
-      return Val{s.apply(std::move(vars), attributes, out_name()), dynamic, integer};
+      return Val{s.apply(std::move(vars), attributes, y_name), dynamic, integer};
     Variable y = vars[0];
     for (size_t i = 1; i < vars.size(); ++i)
-      y = s.apply({y, vars[i]}, attributes, i + 1 == vars.size() ? out_name() : "");
+      y = s.apply({y, vars[i]}, attributes, i + 1 == vars.size() ? y_name : "");
     return {y, dynamic, integer};
   }
 
@@ -1449,6 +1461,100 @@ class Importer {
     });
   }
 
+  // Mean: the Sum of the inputs (broadcast as ONNX broadcasts them) divided by their count.
+  Val mean_node() {
+    const OpSchema* plus_schema = find_schema("Plus");
+    LOOM_CHECK(plus_schema, StateError, "ONNX import: Loom has no op Plus");
+    const Val sum = generic(*plus_schema, {}, "");
+    return {element_divide(sum.var, constant(double(inputs()), sum.var.dtype()), out_name()),
+            sum.dynamic};
+  }
+
+  // Split: x's consecutive slices along a static axis, of the sizes `split` gives (an input from
+  // opset 13, an attribute before), or of equal sizes (the axis's extent divided by the number of
+  // outputs).
+  void split_node() {
+    const Val x = in(0);
+    const Axis axis = static_axis(x, int_attribute(*node_, "axis", 0));
+    const int64_t extent = int64_t(x.var.shape()[size_t(axis.static_index())]);
+    const int64_t parts = node_->output_size();
+    if (parts < 1) fail("the node has no output");
+    if (!has_input(1) && extent % parts != 0)
+      fail("the axis's extent ", extent, " does not split into ", parts, " equal parts");
+    const std::vector<int64_t> sizes =
+        has_input(1) ? input_ints(1) : std::vector<int64_t>(size_t(parts), extent / parts);
+    int64_t total = 0;
+    for (int64_t size : sizes) total += std::clamp<int64_t>(size, 0, extent + 1);
+    if (int64_t(sizes.size()) != parts || total != extent ||
+        std::any_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < 1; }))
+      fail("split ", list(sizes), " must be ", parts, " positive sizes (one per output) adding ",
+           "up to the axis's extent ", extent, " (Loom has no empty tensors)");
+    int64_t begin = 0;
+    for (int k = 0; k < parts; ++k) {
+      const int64_t end = begin + sizes[size_t(k)];
+      if (const std::string& name = node_->output(k); !name.empty())
+        values_[name] = {slice(x.var, axis, int(begin), end == extent ? 0 : int(end), name),
+                         x.dynamic, x.integer};
+      begin = end;
+    }
+  }
+
+  // Upsample (opsets 7 to 9; Resize replaced it at 10) along each static axis whose scale is not
+  // 1: floor(extent scale) outputs, output i at input position i / scale as ONNX's Upsample
+  // places them (its asymmetric coordinates): nearest, the element floor(i / scale); linear, the
+  // interpolation between that element and the next (the last element for both at the end).
+  Val upsample() {
+    if (opset_ >= 10)
+      fail("ONNX deprecated Upsample at opset 10 (Resize replaces it); the model imports opset ",
+           opset_, " and Loom imports Upsample at opsets 7 to 9");
+    const std::string mode = string_attribute(*node_, "mode", "nearest");
+    if (mode != "nearest" && mode != "linear")
+      fail("mode ", mode, " is not one of Upsample's (nearest, linear)");
+    const Val x = in(0);
+    const std::vector<double> scales = weights(1, {x.rank()}, "scales");
+    std::vector<size_t> scaled;
+    for (size_t k = 0; k < scales.size(); ++k) {
+      if (!(scales[k] >= 1 && scales[k] <= double(kMaxPositions)))
+        fail("scale ", scales[k], " of axis ", k, " must be 1 or more");
+      if (scales[k] != 1) scaled.push_back(k);
+    }
+    const DataType t = x.var.dtype();
+    Variable y = x.var;
+    for (size_t k : scaled) {
+      const Axis axis = static_axis(x, int64_t(k));
+      const size_t a = size_t(axis.static_index()), n = y.shape()[a];
+      const double count = std::floor(double(n) * scales[k]);
+      if (count > double(kMaxPositions))
+        fail("Upsample would make ", count, " positions along axis ", k,
+             " (Loom makes at most 2^24)");
+      // Per output: the elements before and after its position, and its weight of the latter.
+      std::vector<double> lower, upper, weight;
+      for (size_t i = 0; i < size_t(count); ++i) {
+        const double at = std::min(double(i) / scales[k], double(n - 1)), low = std::floor(at);
+        lower.push_back(low);
+        upper.push_back(std::min(low + 1, double(n - 1)));
+        weight.push_back(at - low);
+      }
+      const std::string name = k == scaled.back() ? out_name() : "";
+      const NDShape positions{lower.size()};
+      const Variable below =
+          gather(y, constant(array_of(positions, lower, t)), axis, mode == "nearest" ? name : "");
+      if (mode == "nearest") {
+        y = below;
+        continue;
+      }
+      // The weights [count, 1...] broadcast over the axes behind this one.
+      std::vector<size_t> dims(y.shape().rank() - a, 1);
+      dims[0] = lower.size();
+      std::vector<double> complement(weight.size());
+      for (size_t i = 0; i < weight.size(); ++i) complement[i] = 1 - weight[i];
+      const Variable above = gather(y, constant(array_of(positions, upper, t)), axis);
+      y = plus(element_times(below, constant(array_of(NDShape(dims), complement, t))),
+               element_times(above, constant(array_of(NDShape(dims), weight, t))), name);
+    }
+    return {y, x.dynamic, x.integer && mode == "nearest"};
+  }
+
   // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a
   // tensor without a batch axis has its channels moved in front for Loom's op, then back.
   Val lrn() {
@@ -1471,52 +1577,66 @@ class Importer {
   // Batch normalization at inference; in training mode (of a tensor without a batch axis) with
   // the statistics of x over every axis but the channels' (the variance the population's), and
   // the running statistics (outputs 1 and 2) input_mean momentum + mean (1 - momentum), the same
-  // of the variances.
+  // of the variances; before opset 14 also saved_mean (output 3), the batch's mean, and
+  // saved_var (output 4), as onnxruntime gives it, 1 / sqrt(var + epsilon) of the batch's
+  // variance. spatial 0 (opsets 7 and 8): statistics per element of the sample [C, D...], over
+  // the samples alone.
   Val batch_norm() {
     // Before opset 14 the node is in training mode where it has outputs beside Y.
     const bool training = earlier_form(14)
                               ? std::any_of(node_->output().begin() + 1, node_->output().end(),
                                             [](const std::string& o) { return !o.empty(); })
                               : int_attribute(*node_, "training_mode", 0) != 0;
-    if (earlier_form(9) && int_attribute(*node_, "spatial", 1) == 0)
-      fail("spatial 0 (statistics per element, opsets 7 and 8) is not imported");
+    const bool spatial = !earlier_form(9) || int_attribute(*node_, "spatial", 1) != 0;
     const Val x = in(0);
     if (training && x.dynamic)
       fail("training mode is imported for a tensor without a batch axis (Loom's batch ",
            "normalization over a batch updates its own statistics as it trains)");
     if (x.dynamic > 1 || x.rank() < 2) fail("X must be [N, C, ...] without a sequence axis");
-    const NDShape stats{x.var.shape()[1 - x.dynamic]};
-    // Of shape [C], or [C, 1...] to broadcast over a tensor without a batch axis.
+    const NDShape sample = x.var.shape().sub_shape(1 - x.dynamic);
+    const NDShape stats = spatial ? NDShape{sample[0]} : sample;
+    // Of the statistics' shape, or (spatial) [C, 1...] to broadcast over a tensor without a
+    // batch axis.
     auto stat_of = [&](size_t i, bool is_constant, const NDShape& shape) {
       if (!has_input(i) || tensor_shape(constant_tensor(node_->input(int(i)))) != stats)
-        fail("input ", i, " must be an initializer of shape ", stats.to_string());
+        fail("input ", i, " must be an initializer of shape ", stats.to_string(),
+             spatial ? "" : " (spatial 0: the sample's shape)");
       return leaf(node_->input(int(i)), is_constant, shape);
     };
     const float epsilon = float_attribute(*node_, "epsilon", 1e-5f);
     if (!x.dynamic) {
       // Loom's batch normalization needs a batch axis; at inference it is this arithmetic.
-      std::vector<size_t> per_channel(x.rank() - 1, 1);
+      std::vector<size_t> per_channel(sample.rank(), 1);
       per_channel[0] = stats[0];
-      const NDShape c(per_channel);
+      const NDShape c = spatial ? NDShape(per_channel) : sample;
       const DataType t = x.var.dtype();
       Variable mean = stat_of(3, true, c), var = stat_of(4, true, c);
       if (training) {
-        std::vector<Axis> axes;
-        for (size_t k = 0; k < x.rank(); ++k)
-          if (k != 1) axes.emplace_back(int(k));
-        const Variable batch_mean = reduce_mean(x.var, axes, false);  // [C]
+        std::vector<Axis> axes{Axis(0)};
+        for (size_t k = 2; spatial && k < x.rank(); ++k) axes.emplace_back(int(k));
+        const Variable batch_mean = reduce_mean(x.var, axes, false);  // the statistics' shape
         const Variable batch_var =
             reduce_mean(square(minus(x.var, reshape(batch_mean, c))), axes, false);
         const double momentum = float_attribute(*node_, "momentum", 0.9f);
-        auto running = [&](int output, size_t input, const Variable& batch) {
-          if (node_->output_size() <= output || node_->output(output).empty()) return;
-          values_[node_->output(output)] = {
-              plus(element_times(stat_of(input, true, stats), constant(momentum, t)),
-                   element_times(batch, constant(1 - momentum, t)), node_->output(output)),
-              0};
+        auto output = [&](int i, const std::function<Variable(const std::string&)>& value) {
+          if (node_->output_size() > i && !node_->output(i).empty())
+            values_[node_->output(i)] = {value(node_->output(i)), 0};
         };
-        running(1, 3, batch_mean);
-        running(2, 4, batch_var);
+        auto running = [&](size_t input, const Variable& batch) {
+          return [&, input, batch](const std::string& name) {
+            return Variable(plus(element_times(stat_of(input, true, stats), constant(momentum, t)),
+                                 element_times(batch, constant(1 - momentum, t)), name));
+          };
+        };
+        output(1, running(3, batch_mean));
+        output(2, running(4, batch_var));
+        if (earlier_form(14)) {
+          output(3, [&](const std::string& name) { return Variable(alias(batch_mean, name)); });
+          output(4, [&](const std::string& name) {
+            return Variable(element_divide(constant(1.0, t),
+                                           sqrt(plus(batch_var, constant(epsilon, t))), name));
+          });
+        }
         mean = reshape(batch_mean, c);
         var = reshape(batch_var, c);
       }
@@ -1527,7 +1647,7 @@ class Importer {
     auto stat = [&](size_t i, bool is_constant) { return stat_of(i, is_constant, stats); };
     const Variable count = constant(1.0, x.var.dtype(), out_name() + ".count");
     return {batch_normalization(x.var, stat(1, false), stat(2, false), stat(3, true), stat(4, true),
-                                count, x.var.shape().rank() > 1, 5000, 0, epsilon, out_name()),
+                                count, spatial && sample.rank() > 1, 5000, 0, epsilon, out_name()),
             1};
   }
 

@@ -456,6 +456,20 @@ std::vector<float> evaluate(const Function& f,
   for (const auto& [name, array] : data) named.emplace_back(name, array);
   return f.eval(named).data().to_vector<float>();
 }
+// The outputs of f on the named float tensors.
+std::vector<std::vector<float>> evaluate_all(
+    const Function& f, const std::vector<std::pair<std::string, NDArrayView>>& data) {
+  ValueMap args;
+  for (const auto& [name, array] : data) {
+    const Variable a = f.argument(name);
+    args.insert_or_assign(a, ArgumentData(array).to_value(a));
+  }
+  const ValueMap v = f.eval(args, f.outputs());
+  std::vector<std::vector<float>> outputs;
+  for (const Variable& o : f.outputs()) outputs.push_back(v.at(o).data().to_vector<float>());
+  return outputs;
+}
+
 NDArrayView tensor(const NDShape& shape, const std::vector<float>& v) {
   return NDArrayView::from_vector(shape, v);
 }
@@ -743,17 +757,44 @@ TEST(OnnxImport, EarlierOpsetForms) {
   EXPECT_EQ(bv.at(trained.outputs()[0]).data().to_vector<float>(),
             (std::vector<float>{-1, -1, 1, 3}));
   EXPECT_EQ(bv.at(trained.outputs()[1]).data().to_vector<float>(), (std::vector<float>{2, 1.5f}));
-  // Its saved statistics (outputs 3 and 4 before opset 14) are not computed.
-  norm.add_output("running_var");
-  norm.add_output("saved_mean");
-  bn->graph().add_output()->set_name("saved_mean");
-  expect_error<DataError>([&] { bn->load(); },
-                          {"'saved_mean'", "output 3 of BatchNormalization", "not support"});
-  auto spatial = graph(8, {2, 2, 1});
-  for (const char* name : {"scale", "bias", "mean", "var"}) spatial->initializer(name, {2}, {1, 1});
-  set(spatial->node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}), "spatial",
-      int64_t{0});
-  expect_error<DataError>([&] { spatial->load(); }, {"BatchNormalization", "spatial 0"});
+  // Its saved statistics (outputs 3 and 4 before opset 14): the batch's mean and, as
+  // onnxruntime gives it, 1 / sqrt(var + epsilon) of the batch's variance.
+  for (const char* o : {"running_var", "saved_mean", "saved_var"}) {
+    norm.add_output(o);
+    bn->graph().add_output()->set_name(o);
+  }
+  const Function saved = bn->load();
+  const Variable sx = saved.arguments()[0];
+  const ValueMap sv = saved.eval({{sx, ArgumentData(tensor({2, 2, 1}, {1, 2, 5, 4})).to_value(sx)}},
+                                 saved.outputs());
+  ASSERT_EQ(saved.outputs().size(), 5u);
+  const std::vector<std::vector<float>> statistics{{2, 1.5f}, {4, 1}, {3, 3}, {0.5f, 1}};
+  for (size_t i = 1; i < 5; ++i)
+    EXPECT_EQ(sv.at(saved.outputs()[i]).data().to_vector<float>(), statistics[i - 1]) << i;
+
+  // spatial 0 (opsets 7 and 8): statistics per element of the sample [C, D] = [1, 2], at
+  // inference over a tensor and over a batch, and in training mode.
+  auto spatial = graph(8, {2, 1, 2});
+  spatial->initializer("scale", {1, 2}, {1, 2});
+  spatial->initializer("bias", {1, 2}, {0, 1});
+  spatial->initializer("mean", {1, 2}, {1, 0});
+  spatial->initializer("var", {1, 2}, {4, 1});
+  pb::NodeProto& per_element =
+      spatial->node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"});
+  set(per_element, "spatial", int64_t{0});
+  set(per_element, "epsilon", 0.f);
+  const NDArrayView two = tensor({2, 1, 2}, {1, 2, 5, 4});
+  EXPECT_EQ(evaluate(spatial->load(), {{"x", two}}), (std::vector<float>{0, 5, 2, 9}));
+  EXPECT_EQ(evaluate(spatial->load(true), {{"x", two}}), (std::vector<float>{0, 5, 2, 9}));
+  per_element.add_output("running_mean");
+  spatial->graph().add_output()->set_name("running_mean");
+  set(per_element, "momentum", 0.5f);
+  EXPECT_EQ(evaluate_all(spatial->load(), {{"x", two}}),
+            (std::vector<std::vector<float>>{{-1, -1, 1, 3}, {2, 1.5f}}));
+  spatial->graph().mutable_initializer(0)->mutable_dims()->RemoveLast();
+  spatial->graph().mutable_initializer(0)->mutable_float_data()->RemoveLast();
+  expect_error<DataError>([&] { spatial->load(); },
+                          {"(BatchNormalization, opset 8)", "spatial 0: the sample's shape"});
 
   auto dropout = graph(10, {2}, {"y", "mask"});
   set(dropout->node("Dropout", {"x"}, {"y", "mask"}), "ratio", 0.5f);
@@ -1163,6 +1204,92 @@ TEST(OnnxImport, SliceWithSteps) {
             (std::vector<float>{1, 3, 6, 8}));
 }
 
+// Upsample (opsets 7 to 9): nearest repeats each element floor(i / scale), linear interpolates
+// at i / scale (the last element repeated past the end), with scales as the attribute (opsets 7
+// and 8) or an input (9), along static axes and behind a batch axis; a scale along the batch
+// axis, a mode ONNX lacks and Upsample at opset 10 are refused.
+TEST(OnnxImport, Upsample) {
+  const NDArrayView square = tensor({1, 1, 2, 2}, {1, 2, 3, 4});
+  OnnxGraph nearest({{"x", {1, 1, 2, 2}}}, {"y"}, 9);
+  nearest.initializer("scales", {4}, {1, 1, 2, 1.5f});
+  nearest.node("Upsample", {"x", "scales"}, {"y"});
+  const Function n = nearest.load();
+  EXPECT_EQ(n.output().shape(), (NDShape{1, 1, 4, 3}));
+  EXPECT_EQ(evaluate(n, {{"x", square}}), (std::vector<float>{1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4}));
+
+  OnnxGraph linear({{"x", {1, 1, 2, 2}}}, {"y"}, 7);
+  pb::NodeProto& up = linear.node("Upsample", {"x"}, {"y"});
+  set(up, "mode", std::string("linear"));
+  pb::AttributeProto* scales = up.add_attribute();
+  scales->set_name("scales");
+  scales->set_type(pb::AttributeProto::FLOATS);
+  for (float v : {1.f, 1.f, 2.f, 2.f}) scales->add_floats(v);
+  EXPECT_EQ(evaluate(linear.load(), {{"x", square}}),
+            (std::vector<float>{1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4, 3, 3.5f, 4, 4}));
+  // Behind a batch axis: each sample upsampled.
+  const Function batched = linear.load(true);
+  EXPECT_EQ(evaluate(batched, {{"x", tensor({2, 1, 2, 2}, {1, 2, 3, 4, 0, 0, 0, 4})}})[31], 4.f);
+  EXPECT_EQ(evaluate(batched, {{"x", tensor({2, 1, 2, 2}, {1, 2, 3, 4, 0, 0, 0, 4})}})[21], 1.f);
+  scales->set_floats(0, 2);
+  expect_error<DataError>([&] { linear.load(true); },
+                          {"(Upsample, opset 7)", "along axis 0, a batch axis"});
+  scales->set_floats(0, 1);
+  set(up, "mode", std::string("cubic"));
+  up.mutable_attribute(0)->set_s("cubic");
+  expect_error<DataError>([&] { linear.load(); },
+                          {"(Upsample, opset 7)", "mode cubic is not one of Upsample's"});
+  OnnxGraph resized({{"x", {1, 1, 2, 2}}}, {"y"}, 10);
+  resized.initializer("scales", {4}, {1, 1, 2, 2});
+  resized.node("Upsample", {"x", "scales"}, {"y"});
+  expect_error<DataError>([&] { resized.load(); },
+                          {"(Upsample, opset 10)", "deprecated Upsample at opset 10"});
+}
+
+// Split along an axis into the sizes `split` gives (an input from opset 13, an attribute
+// before) or into equal parts; sizes that do not add up to the axis's extent are refused.
+// Sum and Mean of any number of inputs, broadcast as ONNX broadcasts them.
+TEST(OnnxImport, SplitSumAndMean) {
+  const NDArrayView x = tensor({2, 3}, {0, 1, 2, 3, 4, 5});
+  OnnxGraph sized({{"x", {2, 3}}}, {"a", "b"});
+  int64_initializer(sized, "split", {2}, {1, 2});
+  set(sized.node("Split", {"x", "split"}, {"a", "b"}), "axis", int64_t{-1});
+  EXPECT_EQ(evaluate_all(sized.load(), {{"x", x}}),
+            (std::vector<std::vector<float>>{{0, 3}, {1, 2, 4, 5}}));
+  OnnxGraph equal({{"x", {2, 3}}}, {"a", "b", "c"}, 11);
+  set(equal.node("Split", {"x"}, {"a", "b", "c"}), "axis", int64_t{1});
+  EXPECT_EQ(evaluate_all(equal.load(), {{"x", x}}),
+            (std::vector<std::vector<float>>{{0, 3}, {1, 4}, {2, 5}}));
+  OnnxGraph attribute({{"x", {2, 3}}}, {"a", "b"}, 12);
+  pb::NodeProto& split = attribute.node("Split", {"x"}, {"a", "b"});
+  set(split, "split", std::vector<int64_t>{1, 1});
+  EXPECT_EQ(evaluate_all(attribute.load(), {{"x", x}}),
+            (std::vector<std::vector<float>>{{0, 1, 2}, {3, 4, 5}}));
+  set(split, "axis", int64_t{1});
+  expect_error<DataError>(
+      [&] { attribute.load(); },
+      {"(Split, opset 12)", "split [1,1] must be 2 positive sizes", "axis's extent 3"});
+  split.mutable_attribute(0)->set_ints(0, 0);
+  split.mutable_attribute(0)->set_ints(1, 3);
+  expect_error<DataError>([&] { attribute.load(); }, {"(Split, opset 12)", "split [0,3]"});
+  OnnxGraph uneven({{"x", {2, 3}}}, {"a", "b"});
+  set(uneven.node("Split", {"x"}, {"a", "b"}), "axis", int64_t{1});
+  expect_error<DataError>([&] { uneven.load(); },
+                          {"(Split, opset 13)", "extent 3 does not split into 2 equal parts"});
+
+  for (const char* op : {"Sum", "Mean"}) {
+    OnnxGraph g({{"x", {2, 3}}, {"y", {3}}, {"z", {1}}}, {"s"}, 8);
+    g.node(op, {"x", "y", "z"}, {"s"});
+    const float n = std::string(op) == "Sum" ? 1 : 3;
+    EXPECT_EQ(
+        evaluate(g.load(), {{"x", x}, {"y", tensor({3}, {3, 6, 9})}, {"z", tensor({1}, {3})}}),
+        (std::vector<float>{6 / n, 10 / n, 14 / n, 9 / n, 13 / n, 17 / n}))
+        << op;
+    OnnxGraph one({{"x", {2, 3}}}, {"s"});
+    one.node(op, {"x"}, {"s"});
+    EXPECT_EQ(evaluate(one.load(), {{"x", x}}), (std::vector<float>{0, 1, 2, 3, 4, 5})) << op;
+  }
+}
+
 // Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip
 // with tensor bounds, log_add_exp, softplus with a steepness) round trips in float32 and
 // float64.
@@ -1276,7 +1403,7 @@ TEST(OnnxImport, RefusesHostileSizes) {
       [&] {
         conv({huge, 0, huge, 0}, {2, 2}, {1, 1}).load();
       },
-      {"node 0 'c1' (Conv)", "exceed the input's extent 3"});
+      {"node 0 'c1' (Conv, opset 13)", "exceed the input's extent 3"});
   expect_error<DataError>(
       [&] {
         conv({0, 0, 0, 0}, {3, 3}, {1, 1}).load();

@@ -67,7 +67,7 @@ def older_but_same_at_loom_opset(model):
 EARLIER_FORMS = {"Clip": (10, ["min", "max"]), "Pad": (10, ["pads", "value"]),
                  "Slice": (9, ["starts", "ends", "axes"]), "TopK": (9, ["k"]),
                  "Squeeze": (12, ["axes"]), "Unsqueeze": (12, ["axes"]),
-                 "ReduceSum": (12, ["axes"])}
+                 "ReduceSum": (12, ["axes"]), "Split": (12, ["split"])}
 
 
 def earlier_form(case):
