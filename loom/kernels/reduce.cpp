@@ -287,6 +287,82 @@ void reduce_backward(ReduceOp op, const Dims& in_dims, const T* x, const Dims& o
   });
 }
 
+namespace {
+
+void check_sequence_op(const char* what, ReduceOp op) {
+  LOOM_CHECK(op == ReduceOp::Sum || op == ReduceOp::Max, ArgumentError, what,
+             ": only Sum and Max reduce over sequences, got op ", static_cast<int>(op));
+}
+
+// Calls body(row, seq, first, c0, c1) for each row of l in memory order (so x streams once, and
+// the rows of y stay in the cache), seq its sequence, first whether it is step 0, on the columns
+// [c0, c1) of rows of n elements that the thread running it owns: threads split the columns in
+// whole cache lines.
+template <typename T, class Body>
+void each_sequence_row(const SequenceLayout& l, size_t n, Body&& body) {
+  constexpr size_t kLine = 64 / sizeof(T);
+  detail::parallel_for((n + kLine - 1) / kLine, l.rows() * n, [&](size_t begin, size_t end) {
+    const size_t c0 = begin * kLine, c1 = std::min(n, end * kLine);
+    for (size_t t = 0; t < l.max_length(); ++t)
+      for (size_t k = 0; k < l.active(t); ++k)
+        body(l.step_offsets[t] + k, l.order[k], t == 0, c0, c1);
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void reduce_sequences(ReduceOp op, const SequenceLayout& l, size_t n, const T* x, T* y) {
+  check_sequence_op("reduce_sequences", op);
+  for (size_t b = 0; b < l.num_sequences(); ++b)
+    if (l.lengths[b] == 0) std::fill_n(y + b * n, n, T(0));
+  const bool max = op == ReduceOp::Max;
+  each_sequence_row<T>(l, n, [&](size_t row, size_t seq, bool first, size_t c0, size_t c1) {
+    const T* from = x + row * n;
+    T* to = y + seq * n;
+    if (first) {
+      std::copy(from + c0, from + c1, to + c0);
+    } else if (max) {
+      LOOM_OMP_SIMD()
+      for (size_t j = c0; j < c1; ++j) to[j] = to[j] < from[j] ? from[j] : to[j];
+    } else {
+      LOOM_OMP_SIMD()
+      for (size_t j = c0; j < c1; ++j) to[j] += from[j];
+    }
+  });
+}
+
+template <typename T>
+void reduce_sequences_backward(ReduceOp op, const SequenceLayout& l, size_t n, const T* x,
+                               const T* y, const T* dy, T* dx, bool accumulate) {
+  check_sequence_op("reduce_sequences_backward", op);
+  // Max: y's elements not matched yet; a match sets its element to NaN, which matches nothing.
+  thread_local std::vector<T> unmatched;
+  if (op == ReduceOp::Max) unmatched.resize(l.num_sequences() * n);
+  T* pending = unmatched.data();
+  detail::with_accumulate(accumulate, [&](auto acc) {
+    each_sequence_row<T>(l, n, [&](size_t row, size_t seq, bool first, size_t c0, size_t c1) {
+      const T* g = dy + seq * n;
+      T* to = dx + row * n;
+      if (op == ReduceOp::Sum) {
+        LOOM_OMP_SIMD()
+        for (size_t j = c0; j < c1; ++j) to[j] = acc ? to[j] + g[j] : g[j];
+        return;
+      }
+      T* u = pending + seq * n;
+      if (first) std::copy(y + seq * n + c0, y + seq * n + c1, u + c0);
+      const T* v = x + row * n;
+      LOOM_OMP_SIMD()
+      for (size_t j = c0; j < c1; ++j) {
+        const bool hit = v[j] == u[j];
+        const T d = hit ? g[j] : T(0);
+        to[j] = acc ? to[j] + d : d;
+        u[j] = hit ? std::numeric_limits<T>::quiet_NaN() : u[j];
+      }
+    });
+  });
+}
+
 template <typename T>
 void scale(size_t n, T alpha, T* x) {
   detail::parallel_for(n, n, [&](size_t begin, size_t end) {
@@ -303,11 +379,14 @@ void axpy(size_t n, T alpha, const T* x, T* y) {
   });
 }
 
-#define LOOM_INSTANTIATE(T)                                                                \
-  template void reduce<T>(ReduceOp, const Dims&, const T*, const Dims&, T*, bool);         \
-  template void reduce_backward<T>(ReduceOp, const Dims&, const T*, const Dims&, const T*, \
-                                   const T*, T*, bool);                                    \
-  template void scale<T>(size_t, T, T*);                                                   \
+#define LOOM_INSTANTIATE(T)                                                                     \
+  template void reduce<T>(ReduceOp, const Dims&, const T*, const Dims&, T*, bool);              \
+  template void reduce_backward<T>(ReduceOp, const Dims&, const T*, const Dims&, const T*,      \
+                                   const T*, T*, bool);                                         \
+  template void reduce_sequences<T>(ReduceOp, const SequenceLayout&, size_t, const T*, T*);     \
+  template void reduce_sequences_backward<T>(ReduceOp, const SequenceLayout&, size_t, const T*, \
+                                             const T*, const T*, T*, bool);                     \
+  template void scale<T>(size_t, T, T*);                                                        \
   template void axpy<T>(size_t, T, const T*, T*);
 LOOM_INSTANTIATE(float)
 LOOM_INSTANTIATE(double)

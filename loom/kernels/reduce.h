@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "loom/core/sequence_layout.h"
 #include "loom/kernels/elementwise.h"
 
 namespace loom::kernels {
@@ -32,6 +33,22 @@ void reduce(ReduceOp op, const Dims& in_dims, const T* x, const Dims& out_dims, 
 template <typename T>
 void reduce_backward(ReduceOp op, const Dims& in_dims, const T* x, const Dims& out_dims, const T* y,
                      const T* dy, T* dx, bool accumulate);
+
+// Reductions over the steps of packed sequences (sequence::reduce_sum, reduce_max): x holds the
+// l.rows() rows of l (n elements each, in SequenceLayout's time-major order), y one row per
+// sequence of l, in the minibatch's order. Sum adds each sequence's steps in order, in T; Max
+// keeps the larger step by step, as std::max (a NaN counts at step 0 only). An empty sequence
+// gives zeros. Threads split the columns (whole cache lines) above the kernels' grain. Ops other
+// than Sum and Max throw ArgumentError.
+template <typename T>
+void reduce_sequences(ReduceOp op, const SequenceLayout& l, size_t n, const T* x, T* y);
+
+// Their gradients (dx, like x, l's rows; dy, like y, a row per sequence): Sum gives each step
+// its sequence's dy; Max routes each element of dy to the first step where x equals y (none for
+// a NaN in y), 0 elsewhere. Sum reads neither x nor y (both may be null).
+template <typename T>
+void reduce_sequences_backward(ReduceOp op, const SequenceLayout& l, size_t n, const T* x,
+                               const T* y, const T* dy, T* dx, bool accumulate);
 
 // x[i] *= alpha for i < n.
 template <typename T>

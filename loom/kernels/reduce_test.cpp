@@ -395,5 +395,67 @@ TYPED_TEST(ReduceTest, ScaleAndAxpy) {
   }
 }
 
+// reduce_sequences against a loop over each sequence's steps by SequenceLayout::row: small
+// integers, so that maxima tie and sums in T are exact; an empty sequence among them; rows of
+// 1, 37 (a partial cache line) and 1000 elements (columns split over threads).
+TYPED_TEST(ReduceTest, SequencesSumAndMaxTheirStepsWithGradients) {
+  using T = TypeParam;
+  const SequenceLayout l = SequenceLayout::from_lengths({3, 0, 7, 1, 7, 2});
+  for (size_t n : {size_t{1}, size_t{37}, size_t{1000}}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+      const bool sum = op == ReduceOp::Sum;
+      const auto x = random_ints<T>(l.rows() * n, unsigned(n));
+      std::vector<T> y(l.num_sequences() * n, T(-7));
+      reduce_sequences(op, l, n, x.data(), y.data());
+      const auto dy = random_ints<T>(y.size(), unsigned(n) + 1);
+      std::vector<T> want_dx(x.size(), T(0));
+      for (size_t b = 0; b < l.num_sequences(); ++b) {
+        for (size_t k = 0; k < n; ++k) {
+          T want = 0;
+          for (size_t t = 0; t < l.lengths[b]; ++t) {
+            const T v = x[l.row(b, t) * n + k];
+            want = t == 0 ? v : (sum ? want + v : std::max(want, v));
+          }
+          ASSERT_EQ(y[b * n + k], want) << "op " << int(op) << " n " << n << " seq " << b;
+          for (size_t t = 0; t < l.lengths[b]; ++t) {
+            if (!sum && x[l.row(b, t) * n + k] != want) continue;
+            want_dx[l.row(b, t) * n + k] = dy[b * n + k];
+            if (!sum) break;  // the first maximum only
+          }
+        }
+      }
+      for (bool accumulate : {false, true}) {
+        const auto dx_init = random_ints<T>(x.size(), unsigned(n) + 2);
+        std::vector<T> dx = dx_init;
+        reduce_sequences_backward(op, l, n, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+        for (size_t i = 0; i < x.size(); ++i)
+          ASSERT_EQ(dx[i], want_dx[i] + (accumulate ? dx_init[i] : T(0)))
+              << "op " << int(op) << " n " << n << " accumulate " << accumulate << " i " << i;
+      }
+    }
+  }
+}
+
+TYPED_TEST(ReduceTest, SequenceMaxGivesNoGradientWhereTheMaxIsNaN) {
+  using T = TypeParam;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const SequenceLayout l = SequenceLayout::from_lengths({2});
+  const std::vector<T> x = {nan, T(1)}, dy = {T(5)};
+  std::vector<T> y(1), dx(2, T(3));
+  reduce_sequences(ReduceOp::Max, l, 1, x.data(), y.data());
+  EXPECT_TRUE(std::isnan(y[0]));
+  reduce_sequences_backward(ReduceOp::Max, l, 1, x.data(), y.data(), dy.data(), dx.data(), false);
+  EXPECT_EQ(dx, (std::vector<T>{T(0), T(0)}));
+}
+
+TYPED_TEST(ReduceTest, SequencesReduceOnlyBySumAndMax) {
+  using T = TypeParam;
+  const SequenceLayout l = SequenceLayout::from_lengths({1});
+  T x = 1, y = 0;
+  EXPECT_THROW(reduce_sequences(ReduceOp::Mean, l, 1, &x, &y), ArgumentError);
+  EXPECT_THROW(reduce_sequences_backward(ReduceOp::Prod, l, 1, &x, &y, &y, &x, false),
+               ArgumentError);
+}
+
 }  // namespace
 }  // namespace loom::kernels

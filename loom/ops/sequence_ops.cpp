@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "loom/graph/op.h"
+#include "loom/kernels/reduce.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/op_schema.h"
 #include "loom/ops/op_util.h"
@@ -137,12 +138,11 @@ class SliceOp : public RowMapOp {
 
 // ---- reduce_sum, reduce_max ------------------------------------------------------------------
 
-enum class Reduce { Sum, Max };
-
 class SequenceReduceOp : public OpDef {
  public:
   OpTraits traits(const Dictionary&) const override { return {.runs_step_by_step = false}; }
-  constexpr SequenceReduceOp(const char* name, Reduce reduce) : name_(name), reduce_(reduce) {}
+  constexpr SequenceReduceOp(const char* name, kernels::ReduceOp reduce)
+      : name_(name), reduce_(reduce) {}
   const char* name() const override { return name_; }
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
@@ -160,59 +160,26 @@ class SequenceReduceOp : public OpDef {
   void forward(OpCall& call) const override {
     const Tensor& x = *call.inputs[0];
     Tensor& y = *call.output;
-    const SequenceLayout& l = *x.layout;
-    const size_t n = op_util::sample_size(x);
     dispatch(y.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* src = x.ptr<T>();
-      for (size_t b = 0; b < l.num_sequences(); ++b) {
-        T* dst = y.ptr<T>() + b * n;
-        if (l.lengths[b] == 0) {
-          std::fill_n(dst, n, T(0));
-          continue;
-        }
-        op_util::copy_or_add(n, src + l.row(b, 0) * n, dst, false);
-        for (size_t t = 1; t < l.lengths[b]; ++t) {
-          const T* row = src + l.row(b, t) * n;
-          if (reduce_ == Reduce::Sum) {
-            op_util::copy_or_add(n, row, dst, true);
-          } else {
-            for (size_t k = 0; k < n; ++k) dst[k] = std::max(dst[k], row[k]);
-          }
-        }
-      }
+      kernels::reduce_sequences(reduce_, *x.layout, op_util::sample_size(x), x.ptr<T>(),
+                                y.ptr<T>());
     });
   }
 
-  // Sum: dy of sequence b goes to each of its rows. Max: each element of dy goes to the first
-  // step holding the maximum.
   void backward(OpCall& call, size_t, Tensor& dx, bool accumulate) const override {
     const Tensor& x = *call.inputs[0];
-    const SequenceLayout& l = *x.layout;
-    const size_t n = op_util::sample_size(dx);
     dispatch(dx.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* dy = call.output_gradient->ptr<T>();
-      if (reduce_ == Reduce::Max && !accumulate) std::fill_n(dx.ptr<T>(), dx.size(), T(0));
-      for (size_t b = 0; b < l.num_sequences(); ++b) {
-        if (reduce_ == Reduce::Sum) {
-          for (size_t t = 0; t < l.lengths[b]; ++t)
-            op_util::copy_or_add(n, dy + b * n, dx.ptr<T>() + l.row(b, t) * n, accumulate);
-          continue;
-        }
-        const T* y = call.output->ptr<T>() + b * n;
-        for (size_t k = 0; k < n; ++k) {
-          size_t t = 0;
-          while (t < l.lengths[b] && x.ptr<T>()[l.row(b, t) * n + k] != y[k]) ++t;
-          if (t < l.lengths[b]) dx.ptr<T>()[l.row(b, t) * n + k] += dy[b * n + k];
-        }
-      }
+      kernels::reduce_sequences_backward(reduce_, *x.layout, op_util::sample_size(dx), x.ptr<T>(),
+                                         call.output->ptr<T>(), call.output_gradient->ptr<T>(),
+                                         dx.ptr<T>(), accumulate);
     });
   }
 
  private:
   const char* name_;
-  Reduce reduce_;
+  kernels::ReduceOp reduce_;
 };
 
 // ---- is_first, is_last -----------------------------------------------------------------------
@@ -505,8 +472,8 @@ class UnpackOp : public OpDef {
 const SliceOp kFirst("SequenceFirst", 0, 1);
 const SliceOp kLast("SequenceLast", -1, 0);
 const SliceOp kSlice("SequenceSlice");
-const SequenceReduceOp kReduceSum("SequenceReduceSum", Reduce::Sum);
-const SequenceReduceOp kReduceMax("SequenceReduceMax", Reduce::Max);
+const SequenceReduceOp kReduceSum("SequenceReduceSum", kernels::ReduceOp::Sum);
+const SequenceReduceOp kReduceMax("SequenceReduceMax", kernels::ReduceOp::Max);
 const IsWithinOp kIsFirst("SequenceIsFirst", true);
 const IsWithinOp kIsLast("SequenceIsLast", false);
 const BroadcastAsOp kBroadcastAs;
@@ -695,12 +662,12 @@ std::vector<OpSchema> sequence_schemas() {
              return scatter(in[0], in[1], name);
            }},
       // A free first axis: the minibatch's longest sequence, padded.
-      hand_bound(kUnpack, 1, 1,
-                 {{.inputs = {{NDShape{2}}},
-                   .attributes = Dictionary({{"padding_value", 0.5}}),
-                   .batch = false,
-                   .padding = 0.5}}),
-      hand_bound(kUnpackMask, 1, 1, {{.inputs = {{NDShape{2}}}, .batch = false}}),
+      internal_op(kUnpack, 1, 1,
+                  {{.inputs = {{NDShape{2}}},
+                    .attributes = Dictionary({{"padding_value", 0.5}}),
+                    .batch = false,
+                    .padding = 0.5}}),
+      internal_op(kUnpackMask, 1, 1, {{.inputs = {{NDShape{2}}}, .batch = false}}),
       {.op = nullptr,
        .min_inputs = 1,
        .max_inputs = 1,
