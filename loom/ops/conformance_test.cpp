@@ -517,7 +517,7 @@ TEST(OpTable, EveryOpHasConformanceCasesOrNamesTheTestsThatCoverIt) {
 
 TEST(OpTable, EveryOpSaysWhatItIsInOnnx) {
   for (const OpSchema& s : op_table()) {
-    if (!s.python) continue;  // the hand-bound ops' mappings live in loom/deploy's own code
+    if (!s.python) continue;  // internal ops' mappings, if any, are loom/deploy's own code
     if (!s.op) {
       EXPECT_FALSE(s.onnx.op_type) << s.name() << ": a composite exports as the ops it is made of";
       continue;
@@ -548,7 +548,8 @@ TEST(OpTable, PythonParametersAreWellFormed) {
       }
     }
     EXPECT_EQ(required, s.min_inputs) << s.python;
-    EXPECT_EQ(required + optional, s.max_inputs) << s.python;
+    // Inputs past the parameters' are the C++ builder's alone (the Convolution layers' bias).
+    EXPECT_LE(required + optional, s.max_inputs) << s.python;
   }
 }
 

@@ -63,11 +63,28 @@ std::vector<size_t> per_axis(const char* op, const char* option, const std::vect
   return all;
 }
 
+DictionaryValue sizes_attribute(const std::vector<size_t>& sizes) {
+  return int_list_attribute(std::vector<int64_t>(sizes.begin(), sizes.end()));
+}
+
+std::vector<size_t> attribute_sizes(const char* function, const Dictionary& attributes,
+                                    const char* option) {
+  std::vector<size_t> sizes;
+  for (int64_t i : attribute_ints(attributes.at(option))) {
+    LOOM_CHECK(i >= 0, ArgumentError, function, ": ", option, " holds the negative value ", i,
+               "; give one size for every axis or one per axis");
+    sizes.push_back(size_t(i));
+  }
+  return sizes;
+}
+
 }  // namespace conv_detail
 
 namespace {
 
+using conv_detail::attribute_sizes;
 using conv_detail::per_axis;
+using conv_detail::sizes_attribute;
 
 NDShape to_shape(const std::vector<size_t>& v) {
   return NDShape(v);
@@ -428,38 +445,119 @@ Dictionary window_attributes(const std::vector<size_t>& strides, const std::vect
   return a;
 }
 
+// An Int attribute that counts (reduction_rank, groups): an ArgumentError naming function for a
+// negative one.
+size_t count_attribute(const char* function, const Dictionary& a, const char* key) {
+  const int64_t n = a.get<int64_t>(key);
+  LOOM_CHECK(n >= 0, ArgumentError, function, ": ", key, " is ", n, "; give a count >= 0");
+  return size_t(n);
+}
+
+// CNTK's parameters of convolution and convolution_transpose, with `own` (sequential,
+// output_shape) where CNTK has it: the per-axis options and reduction_rank, the options'
+// defaults; then max_temp_mem_size_in_samples, which CNTK's engines read and Loom's do not.
+template <typename Options>
+std::vector<OpParam> convolution_params(const Options& o, OpParam own,
+                                        std::vector<OpParam> more = {}) {
+  std::vector<OpParam> params{{"convolution_map"},
+                              {"operand"},
+                              {"strides", ParamType::Ints, sizes_attribute(o.strides)},
+                              {.name = "sharing",
+                               .type = ParamType::Bools,
+                               .default_value = bool_list_attribute(o.sharing),
+                               .list_default = true},
+                              {.name = "auto_padding",
+                               .type = ParamType::Bools,
+                               .default_value = bool_list_attribute(o.auto_padding),
+                               .list_default = true},
+                              own,
+                              {"dilation", ParamType::Ints, sizes_attribute(o.dilation)},
+                              {"reduction_rank", ParamType::Int, int64_t(o.reduction_rank)}};
+  params.insert(params.end(), more.begin(), more.end());
+  params.push_back({"max_temp_mem_size_in_samples", ParamType::Int, int64_t{0}});
+  return params;
+}
+
+// The options those parameters give (by their names).
+template <typename Options>
+Options convolution_options(const char* function, const Dictionary& a, const std::string& name) {
+  Options o;
+  o.strides = attribute_sizes(function, a, "strides");
+  o.sharing = attribute_bools(a.at("sharing"));
+  o.auto_padding = attribute_bools(a.at("auto_padding"));
+  o.dilation = attribute_sizes(function, a, "dilation");
+  o.reduction_rank = count_attribute(function, a, "reduction_rank");
+  o.name = name;
+  return o;
+}
+
 }  // namespace
 
 std::vector<OpSchema> convolution_schemas() {
   // Kernels (O, C, kh, kw) over (C, H, W) images: 3x3 with same padding; 2x2 at stride 2 without
-  // padding, with a bias; two groups with a dilated kernel.
-  auto conv = [](std::vector<size_t> strides, std::vector<bool> pad, std::vector<size_t> dilation,
-                 int64_t groups) {
-    Dictionary a = window_attributes(strides, {true}, pad, {0}, {0}, dilation, 1);
+  // padding, with a bias (the layers' input, which Python does not give); two groups with a
+  // dilated kernel.
+  auto options = [](int64_t stride, bool pad, int64_t dilation) {
+    return Dictionary({{"strides", int_list_attribute({stride})},
+                       {"auto_padding", bool_list_attribute({pad})},
+                       {"dilation", int_list_attribute({dilation})}});
+  };
+  auto grouped = [&](Dictionary a, int64_t groups) {
     a["groups"] = groups;
     return a;
   };
   const ConformanceInput image{NDShape{2, 5, 6}};
-  std::vector<ConformanceCase> convolutions{
-      {{{NDShape{3, 2, 3, 3}, false}, image}, conv({1}, {true}, {1}, 1)},
-      {{{NDShape{3, 2, 2, 2}, false}, image, {NDShape{3, 1, 1}, false}},
-       conv({2}, {false}, {1}, 1)},
-      {{{NDShape{4, 1, 2, 2}, false}, image}, conv({1}, {true}, {2}, 2)}};
-  // Transposed kernels (C, O, kh, kw): 3x3 with same padding; 2x2 at stride 2.
-  auto transposed = [](std::vector<size_t> strides, std::vector<bool> pad) {
-    Dictionary a = window_attributes(strides, {true}, pad, {0}, {0}, {1}, 1);
-    a["groups"] = int64_t{1};
-    a["output_shape"] = NDShape();
-    return a;
-  };
-  std::vector<ConformanceCase> transposes{
-      {{{NDShape{2, 3, 3, 3}, false}, image}, transposed({1}, {true})},
-      {{{NDShape{2, 3, 2, 2}, false}, image}, transposed({2}, {false})}};
-  OpSchema convolution = hand_bound(kConvolution, 2, 3, std::move(convolutions));  // W, x, bias
-  convolution.onnx = {"Conv"};
-  OpSchema transpose = hand_bound(kConvolutionTranspose, 2, 2, std::move(transposes));
-  transpose.onnx = {"ConvTranspose"};
-  return {convolution, transpose};
+  const ConvolutionOptions conv;
+  const ConvolutionTransposeOptions transposed;
+  return {
+      {.op = &kConvolution,
+       .min_inputs = 2,
+       .max_inputs = 3,  // and the layers' bias
+       .python = "convolution",
+       .params = convolution_params(conv, {"sequential", ParamType::Bool, conv.sequential},
+                                    {{"groups", ParamType::Int, int64_t(conv.groups)}}),
+       .doc = "the convolution of operand (C, spatial...) with convolution_map (O, C / groups, "
+              "kernel...): (O, out...). strides, sharing (only True), auto_padding (centred, "
+              "zero padded, ceil(input / stride) outputs) and dilation take one value for every "
+              "spatial axis, one per spatial axis, or one more in front for the channel axis. "
+              "reduction_rank 0: operand has no channel axis. sequential=True: operand is a "
+              "sequence and convolution_map (O, C / groups, kT, kernel...) convolves along its "
+              "steps too (the options' first spatial axis), giving sequences on a new sequence "
+              "axis, each as long as its steps convolve to. max_temp_mem_size_in_samples is "
+              "accepted and not used",
+       .onnx = {"Conv"},
+       .conformance = {{{{NDShape{3, 2, 3, 3}, false}, image}, options(1, true, 1)},
+                       {{{NDShape{3, 2, 2, 2}, false}, image, {NDShape{3, 1, 1}, false}},
+                        options(2, false, 1)},
+                       {{{NDShape{4, 1, 2, 2}, false}, image}, grouped(options(1, true, 2), 2)}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             auto o = convolution_options<ConvolutionOptions>("convolution", a, name);
+             o.sequential = a.get<bool>("sequential");
+             o.groups = count_attribute("convolution", a, "groups");
+             if (in.size() > 2) o.bias = in[2];
+             return convolution(in[0], in[1], o);
+           }},
+      {.op = &kConvolutionTranspose,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "convolution_transpose",
+       .params = convolution_params(
+           transposed, {.name = "output_shape", .type = ParamType::Shape, .none_default = true}),
+       .doc = "the transposed convolution of operand (I, spatial...) with convolution_map (I, O, "
+              "kernel...): (O, out...), the shape a convolution with the same map takes back to "
+              "operand's. output_shape: the spatial extents (or (O, extents...)) where several "
+              "would do; None: the smallest. The options are convolution()'s",
+       .onnx = {"ConvTranspose"},
+       // Transposed kernels (C, O, kh, kw): 3x3 with same padding; 2x2 at stride 2.
+       .conformance = {{{{NDShape{2, 3, 3, 3}, false}, image}, options(1, true, 1)},
+                       {{{NDShape{2, 3, 2, 2}, false}, image}, options(2, false, 1)}},
+       .build = [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+         auto o =
+             convolution_options<ConvolutionTransposeOptions>("convolution_transpose", a, name);
+         if (a.contains("output_shape")) o.output_shape = a.get<NDShape>("output_shape");
+         return convolution_transpose(in[0], in[1], o);
+       }}};
 }
 
 namespace {

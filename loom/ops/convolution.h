@@ -101,6 +101,12 @@ std::optional<SpatialTransform> window_centres(const std::vector<kernels::Spatia
 // (CNTK's rule: one value is every axis's). ShapeError naming op and the option otherwise.
 std::vector<size_t> per_axis(const char* op, const char* option, const std::vector<size_t>& v,
                              size_t rank);
+// A per-axis option of sizes (strides, dilation) as the op table's parameter holds it
+// (ParamType::Ints), and back: an ArgumentError naming function and the option for a negative
+// value.
+DictionaryValue sizes_attribute(const std::vector<size_t>& sizes);
+std::vector<size_t> attribute_sizes(const char* function, const Dictionary& attributes,
+                                    const char* option);
 }  // namespace conv_detail
 
 }  // namespace loom

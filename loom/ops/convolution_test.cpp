@@ -5,6 +5,7 @@
 #include "loom/graph/executor.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/gradient_check.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/ops_test_util.h"
 #include "loom/ops/pooling.h"
 
@@ -441,6 +442,91 @@ TEST(ConvolutionTranspose, IsTheAdjointOfConvolution) {
   for (size_t i = 0; i < cx.size(); ++i) a += cx[i] * ys[i];
   for (size_t i = 0; i < ty.size(); ++i) b += xs[i] * ty[i];
   EXPECT_NEAR(a, b, 1e-12 * std::max(1.0, std::abs(a)));
+}
+
+// Two ops' attributes are the same keys holding the same shapes, numbers and flags.
+void expect_same_attributes(const Function& a, const Function& b) {
+  const DictionaryMap &x = a.attributes().map(), &y = b.attributes().map();
+  ASSERT_EQ(x.size(), y.size()) << a.op_name();
+  for (const auto& [key, value] : x) {
+    ASSERT_TRUE(y.count(key)) << a.op_name() << ": " << key;
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, NDShape> || std::is_same_v<V, bool> ||
+                        std::is_same_v<V, int64_t> || std::is_same_v<V, double>)
+            EXPECT_EQ(v, y.at(key).get<V>()) << a.op_name() << ": " << key;
+          else
+            ADD_FAILURE() << a.op_name() << ": " << key << " holds " << value.type_name();
+        },
+        value.storage());
+  }
+}
+
+// Python's convolution, convolution_transpose, pooling and unpooling come from the op table,
+// whose parameters (CNTK's: per-axis lists of ints and bools) build the ops as the C++ builders
+// do, with the attributes model files store under the keys they always had.
+TEST(Convolution, TheTablesParametersBuildWhatTheBuildersDo) {
+  const Variable x = input_variable({2, 6, 6});
+  const Variable w = parameter({3, 2, 3, 3}), wt = parameter({2, 3, 2, 2});
+  const OpSchema &conv = *find_schema("Convolution"),
+                 &transpose = *find_schema("ConvolutionTranspose");
+  const Dictionary strided({{"strides", int_list_attribute({2, 1})},
+                            {"auto_padding", bool_list_attribute({false, true})},
+                            {"dilation", int_list_attribute({1})},
+                            {"max_temp_mem_size_in_samples", int64_t{16}}});
+  expect_same_attributes(conv.apply({w, x}, strided),
+                         convolution(w, x, {.strides = {2, 1}, .auto_padding = {false, true}}));
+  expect_same_attributes(conv.apply({w, x}, {}), convolution(w, x));
+  Dictionary shaped = strided;
+  shaped["output_shape"] = NDShape{12, 6};
+  expect_same_attributes(
+      transpose.apply({wt, x}, shaped),
+      convolution_transpose(
+          wt, x,
+          {.strides = {2, 1}, .auto_padding = {false, true}, .output_shape = NDShape{12, 6}}));
+  expect_same_attributes(transpose.apply({wt, x}, {}), convolution_transpose(wt, x));
+  // The layers' bias, a third input Python does not give.
+  const Variable b = parameter({3, 1, 1});
+  EXPECT_EQ(conv.apply({w, x, b}, {}).inputs().size(), 3u);
+
+  const Dictionary window({{"pooling_type", int64_t(PoolingType::Average)},
+                           {"window", NDShape{3, 3}},
+                           {"strides", int_list_attribute({2})},
+                           {"include_pad", true}});
+  const Function pooled = find_schema("Pooling")->apply({x}, window);
+  expect_same_attributes(
+      pooled, pooling(x, PoolingType::Average, {3, 3}, {.strides = {2}, .include_pad = true}));
+  Dictionary unpool({{"unpooling_type", int64_t(PoolingType::Max)},
+                     {"window", NDShape{3, 3}},
+                     {"strides", int_list_attribute({2})}});
+  expect_same_attributes(find_schema("Unpooling")->apply({pooled, x}, unpool),
+                         unpooling(pooled, x, PoolingType::Max, {3, 3}, {.strides = {2}}));
+}
+
+TEST(Convolution, TheTablesParametersRefuseBadValues) {
+  const Variable x = input_variable({2, 6, 6}), w = parameter({3, 2, 3, 3});
+  const OpSchema &conv = *find_schema("Convolution"), &pool = *find_schema("Pooling");
+  expect_argument_error(
+      [&] {
+        conv.apply({w, x}, Dictionary({{"strides", int_list_attribute({-1})}}));
+      },
+      {"convolution: strides holds the negative value -1"});
+  expect_argument_error(
+      [&] {
+        conv.apply({w, x}, Dictionary({{"groups", int64_t{-2}}}));
+      },
+      {"convolution: groups is -2"});
+  expect_argument_error(
+      [&] {
+        pool.apply({x}, Dictionary({{"pooling_type", int64_t{2}}, {"window", NDShape{2, 2}}}));
+      },
+      {"pooling: pooling_type 2 is neither MAX_POOLING (0) nor AVG_POOLING (1)"});
+  expect_argument_error(
+      [&] {
+        pool.apply({x}, Dictionary({{"pooling_type", int64_t{0}}}));
+      },
+      {"pooling: argument 'pooling_window_shape' is required"});
 }
 
 }  // namespace

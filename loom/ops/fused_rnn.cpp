@@ -407,8 +407,8 @@ std::vector<OpSchema> fused_rnn_schemas() {
        attributes("LSTM", "Tanh", true, true)},
       {shared({{6}, {3, 6}, {2, 4}, {2, 2}, {2}}), attributes("GRU", "Tanh", false, false)},
       {shared({{2}, {3, 2}, {2, 2}, {2}}), attributes("RNNStep", "ReLU", false, false)}};
-  for (ConformanceCase& c : cases) c.batch = false;                // x is a sequence
-  return {hand_bound(kFusedRecurrence, 5, 15, std::move(cases))};  // x, b, W, H, then as asked
+  for (ConformanceCase& c : cases) c.batch = false;                 // x is a sequence
+  return {internal_op(kFusedRecurrence, 5, 15, std::move(cases))};  // x, b, W, H, then as asked
 }
 
 Function fused_recurrence(const Variable& x, const FusedRecurrenceInputs& f,

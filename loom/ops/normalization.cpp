@@ -365,9 +365,46 @@ std::vector<OpSchema> normalization_schemas() {
     for (const ConformanceInput& in : statistics(s)) inputs.push_back(in);
     batch.push_back({inputs, batch_norm(spatial), true, false, false});
   }
-  OpSchema batch_schema = hand_bound(kBatchNormalization, 6, 6, std::move(batch));
-  batch_schema.onnx = {"BatchNormalization"};
-  OpSchema layer_schema = hand_bound(kLayerNormalization, 3, 3, std::move(layer));
+  OpSchema batch_schema{
+      .op = &kBatchNormalization,
+      .min_inputs = 5,
+      .max_inputs = 6,
+      .python = "batch_normalization",
+      .params = {{"operand"},
+                 {"scale"},
+                 {"bias"},
+                 {"running_mean"},
+                 {"running_inv_std"},
+                 {"spatial", ParamType::Bool},
+                 {"normalization_time_constant", ParamType::Double,
+                  int64_t{kBatchNormalizationTimeConstant}},
+                 {"blend_time_constant", ParamType::Double,
+                  int64_t{kBatchNormalizationBlendTimeConstant}},
+                 {"epsilon", ParamType::Double, kBatchNormalizationEpsilon},
+                 {"use_cudnn_engine", ParamType::Bool, false},
+                 {"disable_regularization", ParamType::Bool, false},
+                 {.name = "running_count",
+                  .type = ParamType::OptionalTensor,
+                  .after_name = true,
+                  .none_warning = "batch_normalization requires an additional 'running_count' "
+                                  "parameter, which can be instantiated as 'constant(0)'"}},
+      .doc =
+          "batch normalization of operand (which has a batch axis) by the minibatch's "
+          "statistics in training (also updating running_mean, running_inv_std, which holds "
+          "the variance, and running_count, all constants) and by the running ones in "
+          "inference; spatial: one statistic per channel (the first axis). running_count "
+          "None: a constant 0 of operand's dtype, with CNTK's warning. use_cudnn_engine and "
+          "disable_regularization are accepted and not used",
+      .onnx = {"BatchNormalization"},
+      .conformance = std::move(batch),
+      .build = [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+        const Variable count = in.size() > 5 ? in[5] : Variable(constant(0.0, in[0].dtype()));
+        return batch_normalization(in[0], in[1], in[2], in[3], in[4], count, a.get<bool>("spatial"),
+                                   a.get<double>("normalization_time_constant"),
+                                   a.get<double>("blend_time_constant"), a.get<double>("epsilon"),
+                                   name);
+      }};
+  OpSchema layer_schema = internal_op(kLayerNormalization, 3, 3, std::move(layer));
   // Written as ReduceMean, Sub, Sqrt, Add, Div, Mul, Add: CNTK divides by std + epsilon, ONNX's
   // LayerNormalization (opset 17) by sqrt(var + epsilon).
   layer_schema.onnx = {"LayerNormalization"};

@@ -14,6 +14,7 @@
 #include "loom/graph/executor.h"
 #include "loom/ops/convolution.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/op_schema.h"
 #include "loom/ops/ops_test_util.h"
 #include "loom/ops/pooling.h"
 
@@ -275,6 +276,34 @@ TEST(BatchNormalization, InferredShapesAndErrors) {
   EXPECT_THROW(batch_normalization(x, b.scale, b.bias, b.scale, b.var, b.count, true),
                ArgumentError);  // a running mean that is not a Constant
   EXPECT_THROW(apply(x, b, true, 5000, -1), ArgumentError);
+}
+
+// Python's batch_normalization comes from the op table: CNTK's defaults (time constants written
+// as ints) are stored as the doubles the op reads, and running_count left out (CNTK's None) is a
+// constant 0 of the operand's dtype.
+TEST(BatchNormalization, TheTablesDefaultsAndRunningCount) {
+  Variable x = input_variable({3}, f64("x"));
+  const Bn b = make_bn({3}, kF64, 61);
+  const OpSchema& s = *find_schema("BatchNormalization");
+  const Function f = s.apply({x, b.scale, b.bias, b.mean, b.var}, Dictionary({{"spatial", false}}));
+  const Dictionary& a = f.attributes();
+  EXPECT_EQ(a.get<double>("normalization_time_constant"), kBatchNormalizationTimeConstant);
+  EXPECT_EQ(a.get<double>("blend_time_constant"), kBatchNormalizationBlendTimeConstant);
+  EXPECT_EQ(a.get<double>("epsilon"), kBatchNormalizationEpsilon);
+  EXPECT_FALSE(a.contains("use_cudnn_engine") || a.contains("disable_regularization"));
+  const Variable count = f.inputs().at(5);
+  ASSERT_TRUE(count.is_constant());
+  EXPECT_EQ(count.dtype(), kF64);
+  EXPECT_EQ(stored(count), std::vector<double>{0});
+  EXPECT_EQ(s.apply({x, b.scale, b.bias, b.mean, b.var, b.count}, Dictionary({{"spatial", false}}))
+                .inputs()
+                .at(5),
+            b.count);
+  expect_argument_error(
+      [&] {
+        s.apply({x, b.scale, b.bias, b.mean, b.var}, {});
+      },
+      {"batch_normalization: argument 'spatial' is required"});
 }
 
 // A graph around one batch normalization, built in one data type: its input, the

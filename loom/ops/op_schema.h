@@ -34,6 +34,9 @@ enum class ParamType {
   Doubles,
   Int,
   Bool,
+  // A list of bools, held as a DictionaryVector of bool (bool_list_attribute, attribute_bools);
+  // Python takes a bool or a list or tuple of bools (convolution's per-axis auto_padding).
+  Bools,
   // An Axis, held as axis_attribute() writes it; Python takes an int (a static axis in Python
   // order, negative from the end), an Axis, or None (all static axes), or a list of them, held
   // as a DictionaryVector (an op that takes one axis refuses a list).
@@ -73,6 +76,10 @@ Axis attribute_axis(const DictionaryValue& value);
 // ArgumentError for a value that is not a list of ints).
 DictionaryValue int_list_attribute(const std::vector<int64_t>& ints);
 std::vector<int64_t> attribute_ints(const DictionaryValue& value);
+// A list of bools as an attribute (ParamType::Bools), and the bools an attribute holds (an
+// ArgumentError for a value that is not a list of bools).
+DictionaryValue bool_list_attribute(const std::vector<bool>& bools);
+std::vector<bool> attribute_bools(const DictionaryValue& value);
 // A data type as an attribute (ParamType::DataType), and the data type an attribute holds (an
 // ArgumentError for another value).
 DictionaryValue dtype_attribute(DataType dtype);
@@ -82,7 +89,9 @@ DataType attribute_dtype(const DictionaryValue& value);
 struct OpParam {
   const char* name;
   ParamType type = ParamType::Tensor;
-  // An attribute's default (CNTK's); none when the caller must give it.
+  // An attribute's default (CNTK's); none when the caller must give it. A Double's default may
+  // be an int64, shown as an int as CNTK writes it (normalization_time_constant=5000) and
+  // filled as a double.
   DictionaryValue default_value = {};
   // The attribute's key where it is not the parameter's name (model files keep the keys Loom
   // first stored: slice's "begin" for begin_index).
@@ -90,6 +99,15 @@ struct OpParam {
   // Python's default is None, which leaves the attribute out (gather's
   // new_sequence_axis_typeinfo: the builder then does without it).
   bool none_default = false;
+  // Python shows the default of a list type (Ints, Bools, Doubles) as a list, CNTK's mutable
+  // defaults (sharing=[True]), not as a tuple (strides=(1,)).
+  bool list_default = false;
+  // Python places the parameter after name='' (CNTK's batch_normalization added running_count
+  // there).
+  bool after_name = false;
+  // Python warns with this message when the argument is None (CNTK's batch_normalization
+  // without running_count).
+  const char* none_warning = nullptr;
 
   const char* attribute_key() const { return key ? key : name; }
 };
@@ -205,10 +223,13 @@ struct OpSchema {
   const OpDef* op;
   size_t min_inputs, max_inputs;  // max SIZE_MAX: any number
   // The Python function (at loom.<module>.<python>, and loom.<python> for module "ops"), made
-  // from params; null where the binding is written by hand in python/src (or the op is internal).
+  // from params; null for an op Python does not call by itself (the layers' LayerNormalization).
   const char* python = nullptr;
   const char* module = "ops";
-  std::vector<OpParam> params = {};  // without name='', which every builder takes last
+  // Without name='', which every builder takes last (Python before any after_name parameter).
+  // Inputs past the parameters' (max_inputs counts them) are the C++ builder's alone: the
+  // Convolution layers' fused bias.
+  std::vector<OpParam> params = {};
   // Python's binary ops that take 2 or more operands (CNTK's associative_multi_arg).
   bool associative = false;
   const char* doc = "";
@@ -233,10 +254,10 @@ struct OpSchema {
                  const std::string& name = "", const PythonVariant* variant = nullptr) const;
 };
 
-// The schema of an op whose Python binding is written by hand in python/src (or that Python
-// does not call), with its arity and conformance cases.
-OpSchema hand_bound(const OpDef& op, size_t min_inputs, size_t max_inputs,
-                    std::vector<ConformanceCase> conformance);
+// The schema of an op that Python does not call by itself (the layers' LayerNormalization,
+// debug_model's nodes), with its arity and conformance cases.
+OpSchema internal_op(const OpDef& op, size_t min_inputs, size_t max_inputs,
+                     std::vector<ConformanceCase> conformance);
 
 // Every op, in the order of their families.
 const std::vector<OpSchema>& op_table();

@@ -35,23 +35,53 @@ size_t static_axis_index(const char* op, const Axis& axis, const Variable& input
 namespace loom {
 
 // The attribute helpers of op_schema.h's parameter types (axis_attribute is in registry.cpp).
-DictionaryValue int_list_attribute(const std::vector<int64_t>& ints) {
+namespace {
+
+template <typename T>
+DictionaryValue list_attribute(const std::vector<T>& values) {
   DictionaryVector v;
-  v.reserve(ints.size());
-  for (int64_t i : ints) v.emplace_back(i);
+  v.reserve(values.size());
+  for (T x : values) v.emplace_back(x);
   return v;
 }
 
-std::vector<int64_t> attribute_ints(const DictionaryValue& value) {
-  LOOM_CHECK(value.is<DictionaryVector>(), ArgumentError, "a list-of-ints attribute holds ",
+// The elements of a list attribute of `what` ("ints"), each of which `is` accepts as `element`
+// ("an int"); an ArgumentError otherwise.
+const DictionaryVector& list_elements(const DictionaryValue& value, const char* what,
+                                      const char* element, bool (*is)(const DictionaryValue&)) {
+  LOOM_CHECK(value.is<DictionaryVector>(), ArgumentError, "a list-of-", what, " attribute holds ",
              value.type_name(), ", not a list");
+  for (const DictionaryValue& v : value.get<DictionaryVector>())
+    LOOM_CHECK(is(v), ArgumentError, "a list-of-", what, " attribute holds ", v.type_name(),
+               ", not ", element);
+  return value.get<DictionaryVector>();
+}
+
+}  // namespace
+
+DictionaryValue int_list_attribute(const std::vector<int64_t>& ints) {
+  return list_attribute(ints);
+}
+
+std::vector<int64_t> attribute_ints(const DictionaryValue& value) {
   std::vector<int64_t> ints;
-  for (const DictionaryValue& v : value.get<DictionaryVector>()) {
-    LOOM_CHECK(v.is<int64_t>() || v.is<uint64_t>(), ArgumentError,
-               "a list-of-ints attribute holds ", v.type_name(), ", not an int");
+  for (const DictionaryValue& v :
+       list_elements(value, "ints", "an int",
+                     [](const DictionaryValue& v) { return v.is<int64_t>() || v.is<uint64_t>(); }))
     ints.push_back(v.is<int64_t>() ? v.get<int64_t>() : int64_t(v.get<uint64_t>()));
-  }
   return ints;
+}
+
+DictionaryValue bool_list_attribute(const std::vector<bool>& bools) {
+  return list_attribute(bools);
+}
+
+std::vector<bool> attribute_bools(const DictionaryValue& value) {
+  std::vector<bool> bools;
+  for (const DictionaryValue& v : list_elements(
+           value, "bools", "a bool", [](const DictionaryValue& v) { return v.is<bool>(); }))
+    bools.push_back(v.get<bool>());
+  return bools;
 }
 
 DictionaryValue dtype_attribute(DataType dtype) {

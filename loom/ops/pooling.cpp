@@ -63,6 +63,10 @@ class PoolingOp : public OpDef {
 
   std::vector<OutputSpec> infer(const std::vector<Variable>& in,
                                 const Dictionary& a) const override {
+    const int64_t type = a.get<int64_t>("pooling_type");
+    LOOM_CHECK(type == int64_t(PoolingType::Max) || type == int64_t(PoolingType::Average),
+               ArgumentError, "pooling: pooling_type ", type,
+               " is neither MAX_POOLING (0) nor AVG_POOLING (1)");
     const NDShape& x = in[0].shape();
     return {{pooled_shape(x, geometry(kOp, x, a)), in[0].dtype(), in[0].dynamic_axes(), false}};
   }
@@ -318,12 +322,22 @@ class RoiPoolingOp : public OpDef {
 
 const RoiPoolingOp kROIPooling;
 
-Dictionary unpooling_attributes(PoolingType type, const NDShape& window,
-                                const std::vector<size_t>& strides,
-                                const std::vector<bool>& auto_padding) {
-  Dictionary a = window_attributes(window, strides, auto_padding);
-  a["unpooling_type"] = int64_t(type);
-  return a;
+// CNTK's parameters of pooling and unpooling: `lead`, then the per-axis options with the
+// options' defaults, then `more`; and the options they give (by their names).
+std::vector<OpParam> window_params(std::vector<OpParam> lead, const std::vector<OpParam>& more) {
+  const PoolingOptions o;
+  lead.push_back({"strides", ParamType::Ints, conv_detail::sizes_attribute(o.strides)});
+  lead.push_back({.name = "auto_padding",
+                  .type = ParamType::Bools,
+                  .default_value = bool_list_attribute(o.auto_padding),
+                  .list_default = true});
+  lead.insert(lead.end(), more.begin(), more.end());
+  return lead;
+}
+PoolingOptions window_options(const char* function, const Dictionary& a, const std::string& name) {
+  return {.strides = conv_detail::attribute_sizes(function, a, "strides"),
+          .auto_padding = attribute_bools(a.at("auto_padding")),
+          .name = name};
 }
 
 }  // namespace
@@ -346,34 +360,82 @@ std::vector<OpSchema> pooling_schemas() {
                       Dictionary({{"pooling_type", int64_t(PoolingType::Max)},
                                   {"roi_output_shape", NDShape{2, 2}},
                                   {"spatial_scale", 1.0}})}};
-  // 2x2 windows at stride 2; and overlapping 3x3 ones with automatic padding.
-  std::vector<ConformanceCase> unpool{
-      {{{NDShape{2, 2, 2}}, {NDShape{2, 4, 4}}},
-       unpooling_attributes(PoolingType::Max, NDShape{2, 2}, {2}, {false})},
-      {{{NDShape{1, 3, 3}}, {NDShape{1, 5, 5}}},
-       unpooling_attributes(PoolingType::Max, NDShape{3, 3}, {2}, {true})}};
-  // Max over 2x2 windows at stride 2; average over 3x3 ones with padding, counted with and
-  // without the pad; max over 3x3 windows at stride 2 with the last window cut (ceil_out_dim).
-  auto pool = [](PoolingType type, NDShape window, std::vector<size_t> strides, bool pad,
-                 bool include_pad, bool ceil_out_dim) {
-    Dictionary a = window_attributes(window, strides, {pad});
+  // The window's attributes as the parameters give them.
+  auto window = [](NDShape window, int64_t stride, bool pad) {
+    return Dictionary({{"strides", int_list_attribute({stride})},
+                       {"auto_padding", bool_list_attribute({pad})},
+                       {"window", window}});
+  };
+  auto unpool = [&](NDShape shape, int64_t stride, bool pad) {
+    Dictionary a = window(std::move(shape), stride, pad);
+    a["unpooling_type"] = int64_t(PoolingType::Max);
+    return a;
+  };
+  auto pool = [&](PoolingType type, NDShape shape, int64_t stride, bool pad, bool include_pad,
+                  bool ceil_out_dim) {
+    Dictionary a = window(std::move(shape), stride, pad);
     a["pooling_type"] = int64_t(type);
-    a["global"] = false;
     a["include_pad"] = include_pad;
     a["ceil_out_dim"] = ceil_out_dim;
     return a;
   };
+  const PoolingOptions defaults;
   const ConformanceInput image{NDShape{2, 5, 6}};
-  std::vector<ConformanceCase> pooling{
-      {{image}, pool(PoolingType::Max, NDShape{2, 2}, {2}, false, false, false)},
-      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, false, false)},
-      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {1}, true, true, false)},
-      {{image}, pool(PoolingType::Max, NDShape{3, 3}, {2}, false, false, true)},
-      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {2}, false, true, true)},
-      {{image}, pool(PoolingType::Average, NDShape{3, 3}, {2}, false, false, true)}};
-  OpSchema pool_schema = hand_bound(kPooling, 1, 1, std::move(pooling));
-  pool_schema.onnx = {"MaxPool"};  // or AveragePool
-  return {pool_schema, hand_bound(kUnpooling, 2, 2, std::move(unpool)), roi};
+  return {
+      {.op = &kPooling,
+       .min_inputs = 1,
+       .max_inputs = 1,
+       .python = "pooling",
+       .params = window_params({{"operand"},
+                                {"pooling_type", ParamType::Int},
+                                {"pooling_window_shape", ParamType::Shape, {}, "window"}},
+                               {{"ceil_out_dim", ParamType::Bool, defaults.ceil_out_dim},
+                                {"include_pad", ParamType::Bool, defaults.include_pad}}),
+       .doc = "MAX_POOLING or AVG_POOLING of the trailing axes of operand (C..., spatial...) in "
+              "windows of pooling_window_shape, each channel on its own. strides and "
+              "auto_padding: one value or one per window axis. Average pooling divides by the "
+              "window's elements inside the input unless include_pad; ceil_out_dim (without "
+              "auto_padding) adds the window that overhangs the input's end",
+       .onnx = {"MaxPool"},  // or AveragePool
+       // Max over 2x2 windows at stride 2; average over 3x3 ones with padding, counted with and
+       // without the pad; max over 3x3 windows at stride 2 with the last window cut
+       // (ceil_out_dim).
+       .conformance = {{{image}, pool(PoolingType::Max, NDShape{2, 2}, 2, false, false, false)},
+                       {{image}, pool(PoolingType::Average, NDShape{3, 3}, 1, true, false, false)},
+                       {{image}, pool(PoolingType::Average, NDShape{3, 3}, 1, true, true, false)},
+                       {{image}, pool(PoolingType::Max, NDShape{3, 3}, 2, false, false, true)},
+                       {{image}, pool(PoolingType::Average, NDShape{3, 3}, 2, false, true, true)},
+                       {{image}, pool(PoolingType::Average, NDShape{3, 3}, 2, false, false, true)}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             PoolingOptions o = window_options("pooling", a, name);
+             o.include_pad = a.get<bool>("include_pad");
+             o.ceil_out_dim = a.get<bool>("ceil_out_dim");
+             return pooling(in[0], PoolingType(a.get<int64_t>("pooling_type")),
+                            a.get<NDShape>("window"), o);
+           }},
+      {.op = &kUnpooling,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "unpooling",
+       .params = window_params({{"operand"},
+                                {"pooling_input"},
+                                {"unpooling_type", ParamType::Int},
+                                {"unpooling_window_shape", ParamType::Shape, {}, "window"}},
+                               {}),
+       .doc = "the inverse of max pooling pooling_input (MAX_UNPOOLING only): operand has the "
+              "pooled shape; the result, pooling_input's shape, is 0 but where the pooling with "
+              "these options finds its maxima, which take operand's values",
+       .onnx = {.none_because = "ONNX's MaxUnpool takes the pooling's indices, not its input"},
+       // 2x2 windows at stride 2; and overlapping 3x3 ones with automatic padding.
+       .conformance = {{{{NDShape{2, 2, 2}}, {NDShape{2, 4, 4}}}, unpool(NDShape{2, 2}, 2, false)},
+                       {{{NDShape{1, 3, 3}}, {NDShape{1, 5, 5}}}, unpool(NDShape{3, 3}, 2, true)}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             return unpooling(in[0], in[1], PoolingType(a.get<int64_t>("unpooling_type")),
+                              a.get<NDShape>("window"), window_options("unpooling", a, name));
+           }},
+      roi};
 }
 
 Function pooling(const Variable& operand, PoolingType type, const NDShape& pooling_window_shape,
@@ -389,10 +451,9 @@ Function unpooling(const Variable& operand, const Variable& pooling_input,
                    const PoolingOptions& options) {
   LOOM_CHECK(!options.include_pad && !options.ceil_out_dim, ArgumentError,
              "unpooling: include_pad and ceil_out_dim do not apply to unpooling");
-  return make_primitive(kUnpooling, {operand, pooling_input},
-                        unpooling_attributes(unpooling_type, unpooling_window_shape,
-                                             options.strides, options.auto_padding),
-                        options.name);
+  Dictionary a = window_attributes(unpooling_window_shape, options.strides, options.auto_padding);
+  a["unpooling_type"] = int64_t(unpooling_type);
+  return make_primitive(kUnpooling, {operand, pooling_input}, std::move(a), options.name);
 }
 
 Function roipooling(const Variable& operand, const Variable& rois, PoolingType pooling_type,

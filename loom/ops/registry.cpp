@@ -27,8 +27,8 @@ Axis attribute_axis(const DictionaryValue& value) {
 
 OnnxMapping::~OnnxMapping() = default;
 
-OpSchema hand_bound(const OpDef& op, size_t min_inputs, size_t max_inputs,
-                    std::vector<ConformanceCase> conformance) {
+OpSchema internal_op(const OpDef& op, size_t min_inputs, size_t max_inputs,
+                     std::vector<ConformanceCase> conformance) {
   OpSchema s{&op, min_inputs, max_inputs};
   s.conformance = std::move(conformance);
   return s;
@@ -46,7 +46,7 @@ const std::vector<OpSchema>& op_table() {
                         ctc_schemas, dynamic_axes_schemas, custom_proxy_schemas})
       for (OpSchema& s : family()) all.push_back(std::move(s));
     // debug_model's nodes (loom/graph/debugging.h), so that a model holding them loads.
-    all.push_back(hand_bound(debug_op(), 1, 1, {{.inputs = {{.shape = {3}}}}}));
+    all.push_back(internal_op(debug_op(), 1, 1, {{.inputs = {{.shape = {3}}}}}));
     return all;
   }();
   return table;
@@ -77,9 +77,11 @@ Function OpSchema::apply(std::vector<Variable> inputs, const Dictionary& attribu
     if (is_tensor(p.type) || p.type == ParamType::Seed || p.none_default ||
         all.contains(p.attribute_key()))
       continue;
-    LOOM_CHECK(p.default_value.has_value(), ArgumentError, function, ": argument '", p.name,
-               "' is required");
-    all[p.attribute_key()] = p.default_value;
+    const DictionaryValue& d = p.default_value;
+    LOOM_CHECK(d.has_value(), ArgumentError, function, ": argument '", p.name, "' is required");
+    all[p.attribute_key()] = p.type == ParamType::Double && d.is<int64_t>()
+                                 ? DictionaryValue(double(d.get<int64_t>()))
+                                 : d;
   }
   if (variant)
     for (const auto& [key, value] : variant->fixed.map()) all[key] = value;

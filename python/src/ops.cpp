@@ -2,8 +2,7 @@
 // operators of Variables and Functions. Operands may be numbers or numpy arrays wherever a
 // Variable is expected: they become constants of the other operand's dtype. The ops of the op
 // table that have a Python function (loom/ops/op_schema.h) are reached through _op_table and
-// _apply_op, from which python/loom/ops/_table.py makes the functions; the convolution family,
-// whose per-axis arguments python/loom/ops/__init__.py converts, is bound here by hand.
+// _apply_op, from which python/loom/ops/_table.py makes the functions.
 #include <algorithm>
 
 #include "loom/ops/op_schema.h"
@@ -51,6 +50,8 @@ const char* type_name(ParamType type) {
       return "int";
     case ParamType::Bool:
       return "bool";
+    case ParamType::Bools:
+      return "bools";
     case ParamType::Axis:
       return "axis";
     case ParamType::Ints:
@@ -76,6 +77,8 @@ std::string expected(ParamType type) {
       return "a number";
     case ParamType::Doubles:
       return "a number or a list of numbers";
+    case ParamType::Bools:
+      return "a bool or a list of bools";
     case ParamType::Int:
       return "an int";
     case ParamType::Ints:
@@ -101,6 +104,10 @@ bool is_integer(py::handle value) {
 bool is_list(py::handle value) {
   return py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value);
 }
+// The elements of a list or tuple, or the value alone.
+py::tuple elements(py::handle value) {
+  return is_list(value) ? py::tuple(value.cast<py::sequence>()) : py::make_tuple(value);
+}
 
 // The ints of a Python int, or of a list or tuple of ints or of pairs of ints (ParamType::Ints),
 // flattened in order; false for anything else.
@@ -117,13 +124,13 @@ bool append_ints(py::handle value, DictionaryVector& ints, bool in_list = false)
   return true;
 }
 
-// An attribute's default as Python shows it: an axis as its int, an Axis object, or None for all
+// An attribute's default as Python shows it: a list type's as a tuple, or as a list where
+// CNTK shows one (OpParam::list_default); an axis as its int, an Axis object, or None for all
 // static axes (CNTK's axis=None).
 py::object python_default(const OpParam& p) {
-  if (p.type == ParamType::Ints) {
-    py::list ints;
-    for (int64_t i : attribute_ints(p.default_value)) ints.append(i);
-    return py::tuple(ints);
+  if (p.type == ParamType::Ints || p.type == ParamType::Bools || p.type == ParamType::Doubles) {
+    const py::list values(to_python(p.default_value));
+    return p.list_default ? py::object(values) : py::tuple(values);
   }
   if (p.type == ParamType::Shape) {
     py::list dims;
@@ -150,10 +157,13 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
         return value.cast<double>();
       case ParamType::Doubles: {
         DictionaryVector numbers;
-        for (py::handle v :
-             is_list(value) ? py::tuple(value.cast<py::sequence>()) : py::make_tuple(value))
-          numbers.emplace_back(v.cast<double>());
+        for (py::handle v : elements(value)) numbers.emplace_back(v.cast<double>());
         return numbers;
+      }
+      case ParamType::Bools: {
+        DictionaryVector bools;
+        for (py::handle v : elements(value)) bools.emplace_back(v.cast<bool>());
+        return bools;
       }
       case ParamType::Int:
         if (!py::isinstance<py::bool_>(value)) return value.cast<int64_t>();
@@ -178,8 +188,7 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
       case ParamType::Shape: {
         if (!is_integer(value) && !is_list(value)) break;
         std::vector<size_t> shape;
-        for (py::handle d :
-             is_list(value) ? py::tuple(value.cast<py::sequence>()) : py::make_tuple(value)) {
+        for (py::handle d : elements(value)) {
           if (!is_integer(d)) throw py::cast_error();
           const int64_t n = d.cast<int64_t>();
           if (n < -1)
@@ -225,8 +234,9 @@ DictionaryValue attribute_of(const char* op, const std::string& key, ParamType t
 
 // The table's entries that Python generates its functions from (python/loom/ops/_table.py):
 // each op's function and its variants' (variant: the index in OpSchema::variants, -1 for the
-// op's own). A parameter the caller must give has the default inspect.Parameter.empty, which
-// the generated signatures take as is.
+// op's own), each parameter as (name, type, default, after_name, none_warning). A parameter the
+// caller must give has the default inspect.Parameter.empty, which the generated signatures take
+// as is.
 py::list op_table_entries() {
   const py::object required = py::module_::import("inspect").attr("Parameter").attr("empty");
   py::list entries;
@@ -234,11 +244,12 @@ py::list op_table_entries() {
                  const std::vector<OpParam>& ps, const char* doc) {
     py::list params;
     for (const OpParam& p : ps)
-      params.append(py::make_tuple(p.name, type_name(p.type),
-                                   p.type == ParamType::OptionalTensor || p.none_default
-                                       ? py::none()
-                                   : p.default_value.has_value() ? python_default(p)
-                                                                 : required));
+      params.append(py::make_tuple(
+          p.name, type_name(p.type),
+          p.type == ParamType::OptionalTensor || p.none_default ? py::none()
+          : p.default_value.has_value()                         ? python_default(p)
+                                                                : required,
+          p.after_name, p.none_warning ? py::object(py::str(p.none_warning)) : py::none()));
     py::dict entry;
     entry["op"] = s.name();
     entry["variant"] = variant;
@@ -422,18 +433,8 @@ void add_ops(py::module_ m) {
       },
       py::arg("operands"), py::arg("name") = "");
 
-  // The options' defaults, which loom.ops' keyword arguments take.
-  py::class_<ConvolutionOptions>(m, "ConvolutionOptions")
-      .def(py::init<>())
-      .def_readonly("reduction_rank", &ConvolutionOptions::reduction_rank)
-      .def_readonly("groups", &ConvolutionOptions::groups);
-  py::class_<ConvolutionTransposeOptions>(m, "ConvolutionTransposeOptions")
-      .def(py::init<>())
-      .def_readonly("reduction_rank", &ConvolutionTransposeOptions::reduction_rank);
+  // The default that loom.metrics.classification_error's keyword argument takes.
   m.attr("kClassificationErrorTopN") = kClassificationErrorTopN;
-  m.attr("kBatchNormalizationTimeConstant") = kBatchNormalizationTimeConstant;
-  m.attr("kBatchNormalizationBlendTimeConstant") = kBatchNormalizationBlendTimeConstant;
-  m.attr("kBatchNormalizationEpsilon") = kBatchNormalizationEpsilon;
 
   auto variable = class_of<Variable>();
   auto function = class_of<Function>();
@@ -447,68 +448,6 @@ void add_ops(py::module_ m) {
         py::arg("name") = "", py::arg("variant") = -1);
   // CNTK's seed argument that stands for auto_select (as None does).
   m.attr("SentinelValueForAutoSelectRandomSeed") = kAutoSelectRandomSeed;
-  // convolution, convolution_transpose, pooling, unpooling, batch_normalization:
-  // python/loom/ops/__init__.py gives them CNTK's signatures and makes each per-axis option a
-  // list (one value, or one per axis).
-  m.def("_convolution", [](py::handle W, py::handle x, const std::vector<size_t>& strides,
-                           const std::vector<bool>& sharing, const std::vector<bool>& auto_padding,
-                           bool sequential, const std::vector<size_t>& dilation,
-                           size_t reduction_rank, size_t groups, const std::string& n) {
-    std::vector<Variable> v = operands(py::make_tuple(x, W));
-    return convolution(v[1], v[0],
-                       {.strides = strides,
-                        .sharing = sharing,
-                        .auto_padding = auto_padding,
-                        .dilation = dilation,
-                        .reduction_rank = reduction_rank,
-                        .groups = groups,
-                        .sequential = sequential,
-                        .name = n});
-  });
-  m.def("_convolution_transpose",
-        [](py::handle W, py::handle x, const std::vector<size_t>& strides,
-           const std::vector<bool>& sharing, const std::vector<bool>& auto_padding,
-           std::optional<std::vector<size_t>> output_shape, const std::vector<size_t>& dilation,
-           size_t reduction_rank, const std::string& n) {
-          std::vector<Variable> v = operands(py::make_tuple(x, W));
-          std::optional<NDShape> out;
-          if (output_shape) out = NDShape(*output_shape);
-          return convolution_transpose(v[1], v[0],
-                                       {.strides = strides,
-                                        .sharing = sharing,
-                                        .auto_padding = auto_padding,
-                                        .output_shape = out,
-                                        .dilation = dilation,
-                                        .reduction_rank = reduction_rank,
-                                        .name = n});
-        });
-  m.def("_pooling", [](py::handle x, int pooling_type, const std::vector<size_t>& window,
-                       const std::vector<size_t>& strides, const std::vector<bool>& auto_padding,
-                       bool ceil_out_dim, bool include_pad, const std::string& n) {
-    return pooling(as_variable(x), PoolingType(pooling_type), NDShape(window),
-                   {.strides = strides,
-                    .auto_padding = auto_padding,
-                    .include_pad = include_pad,
-                    .ceil_out_dim = ceil_out_dim,
-                    .name = n});
-  });
-  m.def("_unpooling", [](py::handle x, py::handle pooling_input, int unpooling_type,
-                         const std::vector<size_t>& window, const std::vector<size_t>& strides,
-                         const std::vector<bool>& auto_padding, const std::string& n) {
-    std::vector<Variable> v = operands(py::make_tuple(x, pooling_input));
-    return unpooling(v[0], v[1], PoolingType(unpooling_type), NDShape(window),
-                     {.strides = strides, .auto_padding = auto_padding, .name = n});
-  });
-  m.def("_batch_normalization", [](py::handle x, py::handle scale, py::handle bias,
-                                   py::handle running_mean, py::handle running_inv_std,
-                                   py::handle running_count, bool spatial,
-                                   double normalization_time_constant, double blend_time_constant,
-                                   double epsilon, const std::string& n) {
-    std::vector<Variable> v =
-        operands(py::make_tuple(x, scale, bias, running_mean, running_inv_std, running_count));
-    return batch_normalization(v[0], v[1], v[2], v[3], v[4], v[5], spatial,
-                               normalization_time_constant, blend_time_constant, epsilon, n);
-  });
 }
 
 }  // namespace loom::python

@@ -1,38 +1,45 @@
 """The functions of Loom's op table (loom/ops/op_schema.h): one per op that has a Python name,
 made at import with CNTK's signature, so that an op added to the table in C++ needs no Python
 code of its own."""
+import collections
 import functools
 import inspect
+import warnings
 
 from loom import _loom
 
 _Parameter = inspect.Parameter
+# A parameter as _loom.ops._op_table gives it (loom/ops/op_schema.h's OpParam).
+_Param = collections.namedtuple('_Param', 'name kind default after_name none_warning')
 
 
 def _signature(params):
-    """CNTK's parameters in their order, then name=''. A parameter the caller must give has the
-    default inspect.Parameter.empty (_loom.ops._op_table gives it so). Varargs (kind 'tensors',
-    CNTK's *inputs) make the parameters after them keyword-only, as in splice(*inputs, axis=-1,
-    name='')."""
+    """CNTK's parameters in their order, then name='', then those CNTK added after name
+    (after_name: batch_normalization's running_count=None). A parameter the caller must give has
+    the default inspect.Parameter.empty (_loom.ops._op_table gives it so). Varargs (kind
+    'tensors', CNTK's *inputs) make the parameters after them keyword-only, as in
+    splice(*inputs, axis=-1, name='')."""
     kind = _Parameter.POSITIONAL_OR_KEYWORD
-    parameters = []
-    for name, type_, default in params:
-        if type_ == 'tensors':
-            parameters.append(_Parameter(name, _Parameter.VAR_POSITIONAL))
+    parameters, after_name = [], []
+    for p in params:
+        if p.kind == 'tensors':
+            parameters.append(_Parameter(p.name, _Parameter.VAR_POSITIONAL))
             kind = _Parameter.KEYWORD_ONLY
         else:
-            parameters.append(_Parameter(name, kind, default=default))
-    parameters.append(_Parameter('name', kind, default=''))
-    return inspect.Signature(parameters)
+            (after_name if p.after_name else parameters).append(
+                _Parameter(p.name, kind, default=p.default))
+    return inspect.Signature(parameters + [_Parameter('name', kind, default='')] + after_name)
 
 
 def _function(entry):
-    op, variant, params = entry['op'], entry['variant'], entry['params']
+    op, variant = entry['op'], entry['variant']
+    params = [_Param(*p) for p in entry['params']]
     signature = _signature(params)
     kinds = ('tensor', 'optional_tensor', 'tensors')
-    tensors = [name for name, kind, _ in params if kind in kinds]
-    varargs = [name for name, kind, _ in params if kind == 'tensors']
-    attributes = [name for name, kind, _ in params if kind not in kinds]
+    tensors = [p.name for p in params if p.kind in kinds]
+    varargs = [p.name for p in params if p.kind == 'tensors']
+    attributes = [p.name for p in params if p.kind not in kinds]
+    none_warnings = {p.name: p.none_warning for p in params if p.none_warning}
 
     def function(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)  # a TypeError for a bad call, as Python's
@@ -41,6 +48,9 @@ def _function(entry):
         if not isinstance(given['name'], str):  # an operand too many, as in minus(a, b, c)
             raise TypeError(f"{entry['python']}(): name must be a str, not "
                             f"{type(given['name']).__name__}")
+        for name, message in none_warnings.items():
+            if given[name] is None:
+                warnings.warn(message, Warning, stacklevel=2)
         if varargs:  # the operands, or one list or tuple of them (CNTK's sum([a, b]))
             inputs = list(given.get(varargs[0], ()))
             if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):

@@ -4,6 +4,7 @@ local_response_normalization and the op constants, with CNTK's docstring values 
 its ops/tests/kernel_test.py and non_linear_test.py (loom/ops/{convolution,pooling,
 normalization}_test.cpp test more cases, the conformance harness the gradients)."""
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -36,6 +37,60 @@ def test_signatures_are_cntks(name):
     assert str(inspect.signature(f)) == SIGNATURES[name]
     assert getattr(C, name) is f
     assert f.__doc__
+
+
+def test_the_functions_come_from_the_op_table():
+    # Their parameters are the table's (loom/ops/op_schema.h), so saved models keep the C++
+    # builders' attributes.
+    table = {e['python']: e['op'] for e in C._loom.ops._op_table() if e['module'] == 'ops'}
+    assert {n: table[n] for n in ('convolution', 'convolution_transpose', 'pooling', 'unpooling',
+                                  'batch_normalization')} == {
+        'convolution': 'Convolution', 'convolution_transpose': 'ConvolutionTranspose',
+        'pooling': 'Pooling', 'unpooling': 'Unpooling', 'batch_normalization':
+        'BatchNormalization'}
+    assert C.convolution.__module__ == 'loom.ops'
+
+
+def test_per_axis_options_take_a_value_a_list_or_a_tuple():
+    x = C.input_variable((2, 6, 6))
+    W = C.parameter((3, 2, 3, 3))
+    for pad in (False, [False], (False, False), [np.bool_(False)] * 3):
+        assert C.convolution(W, x, auto_padding=pad).shape == (3, 4, 4)
+    for strides in (2, [2], (2, 2), np.int64(2), [1, 2, 2]):
+        assert C.convolution(W, x, strides=strides).shape == (3, 3, 3)
+    assert C.convolution(W, x, strides=[2, 1], max_temp_mem_size_in_samples=64).shape == \
+        (3, 3, 6)
+    assert C.pooling(x, C.MAX_POOLING, [2, 3], strides=(2, 3), auto_padding=True).shape == \
+        (2, 3, 2)
+    with pytest.raises(TypeError, match="convolution: 'auto_padding' must be a bool or a list of "
+                                        "bools, not str"):
+        C.convolution(W, x, auto_padding='no')
+    with pytest.raises(TypeError, match="convolution: 'strides' must be an int"):
+        C.convolution(W, x, strides=1.5)
+    with pytest.raises(C.ArgumentError, match='convolution: strides holds the negative value -1'):
+        C.convolution(W, x, strides=-1)
+    with pytest.raises(C.ArgumentError, match='pooling: pooling_type 3 is neither MAX_POOLING'):
+        C.pooling(x, 3, (2, 2))
+
+
+def test_table_functions_save_and_load(tmp_path):
+    x = C.input_variable((2, 6, 6), name='x')
+    rng = np.random.default_rng(4)
+    W = C.constant(rng.standard_normal((3, 2, 3, 3)).astype(np.float32))
+    Wt = C.constant(rng.standard_normal((3, 2, 2, 2)).astype(np.float32))
+    y = C.convolution(W, x, strides=(1, 2), auto_padding=[False, True])
+    p = C.pooling(y, C.AVG_POOLING, (2, 2), (2, 1), include_pad=True)
+    u = C.unpooling(p, y, C.MAX_UNPOOLING, (2, 2), (2, 1))
+    t = C.convolution_transpose(Wt, u, strides=2, output_shape=(8, 6))
+    f = C.combine(p, t)
+    f.save(str(tmp_path / 'm.model'))
+    g = C.load_model(str(tmp_path / 'm.model'))
+    data = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
+    want = [np.asarray(v) for v in f.eval({x: data}).values()]
+    got = [np.asarray(v) for v in g.eval({g.arguments[0]: data}).values()]
+    assert [w.shape for w in want] == [(2, 3, 2, 2), (2, 2, 8, 6)]
+    for a, b in zip(sorted(got, key=np.shape), sorted(want, key=np.shape)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_constants_are_cntks():
@@ -443,10 +498,18 @@ def test_batch_normalization_non_linear_test_values(shape, spatial):
 
 
 def test_batch_normalization_without_running_count_warns_as_cntk():
-    x = C.input_variable(1)
-    with pytest.warns(Warning, match="running_count"):
-        bn = C.batch_normalization(x, C.parameter(1, init=3), C.parameter(1, init=4),
-                                   C.constant(1, shape=1), C.constant(2, shape=1), False,
-                                   use_cudnn_engine=True)
+    x = C.input_variable(1, dtype=np.float64)
+    args = (x, C.parameter(1, init=3, dtype=np.float64), C.parameter(1, init=4, dtype=np.float64),
+            C.constant(1, shape=1, dtype=np.float64), C.constant(2, shape=1, dtype=np.float64),
+            False)
+    with pytest.warns(Warning, match="batch_normalization requires an additional "
+                                     "'running_count' parameter"):
+        bn = C.batch_normalization(*args, use_cudnn_engine=True)
     assert bn.shape == (1,)
+    count = bn.root_function.inputs[5]  # a constant 0 of the operand's dtype
+    assert count.is_constant and count.dtype == np.float64 and np.asarray(count.value) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        given = C.constant(0, shape=(), dtype=np.float64)
+        assert C.batch_normalization(*args, running_count=given).root_function.inputs[5] == given
 

@@ -199,7 +199,8 @@ def _table_names(module='ops'):
 # 4] and shared vectors the oracle tests draw: each has a test of its own (below, or in
 # test_crop_ops.py, test_ctc_ops.py, test_conv_pool_ops.py).
 OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roipooling',
-             'local_response_normalization', 'times', 'eye_like', 'assign',
+             'local_response_normalization', 'convolution', 'convolution_transpose', 'pooling',
+             'unpooling', 'batch_normalization', 'times', 'eye_like', 'assign',
              # test_dynamic_axes_ops.py: their outputs have other dynamic axes than their inputs
              'to_sequence', 'to_sequence_like', 'unpack_batch', 'to_batch',
              'reconcile_dynamic_axes',
