@@ -29,6 +29,17 @@ SequenceLayout SequenceLayout::from_lengths(std::vector<size_t> lengths, std::ve
   return l;
 }
 
+namespace {
+// copy_sequence for the steps [begin, end) of sequence seq, on the calling thread.
+void copy_sequence_steps(const SequenceLayout& l, size_t seq, size_t begin, size_t end,
+                         size_t bytes, const char* from, char* to, bool from_dense) {
+  for (size_t t = begin; t < end; ++t) {
+    const size_t dense = t * bytes, row = l.row(seq, t) * bytes;
+    std::memcpy(to + (from_dense ? row : dense), from + (from_dense ? dense : row), bytes);
+  }
+}
+}  // namespace
+
 // The sequences split across threads when the copy is large (a minibatch of long sequences is
 // tens of MB, where one thread's memcpy leaves bandwidth unused); each row is written once.
 void copy_steps(const SequenceLayout& l, size_t T, size_t bytes, const void* from, void* to,
@@ -37,12 +48,22 @@ void copy_steps(const SequenceLayout& l, size_t T, size_t bytes, const void* fro
   char* dst = static_cast<char*>(to);
   const size_t n = l.num_sequences();
   for_each_piece(n, std::min(n, byte_pieces(n * T * bytes)), [&](size_t, size_t begin, size_t end) {
-    for (size_t b = begin; b < end; ++b)
-      for (size_t step = 0; step < l.lengths[b]; ++step) {
-        const size_t padded = (b * T + step) * bytes, row = l.row(b, step) * bytes;
-        std::memcpy(dst + (from_padded ? row : padded), src + (from_padded ? padded : row), bytes);
-      }
+    for (size_t b = begin; b < end; ++b) {
+      const size_t padded = b * T * bytes;  // sequence b's first step in the padded buffer
+      copy_sequence_steps(l, b, 0, l.lengths[b], bytes, src + (from_padded ? padded : 0),
+                          dst + (from_padded ? 0 : padded), from_padded);
+    }
   });
+}
+
+void copy_sequence(const SequenceLayout& l, size_t seq, size_t bytes, const void* from, void* to,
+                   bool from_dense) {
+  const size_t length = l.lengths.at(seq);
+  for_each_piece(length, std::min(length, byte_pieces(length * bytes)),
+                 [&](size_t, size_t begin, size_t end) {
+                   copy_sequence_steps(l, seq, begin, end, bytes, static_cast<const char*>(from),
+                                       static_cast<char*>(to), from_dense);
+                 });
 }
 
 }  // namespace loom

@@ -34,5 +34,10 @@ struct SequenceLayout {
 // padded buffer (whose padding it leaves as it is).
 void copy_steps(const SequenceLayout& l, size_t T, size_t bytes, const void* from, void* to,
                 bool from_padded);
+// Copies the steps of sequence seq of l, samples of `bytes`, from a dense buffer holding them back
+// to back [length, sample] into l's packed rows when from_dense, else from the rows into the
+// dense buffer; a long sequence splits over threads.
+void copy_sequence(const SequenceLayout& l, size_t seq, size_t bytes, const void* from, void* to,
+                   bool from_dense);
 
 }  // namespace loom

@@ -1,14 +1,15 @@
 #include "loom/core/value.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <mutex>
+
+#include "loom/core/threads.h"
 
 namespace loom {
 
 struct Value::Packed {
-  SequenceLayout layout;
+  std::shared_ptr<const SequenceLayout> layout;
   std::once_flag padded_once, mask_once;
   std::optional<NDArrayView> padded;
   std::optional<NDMask> mask;
@@ -35,14 +36,19 @@ Value::Value(NDArrayView data, bool is_sequence, std::optional<NDMask> mask)
 }
 
 Value Value::packed(NDArrayView rows, SequenceLayout layout) {
+  return packed(std::move(rows), std::make_shared<const SequenceLayout>(std::move(layout)));
+}
+
+Value Value::packed(NDArrayView rows, std::shared_ptr<const SequenceLayout> layout) {
+  LOOM_CHECK(layout, ArgumentError, "Value::packed: no layout");
   LOOM_CHECK(!rows.is_sparse(), ArgumentError,
              "Value::packed: sparse rows (only dense sequences are packed)");
-  LOOM_CHECK(rows.shape().rank() >= 1 && rows.shape()[0] == layout.rows(), ShapeError,
+  LOOM_CHECK(rows.shape().rank() >= 1 && rows.shape()[0] == layout->rows(), ShapeError,
              "Value::packed: rows of shape ", rows.shape().to_string(), " are not the ",
-             layout.rows(), " steps of the layout's sequences");
-  LOOM_CHECK(layout.begins.size() == layout.num_sequences(), ArgumentError,
-             "Value::packed: ", layout.begins.size(), " sequence starts for ",
-             layout.num_sequences(), " sequences");
+             layout->rows(), " steps of the layout's sequences");
+  LOOM_CHECK(layout->begins.size() == layout->num_sequences(), ArgumentError,
+             "Value::packed: ", layout->begins.size(), " sequence starts for ",
+             layout->num_sequences(), " sequences");
   Value v(std::move(rows), false);
   v.is_sequence_ = true;
   v.packed_ = std::make_shared<Packed>();
@@ -53,20 +59,24 @@ Value Value::packed(NDArrayView rows, SequenceLayout layout) {
 const NDArrayView& Value::data() const {
   if (!packed_) return data_;
   std::call_once(packed_->padded_once, [&] {
-    const SequenceLayout& l = packed_->layout;
-    const NDShape sample = sample_shape();
-    NDArrayView padded(dtype(), sample.prepend(l.max_length()).prepend(l.num_sequences()));
-    copy_steps(l, l.max_length(), sample.total_size() * size_of(dtype()), data_.raw_data(),
+    const SequenceLayout& l = *packed_->layout;
+    NDArrayView padded(dtype(), shape());
+    copy_steps(l, l.max_length(), sample_shape().total_size() * size_of(dtype()), data_.raw_data(),
                padded.raw_data(), false);
     packed_->padded = std::move(padded);
   });
   return *packed_->padded;
 }
 
+NDShape Value::shape() const {
+  if (!packed_) return data_.shape();
+  return sample_shape().prepend(max_sequence_length()).prepend(num_sequences());
+}
+
 const std::optional<NDMask>& Value::mask() const {
   if (!packed_) return mask_;
   std::call_once(packed_->mask_once, [&] {
-    const SequenceLayout& l = packed_->layout;
+    const SequenceLayout& l = *packed_->layout;
     packed_->mask = NDMask::of_lengths(l.lengths, l.max_length(), l.begins);
   });
   return packed_->mask;
@@ -77,17 +87,22 @@ const NDArrayView& Value::packed_rows() const {
   return data_;
 }
 
+const std::shared_ptr<const SequenceLayout>& Value::packed_layout() const {
+  LOOM_CHECK(packed_, StateError, "packed_layout of a Value that is not packed (is_packed())");
+  return packed_->layout;
+}
+
 size_t Value::num_sequences() const {
-  return packed_ ? packed_->layout.num_sequences() : data_.shape()[0];
+  return packed_ ? packed_->layout->num_sequences() : data_.shape()[0];
 }
 
 size_t Value::max_sequence_length() const {
-  if (packed_) return packed_->layout.max_length();
+  if (packed_) return packed_->layout->max_length();
   return is_sequence_ ? data_.shape()[1] : 1;
 }
 
 bool Value::begins_sequence(size_t seq) const {
-  if (packed_) return packed_->layout.begins.at(seq);
+  if (packed_) return packed_->layout->begins.at(seq);
   return !mask_ || mask_->begins_sequence(seq);
 }
 
@@ -98,13 +113,16 @@ Value pack(DataType dtype, const NDShape& sample, std::vector<size_t> lengths,
   SequenceLayout l = SequenceLayout::from_lengths(std::move(lengths), std::move(begins));
   NDArrayView rows = NDArrayView::uninitialized(dtype, sample.prepend(l.rows()));
   const size_t bytes = sample.total_size() * size_of(dtype);
-  char* to = static_cast<char*>(rows.raw_data());
-  for (size_t b = 0; b < l.num_sequences(); ++b) {
-    const char* from = static_cast<const char*>(steps(b));
-    for (size_t t = 0; t < l.lengths[b]; ++t)
-      std::memcpy(to + l.row(b, t) * bytes, from + t * bytes, bytes);
-  }
+  for (size_t b = 0; b < l.num_sequences(); ++b)
+    copy_sequence(l, b, bytes, steps(b), rows.raw_data(), true);
   return Value::packed(std::move(rows), std::move(l));
+}
+
+// The CSR rows of a sparse sample of this shape: one per position of all axes but the last.
+size_t csr_rows_per_sample(const NDShape& sample) {
+  size_t rows = 1;
+  for (size_t i = 0; i + 1 < sample.rank(); ++i) rows *= sample[i];
+  return rows;
 }
 }  // namespace
 
@@ -201,11 +219,9 @@ Value Value::create(const std::vector<NDArrayView>& sequences,
     return pack(first.dtype(), sample, std::move(lengths), sequence_starts,
                 [&](size_t b) { return sequences[b].raw_data(); });
   const size_t max_len = *std::max_element(lengths.begin(), lengths.end());
-  size_t rows_per_step = 1;  // CSR rows: all axes but the last
-  for (size_t i = 0; i + 1 < sample.rank(); ++i) rows_per_step *= sample[i];
   NDArrayView data = dispatch(first.dtype(), [&](auto zero) {
     return stack_sparse<decltype(zero)>(sequences, sample.prepend(max_len).prepend(lengths.size()),
-                                        rows_per_step);
+                                        csr_rows_per_sample(sample));
   });
   return Value(std::move(data), true, NDMask::of_lengths(lengths, max_len, sequence_starts));
 }
@@ -267,12 +283,12 @@ Value Value::one_hot_sequences(size_t dim, const std::vector<std::vector<size_t>
 
 size_t Value::sequence_length(size_t seq) const {
   if (!is_sequence_) return 1;
-  if (packed_) return packed_->layout.lengths.at(seq);
+  if (packed_) return packed_->layout->lengths.at(seq);
   return mask_ ? mask_->sequence_length(seq) : data_.shape()[1];
 }
 
 std::vector<size_t> Value::sequence_lengths() const {
-  if (packed_) return packed_->layout.lengths;
+  if (packed_) return packed_->layout->lengths;
   std::vector<size_t> out(num_sequences());
   for (size_t b = 0; b < out.size(); ++b) out[b] = sequence_length(b);
   return out;
@@ -280,7 +296,7 @@ std::vector<size_t> Value::sequence_lengths() const {
 
 size_t Value::number_of_samples() const {
   if (!is_sequence_) return num_sequences();
-  if (packed_) return packed_->layout.rows();
+  if (packed_) return packed_->layout->rows();
   size_t n = 0;
   for (size_t b = 0; b < num_sequences(); ++b) n += sequence_length(b);
   return n;
@@ -299,19 +315,45 @@ std::ostream& operator<<(std::ostream& out, const Value& v) {
   return out << v.to_string();
 }
 
+NDArrayView Value::sequence(size_t b) const {
+  LOOM_CHECK(b < num_sequences(), ArgumentError, "sequence ", b, " of a Value of ", num_sequences(),
+             is_sequence_ ? " sequences" : " samples");
+  const NDShape sample = sample_shape(), steps = sample.prepend(sequence_length(b));
+  const size_t bytes = sample.total_size() * size_of(dtype());
+  if (packed_) {
+    NDArrayView out = NDArrayView::uninitialized(dtype(), steps);
+    copy_sequence(*packed_->layout, b, bytes, data_.raw_data(), out.raw_data(), false);
+    return out;
+  }
+  const size_t first = b * max_sequence_length();  // the position of its first step in data_
+  if (!is_sparse()) {
+    // Its steps lie back to back.
+    NDArrayView out = NDArrayView::uninitialized(dtype(), steps);
+    copy_bytes(out.raw_data(), static_cast<const char*>(data_.raw_data()) + first * bytes,
+               steps[0] * bytes);
+    return out;
+  }
+  NDArrayView out(dtype(), steps);  // zeros, the CSR rows' entries added in
+  const size_t per_step = csr_rows_per_sample(sample), cols = data_.csr_cols();
+  const auto& offsets = data_.csr_row_offsets();
+  const auto& columns = data_.csr_col_indices();
+  dispatch(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* values = data_.csr_values<T>();
+    T* to = out.data<T>();
+    for (size_t r = 0; r < steps[0] * per_step; ++r) {
+      const size_t row = first * per_step + r;
+      for (int32_t k = offsets[row]; k < offsets[row + 1]; ++k)
+        to[r * cols + size_t(columns[size_t(k)])] += values[k];
+    }
+  });
+  return out;
+}
+
 template <typename T>
 std::vector<std::vector<T>> Value::as_sequences() const {
-  const std::vector<T> all = data_.to_vector<T>();  // padded, or a packed Value's rows
-  const size_t n = sample_shape().total_size(), T_max = max_sequence_length();
   std::vector<std::vector<T>> out(num_sequences());
-  for (size_t b = 0; b < out.size(); ++b) {
-    const size_t length = sequence_length(b);
-    out[b].resize(length * n);
-    for (size_t t = 0; t < length; ++t) {
-      const size_t row = packed_ ? packed_->layout.row(b, t) : b * T_max + t;
-      std::copy_n(all.begin() + ptrdiff_t(row * n), n, out[b].begin() + ptrdiff_t(t * n));
-    }
-  }
+  for (size_t b = 0; b < out.size(); ++b) out[b] = sequence(b).to_vector<T>();
   return out;
 }
 

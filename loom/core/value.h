@@ -31,6 +31,8 @@ class Value {
   // Sequences held packed: dense rows [layout.rows(), sample...] in the order of layout (from
   // SequenceLayout::from_lengths; layout.begins says which sequences start in this minibatch).
   static Value packed(NDArrayView rows, SequenceLayout layout);
+  // The same with a layout shared with its other users (the executor, other Values).
+  static Value packed(NDArrayView rows, std::shared_ptr<const SequenceLayout> layout);
   // A batch of sequences, packed; each inner vector holds length * sample_shape.total_size()
   // values.
   template <typename T>
@@ -61,7 +63,10 @@ class Value {
   // [B, sample...], or padded sequences [B, T, sample...]: a packed Value pads its rows on the
   // first call (from any thread), once for all its copies.
   const NDArrayView& data() const;
+  // data()'s shape, without padding a packed Value: [B, T (the longest sequence), sample...].
+  NDShape shape() const;
   DataType dtype() const { return data_.dtype(); }
+  DeviceDescriptor device() const { return data_.device(); }
   bool is_sequence() const { return is_sequence_; }
   bool is_sparse() const { return data_.is_sparse(); }
   // The padded data's mask (a packed Value makes it on the first call, as data()).
@@ -69,6 +74,8 @@ class Value {
   bool is_packed() const { return packed_ != nullptr; }
   // A packed Value's rows [number_of_samples(), sample...] (StateError for another Value).
   const NDArrayView& packed_rows() const;
+  // A packed Value's layout, which the executor takes as it is (StateError for another Value).
+  const std::shared_ptr<const SequenceLayout>& packed_layout() const;
   NDShape sample_shape() const { return data_.shape().sub_shape(is_sequence_ && !packed_ ? 2 : 1); }
   size_t num_sequences() const;
   size_t max_sequence_length() const;
@@ -79,7 +86,10 @@ class Value {
   // Number of real (unmasked) samples: the count the loss is summed over.
   size_t number_of_samples() const;
 
-  // Each sequence's (or sample's) values, padding dropped, densified.
+  // Sequence b's steps [length, sample...] (a batch's sample b: [1, sample...]), padding
+  // dropped, densified, in storage of its own.
+  NDArrayView sequence(size_t b) const;
+  // Each sequence's (or sample's) values, as sequence(b) gives them.
   template <typename T>
   std::vector<std::vector<T>> as_sequences() const;
 

@@ -1,6 +1,7 @@
 // Packed Values: sequences held as rows in SequenceLayout's order read the same as padded ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -102,6 +103,50 @@ TEST(PackedValue, RejectsRowsThatAreNotTheLayouts) {
   SequenceLayout short_begins = l;
   short_begins.begins = {true};
   EXPECT_THROW(Value::packed(NDArrayView(DataType::Float32, {3, 4}), short_begins), ArgumentError);
+}
+
+// Sequence b's steps [length, sample...], from packed rows, padded data and sparse data alike.
+TEST(ValueSequence, GivesEachSequencesStepsDenseInStorageOfItsOwn) {
+  const Ragged r;  // float64, lengths 3, 0, 5, 2, 5
+  const Value packed = Value::create(r.sequences, r.starts);
+  for (const Value* v : {&packed, &r.padded})
+    for (size_t b = 0; b < r.lengths.size(); ++b) {
+      const NDArrayView s = v->sequence(b);
+      EXPECT_TRUE(same_bytes(s, r.sequences[b])) << "sequence " << b;
+      EXPECT_FALSE(s.aliases(v->is_packed() ? v->packed_rows() : v->data()));
+    }
+  EXPECT_THROW(packed.sequence(5), ArgumentError);
+  // float32, an empty sequence first.
+  const std::vector<size_t> lengths{0, 2, 1};
+  const Value f = Value::create_sequences<float>({2}, {1, 2, 3, 4, 5, 6}, lengths);
+  const Value f_padded(f.data(), true, f.mask());
+  for (const Value* v : {&f, &f_padded}) {
+    EXPECT_EQ(v->sequence(0).shape(), (NDShape{0, 2}));
+    EXPECT_EQ(v->sequence(1).to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+    EXPECT_EQ(v->sequence(2).to_vector<float>(), (std::vector<float>{5, 6}));
+  }
+  // A batch's sample, and sparse sequences densified.
+  const Value batch = Value::create_batch<float>({2}, {1, 2, 3, 4});
+  EXPECT_EQ(batch.sequence(1).shape(), (NDShape{1, 2}));
+  EXPECT_EQ(batch.sequence(1).to_vector<float>(), (std::vector<float>{3, 4}));
+  const Value one_hot = Value::one_hot_sequences(3, {{2, 0}, {}, {1}}, DataType::Float64);
+  EXPECT_EQ(one_hot.sequence(0).to_vector<double>(), (std::vector<double>{0, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(one_hot.sequence(1).shape(), (NDShape{0, 3}));
+  EXPECT_EQ(one_hot.sequence(2).to_vector<double>(), (std::vector<double>{0, 1, 0}));
+}
+
+// A sequence of 10 MB (above the threads' grain) is split over threads, each step copied once.
+TEST(ValueSequence, GathersALongSequenceBitForBit) {
+  const size_t n = size_t{1} << 19;  // floats a step: 2 MB
+  const std::vector<size_t> lengths{5, 0, 2};
+  std::vector<float> data(7 * n);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i % 1000003);
+  const Value v = Value::create_sequences<float>({n}, data, lengths);
+  const std::vector<float> first = v.sequence(0).to_vector<float>();
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), data.begin()));
+  const std::vector<float> last = v.sequence(2).to_vector<float>();
+  EXPECT_TRUE(std::equal(last.begin(), last.end(), data.begin() + 5 * ptrdiff_t(n)));
+  EXPECT_EQ(last.size(), 2 * n);
 }
 
 // Copies share the padded form, made once: two threads asking at once get the same one.

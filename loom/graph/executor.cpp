@@ -198,6 +198,16 @@ Executor::Executor(std::vector<Variable> outputs, std::vector<Variable> wrt,
     LOOM_CHECK(!slots_[i].needs_grad || v.is_parameter() || v.is_input(), ArgumentError,
                "gradients exist for parameters and inputs only, not for ", v.describe());
   }
+  std::vector<std::string> axis_names;  // the inputs' sequence axes, numbered
+  for (size_t i = 0; i < leaf_vars_.size(); ++i) {
+    const Variable& v = leaf_vars_[i];
+    if (!v.is_input() || !v.has_sequence_axis()) continue;
+    const std::string& name = v.dynamic_axes()[1].name();
+    const auto known = std::find(axis_names.begin(), axis_names.end(), name);
+    slots_[i].sequence_axis = size_t(known - axis_names.begin());
+    if (known == axis_names.end()) axis_names.push_back(name);
+  }
+  axes_.resize(axis_names.size());
   for (auto& f : order) {
     for (auto& out : f->outputs)
       LOOM_CHECK(out->shape_known, StateError, "output of ", f->uid,
@@ -512,27 +522,45 @@ size_t Executor::slot_of(const Variable& v) const {
   return it->second;
 }
 
+namespace {
+// Whether value's sequences have l's lengths (and, with begins, l's starts), read in place.
+bool has_sequences_of(const Value& value, const SequenceLayout& l, bool begins) {
+  if (value.num_sequences() != l.num_sequences()) return false;
+  for (size_t b = 0; b < l.num_sequences(); ++b)
+    if (value.sequence_length(b) != l.lengths[b] ||
+        (begins && value.begins_sequence(b) != l.begins[b]))
+      return false;
+  return true;
+}
+}  // namespace
+
 void Executor::bind_sequence_layouts(const ArgumentLookup& argument) {
-  sequence_layouts_.clear();
   if (layouts_.size() > 64) layouts_.clear();
-  // The first input bound on each axis, which later ones on that axis must match.
-  std::unordered_map<std::string, std::pair<const Variable*, const Value*>> first_on_axis;
-  for (auto& v : leaf_vars_) {
-    if (!v.is_input() || !v.has_sequence_axis()) continue;
-    const Value* found = argument(v);
-    if (!found) continue;
-    const Value& value = *found;
-    check_value_form(v, value);
-    const std::string& axis = v.dynamic_axes()[1].name();
-    auto [first, fresh] = first_on_axis.try_emplace(axis, &v, &value);
-    if (!fresh) {
-      check_same_sequence_lengths(*first->second.first, *first->second.second, v, value);
+  for (SequenceAxis& axis : axes_) axis.first = nullptr;
+  for (size_t i = 0; i < leaf_vars_.size(); ++i) {
+    if (slots_[i].sequence_axis == kNoAxis) continue;
+    const Variable& v = leaf_vars_[i];
+    const Value* value = argument(v);
+    if (!value) continue;
+    check_value_form(v, *value);
+    SequenceAxis& axis = axes_[slots_[i].sequence_axis];
+    if (axis.first) {
+      if (!has_sequences_of(*value, *axis.layout, false))  // the error names the lengths
+        check_same_sequence_lengths(*axis.first, *axis.first_value, v, *value);
       continue;
     }
-    std::vector<size_t> lengths = value.sequence_lengths();
-    std::vector<bool> begins(lengths.size());
-    for (size_t b = 0; b < lengths.size(); ++b) begins[b] = value.begins_sequence(b);
-    sequence_layouts_[axis] = layouts_.add(SequenceLayout::from_lengths(lengths, begins));
+    axis.first = &v;
+    axis.first_value = value;
+    // A packed Value's own layout, shared; else the last minibatch's, when its sequences are
+    // this one's; else a new one.
+    if (value->is_packed()) {
+      axis.layout = value->packed_layout();
+    } else if (!axis.layout || !has_sequences_of(*value, *axis.layout, true)) {
+      std::vector<bool> begins(value->num_sequences());
+      for (size_t b = 0; b < begins.size(); ++b) begins[b] = value->begins_sequence(b);
+      axis.layout = std::make_shared<const SequenceLayout>(
+          SequenceLayout::from_lengths(value->sequence_lengths(), std::move(begins)));
+    }
   }
 }
 
@@ -589,7 +617,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     }
     return;
   }
-  const SequenceLayout* layout = sequence_layouts_.at(v.dynamic_axes()[1].name());
+  const SequenceLayout* layout = axes_[slot.sequence_axis].layout.get();
   t.layout = layout;
   t.shape.assign_prepended(layout->rows(), sample_shape);
   size_t T = value.max_sequence_length();

@@ -84,6 +84,14 @@ class Executor {
     // shared_ that other values use when this one is not alive (plan_buffers).
     TensorStorage* value_buffer = nullptr;
     TensorStorage* grad_buffer = nullptr;
+    size_t sequence_axis = kNoAxis;  // an input with a sequence axis: its index in axes_
+  };
+  // A sequence axis of the inputs: this minibatch's layout, and the input first bound on it,
+  // whose lengths the others on the axis must have.
+  struct SequenceAxis {
+    std::shared_ptr<const SequenceLayout> layout;
+    const Variable* first = nullptr;
+    const Value* first_value = nullptr;
   };
   struct Node {
     std::shared_ptr<FunctionImpl> fn;
@@ -123,6 +131,7 @@ class Executor {
     size_t sequence_slot;  // a slot from outside the loop whose sequence layout gives the steps
   };
   static constexpr size_t kNoLoop = size_t(-1);
+  static constexpr size_t kNoAxis = size_t(-1);
 
   // Orders the functions for execution: each recurrent loop as one block of nodes.
   std::vector<std::shared_ptr<FunctionImpl>> schedule(
@@ -178,7 +187,7 @@ class Executor {
   std::vector<Variable> gradient_order_;
   std::optional<NDArrayView> root_gradient_;  // the last backward's root gradient, in place
   LayoutCache layouts_;
-  std::unordered_map<std::string, const SequenceLayout*> sequence_layouts_;
+  std::vector<SequenceAxis> axes_;
   bool forward_done_ = false;
   bool is_training_ = false;
   // Whether this pass runs its nodes under the debugging aids (node_observation_active()).

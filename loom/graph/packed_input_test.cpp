@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "loom/core/error_test_util.h"
 #include "loom/graph/executor.h"
 #include "loom/graph/graph_test_util.h"
 #include "loom/ops/ops.h"
@@ -95,6 +96,52 @@ TEST(PackedInput, APackedRootGradientIsReadUnchanged) {
       const float t = std::tanh(xs[from + i]);
       EXPECT_NEAR(got[s][i], dys[from + i] * (1 - t * t), 1e-6f);
     }
+}
+
+// The executor takes a packed input's layout as it is, and keeps a padded input's from one
+// minibatch to the next while the sequences are the same.
+TEST(PackedInput, ItsLayoutIsTakenAsItIs) {
+  const Net n;
+  Executor exec({n.y}, {n.x});
+  const Value packed = Value::create_sequences<float>({3}, random_floats(30, 5), kLengths);
+  exec.forward({{n.x, packed}}, false);
+  EXPECT_EQ(exec.tensor(n.x).layout, packed.packed_layout().get());
+  const std::vector<size_t> others{3, 2, 5};
+  const auto padded = [&](uint64_t seed) {
+    const Value v = Value::create_sequences<float>({3}, random_floats(30, seed), others);
+    return std::pair{v, Value(v.data(), true, v.mask())};
+  };
+  const auto [packed_6, padded_6] = padded(6);
+  exec.forward({{n.x, padded_6}}, false);
+  const SequenceLayout* first = exec.tensor(n.x).layout;
+  EXPECT_EQ(first->lengths, others);
+  EXPECT_EQ(exec.output_value(n.y).as_sequences<float>(), [&] {
+    Executor fresh({n.y});
+    fresh.forward({{n.x, packed_6}}, false);
+    return fresh.output_value(n.y).as_sequences<float>();
+  }());
+  exec.forward({{n.x, padded(7).second}}, false);
+  EXPECT_EQ(exec.tensor(n.x).layout, first);  // the same sequences
+}
+
+TEST(PackedInput, InputsOnOneAxisNeedTheSameLengths) {
+  Variable x = sequence::input_variable({3}, {.name = "x"});
+  Variable z = sequence::input_variable({3}, {.name = "z"});
+  Function y = plus(x, z);
+  Executor exec({y});
+  const std::vector<float> xs = random_floats(30, 7), zs = random_floats(30, 8);
+  const Value a = Value::create_sequences<float>({3}, xs, kLengths);
+  const Value b = Value::create_sequences<float>({3}, zs, {3, 1, 5, 1});
+  EXPECT_NE(message_of<ShapeError>([&] {
+              exec.forward({{x, a}, {z, b}}, false);
+            }).find("their sequences differ: lengths [3,0,5,2] and [3,1,5,1]"),
+            std::string::npos);
+  // The same lengths, one packed and one padded: the padded one is packed in a's order.
+  const Value c = Value::create_sequences<float>({3}, zs, kLengths);
+  exec.forward({{x, a}, {z, Value(c.data(), true, c.mask())}}, false);
+  const auto sums = exec.output_value(y).as_sequences<float>();
+  for (size_t s = 0, from = 0; s < kLengths.size(); from += kLengths[s] * 3, ++s)
+    for (size_t i = 0; i < kLengths[s] * 3; ++i) EXPECT_EQ(sums[s][i], xs[from + i] + zs[from + i]);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "loom/graph/executor.h"
 #include "loom/layers/dense.h"
 #include "loom/learners/momentum_sgd.h"
 #include "loom/ops/elementwise.h"
@@ -86,6 +87,37 @@ TEST(SteadyState, TrainingLoopDoesNotAllocate) {
   g_counting = false;
   EXPECT_EQ(g_allocations.load(), 0u);
   EXPECT_EQ(trainer.total_number_of_samples_seen(), 24u * 32u);
+}
+
+// Packed sequences are read where they lie, with their own layouts: a forward and backward over
+// minibatches of other lengths allocates nothing either.
+TEST(SteadyState, PackedSequencesDoNotAllocate) {
+  Variable x = sequence::input_variable({8}, {.name = "x"});
+  Function y = plus(element_times(x, tanh(x)), stop_gradient(x));
+  Executor exec({y}, {x});
+  std::vector<ValueMap> batches;
+  for (const std::vector<size_t>& lengths :
+       std::vector<std::vector<size_t>>{{3, 0, 5, 2}, {1, 4}, {6, 6, 6}}) {
+    size_t steps = 0;
+    for (size_t n : lengths) steps += n;
+    std::vector<float> xs(steps * 8);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(i % 11) / 11.f;
+    ValueMap m;
+    m.emplace(x, Value::create_sequences<float>({8}, xs, lengths));
+    batches.push_back(std::move(m));
+  }
+  for (auto& m : batches) {  // warm up: buffers
+    exec.forward(m, true);
+    exec.backward(y);
+  }
+  g_allocations = 0;
+  g_counting = true;
+  for (int step = 0; step < 9; ++step) {
+    exec.forward(batches[step % batches.size()], true);
+    exec.backward(y);
+  }
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0u);
 }
 
 }  // namespace
