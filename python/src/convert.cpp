@@ -1,6 +1,5 @@
 // Conversions between Python data and Loom's tensors and values.
 #include <algorithm>
-#include <cstring>
 
 #include "python/src/binding.h"
 
@@ -151,24 +150,7 @@ py::array to_numpy(const NDArrayView& view, bool copy) {
 py::object value_to_numpy(const Value& value) {
   if (!value.is_sequence()) return to_numpy(value.data());
   py::list sequences;
-  const std::vector<size_t> lengths = value.sequence_lengths();
-  if (value.is_packed()) {  // each sequence's steps gathered from the rows: no padded copy
-    const SequenceLayout layout = SequenceLayout::from_lengths(lengths);
-    const NDShape sample = value.sample_shape();
-    const size_t bytes = sample.total_size() * size_of(value.dtype());
-    const auto* rows = static_cast<const char*>(value.packed_rows().raw_data());
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      NDArrayView steps = NDArrayView::uninitialized(value.dtype(), sample.prepend(lengths[i]));
-      auto* to = static_cast<char*>(steps.raw_data());
-      for (size_t t = 0; t < lengths[i]; ++t)
-        std::memcpy(to + t * bytes, rows + layout.row(i, t) * bytes, bytes);
-      sequences.append(to_numpy(steps));
-    }
-    return sequences;
-  }
-  py::array all = to_numpy(value.data());
-  for (size_t i = 0; i < lengths.size(); ++i)
-    sequences.append(all[py::make_tuple(i, py::slice(0, py::ssize_t(lengths[i]), 1))]);
+  for (size_t i = 0; i < value.num_sequences(); ++i) sequences.append(to_numpy(value.sequence(i)));
   return sequences;
 }
 
@@ -197,17 +179,14 @@ py::array_t<int8_t> mask_of(const Value& v) {
 }
 
 py::list sequences_of(const Value& v, bool samples_as_sequences) {
-  py::object all = value_to_numpy(v);
   const py::object csr = v.is_sparse() ? py::module_::import("scipy.sparse").attr("csr_matrix")
                                        : py::object(py::none());
+  const bool as_sequences = v.is_sequence() || samples_as_sequences;
   py::list out;
   for (size_t i = 0; i < v.num_sequences(); ++i) {
-    py::object s = v.is_sequence() ? py::object(py::list(all)[i])
-                   : samples_as_sequences
-                       ? py::object(all[py::slice(py::ssize_t(i), py::ssize_t(i + 1), 1)])
-                       : py::object(all[py::int_(i)]);
-    // A packed Value's sequences are copies already; a padded one's are views of its data.
-    out.append(v.is_sparse() ? csr(s) : v.is_packed() ? s : s.attr("copy")());
+    const NDArrayView s = v.sequence(i);  // [length, sample...], a batch's sample [1, sample...]
+    py::array a = to_numpy(as_sequences ? s : s.reshaped(v.sample_shape()));
+    out.append(v.is_sparse() ? csr(a) : a);
   }
   return out;
 }

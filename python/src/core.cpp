@@ -149,7 +149,7 @@ void add_core(py::module_ m) {
           py::arg("batch"), py::arg("num_classes"), py::arg("dtype") = py::none(),
           py::arg("device") = py::none())
       .def_readonly_static("ONE_HOT_SKIP", &Value::kOneHotSkip)
-      .def_property_readonly("device", [](const Value& v) { return v.data().device(); })
+      .def_property_readonly("device", &Value::device)
       // Loom's Values are not invalidated by a later pass: eval and forward return copies.
       .def_property_readonly("is_valid", [](const Value&) { return true; })
       .def_property_readonly("is_read_only", [](const Value&) { return false; })
@@ -164,7 +164,8 @@ void add_core(py::module_ m) {
           },
           py::arg("variable") = py::none())
       .def_property_readonly("data", &Value::data)
-      .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.data().shape()); })
+      // Padded [sequences, longest, sample...] for sequences, without padding a packed Value.
+      .def_property_readonly("shape", [](const Value& v) { return shape_tuple(v.shape()); })
       .def_property_readonly("dtype", [](const Value& v) { return numpy_dtype(v.dtype()); })
       .def_property_readonly("is_sparse", &Value::is_sparse)
       .def_property_readonly("is_sequence", &Value::is_sequence)

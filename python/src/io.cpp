@@ -500,8 +500,8 @@ void add_io(py::module_ m) {
           py::arg("variable") = py::none())
       .def_readonly("end_of_sweep", &MinibatchData::sweep_end)
       .def_readonly("sweep_end", &MinibatchData::sweep_end)
-      .def_property_readonly(
-          "shape", [](const MinibatchData& d) { return shape_tuple(d.data.data().shape()); })
+      .def_property_readonly("shape",
+                             [](const MinibatchData& d) { return shape_tuple(d.data.shape()); })
       .def_property_readonly("is_sparse", [](const MinibatchData& d) { return d.data.is_sparse(); })
       .def("asarray", [](const MinibatchData& d) { return padded_numpy(d.data); })
       .def("__len__", [](const MinibatchData& d) { return d.number_of_sequences; });

@@ -46,8 +46,8 @@ def test_sequences_of_different_lengths_in_and_out():
 
 def test_packed_sequence_outputs_are_gathered_per_sequence():
     # An evaluation's sequence outputs are packed (time-major, longest first): each sequence is
-    # gathered from the rows into an array of its own, where a padded Value's sequences are
-    # views of its one padded array; both give the padded array's sequences.
+    # gathered from the rows into an array of its own, as a padded Value's are from its padded
+    # array; both give the padded array's sequences.
     x = C.sequence.input_variable((2, 2))
     seqs = [np.arange(k * 4, dtype=np.float32).reshape(k, 2, 2) + 10 * k for k in (2, 3, 0, 1)]
     f = x * 3
@@ -63,6 +63,24 @@ def test_packed_sequence_outputs_are_gathered_per_sequence():
     for o, s, n in zip(value.as_sequences(), padded, (2, 3, 0, 1)):
         np.testing.assert_array_equal(o, s[:n])
         assert not s[n:].any()  # zero padding
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_a_packed_values_shape_is_the_padded_one(dtype):
+    # Value.shape and MinibatchData.shape give [sequences, longest, sample...] from the lengths
+    # (a packed Value is not padded to report them).
+    x = C.sequence.input_variable((2, 3), dtype=dtype)
+    seqs = [np.ones((k, 2, 3), dtype) for k in (2, 0, 5, 1)]
+    value = (x * 2).eval({x: seqs}, as_numpy=False)
+    given = C.Value(batch=seqs)
+    for v in (value, given):
+        assert v.shape == (4, 5, 2, 3)
+        assert v.device == C.device.cpu()
+        assert C.io.MinibatchData(v, 4, 8, False).shape == (4, 5, 2, 3)
+        with pytest.warns(UserWarning, match='ignore the mask'):
+            assert v.asarray().shape == v.shape
+    assert C.Value(batch=[np.ones((0, 2), dtype)] * 3).shape == (3, 0, 2)
+    assert C.Value(batch=np.ones((4, 2), dtype)).shape == (4, 2)
 
 
 def test_csr_matrix_and_one_hot_values():
