@@ -1076,16 +1076,24 @@ std::vector<OpSchema> losses_schemas() {
        2,
        "edit_distance_error",
        "metrics",
+       // The penalties' defaults are ints and tokensToIgnore's a list, as CNTK shows them.
        {{"input_a"},
         {"input_b"},
-        {"subPen", ParamType::Double, EditDistanceOptions{}.sub_pen},
-        {"delPen", ParamType::Double, EditDistanceOptions{}.del_pen},
-        {"insPen", ParamType::Double, EditDistanceOptions{}.ins_pen},
+        {"subPen", ParamType::Double, int64_t(EditDistanceOptions{}.sub_pen)},
+        {"delPen", ParamType::Double, int64_t(EditDistanceOptions{}.del_pen)},
+        {"insPen", ParamType::Double, int64_t(EditDistanceOptions{}.ins_pen)},
         {"squashInputs", ParamType::Bool, EditDistanceOptions{}.squash_inputs},
-        {"tokensToIgnore", ParamType::Ints, int_list_attribute({})}},
+        {.name = "tokensToIgnore",
+         .type = ParamType::Ints,
+         .default_value = int_list_attribute({}),
+         .list_default = true}},
        false,
-       "the edit distance of input_a's label sequences (argmax per step) from input_b's, per label "
-       "of input_b, x #steps",
+       "the edit distance between the label sequences (argmax per step) of input_a and input_b, "
+       "as CNTK's EditDistanceError counts it: the edits of the path of least penalized cost "
+       "(subPen, delPen, insPen), after squashing runs of a label (squashInputs) and dropping the "
+       "labels tokensToIgnore lists. The value is CNTK's one number for the minibatch (no dynamic "
+       "axes): errors * #steps / (total length of input_b's label sequences), which the Trainer "
+       "divides by input_a's #steps. No gradient",
        {.none_because = "ONNX has no edit distance node"},
        {{{z, z}, edit_distance_attributes(EditDistanceOptions{})},
         {{z, z},

@@ -15,7 +15,6 @@ from loom.losses import _operands, _same_shapes, _static_axis
 from loom.ops._table import op_functions as _op_functions
 
 globals().update(_op_functions('metrics'))
-_edit_distance_error = edit_distance_error  # noqa: F821 (the table's function, made above)
 
 
 def classification_error(output_vector, target_vector, axis=-1,
@@ -48,28 +47,6 @@ def classification_error(output_vector, target_vector, axis=-1,
     wrong = ops.reduce_sum(ops.not_equal(t, predicted), axis=index)
     return ops.reduce_mean(ops.greater_equal(wrong, 1), axis=None, name=name)
 
-
-def edit_distance_error(input_a, input_b, subPen=1, delPen=1, insPen=1, squashInputs=False,
-                        tokensToIgnore=[], name=''):  # noqa: B006 (CNTK's signature)
-    """The edit distance between the label sequences (argmax per step) of input_a and input_b,
-    as CNTK's EditDistanceError counts it: the edits of the path of least penalized cost
-    (subPen, delPen, insPen), after squashing runs of a label (squashInputs) and dropping the
-    labels tokensToIgnore lists. The value is CNTK's one number for the minibatch (no dynamic
-    axes): errors * #steps / (total length of input_b's label sequences), which the Trainer
-    divides by input_a's #steps. No gradient."""
-    if tokensToIgnore is None:
-        tokensToIgnore = []
-    if isinstance(tokensToIgnore, (int, np.integer)) or not all(
-            isinstance(t, (int, np.integer)) and not isinstance(t, bool) and t >= 0
-            for t in tokensToIgnore):
-        raise ArgumentError('edit_distance_error: tokensToIgnore must be a list of label '
-                            f'indices (ints >= 0), not {tokensToIgnore!r}')
-    a, b = _operands(input_a, input_b)
-    return _edit_distance_error(a, b, subPen, delPen, insPen, squashInputs,
-                                [int(t) for t in tokensToIgnore], name)
-
-
-edit_distance_error.__module__ = 'loom.metrics'
 
 __all__ = sorted(name for name, value in globals().items()
                  if callable(value) and not name.startswith('_')

@@ -518,10 +518,25 @@ def test_edit_distance_error_on_sequences_matches_numpy(squash, ignore):
     np.testing.assert_allclose(out, errors * sum(lengths) / reference, rtol=1e-13)
 
 
+def test_edit_distance_error_comes_from_the_table_with_cntks_defaults():
+    f = C.metrics.edit_distance_error
+    assert str(inspect.signature(f)) == SIGNATURES['metrics']['edit_distance_error']
+    assert [type(inspect.signature(f).parameters[p].default) for p in
+            ('subPen', 'delPen', 'insPen', 'tokensToIgnore')] == [int, int, int, list]
+    assert any(e['python'] == 'edit_distance_error' and e['module'] == 'metrics'
+               for e in C._loom.ops._op_table())
+    # An int is a list of one, as every list-of-ints parameter takes it.
+    i1, i2 = C.input_variable(shape=(2,)), C.input_variable(shape=(2,))
+    data = {i1: np.array([[1, 3], [2, 0]], np.float32), i2: np.array([[2, 0], [2, 0]], np.float32)}
+    assert f(i1, i2, 0, 1, 1, True, 1).eval(data) == f(i1, i2, 0, 1, 1, True, [1]).eval(data)
+
+
 def test_edit_distance_error_bad_arguments():
     x, y = C.input_variable(3), C.input_variable(3)
-    for ignore in ([-1], [0.5], 3, ['a']):
-        _raises(ArgumentError, 'edit_distance_error',
+    _raises(ArgumentError, 'edit_distance_error',
+            lambda: C.edit_distance_error(x, y, tokensToIgnore=[-1]))
+    for ignore in ([0.5], ['a'], None, [True]):
+        _raises(TypeError, 'edit_distance_error',
                 lambda: C.edit_distance_error(x, y, tokensToIgnore=ignore))
     _raises(ArgumentError, 'edit_distance_error', lambda: C.edit_distance_error(x, y, subPen=-1))
     _raises(ShapeError, 'edit_distance_error',
