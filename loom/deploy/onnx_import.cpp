@@ -1202,8 +1202,7 @@ class Importer {
         const bool ceil_mode = int_attribute(n, "ceil_mode", 0) != 0;
         const auto [kernel, strides, dilations] = m.pool_windows(rank);
         if (dilations != std::vector<size_t>(rank, 1)) {
-          if (type != PoolingType::Max || ceil_mode)
-            fail("dilated pooling is imported for MaxPool with ceil_mode 0");
+          if (type != PoolingType::Max) fail("dilated pooling is imported for MaxPool");
           return m.max_pool_by_gathers(x, kernel, strides, dilations).first;
         }
         const auto p = m.pads(x.shape(), kernel, strides, dilations);
@@ -1271,23 +1270,21 @@ class Importer {
     return node_->output_size() > i && !node_->output(i).empty() && read_.count(node_->output(i));
   }
 
-  // MaxPool with its indices (output 1) read, over one sample [1, C, spatial...] without a batch
-  // axis: the maxima, and the position in x of each window's first maximum (in row-major order)
-  // as ONNX numbers x's elements, c S + the spatial position row-major (storage_order 0) or
-  // column-major (1), S the spatial extent; both by gathers along each axis
+  // MaxPool with its indices (output 1) read, over a batch [N, C, spatial...] or one sample
+  // [1, C, spatial...] without a batch axis: the maxima, and the position in x of each window's
+  // first maximum (in row-major order) as ONNX numbers x's elements, n C S + c S + the spatial
+  // position row-major (storage_order 0) or column-major (1), S the spatial extent, n the
+  // sample's position in the batch (batch_position); both by gathers along each axis
   // (max_pool_by_gathers).
   Val max_pool_with_indices() {
     const Val x = in(0);
-    if (x.dynamic || x.rank() < 3 || x.rank() > 5 || x.var.shape()[0] != 1)
-      fail("MaxPool's indices (output 1) are imported over one sample [1, C, 1 to 3 axes] ",
-           "without a batch axis (ONNX numbers the elements of every sample, which Loom's batch ",
-           "axis does not)");
-    if (int_attribute(*node_, "ceil_mode", 0) != 0)
-      fail("MaxPool's indices (output 1) are imported with ceil_mode 0");
+    if (x.dynamic > 1 || x.rank() < 3 || x.rank() > 5 || (!x.dynamic && x.var.shape()[0] != 1))
+      fail("MaxPool's indices (output 1) are imported over a batch [N, C, 1 to 3 axes] or one ",
+           "sample [1, C, 1 to 3 axes] without a batch axis");
     const int64_t storage_order = int_attribute(*node_, "storage_order", 0);
     if (storage_order != 0 && storage_order != 1)
       fail("storage_order ", storage_order, " must be 0 (row-major) or 1 (column-major)");
-    const NDShape shape = x.var.shape().sub_shape(1);
+    const NDShape shape = x.var.shape().sub_shape(1 - x.dynamic);
     const size_t rank = shape.rank() - 1, count = shape.total_size(), spatial = count / shape[0];
     if (count > kMaxPositions)
       fail("MaxPool's indices need a constant of the input's ", count,
@@ -1308,11 +1305,33 @@ class Importer {
       at[e] = double(e - e % spatial + position);
     }
     const auto [kernel, strides, dilations] = pool_windows(rank);
-    const auto [y, where] = max_pool_by_gathers(reshape(x.var, shape), kernel, strides, dilations,
-                                                constant(array_of(shape, at, x.var.dtype())));
+    const DataType t = x.var.dtype();
+    const Variable samples = x.dynamic ? x.var : Variable(reshape(x.var, shape));
+    const auto [y, where] =
+        max_pool_by_gathers(samples, kernel, strides, dilations, constant(array_of(shape, at, t)));
     const std::string& indices = node_->output(1);
+    if (x.dynamic) {
+      values_[indices] = {
+          plus(where, element_times(batch_position(x.var), constant(double(count), t)), indices), 1,
+          true};
+      return {y, 1};
+    }
     values_[indices] = {reshape(where, where.shape().prepend(1), indices), 0, true};
     return reshaped({y, 0}, y.shape().prepend(1));
+  }
+
+  // The position of each sample of x (which has the batch axis only) in its minibatch, 0 to
+  // N - 1, a scalar per sample: the batch unpacked into one sequence of N steps, whose steps
+  // sequence::where numbers, and those numbers packed back into the batch.
+  static Variable batch_position(const Variable& x) {
+    std::vector<Axis> all;
+    for (size_t k = 0; k < x.shape().rank(); ++k) all.emplace_back(int(k));
+    const Variable ones = ones_like(reduce_sum(x, all, false));           // [] per sample
+    const Variable row = transpose(expand_dims(unpack_batch(ones), -1));  // [1, N]
+    const Variable steps = sequence::where(to_sequence(to_batch(row)));   // 0 to N - 1
+    const Variable column = transpose(unpack_batch(sequence::unpack(steps, 0.0, true)));  // [N, 1]
+    return reconcile_dynamic_axes(reduce_sum(to_batch(column), std::vector<Axis>{Axis(0)}, false),
+                                  x);
   }
 
   // Pooling of samples x [C, spatial...] whose windows start at -pads[i] and lie within the
@@ -1342,9 +1361,10 @@ class Importer {
   // dilation): x padded with -infinity (which no window picks), then, as a maximum over a box
   // is the maximum along each of its axes in turn, along each spatial axis (the last first) the
   // elementwise maximum of the kernel's gathers of the positions o s + j d that output o's
-  // window reads. With `where` (a value for each element of x: its position), also the `where`
-  // of each window's first maximum in row-major order (along each axis, that of the first
-  // gather equal to the maximum).
+  // window reads. With ceil_mode, one more window where the last would overhang the padded
+  // input (and starts before its upper pad), the overhang padded with -infinity too. With `where`
+  // (a value for each element of x: its position), also the `where` of each window's first maximum
+  // in row-major order (along each axis, that of the first gather equal to the maximum).
   std::pair<Variable, Variable> max_pool_by_gathers(const Variable& x,
                                                     const std::vector<size_t>& kernel,
                                                     const std::vector<size_t>& strides,
@@ -1357,12 +1377,18 @@ class Importer {
       if (kernel[i] - 1 > 3 * x.shape()[1 + i] / dilations[i])
         fail("the dilated window of spatial axis ", i, " is larger than the padded input");
     const auto p = pads(x.shape(), kernel, strides, dilations);
+    const bool ceil_mode = int_attribute(*node_, "ceil_mode", 0) != 0;
     std::vector<std::pair<size_t, size_t>> pattern{{0, 0}};
     for (size_t i = 0; i < rank; ++i) {
-      if (std::min(p[i], p[rank + i]) < 0 ||
-          std::max(p[i], p[rank + i]) > int64_t(x.shape()[1 + i]))
+      const int64_t in = int64_t(x.shape()[1 + i]);
+      if (std::min(p[i], p[rank + i]) < 0 || std::max(p[i], p[rank + i]) > in)
         fail("pads ", list(p), " must be 0 to the input's extent along spatial axis ", i);
-      pattern.emplace_back(p[i], p[rank + i]);
+      const int64_t s = int64_t(strides[i]), window = int64_t((kernel[i] - 1) * dilations[i] + 1),
+                    span = in + p[i] + p[rank + i] - window;
+      int64_t overhang = 0;
+      if (ceil_mode && span >= 0 && span % s != 0 && (span / s + 1) * s < in + p[i])
+        overhang = s - span % s;
+      pattern.emplace_back(p[i], p[rank + i] + overhang);
     }
     Variable y =
         pad(x, pattern,

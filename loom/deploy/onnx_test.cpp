@@ -661,8 +661,9 @@ TEST(OnnxImport, ConstantsOutputsAndTrainingMode) {
   pool.set_name("p1");
   set(pool, "kernel_shape", std::vector<int64_t>{2, 2});
   indices.node("Add", {"y", "i"}, {"z"});
-  expect_error<DataError>([&] { indices.load(true); },
-                          {"node 0", "MaxPool's indices (output 1)", "without a batch axis"});
+  // Over a batch, ONNX numbers the elements of every sample: sample 1's follow sample 0's 4.
+  EXPECT_EQ(evaluate(indices.load(true), {{"x", tensor({2, 1, 2, 2}, {1, 2, 3, 4, 4, 3, 2, 1})}}),
+            (std::vector<float>{4 + 3, 4 + 4}));
 }
 
 // Models of opsets 7 to 12 read each op in its form there: attributes that later opsets made
@@ -821,8 +822,8 @@ TEST(OnnxImport, MaxPoolIndices) {
   pb::NodeProto& pool = g.node("MaxPool", {"x"}, {"y", "i"});
   set(pool, "kernel_shape", std::vector<int64_t>{2, 2});
   // Channel 0 has one maximum per window, channel 1 ties everywhere.
-  const NDArrayView x =
-      tensor({1, 2, 3, 3}, {1, 5, 3, 4, 2, 6, 7, 8, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  const std::vector<float> xs{1, 5, 3, 4, 2, 6, 7, 8, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  const NDArrayView x = tensor({1, 2, 3, 3}, xs);
   auto run = [&](const Function& f) {
     const Variable a = f.arguments()[0];
     const ValueMap v = f.eval({{a, ArgumentData(x).to_value(a)}}, f.outputs());
@@ -834,12 +835,28 @@ TEST(OnnxImport, MaxPoolIndices) {
   EXPECT_EQ(rows, (std::vector<float>{1, 5, 7, 7, 9, 10, 12, 13}));
   set(pool, "storage_order", int64_t{1});
   EXPECT_EQ(run(g.load()).second, (std::vector<float>{3, 7, 5, 5, 9, 12, 10, 13}));
+  // Over a batch: sample n's positions follow n C H W.
+  pool.mutable_attribute(1)->set_i(0);  // storage_order
+  const Function batched = g.load(true);
+  const Variable b = batched.arguments()[0];
+  std::vector<float> twice = xs;
+  twice.insert(twice.end(), xs.begin(), xs.end());
+  const NDArrayView two = tensor({2, 2, 3, 3}, twice);
+  const ValueMap bv = batched.eval({{b, ArgumentData(two).to_value(b)}}, batched.outputs());
+  EXPECT_EQ(bv.at(batched.outputs()[1]).data().to_vector<float>(),
+            (std::vector<float>{1, 5, 7, 7, 9, 10, 12, 13, 19, 23, 25, 25, 27, 28, 30, 31}));
+  // ceil_mode: the last window of each axis overhangs the input (strides 2).
   set(pool, "ceil_mode", int64_t{1});
-  expect_error<DataError>([&] { g.load(); }, {"MaxPool's indices", "ceil_mode 0"});
+  set(pool, "strides", std::vector<int64_t>{2, 2});
+  const auto [ceil_y, ceil_i] = run(g.load());
+  EXPECT_EQ(ceil_y, (std::vector<float>{5, 6, 8, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(ceil_i, (std::vector<float>{1, 5, 7, 8, 9, 11, 15, 17}));
+  pool.mutable_attribute(1)->set_i(2);
+  expect_error<DataError>([&] { g.load(); }, {"(MaxPool, opset 13)", "storage_order 2 must be 0"});
 }
 
 // MatMul of stacks of matrices (a stack of right operands broadcast against one matrix, too);
-// max pooling with dilated windows and pads; ceil_mode there is refused.
+// max pooling with dilated windows and pads, and with ceil_mode.
 TEST(OnnxImport, BatchedMatMulAndDilatedMaxPool) {
   OnnxGraph stacks({{"a", {2, 1, 2}}, {"b", {2, 2, 1}}}, {"c"});
   stacks.node("MatMul", {"a", "b"}, {"c"});
@@ -862,8 +879,15 @@ TEST(OnnxImport, BatchedMatMulAndDilatedMaxPool) {
   EXPECT_EQ(y.output().shape(), (NDShape{1, 1, 5}));
   EXPECT_EQ(evaluate(y, {{"x", tensor({1, 1, 5}, {3, 1, 4, 1, 5})}}),
             (std::vector<float>{1, 4, 1, 5, 1}));
+  // ceil_mode with strides 2 and pads [1, 0]: a third window overhangs the end.
+  set(p, "strides", std::vector<int64_t>{2});
+  p.mutable_attribute(2)->set_ints(1, 0);
+  const NDArrayView five = tensor({1, 1, 5}, {3, 9, 4, 2, 5});
+  EXPECT_EQ(evaluate(pool.load(), {{"x", five}}), (std::vector<float>{9, 9}));
   set(p, "ceil_mode", int64_t{1});
-  expect_error<DataError>([&] { pool.load(); }, {"MaxPool", "dilated pooling", "ceil_mode 0"});
+  const Function ceiled = pool.load();
+  EXPECT_EQ(ceiled.output().shape(), (NDShape{1, 1, 3}));
+  EXPECT_EQ(evaluate(ceiled, {{"x", five}}), (std::vector<float>{9, 9, 2}));
 }
 
 // A recurrent op over an X of fixed sizes (ONNX's node tests' form) reads its samples as
