@@ -757,6 +757,14 @@ class Exporter {
                "; the export takes two of one type");
     std::vector<int64_t> axes;
     for (size_t k = 0; k < a.shape.rank(); ++k) axes.push_back(int64_t(k + a.dynamic));
+    // cross_entropy_with_softmax and classification_error along an axis of a sample of rank 2 or
+    // more: the cross entropy sums along that axis alone; the classification error below.
+    std::vector<int64_t> along;
+    if (f.attributes.contains("axis") && a.shape.rank() > 1)
+      along = {
+          int64_t(op_util::static_axis_index(f.attributes.get<int64_t>("axis"), a.shape.rank()) +
+                  a.dynamic)};
+    if (op == "CrossEntropyWithSoftmax" && !along.empty()) axes = along;
     const std::string base = output_name(f);
     auto step = [&](const std::string& what) { return fresh(base + "_" + what); };
     // A number per sample, reshaped to the output's sample shape where it has one ([1]: CNTK's
@@ -786,6 +794,17 @@ class Exporter {
       const std::string terms = binary_node("Add", binary_node("Mul", t, log_p),
                                             binary_node("Mul", binary_node("Sub", one, t), log_q));
       node("Neg", {sum("ReduceSum", terms, step("sum"))}, result);
+    } else if (!along.empty()) {
+      // classification_error along an axis: the mean over the slices of whether t differs
+      // anywhere from (z == the slice's largest z).
+      const std::string top = step("max"), predicted = step("predicted"), differ = step("differ"),
+                        differs = step("differs"), wrong = step("wrong");
+      reduce_node("ReduceMax", x, along, true, top);
+      set_int(node("Cast", {binary_node("Equal", x, top)}, predicted), "to", onnx_type(out.dtype));
+      node("Not", {binary_node("Equal", t, predicted)}, differ);
+      set_int(node("Cast", {differ}, differs), "to", onnx_type(out.dtype));
+      reduce_node("ReduceMax", differs, along, true, wrong);
+      reduce_node("ReduceMean", wrong, axes, false, result);
     } else {  // ClassificationError
       const int64_t top_n = f.attributes.get<int64_t>("top_n");
       LOOM_CHECK(a.shape.rank() == 1, ArgumentError, "ONNX export: ", function_label(f),

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -112,6 +113,74 @@ void softmax_gradient_row(size_t n, const T* lr, const T* t, T scale, T* dx) {
   }
 }
 
+// A static axis's index (negative from the end); an ArgumentError naming fn for another axis.
+int static_index(const char* fn, const Axis& axis) {
+  LOOM_CHECK(axis.is_static(), ArgumentError, fn, ": axis ", axis.to_string(),
+             " is not a static axis; only an axis of the sample is supported");
+  return axis.static_index();
+}
+
+// The static axis `axis` of z's sample as an index from the front; an ArgumentError naming fn
+// for a dynamic axis or one out of range.
+size_t sample_axis(const char* fn, const Variable& z, const Axis& axis) {
+  const int rank = int(z.shape().rank());
+  const int i = static_index(fn, axis);
+  LOOM_CHECK(i >= -rank && i < rank, ArgumentError, fn, ": axis ", i,
+             " is out of range for a sample of shape ", z.shape().to_string());
+  return size_t(i < 0 ? i + rank : i);
+}
+
+// cross_entropy_with_softmax and classification_error along one static axis of a sample of rank
+// 2 or more (their "axis" attribute, CNTK's axis argument): the sample seen as [outer, n, inner],
+// n the axis; each (outer, inner) position is a slice of n entries, slice j's c-th entry is
+// (j / inner) n inner + c inner + j % inner, and entry e is in slice (e / (n inner)) inner +
+// e % inner.
+struct AxisSlices {
+  size_t outer = 1, n = 1, inner = 1;
+  size_t count() const { return outer * inner; }
+  size_t entry(size_t j, size_t c) const { return (j / inner * n + c) * inner + j % inner; }
+  size_t slice_of(size_t e) const { return e / (n * inner) * inner + e % inner; }
+  // log Σ_c e^x[entry(j, c)].
+  template <typename T>
+  T logsumexp(const T* x, size_t j) const {
+    T top = -std::numeric_limits<T>::infinity(), sum = 0;
+    for (size_t c = 0; c < n; ++c) top = std::max(top, x[entry(j, c)]);
+    for (size_t c = 0; c < n; ++c) sum += std::exp(x[entry(j, c)] - top);
+    return top + std::log(sum);
+  }
+};
+
+// The slices of an op along its "axis" attribute over a sample of `shape`, or none: no
+// attribute, or a vector sample (along its only axis: the op over the whole sample).
+std::optional<AxisSlices> axis_slices(const Dictionary& a, const NDShape& shape) {
+  if (!a.contains("axis") || shape.rank() <= 1) return std::nullopt;
+  const size_t k =
+      op_util::static_axis_index(attribute_axis(a.at("axis")).static_index(), shape.rank());
+  AxisSlices s;
+  for (size_t i = 0; i < k; ++i) s.outer *= shape[i];
+  s.n = shape[k];
+  for (size_t i = k + 1; i < shape.rank(); ++i) s.inner *= shape[i];
+  return s;
+}
+
+// Shape inference of cross_entropy_with_softmax and classification_error (fn): per_sample_loss,
+// and along the "axis" attribute (which it checks) of a sample of rank 2 or more the sample's
+// shape with that axis 1, or with every axis 1 (all_axes: classification_error's mean over the
+// slices).
+std::vector<OutputSpec> loss_along_axis(const char* op, const char* fn,
+                                        const std::vector<Variable>& in, const Dictionary& a,
+                                        bool all_axes) {
+  if (!a.contains("axis")) return per_sample_loss(op, in);
+  std::vector<OutputSpec> out = per_sample_loss(fn, in);
+  const size_t k = sample_axis(fn, in[0], attribute_axis(a.at("axis")));
+  if (in[0].shape().rank() > 1) {
+    out[0].shape = in[0].shape();
+    for (size_t i = 0; i < out[0].shape.rank(); ++i)
+      if (all_axes || i == k) out[0].shape[i] = 1;
+  }
+  return out;
+}
+
 // A loss that sums a per-element term of output and target over the sample
 // (kernels::row_loss). A target without dynamic axes (a constant) is one row every sample uses.
 class ElementSumLossOp : public OpDef {
@@ -154,8 +223,9 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   OpTraits traits(const Dictionary&) const override {
     return {.accepts_sparse = InputSet::only(1)};
   }
-  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
-    return per_sample_loss(name(), in);
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    return loss_along_axis(name(), "cross_entropy_with_softmax", in, a, false);
   }
   // CNTK's formula: logsumexp(z) − t·z (its CrossEntropyWithSoftmax block), whatever the targets
   // sum to; the gradients are softmax(z) − t and −z. Forward keeps log_softmax(z) in the scratch
@@ -167,6 +237,10 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
+      forward_along(call, *slices);
+      return;
+    }
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -186,6 +260,10 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   }
   void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
+      backward_along(call, *slices, index, g, accumulate);
+      return;
+    }
     size_t rows = call.output->rows(), n = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -217,6 +295,52 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
       }
     });
   }
+
+ private:
+  // Along an axis (CNTK's composite logsumexp(z, axis) − Σ_axis t·z), per slice: the same
+  // formula and gradients (dz = dy (softmax(z) − t), dt = −dy z) slice by slice.
+  static void forward_along(OpCall& call, const AxisSlices& s) {
+    const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
+    dispatch(z.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const TargetRows<T> targets(t, n);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* zr = z.ptr<T>() + row_start(z, r, n);
+        T* y = call.output->ptr<T>() + r * m;
+        for (size_t j = 0; j < m; ++j) y[j] = s.logsumexp(zr, j);
+        targets.for_each(r, [&](size_t e, T v) { y[s.slice_of(e)] -= v * zr[e]; });
+      }
+    });
+  }
+  static void backward_along(OpCall& call, const AxisSlices& s, size_t index, Tensor& g,
+                             bool accumulate) {
+    const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
+    dispatch(z.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const bool add = prepare_gradient<T>(g, accumulate);
+      const TargetRows<T> targets(t, n);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* zr = z.ptr<T>() + row_start(z, r, n);
+        const T* dy = call.output_gradient->ptr<T>() + r * m;
+        T* dx = g.ptr<T>() + row_start(g, r, n);
+        auto put = [&](size_t e, T v) { dx[e] = add ? dx[e] + v : v; };
+        if (index == 1) {
+          for (size_t e = 0; e < n; ++e) put(e, -dy[s.slice_of(e)] * zr[e]);
+          continue;
+        }
+        for (size_t j = 0; j < m; ++j) {
+          const T lse = s.logsumexp(zr, j);
+          for (size_t c = 0; c < s.n; ++c) {
+            const size_t e = s.entry(j, c);
+            put(e, dy[j] * std::exp(zr[e] - lse));
+          }
+        }
+        targets.for_each(r, [&](size_t e, T v) { dx[e] -= dy[s.slice_of(e)] * v; });
+      }
+    });
+  }
 };
 
 class ClassificationErrorOp : public OpDef {
@@ -225,11 +349,22 @@ class ClassificationErrorOp : public OpDef {
   OpTraits traits(const Dictionary&) const override {
     return {.differentiable = InputSet::none(), .accepts_sparse = InputSet::only(1)};
   }
-  std::vector<OutputSpec> infer(const std::vector<Variable>& in, const Dictionary&) const override {
-    return per_sample_loss(name(), in);
+  std::vector<OutputSpec> infer(const std::vector<Variable>& in,
+                                const Dictionary& a) const override {
+    const char* fn = "classification_error";
+    std::vector<OutputSpec> out = loss_along_axis(name(), fn, in, a, true);
+    const int64_t top_n = a.get<int64_t>("top_n");
+    LOOM_CHECK(top_n == 1 || !axis_slices(a, in[0].shape()), ArgumentError, fn, ": topN ", top_n,
+               " is not supported along an axis of a sample of rank ", in[0].shape().rank(),
+               " (CNTK neither): give topN=1, or a vector sample");
+    return out;
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
+      forward_along(call, *slices);
+      return;
+    }
     size_t rows = call.output->rows(), n = z.sample_size();
     size_t top_n = size_t(call.attributes.get<int64_t>("top_n"));
     const bool by_argmax =
@@ -277,6 +412,41 @@ class ClassificationErrorOp : public OpDef {
   }
   void backward(OpCall&, size_t, Tensor&, bool) const override {
     throw StateError("ClassificationError has no gradient");
+  }
+
+ private:
+  // Along an axis (CNTK's composite, top 1): a slice is wrong where the target differs from
+  // (z == the slice's largest z) anywhere, and the value is the fraction of wrong slices (NaN
+  // scores passed over, as the largest).
+  static void forward_along(OpCall& call, const AxisSlices& s) {
+    const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
+    const size_t rows = call.output->rows(), n = z.sample_size();
+    dispatch(z.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const TargetRows<T> targets(t, n);
+      T* dense = t.is_sparse() ? static_cast<T*>(call.scratch->ensure(n * sizeof(T))) : nullptr;
+      for (size_t r = 0; r < rows; ++r) {
+        const T* zr = z.ptr<T>() + row_start(z, r, n);
+        const T* tr = targets.dense_row(r);
+        if (!tr) {
+          std::fill_n(dense, n, T(0));
+          targets.for_each(r, [&](size_t e, T v) { dense[e] = v; });
+          tr = dense;
+        }
+        size_t wrong = 0;
+        for (size_t j = 0; j < s.count(); ++j) {
+          T top = -std::numeric_limits<T>::infinity();
+          for (size_t c = 0; c < s.n; ++c) top = std::max(top, zr[s.entry(j, c)]);
+          bool differs = false;
+          for (size_t c = 0; c < s.n; ++c) {
+            const size_t e = s.entry(j, c);
+            differs = differs || tr[e] != (zr[e] == top ? T(1) : T(0));
+          }
+          wrong += differs;
+        }
+        call.output->ptr<T>()[r] = T(wrong) / T(s.count());
+      }
+    });
   }
 };
 
@@ -946,12 +1116,24 @@ Dictionary negatives(size_t shift, size_t count) {
 
 namespace {
 Function classification_error_op(const Variable& z, const Variable& target, size_t top_n,
-                                 bool argmax_target, const std::string& name) {
+                                 Dictionary a, const std::string& name) {
   LOOM_CHECK(top_n >= 1, ArgumentError, "classification_error: top_n must be at least 1");
-  Dictionary a;
   a["top_n"] = int64_t(top_n);
-  if (argmax_target) a["argmax_target"] = true;
   return make_primitive(kClassificationError, {z, target}, std::move(a), name);
+}
+
+// The attributes of cross_entropy_with_softmax or classification_error (fn) along `axis`: none
+// for a vector sample (the op over the whole sample, as model files have always held it), else
+// the axis, which shape inference checks, also once the shapes of placeholders are known (a
+// criterion made over placeholders, as @Function makes it).
+Dictionary along_axis(const char* fn, const Variable& z, const Variable& target, const Axis& axis) {
+  const Variable& known = z.has_known_shape() ? z : target;
+  if (known.has_known_shape() && known.shape().rank() == 1) {
+    sample_axis(fn, known, axis);
+    return {};
+  }
+  static_index(fn, axis);
+  return Dictionary({{"axis", axis_attribute(axis)}});
 }
 }  // namespace
 
@@ -959,6 +1141,14 @@ std::vector<OpSchema> losses_schemas() {
   const ConformanceInput z{NDShape{4}}, t{NDShape{4}, true, 0, 1};
   const ConformanceInput one_hot{.shape = NDShape{4}, .sparse = true};  // sparse labels
   const ConformanceInput probability{NDShape{4}, true, 0.1, 0.9}, weight{NDShape{4}, true, 0.1, 2};
+  // Along an axis of a [3, 4] sample: soft targets, and targets one-hot along axis 1 (rows) or
+  // along axis 0 (columns).
+  const ConformanceInput matrix{NDShape{3, 4}}, soft{NDShape{3, 4}, true, 0, 1};
+  const ConformanceInput one_hot_rows{.shape = NDShape{3, 4},
+                                      .values = {0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1}};
+  const ConformanceInput one_hot_columns{.shape = NDShape{3, 4},
+                                         .values = {1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0}};
+  auto along = [](int64_t axis) { return Dictionary({{"axis", axis}}); };
   // Ranking: one score, gain and group (its integer part: 0, 1 or 2) per sample.
   const ConformanceInput score{NDShape{1}, true, -3, 3}, gain{NDShape{1}, true, 0.1, 3},
       group{NDShape{1}, true, 0.1, 2.9};
@@ -973,17 +1163,30 @@ std::vector<OpSchema> losses_schemas() {
        "the sum of the squared differences of output and target per sample",
        {.op_type = "ReduceSumSquare"},  // of a Sub: loom/deploy's own code exports it
        {{{z, z}}}},
-      // Along an axis of a sample of rank 2 or more, CNTK's composite: loom.losses builds it.
-      {&kCrossEntropyWithSoftmax,
-       2,
-       2,
-       "cross_entropy_with_softmax",
-       "ops",
-       {{"output_vector"}, {"target_vector"}},
-       false,
-       "-sum(target_vector * log(softmax(output_vector))) per sample (a vector)",
-       {.op_type = "ReduceLogSumExp"},  // less a ReduceSum: loom/deploy's own code exports it
-       {{{z, t}}, {{z, one_hot}}}},
+      // Along an axis of a sample of rank 2 or more: the "axis" attribute (along_axis).
+      {.op = &kCrossEntropyWithSoftmax,
+       .min_inputs = 2,
+       .max_inputs = 2,
+       .python = "cross_entropy_with_softmax",
+       .module = "losses",
+       .params = {{"output_vector"}, {"target_vector"}, {"axis", ParamType::Axis, int64_t{-1}}},
+       .doc = "-sum(target_vector * log(softmax(output_vector))) along axis, the axis kept as 1 "
+              "(a vector sample: one value of shape (1,))",
+       // less a ReduceSum: loom/deploy's own code exports it
+       .onnx = {.op_type = "ReduceLogSumExp"},
+       .conformance = {{{z, t}},
+                       {{z, one_hot}},
+                       {{matrix, soft}, along(0)},
+                       {{matrix, soft}, along(1)},
+                       {{matrix, soft}, along(-2)},
+                       // The export takes operands of one type.
+                       {.inputs = {matrix, {NDShape{3, 4}, false, 0, 1}},
+                        .attributes = along(-1),
+                        .onnx = false}},
+       .build =
+           [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
+             return cross_entropy_with_softmax(in[0], in[1], attribute_axis(a.at("axis")), name);
+           }},
       {&kBinaryCrossEntropy,
        2,
        2,
@@ -995,29 +1198,38 @@ std::vector<OpSchema> losses_schemas() {
        {.op_type = "ReduceSum"},  // of Logs: loom/deploy's own code exports it
        {{{{NDShape{4}, true, 0.1, 0.9}, t}}}},
       // topN is stored as "top_n", as model files have it. Along an axis of a sample of rank 2
-      // or more, CNTK's composite: loom.metrics builds it.
+      // or more: the "axis" attribute (along_axis); argmax_target: CNTK's node (model files).
       {.op = &kClassificationError,
        .min_inputs = 2,
        .max_inputs = 2,
        .python = "classification_error",
+       .module = "metrics",
        .params = {{"output_vector"},
                   {"target_vector"},
+                  {"axis", ParamType::Axis, int64_t{-1}},
                   {"topN", ParamType::Int, int64_t{kClassificationErrorTopN}, "top_n"}},
        .doc = "1 where target_vector's class (its largest entry) is not among the topN largest "
-              "entries of output_vector (a vector), else 0",
+              "entries of output_vector (a vector), else 0; along an axis of a sample of rank "
+              "2 or more (topN 1), the fraction of the slices along it where target_vector "
+              "differs from (output_vector == its largest entry)",
        .onnx = {.op_type = "ArgMax"},  // and comparisons: loom/deploy's own code exports it
        .conformance = {{{z, t}, Dictionary({{"top_n", int64_t{1}}})},
                        {{z, t}, Dictionary({{"top_n", int64_t{2}}})},
                        {{z, t}, Dictionary({{"top_n", int64_t{1}}, {"argmax_target", true}})},
-                       {{z, one_hot}, Dictionary({{"top_n", int64_t{1}}})}},
+                       {{z, one_hot}, Dictionary({{"top_n", int64_t{1}}})},
+                       {{matrix, one_hot_rows}, along(1)},
+                       {{matrix, one_hot_rows}, along(-1)},
+                       {{matrix, one_hot_columns}, along(0)},
+                       {{matrix, one_hot_columns}, along(-2)}},
        .build =
            [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
              const int64_t top_n = a.get<int64_t>("top_n");
              LOOM_CHECK(top_n >= 1, ArgumentError,
                         "classification_error: topN must be at least 1, not ", top_n);
-             return classification_error_op(
-                 in[0], in[1], size_t(top_n),
-                 a.contains("argmax_target") && a.get<bool>("argmax_target"), name);
+             if (a.contains("argmax_target") && a.get<bool>("argmax_target"))
+               return classification_error_node(in[0], in[1], size_t(top_n), name);
+             return classification_error(in[0], in[1], size_t(top_n), attribute_axis(a.at("axis")),
+                                         name);
            }},
       {&kCosDistance,
        2,
@@ -1145,12 +1357,12 @@ Function binary_cross_entropy(const Variable& output, const Variable& target,
 
 Function classification_error(const Variable& z, const Variable& target, size_t top_n,
                               const std::string& name) {
-  return classification_error_op(z, target, top_n, false, name);
+  return classification_error_op(z, target, top_n, {}, name);
 }
 
 Function classification_error_node(const Variable& z, const Variable& target, size_t top_n,
                                    const std::string& name) {
-  return classification_error_op(z, target, top_n, true, name);
+  return classification_error_op(z, target, top_n, Dictionary({{"argmax_target", true}}), name);
 }
 
 Function cosine_distance(const Variable& x, const Variable& y, const std::string& name) {
@@ -1219,46 +1431,16 @@ Function nce_loss(const Variable& weights, const Variable& biases, const Variabl
                         name);
 }
 
-namespace {
-
-// The static axis `axis` of z's sample as an index from the front; an ArgumentError naming fn
-// for a dynamic axis or one out of range.
-size_t sample_axis(const char* fn, const Variable& z, const Axis& axis) {
-  const int rank = int(z.shape().rank());
-  LOOM_CHECK(axis.is_static(), ArgumentError, fn, ": axis ", axis.to_string(),
-             " is not a static axis; only an axis of the sample is supported");
-  const int i = axis.static_index();
-  LOOM_CHECK(i >= -rank && i < rank, ArgumentError, fn, ": axis ", i,
-             " is out of range for a sample of shape ", z.shape().to_string());
-  return size_t(i < 0 ? i + rank : i);
-}
-
-}  // namespace
-
 Function cross_entropy_with_softmax(const Variable& z, const Variable& target, const Axis& axis,
                                     const std::string& name) {
-  const char* fn = "cross_entropy_with_softmax";
-  const size_t i = sample_axis(fn, z, axis);
-  if (z.shape().rank() == 1) return cross_entropy_with_softmax(z, target, name);
-  check_same_shapes(fn, z, target);
-  const Axis a{int(i)};
-  return minus(reduce_log_sum_exp(z, a), reduce_sum(element_times(target, z), a), name);
+  return make_primitive(kCrossEntropyWithSoftmax, {z, target},
+                        along_axis("cross_entropy_with_softmax", z, target, axis), name);
 }
 
 Function classification_error(const Variable& z, const Variable& target, size_t top_n,
                               const Axis& axis, const std::string& name) {
-  const char* fn = "classification_error";
-  const size_t i = sample_axis(fn, z, axis);
-  if (z.shape().rank() == 1) return classification_error(z, target, top_n, name);
-  LOOM_CHECK(top_n == 1, ArgumentError, fn,
-             ": top_n is not supported along an axis of a sample of rank ", z.shape().rank(),
-             " (CNTK neither)");
-  check_same_shapes(fn, z, target);
-  const Axis a{int(i)};
-  const Function predicted = equal(z, reduce_max(z, a));
-  const Function wrong = reduce_sum(not_equal(target, predicted), a);
-  return reduce_mean(greater_equal(wrong, constant(1.0, z.dtype())), Axis::all_static_axes(), true,
-                     name);
+  return classification_error_op(z, target, top_n,
+                                 along_axis("classification_error", z, target, axis), name);
 }
 
 HierarchicalSoftmax hierarchical_softmax_layer(const Variable& input, const Variable& label_index,

@@ -26,11 +26,11 @@ Function squared_error(const Variable& output, const Variable& target,
 // only axis, usually).
 Function cross_entropy_with_softmax(const Variable& z, const Variable& target,
                                     const std::string& name = "");
-// Along one static axis of the sample (CNTK's axis argument): CNTK's composite
-// reduce_log_sum_exp(z, axis) − reduce_sum(target·z, axis), the axis kept as 1 (for a vector
-// sample the same as the primitive above). An ArgumentError names the
-// function for a non-static or out-of-range axis; a vector sample along its axis is the
-// primitive.
+// Along one static axis of the sample (CNTK's axis argument): what CNTK's composite
+// reduce_log_sum_exp(z, axis) − reduce_sum(target·z, axis) computes, the axis kept as 1 (for a
+// vector sample the same as the function above, which it then is). One op whose shape inference
+// reads the axis, so that a placeholder's shape may be known later (a criterion made with
+// @Function). An ArgumentError names the function for a non-static or out-of-range axis.
 Function cross_entropy_with_softmax(const Variable& z, const Variable& target, const Axis& axis,
                                     const std::string& name = "");
 // −Σ [target·log(output) + (1 − target)·log(1 − output)].
@@ -50,9 +50,10 @@ Function classification_error(const Variable& z, const Variable& target,
 Function classification_error_node(const Variable& z, const Variable& target, size_t top_n,
                                    const std::string& name = "");
 // Along one static axis of the sample (CNTK's axis argument): a vector sample along its axis is
-// the primitive above; otherwise CNTK's composite (top_n must be 1): a slice along the axis is
-// wrong where target differs from (z == its max along the axis), and the value is the mean
-// over the slices of the sample.
+// the function above; otherwise what CNTK's composite computes (top_n must be 1): a slice along
+// the axis is wrong where target differs from (z == its max along the axis), and the value is
+// the mean over the slices of the sample, every axis kept as 1. One op, as
+// cross_entropy_with_softmax's.
 Function classification_error(const Variable& z, const Variable& target, size_t top_n,
                               const Axis& axis, const std::string& name = "");
 

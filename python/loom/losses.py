@@ -2,18 +2,18 @@
 minibatch; lambda_rank gives CNTK's one number for the minibatch (no dynamic axes), which the
 Trainer divides by the samples of the scores. Also at loom.X, as CNTK re-exports them.
 
-The primitives (cosine_distance, cosine_distance_with_negative_samples,
-weighted_binary_cross_entropy, lambda_rank) come from the op table (loom/ops/losses.cpp); the
-losses CNTK's Python builds from other ops (fmeasure, hierarchical_softmax_layer, and
-cross_entropy_with_softmax along an axis of a sample of rank 2 or more) are built here the same
-way, so that their gradients come from their parts.
+The primitives (cross_entropy_with_softmax, also along an axis, cosine_distance,
+cosine_distance_with_negative_samples, weighted_binary_cross_entropy, lambda_rank) come from the
+op table (loom/ops/losses.cpp); the losses CNTK's Python builds from other ops (fmeasure,
+hierarchical_softmax_layer) are built here the same way, so that their gradients come from their
+parts.
 """
 import inspect
 
 import numpy as np
 
 from loom import _loom
-from loom._loom import ArgumentError, ShapeError  # noqa: F401
+from loom._loom import ArgumentError, ShapeError
 from loom.ops._table import op_functions as _op_functions
 
 globals().update(_op_functions('losses'))
@@ -38,53 +38,6 @@ def _operands(*xs):
             dtype = np.float64 if '64' in str(x.dtype) else np.float32
             break
     return [_variable(x, dtype) for x in xs]
-
-
-def _static_axis(function, axis, shape):
-    """A static axis of a sample of `shape` as a non-negative index (Python order); an
-    ArgumentError naming `function` for anything else."""
-    if isinstance(axis, _loom.axis.Axis):
-        if not axis.is_static_axis:
-            raise ArgumentError(f'{function}: axis {axis.name} is not a static axis; '
-                                'only an axis of the sample is supported')
-        axis = axis.static_axis_index()
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise ArgumentError(f'{function}: axis must be an int or a static Axis, not '
-                            f'{type(axis).__name__}')
-    rank = len(shape)
-    if not -rank <= axis < rank:
-        raise ArgumentError(f'{function}: axis {axis} is out of range for a sample of shape '
-                            f'{tuple(shape)}')
-    return int(axis) % rank
-
-
-def _same_shapes(function, a, b, names):
-    if tuple(a.shape) != tuple(b.shape):
-        raise ShapeError(f'{function}: {names[0]} shape {tuple(a.shape)} and {names[1]} shape '
-                         f'{tuple(b.shape)} differ')
-
-
-def cross_entropy_with_softmax(output_vector, target_vector, axis=-1, name=''):
-    """Cross entropy of softmax(output_vector) against target_vector along `axis`.
-
-    A vector sample (the usual case) is Loom's CrossEntropyWithSoftmax primitive: one value of
-    shape (1,) per sample, sparse targets welcome. Along an axis of a sample of rank 2 or more it
-    is CNTK's composite reduce_log_sum_exp(z, axis) - reduce_sum(t * z, axis), the reduced axis
-    kept as 1."""
-    z, t = _operands(output_vector, target_vector)
-    shape = tuple(z.shape)
-    if len(shape) <= 1:
-        # A vector, or a placeholder's shape not known yet (a criterion made with
-        # @Function): the primitive, which checks the shapes when they are known.
-        if shape:
-            _static_axis('cross_entropy_with_softmax', axis, shape)
-        from loom import ops
-        return ops.cross_entropy_with_softmax(z, t, name=name)
-    index = _static_axis('cross_entropy_with_softmax', axis, shape)
-    _same_shapes('cross_entropy_with_softmax', z, t, ('output_vector', 'target_vector'))
-    from loom import ops
-    return ops.minus(ops.reduce_log_sum_exp(z, axis=index),
-                     ops.reduce_sum(ops.element_times(t, z), axis=index), name=name)
 
 
 def fmeasure(output, target, beta=1):

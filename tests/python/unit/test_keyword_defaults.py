@@ -51,7 +51,6 @@ def defaults(f):
 # (function, {argument: CNTK 2.7's default}).
 CNTK_DEFAULTS = [
     (C.metrics.classification_error, {'axis': -1, 'topN': 1}),
-    (C.ops.classification_error, {'topN': 1}),
     (C.ops.batch_normalization, {'normalization_time_constant': 5000, 'blend_time_constant': 0,
                                  'epsilon': 0.00001}),
     (C.losses.nce_loss, {'num_samples': 32, 'allow_duplicates': True}),

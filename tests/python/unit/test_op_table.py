@@ -210,11 +210,10 @@ OWN_TESTS = {'cast', 'crop_manual', 'labels_to_graph', 'forward_backward', 'roip
              'top_k',
              # varargs, no broadcasting: test_splice_* below
              'splice',
-             # composites of their own tests: below, test_crop_ops.py,
-             # test_input_normalization_ops.py, test_losses.py and test_metrics.py
+             # composites of their own tests: below, test_crop_ops.py and
+             # test_input_normalization_ops.py
              'times_transpose', 'depth_to_space', 'space_to_depth', 'image_scaler',
-             'crop_automatic', 'crop_automatic_with_ancestors', 'cross_entropy_with_softmax',
-             'classification_error'}
+             'crop_automatic', 'crop_automatic_with_ancestors'}
 
 
 def test_every_function_of_the_table_has_an_oracle():
@@ -299,11 +298,9 @@ def test_signatures_are_cntks():
         "(flag, value_if_true, value_if_false, name='')"
     params = inspect.signature(C.selu).parameters
     assert params['scale'].default == SELU_SCALE and params['alpha'].default == SELU_ALPHA
-    # loom.X of these is loom.losses' and loom.metrics' (along an axis too), as CNTK's top level
-    reexported = {'cross_entropy_with_softmax', 'classification_error'}
     for name in _table_names():
         f = getattr(C.ops, name)
-        assert f is getattr(C, name) or name in reexported
+        assert f is getattr(C, name)
         assert f.__name__ == f.__qualname__ == name
         assert f.__module__ == 'loom.ops'
         assert f.__doc__
@@ -928,10 +925,13 @@ def test_table_signatures_of_converted_parameters_are_cntks():
     assert str(inspect.signature(C.softmax)) == "(x, axis=None, name='')"
     assert str(inspect.signature(C.log_softmax)) == "(x, axis=None, name='')"
     assert str(inspect.signature(C.slice)) == "(x, axis, begin_index, end_index, name='')"
-    assert str(inspect.signature(C.ops.classification_error)) == \
-        "(output_vector, target_vector, topN=1, name='')"
-    assert str(inspect.signature(C.ops.cross_entropy_with_softmax)) == \
-        "(output_vector, target_vector, name='')"
+    # loom.losses' and loom.metrics' (CNTK's modules, not cntk.ops): along an axis too
+    assert str(inspect.signature(C.metrics.classification_error)) == \
+        "(output_vector, target_vector, axis=-1, topN=1, name='')"
+    assert str(inspect.signature(C.losses.cross_entropy_with_softmax)) == \
+        "(output_vector, target_vector, axis=-1, name='')"
+    assert not hasattr(C.ops, 'classification_error')
+    assert not hasattr(C.ops, 'cross_entropy_with_softmax')
     for f in (C.sequence.past_value, C.sequence.future_value):
         assert str(inspect.signature(f)) == "(x, initial_state=None, time_step=1, name='')"
     for f in (C.sequence.gather, C.sequence.scatter):
@@ -960,7 +960,7 @@ def test_parameters_stored_under_other_keys_save_and_load(tmp_path):
     x = C.input_variable((3, 4), name='x')
     z, t = C.input_variable(3, name='z'), C.input_variable(3, name='t')
     f = C.combine(C.slice(x, 1, begin_index=1, end_index=3),
-                  C.ops.classification_error(z, t, topN=2))
+                  C.classification_error(z, t, topN=2))
     f.save(str(tmp_path / 'm.model'))
     g = C.load_model(str(tmp_path / 'm.model'))
     data = {x: np.arange(24, dtype=np.float32).reshape(2, 3, 4),
@@ -972,7 +972,7 @@ def test_parameters_stored_under_other_keys_save_and_load(tmp_path):
         assert any(o.shape == (2, 3, 2) and (o == data[x][:, :, 1:3]).all() for o in out)
         assert any(o.shape == (2, 1) and (o.ravel() == [0, 1]).all() for o in out)
     with pytest.raises(C.ArgumentError, match='classification_error: topN must be at least 1'):
-        C.ops.classification_error(z, t, topN=0)
+        C.classification_error(z, t, topN=0)
 
 
 @pytest.mark.parametrize('op', ['past_value', 'future_value', 'delay'])
