@@ -95,6 +95,11 @@ std::string labels(const std::vector<std::shared_ptr<FunctionImpl>>& fns) {
 const NDArrayView& stored(const Value& v) {
   return v.is_packed() ? v.packed_rows() : v.data();
 }
+
+// The axes in front of the sample in stored(v): [B, T] of padded sequences, else [B] or [rows].
+size_t leading_axes(const Value& v) {
+  return v.is_sequence() && !v.is_packed() ? 2 : 1;
+}
 }  // namespace
 
 std::vector<std::shared_ptr<FunctionImpl>> Executor::schedule(
@@ -575,7 +580,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
              " is dense, but the variable is sparse: give sparse data (Value::one_hot, a CSR "
              "NDArrayView), or declare the input without is_sparse");
   const NDShape& data_shape = stored(value).shape();
-  size_t axes = value.is_sequence() && !value.is_packed() ? 2 : 1;
+  const size_t axes = leading_axes(value);
   bool same_sample = data_shape.rank() == v.shape().rank() + axes;
   for (size_t i = 0; same_sample && i < v.shape().rank(); ++i)  // a free dimension takes any size
     same_sample = v.shape()[i] == NDShape::kFree || v.shape()[i] == data_shape[axes + i];
@@ -986,9 +991,14 @@ void Executor::backward(const Variable& root, const Value* root_gradient,
   if (root_gradient) {
     const Tensor& value = slots_[r].value;
     const Value& g = *root_gradient;
+    // (Compared in place: a steady training loop allocates nothing.)
+    const auto& g_dims = stored(g).shape().dims();
+    const auto& dims = value.shape.dims();
     bool matches =
-        g.dtype() == seed.dtype && !g.is_sparse() && g.sample_shape() == value.sample_shape() &&
-        (value.dynamic() ? g.sequence_lengths() == value.layout->lengths : g.num_sequences() == 1);
+        g.dtype() == seed.dtype && !g.is_sparse() &&
+        std::equal(g_dims.begin() + ptrdiff_t(leading_axes(g)), g_dims.end(),
+                   dims.begin() + (value.dynamic() ? 1 : 0), dims.end()) &&
+        (value.dynamic() ? has_sequences_of(g, *value.layout, false) : g.num_sequences() == 1);
     LOOM_CHECK(matches, ShapeError, "root gradient for ", root.describe(), " of sample shape ",
                g.sample_shape().to_string(), " and ", g.num_sequences(),
                " sequence(s) does not match the output's shape ", value.sample_shape().to_string(),

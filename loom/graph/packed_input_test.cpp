@@ -98,6 +98,22 @@ TEST(PackedInput, APackedRootGradientIsReadUnchanged) {
     }
 }
 
+TEST(PackedInput, ARootGradientOfAnotherFormIsAnError) {
+  Variable x = sequence::input_variable({3}, {.name = "x"});
+  Function y = tanh(x);
+  Executor exec({y}, {x});
+  exec.forward({{x, Value::create_sequences<float>({3}, random_floats(30, 9), kLengths)}}, true);
+  const Value other_lengths = Value::create_sequences<float>({3}, random_floats(30, 10), {5, 5});
+  const Value other_sample = Value::create_sequences<float>({5}, random_floats(50, 11), kLengths);
+  const Value padded = Value::create_sequences<float>({3}, random_floats(30, 12), kLengths);
+  for (const Value* g : {&other_lengths, &other_sample})
+    EXPECT_NE(message_of<ShapeError>([&] { exec.backward(y, g); }).find("does not match"),
+              std::string::npos);
+  const Value padded_dy(padded.data(), true, padded.mask());  // the same sequences, padded
+  exec.backward(y, &padded_dy);
+  EXPECT_EQ(exec.gradient_value(y).as_sequences<float>(), padded.as_sequences<float>());
+}
+
 // The executor takes a packed input's layout as it is, and keeps a padded input's from one
 // minibatch to the next while the sequences are the same.
 TEST(PackedInput, ItsLayoutIsTakenAsItIs) {
