@@ -106,14 +106,12 @@ py::object results(const ValueMap& values, const std::vector<Variable>& outputs,
   return d;
 }
 
-// {variable: value} of copies: forward's and backward's values live in an executor that the
-// next pass overwrites.
+// {variable: value}: forward's and backward's values are copies of the executor's
+// (Executor::output_value, gradient_value), which later passes leave alone; a packed one stays
+// packed.
 py::dict owned_results(const ValueMap& values, bool as_numpy) {
   py::dict d;
-  for (const auto& [v, value] : values) {
-    const Value copy(value.data().deep_clone(), value.is_sequence(), value.mask());
-    d[py::cast(v)] = result(v, copy, as_numpy);
-  }
+  for (const auto& [v, value] : values) d[py::cast(v)] = result(v, value, as_numpy);
   return d;
 }
 
