@@ -433,9 +433,6 @@ void add_ops(py::module_ m) {
       },
       py::arg("operands"), py::arg("name") = "");
 
-  // The default that loom.metrics.classification_error's keyword argument takes.
-  m.attr("kClassificationErrorTopN") = kClassificationErrorTopN;
-
   auto variable = class_of<Variable>();
   auto function = class_of<Function>();
   add_operators(variable);
