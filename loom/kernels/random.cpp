@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "loom/core/error.h"
 #include "loom/kernels/detail.h"
@@ -58,22 +59,49 @@ template void random_fill<double>(size_t, double*, Distribution, double, double,
 
 template <typename T>
 ClassSampler::ClassSampler(const T* weights, size_t n, const char* op, const char* what)
+    : own_(table_size(n)), op_(op), what_(what) {
+  build(weights, n, own_.data());
+}
+
+template <typename T>
+ClassSampler::ClassSampler(const T* weights, size_t n, const char* op, const char* what,
+                           double* tables)
     : op_(op), what_(what) {
-  double total = 0;
+  build(weights, n, tables);
+}
+
+template <typename T>
+void ClassSampler::build(const T* weights, size_t n, double* tables) {
+  // The checks, the count and the probabilities in loops of their own, which vectorize: nce_loss
+  // builds a sampler of its whole vocabulary every minibatch.
+  size_t invalid = 0, nonzero = 0;  // negative or NaN; above 0
+  LOOM_OMP_SIMD(reduction(+ : invalid, nonzero))
   for (size_t c = 0; c < n; ++c) {
-    LOOM_CHECK(weights[c] >= 0, ArgumentError, op, ": ", what, " has a negative weight ",
-               weights[c], " at class ", c, "; weights must be >= 0");
-    total += double(weights[c]);
-    prefix_.push_back(total);
-    nonzero_ += weights[c] > 0;
+    invalid += !(weights[c] >= 0);
+    nonzero += weights[c] > 0;
   }
-  LOOM_CHECK(total > 0, ArgumentError, op, ": ", what,
+  nonzero_ = nonzero;
+  const size_t bad =
+      invalid ? size_t(std::find_if(weights, weights + n, [](T w) { return !(w >= 0); }) - weights)
+              : n;
+  LOOM_CHECK(!invalid, ArgumentError, op_, ": ", what_, " has a negative weight ", weights[bad],
+             " at class ", bad, "; weights must be >= 0");
+  classes_ = n;
+  double *prefix = tables, *probability = tables + n;
+  double total = 0;
+  for (size_t c = 0; c < n; ++c) prefix[c] = total += double(weights[c]);
+  LOOM_CHECK(total > 0, ArgumentError, op_, ": ", what_,
              " is all zeros; at least one class needs a weight above 0");
-  for (size_t c = 0; c < n; ++c) probability_.push_back(double(weights[c]) / total);
+  LOOM_OMP_SIMD()
+  for (size_t c = 0; c < n; ++c) probability[c] = double(weights[c]) / total;
+  prefix_ = prefix;
+  probability_ = probability;
 }
 
 template ClassSampler::ClassSampler(const float*, size_t, const char*, const char*);
 template ClassSampler::ClassSampler(const double*, size_t, const char*, const char*);
+template ClassSampler::ClassSampler(const float*, size_t, const char*, const char*, double*);
+template ClassSampler::ClassSampler(const double*, size_t, const char*, const char*, double*);
 
 std::vector<size_t> ClassSampler::draw(size_t k, bool allow_duplicates,
                                        RandomGenerator& rng) const {
@@ -89,8 +117,8 @@ std::vector<size_t> ClassSampler::draw(size_t k, bool allow_duplicates, RandomGe
   std::vector<bool> taken(classes(), false);
   tries = 0;
   while (out.size() < k) {
-    const double u = rng.uniform() * prefix_.back();
-    size_t c = size_t(std::upper_bound(prefix_.begin(), prefix_.end(), u) - prefix_.begin());
+    const double u = rng.uniform() * prefix_[classes_ - 1];
+    size_t c = size_t(std::upper_bound(prefix_, prefix_ + classes_, u) - prefix_);
     c = std::min(c, classes() - 1);
     ++tries;
     if (!allow_duplicates) {
@@ -104,6 +132,14 @@ std::vector<size_t> ClassSampler::draw(size_t k, bool allow_duplicates, RandomGe
 
 std::vector<double> ClassSampler::inclusion_frequencies(size_t k, bool allow_duplicates,
                                                         RandomGenerator& rng) const {
+  std::vector<size_t> all(classes());
+  std::iota(all.begin(), all.end(), size_t{0});
+  return inclusion_frequencies(k, allow_duplicates, rng, all);
+}
+
+std::vector<double> ClassSampler::inclusion_frequencies(size_t k, bool allow_duplicates,
+                                                        RandomGenerator& rng,
+                                                        const std::vector<size_t>& of) const {
   constexpr int kTrials = 10;
   double mean_tries = 0;
   if (!allow_duplicates) {
@@ -116,8 +152,11 @@ std::vector<double> ClassSampler::inclusion_frequencies(size_t k, bool allow_dup
     mean_tries = sum / kTrials;
   }
   std::vector<double> out;
-  for (double p : probability_)
+  out.reserve(of.size());
+  for (size_t c : of) {
+    const double p = probability_[c];
     out.push_back(allow_duplicates ? p * double(k) : -std::expm1(mean_tries * std::log1p(-p)));
+  }
   return out;
 }
 

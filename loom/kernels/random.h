@@ -34,8 +34,16 @@ class ClassSampler {
   // weights[c] for c < n; an ArgumentError "op: what ..." for a negative weight or all zero.
   template <typename T>
   ClassSampler(const T* weights, size_t n, const char* op, const char* what);
+  // The same with its tables in table_size(n) doubles of the caller's (an op's scratch, kept
+  // between minibatches): nce_loss builds a sampler of its vocabulary every minibatch, and
+  // allocating its tables each time took as long as building them (the pages faulted in anew).
+  template <typename T>
+  ClassSampler(const T* weights, size_t n, const char* op, const char* what, double* tables);
+  static size_t table_size(size_t n) { return 2 * n; }
+  ClassSampler(const ClassSampler&) = delete;
+  ClassSampler& operator=(const ClassSampler&) = delete;
 
-  size_t classes() const { return probability_.size(); }
+  size_t classes() const { return classes_; }
   // The number of classes with a weight above 0 (the most a draw without duplicates can take).
   size_t nonzero() const { return nonzero_; }
   // weight[c] / the sum of the weights.
@@ -48,14 +56,23 @@ class ClassSampler {
   // mean number of draws 10 trial draws of k took (which advance rng; CNTK's estimate).
   std::vector<double> inclusion_frequencies(size_t k, bool allow_duplicates,
                                             RandomGenerator& rng) const;
+  // The same for the classes `of` alone (a draw's), where the others are not needed.
+  std::vector<double> inclusion_frequencies(size_t k, bool allow_duplicates, RandomGenerator& rng,
+                                            const std::vector<size_t>& of) const;
 
  private:
+  // Checks the weights and fills tables (table_size(n)) with the running sums and the
+  // probabilities.
+  template <typename T>
+  void build(const T* weights, size_t n, double* tables);
   // draw(), also counting the generator's draws it took.
   std::vector<size_t> draw(size_t k, bool allow_duplicates, RandomGenerator& rng,
                            size_t& tries) const;
 
-  std::vector<double> prefix_, probability_;
-  size_t nonzero_ = 0;
+  std::vector<double> own_;              // the tables, unless the caller's
+  const double* prefix_ = nullptr;       // [classes] running sums of the weights
+  const double* probability_ = nullptr;  // [classes]
+  size_t classes_ = 0, nonzero_ = 0;
   const char* op_;
   const char* what_;
 };

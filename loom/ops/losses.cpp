@@ -14,6 +14,7 @@
 #include "loom/graph/op.h"
 #include "loom/kernels/fast_math.h"
 #include "loom/kernels/loss.h"
+#include "loom/kernels/nce.h"
 #include "loom/kernels/random.h"
 #include "loom/kernels/softmax.h"
 #include "loom/ops/elementwise.h"
@@ -972,112 +973,117 @@ class NceOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
-    dispatch(call.output->dtype,
-             [&](auto zero) { run<decltype(zero)>(call, true, 0, nullptr, false); });
+    dispatch(call.output->dtype, [&](auto zero) { forward_as<decltype(zero)>(call); });
   }
   void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
-    dispatch(g.dtype, [&](auto zero) { run<decltype(zero)>(call, false, index, &g, accumulate); });
+    dispatch(g.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const Minibatch<T> m(call);
+      const T* dy = call.output_gradient->ptr<T>();
+      if (index == 0)
+        kernels::nce_backward_weights(m.batch, m.kept, dy, g.ptr<T>(), accumulate, m.work);
+      else if (index == 1)
+        kernels::nce_backward_biases(m.batch, m.kept, dy, g.ptr<T>(), accumulate);
+      else
+        kernels::nce_backward_inputs(m.batch, m.kept, dy, g.ptr<T>(), accumulate, m.work);
+    });
   }
 
  private:
-  // The normalized noise, log P and the entropy term.
-  struct Noise {
-    std::vector<double> q, log_p;
-    double entropy = 0;
-  };
-  static Noise noise(const kernels::ClassSampler& sampler, size_t k) {
-    Noise n;
-    for (size_t c = 0; c < sampler.classes(); ++c) {
-      n.q.push_back(sampler.probability(c));
-      const double u = double(k) * n.q[c];
-      n.log_p.push_back(u > 0 ? std::log(u) : -std::numeric_limits<double>::infinity());
-      if (u > 0) n.entropy += u * std::log(u);
-    }
-    return n;
-  }
-
-  static double logaddexp(double a, double b) {
-    if (a == -std::numeric_limits<double>::infinity()) return b;
-    if (b == -std::numeric_limits<double>::infinity()) return a;
-    const double m = std::max(a, b);
-    return m + std::log1p(std::exp(-std::abs(a - b)));
-  }
-  static double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
-
-  // Forward draws the classes and keeps them with their importance weights in the scratch area;
-  // backward reads them.
+  // The op's arrays for the kernels (kernels/nce.h): the inputs, the labels as CSR rows from 0
+  // (a sparse tensor's own arrays, else the nonzeros of its rows: dense labels, or one row that
+  // every sample uses) and the scratch area: the noise sampler's tables, then what forward fills
+  // and backward reads: the k classes drawn, then in T their log priors and k times their
+  // importance weights, the labels' log priors, what forward keeps and backward's work.
   template <typename T>
-  void run(OpCall& call, bool forward, size_t index, Tensor* g, bool accumulate) const {
-    const Tensor &W = *call.inputs[0], &b = *call.inputs[1], &x = *call.inputs[2],
-                 &y = *call.inputs[3];
-    const Dictionary& a = call.attributes;
-    const size_t k = size_t(a.get<int64_t>("num_samples")), classes = W.shape[0],
-                 dim = x.sample_size(), rows = x.rows();
-    const kernels::ClassSampler sampler(call.inputs[4]->ptr<T>(), classes, "nce_loss",
-                                        "noise_distribution");
-    const Noise n = noise(sampler, k);
-    auto* kept = static_cast<double*>(call.scratch->ensure(2 * k * sizeof(double)));
-    if (forward) {
-      const bool duplicates = a.get<bool>("allow_duplicates");
-      const std::vector<size_t> s = sampler.draw(k, duplicates, *call.random);
-      const std::vector<double> expected =
-          sampler.inclusion_frequencies(k, duplicates, *call.random);
-      for (size_t i = 0; i < k; ++i) {
-        kept[i] = double(s[i]);
-        kept[k + i] = n.q[s[i]] / expected[s[i]];
-      }
-    }
-    const TargetRows<T> labels(y, classes);
-    const T *w = W.ptr<T>(), *bias = b.ptr<T>();
-    T* out = forward ? call.output->ptr<T>() : nullptr;
-    const T* dy = forward ? nullptr : call.output_gradient->ptr<T>();
-    if (!forward && !(g->dynamic()) && !accumulate) std::fill_n(g->ptr<T>(), g->size(), T(0));
-    std::vector<double> wy(dim);
-    for (size_t r = 0; r < rows; ++r) {
-      const T* xr = x.ptr<T>() + r * dim;
-      auto logit = [&](size_t c) {
-        double z = double(bias[c]);
-        for (size_t d = 0; d < dim; ++d) z += double(w[c * dim + d]) * double(xr[d]);
-        return z;
-      };
-      double z_pos = 0, log_p_pos = 0;
-      std::fill(wy.begin(), wy.end(), 0.0);
-      labels.for_each(r, [&](size_t c, T v) {
-        z_pos += double(v) * logit(c);
-        log_p_pos += double(v) * n.log_p[c];
-        for (size_t d = 0; d < dim; ++d) wy[d] += double(v) * double(w[c * dim + d]);
-      });
-      if (forward) {
-        double loss = logaddexp(z_pos, log_p_pos) - z_pos - n.entropy;
-        for (size_t i = 0; i < k; ++i) {
-          const size_t c = size_t(kept[i]);
-          loss += double(k) * kept[k + i] * logaddexp(logit(c), n.log_p[c]);
+  struct Minibatch {
+    kernels::NceBatch<T> batch;
+    kernels::NceKept<T> kept;
+    double* sampler_tables;
+    size_t* noise;
+    T *noise_log_prior, *noise_weight, *label_log_prior, *work;
+    std::vector<int32_t> offsets, classes;
+    std::vector<T> values;
+
+    explicit Minibatch(const OpCall& call) {
+      const Tensor &W = *call.inputs[0], &x = *call.inputs[2], &y = *call.inputs[3];
+      kernels::NceBatch<T>& b = batch;
+      b.rows = x.rows();
+      b.dim = x.sample_size();
+      b.classes = W.shape[0];
+      b.k = size_t(call.attributes.get<int64_t>("num_samples"));
+      b.x = x.ptr<T>();
+      b.weights = W.ptr<T>();
+      b.biases = call.inputs[1]->ptr<T>();
+      if (y.is_sparse() && y.dynamic() && y.sparse->csr_row_offsets()[0] == 0) {
+        b.label_offsets = y.sparse->csr_row_offsets().data();
+        b.label_classes = y.sparse->csr_col_indices().data();
+        b.label_values = y.sparse->csr_values<T>();
+      } else {
+        const TargetRows<T> rows(y, b.classes);
+        offsets.push_back(0);
+        for (size_t r = 0; r < b.rows; ++r) {
+          rows.for_each(r, [&](size_t c, T v) {
+            classes.push_back(int32_t(c));
+            values.push_back(v);
+          });
+          offsets.push_back(int32_t(classes.size()));
         }
-        out[r] = T(loss);
-        continue;
+        b.label_offsets = offsets.data();
+        b.label_classes = classes.data();
+        b.label_values = values.data();
       }
-      // d loss / d z+ = σ(z+ − log P+) − 1; d loss / d z_{s_i} = k w_i σ(z_{s_i} − log P_{s_i}).
-      const double g_pos = double(dy[r]) * (sigmoid(z_pos - log_p_pos) - 1);
-      T* gr = g->ptr<T>() + (g->dynamic() ? r * dim : 0);
-      if (index == 2 && !accumulate) std::fill_n(gr, dim, T(0));
-      if (index == 2)
-        for (size_t d = 0; d < dim; ++d) gr[d] += T(g_pos * wy[d]);
-      labels.for_each(r, [&](size_t c, T v) {
-        if (index == 0)
-          for (size_t d = 0; d < dim; ++d) g->ptr<T>()[c * dim + d] += T(g_pos * double(v) * xr[d]);
-        if (index == 1) g->ptr<T>()[c] += T(g_pos * double(v));
-      });
-      for (size_t i = 0; i < k; ++i) {
-        const size_t c = size_t(kept[i]);
-        const double g_neg =
-            double(dy[r]) * double(k) * kept[k + i] * sigmoid(logit(c) - n.log_p[c]);
-        if (index == 0)
-          for (size_t d = 0; d < dim; ++d) g->ptr<T>()[c * dim + d] += T(g_neg * xr[d]);
-        if (index == 1) g->ptr<T>()[c] += T(g_neg);
-        if (index == 2)
-          for (size_t d = 0; d < dim; ++d) gr[d] += T(g_neg * w[c * dim + d]);
-      }
+      const size_t k = b.k, rows = b.rows;
+      const size_t tables = kernels::ClassSampler::table_size(b.classes);
+      const size_t elements =
+          2 * k + rows + k * b.dim + rows * k + rows + kernels::nce_work_size(b);
+      auto* s = static_cast<char*>(call.scratch->ensure(tables * sizeof(double) +
+                                                        k * sizeof(size_t) + elements * sizeof(T)));
+      sampler_tables = reinterpret_cast<double*>(s);
+      noise = reinterpret_cast<size_t*>(sampler_tables + tables);
+      b.noise = noise;
+      noise_log_prior = reinterpret_cast<T*>(noise + k);
+      noise_weight = noise_log_prior + k;
+      label_log_prior = noise_weight + k;
+      kept.noise_weights = label_log_prior + rows;
+      kept.dz_noise = kept.noise_weights + k * b.dim;
+      kept.dz_label = kept.dz_noise + rows * k;
+      work = kept.dz_label + rows;
     }
+  };
+
+  // Draws the classes, as CNTK's block: the draw, then (without duplicates) the trial draws of
+  // the inclusion frequencies, from the function's generator.
+  template <typename T>
+  static void forward_as(OpCall& call) {
+    Minibatch<T> m(call);
+    const size_t k = m.batch.k;
+    const kernels::ClassSampler sampler(call.inputs[4]->ptr<T>(), m.batch.classes, "nce_loss",
+                                        "noise_distribution", m.sampler_tables);
+    // log P_c = log(k q_c), −inf for a class of no noise.
+    auto log_prior = [&](size_t c) {
+      const double u = double(k) * sampler.probability(c);
+      return u > 0 ? std::log(u) : -std::numeric_limits<double>::infinity();
+    };
+    const bool duplicates = call.attributes.get<bool>("allow_duplicates");
+    const std::vector<size_t> drawn = sampler.draw(k, duplicates, *call.random);
+    const std::vector<double> expected =
+        sampler.inclusion_frequencies(k, duplicates, *call.random, drawn);
+    for (size_t i = 0; i < k; ++i) {
+      m.noise[i] = drawn[i];
+      m.noise_log_prior[i] = T(log_prior(drawn[i]));
+      m.noise_weight[i] = T(double(k) * sampler.probability(drawn[i]) / expected[i]);
+    }
+    const kernels::NceBatch<T>& b = m.batch;
+    for (size_t r = 0; r < b.rows; ++r) {
+      double l = 0;
+      for (int32_t e = b.label_offsets[r]; e < b.label_offsets[r + 1]; ++e)
+        l += double(b.label_values[e]) * log_prior(size_t(b.label_classes[e]));
+      m.label_log_prior[r] = T(l);
+    }
+    kernels::nce_forward(b, m.label_log_prior, m.noise_log_prior, m.noise_weight,
+                         kernels::nce_entropy(b.classes, call.inputs[4]->ptr<T>(), k),
+                         call.output->ptr<T>(), m.kept);
   }
 };
 
