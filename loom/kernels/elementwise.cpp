@@ -10,6 +10,7 @@
 #include "loom/core/error.h"
 #include "loom/kernels/cpu_isa.h"
 #include "loom/kernels/detail.h"
+#include "loom/kernels/elementwise_isa.h"
 #include "loom/kernels/fast_math.h"
 
 namespace loom::kernels {
@@ -18,27 +19,54 @@ namespace isa::baseline {
 #include "loom/kernels/elementwise_impl.inc"
 }  // namespace isa::baseline
 
-// elementwise_avx512.cpp's copy of elementwise_impl.inc.
-namespace isa::avx512 {
-template <typename T>
-void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params);
-template <typename T>
-void unary_backward(UnaryOp op, size_t n, const T* x, const T* y, const T* dy, T* dx,
-                    bool accumulate, const UnaryParams& params);
-template <typename T>
-void binary(BinaryOp op, const Dims& out_dims, const Dims& a_dims, const T* a, const Dims& b_dims,
-            const T* b, T* y);
-template <typename T>
-void binary_backward(BinaryOp op, int which, const Dims& out_dims, const Dims& a_dims, const T* a,
-                     const Dims& b_dims, const T* b, const T* dy, T* dx, bool accumulate);
-template <typename T>
-void ternary(TernaryOp op, const Dims& out_dims, const Dims& c_dims, const T* c, const Dims& a_dims,
-             const T* a, const Dims& b_dims, const T* b, T* y);
-template <typename T>
-void ternary_backward(TernaryOp op, int which, const Dims& out_dims, const Dims& cond_dims,
-                      const T* cond, const T* y, const Dims& x_dims, const T* dy, T* dx,
-                      bool accumulate);
-}  // namespace isa::avx512
+namespace {
+
+// dx[c] (+)= scale * sum over rows r of dy[r * cols + c], summed in double in row order (as the
+// general reduction does), columns split across threads.
+template <bool Accumulate, typename T>
+void column_sum(size_t rows, size_t cols, const T* dy, T* dx, T scale) {
+  detail::parallel_for(cols, rows * cols, [&](size_t c0, size_t c1) {
+    constexpr size_t kChunk = 256;
+    double acc[kChunk];
+    for (size_t c = c0; c < c1; c += kChunk) {
+      const size_t n = std::min(kChunk, c1 - c);
+      std::fill_n(acc, n, 0.0);
+      for (size_t r = 0; r < rows; ++r) {
+        const T* row = dy + r * cols + c;
+#pragma omp simd
+        for (size_t j = 0; j < n; ++j) acc[j] += row[j];
+      }
+      T* out = dx + c;
+#pragma omp simd
+      for (size_t j = 0; j < n; ++j) {
+        const T v = scale * static_cast<T>(acc[j]);
+        out[j] = Accumulate ? out[j] + v : v;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+template <bool Accumulate, typename T>
+void isa::reduce_to_operand(const detail::Plan& p, size_t target, const T* src, T scale, T* dx) {
+  if (std::equal(p.stride[target], p.stride[target] + p.rank, p.stride[0]))
+    return baseline::map_grad<Accumulate>(p.size, 1, dx, [=](size_t i) { return scale * src[i]; });
+  // A bias [C] broadcast over rows [N, C]: a plain column sum.
+  if (p.rank == 2 && p.stride[target][0] == 0 && p.stride[target][1] == 1 && p.stride[0][1] == 1)
+    return column_sum<Accumulate>(p.dim[0], p.dim[1], src, dx, scale);
+  detail::reduce_plan<detail::Combine::Sum, Accumulate>(
+      p, target, dx, scale, [=](size_t o, size_t, size_t, size_t i) { return src[o + i]; });
+}
+
+template void isa::reduce_to_operand<false, float>(const detail::Plan&, size_t, const float*, float,
+                                                   float*);
+template void isa::reduce_to_operand<true, float>(const detail::Plan&, size_t, const float*, float,
+                                                  float*);
+template void isa::reduce_to_operand<false, double>(const detail::Plan&, size_t, const double*,
+                                                    double, double*);
+template void isa::reduce_to_operand<true, double>(const detail::Plan&, size_t, const double*,
+                                                   double, double*);
 
 template <typename T>
 void unary(UnaryOp op, size_t n, const T* x, T* y, const UnaryParams& params) {

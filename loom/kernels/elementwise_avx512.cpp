@@ -12,6 +12,7 @@
 #include "loom/core/error.h"
 #include "loom/kernels/cpu_isa.h"
 #include "loom/kernels/detail.h"
+#include "loom/kernels/elementwise_isa.h"
 #include "loom/kernels/fast_math.h"
 
 LOOM_AVX512_BEGIN
