@@ -28,7 +28,7 @@ void* TensorStorage::ensure(size_t bytes) {
 void pack_dense(const Value& value, const SequenceLayout& layout, void* dst) {
   size_t bytes = size_of(value.dtype()) * value.sample_shape().total_size();
   if (value.is_packed()) {  // the same rows, the lengths being the same (the order's only input)
-    LOOM_CHECK(value.sequence_lengths() == layout.lengths, ShapeError,
+    LOOM_CHECK(value.packed_layout()->lengths == layout.lengths, ShapeError,
                "pack_dense: the packed value's sequences are not of the layout's lengths");
     copy_bytes(dst, value.packed_rows().raw_data(), layout.rows() * bytes);
     return;
