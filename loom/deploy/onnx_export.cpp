@@ -228,6 +228,7 @@ class Exporter {
         {"Convolution", &Exporter::convolution},
         {"ConvolutionTranspose", &Exporter::convolution_transpose},
         {"Pooling", &Exporter::pooling},
+        {"Unpooling", &Exporter::unpooling},
         {"BatchNormalization", &Exporter::batch_normalization},
         {"LayerNormalization", &Exporter::layer_normalization},
         {"Dropout", identity},  // at inference
@@ -303,8 +304,8 @@ class Exporter {
     auto it = ops.find(op);
     LOOM_CHECK(it != ops.end(), ArgumentError, "ONNX export: the op ", op, " of ",
                function_label(f), " has no ONNX mapping (docs/onnx.md lists the ops Loom exports)");
-    static const std::set<std::string> batch_only = {"Convolution", "Pooling", "BatchNormalization",
-                                                     "LocalResponseNormalization"};
+    static const std::set<std::string> batch_only = {
+        "Convolution", "Pooling", "Unpooling", "BatchNormalization", "LocalResponseNormalization"};
     values_[&o] =
         batch_only.count(op) ? over_sequences(f, out, it->second) : it->second(*this, f, out);
   }
@@ -544,8 +545,10 @@ class Exporter {
     const auto dilation = convolution ? per_axis(f, "dilation", rank) : one,
                lower = convolution ? per_axis(f, "lower_pad", rank) : zero,
                upper = convolution ? per_axis(f, "upper_pad", rank) : zero;
-    // Pooling's ceil_out_dim: the last window's overhang is an explicit upper pad.
-    const bool ceil_out_dim = !convolution && f.attributes.get<bool>("ceil_out_dim");
+    // Pooling's ceil_out_dim: the last window's overhang is an explicit upper pad (unpooling has
+    // none).
+    const bool ceil_out_dim = !convolution && f.attributes.contains("ceil_out_dim") &&
+                              f.attributes.get<bool>("ceil_out_dim");
     std::vector<int64_t> before, after;
     for (size_t i = 0; i < rank; ++i) {
       const OnnxWindowAxis a = onnx_window_axis(input[i], kernel[i], strides[i], dilation[i],
@@ -658,6 +661,34 @@ class Exporter {
     }
     Val y = named(out, name);
     y.shape = NDShape{C}.append(out.shape.sub_shape(rank - n));
+    return named(out, reshaped(y, out.shape));
+  }
+
+  // unpooling(operand, pooling_input) (max): ONNX's MaxUnpool of the operand at the Indices of a
+  // MaxPool of pooling_input with the same windows (as CNTK's exporter writes it), of
+  // pooling_input's shape (its Shape); the leading (channel) axes as ONNX's one channel axis.
+  // Both place the first maximum of each window (row-major) and, where two windows choose one
+  // position, keep the later window's value.
+  Val unpooling(const FunctionImpl& f, const Val& out) {
+    const Val x = value(f.inputs[0]), input = value(f.inputs[1]);
+    require_batch(f, x);
+    require_batch(f, input);
+    const size_t rank = input.shape.rank(), n = f.attributes.get<NDShape>("window").rank();
+    const NDShape channels{product(input.shape.sub_shape(0, rank - n).dims())};
+    const NDShape spatial = input.shape.sub_shape(rank - n), pooled = x.shape.sub_shape(rank - n);
+    const std::string name = output_name(f), pool_input = reshaped(input, channels.append(spatial)),
+                      indices = fresh(name + "_indices"), shape = fresh(name + "_shape");
+    pb::NodeProto& pool = node("MaxPool", {pool_input}, fresh(name + "_pooled"));
+    pool.add_output(indices);
+    produced_.insert(indices);
+    set_window(pool, f, spatial.dims(), f.attributes.get<NDShape>("window").dims(), pooled.dims(),
+               false);
+    node("Shape", {pool_input}, shape);
+    pb::NodeProto& unpool =
+        node("MaxUnpool", {reshaped(x, channels.append(pooled)), indices, shape}, name);
+    *unpool.mutable_attribute() = pool.attribute();
+    Val y = named(out, name);
+    y.shape = channels.append(spatial);
     return named(out, reshaped(y, out.shape));
   }
 

@@ -562,6 +562,7 @@ class Importer {
         {"Sum", table_op("Plus")},
         {"Mean", &Importer::mean_node},
         {"Upsample", &Importer::upsample},
+        {"MaxUnpool", &Importer::max_unpool},
     };
     return ops;
   }
@@ -682,8 +683,9 @@ class Importer {
   // Whether x is a sequence tensor seen as [T * N, ...].
   static bool merged(const Val& x) { return x.var.dynamic_axes().size() > x.dynamic; }
 
-  // Shape, Slice, Gather, Unsqueeze and Concat of such shapes, the Reshape that splits T and N
-  // again, and the per-sample states of a shape [1, N, size] (Expand, ConstantOfShape: a
+  // Shape (of sequences, or of a batch [N, ...]: MaxUnpool's output shape), Slice, Gather,
+  // Unsqueeze and Concat of such shapes, the Reshape that splits T and N again, and the
+  // per-sample states of a shape [1, N, size] (Expand, ConstantOfShape: a
   // recurrent op's initial states); false for any other node.
   bool sequence_shape_node() {
     const pb::NodeProto& n = *node_;
@@ -692,9 +694,11 @@ class Importer {
     };
     if (n.op_type() == "Shape") {
       const Val x = in(0);
-      if (x.dynamic != 2 || merged(x) || find_attribute(n, "start") || find_attribute(n, "end"))
-        fail("Loom imports Shape of a tensor of sequences [T, N, ...] only");
+      if (x.dynamic == 0 || merged(x) || find_attribute(n, "start") || find_attribute(n, "end"))
+        fail("Loom imports Shape of a batch [N, ...] or of a tensor of sequences [T, N, ...] ",
+             "only");
       std::vector<int64_t> dims{kSteps, kSamples};
+      if (x.dynamic == 1) dims.erase(dims.begin());
       for (size_t d : x.var.shape().dims()) dims.push_back(int64_t(d));
       shapes_[out_name()] = dims;
       return true;
@@ -1310,6 +1314,7 @@ class Importer {
     const auto [y, where] =
         max_pool_by_gathers(samples, kernel, strides, dilations, constant(array_of(shape, at, t)));
     const std::string& indices = node_->output(1);
+    max_pools_[indices] = {x, node_};
     if (x.dynamic) {
       values_[indices] = {
           plus(where, element_times(batch_position(x.var), constant(double(count), t)), indices), 1,
@@ -1332,6 +1337,67 @@ class Importer {
     const Variable column = transpose(unpack_batch(sequence::unpack(steps, 0.0, true)));  // [N, 1]
     return reconcile_dynamic_axes(reduce_sum(to_batch(column), std::vector<Axis>{Axis(0)}, false),
                                   x);
+  }
+
+  // MaxUnpool of X at the indices of a MaxPool node over x with the same kernel_shape, strides
+  // and pads (how Loom and CNTK export unpooling) as Loom's unpooling of X by x, which finds the
+  // same maxima: each window's first (row-major), the later window's value kept where two choose
+  // one position, as ONNX's MaxUnpool writes X in order. The windows must be the unpadded ones or
+  // CNTK's automatic padding's; output_shape, where given, x's shape (its Shape).
+  Val max_unpool() {
+    if (!has_input(1)) fail("I (input 1) is missing");
+    const auto pool = max_pools_.find(node_->input(1));
+    if (pool == max_pools_.end())
+      fail("I (input 1) must be the indices of a MaxPool node (Loom unpools by the pooling's ",
+           "input, not by indices given as data)");
+    const auto& [input, pool_node] = pool->second;
+    const Val x = in(0);
+    const size_t rank = input.rank() - 2;
+    for (const auto& [attribute, fallback] : {std::pair{"kernel_shape", std::vector<int64_t>{}},
+                                              std::pair{"strides", std::vector<int64_t>(rank, 1)},
+                                              std::pair{"pads", std::vector<int64_t>(2 * rank, 0)}})
+      if (ints_attribute(*node_, attribute, fallback) !=
+          ints_attribute(*pool_node, attribute, fallback))
+        fail(attribute, " ", list(ints_attribute(*node_, attribute, fallback)),
+             " differs from that of the MaxPool node '", pool_node->name(), "' of I, ",
+             list(ints_attribute(*pool_node, attribute, fallback)));
+    if (int_attribute(*pool_node, "ceil_mode", 0) != 0 ||
+        int_attribute(*pool_node, "storage_order", 0) != 0 ||
+        ints_attribute(*pool_node, "dilations", std::vector<int64_t>(rank, 1)) !=
+            std::vector<int64_t>(rank, 1))
+      fail("the MaxPool node '", pool_node->name(), "' of I must have ceil_mode 0, ",
+           "storage_order 0 and no dilations (Loom's unpooling reverses undilated windows)");
+    if (x.dynamic != input.dynamic || x.rank() != input.rank())
+      fail("X must have the rank and dynamic axes of the MaxPool's input");
+    const NDShape samples = input.var.shape().sub_shape(1 - input.dynamic);
+    const auto [kernel, strides, dilations] = pool_windows(rank);
+    const std::vector<int64_t> p = pads(samples, kernel, strides, dilations);
+    std::vector<bool> auto_padding;
+    for (size_t i = 0; i < rank; ++i) {
+      const size_t in = samples[1 + i];
+      const OnnxWindowAxis a = onnx_window_axis(in, kernel[i], strides[i], 1, true, 0, 0);
+      const bool unpadded = p[i] == 0 && p[rank + i] == 0 && in >= kernel[i];
+      if (!unpadded && p[i] != a.before)
+        fail("pads ", list(p), " place windows along spatial axis ", i, " that Loom's unpooling ",
+             "does not (unpadded, or CNTK's automatic padding: ", a.before, " before)");
+      auto_padding.push_back(!unpadded);
+    }
+    if (has_input(2)) {
+      std::vector<int64_t> shape(samples.dims().begin(), samples.dims().end());
+      shape.insert(shape.begin(), input.dynamic ? kSamples : 1);
+      const auto symbolic = shapes_.find(node_->input(2));
+      if ((symbolic != shapes_.end() ? symbolic->second : input_ints(2)) != shape)
+        fail("output_shape must be the shape of the MaxPool's input (its Shape)");
+    }
+    const PoolingOptions o{.strides = strides, .auto_padding = auto_padding, .name = out_name()};
+    if (input.dynamic)
+      return {unpooling(x.var, input.var, PoolingType::Max, NDShape(kernel), o), 1};
+    if (input.var.shape()[0] != 1 || x.var.shape()[0] != 1)
+      fail("X and the MaxPool's input must have the batch axis, or be one sample [1, C, ...]");
+    const Variable y = unpooling(reshape(x.var, x.var.shape().sub_shape(1)),
+                                 reshape(input.var, samples), PoolingType::Max, NDShape(kernel),
+                                 {.strides = strides, .auto_padding = auto_padding});
+    return {reshape(y, y.shape().prepend(1), out_name()), 0};
   }
 
   // Pooling of samples x [C, spatial...] whose windows start at -pads[i] and lie within the
@@ -2241,6 +2307,8 @@ class Importer {
   std::unordered_map<std::string, Recurrence> recurrences_;  // outputs of recurrent ops
   // Per-sample states (per_sample_state) and the size of the shape they were given.
   std::unordered_map<std::string, std::pair<Variable, size_t>> states_;
+  // MaxPool nodes' indices (output 1): the pooling's input and the node, for MaxUnpool.
+  std::unordered_map<std::string, std::pair<Val, const pb::NodeProto*>> max_pools_;
   // Outputs other than the first of the ops that make one value, and which they are.
   std::unordered_map<std::string, std::string> second_outputs_;
   std::unordered_set<std::string> names_;  // the graph's inputs, initializers and node outputs

@@ -3,6 +3,7 @@
 // tests/e2e/onnx_test.py checks the files with onnx.checker, OpenCV and onnxruntime.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -1312,6 +1313,51 @@ TEST(OnnxImport, SplitSumAndMean) {
     one.node(op, {"x"}, {"s"});
     EXPECT_EQ(evaluate(one.load(), {{"x", x}}), (std::vector<float>{0, 1, 2, 3, 4, 5})) << op;
   }
+}
+
+// Unpooling exports as MaxUnpool at the indices of a MaxPool of the pooling input (and imports
+// back as Loom's unpooling): windows of 2x2 at stride 2 (the last column in none), and
+// overlapping 3x3 ones with automatic padding, in float32 and float64.
+TEST(Onnx, UnpoolingRoundTrip) {
+  for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+    const Variable x = input_variable({2, 4, 5}, {.dtype = dtype});
+    for (const auto& [window, pad] : {std::pair{NDShape{2, 2}, false}, {NDShape{3, 3}, true}}) {
+      const PoolingOptions o{.strides = {2}, .auto_padding = {pad}};
+      const Function model =
+          unpooling(relu(pooling(x, PoolingType::Max, window, o)), x, PoolingType::Max, window, o);
+      const std::vector<uint8_t> bytes = save_onnx_to_bytes(model);
+      pb::ModelProto m;
+      ASSERT_TRUE(m.ParseFromArray(bytes.data(), int(bytes.size())));
+      std::vector<std::string> ops;
+      for (const pb::NodeProto& n : m.graph().node()) ops.push_back(n.op_type());
+      EXPECT_EQ(std::count(ops.begin(), ops.end(), "MaxPool"), 2);
+      EXPECT_EQ(std::count(ops.begin(), ops.end(), "MaxUnpool"), 1);
+      round_trip(model);
+    }
+  }
+}
+
+// MaxUnpool at the indices of a MaxPool over one sample [1, C, H, W]: each window's maximum
+// gets X's value, where two windows choose one position the later window's; indices given as
+// data and windows other than the MaxPool's are refused.
+TEST(OnnxImport, MaxUnpoolOfMaxPoolIndices) {
+  OnnxGraph g({{"x", {1, 1, 3, 3}}}, {"z"});
+  pb::NodeProto& pool = g.node("MaxPool", {"x"}, {"y", "i"});
+  set(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  g.initializer("c", {1, 1, 2, 2}, {0, 10, 20, 30});
+  g.node("Add", {"y", "c"}, {"v"});
+  pb::NodeProto& unpool = g.node("MaxUnpool", {"v", "i"}, {"z"});
+  set(unpool, "kernel_shape", std::vector<int64_t>{2, 2});
+  EXPECT_EQ(evaluate(g.load(), {{"x", tensor({1, 1, 3, 3}, {1, 5, 3, 4, 2, 6, 7, 8, 0})}}),
+            (std::vector<float>{0, 5, 0, 0, 0, 16, 0, 38, 0}));
+  set(unpool, "strides", std::vector<int64_t>{2, 2});
+  expect_error<DataError>([&] { g.load(); }, {"(MaxUnpool, opset 13)",
+                                              "strides [2,2] differs from that of the "
+                                              "MaxPool node"});
+  OnnxGraph data({{"x", {1, 1, 2, 2}}, {"i", {1, 1, 2, 2}}}, {"y"}, 11);
+  data.node("MaxUnpool", {"x", "i"}, {"y"});
+  expect_error<DataError>([&] { data.load(); },
+                          {"(MaxUnpool, opset 11)", "must be the indices of a MaxPool node"});
 }
 
 // Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip

@@ -426,7 +426,8 @@ std::vector<OpSchema> pooling_schemas() {
        .doc = "the inverse of max pooling pooling_input (MAX_UNPOOLING only): operand has the "
               "pooled shape; the result, pooling_input's shape, is 0 but where the pooling with "
               "these options finds its maxima, which take operand's values",
-       .onnx = {.none_because = "ONNX's MaxUnpool takes the pooling's indices, not its input"},
+       // MaxPool's Indices, then MaxUnpool (loom/deploy's own code exports and imports them).
+       .onnx = {.op_type = "MaxUnpool"},
        // 2x2 windows at stride 2; and overlapping 3x3 ones with automatic padding.
        .conformance = {{{{NDShape{2, 2, 2}}, {NDShape{2, 4, 4}}}, unpool(NDShape{2, 2}, 2, false)},
                        {{{NDShape{1, 3, 3}}, {NDShape{1, 5, 5}}}, unpool(NDShape{3, 3}, 2, true)}},

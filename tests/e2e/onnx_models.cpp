@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
   // The exports composed of several nodes: a transposed convolution at stride 2 (its last
   // output along one axis in no window: output_padding), CNTK's layer normalization, max pooling
   // whose last window overhangs (ceil_out_dim), gather of a batched reference and of per-sample
-  // indices (argmax) into a shared reference along its middle axis.
+  // indices (argmax) into a shared reference along its middle axis, max unpooling of overlapping
+  // windows with automatic padding (MaxPool's indices, MaxUnpool).
   Variable planes = input_variable({2, 6, 5}, {.name = "planes"});
   const Function up = convolution_transpose(
       parameter({2, 3, 3, 3}, glorot_uniform()), planes,
@@ -161,7 +162,12 @@ int main(int argc, char** argv) {
       pooled, constant(NDArrayView::from_vector(NDShape{2}, std::vector<float>{4, 1})), Axis(1));
   const Function picked =
       gather(parameter({4, 2, 3}, uniform(1)), argmax(planes, Axis(0)), Axis(1));
-  write(dir, "windows", splice({reshape(rows, {36}), reshape(picked, {360})}, Axis(0)), manifest);
+  const PoolingOptions overlapping{.strides = {2}, .auto_padding = {true}};
+  const Function unpooled = unpooling(pooling(planes, PoolingType::Max, {3, 3}, overlapping),
+                                      planes, PoolingType::Max, {3, 3}, overlapping);
+  write(dir, "windows",
+        splice({reshape(rows, {36}), reshape(picked, {360}), reshape(unpooled, {60})}, Axis(0)),
+        manifest);
   std::printf("wrote %s/manifest.txt\n", dir.c_str());
   return 0;
 }

@@ -6,7 +6,8 @@ must accept every file; OpenCV's ONNX importer (python3-opencv) and onnxruntime 
 onnxruntime-node, installed by scripts/setup.sh) must give Loom's outputs within 1e-4.
 OpenCV 4.6 cannot read the ops model (ReduceSum with its axes as an input, opset 13) nor the
 sequence models (sequence_lens); onnxruntime checks those, and the windows model (a transposed
-convolution, layer normalization, pooling with an overhanging last window, gathers)."""
+convolution, layer normalization, pooling with an overhanging last window, gathers, max
+unpooling)."""
 import os
 import subprocess
 import sys
