@@ -133,21 +133,44 @@ size_t sample_axis(const char* fn, const Variable& z, const Axis& axis) {
 
 // cross_entropy_with_softmax and classification_error along one static axis of a sample of rank
 // 2 or more (their "axis" attribute, CNTK's axis argument): the sample seen as [outer, n, inner],
-// n the axis; each (outer, inner) position is a slice of n entries, slice j's c-th entry is
-// (j / inner) n inner + c inner + j % inner, and entry e is in slice (e / (n inner)) inner +
-// e % inner.
+// n the axis; each (outer, inner) position j = o inner + i is a slice of n entries, entry c of
+// it at e = (o n + c) inner + i.
 struct AxisSlices {
   size_t outer = 1, n = 1, inner = 1;
   size_t count() const { return outer * inner; }
-  size_t entry(size_t j, size_t c) const { return (j / inner * n + c) * inner + j % inner; }
   size_t slice_of(size_t e) const { return e / (n * inner) * inner + e % inner; }
-  // log Σ_c e^x[entry(j, c)].
+  // f(e, j) for every entry e of the sample, in memory order, j its slice.
+  template <typename F>
+  void for_each_entry(F&& f) const {
+    if (inner == 1) {  // slices along the last axis: each a row of n
+      for (size_t o = 0, e = 0; o < outer; ++o)
+        for (size_t c = 0; c < n; ++c, ++e) f(e, o);
+      return;
+    }
+    for (size_t o = 0, e = 0; o < outer; ++o)
+      for (size_t c = 0; c < n; ++c)
+        for (size_t i = 0; i < inner; ++i, ++e) f(e, o * inner + i);
+  }
+  // top[j] = the largest x of slice j (NaN passed over), for the slices of one sample.
   template <typename T>
-  T logsumexp(const T* x, size_t j) const {
-    T top = -std::numeric_limits<T>::infinity(), sum = 0;
-    for (size_t c = 0; c < n; ++c) top = std::max(top, x[entry(j, c)]);
-    for (size_t c = 0; c < n; ++c) sum += std::exp(x[entry(j, c)] - top);
-    return top + std::log(sum);
+  void slice_max(const T* x, T* top) const {
+    std::fill_n(top, count(), -std::numeric_limits<T>::infinity());
+    for_each_entry([&](size_t e, size_t j) { top[j] = std::max(top[j], x[e]); });
+  }
+  // lse[j] = log Σ_c e^x over slice j of each of `rows` samples; sum (count() of them) is
+  // working space. Slices along the last axis are rows of the softmax kernels.
+  template <typename T>
+  void logsumexp(size_t rows, const T* x, T* lse, T* sum) const {
+    if (inner == 1) {
+      kernels::logsumexp(rows * outer, n, x, lse);
+      return;
+    }
+    for (size_t r = 0; r < rows; ++r, x += outer * n * inner, lse += count()) {
+      slice_max(x, lse);
+      std::fill_n(sum, count(), T(0));
+      for_each_entry([&](size_t e, size_t j) { sum[j] += kernels::fast_exp(x[e] - lse[j]); });
+      for (size_t j = 0; j < count(); ++j) lse[j] += std::log(sum[j]);
+    }
   }
 };
 
@@ -236,6 +259,12 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   static T* scratch(OpCall& call, const Tensor& z) {  // log_softmax(z), for backward
     return static_cast<T*>(call.scratch->ensure(z.rows() * z.sample_size() * sizeof(T)));
   }
+  // Along an axis: logsumexp(z) of the m slices of each row of z, for backward, and working
+  // space for m more.
+  template <typename T>
+  static T* scratch(OpCall& call, const Tensor& z, size_t m) {
+    return static_cast<T*>(call.scratch->ensure((z.rows() + 1) * m * sizeof(T)));
+  }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
     if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
@@ -299,18 +328,24 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
 
  private:
   // Along an axis (CNTK's composite logsumexp(z, axis) − Σ_axis t·z), per slice: the same
-  // formula and gradients (dz = dy (softmax(z) − t), dt = −dy z) slice by slice.
+  // formula and gradients (dz = dy (softmax(z) − t), dt = −dy z) slice by slice. Forward keeps
+  // logsumexp(z) of each slice in the scratch area for backward.
   static void forward_along(OpCall& call, const AxisSlices& s) {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
     const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
+      T* lse = scratch<T>(call, z, m);
+      s.logsumexp(z.rows(), z.ptr<T>(), lse, lse + z.rows() * m);
       const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
         const T* zr = z.ptr<T>() + row_start(z, r, n);
         T* y = call.output->ptr<T>() + r * m;
-        for (size_t j = 0; j < m; ++j) y[j] = s.logsumexp(zr, j);
-        targets.for_each(r, [&](size_t e, T v) { y[s.slice_of(e)] -= v * zr[e]; });
+        std::copy_n(lse + row_start(z, r, m), m, y);
+        if (const T* tr = targets.dense_row(r))
+          s.for_each_entry([&](size_t e, size_t j) { y[j] -= tr[e] * zr[e]; });
+        else
+          targets.for_each(r, [&](size_t e, T v) { y[s.slice_of(e)] -= v * zr[e]; });
       }
     });
   }
@@ -320,25 +355,26 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
     const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
+      const T* lse = scratch<T>(call, z, m);
       const bool add = prepare_gradient<T>(g, accumulate);
       const TargetRows<T> targets(t, n);
       for (size_t r = 0; r < rows; ++r) {
         const T* zr = z.ptr<T>() + row_start(z, r, n);
         const T* dy = call.output_gradient->ptr<T>() + r * m;
+        const T* lr = lse + row_start(z, r, m);
         T* dx = g.ptr<T>() + row_start(g, r, n);
         auto put = [&](size_t e, T v) { dx[e] = add ? dx[e] + v : v; };
         if (index == 1) {
-          for (size_t e = 0; e < n; ++e) put(e, -dy[s.slice_of(e)] * zr[e]);
-          continue;
+          s.for_each_entry([&](size_t e, size_t j) { put(e, -dy[j] * zr[e]); });
+        } else if (const T* tr = targets.dense_row(r)) {
+          s.for_each_entry([&](size_t e, size_t j) {
+            put(e, dy[j] * (kernels::fast_exp(zr[e] - lr[j]) - tr[e]));
+          });
+        } else {
+          s.for_each_entry(
+              [&](size_t e, size_t j) { put(e, dy[j] * kernels::fast_exp(zr[e] - lr[j])); });
+          targets.for_each(r, [&](size_t e, T v) { dx[e] -= dy[s.slice_of(e)] * v; });
         }
-        for (size_t j = 0; j < m; ++j) {
-          const T lse = s.logsumexp(zr, j);
-          for (size_t c = 0; c < s.n; ++c) {
-            const size_t e = s.entry(j, c);
-            put(e, dy[j] * std::exp(zr[e] - lse));
-          }
-        }
-        targets.for_each(r, [&](size_t e, T v) { dx[e] -= dy[s.slice_of(e)] * v; });
       }
     });
   }
@@ -421,11 +457,13 @@ class ClassificationErrorOp : public OpDef {
   // scores passed over, as the largest).
   static void forward_along(OpCall& call, const AxisSlices& s) {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    const size_t rows = call.output->rows(), n = z.sample_size();
+    const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
       const TargetRows<T> targets(t, n);
-      T* dense = t.is_sparse() ? static_cast<T*>(call.scratch->ensure(n * sizeof(T))) : nullptr;
+      // Each slice's largest z, whether it is wrong, and a sparse target's row made dense.
+      T* top = static_cast<T*>(call.scratch->ensure((2 * m + n) * sizeof(T)));
+      T *wrong = top + m, *dense = wrong + m;
       for (size_t r = 0; r < rows; ++r) {
         const T* zr = z.ptr<T>() + row_start(z, r, n);
         const T* tr = targets.dense_row(r);
@@ -434,18 +472,12 @@ class ClassificationErrorOp : public OpDef {
           targets.for_each(r, [&](size_t e, T v) { dense[e] = v; });
           tr = dense;
         }
-        size_t wrong = 0;
-        for (size_t j = 0; j < s.count(); ++j) {
-          T top = -std::numeric_limits<T>::infinity();
-          for (size_t c = 0; c < s.n; ++c) top = std::max(top, zr[s.entry(j, c)]);
-          bool differs = false;
-          for (size_t c = 0; c < s.n; ++c) {
-            const size_t e = s.entry(j, c);
-            differs = differs || tr[e] != (zr[e] == top ? T(1) : T(0));
-          }
-          wrong += differs;
-        }
-        call.output->ptr<T>()[r] = T(wrong) / T(s.count());
+        s.slice_max(zr, top);
+        std::fill_n(wrong, m, T(0));
+        s.for_each_entry([&](size_t e, size_t j) {
+          if (tr[e] != (zr[e] == top[j] ? T(1) : T(0))) wrong[j] = 1;
+        });
+        call.output->ptr<T>()[r] = std::accumulate(wrong, wrong + m, T(0)) / T(m);
       }
     });
   }
