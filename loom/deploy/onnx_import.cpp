@@ -190,7 +190,7 @@ const std::map<std::string, int64_t>& opset_introduced() {
   static const std::map<std::string, int64_t> introduced = {
       {"Expand", 8}, {"Asinh", 9},        {"Atanh", 9},           {"Cosh", 9},
       {"Sinh", 9},   {"Where", 9},        {"OneHot", 9},          {"ConstantOfShape", 9},
-      {"Round", 11}, {"LessOrEqual", 12}, {"GreaterOrEqual", 12},
+      {"Round", 11}, {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"MaxUnpool", 9},
   };
   return introduced;
 }

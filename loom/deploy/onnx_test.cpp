@@ -1354,6 +1354,11 @@ TEST(OnnxImport, MaxUnpoolOfMaxPoolIndices) {
   expect_error<DataError>([&] { g.load(); }, {"(MaxUnpool, opset 13)",
                                               "strides [2,2] differs from that of the "
                                               "MaxPool node"});
+  OnnxGraph early({{"x", {1, 1, 2, 2}}}, {"z"}, 8);
+  set(early.node("MaxPool", {"x"}, {"y", "i"}), "kernel_shape", std::vector<int64_t>{2, 2});
+  set(early.node("MaxUnpool", {"y", "i"}, {"z"}), "kernel_shape", std::vector<int64_t>{2, 2});
+  expect_error<DataError>([&] { early.load(); },
+                          {"MaxUnpool is defined from opset 9", "the model imports opset 8"});
   OnnxGraph data({{"x", {1, 1, 2, 2}}, {"i", {1, 1, 2, 2}}}, {"y"}, 11);
   data.node("MaxUnpool", {"x", "i"}, {"y"});
   expect_error<DataError>([&] { data.load(); },
