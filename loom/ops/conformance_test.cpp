@@ -410,7 +410,8 @@ INSTANTIATE_TEST_SUITE_P(EveryOp, Conformance, ::testing::Range(size_t{0}, op_ta
 // A table op's case wrapped in a block: an elementwise binary op broadcasting a parameter, a
 // reduction along a static axis and over all axes, a sequence op, times with its weights and of
 // sparse rows, sequence.gather of integer conditions, batch normalization of constant running
-// statistics and broadcast_as of an input without the sequence axis.
+// statistics, broadcast_as of an input without the sequence axis, and cross_entropy_with_softmax
+// along axis 0 of a matrix sample.
 struct BlockCase {
   const char* op;
   size_t k;  // the op's conformance case
@@ -423,7 +424,8 @@ const BlockCase kBlockCases[] = {{"Plus", 1},
                                  {"Times", 1},
                                  {"SequenceGather", 0},
                                  {"BatchNormalization", 0},
-                                 {"SequenceBroadcastAs", 0}};
+                                 {"SequenceBroadcastAs", 0},
+                                 {"CrossEntropyWithSoftmax", 2}};
 
 class BlockConformance : public ::testing::TestWithParam<BlockCase> {
  protected:
