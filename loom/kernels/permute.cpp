@@ -125,6 +125,7 @@ template <typename T>
 void permute(const T* x, T* y, const std::vector<size_t>& dims, const std::vector<size_t>& perm,
              bool accumulate) {
   const Walk w = plan(dims, perm);
+  if (w.size == 0) return;  // an axis of extent 0: nothing to move
   detail::with_accumulate(accumulate, [&](auto acc) { walk<decltype(acc)::value>(w, x, y); });
 }
 

@@ -122,6 +122,16 @@ TYPED_TEST(Permute, GatherRowsPicksEachRowOrZero) {
   }
 }
 
+// An axis of extent 0 (a minibatch of empty sequences) moves nothing, whichever axis it is.
+TEST(Permute, AnEmptyAxisMovesNothing) {
+  const std::vector<float> x(1);
+  std::vector<float> y(1, 5.0f);
+  permute(x.data(), y.data(), {2, 0, 3}, {2, 0, 1}, false);
+  permute(x.data(), y.data(), {0, 4}, {1, 0}, true);
+  permute(x.data(), y.data(), {3, 0}, {0, 1}, false);
+  EXPECT_EQ(y[0], 5.0f);
+}
+
 TEST(Permute, RefusesAPermutationOfAnotherRank) {
   const std::vector<float> x(6);
   std::vector<float> y(6);
