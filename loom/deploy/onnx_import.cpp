@@ -1343,7 +1343,7 @@ class Importer {
   // and pads (how Loom and CNTK export unpooling) as Loom's unpooling of X by x, which finds the
   // same maxima: each window's first (row-major), the later window's value kept where two choose
   // one position, as ONNX's MaxUnpool writes X in order. The windows must be the unpadded ones or
-  // CNTK's automatic padding's; output_shape, where given, x's shape (its Shape).
+  // CNTK's automatic padding's.
   Val max_unpool() {
     if (!has_input(1)) fail("I (input 1) is missing");
     const auto pool = max_pools_.find(node_->input(1));
@@ -1382,12 +1382,15 @@ class Importer {
              "does not (unpadded, or CNTK's automatic padding: ", a.before, " before)");
       auto_padding.push_back(!unpadded);
     }
+    // output_shape: x's (its Shape, or a constant whose batch entry may be any: CNTK wrote 1).
     if (has_input(2)) {
-      std::vector<int64_t> shape(samples.dims().begin(), samples.dims().end());
-      shape.insert(shape.begin(), input.dynamic ? kSamples : 1);
       const auto symbolic = shapes_.find(node_->input(2));
-      if ((symbolic != shapes_.end() ? symbolic->second : input_ints(2)) != shape)
-        fail("output_shape must be the shape of the MaxPool's input (its Shape)");
+      const std::vector<int64_t> given =
+          symbolic != shapes_.end() ? symbolic->second : input_ints(2);
+      if (given.size() != samples.rank() + 1 || (!input.dynamic && given[0] != 1) ||
+          !std::equal(samples.dims().begin(), samples.dims().end(), given.begin() + 1,
+                      [](size_t d, int64_t g) { return int64_t(d) == g; }))
+        fail("output_shape ", list(given), " must be the shape of the MaxPool's input");
     }
     const PoolingOptions o{.strides = strides, .auto_padding = auto_padding, .name = out_name()};
     if (input.dynamic)

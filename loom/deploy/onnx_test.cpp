@@ -1350,6 +1350,13 @@ TEST(OnnxImport, MaxUnpoolOfMaxPoolIndices) {
   set(unpool, "kernel_shape", std::vector<int64_t>{2, 2});
   EXPECT_EQ(evaluate(g.load(), {{"x", tensor({1, 1, 3, 3}, {1, 5, 3, 4, 2, 6, 7, 8, 0})}}),
             (std::vector<float>{0, 5, 0, 0, 0, 16, 0, 38, 0}));
+  // output_shape: the MaxPool's input's (a constant may give any batch entry in a batch).
+  int64_initializer(g, "shape", {4}, {1, 1, 3, 3});
+  unpool.add_input("shape");
+  EXPECT_EQ(evaluate(g.load(), {{"x", tensor({1, 1, 3, 3}, {1, 5, 3, 4, 2, 6, 7, 8, 0})}})[7], 38);
+  g.graph().mutable_initializer(1)->set_int64_data(0, 7);
+  EXPECT_EQ(g.load(true).output().shape(), (NDShape{1, 3, 3}));
+  expect_error<DataError>([&] { g.load(); }, {"output_shape [7,1,3,3] must be the shape"});
   set(unpool, "strides", std::vector<int64_t>{2, 2});
   expect_error<DataError>([&] { g.load(); }, {"(MaxUnpool, opset 13)",
                                               "strides [2,2] differs from that of the "
