@@ -170,6 +170,15 @@ ConformanceCase own_bench_case(const std::string& op) {
             Dictionary({{"pooling_type", int64_t(PoolingType::Max)},
                         {"roi_output_shape", NDShape{4, 4}},
                         {"spatial_scale", 1.0}})};
+  if (op == "NCE")  // a language model's output layer, not widened: 10,000 words, hidden
+    // dimension 512, sparse one-hot labels, a noise distribution (a Constant, in [0.1, 1]) and
+    // 50 noise classes drawn for the minibatch (CNTK's default 32; its examples 50-100)
+    return {{{NDShape{10000, 512}, false},
+             {NDShape{10000, 1}, false},
+             {NDShape{512}},
+             {.shape = NDShape{10000}, .sparse = true},
+             {.shape = NDShape{10000}, .per_sample = false, .low = 0.1, .high = 1, .constant = true}},
+            Dictionary({{"num_samples", int64_t{50}}})};
   if (op == "LambdaRank" || op == "NDCG")  // one number a sample, not widened: the minibatch's
     // samples one group to rank (the group ids, in [0.1, 0.9], all 0), gains from 0 to 4
     return {{{NDShape{1}, true, -3, 3}, {NDShape{1}, true, 0, 4}, {NDShape{1}, true, 0.1, 0.9}}};
@@ -270,6 +279,21 @@ Bench build(const OpSchema& s, Mode mode) {
     if (!in.per_sample) {
       inputs.push_back(parameter(
           NDArrayView::from_vector<float>(in.shape, draw(in.shape.total_size(), in, gen)), name));
+      continue;
+    }
+    if (in.sparse) {  // one-hot samples of classes drawn uniformly (a loss's labels)
+      std::uniform_int_distribution<size_t> label(0, in.shape[0] - 1);
+      std::vector<std::vector<size_t>> sequences;
+      for (size_t length : mode == Mode::Batch ? std::vector<size_t>{b.rows} : lengths) {
+        sequences.emplace_back(length);
+        for (size_t& c : sequences.back()) c = label(gen);
+      }
+      const InputOptions options{.is_sparse = true, .name = name};
+      inputs.push_back(mode == Mode::Batch ? input_variable(in.shape, options)
+                                           : sequence::input_variable(in.shape, options));
+      b.arguments.emplace(inputs.back(), mode == Mode::Batch
+                                             ? Value::one_hot(in.shape[0], sequences[0])
+                                             : Value::one_hot_sequences(in.shape[0], sequences));
       continue;
     }
     const InputOptions options{.name = name, .needs_gradient = true};
@@ -387,8 +411,9 @@ void write_json(std::ostream& o, const DictionaryValue& v) {
 }
 
 // What ops_torch.py needs of a row, one JSON object a line: the op, the mode, the attributes
-// (with the defaults apply filled in), each input's sample shape, whether it is per sample, its
-// value range and whether Loom differentiates it, and the rows or the sequence lengths.
+// (with the defaults apply filled in), each input's sample shape, whether it is per sample,
+// whether it is sparse (one-hot samples), its value range and whether Loom differentiates it, and
+// the rows or the sequence lengths.
 std::string spec_line(const Bench& b) {
   std::ostringstream o;
   o.precision(17);
@@ -401,7 +426,8 @@ std::string spec_line(const Bench& b) {
     const ConformanceInput& in = b.inputs[i];
     o << (i ? "," : "") << "{\"shape\":";
     write_json(o, DictionaryValue(in.shape));
-    o << ",\"per_sample\":" << (in.per_sample ? "true" : "false") << ",\"low\":" << in.low
+    o << ",\"per_sample\":" << (in.per_sample ? "true" : "false")
+      << ",\"sparse\":" << (in.sparse ? "true" : "false") << ",\"low\":" << in.low
       << ",\"high\":" << in.high
       << ",\"differentiable\":" << (differentiable.contains(i) ? "true" : "false") << '}';
   }

@@ -4,7 +4,8 @@
 bench_ops writes one JSON object a line (--spec) for each row it timed: the Loom op's name,
 the case ("batch": a minibatch of `batch` samples; "seq": ragged sequences of the given
 lengths), its attributes, and each input's sample shape, value range, whether it is per sample
-(else one tensor shared by all, as Loom's Parameter) and whether Loom differentiates it. This
+(else one tensor shared by all, as Loom's Parameter), whether it is sparse (one-hot samples,
+which this script takes as class ids) and whether Loom differentiates it. This
 script builds the same inputs and times PyTorch's op with the same protocol as Loom's side:
 the median per-call time of --runs runs of at least --run-seconds each, forward under
 torch.no_grad and forward+backward with requires_grad inputs and out.backward(gradient).
@@ -23,6 +24,7 @@ ERROR" (the op's entry below does not fit its attributes); last "rows_timed=N".
 Run with Debian's interpreter: /usr/bin/python3 bench/ops_torch.py --spec FILE
 """
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -203,6 +205,37 @@ PER_STEP = {
 }
 
 
+@functools.lru_cache(maxsize=1)
+def noise_terms(noise, k):
+    """What nce_loss reads of its noise distribution, which CNTK computes once when it builds
+    the function: q normalized, log(k q) and the entropy term sum(k q log(k q)) (0 log 0 = 0)."""
+    q = noise / noise.sum()
+    return q, torch.log(k * q), torch.xlogy(k * q, k * q).sum()
+
+
+def nce(a, w, b, x, labels, noise):
+    """CNTK's nce_loss (loom/ops/losses.cpp's NceOp) on class ids: k noise classes drawn for the
+    minibatch (torch.multinomial, timed), their rows and the labels' gathered from the weights
+    and biases at once (one scatter into each gradient), the noise logits as one product. A
+    class's importance weight is q over its expected count in the draw: k q with duplicates;
+    without, 1 - (1 - q)^k stands for CNTK's estimate (from 10 trial draws, which PyTorch has no
+    equivalent of)."""
+    k = a["num_samples"]
+    q, log_p, entropy = noise_terms(noise, k)
+    drawn = torch.multinomial(q, k, replacement=a["allow_duplicates"])
+    q_drawn = q[drawn]
+    expected = k * q_drawn if a["allow_duplicates"] else -torch.expm1(k * torch.log1p(-q_drawn))
+    ids = torch.cat([drawn, labels])
+    rows, biases = w[ids], b[ids, 0]
+    z_noise = torch.addmm(biases[:k], x, rows[:k].t())
+    z_label = (x * rows[k:]).sum(-1) + biases[k:]
+    return (torch.logaddexp(z_label, log_p[labels]) - z_label - entropy +
+            k * (q_drawn / expected * torch.logaddexp(z_noise, log_p[drawn])).sum(-1))
+
+
+PER_STEP["NCE"] = nce
+
+
 class Padded:
     """The layout of padded sequences [N, T, sample...]: lengths and the mask of real steps."""
 
@@ -263,7 +296,9 @@ def inputs(row, g):
     xs = []
     for spec in row["inputs"]:
         shape, low, high = spec["shape"], spec["low"], spec["high"]
-        if not spec["per_sample"]:
+        if spec["sparse"]:  # one-hot samples: their class ids
+            xs.append(torch.randint(shape[0], [steps], generator=g))
+        elif not spec["per_sample"]:
             xs.append(draw(shape, low, high, g))
         elif padded is None:
             xs.append(draw([steps, *shape], low, high, g))
