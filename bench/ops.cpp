@@ -171,14 +171,15 @@ ConformanceCase own_bench_case(const std::string& op) {
                         {"roi_output_shape", NDShape{4, 4}},
                         {"spatial_scale", 1.0}})};
   if (op == "NCE")  // a language model's output layer, not widened: 10,000 words, hidden
-    // dimension 512, sparse one-hot labels, a noise distribution (a Constant, in [0.1, 1]) and
-    // 50 noise classes drawn for the minibatch (CNTK's default 32; its examples 50-100)
-    return {{{NDShape{10000, 512}, false},
-             {NDShape{10000, 1}, false},
-             {NDShape{512}},
-             {.shape = NDShape{10000}, .sparse = true},
-             {.shape = NDShape{10000}, .per_sample = false, .low = 0.1, .high = 1, .constant = true}},
-            Dictionary({{"num_samples", int64_t{50}}})};
+    // dimension 512, sparse one-hot labels, a noise distribution in [0.1, 1] and 50 noise
+    // classes drawn for the minibatch (CNTK's default is 32)
+    return {
+        {{NDShape{10000, 512}, false},
+         {NDShape{10000, 1}, false},
+         {NDShape{512}},
+         {.shape = NDShape{10000}, .sparse = true},
+         {.shape = NDShape{10000}, .per_sample = false, .low = 0.1, .high = 1, .constant = true}},
+        Dictionary({{"num_samples", int64_t{50}}})};
   if (op == "LambdaRank" || op == "NDCG")  // one number a sample, not widened: the minibatch's
     // samples one group to rank (the group ids, in [0.1, 0.9], all 0), gains from 0 to 4
     return {{{NDShape{1}, true, -3, 3}, {NDShape{1}, true, 0, 4}, {NDShape{1}, true, 0.1, 0.9}}};
