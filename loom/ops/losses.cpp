@@ -457,14 +457,14 @@ class ClassificationErrorOp : public OpDef {
   // scores passed over, as the largest).
   static void forward_along(OpCall& call, const AxisSlices& s) {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
+    const size_t n = z.sample_size(), m = s.count();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
       const TargetRows<T> targets(t, n);
       // Each slice's largest z, whether it is wrong, and a sparse target's row made dense.
       T* top = static_cast<T*>(call.scratch->ensure((2 * m + n) * sizeof(T)));
       T *wrong = top + m, *dense = wrong + m;
-      for (size_t r = 0; r < rows; ++r) {
+      for (size_t r = 0; r < call.output->rows(); ++r) {
         const T* zr = z.ptr<T>() + row_start(z, r, n);
         const T* tr = targets.dense_row(r);
         if (!tr) {
