@@ -398,10 +398,13 @@ TYPED_TEST(ElementwiseTest, TrigonometricKernelsTakeStdBeyondTheReductionBound) 
 TYPED_TEST(ElementwiseTest, PowIsCntksSafePower) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  const std::vector<T> a = {-2, -2, -2, 0, 0, 0, 2, -8, 4, nan, -2, -2, 3, -0.5};
-  const std::vector<T> b = {3, 2, 0.5, 0, 3, -1, -1, T(1) / 3, 0.5, 0, inf, 4e7f, 0.5, -3};
+  const std::vector<T> a = {-2, -2,   -2,  0,   0,   0,    2, -8, 4,   nan, -2, -2,
+                            3,  -0.5, inf, inf, inf, -inf, 1, -1, 0.5, 2,   nan};
+  const std::vector<T> b = {3,   2,  0.5, 0,   3,  -1, -1,  T(1) / 3, 0.5, 0,   inf, 4e7f,
+                            0.5, -3, 0,   0.5, -2, 3,  inf, inf,      inf, nan, 2};
   const std::vector<T> want = {
-      -8, 4, nan, 1, 0, 0, 0.5, nan, 2, 1, -inf, T(std::pow(2.0, 4e7)), T(std::sqrt(3.0)), -8};
+      -8, 4, nan, 1, 0,    0, 0.5, nan, 2,   1,  -inf, T(std::pow(2.0, 4e7)), T(std::sqrt(3.0)),
+      -8, 1, inf, 0, -inf, 1, -1,  0,   nan, nan};
   std::vector<T> y(a.size());
   const Dims d = {a.size()};
   binary(BinaryOp::Pow, d, d, a.data(), d, b.data(), y.data());
