@@ -234,6 +234,7 @@ void check_conv_shape(const ConvShape& s, const char* what) {
   for (const SpatialAxis& a : s.axes) {
     LOOM_CHECK(a.stride >= 1 && a.dilation >= 1 && a.kernel >= 1, ShapeError, what,
                ": stride, dilation and kernel extent must be at least 1");
+    if (a.input == 0 && a.output == 0) continue;  // an empty axis, no windows
     const long extent = long((a.kernel - 1) * a.dilation + 1);
     const long last = long((a.output - 1) * a.stride) - a.pad_lower + extent - 1;
     LOOM_CHECK(a.output >= 1 && last <= long(a.input) - 1 + a.pad_upper, ShapeError, what,

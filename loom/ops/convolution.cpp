@@ -1,6 +1,7 @@
 #include "loom/ops/convolution.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "loom/core/precision.h"
 #include "loom/graph/op.h"
@@ -20,8 +21,11 @@ kernels::SpatialAxis window_axis(const char* op, size_t input, size_t kernel, si
   LOOM_CHECK(kernel >= 1 && stride >= 1 && dilation >= 1, ShapeError, op,
              ": kernel extents, strides and dilations must be at least 1 (kernel ", kernel,
              ", stride ", stride, ", dilation ", dilation, ")");
-  const long extent = long((kernel - 1) * dilation + 1);
   kernels::SpatialAxis a{input, kernel, 1, stride, dilation, 0, 0};
+  // An axis of extent 0 (a sequential convolution over a minibatch of empty sequences) has no
+  // windows: an output of extent 0.
+  if (input == 0) return {0, kernel, 0, stride, dilation, 0, 0};
+  const long extent = long((kernel - 1) * dilation + 1);
   if (auto_pad) {
     // CNTK's ConvolveGeometry: the window centre (offset (extent - 1) / 2 into it) visits
     // extra / 2, then every stride.
@@ -296,6 +300,7 @@ class ConvolutionOp : public OpDef {
   }
 
   void forward(OpCall& call) const override {
+    if (call.output->size() == 0) return;  // an axis of extent 0: no windows
     const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
     const kernels::ConvShape s = shape_of(call);
     dispatch(x.dtype, [&](auto zero) {
@@ -309,6 +314,10 @@ class ConvolutionOp : public OpDef {
   // call for input 2 that follows).
   void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
     const Tensor &W = *call.inputs[0], &x = *call.inputs[1];
+    if (call.output->size() == 0) {  // no windows: nothing flows back
+      if (!accumulate) std::memset(g.data, 0, g.size() * size_of(g.dtype));
+      return;
+    }
     kernels::ConvShape s = shape_of(call);
     const bool bias_wanted = s.bias && (*call.gradient_wanted)[2];
     dispatch(x.dtype, [&](auto zero) {
@@ -496,7 +505,7 @@ Options convolution_options(const char* function, const Dictionary& a, const std
 std::vector<OpSchema> convolution_schemas() {
   // Kernels (O, C, kh, kw) over (C, H, W) images: 3x3 with same padding; 2x2 at stride 2 without
   // padding, with a bias (the layers' input, which Python does not give); two groups with a
-  // dilated kernel.
+  // dilated kernel; sequential.
   auto options = [](int64_t stride, bool pad, int64_t dilation) {
     return Dictionary({{"strides", int_list_attribute({stride})},
                        {"auto_padding", bool_list_attribute({pad})},
@@ -529,7 +538,13 @@ std::vector<OpSchema> convolution_schemas() {
        .conformance = {{{{NDShape{3, 2, 3, 3}, false}, image}, options(1, true, 1)},
                        {{{NDShape{3, 2, 2, 2}, false}, image, {NDShape{3, 1, 1}, false}},
                         options(2, false, 1)},
-                       {{{NDShape{4, 1, 2, 2}, false}, image}, grouped(options(1, true, 2), 2)}},
+                       {{{NDShape{4, 1, 2, 2}, false}, image}, grouped(options(1, true, 2), 2)},
+                       // Along the sequence too (stride 1 there: each sequence's windows are
+                       // its own, whichever the minibatch's longest), its empty one included.
+                       {.inputs = {{NDShape{3, 2, 3, 3}, false}, {NDShape{2, 4}}},
+                        .attributes = Dictionary({{"sequential", true}}),
+                        .batch = false,
+                        .onnx = false}},
        .build =
            [](std::vector<Variable> in, const Dictionary& a, const std::string& name) {
              auto o = convolution_options<ConvolutionOptions>("convolution", a, name);

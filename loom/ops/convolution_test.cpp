@@ -397,6 +397,18 @@ TEST(Convolution, SequentialConvolvesAlongTheSequence) {
                 .data()
                 .to_vector<double>(),
             (std::vector<double>{2, 0, 1, 1}));
+  // A minibatch of empty sequences (one empty sequence evaluated alone): empty outputs, and no
+  // gradient.
+  for (const std::vector<size_t>& empty : {std::vector<size_t>{0}, std::vector<size_t>{0, 0}}) {
+    const Parameter W3 = parameter(random_array({3, 2, 3, 3}, kF64, 11), "W3");
+    const Variable x3 = sequence::input_variable({2, 4}, f64("x3"));
+    const Function f = convolution(W3, x3, {.sequential = true});
+    const Value xs3 = random_sequences({2, 4}, empty, kF64, 12);
+    for (const auto& steps : f.eval_one({{x3, xs3}}).as_sequences<double>())
+      EXPECT_TRUE(steps.empty());
+    const auto grads = f.grad({{x3, xs3}}, {W3});
+    for (double g : grads.at(W3).data().to_vector<double>()) EXPECT_EQ(g, 0.0);
+  }
   // An operand without a sequence axis.
   EXPECT_THROW(convolution(W, input_variable({2}), {.sequential = true}), ShapeError);
 }
