@@ -1343,13 +1343,11 @@ class Importer {
   // and pads (how Loom and CNTK export unpooling) as Loom's unpooling of X by x, which finds the
   // same maxima: each window's first (row-major), the later window's value kept where two choose
   // one position, as ONNX's MaxUnpool writes X in order. The windows must be the unpadded ones or
-  // CNTK's automatic padding's.
+  // CNTK's automatic padding's. Other indices are data (max_unpool_at).
   Val max_unpool() {
     if (!has_input(1)) fail("I (input 1) is missing");
     const auto pool = max_pools_.find(node_->input(1));
-    if (pool == max_pools_.end())
-      fail("I (input 1) must be the indices of a MaxPool node (Loom unpools by the pooling's ",
-           "input, not by indices given as data)");
+    if (pool == max_pools_.end()) return max_unpool_at(in(1));
     const auto& [input, pool_node] = pool->second;
     const Val x = in(0);
     const size_t rank = input.rank() - 2;
@@ -1401,6 +1399,55 @@ class Importer {
                                  reshape(input.var, samples), PoolingType::Max, NDShape(kernel),
                                  {.strides = strides, .auto_padding = auto_padding});
     return {reshape(y, y.shape().prepend(1), out_name()), 0};
+  }
+
+  // MaxUnpool at indices I given as data: element j of each output sample [C, spatial...]
+  // (flattened) is X's element i for the last i with I[i] = j (ONNX's MaxUnpool writes X in
+  // order), else 0; over a batch I numbers the elements of every sample (batch_position). Loom
+  // has no scatter: every index is compared with every output position, M S values per sample
+  // (M of X's, S of the output's; at most 2^24). The output's shape: output_shape, or the
+  // windows' (extent - 1) stride + kernel - pads.
+  Val max_unpool_at(const Val& indices) {
+    const Val x = in(0);
+    if (x.dynamic > 1 || x.rank() < 3 || indices.dynamic != x.dynamic ||
+        indices.var.shape() != x.var.shape() || (!x.dynamic && x.var.shape()[0] != 1))
+      fail("X and I must be one shape [N, C, spatial...] (with the batch axis, or N 1 without)");
+    const size_t rank = x.rank() - 2;
+    const NDShape pooled = x.var.shape().sub_shape(1 - x.dynamic);
+    const auto [kernel, strides, dilations] = pool_windows(rank);
+    const std::vector<int64_t> p =
+        ints_attribute(*node_, "pads", std::vector<int64_t>(2 * rank, 0));
+    if (p.size() != 2 * rank) fail("pads ", list(p), " must have ", 2 * rank, " values");
+    std::vector<size_t> dims{pooled[0]};
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t extent =
+          int64_t((pooled[1 + i] - 1) * strides[i] + kernel[i]) - p[i] - p[rank + i];
+      if (extent < 1) fail("pads ", list(p), " leave no output along spatial axis ", i);
+      dims.push_back(size_t(extent));
+    }
+    if (has_input(2)) {
+      const std::vector<int64_t> given = input_ints(2);
+      if (given.size() != rank + 2 || given[1] != int64_t(pooled[0]) ||
+          std::any_of(given.begin() + 2, given.end(),
+                      [](int64_t d) { return d < 1 || d > kMaxDim; }))
+        fail("output_shape ", list(given), " must be [N, ", pooled[0], ", spatial extents]");
+      dims.assign(given.begin() + 1, given.end());
+    }
+    const size_t m = pooled.total_size(), s = NDShape(dims).total_size();
+    if (double(m) * double(s) > double(kMaxPositions))
+      fail("MaxUnpool at indices given as data compares each of X's ", m,
+           " elements with each of the ", s, " output positions, more than Loom makes (2^24)");
+    const DataType t = x.var.dtype();
+    Variable at = reshape(indices.var, NDShape{m, 1});
+    if (x.dynamic) at = minus(at, element_times(batch_position(x.var), constant(double(s), t)));
+    const Variable hit = equal(at, positions(0, 1, s, {1, s}, t));              // [M, S]
+    const Variable ranked = element_times(hit, positions(1, 1, m, {m, 1}, t));  // i + 1 or 0
+    const Variable last = equal(ranked, reduce_max(ranked, Axis(0), true));     // the last i
+    const Variable y =
+        reduce_sum(element_times(element_times(hit, last), reshape(x.var, NDShape{m, 1})),
+                   std::vector<Axis>{Axis(0)}, false);
+    if (x.dynamic) return {reshape(y, NDShape(dims), out_name()), 1};
+    return {reshape(y, NDShape(dims).prepend(1), out_name()), 0};
   }
 
   // Pooling of samples x [C, spatial...] whose windows start at -pads[i] and lie within the

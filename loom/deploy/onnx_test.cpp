@@ -1366,10 +1366,35 @@ TEST(OnnxImport, MaxUnpoolOfMaxPoolIndices) {
   set(early.node("MaxUnpool", {"y", "i"}, {"z"}), "kernel_shape", std::vector<int64_t>{2, 2});
   expect_error<DataError>([&] { early.load(); },
                           {"MaxUnpool is defined from opset 9", "the model imports opset 8"});
+  // Indices given as data: X's values at them in the output of the windows' shape (4 x 4), the
+  // later where two are one; over a batch they number the elements of every sample.
   OnnxGraph data({{"x", {1, 1, 2, 2}}, {"i", {1, 1, 2, 2}}}, {"y"}, 11);
-  data.node("MaxUnpool", {"x", "i"}, {"y"});
-  expect_error<DataError>([&] { data.load(); },
-                          {"(MaxUnpool, opset 11)", "must be the indices of a MaxPool node"});
+  pb::NodeProto& scatter = data.node("MaxUnpool", {"x", "i"}, {"y"});
+  set(scatter, "kernel_shape", std::vector<int64_t>{2, 2});
+  set(scatter, "strides", std::vector<int64_t>{2, 2});
+  const NDArrayView values = tensor({1, 1, 2, 2}, {5, 6, 7, 8});
+  std::vector<float> want(16, 0);
+  want[5] = 6, want[13] = 7, want[15] = 8;
+  EXPECT_EQ(evaluate(data.load(), {{"x", values}, {"i", tensor({1, 1, 2, 2}, {5, 5, 13, 15})}}),
+            want);
+  want.resize(32, 0);
+  for (size_t k = 0; k < 4; ++k) want[16 + k] = float(k + 1);
+  EXPECT_EQ(
+      evaluate(data.load(true), {{"x", tensor({2, 1, 2, 2}, {5, 6, 7, 8, 1, 2, 3, 4})},
+                                 {"i", tensor({2, 1, 2, 2}, {5, 5, 13, 15, 16, 17, 18, 19})}}),
+      want);
+  // output_shape: indices into it directly, as onnxruntime reads them (ONNX's node test pads
+  // the windows' shape instead: onnx/onnx#2398).
+  int64_initializer(data, "shape", {4}, {1, 1, 5, 5});
+  scatter.add_input("shape");
+  std::vector<float> into(25, 0);
+  into[5] = 5, into[7] = 6, into[13] = 7, into[15] = 8;
+  EXPECT_EQ(evaluate(data.load(), {{"x", values}, {"i", tensor({1, 1, 2, 2}, {5, 7, 13, 15})}}),
+            into);
+  OnnxGraph large({{"x", {1, 1, 64, 64}}, {"i", {1, 1, 64, 64}}}, {"y"}, 11);
+  set(large.node("MaxUnpool", {"x", "i"}, {"y"}), "kernel_shape", std::vector<int64_t>{2, 2});
+  expect_error<DataError>([&] { large.load(); },
+                          {"(MaxUnpool, opset 11)", "more than Loom makes (2^24)"});
 }
 
 // Export of the ops ONNX has no one node for (booleans cast back to 0/1, CNTK's round, clip
