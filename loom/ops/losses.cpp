@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -174,17 +175,22 @@ struct AxisSlices {
   }
 };
 
-// The slices of an op along its "axis" attribute over a sample of `shape`, or none: no
+// The slices of an op along its "axis" attribute over a sample of extents `sample`, or none: no
 // attribute, or a vector sample (along its only axis: the op over the whole sample).
-std::optional<AxisSlices> axis_slices(const Dictionary& a, const NDShape& shape) {
-  if (!a.contains("axis") || shape.rank() <= 1) return std::nullopt;
+std::optional<AxisSlices> axis_slices(const Dictionary& a, std::span<const size_t> sample) {
+  if (!a.contains("axis") || sample.size() <= 1) return std::nullopt;
   const size_t k =
-      op_util::static_axis_index(attribute_axis(a.at("axis")).static_index(), shape.rank());
+      op_util::static_axis_index(attribute_axis(a.at("axis")).static_index(), sample.size());
   AxisSlices s;
-  for (size_t i = 0; i < k; ++i) s.outer *= shape[i];
-  s.n = shape[k];
-  for (size_t i = k + 1; i < shape.rank(); ++i) s.inner *= shape[i];
+  for (size_t i = 0; i < k; ++i) s.outer *= sample[i];
+  s.n = sample[k];
+  for (size_t i = k + 1; i < sample.size(); ++i) s.inner *= sample[i];
   return s;
+}
+
+// The slices of a call's operand z (its sample's extents read in place: no allocation per call).
+std::optional<AxisSlices> axis_slices(const OpCall& call, const Tensor& z) {
+  return axis_slices(call.attributes, std::span(z.shape.dims()).subspan(z.dynamic() ? 1 : 0));
 }
 
 // Shape inference of cross_entropy_with_softmax and classification_error (fn): per_sample_loss,
@@ -267,7 +273,7 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
+    if (const auto slices = axis_slices(call, z)) {
       forward_along(call, *slices);
       return;
     }
@@ -290,7 +296,7 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   }
   void backward(OpCall& call, size_t index, Tensor& g, bool accumulate) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
+    if (const auto slices = axis_slices(call, z)) {
       backward_along(call, *slices, index, g, accumulate);
       return;
     }
@@ -391,14 +397,14 @@ class ClassificationErrorOp : public OpDef {
     const char* fn = "classification_error";
     std::vector<OutputSpec> out = loss_along_axis(name(), fn, in, a, true);
     const int64_t top_n = a.get<int64_t>("top_n");
-    LOOM_CHECK(top_n == 1 || !axis_slices(a, in[0].shape()), ArgumentError, fn, ": topN ", top_n,
-               " is not supported along an axis of a sample of rank ", in[0].shape().rank(),
+    LOOM_CHECK(top_n == 1 || !axis_slices(a, in[0].shape().dims()), ArgumentError, fn, ": topN ",
+               top_n, " is not supported along an axis of a sample of rank ", in[0].shape().rank(),
                " (CNTK neither): give topN=1, or a vector sample");
     return out;
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    if (const auto slices = axis_slices(call.attributes, z.sample_shape())) {
+    if (const auto slices = axis_slices(call, z)) {
       forward_along(call, *slices);
       return;
     }
