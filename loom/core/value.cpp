@@ -1,6 +1,7 @@
 #include "loom/core/value.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -12,6 +13,7 @@ struct Value::Packed {
   std::shared_ptr<const SequenceLayout> layout;
   std::once_flag padded_once, mask_once;
   std::optional<NDArrayView> padded;
+  std::atomic<bool> padded_made{false};  // padded is set (readable without the once_flag)
   std::optional<NDMask> mask;
 };
 
@@ -64,8 +66,13 @@ const NDArrayView& Value::data() const {
     copy_steps(l, l.max_length(), sample_shape().total_size() * size_of(dtype()), data_.raw_data(),
                padded.raw_data(), false);
     packed_->padded = std::move(padded);
+    packed_->padded_made = true;
   });
   return *packed_->padded;
+}
+
+bool Value::has_padded_form() const {
+  return packed_ && packed_->padded_made;
 }
 
 NDShape Value::shape() const {

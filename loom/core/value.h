@@ -72,6 +72,10 @@ class Value {
   // The padded data's mask (a packed Value makes it on the first call, as data()).
   const std::optional<NDMask>& mask() const;
   bool is_packed() const { return packed_ != nullptr; }
+  // Whether this packed Value has made its padded form (data() was asked for, of any copy);
+  // false for a Value that is not packed (its data are its own). Readers of the shape, the
+  // lengths, one sequence or the rows leave it unmade.
+  bool has_padded_form() const;
   // A packed Value's rows [number_of_samples(), sample...] (StateError for another Value).
   const NDArrayView& packed_rows() const;
   // A packed Value's layout, which the executor takes as it is (StateError for another Value).

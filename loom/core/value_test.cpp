@@ -149,6 +149,24 @@ TEST(ValueSequence, GathersALongSequenceBitForBit) {
   EXPECT_EQ(last.size(), 2 * n);
 }
 
+// Reading the shape, the lengths, the mask, a sequence or the rows leaves a packed Value's
+// padded form unmade; data() makes it, for every copy.
+TEST(PackedValue, PadsOnlyWhenItsDataIsAskedFor) {
+  const Ragged r;
+  const Value v = Value::create(r.sequences, r.starts), copy = v;
+  EXPECT_EQ(v.shape(), r.padded.shape());
+  EXPECT_EQ(v.sequence_lengths(), r.lengths);
+  EXPECT_EQ(v.mask(), r.padded.mask());
+  EXPECT_TRUE(same_bytes(v.sequence(2), r.padded.sequence(2)));
+  EXPECT_EQ(v.as_sequences<double>(), r.padded.as_sequences<double>());
+  EXPECT_EQ(v.argmax(), r.padded.argmax());
+  EXPECT_EQ(v.packed_rows().shape(), (NDShape{15, 2}));
+  EXPECT_FALSE(v.has_padded_form());
+  EXPECT_TRUE(same_bytes(copy.data(), r.padded.data()));
+  EXPECT_TRUE(v.has_padded_form());
+  EXPECT_FALSE(r.padded.has_padded_form());  // not packed: its data is its own
+}
+
 // Copies share the padded form, made once: two threads asking at once get the same one.
 TEST(PackedValue, CopiesPadOnceFromAnyThread) {
   const Ragged r;
