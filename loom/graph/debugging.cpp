@@ -206,32 +206,10 @@ void trace_values(const FunctionImpl& f, NodePass pass, const Tensor& t, const S
   std::cerr << line;
 }
 
-// A tensor's value (or gradient) as a Value: a batch [N, sample...], sequences, or one sample.
+// A tensor's value (or gradient) as a Value: one sample, a batch [N, sample...], or packed
+// sequences when some sequence is longer than one step.
 Value value_of(const Tensor& t) {
-  const size_t bytes = t.sample_size() * size_of(t.dtype);
-  auto copy_rows = [&](NDArrayView& out, size_t first_row, size_t row, size_t n) {
-    std::memcpy(static_cast<char*>(out.raw_data()) + first_row * bytes,
-                static_cast<const char*>(t.data) + row * bytes, n * bytes);
-  };
-  const NDShape sample = t.sample_shape();
-  if (!t.dynamic()) {
-    NDArrayView out(t.dtype, sample.prepend(1));
-    copy_rows(out, 0, 0, 1);
-    return Value(out, false);
-  }
-  const SequenceLayout& l = *t.layout;
-  if (l.max_length() <= 1) {
-    NDArrayView out(t.dtype, sample.prepend(l.num_sequences()));
-    for (size_t b = 0; b < l.num_sequences(); ++b)
-      if (l.lengths[b]) copy_rows(out, b, l.row(b, 0), 1);
-    return Value(out, false);
-  }
-  std::vector<NDArrayView> sequences;
-  for (size_t b = 0; b < l.num_sequences(); ++b) {
-    sequences.emplace_back(t.dtype, sample.prepend(l.lengths[b]));
-    for (size_t s = 0; s < l.lengths[b]; ++s) copy_rows(sequences.back(), s, l.row(b, s), 1);
-  }
-  return Value::create(sequences, l.begins);
+  return to_value(t, t.dynamic() && t.layout->max_length() > 1);
 }
 
 }  // namespace

@@ -298,6 +298,37 @@ TEST(DebugGraph, CallbackSeesEveryNodeForwardThenBackward) {
             (std::vector<float>{10.f, 20.f, 10.f, 20.f}));
 }
 
+// Sequences reach the callback packed, as the executor holds them, values and gradients alike;
+// sequences of one step each come as a batch.
+TEST(DebugGraph, CallbackSeesSequencesPacked) {
+  Variable x = sequence::input_variable({2}, {.name = "x", .needs_gradient = true});
+  Function z = element_times(x, constant(2.0, DataType::Float32, "two"), "z");
+  std::vector<DebugEvent> events;
+  DebugGraph d = debug_graph(z, [&](const DebugEvent& e) { events.push_back(e); });
+  const std::vector<float> xs{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const Value seqs = Value::create_sequences<float>({2}, xs, {1, 0, 4});
+  Executor exec({d.model.output()}, {x});
+  exec.forward({{x, seqs}}, true);
+  exec.backward(d.model.output());
+  ASSERT_EQ(d.nodes.size(), 3u);  // x, the constant, z
+  ASSERT_EQ(events.size(), 5u);   // x, the constant, z forward; z, x backward
+  const std::vector<std::vector<float>> z_values{{2, 4}, {}, {6, 8, 10, 12, 14, 16, 18, 20}};
+  const auto sequences_of = [&](size_t event) {
+    const Value& v = events[event].value;
+    EXPECT_TRUE(v.is_packed() && !v.has_padded_form()) << "event " << event;
+    return v.as_sequences<float>();
+  };
+  EXPECT_EQ(sequences_of(0), seqs.as_sequences<float>());
+  EXPECT_EQ(sequences_of(2), z_values);
+  EXPECT_EQ(events[3].pass, NodePass::Backward);
+  EXPECT_EQ(sequences_of(4),
+            (std::vector<std::vector<float>>{{2, 2}, {}, std::vector<float>(8, 2)}));
+  events.clear();
+  exec.forward({{x, Value::create_sequences<float>({2}, {1, 2, 3, 4}, {1, 1})}}, false);
+  EXPECT_FALSE(events[2].value.is_sequence());
+  EXPECT_EQ(events[2].value.data().to_vector<float>(), (std::vector<float>{2, 4, 6, 8}));
+}
+
 TEST(DebugGraph, SavesAndLoadsAsIdentitiesThatReportToNoOne) {
   Variable x = input_variable({2}, {.name = "x", .needs_gradient = true});
   Parameter p = parameter(NDArrayView::from_vector<float>({2}, {10.f, 20.f}), "p");
