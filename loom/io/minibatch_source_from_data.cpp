@@ -29,8 +29,6 @@ ArrayDeserializer::ArrayDeserializer(const DataStreams& streams, ChunkingOptions
     streams_.push_back(std::move(info));
     data_.push_back(v);
     lengths_.push_back(v.sequence_lengths());
-    layouts_.push_back(v.is_packed() ? SequenceLayout::from_lengths(lengths_.back())
-                                     : SequenceLayout{});
     total_bytes += v.is_sparse()
                        ? v.data().nnz() * (sizeof(int32_t) + size_of(v.dtype()))
                        : v.number_of_samples() * v.sample_shape().total_size() * size_of(v.dtype());
@@ -59,8 +57,9 @@ std::shared_ptr<const Chunk> ArrayDeserializer::load_chunk(size_t chunk) {
   size_t first = chunk * per_chunk_, last = first + out->sequences.size();
   for (size_t id = 0; id < streams_.size(); ++id) {
     const Value& v = data_[id];
-    // A packed stream is read from its rows (its padded form is never made).
+    // A packed stream is read from its rows in its own layout (its padded form is never made).
     const NDArrayView& a = v.is_packed() ? v.packed_rows() : v.data();
+    const SequenceLayout* layout = v.is_packed() ? v.packed_layout().get() : nullptr;
     size_t dim = streams_[id].sample_shape.total_size(), max_length = v.max_sequence_length();
     StreamChunkData& d = out->streams.emplace_back();
     dispatch(streams_[id].dtype, [&](auto zero) {
@@ -69,11 +68,10 @@ std::shared_ptr<const Chunk> ArrayDeserializer::load_chunk(size_t chunk) {
       for (size_t s = first; s < last; ++s) {
         size_t length = lengths_[id][s], row = s * max_length;  // the sequence's first sample
         d.sample_begin.push_back(d.sample_begin.back() + length);
-        if (v.is_packed()) {
-          for (size_t t = 0; t < length; ++t) {
-            const T* step = a.data<T>() + layouts_[id].row(s, t) * dim;
-            values.insert(values.end(), step, step + dim);
-          }
+        if (layout) {
+          values.resize(values.size() + length * dim);
+          copy_sequence(*layout, s, dim * sizeof(T), a.raw_data(),
+                        values.data() + values.size() - length * dim, false);
           continue;
         }
         if (!a.is_sparse()) {

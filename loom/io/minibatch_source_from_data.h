@@ -57,7 +57,6 @@ class ArrayDeserializer : public Deserializer {
   std::vector<Value> data_;                   // by stream id
   std::vector<size_t> length_;                // by sequence: the longest stream's length
   std::vector<std::vector<size_t>> lengths_;  // by stream, then sequence
-  std::vector<SequenceLayout> layouts_;       // by stream: a packed stream's rows (else empty)
   std::vector<ChunkInfo> chunk_infos_;
   size_t per_chunk_ = 1;  // sequences per chunk
 };

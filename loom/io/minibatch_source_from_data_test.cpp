@@ -61,10 +61,13 @@ TEST(MinibatchSourceFromData, DenseAndSparseSamplesInOrder) {
 
 TEST(MinibatchSourceFromData, SequencesKeepTheirLengths) {
   // Sequences of 3, 2 and 1 samples of shape [2], and one tag per sequence.
-  Value packed = Value::create_sequences<double>({2}, {{1, 1, 2, 2, 3, 3}, {4, 4, 5, 5}, {6, 6}});
+  const std::vector<std::vector<double>> steps{{1, 1, 2, 2, 3, 3}, {4, 4, 5, 5}, {6, 6}};
+  Value packed = Value::create_sequences<double>({2}, steps);
   ASSERT_TRUE(packed.is_packed());
-  // Read from the packed rows, or from the same sequences padded: the same minibatches.
-  for (const Value& seqs : {packed, Value(packed.data(), true, packed.mask())}) {
+  const Value padding = Value::create_sequences<double>({2}, steps);
+  // Read from the packed rows (never padded), or from the same sequences padded: the same
+  // minibatches.
+  for (const Value& seqs : {packed, Value(padding.data(), true, padding.mask())}) {
     Value tags = Value::one_hot_sequences(4, {{3}, {2}, {1}});
     MinibatchSource source =
         MinibatchSourceFromData({{"s", seqs}, {"t", tags}}, {.randomize = false, .max_sweeps = 1});
@@ -86,6 +89,7 @@ TEST(MinibatchSourceFromData, SequencesKeepTheirLengths) {
     EXPECT_TRUE(mb.at(source["s"]).sweep_end);
     EXPECT_TRUE(source.next_minibatch(5).empty());
   }
+  EXPECT_FALSE(packed.has_padded_form());
 }
 
 TEST(MinibatchSourceFromData, BadArraysAreRejected) {
