@@ -184,13 +184,13 @@ void check_value_form(const Variable& v, const Value& value) {
   if (!v.has_batch_axis()) return;
   if (v.has_sequence_axis()) {
     LOOM_CHECK(value.is_sequence(), ShapeError, "value for ", v.describe(), " of shape ",
-               value.data().shape().to_string(), " holds ", value.num_sequences(),
+               value.shape().to_string(), " holds ", value.num_sequences(),
                " samples without a sequence axis, but the variable is a sequence: give "
                "[sequences, steps, sample...] (Value::create_sequences, Value::create)");
     return;
   }
   LOOM_CHECK(value.max_sequence_length() <= 1 && value.number_of_samples() == value.num_sequences(),
-             ShapeError, "value for ", v.describe(), " of shape ", value.data().shape().to_string(),
+             ShapeError, "value for ", v.describe(), " of shape ", value.shape().to_string(),
              " holds ", value.num_sequences(), " sequences of ",
              lengths_string(value.sequence_lengths()),
              " steps, but the variable has no sequence axis (one step per sequence)");

@@ -551,6 +551,7 @@ TEST(SequenceAxes, ValueFormChecks) {
   expect_shape_error(
       [&] { check_value_form(x, seqs); },
       {"x: Tensor[2]", "shape [2,3,2]", "2 sequences of [3,1] steps", "no sequence axis"});
+  EXPECT_FALSE(seqs.has_padded_form());  // the message's shape is computed, not padded
   Variable t = sequence::input_variable({2}, f64("t"));
   check_same_sequence_lengths(s, seqs, t, random_sequences({2}, {3, 1}, kF64, 32));
   expect_shape_error(
