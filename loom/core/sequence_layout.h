@@ -1,15 +1,22 @@
 // SequenceLayout: how a minibatch of variable-length sequences lies packed, without padding:
 // one row per (sequence, step), time-major, sequences sorted by decreasing length (stable), as
 // in PyTorch's PackedSequence. Step t of all sequences still running is one contiguous block,
-// which is what a recurrent loop needs. The order depends on the lengths alone.
+// which is what a recurrent loop needs. The order depends on the lengths alone. A layout held by
+// a shared_ptr (the executor's, a packed Value's) is shared by the Values made on it
+// (shared_from_this) rather than copied.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace loom {
 
-struct SequenceLayout {
+struct SequenceLayout : std::enable_shared_from_this<SequenceLayout> {
+  // Declared, so that `SequenceLayout x = {}` value-initializes (an aggregate's {} would need
+  // enable_shared_from_this's protected constructor).
+  SequenceLayout() = default;
+
   std::vector<size_t> lengths;       // per sequence, in the minibatch's order
   std::vector<size_t> order;         // rank -> sequence, by decreasing length (stable)
   std::vector<size_t> rank_of;       // sequence -> rank

@@ -3,6 +3,7 @@
 // as from padded inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -138,6 +139,29 @@ TEST(PackedInput, ItsLayoutIsTakenAsItIs) {
   }());
   exec.forward({{n.x, padded(7).second}}, false);
   EXPECT_EQ(exec.tensor(n.x).layout, first);  // the same sequences
+}
+
+// Outputs and gradients come back on the executor's layouts, shared rather than copied: the
+// packed input's own, or one an op made (sequence::slice).
+TEST(PackedInput, OutputsShareTheirLayout) {
+  const Net n;
+  const Function tail = sequence::slice(n.y, 1, 0);
+  Executor exec({n.y, tail}, {n.x});
+  const std::vector<float> xs = random_floats(30, 9);
+  const Value packed = Value::create_sequences<float>({3}, xs, kLengths);
+  exec.forward({{n.x, packed}}, true);
+  exec.backward(n.y);
+  const Value y = exec.output_value(n.y), t = exec.output_value(tail);
+  EXPECT_EQ(y.packed_layout(), packed.packed_layout());
+  EXPECT_EQ(exec.gradient_value(n.x).packed_layout(), packed.packed_layout());
+  EXPECT_EQ(t.packed_layout(), exec.output_value(tail).packed_layout());
+  EXPECT_EQ(t.packed_layout().get(), exec.tensor(tail).layout);
+  EXPECT_EQ(t.sequence_lengths(), (std::vector<size_t>{2, 0, 4, 1}));
+  const auto ys = y.as_sequences<float>(), ts = t.as_sequences<float>();
+  for (size_t s = 0; s < kLengths.size(); ++s)
+    EXPECT_EQ(ts[s],
+              std::vector<float>(ys[s].begin() + std::min<ptrdiff_t>(3, ptrdiff_t(ys[s].size())),
+                                 ys[s].end()));
 }
 
 TEST(PackedInput, InputsOnOneAxisNeedTheSameLengths) {

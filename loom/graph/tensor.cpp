@@ -16,7 +16,7 @@ const SequenceLayout* LayoutCache::batch(size_t n) {
 }
 
 const SequenceLayout* LayoutCache::add(SequenceLayout layout) {
-  layouts_.push_back(std::make_unique<SequenceLayout>(std::move(layout)));
+  layouts_.push_back(std::make_shared<const SequenceLayout>(std::move(layout)));
   return layouts_.back().get();
 }
 
@@ -49,7 +49,9 @@ Value to_value(const Tensor& t, bool as_sequence) {
   if (as_sequence) {
     NDArrayView rows = NDArrayView::uninitialized(t.dtype, t.shape);
     copy_bytes(rows.raw_data(), t.data, l.rows() * bytes);
-    return Value::packed(std::move(rows), l);
+    std::shared_ptr<const SequenceLayout> shared = l.weak_from_this().lock();
+    return Value::packed(std::move(rows),
+                         shared ? std::move(shared) : std::make_shared<const SequenceLayout>(l));
   }
   NDArrayView out(t.dtype, sample.prepend(l.num_sequences()));
   copy_steps(l, 1, bytes, t.data, out.raw_data(), false);

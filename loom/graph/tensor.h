@@ -13,7 +13,8 @@
 
 namespace loom {
 
-// Layouts of one minibatch; owned by the executor, valid until the next minibatch.
+// Layouts of one minibatch; owned by the executor, valid until the next minibatch (and for as
+// long as a Value made on one holds it).
 class LayoutCache {
  public:
   // The layout of a batch of n samples without a sequence axis (identity order).
@@ -23,7 +24,7 @@ class LayoutCache {
   size_t size() const { return layouts_.size(); }
 
  private:
-  std::vector<std::unique_ptr<SequenceLayout>> layouts_;
+  std::vector<std::shared_ptr<const SequenceLayout>> layouts_;
 };
 
 // Grow-only storage: reallocated only when a minibatch needs more than any before it.
@@ -68,8 +69,9 @@ struct Tensor {
 // sequences, else [B, sample...]) into the packed rows of layout at dst.
 void pack_dense(const Value& value, const SequenceLayout& layout, void* dst);
 // A packed tensor (a value or a gradient) copied into a Value of its variable's form: packed
-// sequences when as_sequence (Value::packed: the rows as they are), else [B, sample...] (a
-// tensor without dynamic axes: [1, shape...]).
+// sequences when as_sequence (Value::packed: the rows as they are, on the tensor's layout,
+// shared when a shared_ptr holds it, else copied), else [B, sample...] (a tensor without
+// dynamic axes: [1, shape...]).
 Value to_value(const Tensor& t, bool as_sequence);
 
 }  // namespace loom
