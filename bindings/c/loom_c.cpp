@@ -376,28 +376,34 @@ void evaluate(const loom_model& m, const std::vector<size_t>& arguments, loom_va
   for (size_t i = 0; i < made.size(); ++i) outputs[i] = made[i].release();
 }
 
-// The packed data: the value's own storage when it has no padding and is dense.
+// The data, sequence after sequence without padding: the value's own storage when it lies so
+// (dense samples; dense sequences all of one length, padded; Loom's packed rows of one sequence,
+// or of sequences of one step each), else a copy made once.
 const void* packed_data(const loom_value& v) {
   const loom::Value& value = v.value;
   // Dense samples (no sequence axis, so no padding): no look at the lengths.
   if (!value.is_sequence() && !value.is_sparse()) return value.data().raw_data();
+  if (value.is_packed() && (value.num_sequences() <= 1 || value.max_sequence_length() <= 1))
+    return value.packed_rows().raw_data();
   const std::vector<size_t> lengths = value.sequence_lengths();
   const bool padded = std::any_of(lengths.begin(), lengths.end(),
                                   [&](size_t len) { return len != value.max_sequence_length(); });
-  if (!padded && !value.is_sparse()) return value.data().raw_data();
+  if (!padded && !value.is_sparse() && !value.is_packed()) return value.data().raw_data();
   std::call_once(v.packed_once, [&] {
-    const loom::NDArrayView dense = value.data().to_dense();
     const loom::NDShape sample = value.sample_shape();
-    size_t total = 0;
-    for (size_t len : lengths) total += len;
     loom::NDArrayView packed =
-        loom::NDArrayView::uninitialized(value.dtype(), sample.prepend(total));
+        loom::NDArrayView::uninitialized(value.dtype(), sample.prepend(value.number_of_samples()));
     const size_t step = sample.total_size() * loom::size_of(value.dtype());
-    const char* from = static_cast<const char*>(dense.raw_data());
     char* to = static_cast<char*>(packed.raw_data());
-    for (size_t b = 0; b < lengths.size(); ++b) {
-      std::copy_n(from + b * value.max_sequence_length() * step, lengths[b] * step, to);
-      to += lengths[b] * step;
+    if (value.is_packed()) {  // each sequence's steps gathered from the rows, never padded
+      for (size_t b = 0; b < lengths.size(); to += lengths[b] * step, ++b)
+        loom::copy_sequence(*value.packed_layout(), b, step, value.packed_rows().raw_data(), to,
+                            false);
+    } else {
+      const loom::NDArrayView dense = value.data().to_dense();
+      const char* from = static_cast<const char*>(dense.raw_data());
+      for (size_t b = 0; b < lengths.size(); to += lengths[b] * step, ++b)
+        std::copy_n(from + b * value.max_sequence_length() * step, lengths[b] * step, to);
     }
     v.packed = std::move(packed);
   });
