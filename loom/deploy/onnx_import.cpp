@@ -144,6 +144,109 @@ std::vector<size_t> to_sizes(const std::vector<int64_t>& v, const char* what) {
   return s;
 }
 
+// ---- resizing (Resize, and Upsample, its earlier form) ----
+// Along each axis in turn, output i is a weighted sum of a few input elements around its
+// position in the input (coordinate_transformation_mode): one (nearest), two (linear) or four
+// (cubic), their positions clamped to the input (its edge elements repeated).
+struct Interpolation {
+  std::string mode = "nearest";  // nearest, linear, cubic
+  std::string coordinates = "asymmetric";
+  // nearest_mode; empty: Resize's before opset 11 and Upsample's, which onnxruntime reads as
+  // floor where the axis grows and ceil where it shrinks.
+  std::string nearest{};
+  double cubic_a = -0.75;
+  bool exclude_outside = false;  // cubic: the elements outside the input weigh 0
+  double extrapolation = 0;      // tf_crop_and_resize: the value of positions outside the input
+};
+
+// The input elements that outputs along one axis weigh: output i is the sum over taps t of
+// weight[t][i] x[index[t][i]], or the extrapolation value where outside[i] is 1.
+struct AxisResize {
+  std::vector<std::vector<double>> index, weight;
+  std::vector<double> outside;
+};
+
+// Keys' cubic convolution kernel of parameter a at distance d.
+double keys_kernel(double d, double a) {
+  d = std::abs(d);
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0;
+}
+
+// Resizing an axis of n elements to m: `scale` is the scale given (or m / n for sizes),
+// `length` ONNX's length_resized (n scale as ONNX's reference computes it, or the size given),
+// [start, end] the axis's roi (tf_crop_and_resize).
+AxisResize resize_axis(const Interpolation& how, size_t n, size_t m, double scale, double length,
+                       double start, double end) {
+  const std::string& c = how.coordinates;
+  const double last = double(n - 1);
+  const size_t taps = how.mode == "nearest" ? 1 : how.mode == "linear" ? 2 : 4;
+  AxisResize r{std::vector<std::vector<double>>(taps), std::vector<std::vector<double>>(taps),
+               std::vector<double>(m)};
+  for (size_t i = 0; i < m; ++i) {
+    const double o = double(i);
+    const double x = c == "half_pixel"             ? (o + 0.5) / scale - 0.5
+                     : c == "pytorch_half_pixel"   ? (length > 1 ? (o + 0.5) / scale - 0.5 : 0)
+                     : c == "align_corners"        ? (length > 1 ? o * last / (length - 1) : 0)
+                     : c == "tf_half_pixel_for_nn" ? (o + 0.5) / scale
+                     : c == "tf_crop_and_resize"
+                         ? (length > 1 ? start * last + o * (end - start) * last / (length - 1)
+                                       : (start + end) / 2 * last)
+                         : o / scale;  // asymmetric
+    // The element before x (where x is an element's position, the one before that: x is then
+    // base + 1), and x's distance d in (0, 1] from it, as ONNX's reference picks them.
+    const double base = std::ceil(x) - 1, d = x - base;
+    std::vector<double> at, w;
+    if (how.mode == "nearest") {
+      const std::string rule = how.nearest.empty() ? (scale < 1 ? "ceil" : "floor") : how.nearest;
+      const bool after = rule == "floor"               ? d == 1
+                         : rule == "ceil"              ? true
+                         : rule == "round_prefer_ceil" ? d >= 0.5
+                                                       : d > 0.5;  // round_prefer_floor
+      at = {after ? base + 1 : base};
+      w = {1};
+    } else if (how.mode == "linear") {
+      at = {base, base + 1};
+      w = {1 - d, d};
+    } else {
+      at = {base - 1, base, base + 1, base + 2};
+      w = {keys_kernel(d + 1, how.cubic_a), keys_kernel(d, how.cubic_a),
+           keys_kernel(1 - d, how.cubic_a), keys_kernel(2 - d, how.cubic_a)};
+      if (how.exclude_outside) {
+        double sum = 0;
+        for (size_t t = 0; t < taps; ++t) {
+          if (at[t] < 0 || at[t] > last) w[t] = 0;
+          sum += w[t];
+        }
+        for (double& v : w) v /= sum;
+      }
+    }
+    r.outside[i] = c == "tf_crop_and_resize" && (x < 0 || x > last);
+    for (size_t t = 0; t < taps; ++t) {
+      r.index[t].push_back(std::clamp(at[t], 0.0, last));
+      r.weight[t].push_back(r.outside[i] ? 0 : w[t]);
+    }
+  }
+  return r;
+}
+
+// Whether resizing an axis leaves it as it is (each output the input element at its position).
+bool is_identity(const AxisResize& r, size_t n) {
+  if (r.outside.size() != n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    double own = 0;
+    for (size_t t = 0; t < r.index.size(); ++t) {
+      if (r.index[t][i] == double(i))
+        own += r.weight[t][i];
+      else if (r.weight[t][i] != 0)
+        return false;
+    }
+    if (own != 1) return false;
+  }
+  return true;
+}
+
 // ---- opsets ----
 // The importer reads opsets 7 to 17, each op in its form at the model's opset (its definition
 // of the highest since_version not above it). Its code reads each op's latest form; an earlier
@@ -182,15 +285,19 @@ const std::vector<OpsetChange>& opset_changes() {
       {"BatchNormalization", 9, "the attribute spatial (0: statistics per element of the sample)"},
       {"Split", 13, "split is an attribute", {{"split", 1}}},
       {"Upsample", 9, "scales is an attribute", {{"scales", 1}}},
+      {"Resize", 11,
+       "X and scales alone (no roi, sizes or attributes but mode, nearest or linear) at "
+       "asymmetric coordinates, nearest floor where an axis grows and ceil where it shrinks"},
   };
   return changes;
 }
 // The opsets at which imported ops first appear, where that is after 7.
 const std::map<std::string, int64_t>& opset_introduced() {
   static const std::map<std::string, int64_t> introduced = {
-      {"Expand", 8}, {"Asinh", 9},        {"Atanh", 9},           {"Cosh", 9},
-      {"Sinh", 9},   {"Where", 9},        {"OneHot", 9},          {"ConstantOfShape", 9},
-      {"Round", 11}, {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"MaxUnpool", 9},
+      {"Expand", 8},  {"Asinh", 9},        {"Atanh", 9},           {"Cosh", 9},
+      {"Sinh", 9},    {"Where", 9},        {"OneHot", 9},          {"ConstantOfShape", 9},
+      {"Round", 11},  {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"MaxUnpool", 9},
+      {"Resize", 10},
   };
   return introduced;
 }
@@ -562,6 +669,7 @@ class Importer {
         {"Sum", table_op("Plus")},
         {"Mean", &Importer::mean_node},
         {"Upsample", &Importer::upsample},
+        {"Resize", &Importer::resize_node},
         {"MaxUnpool", &Importer::max_unpool},
     };
     return ops;
@@ -1641,10 +1749,8 @@ class Importer {
     }
   }
 
-  // Upsample (opsets 7 to 9; Resize replaced it at 10) along each static axis whose scale is not
-  // 1: floor(extent scale) outputs, output i at input position i / scale as ONNX's Upsample
-  // places them (its asymmetric coordinates): nearest, the element floor(i / scale); linear, the
-  // interpolation between that element and the next (the last element for both at the end).
+  // Upsample (opsets 7 to 9; Resize replaced it at 10): Resize's first form, asymmetric
+  // coordinates and nearest's floor, at scales of 1 or more.
   Val upsample() {
     if (opset_ >= 10)
       fail("ONNX deprecated Upsample at opset 10 (Resize replaces it); the model imports opset ",
@@ -1653,48 +1759,145 @@ class Importer {
     if (mode != "nearest" && mode != "linear")
       fail("mode ", mode, " is not one of Upsample's (nearest, linear)");
     const Val x = in(0);
-    const std::vector<double> scales = weights(1, {x.rank()}, "scales");
-    std::vector<size_t> scaled;
-    for (size_t k = 0; k < scales.size(); ++k) {
-      if (!(scales[k] >= 1 && scales[k] <= double(kMaxPositions)))
-        fail("scale ", scales[k], " of axis ", k, " must be 1 or more");
-      if (scales[k] != 1) scaled.push_back(k);
+    const std::vector<double> scales = resize_values(1, "scales", x.rank());
+    if (scales.empty()) fail("scales (input 1) is missing");
+    for (size_t k = 0; k < scales.size(); ++k)
+      if (!(scales[k] >= 1)) fail("scale ", scales[k], " of axis ", k, " must be 1 or more");
+    return resized(x, scales, {}, {}, {.mode = mode});
+  }
+
+  // Resize: from opset 11 with roi, scales or sizes and the attributes of how positions map
+  // (coordinate_transformation_mode), round (nearest_mode) and weigh (cubic_coeff_a,
+  // exclude_outside, extrapolation_value); at opset 10 X and scales alone (opset_changes).
+  Val resize_node() {
+    const Val x = in(0);
+    const size_t rank = x.rank();
+    Interpolation how{.mode = string_attribute(*node_, "mode", "nearest")};
+    const bool first_form = earlier_form(11);
+    if (how.mode != "nearest" && how.mode != "linear" && (first_form || how.mode != "cubic"))
+      fail("mode ", how.mode, " is not one of Resize's at opset ", opset_,
+           first_form ? " (nearest, linear)" : " (nearest, linear, cubic)");
+    if (first_form) {
+      const std::vector<double> scales = resize_values(1, "scales", rank);
+      if (scales.empty()) fail("scales (input 1) is missing");
+      return resized(x, scales, {}, {}, how);
     }
-    const DataType t = x.var.dtype();
-    Variable y = x.var;
-    for (size_t k : scaled) {
-      const Axis axis = static_axis(x, int64_t(k));
-      const size_t a = size_t(axis.static_index()), n = y.shape()[a];
-      const double count = std::floor(double(n) * scales[k]);
-      if (count > double(kMaxPositions))
-        fail("Upsample would make ", count, " positions along axis ", k,
-             " (Loom makes at most 2^24)");
-      // Per output: the elements before and after its position, and its weight of the latter.
-      std::vector<double> lower, upper, weight;
-      for (size_t i = 0; i < size_t(count); ++i) {
-        const double at = std::min(double(i) / scales[k], double(n - 1)), low = std::floor(at);
-        lower.push_back(low);
-        upper.push_back(std::min(low + 1, double(n - 1)));
-        weight.push_back(at - low);
-      }
-      const std::string name = k == scaled.back() ? out_name() : "";
-      const NDShape positions{lower.size()};
-      const Variable below =
-          gather(y, constant(array_of(positions, lower, t)), axis, mode == "nearest" ? name : "");
-      if (mode == "nearest") {
-        y = below;
+    how.coordinates = string_attribute(*node_, "coordinate_transformation_mode", "half_pixel");
+    static const std::set<std::string> coordinates = {"half_pixel",           "pytorch_half_pixel",
+                                                      "align_corners",        "asymmetric",
+                                                      "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    if (!coordinates.count(how.coordinates))
+      fail("coordinate_transformation_mode ", how.coordinates, " is not one of ONNX's ",
+           "(half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, ",
+           "tf_crop_and_resize)");
+    how.nearest = string_attribute(*node_, "nearest_mode", "round_prefer_floor");
+    if (how.nearest != "round_prefer_floor" && how.nearest != "round_prefer_ceil" &&
+        how.nearest != "floor" && how.nearest != "ceil")
+      fail("nearest_mode ", how.nearest, " is not one of ONNX's (round_prefer_floor, ",
+           "round_prefer_ceil, floor, ceil)");
+    how.cubic_a = float_attribute(*node_, "cubic_coeff_a", -0.75f);
+    how.exclude_outside = int_attribute(*node_, "exclude_outside", 0) != 0;
+    how.extrapolation = float_attribute(*node_, "extrapolation_value", 0.f);
+    const std::vector<double> scales = resize_values(2, "scales", rank);
+    const std::vector<double> sizes = resize_values(3, "sizes", rank);
+    if (scales.empty() == sizes.empty())
+      fail("one of scales (input 2) and sizes (input 3) must be given; ",
+           scales.empty() ? "neither is" : "both are");
+    std::vector<double> roi;
+    if (how.coordinates == "tf_crop_and_resize") {
+      roi = resize_values(1, "roi", 2 * rank);
+      if (roi.empty())
+        fail("coordinate_transformation_mode tf_crop_and_resize needs roi (input 1)");
+    }
+    return resized(x, scales, sizes, roi, how);
+  }
+
+  // Input i of Resize or Upsample (roi, scales, sizes): its `count` values, none where the node
+  // leaves it out (no name, or an empty tensor as before opset 13). It must be a constant, since
+  // Loom's ops have fixed shapes.
+  std::vector<double> resize_values(size_t i, const char* what, size_t count) {
+    if (!has_input(i)) return {};
+    const std::string& name = node_->input(int(i));
+    if (!constants_.count(name))
+      fail(what, " (input ", i, ", '", name, "') is computed when the model runs; Loom imports ",
+           node_->op_type(), " with constant ", what, " (an initializer or a Constant node's ",
+           "output), since its ops' shapes are fixed when the model is imported");
+    if (tensor_shape(constant_tensor(name)).total_size() == 0) return {};
+    return weights(i, {count}, what);
+  }
+
+  // x resized by `scales` (floor(extent scale) elements) or to `sizes`, along each axis in turn,
+  // the last first (so that tf_crop_and_resize's extrapolated values enter the interpolation
+  // along earlier axes, as in ONNX's reference): output i the weighted sum of gathers that
+  // resize_axis gives. An axis whose resizing is the identity is left as it is; a dynamic axis
+  // (its extent unknown here) only where scale 1 keeps every extent as it is.
+  Val resized(const Val& x, const std::vector<double>& scales, const std::vector<double>& sizes,
+              const std::vector<double>& roi, const Interpolation& how) {
+    if (x.integer && how.mode != "nearest")
+      fail("mode ", how.mode, " of an integer tensor is not imported (ONNX does not say how ",
+           "the interpolated values round)");
+    const size_t rank = x.rank();
+    static const std::set<std::string> keep_at_scale_1 = {"half_pixel", "pytorch_half_pixel",
+                                                          "align_corners", "asymmetric"};
+    std::vector<std::optional<AxisResize>> axes(rank);  // none: the axis stays as it is
+    for (size_t k = 0; k < rank; ++k) {
+      if (k < x.dynamic && sizes.empty() && scales[k] == 1 &&
+          keep_at_scale_1.count(how.coordinates))
         continue;
-      }
-      // The weights [count, 1...] broadcast over the axes behind this one.
-      std::vector<size_t> dims(y.shape().rank() - a, 1);
-      dims[0] = lower.size();
-      std::vector<double> complement(weight.size());
-      for (size_t i = 0; i < weight.size(); ++i) complement[i] = 1 - weight[i];
-      const Variable above = gather(y, constant(array_of(positions, upper, t)), axis);
-      y = plus(element_times(below, constant(array_of(NDShape(dims), complement, t))),
-               element_times(above, constant(array_of(NDShape(dims), weight, t))), name);
+      const size_t n = x.var.shape()[size_t(static_axis(x, int64_t(k)).static_index())];
+      const double scale = sizes.empty() ? scales[k] : sizes[k] / double(n);
+      const double length = sizes.empty() ? double(n) * scale : sizes[k];
+      const double m = std::floor(length);
+      if (!(scale > 0 && m >= 1 && m <= double(kMaxPositions)))
+        fail(node_->op_type(), " would make ", m, " elements of axis ", k, " (extent ", n,
+             ", scale ", scale, "); Loom makes 1 to 2^24 (it has no empty tensors)");
+      AxisResize r = resize_axis(how, n, size_t(m), scale, length, roi.empty() ? 0 : roi[k],
+                                 roi.empty() ? 1 : roi[rank + k]);
+      if (!is_identity(r, n)) axes[k] = std::move(r);
     }
-    return {y, x.dynamic, x.integer && mode == "nearest"};
+    const DataType dtype = x.var.dtype();
+    size_t left = size_t(std::count_if(axes.begin(), axes.end(), [](const auto& r) { return r; }));
+    Variable y = x.var;
+    for (size_t k = rank; k-- > 0;) {
+      if (!axes[k]) continue;
+      const AxisResize& r = *axes[k];
+      const std::string name = --left == 0 ? out_name() : "";
+      const Axis axis = static_axis(x, int64_t(k));
+      const size_t m = r.outside.size();
+      // The weights [m, 1...] broadcast over the axes behind this one.
+      std::vector<size_t> dims(y.shape().rank() - size_t(axis.static_index()), 1);
+      dims[0] = m;
+      auto all = [](const std::vector<double>& v, double value) {
+        return std::all_of(v.begin(), v.end(), [&](double e) { return e == value; });
+      };
+      // The taps that weigh some element (at least one, for the output's shape), and the
+      // extrapolation value where positions are outside.
+      std::vector<size_t> taps;
+      for (size_t t = 0; t < r.index.size(); ++t)
+        if (!all(r.weight[t], 0)) taps.push_back(t);
+      if (taps.empty()) taps.push_back(0);
+      const bool extrapolates = how.extrapolation != 0 && !all(r.outside, 0);
+      const bool one_term = taps.size() == 1 && !extrapolates;
+      std::vector<Variable> terms;
+      for (size_t t : taps) {
+        const bool ones = all(r.weight[t], 1);
+        const Variable at = gather(y, constant(array_of(NDShape{m}, r.index[t], dtype)), axis,
+                                   one_term && ones ? name : "");
+        terms.push_back(
+            ones ? at
+                 : Variable(element_times(at, constant(array_of(NDShape(dims), r.weight[t], dtype)),
+                                          one_term ? name : "")));
+      }
+      if (extrapolates) {
+        std::vector<double> value(r.outside);
+        for (double& v : value) v *= how.extrapolation;
+        terms.push_back(constant(array_of(NDShape(dims), value, dtype)));
+      }
+      y = terms[0];
+      for (size_t i = 1; i < terms.size(); ++i)
+        y = plus(y, terms[i], i + 1 == terms.size() ? name : "");
+    }
+    return {y, x.dynamic, x.integer};
   }
 
   // LRN over [N, C, ...] with an odd size (Loom's window is 2 depth_radius + 1 channels); a

@@ -1270,6 +1270,152 @@ TEST(OnnxImport, Upsample) {
                           {"(Upsample, opset 10)", "deprecated Upsample at opset 10"});
 }
 
+// Resize of x = (0, 10, 20, 40) at opset 13 (unless given), by scales (a float initializer) or
+// to sizes (an int64 one), with the node's string attributes; the node, to add others.
+struct ResizeGraph {
+  OnnxGraph g;
+  pb::NodeProto* node;
+  ResizeGraph(const std::string& mode, const std::vector<float>& scales,
+              const std::vector<int64_t>& sizes,
+              const std::vector<std::pair<std::string, std::string>>& attributes = {},
+              int64_t opset = 13)
+      : g({{"x", {4}}}, {"y"}, opset) {
+    std::vector<std::string> inputs{"x", "", ""};
+    if (!scales.empty()) {
+      g.initializer("scales", {int64_t(scales.size())}, scales);
+      inputs[opset == 10 ? 1 : 2] = "scales";
+    }
+    if (!sizes.empty()) {
+      int64_initializer(g, "sizes", {int64_t(sizes.size())}, sizes);
+      inputs.push_back("sizes");
+    }
+    while (inputs.back().empty()) inputs.pop_back();
+    node = &g.node("Resize", inputs, {"y"});
+    set(*node, "mode", mode);
+    for (const auto& [name, value] : attributes) set(*node, name, value);
+  }
+  std::vector<float> operator()() const {
+    return evaluate(g.load(), {{"x", tensor({4}, {0, 10, 20, 40})}});
+  }
+};
+
+void expect_near(const std::vector<float>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "element " << i;
+}
+
+// Resize's modes, as ONNX's reference computes them (the expected values are its
+// interpolate_nd's): nearest with each nearest_mode at half_pixel positions, linear at each
+// coordinate_transformation_mode (tf_crop_and_resize: roi and the extrapolation value outside
+// it), cubic (cubic_coeff_a, exclude_outside); opset 10's form (X and scales: asymmetric, nearest
+// ceil where the axis shrinks) and opset 11's (empty roi and scales beside sizes); a batch axis
+// kept at scale 1.
+TEST(OnnxImport, Resize) {
+  const std::map<std::string, std::vector<double>> nearest = {
+      {"round_prefer_floor", {0, 0, 10, 20, 20, 40}},
+      {"round_prefer_ceil", {0, 10, 10, 20, 40, 40}},
+      {"floor", {0, 0, 10, 10, 20, 40}},
+      {"ceil", {0, 10, 20, 20, 40, 40}}};
+  for (const auto& [rule, want] : nearest)
+    expect_near(ResizeGraph("nearest", {1.5f}, {}, {{"nearest_mode", rule}})(), want);
+  expect_near(ResizeGraph("nearest", {2}, {},
+                          {{"coordinate_transformation_mode", "tf_half_pixel_for_nn"}})(),
+              {0, 10, 10, 20, 20, 40, 40, 40});
+  expect_near(ResizeGraph("linear", {}, {8})(), {0, 2.5, 7.5, 12.5, 17.5, 25, 35, 40});
+  expect_near(
+      ResizeGraph("linear", {}, {3}, {{"coordinate_transformation_mode", "align_corners"}})(),
+      {0, 15, 40});
+  expect_near(
+      ResizeGraph("linear", {0.5f}, {}, {{"coordinate_transformation_mode", "asymmetric"}})(),
+      {0, 20});
+  expect_near(
+      ResizeGraph("linear", {}, {1}, {{"coordinate_transformation_mode", "pytorch_half_pixel"}})(),
+      {0});
+  ResizeGraph crop("linear", {}, {3}, {{"coordinate_transformation_mode", "tf_crop_and_resize"}});
+  crop.g.initializer("roi", {2}, {0.25f, 1.25f});
+  crop.node->set_input(1, "roi");
+  set(*crop.node, "extrapolation_value", -1.f);
+  expect_near(crop(), {7.5, 25, -1});
+
+  expect_near(ResizeGraph("cubic", {2}, {})(), {-1.0546875, 1.9140625, 6.6796875, 12.6171875,
+                                                15.9765625, 25.5859375, 35.8203125, 42.109375});
+  expect_near(
+      ResizeGraph("cubic", {}, {3}, {{"coordinate_transformation_mode", "align_corners"}})(),
+      {0, 14.0625, 40});
+  ResizeGraph tf("cubic", {2}, {});
+  set(*tf.node, "cubic_coeff_a", -0.5f);
+  set(*tf.node, "exclude_outside", int64_t{1});
+  expect_near(tf(), {-0.88235294, 1.67883212, 7.09923664, 12.265625, 16.796875, 25.11450382,
+                     36.42335766, 41.76470588});
+
+  // Opset 10: asymmetric positions i / scale; nearest is their ceil where the axis shrinks
+  // (1 / 0.6 picks element 2), their floor where it grows.
+  expect_near(ResizeGraph("nearest", {0.6f}, {}, {}, 10)(), {0, 20});
+  expect_near(ResizeGraph("nearest", {1.5f}, {}, {}, 10)(), {0, 0, 10, 20, 20, 40});
+  expect_near(ResizeGraph("linear", {2}, {}, {}, 10)(), {0, 5, 10, 15, 20, 30, 40, 40});
+  // Opset 11: roi and scales are required inputs, empty where sizes are given.
+  ResizeGraph eleven("linear", {}, {8}, {}, 11);
+  eleven.g.initializer("empty", {0}, {});
+  eleven.node->set_input(1, "empty");
+  eleven.node->set_input(2, "empty");
+  expect_near(eleven(), {0, 2.5, 7.5, 12.5, 17.5, 25, 35, 40});
+
+  // Behind a batch axis (scale 1 there): each sample resized.
+  OnnxGraph batched({{"x", {1, 2}}}, {"y"});
+  batched.initializer("scales", {2}, {1, 2});
+  set(batched.node("Resize", {"x", "", "scales"}, {"y"}), "mode", std::string("linear"));
+  const Function b = batched.load(true);
+  EXPECT_EQ(b.output().shape(), (NDShape{4}));
+  EXPECT_EQ(evaluate(b, {{"x", tensor({2, 2}, {0, 4, 8, 16})}}),
+            (std::vector<float>{0, 1, 3, 4, 8, 10, 14, 16}));
+  // Scale 1 everywhere leaves x as it is (the graph output its alias).
+  EXPECT_EQ(ResizeGraph("cubic", {1}, {}).g.load().output().owner().op_name(), "Pass");
+}
+
+// Resize's refusals name the op and the opset: scales, sizes or roi computed when the model
+// runs, both or neither of scales and sizes, tf_crop_and_resize without roi, modes ONNX lacks
+// (cubic at opset 10), no elements, linear of integers, a batch axis resized, opset 9.
+TEST(OnnxImport, ResizeRefusals) {
+  OnnxGraph computed({{"x", {4}}, {"s", {1}}}, {"y"});
+  computed.node("Resize", {"x", "", "s"}, {"y"});
+  expect_error<DataError>([&] { computed.load(); },
+                          {"(Resize, opset 13)",
+                           "scales (input 2, 's') is computed when the "
+                           "model runs; Loom imports Resize with constant "
+                           "scales"});
+  ResizeGraph both("nearest", {2}, {8});
+  expect_error<DataError>([&] { both.g.load(); }, {"(Resize, opset 13)", "both are"});
+  ResizeGraph neither("nearest", {}, {});
+  expect_error<DataError>([&] { neither.g.load(); }, {"(Resize, opset 13)", "neither is"});
+  ResizeGraph crop("linear", {}, {3}, {{"coordinate_transformation_mode", "tf_crop_and_resize"}});
+  expect_error<DataError>([&] { crop.g.load(); }, {"tf_crop_and_resize needs roi (input 1)"});
+  expect_error<DataError>([&] { ResizeGraph("cubic", {2}, {}, {}, 10).g.load(); },
+                          {"(Resize, opset 10)", "mode cubic is not one of Resize's at opset 10"});
+  expect_error<DataError>([&] { ResizeGraph("area", {2}, {}).g.load(); },
+                          {"mode area is not one of Resize's"});
+  expect_error<DataError>(
+      [&] {
+        ResizeGraph("nearest", {2}, {}, {{"coordinate_transformation_mode", "half"}}).g.load();
+      },
+      {"coordinate_transformation_mode half is not one of ONNX's"});
+  expect_error<DataError>(
+      [&] {
+        ResizeGraph("nearest", {2}, {}, {{"nearest_mode", "round"}}).g.load();
+      },
+      {"nearest_mode round is not one of ONNX's"});
+  expect_error<DataError>([&] { ResizeGraph("nearest", {0.2f}, {}).g.load(); },
+                          {"Resize would make 0 elements of axis 0", "no empty tensors"});
+  ResizeGraph integers("linear", {2}, {});
+  integers.g.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      pb::TensorProto::INT64);
+  expect_error<DataError>([&] { integers.g.load(); },
+                          {"mode linear of an integer tensor is not imported"});
+  ResizeGraph batch("nearest", {}, {4});
+  expect_error<DataError>([&] { batch.g.load(true); }, {"(Resize, opset 13)", "a batch axis"});
+  expect_error<DataError>([&] { ResizeGraph("nearest", {2}, {}, {}, 9).g.load(); },
+                          {"(Resize, opset 9)", "defined from opset 10"});
+}
+
 // Split along an axis into the sizes `split` gives (an input from opset 13, an attribute
 // before) or into equal parts; sizes that do not add up to the axis's extent are refused.
 // Sum and Mean of any number of inputs, broadcast as ONNX broadcasts them.
