@@ -1,7 +1,7 @@
 """ONNX's backend node tests against Loom's importer: writes the node tests of Debian's
 python3-onnx (which ships their generator, not their data) into a temporary folder (those of
-ops whose earlier opsets give attributes where later ones take inputs also in that form), then runs
-deploy_test's OnnxNodeTests (loom/deploy/onnx_node_tests_test.cpp) on them, which loads each
+ops whose earlier opsets give attributes where later ones take inputs also in that form, and
+Resize's also at opset 11), then runs deploy_test's OnnxNodeTests (loom/deploy/onnx_node_tests_test.cpp) on them, which loads each
 test of ops Loom imports, evaluates it and compares with ONNX's outputs. docs/onnx.md, "ONNX's
 node tests", has the counts."""
 import importlib
@@ -106,6 +106,29 @@ def earlier_form(case):
                                  data_sets=[([inputs[0]], outputs)])
 
 
+def resize_at_opset11(case):
+    """A node test of Resize (ONNX's are at opset 13, where roi and scales may be left out) at
+    opset 11, where both are required inputs: an empty tensor where the test leaves one out, as
+    models of that opset give them. None for a test of another op."""
+    nodes = case.model.graph.node
+    if len(nodes) != 1 or nodes[0].op_type != "Resize":
+        return None
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    node = model.graph.node[0]
+    for k in (1, 2):
+        if not node.input[k]:
+            node.input[k] = "empty"
+    empty = onnx.helper.make_tensor("empty", onnx.TensorProto.FLOAT, [0], [])
+    model.graph.initializer.append(empty)
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = 11
+    onnx.checker.check_model(model, full_check=True)
+    return types.SimpleNamespace(name=f"{case.name}_opset11", model=model,
+                                 data_sets=case.data_sets)
+
+
 def write(case, folder):
     """As onnx/backend/test/cmd_tools.py generate-data writes a node test (a later test of the
     same name replaces an earlier one, as there), plus model_at_opset7.onnx where the test is
@@ -143,7 +166,8 @@ with tempfile.TemporaryDirectory(prefix="onnx_node_tests_") as folder:
     print(f"{len(cases)} node tests of onnx {onnx.__version__} written "
           f"({len(os.listdir(folder))} names)")
     latest = {case.name: case for case in cases}  # a later test of a name replaces an earlier
-    earlier = [e for e in map(earlier_form, latest.values()) if e]
+    earlier = [e for form in (earlier_form, resize_at_opset11)
+               for e in map(form, latest.values()) if e]
     for case in earlier:
         write(case, folder)
     print(f"{len(earlier)} of them also written in their op's earlier form")
