@@ -230,7 +230,7 @@ class UserOpDef final : public OpDef {
                " has samples of shape ", value.sample_shape().to_string(), ", expected ",
                t.sample_shape().to_string());
     const size_t bytes = t.size() * size_of(t.dtype);
-    const void* src = value.data().raw_data();
+    const void* src = nullptr;  // value's samples in t's rows (a packed value's own rows)
     std::vector<char> packed;
     if (t.dynamic()) {
       const SequenceLayout& l = *t.layout;
@@ -246,12 +246,17 @@ class UserOpDef final : public OpDef {
         pack_dense(value, l, t.data);
         return;
       }
-      packed.resize(bytes);
-      pack_dense(value, l, packed.data());
-      src = packed.data();
+      if (value.is_packed()) {  // rows in l's order, the lengths being l's (checked above)
+        src = value.packed_rows().raw_data();
+      } else {
+        packed.resize(bytes);
+        pack_dense(value, l, packed.data());
+        src = packed.data();
+      }
     } else {
       LOOM_CHECK(value.num_sequences() == 1, ShapeError, op, ": ", what, " holds ",
                  value.num_sequences(), " samples, expected one (it has no batch axis)");
+      src = value.data().raw_data();
     }
     if (!accumulate) {
       std::memcpy(t.data, src, bytes);

@@ -681,5 +681,53 @@ TEST(UserFunction, AnInputBackwardGivesNoGradientForGetsZeros) {
   for (double v : values_of(g.at(b))) EXPECT_EQ(v, 0.0);
 }
 
+// x * x of a sequence input, computed on its packed rows; its outputs and gradients are packed
+// Values on the input's layout, and it keeps them to see whether they were padded.
+class PackedSquare : public UserFunction {
+ public:
+  std::string op_name() const override { return "test.PackedSquare"; }
+  std::vector<Value> forward(const std::vector<Value>& inputs, const std::vector<Variable>&, bool,
+                             std::any& state) const override {
+    state = inputs[0];
+    return {keep(times(inputs[0], inputs[0], 1))};
+  }
+  std::vector<std::optional<Value>> backward(const std::any& state, const std::vector<Value>& roots,
+                                             const std::vector<bool>&) const override {
+    return {keep(times(std::any_cast<const Value&>(state), roots[0], 2))};
+  }
+  mutable std::vector<Value> given;
+
+ private:
+  // a * b * k, row by row, on a's layout (the executor gives b on the same lengths).
+  static Value times(const Value& a, const Value& b, double k) {
+    NDArrayView out = a.packed_rows().deep_clone();
+    const std::vector<double> other = b.packed_rows().to_vector<double>();
+    for (size_t i = 0; i < other.size(); ++i) out.data<double>()[i] *= k * other[i];
+    return Value::packed(out, a.packed_layout());
+  }
+  Value keep(Value v) const { return given.emplace_back(std::move(v)); }
+};
+
+// Packed Values a user function gives (outputs, and gradients written into an input's and
+// added to it) are read from their rows, never padded.
+TEST(UserFunction, ThePackedValuesItGivesAreReadFromTheirRows) {
+  Variable x = input_variable({2}, {.dtype = DataType::Float64,
+                                    .needs_gradient = true,
+                                    .dynamic_axes = default_sequence_axes()});
+  auto square = std::make_shared<PackedSquare>();
+  Function y = plus(user_function(square, {x}), user_function(square, {x}));
+  const ValueMap args{{x, random_sequences({2}, {3, 1, 2}, DataType::Float64, 7)}};
+  const std::vector<double> xs = values_of(args.at(x)), ys = values_of(y.eval_one(args)),
+                            gs = values_of(y.grad(args, {x}).at(x));
+  ASSERT_EQ(ys.size(), xs.size());
+  ASSERT_EQ(gs.size(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(ys[i], 2 * xs[i] * xs[i]);
+    EXPECT_EQ(gs[i], 4 * xs[i]);  // one gradient written, the other added to it
+  }
+  ASSERT_EQ(square->given.size(), 6u);  // two forwards in eval, two in grad, two gradients
+  for (const Value& v : square->given) EXPECT_FALSE(v.has_padded_form());
+}
+
 }  // namespace
 }  // namespace loom
