@@ -1856,7 +1856,8 @@ class Importer {
       if (!is_identity(r, n)) axes[k] = std::move(r);
     }
     const DataType dtype = x.var.dtype();
-    size_t left = size_t(std::count_if(axes.begin(), axes.end(), [](const auto& r) { return r; }));
+    size_t left = size_t(
+        std::count_if(axes.begin(), axes.end(), [](const auto& r) { return r.has_value(); }));
     Variable y = x.var;
     for (size_t k = rank; k-- > 0;) {
       if (!axes[k]) continue;
