@@ -69,12 +69,17 @@ std::string list_of(const std::vector<Variable>& vars) {
 
 // A CTF stream gives each sample as one vector: the data of an argument whose samples have
 // several axes take its shape ([N, 2] for an argument of shape [1, 2]).
+// Packed sequences keep their rows and layout (they are not padded).
 Value in_sample_shape(const Value& v, const Variable& a) {
+  const NDShape sample = v.sample_shape();
+  if (v.is_sparse() || sample == a.shape() || a.shape().has_free() ||
+      sample.total_size() != a.shape().total_size())
+    return v;
+  if (v.is_packed())
+    return Value::packed(v.packed_rows().reshaped(a.shape().prepend(v.number_of_samples())),
+                         v.packed_layout());
   const NDShape& shape = v.data().shape();
   const size_t lead = v.is_sequence() ? 2 : 1;
-  if (v.data().is_sparse() || shape.rank() < lead || shape.sub_shape(lead) == a.shape() ||
-      a.shape().has_free() || shape.sub_shape(lead).total_size() != a.shape().total_size())
-    return v;
   return Value(v.data().reshaped(shape.sub_shape(0, lead).append(a.shape())), v.is_sequence(),
                v.mask());
 }

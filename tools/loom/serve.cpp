@@ -717,9 +717,10 @@ class Batcher {
       for (auto& job : batch) job->outputs.resize(runner_.outputs().size());
       for (size_t o = 0; o < runner_.outputs().size(); ++o) {
         const Value& value = outputs.at(runner_.outputs()[o]);
-        const std::vector<float> all = value.data().to_vector<float>();
-        const std::vector<size_t> lengths = value.sequence_lengths();
-        const size_t n = value.sample_shape().total_size(), steps = value.max_sequence_length();
+        // A batch's samples lie back to back; sequences are read one by one, never padded.
+        const std::vector<float> all =
+            value.is_sequence() ? std::vector<float>() : value.data().to_vector<float>();
+        const size_t n = value.sample_shape().total_size();
         size_t b = 0;  // the batch's sample (or sequence) that starts the job's
         for (auto& job : batch) {
           VariableData& mine = job->outputs[o];
@@ -728,9 +729,9 @@ class Batcher {
             mine.values.assign(all.begin() + std::ptrdiff_t(b * n),
                                all.begin() + std::ptrdiff_t((b + job->samples) * n));
           for (size_t end = b + job->samples; value.is_sequence() && b < end; ++b) {
-            const auto first = all.begin() + std::ptrdiff_t(b * steps * n);
-            mine.values.insert(mine.values.end(), first, first + std::ptrdiff_t(lengths[b] * n));
-            mine.lengths.push_back(lengths[b]);
+            const std::vector<float> steps = value.sequence(b).to_vector<float>();
+            mine.values.insert(mine.values.end(), steps.begin(), steps.end());
+            mine.lengths.push_back(value.sequence_length(b));
           }
           if (!value.is_sequence()) b += job->samples;
         }
