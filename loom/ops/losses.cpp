@@ -13,6 +13,7 @@
 #include "loom/core/random.h"
 #include "loom/graph/initializer.h"
 #include "loom/graph/op.h"
+#include "loom/kernels/detail.h"
 #include "loom/kernels/fast_math.h"
 #include "loom/kernels/loss.h"
 #include "loom/kernels/nce.h"
@@ -103,14 +104,28 @@ class TargetRows {
   const T* values_ = nullptr;
 };
 
-// dx (+)= scale (e^lr - t) over a row of n: t a dense row of targets, or none (Dense false; the
-// caller subtracts sparse targets). Each case its own loop: with the choices inside, the loop did
-// not vectorize.
-template <bool Add, bool Dense, typename T>
-void softmax_gradient_row(size_t n, const T* lr, const T* t, T scale, T* dx) {
+// dx (+)= scale (e^(x - shift) - t) over a run of n entries: t a dense run of targets, or none
+// (Dense false; the caller subtracts sparse targets); scale and shift one for each entry (Each: a
+// run across slices, entry c in slice c) or one for the run. Each case its own loop: with the
+// choices inside, the loop did not vectorize.
+template <bool Add, bool Dense, bool Each, typename T>
+void softmax_gradient_run(size_t n, const T* x, const T* shift, const T* t, const T* scale, T* dx) {
+  const T shift0 = shift[0], scale0 = scale[0];
 #pragma omp simd
   for (size_t c = 0; c < n; ++c) {
-    const T v = scale * (kernels::fast_exp(lr[c]) - (Dense ? t[c] : T(0)));
+    const T e = kernels::fast_exp(x[c] - (Each ? shift[c] : shift0));
+    const T v = (Each ? scale[c] : scale0) * (e - (Dense ? t[c] : T(0)));
+    dx[c] = Add ? dx[c] + v : v;
+  }
+}
+
+// dx (+)= -scale x over a run of n entries, scale as in softmax_gradient_run.
+template <bool Add, bool Each, typename T>
+void negated_product_run(size_t n, const T* x, const T* scale, T* dx) {
+  const T scale0 = scale[0];
+#pragma omp simd
+  for (size_t c = 0; c < n; ++c) {
+    const T v = -(Each ? scale[c] : scale0) * x[c];
     dx[c] = Add ? dx[c] + v : v;
   }
 }
@@ -132,48 +147,60 @@ size_t sample_axis(const char* fn, const Variable& z, const Axis& axis) {
   return size_t(i < 0 ? i + rank : i);
 }
 
+// exp() costs several simple operations (as the softmax kernels count it): a loop of them splits
+// over threads from fewer entries.
+constexpr size_t kExpCost = 8;
+// The columns of a block (below) whose running values a loop keeps on the stack.
+constexpr size_t kColumns = 64;
+
 // cross_entropy_with_softmax and classification_error along one static axis of a sample of rank
 // 2 or more (their "axis" attribute, CNTK's axis argument): the sample seen as [outer, n, inner],
 // n the axis; each (outer, inner) position j = o inner + i is a slice of n entries, entry c of
-// it at e = (o n + c) inner + i.
+// it at e = (o n + c) inner + i. Block o of a sample is its n x inner entries at o, contiguous:
+// its columns are slices, which loops walk a row of n (c) at a time, vectorized along the inner
+// columns (i), or along c where inner is 1 (each block a slice).
 struct AxisSlices {
   size_t outer = 1, n = 1, inner = 1;
   size_t count() const { return outer * inner; }
-  size_t slice_of(size_t e) const { return e / (n * inner) * inner + e % inner; }
-  // f(e, j) for every entry e of the sample, in memory order, j its slice.
+  size_t block() const { return n * inner; }
+  // Calls f(u, r, o) for the blocks u = r outer + o of `rows` samples (r the sample), split over
+  // threads above the kernels' grain (`cost` simple operations an entry); cost 0 keeps them on
+  // the calling thread (blocks that add to one output).
   template <typename F>
-  void for_each_entry(F&& f) const {
-    if (inner == 1) {  // slices along the last axis: each a row of n
-      for (size_t o = 0, e = 0; o < outer; ++o)
-        for (size_t c = 0; c < n; ++c, ++e) f(e, o);
-      return;
-    }
-    for (size_t o = 0, e = 0; o < outer; ++o)
-      for (size_t c = 0; c < n; ++c)
-        for (size_t i = 0; i < inner; ++i, ++e) f(e, o * inner + i);
+  void for_each_block(size_t rows, size_t cost, F&& f) const {
+    const size_t blocks = rows * outer;
+    kernels::detail::parallel_for(blocks, blocks * block() * cost, [&](size_t begin, size_t end) {
+      for (size_t u = begin; u < end; ++u) f(u, u / outer, u % outer);
+    });
   }
-  // top[j] = the largest x of slice j (NaN passed over), for the slices of one sample.
+  // top[i] = the largest of column i < w (<= kColumns) of the block at x (NaN passed over).
   template <typename T>
-  void slice_max(const T* x, T* top) const {
-    std::fill_n(top, count(), -std::numeric_limits<T>::infinity());
-    for_each_entry([&](size_t e, size_t j) { top[j] = std::max(top[j], x[e]); });
-  }
-  // lse[j] = log Σ_c e^x over slice j of each of `rows` samples; sum (count() of them) is
-  // working space. Slices along the last axis are rows of the softmax kernels.
-  template <typename T>
-  void logsumexp(size_t rows, const T* x, T* lse, T* sum) const {
-    if (inner == 1) {
-      kernels::logsumexp(rows * outer, n, x, lse);
-      return;
-    }
-    for (size_t r = 0; r < rows; ++r, x += outer * n * inner, lse += count()) {
-      slice_max(x, lse);
-      std::fill_n(sum, count(), T(0));
-      for_each_entry([&](size_t e, size_t j) { sum[j] += kernels::fast_exp(x[e] - lse[j]); });
-      for (size_t j = 0; j < count(); ++j) lse[j] += std::log(sum[j]);
+  void column_max(const T* x, size_t w, T* top) const {
+    std::fill_n(top, w, -std::numeric_limits<T>::infinity());
+    for (size_t c = 0; c < n; ++c, x += inner) {
+#pragma omp simd
+      for (size_t i = 0; i < w; ++i) top[i] = std::max(top[i], x[i]);
     }
   }
 };
+
+// The entries of a sparse target made dense (room for dense_targets): its rows of n, one for a
+// target without dynamic axes; none for a dense target.
+size_t dense_room(const Tensor& t, size_t rows, size_t n) {
+  return t.is_sparse() ? (t.dynamic() ? rows : 1) * n : 0;
+}
+
+// The rows of n entries of target t as dense values: t's own, or a sparse t's written into room
+// (dense_room of them). Read at row_start(t, r, n).
+template <typename T>
+const T* dense_targets(const Tensor& t, size_t rows, size_t n, T* room) {
+  if (!t.is_sparse()) return t.ptr<T>();
+  std::fill_n(room, dense_room(t, rows, n), T(0));
+  const TargetRows<T> targets(t, n);
+  for (size_t r = 0; r < (t.dynamic() ? rows : 1); ++r)
+    targets.for_each(r, [&](size_t c, T v) { room[r * n + c] = v; });
+  return room;
+}
 
 // The slices of an op along its "axis" attribute over a sample of extents `sample`, or none: no
 // attribute, or a vector sample (along its only axis: the op over the whole sample).
@@ -265,11 +292,12 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
   static T* scratch(OpCall& call, const Tensor& z) {  // log_softmax(z), for backward
     return static_cast<T*>(call.scratch->ensure(z.rows() * z.sample_size() * sizeof(T)));
   }
-  // Along an axis: logsumexp(z) of the m slices of each row of z, for backward, and working
-  // space for m more.
+  // Along an axis: logsumexp(z) of the m slices of each of the output's rows, for backward,
+  // then the room of a sparse target made dense (of samples of n entries).
   template <typename T>
-  static T* scratch(OpCall& call, const Tensor& z, size_t m) {
-    return static_cast<T*>(call.scratch->ensure((z.rows() + 1) * m * sizeof(T)));
+  static T* scratch(OpCall& call, const Tensor& t, size_t m, size_t n) {
+    const size_t rows = call.output->rows();
+    return static_cast<T*>(call.scratch->ensure((rows * m + dense_room(t, rows, n)) * sizeof(T)));
   }
   void forward(OpCall& call) const override {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
@@ -312,21 +340,20 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
         if (index == 0) {  // dz = dy · (softmax(z) − t), softmax(z) = e^log_softmax(z)
           const T* lr = ls + row_start(z, r, n);
           const T* tr = targets.dense_row(r);
-          const T scale = dy[r];
+          const T* scale = dy + r;
+          const T none = 0;  // log_softmax(z) is z shifted already
           if (add) {
-            tr ? softmax_gradient_row<true, true>(n, lr, tr, scale, dx)
-               : softmax_gradient_row<true, false>(n, lr, tr, scale, dx);
+            tr ? softmax_gradient_run<true, true, false>(n, lr, &none, tr, scale, dx)
+               : softmax_gradient_run<true, false, false>(n, lr, &none, tr, scale, dx);
           } else {
-            tr ? softmax_gradient_row<false, true>(n, lr, tr, scale, dx)
-               : softmax_gradient_row<false, false>(n, lr, tr, scale, dx);
+            tr ? softmax_gradient_run<false, true, false>(n, lr, &none, tr, scale, dx)
+               : softmax_gradient_run<false, false, false>(n, lr, &none, tr, scale, dx);
           }
-          if (!tr) targets.for_each(r, [&](size_t c, T v) { dx[c] -= scale * v; });
+          if (!tr) targets.for_each(r, [&](size_t c, T v) { dx[c] -= *scale * v; });
         } else {  // dt = −dy · z
           const T* zr = z.ptr<T>() + row_start(z, r, n);
-          for (size_t c = 0; c < n; ++c) {
-            T v = -dy[r] * zr[c];
-            dx[c] = add ? dx[c] + v : v;
-          }
+          add ? negated_product_run<true, false>(n, zr, dy + r, dx)
+              : negated_product_run<false, false>(n, zr, dy + r, dx);
         }
       }
     });
@@ -334,54 +361,80 @@ class CrossEntropyWithSoftmaxOp : public OpDef {
 
  private:
   // Along an axis (CNTK's composite logsumexp(z, axis) − Σ_axis t·z), per slice: the same
-  // formula and gradients (dz = dy (softmax(z) − t), dt = −dy z) slice by slice. Forward keeps
-  // logsumexp(z) of each slice in the scratch area for backward.
+  // formula and gradients (dz = dy (softmax(z) − t), dt = −dy z) slice by slice, block by block
+  // (AxisSlices). Forward keeps logsumexp(z) of each slice in the scratch area for backward.
   static void forward_along(OpCall& call, const AxisSlices& s) {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
+    const size_t rows = call.output->rows(), size = z.sample_size(), m = s.count();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      T* lse = scratch<T>(call, z, m);
-      s.logsumexp(z.rows(), z.ptr<T>(), lse, lse + z.rows() * m);
-      const TargetRows<T> targets(t, n);
-      for (size_t r = 0; r < rows; ++r) {
-        const T* zr = z.ptr<T>() + row_start(z, r, n);
-        T* y = call.output->ptr<T>() + r * m;
-        std::copy_n(lse + row_start(z, r, m), m, y);
-        if (const T* tr = targets.dense_row(r))
-          s.for_each_entry([&](size_t e, size_t j) { y[j] -= tr[e] * zr[e]; });
-        else
-          targets.for_each(r, [&](size_t e, T v) { y[s.slice_of(e)] -= v * zr[e]; });
-      }
+      T* lse = scratch<T>(call, t, m, size);
+      const T* targets = dense_targets(t, rows, size, lse + rows * m);
+      s.for_each_block(rows, kExpCost, [&](size_t u, size_t r, size_t o) {
+        const T* zb = z.ptr<T>() + row_start(z, r, size) + o * s.block();
+        const T* tb = targets + row_start(t, r, size) + o * s.block();
+        T *lb = lse + u * s.inner, *y = call.output->ptr<T>() + u * s.inner;
+        if (s.inner == 1) {  // the block is one slice
+          kernels::logsumexp(1, s.n, zb, lb);
+          T dot = 0;
+#pragma omp simd reduction(+ : dot)
+          for (size_t c = 0; c < s.n; ++c) dot += tb[c] * zb[c];
+          y[0] = lb[0] - dot;
+          return;
+        }
+        for (size_t i0 = 0; i0 < s.inner; i0 += kColumns) {
+          const size_t w = std::min(kColumns, s.inner - i0);
+          // Shifted by the max, by 0 where it is not finite (a slice of -inf gives -inf).
+          T shift[kColumns], sum[kColumns] = {}, dot[kColumns] = {};
+          s.column_max(zb + i0, w, shift);
+          for (size_t i = 0; i < w; ++i)
+            if (!std::isfinite(shift[i])) shift[i] = 0;
+          for (size_t c = 0; c < s.n; ++c) {
+            const T *zc = zb + c * s.inner + i0, *tc = tb + c * s.inner + i0;
+#pragma omp simd
+            for (size_t i = 0; i < w; ++i) {
+              sum[i] += kernels::fast_exp(zc[i] - shift[i]);
+              dot[i] += tc[i] * zc[i];
+            }
+          }
+          for (size_t i = 0; i < w; ++i) {
+            lb[i0 + i] = shift[i] + std::log(sum[i]);
+            y[i0 + i] = lb[i0 + i] - dot[i];
+          }
+        }
+      });
     });
   }
   static void backward_along(OpCall& call, const AxisSlices& s, size_t index, Tensor& g,
                              bool accumulate) {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    const size_t rows = call.output->rows(), n = z.sample_size(), m = s.count();
+    const size_t rows = call.output->rows(), size = z.sample_size(), m = s.count();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const T* lse = scratch<T>(call, z, m);
+      T* lse = scratch<T>(call, t, m, size);
+      const T* targets = index == 0 ? dense_targets(t, rows, size, lse + rows * m) : nullptr;
       const bool add = prepare_gradient<T>(g, accumulate);
-      const TargetRows<T> targets(t, n);
-      for (size_t r = 0; r < rows; ++r) {
-        const T* zr = z.ptr<T>() + row_start(z, r, n);
-        const T* dy = call.output_gradient->ptr<T>() + r * m;
-        const T* lr = lse + row_start(z, r, m);
-        T* dx = g.ptr<T>() + row_start(g, r, n);
-        auto put = [&](size_t e, T v) { dx[e] = add ? dx[e] + v : v; };
-        if (index == 1) {
-          s.for_each_entry([&](size_t e, size_t j) { put(e, -dy[j] * zr[e]); });
-        } else if (const T* tr = targets.dense_row(r)) {
-          s.for_each_entry([&](size_t e, size_t j) {
-            put(e, dy[j] * (kernels::fast_exp(zr[e] - lr[j]) - tr[e]));
-          });
-        } else {
-          s.for_each_entry(
-              [&](size_t e, size_t j) { put(e, dy[j] * kernels::fast_exp(zr[e] - lr[j])); });
-          targets.for_each(r, [&](size_t e, T v) { dx[e] -= dy[s.slice_of(e)] * v; });
-        }
-      }
+      kernels::detail::with_accumulate(add, [&](auto a) {
+        constexpr bool A = decltype(a)::value;
+        // A gradient without dynamic axes sums the rows' blocks: on one thread.
+        s.for_each_block(rows, g.dynamic() ? kExpCost : 0, [&](size_t u, size_t r, size_t o) {
+          const T* zb = z.ptr<T>() + row_start(z, r, size) + o * s.block();
+          T* dx = g.ptr<T>() + row_start(g, r, size) + o * s.block();
+          const T *lb = lse + u * s.inner, *dy = call.output_gradient->ptr<T>() + u * s.inner;
+          if (index == 1) {
+            if (s.inner == 1) return negated_product_run<A, false>(s.n, zb, dy, dx);
+            for (size_t c = 0; c < s.n; ++c)
+              negated_product_run<A, true>(s.inner, zb + c * s.inner, dy, dx + c * s.inner);
+            return;
+          }
+          const T* tb = targets + row_start(t, r, size) + o * s.block();
+          if (s.inner == 1) return softmax_gradient_run<A, true, false>(s.n, zb, lb, tb, dy, dx);
+          for (size_t c = 0; c < s.n; ++c) {
+            const size_t at = c * s.inner;
+            softmax_gradient_run<A, true, true>(s.inner, zb + at, lb, tb + at, dy, dx + at);
+          }
+        });
+      });
     });
   }
 };
@@ -460,32 +513,51 @@ class ClassificationErrorOp : public OpDef {
  private:
   // Along an axis (CNTK's composite, top 1): a slice is wrong where the target differs from
   // (z == the slice's largest z) anywhere, and the value is the fraction of wrong slices (NaN
-  // scores passed over, as the largest).
+  // scores passed over, as the largest). Threads split the rows.
   static void forward_along(OpCall& call, const AxisSlices& s) {
     const Tensor &z = *call.inputs[0], &t = *call.inputs[1];
-    const size_t n = z.sample_size(), m = s.count();
+    const size_t rows = call.output->rows(), size = z.sample_size();
     dispatch(z.dtype, [&](auto zero) {
       using T = decltype(zero);
-      const TargetRows<T> targets(t, n);
-      // Each slice's largest z, whether it is wrong, and a sparse target's row made dense.
-      T* top = static_cast<T*>(call.scratch->ensure((2 * m + n) * sizeof(T)));
-      T *wrong = top + m, *dense = wrong + m;
-      for (size_t r = 0; r < call.output->rows(); ++r) {
-        const T* zr = z.ptr<T>() + row_start(z, r, n);
-        const T* tr = targets.dense_row(r);
-        if (!tr) {
-          std::fill_n(dense, n, T(0));
-          targets.for_each(r, [&](size_t e, T v) { dense[e] = v; });
-          tr = dense;
+      T* room = static_cast<T*>(call.scratch->ensure(dense_room(t, rows, size) * sizeof(T)));
+      const T* targets = dense_targets(t, rows, size, room);
+      kernels::detail::parallel_for(rows, rows * size, [&](size_t begin, size_t end) {
+        for (size_t r = begin; r < end; ++r) {
+          size_t wrong = 0;
+          for (size_t o = 0; o < s.outer; ++o)
+            wrong += wrong_slices(s, z.ptr<T>() + row_start(z, r, size) + o * s.block(),
+                                  targets + row_start(t, r, size) + o * s.block());
+          call.output->ptr<T>()[r] = T(wrong) / T(s.count());
         }
-        s.slice_max(zr, top);
-        std::fill_n(wrong, m, T(0));
-        s.for_each_entry([&](size_t e, size_t j) {
-          if (tr[e] != (zr[e] == top[j] ? T(1) : T(0))) wrong[j] = 1;
-        });
-        call.output->ptr<T>()[r] = std::accumulate(wrong, wrong + m, T(0)) / T(m);
-      }
+      });
     });
+  }
+  // The wrong slices of a block of scores z and targets t.
+  template <typename T>
+  static size_t wrong_slices(const AxisSlices& s, const T* z, const T* t) {
+    if (s.inner == 1) {  // the block is one slice
+      size_t at = 0;
+      kernels::row_argmax(1, s.n, z, &at);
+      const T top = s.n ? z[at] : T(0);
+      int wrong = 0;
+#pragma omp simd reduction(| : wrong)
+      for (size_t c = 0; c < s.n; ++c) wrong |= t[c] != (z[c] == top ? T(1) : T(0));
+      return size_t(wrong);
+    }
+    size_t count = 0;
+    for (size_t i0 = 0; i0 < s.inner; i0 += kColumns) {
+      const size_t w = std::min(kColumns, s.inner - i0);
+      T top[kColumns], wrong[kColumns] = {};
+      s.column_max(z + i0, w, top);
+      for (size_t c = 0; c < s.n; ++c) {
+        const T *zc = z + c * s.inner + i0, *tc = t + c * s.inner + i0;
+#pragma omp simd
+        for (size_t i = 0; i < w; ++i)
+          if (tc[i] != (zc[i] == top[i] ? T(1) : T(0))) wrong[i] = 1;
+      }
+      count += size_t(std::accumulate(wrong, wrong + w, T(0)));
+    }
+    return count;
   }
 };
 

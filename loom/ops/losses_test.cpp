@@ -14,6 +14,7 @@
 #include "loom/ops/gradient_check.h"
 #include "loom/ops/linear.h"
 #include "loom/ops/ops_test_util.h"
+#include "loom/ops/reduction.h"
 #include "loom/ops/registry.h"
 #include "loom/serialize/model_file.h"
 
@@ -1135,6 +1136,58 @@ TEST(LossAlongAxis, ClassificationErrorIsCntksComposite) {
   EXPECT_EQ(classification_error(z, t, 1, Axis(1)).output().shape(), (NDShape{1, 1}));
   Variable v = input_variable({3}), u = input_variable({3});
   EXPECT_EQ(classification_error(v, u, 2, Axis(0)).op_name(), "ClassificationError");
+}
+
+TEST(LossAlongAxis, LargeSamplesAreTheCompositeOnEveryAxis) {
+  // 8 samples of [3, 5, 70]: blocks split over threads, columns past a run of 64 (inner 70),
+  // slices in the middle of the sample (axis 1). cross_entropy_with_softmax is the composite of
+  // Loom's reductions, gradients included, with targets per sample or shared (a parameter, whose
+  // gradient sums the samples'); classification_error of one-hot targets is the fraction of
+  // slices whose first largest score is not at the target.
+  const NDShape shape{3, 5, 70};
+  const size_t rows = 8, size = shape.total_size();
+  Variable z = input_variable(shape, f64("z")), t = input_variable(shape, f64("t"));
+  const Value zv = random_batch(shape, rows, kF64, 105, -3, 3);
+  const Value tv = random_batch(shape, rows, kF64, 106, 0, 1);
+  const Variable shared = parameter(random_array(shape, kF64, 107, 0, 1), "shared");
+  const std::vector<double> zs = values(zv);
+  for (int axis : {0, 1, 2}) {
+    SCOPED_TRACE(axis);
+    for (const Variable& target : {t, shared}) {
+      const ValueMap args = target == t ? ValueMap{{z, zv}, {t, tv}} : ValueMap{{z, zv}};
+      const Function f = cross_entropy_with_softmax(z, target, Axis(axis));
+      const Function composite = minus(reduce_log_sum_exp(z, Axis(axis)),
+                                       reduce_sum(element_times(target, z), Axis(axis)));
+      expect_all_near(values(f.eval_one(args)), values(composite.eval_one(args)), 1e-12, "output");
+      const ValueMap g = weighted_output(f).grad(args, {z, target});
+      const ValueMap expected = weighted_output(composite).grad(args, {z, target});
+      for (const Variable& v : {z, target})
+        expect_all_near(values(g.at(v)), values(expected.at(v)), 1e-12, "gradient");
+    }
+
+    // One-hot targets along the axis: slice j of sample r has its 1 at entry (j + r) % n.
+    const size_t k = size_t(axis), n = shape[k];
+    size_t inner = 1;
+    for (size_t a = k + 1; a < shape.rank(); ++a) inner *= shape[a];
+    std::vector<double> one_hot(rows * size, 0.0), wrong(rows, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t e = 0; e < size; ++e) {
+        const size_t o = e / (n * inner), c = e / inner % n, i = e % inner;
+        if (c != (o * inner + i + r) % n) continue;
+        one_hot[r * size + e] = 1;
+        size_t best = 0;  // the slice's first largest score
+        for (size_t b = 1; b < n; ++b)
+          if (zs[r * size + (o * n + b) * inner + i] > zs[r * size + (o * n + best) * inner + i])
+            best = b;
+        wrong[r] += best != c;
+      }
+      wrong[r] /= double(size / n);
+    }
+    expect_all_near(
+        values(classification_error(z, t, 1, Axis(axis))
+                   .eval_one({{z, zv}, {t, Value::create_batch<double>(shape, one_hot)}})),
+        wrong, 1e-15, "classification_error");
+  }
 }
 
 TEST(LossAlongAxis, OverPlaceholdersAsOverInputs) {
