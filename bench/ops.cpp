@@ -3,10 +3,11 @@
 // at minibatch 64 ("batch"; the ops whose shapes cannot grow so have a case of that size in
 // own_bench_case; a case that still does not fit its op is reported as skipped), and, where the
 // case runs over sequences, on 64 ragged sequences of lengths 1..64 with the same sample per step
-// ("seq"). Then it runs ops_torch.py (PyTorch's equivalent of each op on the same shapes, with
-// Loom's thread count) as a child and prints one table of both sides' microseconds per call and
-// their ratio (torch / Loom: above 1, Loom is faster), and for the elementwise family the bandwidth
-// Loom's kernels reach as a share of the machine's (a memcpy of 256 MiB on Loom's threads).
+// ("seq"), and on the extra cases over a batch that some ops have (extra_bench_cases). Then it runs
+// ops_torch.py (PyTorch's equivalent of each op on the same shapes, with Loom's thread count) as a
+// child and prints one table of both sides' microseconds per call and their ratio (torch / Loom:
+// above 1, Loom is faster), and for the elementwise family the bandwidth Loom's kernels reach as a
+// share of the machine's (a memcpy of 256 MiB on Loom's threads).
 //
 // Forward is Executor::forward in inference mode; forward+backward is a training-mode forward
 // and Executor::backward from a fixed random gradient of the output, to the op's differentiable
@@ -231,6 +232,42 @@ const char* mode_name(Mode m) {
   return m == Mode::Batch ? "batch" : "seq";
 }
 
+// A row's case: its name (the table's case column), its mode, its inputs and attributes, and
+// whether they are of the bench's size already (not widened).
+struct BenchCase {
+  std::string name;
+  Mode mode;
+  ConformanceCase c;
+  bool sized;
+};
+
+// Rows beyond an op's bench case, over a batch, of the bench's size: cross_entropy_with_softmax
+// and classification_error along the first axis of a matrix sample (32 classes at each of 128
+// positions, as a segmentation lays them out), soft targets in [0, 1] (every slice is then an
+// error: the cost is that of one-hot targets).
+std::vector<BenchCase> extra_bench_cases(const std::string& op) {
+  if (op != "CrossEntropyWithSoftmax" && op != "ClassificationError") return {};
+  return {
+      {"axis0",
+       Mode::Batch,
+       {{{NDShape{32, 128}}, {NDShape{32, 128}, true, 0, 1}}, Dictionary({{"axis", int64_t{0}}})},
+       true}};
+}
+
+// The rows of an op: its bench case (own_bench_case, else its first conformance case, widened)
+// in each mode that its first case runs in, then its extra cases.
+std::vector<BenchCase> bench_cases(const OpSchema& s) {
+  const ConformanceCase own = own_bench_case(s.op->name());
+  const ConformanceCase& first = s.conformance.front();
+  std::vector<BenchCase> cases;
+  for (Mode mode : {Mode::Batch, Mode::Sequences})
+    if (mode == Mode::Batch ? first.batch : first.sequences)
+      cases.push_back(
+          {mode_name(mode), mode, own.inputs.empty() ? first : own, !own.inputs.empty()});
+  for (BenchCase& c : extra_bench_cases(s.op->name())) cases.push_back(std::move(c));
+  return cases;
+}
+
 std::vector<size_t> sequence_lengths() {
   std::vector<size_t> lengths(kSequences);
   for (size_t i = 0; i < kSequences; ++i) lengths[i] = i + 1;
@@ -254,6 +291,7 @@ std::vector<float> draw(size_t n, const ConformanceInput& in, std::mt19937& gen)
 struct Bench {
   const OpSchema* schema;
   Mode mode;
+  std::string name;  // the case's
   Function f = {};
   Variable out = {};
   ValueMap arguments = {};
@@ -262,13 +300,12 @@ struct Bench {
   size_t rows = 0;  // of each per-sample input: samples, or the sequences' steps
 };
 
-Bench build(const OpSchema& s, Mode mode) {
-  const ConformanceCase own = own_bench_case(s.op->name());
-  const bool has_own = !own.inputs.empty();
-  const ConformanceCase& c = has_own ? own : s.conformance.front();
-  const Widening widen(c, has_own);
+Bench build(const OpSchema& s, const BenchCase& bench_case) {
+  const ConformanceCase& c = bench_case.c;
+  const Mode mode = bench_case.mode;
+  const Widening widen(c, bench_case.sized);
   const std::vector<size_t> lengths = sequence_lengths();
-  Bench b{&s, mode};
+  Bench b{&s, mode, bench_case.name};
   b.rows = mode == Mode::Batch ? kBatch : kSequences * (kSequences + 1) / 2;
   std::mt19937 gen(1);
   std::vector<Variable> inputs;
@@ -418,8 +455,7 @@ void write_json(std::ostream& o, const DictionaryValue& v) {
 std::string spec_line(const Bench& b) {
   std::ostringstream o;
   o.precision(17);
-  o << "{\"op\":\"" << b.schema->op->name() << "\",\"case\":\"" << mode_name(b.mode)
-    << "\",\"attributes\":";
+  o << "{\"op\":\"" << b.schema->op->name() << "\",\"case\":\"" << b.name << "\",\"attributes\":";
   write_json(o, DictionaryValue(b.f.attributes().map()));
   o << ",\"inputs\":[";
   const InputSet differentiable = b.schema->op->traits(b.f.attributes()).differentiable;
@@ -459,7 +495,7 @@ std::string key(const std::string& op, const std::string& mode) {
 // What the table keeps of a row once its graph and data (up to ~70 MB an input) are gone.
 struct Row {
   std::string op;
-  Mode mode;
+  std::string name;  // the case's
   std::string spec;  // spec_line
   Traffic bytes;     // elementwise ops; else NaN
   Timing loom;
@@ -567,20 +603,18 @@ int run(int argc, char** argv) {
   std::vector<std::string> skipped;
   for (const OpSchema* s : timed_ops()) {
     if (!o.ops.empty() && !o.ops.contains(s->op->name())) continue;
-    const ConformanceCase& c = s->conformance.front();
-    for (Mode mode : {Mode::Batch, Mode::Sequences}) {
-      if (!(mode == Mode::Batch ? c.batch : c.sequences)) continue;
+    for (const BenchCase& c : bench_cases(*s)) {
       try {
-        const Bench b = build(*s, mode);
+        const Bench b = build(*s, c);
         const Row& r = rows.emplace_back(Row{
-            s->op->name(), mode, spec_line(b),
+            s->op->name(), c.name, spec_line(b),
             elementwise.contains(s->op->name()) ? traffic(b) : Traffic{NAN, NAN}, time_loom(b, p)});
         std::printf("  %-24s %-5s forward %10.1f us, forward+backward %10s us\n", r.op.c_str(),
-                    mode_name(mode), r.loom.forward_us,
+                    c.name.c_str(), r.loom.forward_us,
                     figure(r.loom.forward_backward_us, "%.1f").c_str());
       } catch (const std::exception& e) {  // the grown case does not fit the op
-        skipped.push_back(std::string(s->op->name()) + " " + mode_name(mode) + ": " + e.what());
-        std::printf("  %-24s %-5s skipped: %s\n", s->op->name(), mode_name(mode), e.what());
+        skipped.push_back(std::string(s->op->name()) + " " + c.name + ": " + e.what());
+        std::printf("  %-24s %-5s skipped: %s\n", s->op->name(), c.name.c_str(), e.what());
       }
     }
   }
@@ -602,20 +636,20 @@ int run(int argc, char** argv) {
               "ratio", "bw");
   Ratios forward, backward;
   for (const Row& r : rows) {
-    const std::string row = r.op + " " + mode_name(r.mode);
-    const auto found = torch.timings.find(key(r.op, mode_name(r.mode)));
+    const std::string row = r.op + " " + r.name;
+    const auto found = torch.timings.find(key(r.op, r.name));
     const bool has_ref = found != torch.timings.end();
     const Timing t = has_ref ? found->second : Timing{};
     const Timing& l = r.loom;
     auto bw = [&](double moved, double us) {
       return figure(100 * moved / (us * 1e-6) / bandwidth, "%.0f%%");
     };
-    const char* none = !torch.ran                                            ? "-"
-                       : torch.failed.contains(key(r.op, mode_name(r.mode))) ? "failed"
-                                                                             : "no ref";
+    const char* none = !torch.ran                                 ? "-"
+                       : torch.failed.contains(key(r.op, r.name)) ? "failed"
+                                                                  : "no ref";
     forward.add(row, t.forward_us / l.forward_us);
     backward.add(row, t.forward_backward_us / l.forward_backward_us);
-    std::printf(format, r.op.c_str(), mode_name(r.mode), figure(l.forward_us, "%.1f").c_str(),
+    std::printf(format, r.op.c_str(), r.name.c_str(), figure(l.forward_us, "%.1f").c_str(),
                 has_ref ? figure(t.forward_us, "%.1f").c_str() : none,
                 figure(t.forward_us / l.forward_us, kRatio).c_str(),
                 bw(r.bytes.forward, l.forward_us).c_str(),

@@ -113,6 +113,24 @@ def flag(t, x):
     return t.to(x.dtype)
 
 
+def cross_entropy(a, z, t):
+    """Over a vector sample F.cross_entropy; along an axis of a larger sample (the "axis"
+    attribute) CNTK's composite: logsumexp along it less the targets' dot product with z."""
+    if "axis" not in a:
+        return F.cross_entropy(z, t, reduction="none")
+    d = dim(a)
+    return torch.logsumexp(z, d, keepdim=True) - (t * z).sum(d, keepdim=True)
+
+
+def classification_error(a, z, t):
+    """Whether the largest score and the target's largest entry are at different positions; along
+    an axis of a larger sample (the "axis" attribute) per slice, averaged over the slices."""
+    if "axis" not in a:
+        return flag(z.argmax(-1) != t.argmax(-1), z)
+    d = dim(a)
+    return flag(z.argmax(d) != t.argmax(d), z).flatten(1).mean(1)
+
+
 # Loom op -> f(attributes, *inputs) on tensors with one leading axis (samples, or packed steps).
 # Ops absent from both tables have no PyTorch equivalent: StraightThrough (a sign with a
 # pass-through gradient needs a custom autograd Function, not an op).
@@ -175,9 +193,9 @@ PER_STEP = {
     "Softsign": lambda a, x: F.softsign(x),
     "Times": lambda a, x, w: torch.matmul(x, w),
     "SquaredError": lambda a, x, y: torch.square(x - y).sum(-1),
-    "CrossEntropyWithSoftmax": lambda a, z, t: F.cross_entropy(z, t, reduction="none"),
+    "CrossEntropyWithSoftmax": cross_entropy,
     "BinaryCrossEntropy": lambda a, p, t: F.binary_cross_entropy(p, t, reduction="none").sum(-1),
-    "ClassificationError": lambda a, z, t: flag(z.argmax(-1) != t.argmax(-1), z),
+    "ClassificationError": classification_error,
     "ReduceSum": reduce(lambda x, d, k: x.sum(d, keepdim=k)),
     "ReduceMean": reduce(lambda x, d, k: x.mean(d, keepdim=k)),
     "ReduceMax": reduce(lambda x, d, k: x.amax(d, keepdim=k)),
