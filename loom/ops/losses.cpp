@@ -107,9 +107,11 @@ class TargetRows {
 // dx (+)= scale (e^(x - shift) - t) over a run of n entries: t a dense run of targets, or none
 // (Dense false; the caller subtracts sparse targets); scale and shift one for each entry (Each: a
 // run across slices, entry c in slice c) or one for the run. Each case its own loop: with the
-// choices inside, the loop did not vectorize.
+// choices inside, the loop did not vectorize. Flattened: in this large file the compiler stopped
+// inlining fast_exp's body here (its unit growth limit), and the loop called it per element.
 template <bool Add, bool Dense, bool Each, typename T>
-void softmax_gradient_run(size_t n, const T* x, const T* shift, const T* t, const T* scale, T* dx) {
+[[gnu::flatten]] void softmax_gradient_run(size_t n, const T* x, const T* shift, const T* t,
+                                           const T* scale, T* dx) {
   const T shift0 = shift[0], scale0 = scale[0];
 #pragma omp simd
   for (size_t c = 0; c < n; ++c) {
