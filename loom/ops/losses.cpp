@@ -63,17 +63,20 @@ class TargetRows {
       offsets_ = t.sparse->csr_row_offsets().data();
       columns_ = t.sparse->csr_col_indices().data();
       values_ = t.sparse->csr_values<T>();
+      width_ = t.sparse->csr_cols();
     } else {
       values_ = t.ptr<T>();
     }
   }
-  // Calls f(column, value) for the nonzero entries of row r.
+  // Calls f(column, value) for the nonzero entries of row r: a sparse sample of rank 2 or more
+  // is cols_ / width_ CSR rows, one for each row of its last axis.
   template <typename F>
   void for_each(size_t r, F&& f) const {
     if (offsets_) {
-      const size_t row = t_.dynamic() ? r : 0;
-      for (int32_t k = offsets_[row]; k < offsets_[row + 1]; ++k)
-        f(size_t(columns_[k]), values_[k]);
+      const size_t per_sample = cols_ / width_, first = (t_.dynamic() ? r : 0) * per_sample;
+      for (size_t q = 0; q < per_sample; ++q)
+        for (int32_t k = offsets_[first + q]; k < offsets_[first + q + 1]; ++k)
+          f(q * width_ + size_t(columns_[k]), values_[k]);
     } else {
       const T* row = dense_row(r);
       for (size_t c = 0; c < cols_; ++c)
@@ -98,7 +101,7 @@ class TargetRows {
 
  private:
   const Tensor& t_;
-  size_t cols_;
+  size_t cols_, width_ = 1;
   const int32_t* offsets_ = nullptr;
   const int32_t* columns_ = nullptr;
   const T* values_ = nullptr;

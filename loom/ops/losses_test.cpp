@@ -310,6 +310,38 @@ TEST(Loss, CrossEntropyWithSparseTargetsMatchesDense) {
   }
 }
 
+// Sparse targets of a matrix sample [3, 4] (CSR rows along its last axis, three a sample), over
+// the whole sample and along each axis: what the same targets give dense.
+TEST(Loss, SparseMatrixTargetsMatchDense) {
+  // Samples 0 and 1: one 1 in each row of the last axis, sample 2 a row without one.
+  const std::vector<int32_t> offsets{0, 1, 2, 3, 4, 5, 6, 7, 8, 8};
+  const std::vector<int32_t> columns{2, 0, 3, 1, 1, 0, 3, 2};
+  const std::vector<double> ones(8, 1.0);
+  const Value sparse(NDArrayView::sparse_csr<double>({3, 3, 4}, offsets, columns, ones), false);
+  const Value dense(sparse.data().to_dense(), false);
+  const Variable z = input_variable({3, 4}, f64("z"));
+  const Variable ts = input_variable({3, 4}, {.dtype = kF64, .is_sparse = true});
+  const Variable td = input_variable({3, 4}, f64("t"));
+  const Value zv = random_batch({3, 4}, 3, kF64, 21, -3, 3);
+  for (const std::optional<int> axis : {std::optional<int>(), std::optional(0), std::optional(1)}) {
+    SCOPED_TRACE(axis ? "axis " + std::to_string(*axis) : "whole sample");
+    auto ce = [&](const Variable& t) {
+      return axis ? cross_entropy_with_softmax(z, t, Axis(*axis))
+                  : cross_entropy_with_softmax(z, t);
+    };
+    auto error = [&](const Variable& t) {
+      return axis ? classification_error(z, t, 1, Axis(*axis)) : classification_error(z, t);
+    };
+    expect_all_near(values(ce(ts).eval_one({{z, zv}, {ts, sparse}})),
+                    values(ce(td).eval_one({{z, zv}, {td, dense}})), 1e-14, "cross entropy");
+    expect_all_near(values(weighted_output(ce(ts)).grad({{z, zv}, {ts, sparse}}, {z}).at(z)),
+                    values(weighted_output(ce(td)).grad({{z, zv}, {td, dense}}, {z}).at(z)), 1e-14,
+                    "gradient");
+    expect_all_near(values(error(ts).eval_one({{z, zv}, {ts, sparse}})),
+                    values(error(td).eval_one({{z, zv}, {td, dense}})), 0, "classification_error");
+  }
+}
+
 TEST(Loss, BinaryCrossEntropyByHand) {
   Variable o = input_variable({2}, f64()), t = input_variable({2}, f64());
   const Value ov = batch_of(kF64, {2}, {0.8, 0.3, 0.5, 0.5});
