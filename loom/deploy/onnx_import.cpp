@@ -1749,6 +1749,13 @@ class Importer {
     }
   }
 
+  // The scales of Upsample and of Resize at opset 10 (input 1, which they require).
+  std::vector<double> first_form_scales(size_t rank) {
+    std::vector<double> scales = resize_values(1, "scales", rank);
+    if (scales.empty()) fail("scales (input 1) is missing");
+    return scales;
+  }
+
   // Upsample (opsets 7 to 9; Resize replaced it at 10): Resize's first form, asymmetric
   // coordinates and nearest's floor, at scales of 1 or more.
   Val upsample() {
@@ -1759,8 +1766,7 @@ class Importer {
     if (mode != "nearest" && mode != "linear")
       fail("mode ", mode, " is not one of Upsample's (nearest, linear)");
     const Val x = in(0);
-    const std::vector<double> scales = resize_values(1, "scales", x.rank());
-    if (scales.empty()) fail("scales (input 1) is missing");
+    const std::vector<double> scales = first_form_scales(x.rank());
     for (size_t k = 0; k < scales.size(); ++k)
       if (!(scales[k] >= 1)) fail("scale ", scales[k], " of axis ", k, " must be 1 or more");
     return resized(x, scales, {}, {}, {.mode = mode});
@@ -1777,11 +1783,7 @@ class Importer {
     if (how.mode != "nearest" && how.mode != "linear" && (first_form || how.mode != "cubic"))
       fail("mode ", how.mode, " is not one of Resize's at opset ", opset_,
            first_form ? " (nearest, linear)" : " (nearest, linear, cubic)");
-    if (first_form) {
-      const std::vector<double> scales = resize_values(1, "scales", rank);
-      if (scales.empty()) fail("scales (input 1) is missing");
-      return resized(x, scales, {}, {}, how);
-    }
+    if (first_form) return resized(x, first_form_scales(rank), {}, {}, how);
     how.coordinates = string_attribute(*node_, "coordinate_transformation_mode", "half_pixel");
     static const std::set<std::string> coordinates = {"half_pixel",           "pytorch_half_pixel",
                                                       "align_corners",        "asymmetric",
