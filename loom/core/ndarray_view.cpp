@@ -165,14 +165,25 @@ std::vector<T> NDArrayView::to_vector() const {
   return out;
 }
 
+void NDArrayView::csr_rows_to_dense(size_t first, size_t count, void* dst) const {
+  LOOM_CHECK(first + count <= csr_rows(), StateError, "CSR rows ", first, " to ", first + count,
+             " of ", csr_rows());
+  dispatch(dtype_, [&](auto zero) {
+    using S = decltype(zero);
+    const size_t cols = csr_cols();
+    const S* v = csr_values<S>();
+    S* out = static_cast<S*>(dst);
+    std::fill_n(out, count * cols, S(0));
+    for (size_t r = 0; r < count; ++r)
+      for (int32_t k = csr_->row_offsets[first + r]; k < csr_->row_offsets[first + r + 1]; ++k)
+        out[r * cols + size_t(csr_->col_indices[size_t(k)])] += v[k];
+  });
+}
+
 NDArrayView NDArrayView::to_dense() const {
   if (!is_sparse()) return *this;
   NDArrayView d(dtype_, shape_, device_);
-  dispatch(dtype_, [&](auto zero) {
-    using S = decltype(zero);
-    auto v = to_vector<S>();
-    std::memcpy(d.raw_data(), v.data(), v.size() * sizeof(S));
-  });
+  csr_rows_to_dense(0, csr_rows(), d.raw_data());
   return d;
 }
 

@@ -83,6 +83,9 @@ class NDArrayView {
   const std::vector<int32_t>& csr_col_indices() const;
   template <typename T>
   const T* csr_values() const;
+  // CSR rows [first, first + count) written dense at dst (count rows of csr_cols() elements of
+  // this view's dtype; zeros where a row has no entry).
+  void csr_rows_to_dense(size_t first, size_t count, void* dst) const;
 
   // All elements in row-major order, densified, converted to T.
   template <typename T>

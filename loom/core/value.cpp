@@ -340,20 +340,9 @@ NDArrayView Value::sequence(size_t b) const {
                steps[0] * bytes);
     return out;
   }
-  NDArrayView out(dtype(), steps);  // zeros, the CSR rows' entries added in
-  const size_t per_step = csr_rows_per_sample(sample), cols = data_.csr_cols();
-  const auto& offsets = data_.csr_row_offsets();
-  const auto& columns = data_.csr_col_indices();
-  dispatch(dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* values = data_.csr_values<T>();
-    T* to = out.data<T>();
-    for (size_t r = 0; r < steps[0] * per_step; ++r) {
-      const size_t row = first * per_step + r;
-      for (int32_t k = offsets[row]; k < offsets[row + 1]; ++k)
-        to[r * cols + size_t(columns[size_t(k)])] += values[k];
-    }
-  });
+  NDArrayView out = NDArrayView::uninitialized(dtype(), steps);
+  const size_t per_step = csr_rows_per_sample(sample);
+  data_.csr_rows_to_dense(first * per_step, steps[0] * per_step, out.raw_data());
   return out;
 }
 

@@ -11,21 +11,6 @@
 namespace loom {
 
 namespace {
-// Writes the CSR rows of s as dense rows at dst (s's shape, row-major).
-void densify_rows(const NDArrayView& s, void* dst) {
-  dispatch(s.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    T* out = static_cast<T*>(dst);
-    size_t cols = s.csr_cols();
-    std::fill_n(out, s.size(), T(0));
-    const auto& off = s.csr_row_offsets();
-    const auto& col = s.csr_col_indices();
-    const T* v = s.csr_values<T>();
-    for (size_t r = 0; r + 1 < off.size(); ++r)
-      for (int32_t k = off[r]; k < off[r + 1]; ++k) out[r * cols + size_t(col[k])] += v[k];
-  });
-}
-
 RandomGenerator* random_of(FunctionImpl& f) {
   return f.random ? &*f.random : nullptr;
 }
@@ -614,7 +599,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     slot.bound = stored(value);
     if (value.is_sparse() && slot.densify) {
       t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
-      densify_rows(*slot.bound, t.data);
+      slot.bound->csr_rows_to_dense(0, slot.bound->csr_rows(), t.data);
     } else if (value.is_sparse()) {
       t.sparse = &*slot.bound;
     } else {
@@ -651,7 +636,7 @@ void Executor::bind_input(const Variable& v, Slot& slot, const Value& value) {
     });
     if (slot.densify) {
       t.data = slot.storage.ensure(t.size() * size_of(t.dtype));
-      densify_rows(*slot.bound, t.data);
+      slot.bound->csr_rows_to_dense(0, slot.bound->csr_rows(), t.data);
     } else {
       t.sparse = &*slot.bound;
     }
