@@ -148,15 +148,16 @@ TYPED_TEST(NceTest, LossAndGradientsMatchTheFormula) {
 
 TYPED_TEST(NceTest, EntropySumsTheNoiseTerms) {
   using T = TypeParam;
-  // Unnormalized weights, one class of none and one far below float's smallest normal.
+  // Unnormalized weights, one class of none and one whose noise term k q is subnormal (the
+  // smallest normal weight over a total of ~1000): the logarithm's clamp.
   std::vector<T> w = random_vector<T>(1000, 5, 0.1, 3);
   w[3] = 0;
-  w[7] = T(1e-300);
+  w[7] = std::numeric_limits<T>::min();
   double total = 0;
   for (T v : w) total += v;
   double want = 0;
   for (T v : w)
-    if (v > 1e-200) want += 50 * v / total * std::log(50 * v / total);
+    if (v > 0) want += 50 * v / total * std::log(50 * v / total);
   EXPECT_NEAR(nce_entropy<T>(w.size(), w.data(), 50), want, tolerance<T>() * std::abs(want));
 }
 
